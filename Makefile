@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rsnic: build the module, run the VM, run the tests.
+#
+#   make                 build rsnic.ko (against KDIR, default: the cached kernel)
+#   make run [CMD=...]   boot the VM with two cards and the driver loaded
+#   make check [T=...]   cargo test + every selftest in the VM
+#   make rust-analyzer   write rust-project.json
+#
+# Everything the project needs (Debian sid toolchain rootfs, kernel 7.2,
+# QEMU) is installed by qemu/*.sh into $(RSNIC_CACHE), default
+# ~/.cache/rsnic. With KDIR= set, the module is built with the host's own
+# toolchain against that tree instead.
+
+KERNEL ?= normal
+RSNIC_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/rsnic
+export RSNIC_CACHE KERNEL
+
+ifeq ($(KDIR),)
+# Build inside the toolchain rootfs against the cached kernel.
+IN_ROOTFS := qemu/in-rootfs.sh
+BUILD_KDIR := /rsnic-cache/kernel/$(KERNEL)
+BUILD_M := /rsnic
+SETUP := setup
+else
+IN_ROOTFS :=
+BUILD_KDIR := $(KDIR)
+BUILD_M := $(CURDIR)
+SETUP :=
+endif
+
+.PHONY: all modules setup rootfs kernel emu run check clean rust-analyzer rustfmt rustfmtcheck
+
+all: modules
+
+rootfs:
+	qemu/setup-rootfs.sh
+
+kernel: rootfs
+	qemu/build-kernel.sh $(KERNEL)
+
+setup: kernel
+
+modules: $(SETUP)
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(if $(CLIPPY),CLIPPY=1) modules
+
+emu: rootfs
+	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked
+
+run: modules emu
+	qemu/in-rootfs.sh python3 qemu/vm.py run $(if $(CMD),--cmd "$(CMD)")
+
+check: setup
+	qemu/check.sh $(T)
+
+rust-analyzer: $(SETUP)
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) rust-analyzer
+
+rustfmt: rootfs
+	qemu/in-rootfs.sh sh -c 'rustfmt --edition 2021 src/*.rs src/kext/*.rs && cd qemu/rsnic-emu && cargo fmt'
+
+rustfmtcheck: rootfs
+	qemu/in-rootfs.sh sh -c 'rustfmt --check --edition 2021 src/*.rs src/kext/*.rs && cd qemu/rsnic-emu && cargo fmt --check'
+
+clean:
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) clean
+	rm -f src/ffi/bindings_generated.rs

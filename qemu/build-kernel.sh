@@ -1,0 +1,64 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Builds the guest kernel from the rootfs's linux-source-7.2 with
+# allnoconfig + qemu/kernel.config (+ qemu/kernel-debug.config for
+# KERNEL=debug) into $RSNIC_CACHE/kernel/<variant>. Incremental: rebuilt
+# only when the fragment or this script changes. Also installs the kernel's
+# modules into the rootfs so the guest can modprobe them.
+
+source "$(dirname "$0")/common.sh"
+
+variant=${1:-${KERNEL:-normal}}
+fragments=("$RSNIC_REPO/qemu/kernel.config")
+case $variant in
+normal) ;;
+debug) fragments+=("$RSNIC_REPO/qemu/kernel-debug.config") ;;
+*) die "unknown kernel variant '$variant' (normal or debug)" ;;
+esac
+
+tree=$RSNIC_KERNEL_DIR/$variant
+in_tree=$RSNIC_IN_CACHE/kernel/$variant
+stamp=$tree/.rsnic-stamp
+want=$(cat "${fragments[@]}" "$0" | sha256sum | cut -d' ' -f1)
+
+if [[ -f $stamp && $(cat "$stamp") == "$want" && -f $tree/arch/x86/boot/bzImage ]]; then
+	log "kernel ($variant) up to date: $tree"
+	exit 0
+fi
+
+if [[ ! -f $tree/Makefile ]]; then
+	log "extracting linux-source-7.2 into $tree"
+	rm -rf "$tree.new"
+	mkdir -p "$tree.new"
+	tar -C "$tree.new" --strip-components=1 -xf "$RSNIC_ROOTFS/usr/src/linux-source-7.2.tar.xz"
+	mv "$tree.new" "$tree"
+fi
+
+frag_args=""
+for f in "${fragments[@]}"; do
+	frag_args+=" $RSNIC_IN_REPO/qemu/$(basename "$f")"
+done
+
+log "building kernel ($variant) on $(nproc) cores; log: $tree/build.log"
+start=$SECONDS
+in_rootfs /bin/bash -euc "
+	cd $in_tree
+	KCONFIG_ALLCONFIG=/dev/null make -s allnoconfig
+	scripts/kconfig/merge_config.sh -m .config $frag_args >/dev/null
+	make -s olddefconfig
+	# Every option the fragments ask for must have survived olddefconfig.
+	missing=0
+	for f in $frag_args; do
+		while IFS= read -r line; do
+			case \$line in CONFIG_*=*) ;; *) continue ;; esac
+			grep -qxF -- \"\$line\" .config || { echo \"not set: \$line\" >&2; missing=1; }
+		done <\$f
+	done
+	[ \$missing = 0 ]
+	make -j$(nproc) bzImage modules
+	rm -rf /lib/modules/*-rsnic*
+	make -s modules_install INSTALL_MOD_STRIP=1 >/dev/null
+" >"$tree/build.log" 2>&1 || { tail -n 30 "$tree/build.log" >&2; die "kernel build failed"; }
+echo "$want" >"$stamp"
+log "kernel ($variant) built in $((SECONDS - start)) s: $(cat "$tree/include/config/kernel.release")"

@@ -1,0 +1,13 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs a command inside the toolchain rootfs with the repo at /rsnic (the
+# working directory) and the cache at /rsnic-cache. Cargo's registry and
+# the emulator's build output live in the cache, not in the repo.
+
+source "$(dirname "$0")/common.sh"
+[[ $# -gt 0 ]] || die "usage: $0 COMMAND [ARG...]"
+in_rootfs /usr/bin/env CARGO_HOME=$RSNIC_IN_CACHE/cargo \
+	CARGO_TARGET_DIR=$RSNIC_IN_CACHE/emu-target \
+	RUST_LOG="${RUST_LOG:-}" \
+	/bin/sh -c 'cd "$0" && exec "$@"' "$RSNIC_IN_REPO${RSNIC_SUBDIR:+/$RSNIC_SUBDIR}" "$@"

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The vfio-user face of a function: regions and interrupts as QEMU sees
+//! them, routed to [`Function`].
+
+use std::fs::File;
+use std::io;
+use std::mem::size_of;
+
+use log::{debug, info};
+use vfio_bindings::bindings::vfio::{
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
+    VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
+    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ,
+    VFIO_REGION_INFO_FLAG_WRITE,
+};
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
+
+use crate::config_space::CONFIG_SPACE_SIZE;
+use crate::function::Function;
+use crate::hw;
+
+/// Region table: config space, BAR0 (registers) and the MSI-X BAR.
+pub fn region_infos() -> Vec<ServerRegion> {
+    (0..VFIO_PCI_NUM_REGIONS)
+        .map(|index| {
+            let size = match index {
+                VFIO_PCI_CONFIG_REGION_INDEX => CONFIG_SPACE_SIZE,
+                VFIO_PCI_BAR0_REGION_INDEX => hw::BAR0_SIZE,
+                i if i == hw::MSIX_BAR => hw::MSIX_BAR_SIZE,
+                _ => 0,
+            };
+            let flags = if size > 0 { VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE } else { 0 };
+            ServerRegion {
+                region_info: vfio_region_info {
+                    argsz: size_of::<vfio_region_info>() as u32,
+                    index,
+                    size: size as u64,
+                    flags,
+                    ..Default::default()
+                },
+                sparse_areas: Vec::new(),
+                mmap_fd: None,
+            }
+        })
+        .collect()
+}
+
+/// Interrupt table: MSI-X, plus the error-reporting eventfd QEMU asks for
+/// (the card never signals it). No INTx, no MSI.
+pub fn irq_infos(vectors: u16) -> Vec<IrqInfo> {
+    (0..VFIO_PCI_NUM_IRQS)
+        .map(|index| {
+            let count = match index {
+                VFIO_PCI_MSIX_IRQ_INDEX => u32::from(vectors),
+                VFIO_PCI_ERR_IRQ_INDEX => 1,
+                _ => 0,
+            };
+            IrqInfo {
+                index,
+                count,
+                flags: if count > 0 { VFIO_IRQ_INFO_EVENTFD } else { 0 },
+            }
+        })
+        .collect()
+}
+
+/// Adapts a [`Function`] to the `vfio_user` crate's server loop.
+pub struct Backend {
+    func: Function,
+}
+
+impl Backend {
+    /// Serves `func`.
+    pub fn new(func: Function) -> Self {
+        Self { func }
+    }
+
+    /// Splits an access into naturally aligned 32-bit register accesses.
+    fn bar0_dwords(offset: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
+        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if start % 4 != 0 || len % 4 != 0 || start + len > hw::BAR0_SIZE {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "BAR0 accesses are aligned dwords"));
+        }
+        Ok(start..start + len)
+    }
+}
+
+impl ServerBackend for Backend {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+        match region {
+            VFIO_PCI_CONFIG_REGION_INDEX => self.func.config.read(offset, data),
+            VFIO_PCI_BAR0_REGION_INDEX => {
+                let range = Self::bar0_dwords(offset, data.len())?;
+                for (chunk, reg) in data.chunks_exact_mut(4).zip(range.step_by(4)) {
+                    chunk.copy_from_slice(&self.func.read_reg(reg).to_le_bytes());
+                }
+            }
+            // QEMU emulates the MSI-X table; the PBA reads as nothing pending.
+            VFIO_PCI_BAR2_REGION_INDEX => data.fill(0),
+            _ => data.fill(0xff),
+        }
+        Ok(())
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+        match region {
+            VFIO_PCI_CONFIG_REGION_INDEX => self.func.config.write(offset, data),
+            VFIO_PCI_BAR0_REGION_INDEX => {
+                let range = Self::bar0_dwords(offset, data.len())?;
+                for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {
+                    let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    self.func.write_reg(reg, value);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dma_map(&mut self, flags: DmaMapFlags, offset: u64, address: u64, size: u64, fd: Option<File>) -> io::Result<()> {
+        debug!("dma_map {flags:?} addr={address:#x} size={size:#x} offset={offset:#x}");
+        match fd {
+            Some(fd) => self.func.dma.map(address, size, &fd, offset),
+            // Memory QEMU cannot share (no fd) is simply not reachable by DMA.
+            None => Ok(()),
+        }
+    }
+
+    fn dma_unmap(&mut self, _flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
+        debug!("dma_unmap addr={address:#x} size={size:#x}");
+        self.func.dma.unmap(address, size);
+        Ok(())
+    }
+
+    fn reset(&mut self) -> io::Result<()> {
+        info!("device reset from QEMU");
+        self.func.reset();
+        Ok(())
+    }
+
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> io::Result<()> {
+        debug!("set_irqs index={index} flags={flags:#x} start={start} count={count} fds={}", fds.len());
+        if index != VFIO_PCI_MSIX_IRQ_INDEX {
+            return Ok(());
+        }
+        if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
+            self.func.msix.connect(start, count, fds);
+        } else if flags & VFIO_IRQ_SET_DATA_NONE != 0 && count == 0 {
+            self.func.msix.disconnect_all();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The harness's control socket and the card's fault-injection knobs.
+//!
+//! Protocol: one command per line on a UNIX stream socket, one reply line
+//! per command, `ok ...` or `error: ...`.
+//!
+//! - `fault <name>`: make the card misbehave (see [`Fault`]); `fault none`
+//!   restores normal behaviour.
+//! - `status`: the active fault.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use log::{info, warn};
+
+/// A way the card can misbehave, for testing the driver's defences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fault {
+    /// Behave correctly.
+    None = 0,
+    /// The scratch register reads back a value other than the one written.
+    Scratch = 1,
+    /// Test interrupts are counted but never delivered.
+    Irq = 2,
+    /// DMA fills write a corrupted pattern and verifies report mismatches.
+    Dma = 3,
+    /// Every register reads all-ones, as after surprise removal.
+    AllOnes = 4,
+}
+
+impl Fault {
+    const ALL: [Fault; 5] = [Fault::None, Fault::Scratch, Fault::Irq, Fault::Dma, Fault::AllOnes];
+
+    /// Name used on the control socket.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::Scratch => "scratch",
+            Fault::Irq => "irq",
+            Fault::Dma => "dma",
+            Fault::AllOnes => "all-ones",
+        }
+    }
+}
+
+/// The active fault, shared between the control thread and the device.
+#[derive(Default)]
+pub struct Faults {
+    active: AtomicU8,
+}
+
+impl Faults {
+    /// The fault currently active.
+    pub fn active(&self) -> Fault {
+        let v = self.active.load(Ordering::Relaxed);
+        Fault::ALL.into_iter().find(|f| *f as u8 == v).unwrap_or(Fault::None)
+    }
+
+    /// Whether `fault` is the active one.
+    pub fn is(&self, fault: Fault) -> bool {
+        self.active() == fault
+    }
+
+    /// Activates the fault called `name`.
+    pub fn set_by_name(&self, name: &str) -> Result<(), String> {
+        let fault = Fault::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Fault::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown fault '{name}' (one of: {})", names.join(", "))
+            })?;
+        self.active.store(fault as u8, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Executes one control command line and returns the reply line.
+pub fn execute(faults: &Faults, line: &str) -> String {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["fault", name] => match faults.set_by_name(name) {
+            Ok(()) => {
+                info!("fault injection: {name}");
+                "ok".to_string()
+            }
+            Err(e) => format!("error: {e}"),
+        },
+        ["status"] => format!("ok fault={}", faults.active().name()),
+        [] => "error: empty command".to_string(),
+        _ => format!("error: unknown command '{line}'"),
+    }
+}
+
+fn serve(stream: UnixStream, faults: &Faults) -> std::io::Result<()> {
+    let mut out = stream.try_clone()?;
+    for line in BufReader::new(stream).lines() {
+        let reply = execute(faults, line?.trim());
+        writeln!(out, "{reply}")?;
+    }
+    Ok(())
+}
+
+/// Listens on `path` in a background thread, serving one client at a time.
+pub fn spawn(path: &Path, faults: Arc<Faults>) -> std::io::Result<()> {
+    let listener = UnixListener::bind(path)?;
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            match stream {
+                Ok(s) => {
+                    if let Err(e) = serve(s, &faults) {
+                        warn!("control connection: {e}");
+                    }
+                }
+                Err(e) => warn!("control accept: {e}"),
+            }
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands() {
+        let f = Faults::default();
+        assert_eq!(execute(&f, "status"), "ok fault=none");
+        assert_eq!(execute(&f, "fault scratch"), "ok");
+        assert!(f.is(Fault::Scratch));
+        assert!(execute(&f, "fault bogus").starts_with("error: unknown fault"));
+        assert!(f.is(Fault::Scratch), "a rejected command changes nothing");
+        assert_eq!(execute(&f, "fault none"), "ok");
+        assert!(execute(&f, "frobnicate").starts_with("error"));
+        assert!(execute(&f, "").starts_with("error"));
+    }
+}

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One PCI function of the card: its identity, BAR0 registers and the
+//! self-test block (scratch echo, test interrupt, DMA fill/verify).
+
+use std::sync::Arc;
+
+use log::{info, warn};
+
+use crate::config_space::ConfigSpace;
+use crate::control::{Fault, Faults};
+use crate::dma::DmaSpace;
+use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
+use crate::irq::MsixVectors;
+
+/// Firmware version the card reports: 0.1.0.
+pub const FW_VERSION: u32 = 0x00_01_00;
+
+/// What a function is, fixed at creation.
+#[derive(Clone, Copy, Debug)]
+pub struct Identity {
+    /// PF or VF.
+    pub kind: FuncKind,
+    /// Card identifier shared by the card's functions.
+    pub card_id: u32,
+    /// Permanent MAC address.
+    pub mac: [u8; 6],
+    /// Number of MSI-X vectors.
+    pub vectors: u16,
+}
+
+/// Self-test block state.
+#[derive(Default)]
+struct SelfTest {
+    scratch: u32,
+    irq_count: u32,
+    dma_addr: u64,
+    dma_len: u32,
+    dma_seed: u32,
+    dma_status: u32,
+    dma_mismatches: u32,
+}
+
+/// A PCI function: configuration space, registers, DMA and interrupts.
+pub struct Function {
+    id: Identity,
+    faults: Arc<Faults>,
+    /// PCI configuration space.
+    pub config: ConfigSpace,
+    /// Host memory QEMU mapped for this function.
+    pub dma: DmaSpace,
+    /// MSI-X vectors.
+    pub msix: MsixVectors,
+    test: SelfTest,
+}
+
+impl Function {
+    /// A function in its power-on state.
+    pub fn new(id: Identity, faults: Arc<Faults>) -> Self {
+        let device_id = match id.kind {
+            FuncKind::Pf => hw::PCI_DEVICE_ID_PF,
+            FuncKind::Vf => hw::PCI_DEVICE_ID_VF,
+        };
+        Self {
+            id,
+            faults,
+            config: ConfigSpace::new(device_id, id.vectors),
+            dma: DmaSpace::default(),
+            msix: MsixVectors::new(id.vectors),
+            test: SelfTest::default(),
+        }
+    }
+
+    /// Resets the function's register state (not its DMA mappings or
+    /// interrupt wiring, which belong to QEMU).
+    pub fn reset(&mut self) {
+        self.test = SelfTest::default();
+    }
+
+    /// Reads the 32-bit register at `offset` in BAR0.
+    pub fn read_reg(&mut self, offset: usize) -> u32 {
+        if self.faults.is(Fault::AllOnes) {
+            return u32::MAX;
+        }
+        let mac = self.id.mac;
+        match offset {
+            regs::MAGIC => hw::MAGIC,
+            regs::HW_VERSION => hw::HW_VERSION,
+            regs::FW_VERSION => FW_VERSION,
+            regs::FUNC_KIND => self.id.kind as u32,
+            regs::CARD_ID => self.id.card_id,
+            regs::NUM_VECTORS => self.msix.count(),
+            regs::MAC_LO => u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
+            regs::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
+            regs::DEV_CTRL => 0,
+            regs::DEV_STATUS => hw::status::READY,
+            regs::SCRATCH if self.faults.is(Fault::Scratch) => self.test.scratch ^ 0x0000_0100,
+            regs::SCRATCH => self.test.scratch,
+            regs::TEST_IRQ_COUNT => self.test.irq_count,
+            regs::DMA_ADDR_LO => self.test.dma_addr as u32,
+            regs::DMA_ADDR_HI => (self.test.dma_addr >> 32) as u32,
+            regs::DMA_LEN => self.test.dma_len,
+            regs::DMA_SEED => self.test.dma_seed,
+            regs::DMA_STATUS => self.test.dma_status,
+            regs::DMA_MISMATCHES => self.test.dma_mismatches,
+            _ => 0,
+        }
+    }
+
+    /// Writes the 32-bit register at `offset` in BAR0.
+    pub fn write_reg(&mut self, offset: usize, value: u32) {
+        match offset {
+            regs::DEV_CTRL if value & hw::ctrl::RESET != 0 => {
+                info!("{:?}: reset by driver", self.id.kind);
+                self.reset();
+            }
+            regs::SCRATCH => self.test.scratch = value,
+            regs::TEST_IRQ => self.test_irq(value),
+            regs::DMA_ADDR_LO => self.test.dma_addr = (self.test.dma_addr & !0xffff_ffff) | u64::from(value),
+            regs::DMA_ADDR_HI => self.test.dma_addr = (self.test.dma_addr & 0xffff_ffff) | (u64::from(value) << 32),
+            regs::DMA_LEN => self.test.dma_len = value,
+            regs::DMA_SEED => self.test.dma_seed = value,
+            regs::DMA_CMD => {
+                // The card runs the test before answering the next access,
+                // so software never observes `Busy` here; it is part of the
+                // interface for cards that run tests in the background.
+                self.test.dma_status = DmaTestStatus::Busy as u32;
+                let status = self.dma_test(value);
+                self.test.dma_status = status as u32;
+            }
+            _ => {}
+        }
+    }
+
+    fn test_irq(&mut self, vector: u32) {
+        self.test.irq_count = self.test.irq_count.wrapping_add(1);
+        if self.faults.is(Fault::Irq) {
+            return;
+        }
+        if !self.msix.raise(vector) {
+            warn!("{:?}: test interrupt on vector {vector} not delivered (no eventfd)", self.id.kind);
+        }
+    }
+
+    fn dma_test(&mut self, cmd: u32) -> DmaTestStatus {
+        self.test.dma_mismatches = 0;
+        let (Some(cmd), true) = (DmaTestCmd::from_reg(cmd), self.test.dma_len <= hw::DMA_TEST_MAX_LEN) else {
+            return DmaTestStatus::Invalid;
+        };
+        if !self.config.bus_master() {
+            warn!("{:?}: DMA test with bus mastering disabled", self.id.kind);
+            return DmaTestStatus::Fault;
+        }
+        let seed = self.test.dma_seed;
+        let addr = self.test.dma_addr;
+        let pattern: Vec<u8> = (0..self.test.dma_len).map(|i| hw::dma_pattern_byte(seed, i)).collect();
+        let corrupt = self.faults.is(Fault::Dma);
+        let result = match cmd {
+            DmaTestCmd::Fill => {
+                let mut data = pattern;
+                if corrupt {
+                    data.iter_mut().step_by(97).for_each(|b| *b ^= 0x5a);
+                }
+                self.dma.write(addr, &data)
+            }
+            DmaTestCmd::Verify => {
+                let mut data = vec![0u8; pattern.len()];
+                self.dma.read(addr, &mut data).map(|()| {
+                    let bad = data.iter().zip(&pattern).filter(|(a, b)| a != b).count();
+                    self.test.dma_mismatches = bad as u32 + u32::from(corrupt);
+                })
+            }
+        };
+        match result {
+            Ok(()) => DmaTestStatus::Done,
+            Err(fault) => {
+                warn!("{:?}: DMA test: {fault}", self.id.kind);
+                DmaTestStatus::Fault
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dma::tests::two_region_space;
+
+    fn pf(faults: Arc<Faults>) -> Function {
+        let id = Identity { kind: FuncKind::Pf, card_id: 7, mac: [2, 0x52, 0x53, 0, 0, 9], vectors: 16 };
+        let mut f = Function::new(id, faults);
+        f.config.write(4, &[0x06]); // memory + bus master
+        f
+    }
+
+    #[test]
+    fn identity_registers() {
+        let mut f = pf(Arc::default());
+        assert_eq!(f.read_reg(regs::MAGIC), hw::MAGIC);
+        assert_eq!(f.read_reg(regs::HW_VERSION) >> 16, 1);
+        assert_eq!(f.read_reg(regs::CARD_ID), 7);
+        assert_eq!(f.read_reg(regs::NUM_VECTORS), 16);
+        assert_eq!(f.read_reg(regs::MAC_LO), 0x0053_5202);
+        assert_eq!(f.read_reg(regs::MAC_HI), 0x0900);
+        assert_eq!(FuncKind::from_reg(f.read_reg(regs::FUNC_KIND)), Some(FuncKind::Pf));
+    }
+
+    #[test]
+    fn scratch_echo_and_fault() {
+        let faults = Arc::new(Faults::default());
+        let mut f = pf(Arc::clone(&faults));
+        f.write_reg(regs::SCRATCH, 0xdead_beef);
+        assert_eq!(f.read_reg(regs::SCRATCH), 0xdead_beef);
+        faults.set_by_name("scratch").unwrap();
+        assert_ne!(f.read_reg(regs::SCRATCH), 0xdead_beef);
+        faults.set_by_name("all-ones").unwrap();
+        assert_eq!(f.read_reg(regs::MAGIC), u32::MAX);
+    }
+
+    #[test]
+    fn reset_clears_self_test_state() {
+        let mut f = pf(Arc::default());
+        f.write_reg(regs::SCRATCH, 5);
+        f.write_reg(regs::DEV_CTRL, hw::ctrl::RESET);
+        assert_eq!(f.read_reg(regs::SCRATCH), 0);
+    }
+
+    fn start_dma(f: &mut Function, addr: u64, len: u32, seed: u32, cmd: DmaTestCmd) -> DmaTestStatus {
+        f.write_reg(regs::DMA_ADDR_LO, addr as u32);
+        f.write_reg(regs::DMA_ADDR_HI, (addr >> 32) as u32);
+        f.write_reg(regs::DMA_LEN, len);
+        f.write_reg(regs::DMA_SEED, seed);
+        f.write_reg(regs::DMA_CMD, cmd as u32);
+        DmaTestStatus::from_reg(f.read_reg(regs::DMA_STATUS)).unwrap()
+    }
+
+    #[test]
+    fn dma_fill_then_verify() {
+        let mut f = pf(Arc::default());
+        (f.dma, _) = two_region_space();
+        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Fill), DmaTestStatus::Done);
+        let mut back = vec![0u8; 0x2000];
+        f.dma.read(0x1800, &mut back).unwrap();
+        assert!(back.iter().enumerate().all(|(i, &b)| b == hw::dma_pattern_byte(42, i as u32)));
+        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Verify), DmaTestStatus::Done);
+        assert_eq!(f.read_reg(regs::DMA_MISMATCHES), 0);
+        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 43, DmaTestCmd::Verify), DmaTestStatus::Done);
+        assert!(f.read_reg(regs::DMA_MISMATCHES) > 0x1f00, "another seed differs almost everywhere");
+    }
+
+    #[test]
+    fn dma_rejects_bad_requests() {
+        let mut f = pf(Arc::default());
+        (f.dma, _) = two_region_space();
+        assert_eq!(start_dma(&mut f, 0x3800, 0x1000, 1, DmaTestCmd::Fill), DmaTestStatus::Fault);
+        f.write_reg(regs::DMA_LEN, hw::DMA_TEST_MAX_LEN + 1);
+        f.write_reg(regs::DMA_CMD, DmaTestCmd::Fill as u32);
+        assert_eq!(f.read_reg(regs::DMA_STATUS), DmaTestStatus::Invalid as u32);
+        f.write_reg(regs::DMA_LEN, 16);
+        f.write_reg(regs::DMA_CMD, 99);
+        assert_eq!(f.read_reg(regs::DMA_STATUS), DmaTestStatus::Invalid as u32);
+        f.config.write(4, &[0x02]); // bus mastering off
+        assert_eq!(start_dma(&mut f, 0x1000, 16, 1, DmaTestCmd::Fill), DmaTestStatus::Fault);
+    }
+
+    #[test]
+    fn dma_fault_corrupts_both_directions() {
+        let faults = Arc::new(Faults::default());
+        let mut f = pf(Arc::clone(&faults));
+        (f.dma, _) = two_region_space();
+        faults.set_by_name("dma").unwrap();
+        start_dma(&mut f, 0x1000, 0x1000, 9, DmaTestCmd::Fill);
+        faults.set_by_name("none").unwrap();
+        assert_eq!(start_dma(&mut f, 0x1000, 0x1000, 9, DmaTestCmd::Verify), DmaTestStatus::Done);
+        assert!(f.read_reg(regs::DMA_MISMATCHES) > 0);
+    }
+
+    #[test]
+    fn irq_fault_counts_but_does_not_deliver() {
+        let faults = Arc::new(Faults::default());
+        let mut f = pf(Arc::clone(&faults));
+        faults.set_by_name("irq").unwrap();
+        f.write_reg(regs::TEST_IRQ, 3);
+        assert_eq!(f.read_reg(regs::TEST_IRQ_COUNT), 1);
+    }
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Boot the rsnic test VM: QEMU with two emulated rsnic cards.
+
+Runs inside the toolchain rootfs (see qemu/in-rootfs.sh), where the repo
+is /rsnic and the cache /rsnic-cache. For each card it starts an
+rsnic-emu process (vfio-user server + control socket), then QEMU with the
+card's PF on its own PCIe root port, the rootfs as the guest's 9p root, a
+writable 9p share for the run directory, a QMP socket, and a virtio-serial
+port `org.rsnic.ctl` through which tests in the guest send harness
+commands (see HarnessControl).
+
+  vm.py run [--cmd SCRIPT] [--timeout S]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = "/rsnic"
+CACHE = "/rsnic-cache"
+EMU = f"{CACHE}/emu-target/release/rsnic-emu"
+
+# name -> (card id, MAC). Card B is the "remote" host of the tests.
+CARDS = {"A": (1, "02:52:53:00:00:0a"), "B": (2, "02:52:53:00:00:0b")}
+
+
+def log(msg):
+    print(f"[rsnic] {msg}", file=sys.stderr, flush=True)
+
+
+class Card:
+    """One rsnic-emu process."""
+
+    def __init__(self, run_dir, name, card_id, mac):
+        self.name = name
+        self.pf_socket = f"{run_dir}/card{name}-pf.sock"
+        self.ctl_socket = f"{run_dir}/card{name}-ctl.sock"
+        self.log_path = f"{run_dir}/card{name}.log"
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG") or "info")
+        self.proc = subprocess.Popen(
+            [EMU, "--pf-socket", self.pf_socket, "--ctl-socket", self.ctl_socket,
+             "--card-id", str(card_id), "--mac", mac],
+            stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
+
+    def wait_ready(self, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if os.path.exists(self.pf_socket) and os.path.exists(self.ctl_socket):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"card {self.name} did not start; see {self.log_path}:\n"
+                           + open(self.log_path).read())
+
+    def control(self, line):
+        """Sends one command to the card's control socket; returns the reply."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(self.ctl_socket)
+            s.sendall(line.encode() + b"\n")
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        return reply.decode().strip()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class HarnessControl(threading.Thread):
+    """Serves the guest's requests on the virtio-serial port.
+
+    One request per line, one reply line each:
+      card <A|B> <command...>   forwarded to that card's control socket
+      ping                      answers "ok pong"
+    """
+
+    def __init__(self, path, cards):
+        super().__init__(daemon=True)
+        self.path = path
+        self.cards = cards
+
+    def handle(self, line):
+        words = line.split()
+        if words == ["ping"]:
+            return "ok pong"
+        if len(words) >= 3 and words[0] == "card":
+            card = self.cards.get(words[1])
+            if card is None:
+                return f"error: no card {words[1]}"
+            try:
+                return card.control(" ".join(words[2:]))
+            except OSError as e:
+                return f"error: card {words[1]} control: {e}"
+        return f"error: unknown request '{line}'"
+
+    def run(self):
+        for _ in range(200):
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(self.path)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            log("harness control: cannot connect to QEMU's chardev")
+            return
+        buf = b""
+        while True:
+            data = s.recv(4096)
+            if not data:
+                return
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                line = line.decode(errors="replace").strip()
+                if line:
+                    s.sendall(self.handle(line).encode() + b"\n")
+
+
+def kernel_image():
+    variant = os.environ.get("KERNEL", "normal")
+    image = f"{CACHE}/kernel/{variant}/arch/x86/boot/bzImage"
+    if not os.path.exists(image):
+        sys.exit(f"no kernel at {image}; run qemu/build-kernel.sh {variant}")
+    return image
+
+
+def qemu_command(run_dir, cards, interactive):
+    mem = os.environ.get("RSNIC_VM_MEM", "2G")
+    cpus = os.environ.get("RSNIC_VM_CPUS", "2")
+    if os.environ.get("RSNIC_KVM") == "1":
+        accel = ["-accel", "kvm", "-cpu", "host"]
+    else:
+        accel = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    append = ("console=ttyS0 root=rootfs rootfstype=9p "
+              "rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro "
+              f"init={REPO}/qemu/guest-init.sh panic=-1 loglevel=4")
+    cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+           "-machine", "q35,memory-backend=mem", *accel, "-smp", cpus, "-m", mem,
+           "-object", f"memory-backend-memfd,id=mem,size={mem},share=on",
+           "-kernel", kernel_image(), "-append", append, "-no-reboot",
+           "-virtfs", "local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap",
+           "-virtfs", f"local,path={run_dir}/share,mount_tag=rsnicrun,security_model=none",
+           "-qmp", f"unix:{run_dir}/qmp.sock,server=on,wait=off",
+           "-device", "virtio-serial-pci",
+           "-chardev", f"socket,id=ctl,path={run_dir}/ctl.sock,server=on,wait=off",
+           "-device", "virtserialport,chardev=ctl,name=org.rsnic.ctl",
+           "-device", "virtio-rng-pci"]
+    cmd += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio"]
+    for slot, card in enumerate(cards.values(), start=1):
+        cmd += ["-device", f"pcie-root-port,id=rp{slot},slot={slot},chassis={slot}",
+                "-device", json.dumps({"driver": "vfio-user-pci", "id": f"card{card.name}",
+                                       "bus": f"rp{slot}",
+                                       "socket": {"type": "unix", "path": card.pf_socket}})]
+    return cmd
+
+
+def run(args):
+    os.makedirs(f"{CACHE}/run", exist_ok=True)
+    run_dir = tempfile.mkdtemp(prefix="vm-", dir=f"{CACHE}/run")
+    os.makedirs(f"{run_dir}/share")
+    cards = {}
+    qemu = None
+    status = 1
+    try:
+        for name, (card_id, mac) in CARDS.items():
+            cards[name] = Card(run_dir, name, card_id, mac)
+        for card in cards.values():
+            card.wait_ready()
+        share = f"{run_dir}/share"
+        if args.cmd is not None:
+            with open(f"{share}/mode", "w") as f:
+                f.write("cmd\n")
+            with open(f"{share}/cmd", "w") as f:
+                f.write(args.cmd + "\n")
+        else:
+            with open(f"{share}/mode", "w") as f:
+                f.write("shell\n")
+        interactive = args.cmd is None
+        cmd = qemu_command(run_dir, cards, interactive)
+        qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
+        HarnessControl(f"{run_dir}/ctl.sock", cards).start()
+        try:
+            qemu.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            log(f"VM still running after {args.timeout} s: killed")
+            qemu.kill()
+            qemu.wait()
+            return 124
+        if args.cmd is not None:
+            try:
+                status = int(open(f"{share}/status").read().strip())
+            except (OSError, ValueError):
+                log("the guest command did not finish (VM crashed or powered off early)")
+                status = 125
+        else:
+            status = 0
+        return status
+    finally:
+        if qemu is not None and qemu.poll() is None:
+            qemu.kill()
+        for card in cards.values():
+            card.stop()
+        if os.environ.get("RSNIC_KEEP_RUN") != "1":
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:
+            log(f"run directory kept: {run_dir}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="action", required=True)
+    r = sub.add_parser("run", help="boot the VM")
+    r.add_argument("--cmd", help="bash script to run in the guest; exit with its status")
+    r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sys.exit(run(args))
+
+
+if __name__ == "__main__":
+    main()

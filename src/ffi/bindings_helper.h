@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Input of the module's bindgen run: the kernel headers upstream Rust does
+ * not bind yet, and the module's C helpers.
+ */
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <rdma/ib_verbs.h>
+#include "helpers.h"

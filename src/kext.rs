@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The abstraction layer: safe wrappers over kernel interfaces that the
+//! upstream `kernel` crate does not cover (yet). All of the module's
+//! `unsafe` code lives here; driver logic above it is safe Rust.
+
+pub(crate) mod debugfs_root;
+pub(crate) mod dma_buf;
+pub(crate) mod msix;
+pub(crate) mod pci_dma;

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The PCI driver: binds the card's PF and VF, maps BAR0, wires MSI-X,
+//! runs the self-test and publishes the function in debugfs.
+
+use kernel::{
+    debugfs,
+    fmt,
+    device::Core,
+    pci,
+    prelude::*,
+    sync::Arc,
+};
+
+use crate::hw::{self, regs, FuncKind};
+use crate::kext::{
+    debugfs_root,
+    dma_buf::DmaBuffer,
+    msix::{IrqHandlerRegistration, MsixVectors},
+    pci_dma,
+};
+use crate::regs::{Registers, DUMPED};
+use crate::selftest::{self, SelfTestReport, VectorIrq};
+
+/// Most MSI-X vectors the driver uses on one function, whatever the card claims.
+const MAX_VECTORS: u32 = 64;
+
+/// The driver's state for one bound function.
+///
+/// Fields drop in declaration order: debugfs files go first (nothing can
+/// read registers through them afterwards), then the IRQ handlers, then
+/// the registers. The MSI-X vectors themselves are freed by devres after
+/// all of this.
+#[pin_data]
+pub(crate) struct RsnicFunction {
+    #[pin]
+    regs_file: debugfs::File<Arc<Registers>>,
+    #[pin]
+    selftest_file: debugfs::File<SelfTestReport>,
+    _dir: debugfs::Dir,
+    _irqs: KVec<Pin<KBox<IrqHandlerRegistration<VectorIrq>>>>,
+    regs: Arc<Registers>,
+}
+
+/// The PCI driver of rsnic functions.
+pub(crate) struct RsnicDriver;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    MODULE_PCI_TABLE,
+    <RsnicDriver as pci::Driver>::IdInfo,
+    // `hw::PCI_VENDOR_ID` is Xilinx; upstream's `pci::Vendor` only has named vendors.
+    [
+        (pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_PF as u32), FuncKind::Pf),
+        (pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_VF as u32), FuncKind::Vf),
+    ]
+);
+
+fn dump_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for &(name, offset) in DUMPED {
+        match regs.read(offset) {
+            Ok(value) => writeln!(f, "{offset:#06x} {name:<16} {value:#010x}")?,
+            Err(_) => writeln!(f, "{offset:#06x} {name:<16} unavailable")?,
+        }
+    }
+    Ok(())
+}
+
+fn show_selftest(report: &SelfTestReport, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(
+        f,
+        "passed kind={:?} vectors={} dma_cases={}",
+        report.kind, report.vectors, report.dma_cases
+    )
+}
+
+impl pci::Driver for RsnicDriver {
+    type IdInfo = FuncKind;
+    type Data<'bound> = RsnicFunction;
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        kind: &'bound FuncKind,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        pin_init::pin_init_scope(move || {
+            pdev.enable_device_mem()?;
+            pdev.set_master();
+            pci_dma::set_dma_mask_64(pdev)?;
+
+            let bar = pdev.iomap_region_sized::<{ hw::BAR0_SIZE }>(0, c"rsnic/bar0")?;
+            let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
+
+            let claimed = regs.read(regs::NUM_VECTORS)?;
+            if claimed == 0 || claimed > MAX_VECTORS {
+                dev_err!(pdev, "card reports {claimed} MSI-X vectors (1..={MAX_VECTORS} supported)\n");
+                return Err(EIO);
+            }
+            let vectors = MsixVectors::alloc(pdev, claimed)?;
+            let mut irqs = KVec::with_capacity(vectors.count() as usize, GFP_KERNEL)?;
+            for index in 0..vectors.count() {
+                let registration = IrqHandlerRegistration::new(vectors.irq(index)?, c"rsnic", VectorIrq::new());
+                irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
+            }
+
+            let buf = DmaBuffer::alloc(pdev.as_ref(), selftest::DMA_BUFFER_LEN)?;
+            let report = selftest::run(&regs, &irqs, &buf).map_err(|e| {
+                dev_err!(pdev, "self-test failed: {e}\n");
+                EIO
+            })?;
+            drop(buf);
+            if report.kind != Some(*kind) {
+                dev_err!(pdev, "card says it is a {:?}, its PCI ID says {kind:?}\n", report.kind);
+                return Err(EIO);
+            }
+            let mac = regs.mac()?;
+            dev_info!(
+                pdev,
+                "{kind:?} self-test passed ({} MSI-X vectors, {} DMA cases); card {}, MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}\n",
+                report.vectors,
+                report.dma_cases,
+                regs.read(regs::CARD_ID)?,
+                mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
+            );
+
+            let dir = debugfs_root::subdir(pdev.as_ref().name())?;
+            Ok(try_pin_init!(RsnicFunction {
+                regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),
+                selftest_file <- dir.read_callback_file(c"selftest", report, &show_selftest),
+                _dir: dir,
+                _irqs: irqs,
+                regs,
+            }))
+        })
+    }
+
+    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
+        // Quiesce the card; it may already be gone, which is fine.
+        let _ = this.regs.write(regs::DEV_CTRL, hw::ctrl::RESET);
+    }
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rsnic: driver for the rsnic SmartNIC, an Azure-AccelNet-style card with
+//! a synthetic NIC, a VF data path, a GFT flow table and a RoCEv2 engine.
+//!
+//! Layout: `hw` is the hardware interface (shared with the emulator),
+//! `kext` the abstraction layer over kernel C APIs (all `unsafe` lives
+//! there), `ffi` the module's own generated bindings, and the rest is
+//! driver logic in safe Rust.
+
+use kernel::{driver, pci, prelude::*};
+
+mod ffi;
+// Shared verbatim with the emulator, hence `pub` items and some the driver
+// does not use.
+#[allow(dead_code, unreachable_pub)]
+mod hw;
+mod kext;
+mod pci_drv;
+mod regs;
+mod selftest;
+
+use kext::debugfs_root::DebugfsRoot;
+
+/// The module: the debugfs root and the PCI driver registration.
+#[pin_data]
+struct RsnicModule {
+    // Unregistered first, so every device is unbound (and has removed its
+    // debugfs directory) before the root directory goes.
+    #[pin]
+    _driver: driver::Registration<pci::Adapter<pci_drv::RsnicDriver>>,
+    _debugfs: DebugfsRoot,
+}
+
+impl kernel::InPlaceModule for RsnicModule {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            _debugfs: DebugfsRoot::new(c"rsnic"),
+            _driver <- driver::Registration::new(c"rsnic", module),
+        })
+    }
+}
+
+module! {
+    type: RsnicModule,
+    name: "rsnic",
+    authors: ["The rsnic developers"],
+    description: "rsnic SmartNIC driver (synthetic NIC, VF bonding, GFT, RoCEv2)",
+    license: "GPL v2",
+}
