@@ -29,7 +29,7 @@ BUILD_M := $(CURDIR)
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel emu run check clean rust-analyzer rustfmt rustfmtcheck
+.PHONY: all modules setup rootfs kernel emu run check clean rust-analyzer rustfmt rustfmtcheck lint
 
 all: modules
 
@@ -55,12 +55,28 @@ check: setup
 
 rust-analyzer: $(SETUP)
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) rust-analyzer
+ifeq ($(KDIR),)
+	@# Paths were written as seen inside the rootfs; make them host paths.
+	sed -i -e 's#"/rsnic-cache/#"$(RSNIC_CACHE)/#g' -e 's#"/rsnic/#"$(CURDIR)/#g' \
+		-e 's#"/rsnic"#"$(CURDIR)"#g' -e 's#"/usr/#"$(RSNIC_CACHE)/rootfs/usr/#g' rust-project.json
+endif
+
+# Lints: the module with clippy (no warnings allowed), the emulator with
+# clippy, and rustfmt on both.
+lint: rustfmtcheck
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
+	@! grep -E '^(warning|error)' .lint.log
+	@rm -f .lint.log
+	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings
+
+# The module's sources (not the generated bindings) and the emulator.
+RUST_SOURCES = $(shell find src -name '*.rs' ! -name 'bindings_generated.rs')
 
 rustfmt: rootfs
-	qemu/in-rootfs.sh sh -c 'rustfmt --edition 2021 src/*.rs src/kext/*.rs && cd qemu/rsnic-emu && cargo fmt'
+	qemu/in-rootfs.sh sh -c "rustfmt $(RUST_SOURCES) && cd qemu/rsnic-emu && cargo fmt"
 
 rustfmtcheck: rootfs
-	qemu/in-rootfs.sh sh -c 'rustfmt --check --edition 2021 src/*.rs src/kext/*.rs && cd qemu/rsnic-emu && cargo fmt --check'
+	qemu/in-rootfs.sh sh -c "rustfmt --check $(RUST_SOURCES) && cd qemu/rsnic-emu && cargo fmt --check"
 
 clean:
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) clean

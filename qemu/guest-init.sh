@@ -24,6 +24,12 @@ mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mkdir -p /run/rsnic /run/netns
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rsnicrun /run/rsnic
 hostname rsnic-vm
+# What udev would do: name the virtio-serial ports (the harness's control
+# channel is /dev/virtio-ports/org.rsnic.ctl).
+mkdir -p /dev/virtio-ports
+for port in /sys/class/virtio-ports/*; do
+	[ -e "$port/name" ] && ln -sf "/dev/${port##*/}" "/dev/virtio-ports/$(cat "$port/name")"
+done
 ip link set lo up
 
 # The driver: the harness built it into the repo, mounted at /rsnic.

@@ -27,7 +27,6 @@ print_versions() {
 
 if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
 	log "toolchain rootfs up to date: $RSNIC_ROOTFS"
-	print_versions
 	exit 0
 fi
 

@@ -206,6 +206,8 @@ def run(args):
             qemu.kill()
             qemu.wait()
             return 124
+        if args.results and os.path.exists(f"{share}/results"):
+            shutil.copy(f"{share}/results", args.results)
         if args.cmd is not None:
             try:
                 status = int(open(f"{share}/status").read().strip())
@@ -231,6 +233,7 @@ def main():
     sub = p.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="boot the VM")
     r.add_argument("--cmd", help="bash script to run in the guest; exit with its status")
+    r.add_argument("--results", help="copy the guest's /run/rsnic/results here")
     r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

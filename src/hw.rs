@@ -115,6 +115,14 @@ pub enum FuncKind {
 }
 
 impl FuncKind {
+    /// Short name: "PF" or "VF".
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Pf => "PF",
+            Self::Vf => "VF",
+        }
+    }
+
     /// Decodes a register value; `None` for values this interface does not define.
     pub fn from_reg(value: u32) -> Option<Self> {
         match value {

@@ -3,14 +3,7 @@
 //! The PCI driver: binds the card's PF and VF, maps BAR0, wires MSI-X,
 //! runs the self-test and publishes the function in debugfs.
 
-use kernel::{
-    debugfs,
-    fmt,
-    device::Core,
-    pci,
-    prelude::*,
-    sync::Arc,
-};
+use kernel::{debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
 
 use crate::hw::{self, regs, FuncKind};
 use crate::kext::{
@@ -51,8 +44,14 @@ kernel::pci_device_table!(
     <RsnicDriver as pci::Driver>::IdInfo,
     // `hw::PCI_VENDOR_ID` is Xilinx; upstream's `pci::Vendor` only has named vendors.
     [
-        (pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_PF as u32), FuncKind::Pf),
-        (pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_VF as u32), FuncKind::Vf),
+        (
+            pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_PF as u32),
+            FuncKind::Pf
+        ),
+        (
+            pci::DeviceId::from_id(pci::Vendor::XILINX, hw::PCI_DEVICE_ID_VF as u32),
+            FuncKind::Vf
+        ),
     ]
 );
 
@@ -69,8 +68,10 @@ fn dump_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 fn show_selftest(report: &SelfTestReport, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(
         f,
-        "passed kind={:?} vectors={} dma_cases={}",
-        report.kind, report.vectors, report.dma_cases
+        "passed kind={} vectors={} dma_cases={}",
+        report.kind.name(),
+        report.vectors,
+        report.dma_cases
     )
 }
 
@@ -91,15 +92,23 @@ impl pci::Driver for RsnicDriver {
             let bar = pdev.iomap_region_sized::<{ hw::BAR0_SIZE }>(0, c"rsnic/bar0")?;
             let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
 
+            selftest::identify(&regs).map_err(|e| {
+                dev_err!(pdev, "self-test failed: {e}\n");
+                EIO
+            })?;
             let claimed = regs.read(regs::NUM_VECTORS)?;
             if claimed == 0 || claimed > MAX_VECTORS {
-                dev_err!(pdev, "card reports {claimed} MSI-X vectors (1..={MAX_VECTORS} supported)\n");
+                dev_err!(
+                    pdev,
+                    "card reports {claimed} MSI-X vectors (1..={MAX_VECTORS} supported)\n"
+                );
                 return Err(EIO);
             }
             let vectors = MsixVectors::alloc(pdev, claimed)?;
             let mut irqs = KVec::with_capacity(vectors.count() as usize, GFP_KERNEL)?;
             for index in 0..vectors.count() {
-                let registration = IrqHandlerRegistration::new(vectors.irq(index)?, c"rsnic", VectorIrq::new());
+                let registration =
+                    IrqHandlerRegistration::new(vectors.irq(index)?, c"rsnic", VectorIrq::new());
                 irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
             }
 
@@ -109,14 +118,20 @@ impl pci::Driver for RsnicDriver {
                 EIO
             })?;
             drop(buf);
-            if report.kind != Some(*kind) {
-                dev_err!(pdev, "card says it is a {:?}, its PCI ID says {kind:?}\n", report.kind);
+            if report.kind != *kind {
+                dev_err!(
+                    pdev,
+                    "card says it is a {}, its PCI ID says {}\n",
+                    report.kind.name(),
+                    kind.name()
+                );
                 return Err(EIO);
             }
             let mac = regs.mac()?;
             dev_info!(
                 pdev,
-                "{kind:?} self-test passed ({} MSI-X vectors, {} DMA cases); card {}, MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}\n",
+                "{} self-test passed ({} MSI-X vectors, {} DMA cases); card {}, MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}\n",
+                kind.name(),
                 report.vectors,
                 report.dma_cases,
                 regs.read(regs::CARD_ID)?,

@@ -24,7 +24,13 @@ use crate::kext::msix::{IrqHandler, IrqHandlerRegistration};
 use crate::regs::Registers;
 
 /// Patterns written to the scratch register.
-const SCRATCH_PATTERNS: [u32; 5] = [0x0000_0000, 0xffff_ffff, 0xa5a5_5a5a, 0x5a5a_a5a5, 0x1234_5678];
+const SCRATCH_PATTERNS: [u32; 5] = [
+    0x0000_0000,
+    0xffff_ffff,
+    0xa5a5_5a5a,
+    0x5a5a_a5a5,
+    0x1234_5678,
+];
 
 /// DMA test cases: (offset into the buffer, length).
 const DMA_CASES: [(usize, usize); 5] = [(0, 64), (1, 4095), (4093, 7), (100, 32768), (0, 65536)];
@@ -79,9 +85,18 @@ pub(crate) enum SelfTestError {
     /// A test interrupt did not arrive.
     IrqMissing { vector: u32 },
     /// A DMA test did not complete.
-    DmaStatus { case: usize, cmd: DmaTestCmd, status: u32 },
+    DmaStatus {
+        case: usize,
+        cmd: DmaTestCmd,
+        status: u32,
+    },
     /// The card's fill left a wrong byte at `offset`.
-    DmaFill { case: usize, offset: usize, got: u8, want: u8 },
+    DmaFill {
+        case: usize,
+        offset: usize,
+        got: u8,
+        want: u8,
+    },
     /// The card's fill wrote outside its target, at `offset`.
     DmaGuard { case: usize, offset: usize },
     /// The card's verify found differences in what the driver wrote.
@@ -105,25 +120,48 @@ impl fmt::Display for SelfTestError {
         match self {
             Self::Io(e) => write!(f, "register access failed ({e:?})"),
             Self::BadMagic(v) => write!(f, "magic reads {v:#010x}, expected {:#010x}", hw::MAGIC),
-            Self::BadVersion(v) => write!(f, "interface version {v:#x} unsupported (need major {})", hw::HW_VERSION >> 16),
+            Self::BadVersion(v) => write!(
+                f,
+                "interface version {v:#x} unsupported (need major {})",
+                hw::HW_VERSION >> 16
+            ),
             Self::BadFuncKind(v) => write!(f, "unknown function kind {v}"),
-            Self::Scratch { wrote, read } => write!(f, "scratch register echo: wrote {wrote:#010x}, read {read:#010x}"),
-            Self::IrqMissing { vector } => write!(f, "test interrupt on MSI-X vector {vector} not received within {TIMEOUT_MS} ms"),
-            Self::DmaStatus { case, cmd, status } => write!(f, "DMA case {case}: {cmd:?} ended with status {status}"),
-            Self::DmaFill { case, offset, got, want } => {
+            Self::Scratch { wrote, read } => write!(
+                f,
+                "scratch register echo: wrote {wrote:#010x}, read {read:#010x}"
+            ),
+            Self::IrqMissing { vector } => write!(
+                f,
+                "test interrupt on MSI-X vector {vector} not received within {TIMEOUT_MS} ms"
+            ),
+            Self::DmaStatus { case, cmd, status } => {
+                write!(f, "DMA case {case}: {cmd:?} ended with status {status}")
+            }
+            Self::DmaFill {
+                case,
+                offset,
+                got,
+                want,
+            } => {
                 write!(f, "DMA case {case}: fill wrote {got:#04x} at offset {offset}, expected {want:#04x}")
             }
-            Self::DmaGuard { case, offset } => write!(f, "DMA case {case}: fill wrote outside its buffer at offset {offset}"),
-            Self::DmaVerify { case, mismatches } => write!(f, "DMA case {case}: card read back {mismatches} wrong bytes"),
+            Self::DmaGuard { case, offset } => write!(
+                f,
+                "DMA case {case}: fill wrote outside its buffer at offset {offset}"
+            ),
+            Self::DmaVerify { case, mismatches } => write!(
+                f,
+                "DMA case {case}: card read back {mismatches} wrong bytes"
+            ),
         }
     }
 }
 
 /// What a passed self-test covered.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct SelfTestReport {
     /// Function kind the card reported.
-    pub(crate) kind: Option<FuncKind>,
+    pub(crate) kind: FuncKind,
     /// MSI-X vectors tested.
     pub(crate) vectors: u32,
     /// DMA cases run (each fill and verify).
@@ -131,9 +169,14 @@ pub(crate) struct SelfTestReport {
 }
 
 /// Runs the self-test against a function's registers, its vector handlers
-/// and a [`DMA_BUFFER_LEN`]-byte DMA buffer.
-pub(crate) fn run(regs: &Registers, vectors: &[Pin<KBox<IrqHandlerRegistration<VectorIrq>>>], buf: &DmaBuffer) -> Result<SelfTestReport, SelfTestError> {
-    let kind = check_identity(regs)?;
+/// and a [`DMA_BUFFER_LEN`]-byte DMA buffer. Identity comes first: nothing
+/// else the card says is trusted before it proves to be an rsnic.
+pub(crate) fn run(
+    regs: &Registers,
+    vectors: &[Pin<KBox<IrqHandlerRegistration<VectorIrq>>>],
+    buf: &DmaBuffer,
+) -> Result<SelfTestReport, SelfTestError> {
+    let kind = identify(regs)?;
     check_scratch(regs)?;
     for (vector, irq) in (0u32..).zip(vectors) {
         check_irq(regs, vector, irq.handler())?;
@@ -142,13 +185,16 @@ pub(crate) fn run(regs: &Registers, vectors: &[Pin<KBox<IrqHandlerRegistration<V
         check_dma(regs, buf, case, offset, len)?;
     }
     Ok(SelfTestReport {
-        kind: Some(kind),
+        kind,
         vectors: vectors.len() as u32,
         dma_cases: DMA_CASES.len() as u32,
     })
 }
 
-fn check_identity(regs: &Registers) -> Result<FuncKind, SelfTestError> {
+/// Step 1 alone: checks magic and interface version and returns the
+/// function kind. Probe runs it before sizing anything by what the card
+/// reports.
+pub(crate) fn identify(regs: &Registers) -> Result<FuncKind, SelfTestError> {
     let magic = regs.read(regs::MAGIC)?;
     if magic != hw::MAGIC {
         return Err(SelfTestError::BadMagic(magic));
@@ -192,7 +238,15 @@ fn check_irq(regs: &Registers, vector: u32, irq: &VectorIrq) -> Result<(), SelfT
     Ok(())
 }
 
-fn start_dma(regs: &Registers, buf: &DmaBuffer, case: usize, offset: usize, len: usize, seed: u32, cmd: DmaTestCmd) -> Result<(), SelfTestError> {
+fn start_dma(
+    regs: &Registers,
+    buf: &DmaBuffer,
+    case: usize,
+    offset: usize,
+    len: usize,
+    seed: u32,
+    cmd: DmaTestCmd,
+) -> Result<(), SelfTestError> {
     regs.write_addr(regs::DMA_ADDR_LO, regs::DMA_ADDR_HI, buf.dma_addr(offset)?)?;
     regs.write(regs::DMA_LEN, len as u32)?;
     regs.write(regs::DMA_SEED, seed)?;
@@ -208,7 +262,13 @@ fn start_dma(regs: &Registers, buf: &DmaBuffer, case: usize, offset: usize, len:
     Ok(())
 }
 
-fn check_dma(regs: &Registers, buf: &DmaBuffer, case: usize, offset: usize, len: usize) -> Result<(), SelfTestError> {
+fn check_dma(
+    regs: &Registers,
+    buf: &DmaBuffer,
+    case: usize,
+    offset: usize,
+    len: usize,
+) -> Result<(), SelfTestError> {
     let seed = 0x5eed_0000 | case as u32;
     let mut data = KVec::from_elem(GUARD, buf.len(), GFP_KERNEL)?;
 
@@ -223,7 +283,12 @@ fn check_dma(regs: &Registers, buf: &DmaBuffer, case: usize, offset: usize, len:
         }
         let want = hw::dma_pattern_byte(seed, (i.wrapping_sub(offset)) as u32);
         if inside && got != want {
-            return Err(SelfTestError::DmaFill { case, offset: i, got, want });
+            return Err(SelfTestError::DmaFill {
+                case,
+                offset: i,
+                got,
+                want,
+            });
         }
     }
 

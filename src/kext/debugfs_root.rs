@@ -37,5 +37,8 @@ impl Drop for DebugfsRoot {
 
 /// Creates directory `name` under the module's root.
 pub(crate) fn subdir(name: &CStr) -> Result<Dir> {
-    ROOT.lock().as_ref().map(|root| root.subdir(name)).ok_or(ENODEV)
+    ROOT.lock()
+        .as_ref()
+        .map(|root| root.subdir(name))
+        .ok_or(ENODEV)
 }

@@ -130,7 +130,10 @@ impl<T: IrqHandler> PinnedDrop for IrqHandlerRegistration<T> {
 ///
 /// `cookie` must be the handler pointer registered by
 /// [`IrqHandlerRegistration::new`].
-unsafe extern "C" fn handle_irq<T: IrqHandler>(_irq: c_int, cookie: *mut c_void) -> bindings::irqreturn_t {
+unsafe extern "C" fn handle_irq<T: IrqHandler>(
+    _irq: c_int,
+    cookie: *mut c_void,
+) -> bindings::irqreturn_t {
     // SAFETY: By the function's safety requirement `cookie` points at a live,
     // pinned `T` (the registration frees the IRQ before dropping it).
     let handler = unsafe { &*cookie.cast::<T>() };

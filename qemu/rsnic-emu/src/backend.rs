@@ -11,8 +11,8 @@ use log::{debug, info};
 use vfio_bindings::bindings::vfio::{
     vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
     VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
-    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ,
-    VFIO_REGION_INFO_FLAG_WRITE,
+    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
 
@@ -30,7 +30,11 @@ pub fn region_infos() -> Vec<ServerRegion> {
                 i if i == hw::MSIX_BAR => hw::MSIX_BAR_SIZE,
                 _ => 0,
             };
-            let flags = if size > 0 { VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE } else { 0 };
+            let flags = if size > 0 {
+                VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE
+            } else {
+                0
+            };
             ServerRegion {
                 region_info: vfio_region_info {
                     argsz: size_of::<vfio_region_info>() as u32,
@@ -78,9 +82,13 @@ impl Backend {
 
     /// Splits an access into naturally aligned 32-bit register accesses.
     fn bar0_dwords(offset: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
-        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        if start % 4 != 0 || len % 4 != 0 || start + len > hw::BAR0_SIZE {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "BAR0 accesses are aligned dwords"));
+        let start =
+            usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if !start.is_multiple_of(4) || !len.is_multiple_of(4) || start + len > hw::BAR0_SIZE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "BAR0 accesses are aligned dwords",
+            ));
         }
         Ok(start..start + len)
     }
@@ -118,7 +126,14 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn dma_map(&mut self, flags: DmaMapFlags, offset: u64, address: u64, size: u64, fd: Option<File>) -> io::Result<()> {
+    fn dma_map(
+        &mut self,
+        flags: DmaMapFlags,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
+    ) -> io::Result<()> {
         debug!("dma_map {flags:?} addr={address:#x} size={size:#x} offset={offset:#x}");
         match fd {
             Some(fd) => self.func.dma.map(address, size, &fd, offset),
@@ -139,8 +154,18 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> io::Result<()> {
-        debug!("set_irqs index={index} flags={flags:#x} start={start} count={count} fds={}", fds.len());
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> io::Result<()> {
+        debug!(
+            "set_irqs index={index} flags={flags:#x} start={start} count={count} fds={}",
+            fds.len()
+        );
         if index != VFIO_PCI_MSIX_IRQ_INDEX {
             return Ok(());
         }

@@ -121,7 +121,10 @@ mod tests {
     #[test]
     fn identity_and_class() {
         let cs = ConfigSpace::new(hw::PCI_DEVICE_ID_PF, 16);
-        assert_eq!(read32(&cs, 0), u32::from(hw::PCI_DEVICE_ID_PF) << 16 | u32::from(hw::PCI_VENDOR_ID));
+        assert_eq!(
+            read32(&cs, 0),
+            u32::from(hw::PCI_DEVICE_ID_PF) << 16 | u32::from(hw::PCI_VENDOR_ID)
+        );
         assert_eq!(read32(&cs, 8) >> 8, hw::PCI_CLASS_ETHERNET);
     }
 

@@ -34,7 +34,13 @@ pub enum Fault {
 }
 
 impl Fault {
-    const ALL: [Fault; 5] = [Fault::None, Fault::Scratch, Fault::Irq, Fault::Dma, Fault::AllOnes];
+    const ALL: [Fault; 5] = [
+        Fault::None,
+        Fault::Scratch,
+        Fault::Irq,
+        Fault::Dma,
+        Fault::AllOnes,
+    ];
 
     /// Name used on the control socket.
     pub fn name(self) -> &'static str {
@@ -58,7 +64,10 @@ impl Faults {
     /// The fault currently active.
     pub fn active(&self) -> Fault {
         let v = self.active.load(Ordering::Relaxed);
-        Fault::ALL.into_iter().find(|f| *f as u8 == v).unwrap_or(Fault::None)
+        Fault::ALL
+            .into_iter()
+            .find(|f| *f as u8 == v)
+            .unwrap_or(Fault::None)
     }
 
     /// Whether `fault` is the active one.

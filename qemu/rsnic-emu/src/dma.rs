@@ -42,7 +42,8 @@ impl DmaSpace {
     /// Adds the mapping of `size` bytes at bus address `addr`, backed by
     /// `file` at `offset`.
     pub fn map(&mut self, addr: u64, size: u64, file: &File, offset: u64) -> io::Result<()> {
-        let len = usize::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let len =
+            usize::try_from(size).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         if size == 0 || addr.checked_add(size).is_none() {
             return Err(io::ErrorKind::InvalidInput.into());
         }
@@ -54,12 +55,17 @@ impl DmaSpace {
     /// Removes every mapping that starts inside `[addr, addr + size)`.
     pub fn unmap(&mut self, addr: u64, size: u64) {
         let end = addr.saturating_add(size);
-        self.maps.retain(|&start, _| !(start >= addr && start < end));
+        self.maps
+            .retain(|&start, _| !(start >= addr && start < end));
     }
 
     /// Finds the mapping holding `addr`: (host pointer, bytes left in it).
     fn translate(&self, addr: u64) -> Result<(*mut u8, u64), DmaFault> {
-        let (&start, m) = self.maps.range(..=addr).next_back().ok_or(DmaFault { addr })?;
+        let (&start, m) = self
+            .maps
+            .range(..=addr)
+            .next_back()
+            .ok_or(DmaFault { addr })?;
         let off = addr - start;
         if off >= m.len {
             return Err(DmaFault { addr });
@@ -131,8 +137,18 @@ pub mod tests {
     }
 
     fn tempfile() -> File {
-        let path = std::env::temp_dir().join(format!("rsnic-emu-test-{}-{:?}", std::process::id(), std::thread::current().id()));
-        let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "rsnic-emu-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
         std::fs::remove_file(&path).unwrap();
         file
     }
@@ -155,7 +171,10 @@ pub mod tests {
     #[test]
     fn unmapped_access_faults_without_writing() {
         let (space, _file) = two_region_space();
-        assert_eq!(space.write(0x3f00, &[1u8; 0x200]), Err(DmaFault { addr: 0x4000 }));
+        assert_eq!(
+            space.write(0x3f00, &[1u8; 0x200]),
+            Err(DmaFault { addr: 0x4000 })
+        );
         let mut back = [0u8; 0x100];
         space.read(0x3f00, &mut back).unwrap();
         assert_eq!(back, [0u8; 0x100], "a faulting write must write nothing");

@@ -116,8 +116,12 @@ impl Function {
             }
             regs::SCRATCH => self.test.scratch = value,
             regs::TEST_IRQ => self.test_irq(value),
-            regs::DMA_ADDR_LO => self.test.dma_addr = (self.test.dma_addr & !0xffff_ffff) | u64::from(value),
-            regs::DMA_ADDR_HI => self.test.dma_addr = (self.test.dma_addr & 0xffff_ffff) | (u64::from(value) << 32),
+            regs::DMA_ADDR_LO => {
+                self.test.dma_addr = (self.test.dma_addr & !0xffff_ffff) | u64::from(value)
+            }
+            regs::DMA_ADDR_HI => {
+                self.test.dma_addr = (self.test.dma_addr & 0xffff_ffff) | (u64::from(value) << 32)
+            }
             regs::DMA_LEN => self.test.dma_len = value,
             regs::DMA_SEED => self.test.dma_seed = value,
             regs::DMA_CMD => {
@@ -138,13 +142,19 @@ impl Function {
             return;
         }
         if !self.msix.raise(vector) {
-            warn!("{:?}: test interrupt on vector {vector} not delivered (no eventfd)", self.id.kind);
+            warn!(
+                "{:?}: test interrupt on vector {vector} not delivered (no eventfd)",
+                self.id.kind
+            );
         }
     }
 
     fn dma_test(&mut self, cmd: u32) -> DmaTestStatus {
         self.test.dma_mismatches = 0;
-        let (Some(cmd), true) = (DmaTestCmd::from_reg(cmd), self.test.dma_len <= hw::DMA_TEST_MAX_LEN) else {
+        let (Some(cmd), true) = (
+            DmaTestCmd::from_reg(cmd),
+            self.test.dma_len <= hw::DMA_TEST_MAX_LEN,
+        ) else {
             return DmaTestStatus::Invalid;
         };
         if !self.config.bus_master() {
@@ -153,7 +163,9 @@ impl Function {
         }
         let seed = self.test.dma_seed;
         let addr = self.test.dma_addr;
-        let pattern: Vec<u8> = (0..self.test.dma_len).map(|i| hw::dma_pattern_byte(seed, i)).collect();
+        let pattern: Vec<u8> = (0..self.test.dma_len)
+            .map(|i| hw::dma_pattern_byte(seed, i))
+            .collect();
         let corrupt = self.faults.is(Fault::Dma);
         let result = match cmd {
             DmaTestCmd::Fill => {
@@ -187,7 +199,12 @@ mod tests {
     use crate::dma::tests::two_region_space;
 
     fn pf(faults: Arc<Faults>) -> Function {
-        let id = Identity { kind: FuncKind::Pf, card_id: 7, mac: [2, 0x52, 0x53, 0, 0, 9], vectors: 16 };
+        let id = Identity {
+            kind: FuncKind::Pf,
+            card_id: 7,
+            mac: [2, 0x52, 0x53, 0, 0, 9],
+            vectors: 16,
+        };
         let mut f = Function::new(id, faults);
         f.config.write(4, &[0x06]); // memory + bus master
         f
@@ -202,7 +219,10 @@ mod tests {
         assert_eq!(f.read_reg(regs::NUM_VECTORS), 16);
         assert_eq!(f.read_reg(regs::MAC_LO), 0x0053_5202);
         assert_eq!(f.read_reg(regs::MAC_HI), 0x0900);
-        assert_eq!(FuncKind::from_reg(f.read_reg(regs::FUNC_KIND)), Some(FuncKind::Pf));
+        assert_eq!(
+            FuncKind::from_reg(f.read_reg(regs::FUNC_KIND)),
+            Some(FuncKind::Pf)
+        );
     }
 
     #[test]
@@ -225,7 +245,13 @@ mod tests {
         assert_eq!(f.read_reg(regs::SCRATCH), 0);
     }
 
-    fn start_dma(f: &mut Function, addr: u64, len: u32, seed: u32, cmd: DmaTestCmd) -> DmaTestStatus {
+    fn start_dma(
+        f: &mut Function,
+        addr: u64,
+        len: u32,
+        seed: u32,
+        cmd: DmaTestCmd,
+    ) -> DmaTestStatus {
         f.write_reg(regs::DMA_ADDR_LO, addr as u32);
         f.write_reg(regs::DMA_ADDR_HI, (addr >> 32) as u32);
         f.write_reg(regs::DMA_LEN, len);
@@ -238,21 +264,39 @@ mod tests {
     fn dma_fill_then_verify() {
         let mut f = pf(Arc::default());
         (f.dma, _) = two_region_space();
-        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Fill), DmaTestStatus::Done);
+        assert_eq!(
+            start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Fill),
+            DmaTestStatus::Done
+        );
         let mut back = vec![0u8; 0x2000];
         f.dma.read(0x1800, &mut back).unwrap();
-        assert!(back.iter().enumerate().all(|(i, &b)| b == hw::dma_pattern_byte(42, i as u32)));
-        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Verify), DmaTestStatus::Done);
+        assert!(back
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == hw::dma_pattern_byte(42, i as u32)));
+        assert_eq!(
+            start_dma(&mut f, 0x1800, 0x2000, 42, DmaTestCmd::Verify),
+            DmaTestStatus::Done
+        );
         assert_eq!(f.read_reg(regs::DMA_MISMATCHES), 0);
-        assert_eq!(start_dma(&mut f, 0x1800, 0x2000, 43, DmaTestCmd::Verify), DmaTestStatus::Done);
-        assert!(f.read_reg(regs::DMA_MISMATCHES) > 0x1f00, "another seed differs almost everywhere");
+        assert_eq!(
+            start_dma(&mut f, 0x1800, 0x2000, 43, DmaTestCmd::Verify),
+            DmaTestStatus::Done
+        );
+        assert!(
+            f.read_reg(regs::DMA_MISMATCHES) > 0x1f00,
+            "another seed differs almost everywhere"
+        );
     }
 
     #[test]
     fn dma_rejects_bad_requests() {
         let mut f = pf(Arc::default());
         (f.dma, _) = two_region_space();
-        assert_eq!(start_dma(&mut f, 0x3800, 0x1000, 1, DmaTestCmd::Fill), DmaTestStatus::Fault);
+        assert_eq!(
+            start_dma(&mut f, 0x3800, 0x1000, 1, DmaTestCmd::Fill),
+            DmaTestStatus::Fault
+        );
         f.write_reg(regs::DMA_LEN, hw::DMA_TEST_MAX_LEN + 1);
         f.write_reg(regs::DMA_CMD, DmaTestCmd::Fill as u32);
         assert_eq!(f.read_reg(regs::DMA_STATUS), DmaTestStatus::Invalid as u32);
@@ -260,7 +304,10 @@ mod tests {
         f.write_reg(regs::DMA_CMD, 99);
         assert_eq!(f.read_reg(regs::DMA_STATUS), DmaTestStatus::Invalid as u32);
         f.config.write(4, &[0x02]); // bus mastering off
-        assert_eq!(start_dma(&mut f, 0x1000, 16, 1, DmaTestCmd::Fill), DmaTestStatus::Fault);
+        assert_eq!(
+            start_dma(&mut f, 0x1000, 16, 1, DmaTestCmd::Fill),
+            DmaTestStatus::Fault
+        );
     }
 
     #[test]
@@ -271,7 +318,10 @@ mod tests {
         faults.set_by_name("dma").unwrap();
         start_dma(&mut f, 0x1000, 0x1000, 9, DmaTestCmd::Fill);
         faults.set_by_name("none").unwrap();
-        assert_eq!(start_dma(&mut f, 0x1000, 0x1000, 9, DmaTestCmd::Verify), DmaTestStatus::Done);
+        assert_eq!(
+            start_dma(&mut f, 0x1000, 0x1000, 9, DmaTestCmd::Verify),
+            DmaTestStatus::Done
+        );
         assert!(f.read_reg(regs::DMA_MISMATCHES) > 0);
     }
 

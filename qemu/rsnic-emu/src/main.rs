@@ -83,7 +83,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         backend::irq_infos(identity.vectors),
         backend::region_infos(),
     )?;
-    info!("card {} PF listening on {}", args.card_id, args.pf_socket.display());
+    info!(
+        "card {} PF listening on {}",
+        args.card_id,
+        args.pf_socket.display()
+    );
     let mut backend = Backend::new(Function::new(identity, faults));
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The driver binds both cards, each passes the probe self-test (dmesg and
+# debugfs agree), debugfs shows live registers, and unbind/bind and 20
+# rmmod/insmod cycles leave everything as it was.
+
+source "$(dirname "$0")/lib.sh"
+
+cycles=20
+addrs=($(rsnic_pf_addrs))
+[ ${#addrs[@]} -eq 2 ] || skip_all "expected 2 rsnic PFs, found ${#addrs[@]} (not in the rsnic VM?)"
+
+ktap_header 9
+load_driver
+check "module loaded" test -d /sys/module/rsnic
+check "both cards bound" test "$(bound_count)" -eq 2
+
+selftest_ok=true
+for a in "${addrs[@]}"; do
+	dmesg | grep -q "rsnic $a: PF self-test passed (16 MSI-X vectors, 5 DMA cases)" || selftest_ok=false
+	grep -q '^passed kind=PF vectors=16 dma_cases=5$' "$RSNIC_DEBUGFS/$a/selftest" || selftest_ok=false
+done
+check "self-test passed on both cards (dmesg and debugfs)" $selftest_ok
+
+regs_ok=true
+for a in "${addrs[@]}"; do
+	grep -Eq '^0x0000 MAGIC +0x434e5352$' "$RSNIC_DEBUGFS/$a/regs" || regs_ok=false
+	grep -Eq '^0x000c FUNC_KIND +0x00000000$' "$RSNIC_DEBUGFS/$a/regs" || regs_ok=false
+done
+check "debugfs regs shows the card's registers" $regs_ok
+
+check "debugfs regs is read-only" test ! -w "$RSNIC_DEBUGFS/${addrs[0]}/regs" -o "$(stat -c %a "$RSNIC_DEBUGFS/${addrs[0]}/regs")" = 400
+
+unbind_ok=true
+echo "${addrs[0]}" >/sys/bus/pci/drivers/rsnic/unbind || unbind_ok=false
+! is_bound "${addrs[0]}" && [ ! -e "$RSNIC_DEBUGFS/${addrs[0]}" ] || unbind_ok=false
+echo "${addrs[0]}" >/sys/bus/pci/drivers/rsnic/bind || unbind_ok=false
+is_bound "${addrs[0]}" && [ -e "$RSNIC_DEBUGFS/${addrs[0]}/regs" ] || unbind_ok=false
+check "sysfs unbind and bind" $unbind_ok
+
+cycle_ok=true
+for i in $(seq $cycles); do
+	rmmod rsnic || { cycle_ok=false; echo "# cycle $i: rmmod failed"; break; }
+	[ ! -e "$RSNIC_DEBUGFS" ] || { cycle_ok=false; echo "# cycle $i: debugfs left behind"; break; }
+	insmod "$RSNIC_KO" || { cycle_ok=false; echo "# cycle $i: insmod failed"; break; }
+	[ "$(bound_count)" -eq 2 ] || { cycle_ok=false; echo "# cycle $i: $(bound_count) cards bound"; break; }
+done
+check "$cycles rmmod/insmod cycles" $cycle_ok
+
+check "both debugfs dirs present after the cycles" test -e "$RSNIC_DEBUGFS/${addrs[0]}/regs" -a -e "$RSNIC_DEBUGFS/${addrs[1]}/regs"
+check "no IRQ handler left behind" test "$(grep -c rsnic /proc/interrupts)" -eq 32
+
+ktap_finish
