@@ -47,8 +47,11 @@ modules: $(SETUP)
 emu: rootfs
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked
 
+# CMD reaches the guest through the environment, so it needs no quoting.
+# make exits 2 when CMD fails; qemu/run.sh 'CMD' exits with CMD's status.
+run: export RSNIC_RUN_CMD_MAKE = $(CMD)
 run: modules emu
-	qemu/in-rootfs.sh python3 qemu/vm.py run $(if $(CMD),--cmd "$(CMD)")
+	RSNIC_RUN_CMD=$$RSNIC_RUN_CMD_MAKE qemu/in-rootfs.sh python3 qemu/vm.py run
 
 check: setup
 	qemu/check.sh $(T)

@@ -7,7 +7,11 @@
 
 source "$(dirname "$0")/common.sh"
 [[ $# -gt 0 ]] || die "usage: $0 COMMAND [ARG...]"
+# Settings the harness reads (see README.md) pass through.
+pass=()
+for var in KERNEL RUST_LOG RSNIC_KVM RSNIC_VM_MEM RSNIC_VM_CPUS RSNIC_KEEP_RUN RSNIC_RUN_CMD; do
+	if [[ -n ${!var:-} ]]; then pass+=("$var=${!var}"); fi
+done
 in_rootfs /usr/bin/env CARGO_HOME=$RSNIC_IN_CACHE/cargo \
-	CARGO_TARGET_DIR=$RSNIC_IN_CACHE/emu-target \
-	RUST_LOG="${RUST_LOG:-}" \
+	CARGO_TARGET_DIR=$RSNIC_IN_CACHE/emu-target "${pass[@]}" \
 	/bin/sh -c 'cd "$0" && exec "$@"' "$RSNIC_IN_REPO${RSNIC_SUBDIR:+/$RSNIC_SUBDIR}" "$@"

@@ -232,10 +232,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="action", required=True)
     r = sub.add_parser("run", help="boot the VM")
-    r.add_argument("--cmd", help="bash script to run in the guest; exit with its status")
+    r.add_argument("--cmd", help="bash script to run in the guest; exit with its status "
+                   "(default: $RSNIC_RUN_CMD; without either, an interactive shell)")
     r.add_argument("--results", help="copy the guest's /run/rsnic/results here")
     r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
     args = p.parse_args()
+    if args.cmd is None and os.environ.get("RSNIC_RUN_CMD"):
+        args.cmd = os.environ["RSNIC_RUN_CMD"]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.exit(run(args))
 

@@ -13,7 +13,7 @@ use crate::kext::{
     pci_dma,
 };
 use crate::regs::{Registers, DUMPED};
-use crate::selftest::{self, SelfTestReport, VectorIrq};
+use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
 const MAX_VECTORS: u32 = 64;
@@ -75,6 +75,36 @@ fn show_selftest(report: &SelfTestReport, f: &mut fmt::Formatter<'_>) -> fmt::Re
     )
 }
 
+/// Logs why the card is refused; probe then fails with `EIO`.
+fn refuse(pdev: &pci::Device<Core<'_>>, e: SelfTestError) -> Error {
+    dev_err!(pdev, "self-test failed: {e}\n");
+    EIO
+}
+
+/// Allocates the MSI-X vectors the card reports and puts a [`VectorIrq`]
+/// handler on each.
+fn request_vector_irqs(
+    pdev: &pci::Device<Core<'_>>,
+    regs: &Registers,
+) -> Result<KVec<Pin<KBox<IrqHandlerRegistration<VectorIrq>>>>> {
+    let claimed = regs.read(regs::NUM_VECTORS)?;
+    if claimed == 0 || claimed > MAX_VECTORS {
+        dev_err!(
+            pdev,
+            "card reports {claimed} MSI-X vectors (1..={MAX_VECTORS} supported)\n"
+        );
+        return Err(EIO);
+    }
+    let vectors = MsixVectors::alloc(pdev, claimed)?;
+    let mut irqs = KVec::with_capacity(vectors.count() as usize, GFP_KERNEL)?;
+    for index in 0..vectors.count() {
+        let registration =
+            IrqHandlerRegistration::new(vectors.irq(index)?, c"rsnic", VectorIrq::new());
+        irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
+    }
+    Ok(irqs)
+}
+
 impl pci::Driver for RsnicDriver {
     type IdInfo = FuncKind;
     type Data<'bound> = RsnicFunction;
@@ -92,31 +122,10 @@ impl pci::Driver for RsnicDriver {
             let bar = pdev.iomap_region_sized::<{ hw::BAR0_SIZE }>(0, c"rsnic/bar0")?;
             let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
 
-            selftest::identify(&regs).map_err(|e| {
-                dev_err!(pdev, "self-test failed: {e}\n");
-                EIO
-            })?;
-            let claimed = regs.read(regs::NUM_VECTORS)?;
-            if claimed == 0 || claimed > MAX_VECTORS {
-                dev_err!(
-                    pdev,
-                    "card reports {claimed} MSI-X vectors (1..={MAX_VECTORS} supported)\n"
-                );
-                return Err(EIO);
-            }
-            let vectors = MsixVectors::alloc(pdev, claimed)?;
-            let mut irqs = KVec::with_capacity(vectors.count() as usize, GFP_KERNEL)?;
-            for index in 0..vectors.count() {
-                let registration =
-                    IrqHandlerRegistration::new(vectors.irq(index)?, c"rsnic", VectorIrq::new());
-                irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
-            }
-
+            selftest::identify(&regs).map_err(|e| refuse(pdev, e))?;
+            let irqs = request_vector_irqs(pdev, &regs)?;
             let buf = DmaBuffer::alloc(pdev.as_ref(), selftest::DMA_BUFFER_LEN)?;
-            let report = selftest::run(&regs, &irqs, &buf).map_err(|e| {
-                dev_err!(pdev, "self-test failed: {e}\n");
-                EIO
-            })?;
+            let report = selftest::run(&regs, &irqs, &buf).map_err(|e| refuse(pdev, e))?;
             drop(buf);
             if report.kind != *kind {
                 dev_err!(
