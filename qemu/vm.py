@@ -29,8 +29,9 @@ REPO = "/rsnic"
 CACHE = "/rsnic-cache"
 EMU = f"{CACHE}/emu-target/release/rsnic-emu"
 
-# name -> (card id, MAC). Card B is the "remote" host of the tests.
-CARDS = {"A": (1, "02:52:53:00:00:0a"), "B": (2, "02:52:53:00:00:0b")}
+# name -> (card id, MAC, peer). Card B is the "remote" host of the tests;
+# the two are cabled together.
+CARDS = {"A": (1, "02:52:53:00:00:0a", "B"), "B": (2, "02:52:53:00:00:0b", "A")}
 
 
 def log(msg):
@@ -40,7 +41,7 @@ def log(msg):
 class Card:
     """One rsnic-emu process."""
 
-    def __init__(self, run_dir, name, card_id, mac):
+    def __init__(self, run_dir, name, card_id, mac, peer):
         self.name = name
         self.pf_socket = f"{run_dir}/card{name}-pf.sock"
         self.ctl_socket = f"{run_dir}/card{name}-ctl.sock"
@@ -48,6 +49,8 @@ class Card:
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG") or "info")
         self.proc = subprocess.Popen(
             [EMU, "--pf-socket", self.pf_socket, "--ctl-socket", self.ctl_socket,
+             "--wire-socket", f"{run_dir}/wire{name}.sock",
+             "--wire-peer", f"{run_dir}/wire{peer}.sock",
              "--card-id", str(card_id), "--mac", mac],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
 
@@ -90,6 +93,7 @@ class HarnessControl(threading.Thread):
 
     One request per line, one reply line each:
       card <A|B> <command...>   forwarded to that card's control socket
+      cable <up|down>           plug or unplug the A-B cable (both ends)
       ping                      answers "ok pong"
     """
 
@@ -102,6 +106,10 @@ class HarnessControl(threading.Thread):
         words = line.split()
         if words == ["ping"]:
             return "ok pong"
+        if len(words) == 2 and words[0] == "cable" and words[1] in ("up", "down"):
+            replies = [card.control(f"link {words[1]}") for card in self.cards.values()]
+            bad = [r for r in replies if not r.startswith("ok")]
+            return bad[0] if bad else "ok"
         if len(words) >= 3 and words[0] == "card":
             card = self.cards.get(words[1])
             if card is None:
@@ -182,8 +190,8 @@ def run(args):
     qemu = None
     status = 1
     try:
-        for name, (card_id, mac) in CARDS.items():
-            cards[name] = Card(run_dir, name, card_id, mac)
+        for name, (card_id, mac, peer) in CARDS.items():
+            cards[name] = Card(run_dir, name, card_id, mac, peer)
         for card in cards.values():
             card.wait_ready()
         share = f"{run_dir}/share"

@@ -88,8 +88,490 @@ pub mod regs {
     /// Read-only: number of mismatching bytes found by the last verify.
     pub const DMA_MISMATCHES: usize = 0x128;
 
+    /// Read-write: admin queue bus address, bits 31:0.
+    pub const AQ_BASE_LO: usize = 0x200;
+    /// Read-write: admin queue bus address, bits 63:32.
+    pub const AQ_BASE_HI: usize = 0x204;
+    /// Read-write: admin queue entries (power of two, at most
+    /// [`super::AQ_MAX_ENTRIES`]); writing it resets both queue indices.
+    pub const AQ_SIZE: usize = 0x208;
+    /// Write-only doorbell: index one past the last command submitted.
+    pub const AQ_TAIL: usize = 0x20c;
+    /// Read-only: index of the next command the card will process.
+    pub const AQ_HEAD: usize = 0x210;
+
+    /// Read-only: link state, see [`super::link`].
+    pub const LINK_STATUS: usize = 0x240;
+
+    /// First queue-pair doorbell block; pair `n` is at
+    /// `QP_DOORBELLS + n * QP_DOORBELL_STRIDE`.
+    pub const QP_DOORBELLS: usize = 0x1000;
+    /// Bytes between two pairs' doorbell blocks.
+    pub const QP_DOORBELL_STRIDE: usize = 0x10;
+    /// In a doorbell block, write-only: TX ring tail (next free index).
+    pub const DB_TX_TAIL: usize = 0x0;
+    /// In a doorbell block, write-only: RX ring tail (next free index).
+    pub const DB_RX_TAIL: usize = 0x4;
+    /// In a doorbell block, write-only: completion-queue head (next entry
+    /// the driver will read), plus [`super::CQ_ARM`].
+    pub const DB_CQ_HEAD: usize = 0x8;
+
     /// One past the last register; the size the driver maps.
-    pub const END: usize = 0x200;
+    pub const END: usize = 0x2000;
+}
+
+/// Bits of [`regs::LINK_STATUS`].
+pub mod link {
+    /// The cable is connected at both ends.
+    pub const UP: u32 = 1 << 0;
+}
+
+/// Link speed the card reports, in Mbit/s.
+pub const LINK_SPEED_MBPS: u32 = 100_000;
+
+/// MSI-X vector of admin events (link changes).
+pub const ADMIN_VECTOR: u16 = 0;
+
+/// MSI-X vector of queue pair `qp`.
+pub const fn qp_vector(qp: u16) -> u16 {
+    qp + 1
+}
+
+/// Most queue pairs of a function.
+pub const MAX_QUEUE_PAIRS: u16 = 8;
+/// Fewest descriptors in a TX or RX ring.
+pub const MIN_RING_ENTRIES: u16 = 64;
+/// Most descriptors in a TX or RX ring.
+pub const MAX_RING_ENTRIES: u16 = 4096;
+/// Most entries in the admin queue.
+pub const AQ_MAX_ENTRIES: u32 = 64;
+/// Smallest MTU the card accepts.
+pub const MIN_MTU: u32 = 68;
+/// Largest MTU the card accepts.
+pub const MAX_MTU: u32 = 9000;
+/// Largest frame on the wire: MTU plus Ethernet header and one VLAN tag.
+pub const MAX_FRAME: u32 = MAX_MTU + 14 + 4;
+
+/// Written with [`regs::DB_CQ_HEAD`]: raise the pair's vector at the next
+/// completion (or at once if completions are already pending).
+pub const CQ_ARM: u32 = 1 << 31;
+
+/// Reads a little-endian `u16` at `off`.
+const fn le16(b: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([b[off], b[off + 1]])
+}
+
+/// Reads a little-endian `u32` at `off`.
+const fn le32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+/// Reads a little-endian `u64` at `off`.
+const fn le64(b: &[u8], off: usize) -> u64 {
+    (le32(b, off) as u64) | ((le32(b, off + 4) as u64) << 32)
+}
+
+/// Writes `v` little-endian at `off`.
+fn put(b: &mut [u8], off: usize, v: &[u8]) {
+    b[off..off + v.len()].copy_from_slice(v);
+}
+
+/// A TX descriptor: one buffer of an outgoing frame. 32 bytes in the ring.
+///
+/// A frame is one or more descriptors; the last has [`TxDesc::EOP`]. The
+/// first carries the frame's offload requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxDesc {
+    /// Bus address of the buffer.
+    pub addr: u64,
+    /// Bytes in the buffer.
+    pub len: u32,
+    /// [`TxDesc::EOP`], [`TxDesc::CSUM`], [`TxDesc::TSO`].
+    pub flags: u16,
+    /// TSO: payload bytes per segment.
+    pub mss: u16,
+    /// CSUM: offset of the checksummed area from the frame start.
+    pub csum_start: u16,
+    /// CSUM: where the checksum goes, from `csum_start`.
+    pub csum_offset: u16,
+    /// TSO: bytes of headers (L2 + L3 + L4) replicated in each segment.
+    pub hdr_len: u16,
+}
+
+impl TxDesc {
+    /// Size in the ring.
+    pub const SIZE: usize = 32;
+    /// Last buffer of the frame.
+    pub const EOP: u16 = 1 << 0;
+    /// Fill in the L4 checksum (`csum_start`, `csum_offset`).
+    pub const CSUM: u16 = 1 << 1;
+    /// Segment the TCP frame into `mss`-byte segments.
+    pub const TSO: u16 = 1 << 2;
+
+    /// Ring encoding.
+    pub fn to_bytes(self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        put(&mut b, 0, &self.addr.to_le_bytes());
+        put(&mut b, 8, &self.len.to_le_bytes());
+        put(&mut b, 12, &self.flags.to_le_bytes());
+        put(&mut b, 14, &self.mss.to_le_bytes());
+        put(&mut b, 16, &self.csum_start.to_le_bytes());
+        put(&mut b, 18, &self.csum_offset.to_le_bytes());
+        put(&mut b, 20, &self.hdr_len.to_le_bytes());
+        b
+    }
+
+    /// Decodes a ring entry.
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        Self {
+            addr: le64(b, 0),
+            len: le32(b, 8),
+            flags: le16(b, 12),
+            mss: le16(b, 14),
+            csum_start: le16(b, 16),
+            csum_offset: le16(b, 18),
+            hdr_len: le16(b, 20),
+        }
+    }
+}
+
+/// An RX descriptor: one empty buffer for the card to fill with a frame.
+/// 16 bytes in the ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxDesc {
+    /// Bus address of the buffer.
+    pub addr: u64,
+    /// Buffer size in bytes.
+    pub len: u32,
+}
+
+impl RxDesc {
+    /// Size in the ring.
+    pub const SIZE: usize = 16;
+
+    /// Ring encoding.
+    pub fn to_bytes(self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        put(&mut b, 0, &self.addr.to_le_bytes());
+        put(&mut b, 8, &self.len.to_le_bytes());
+        b
+    }
+
+    /// Decodes a ring entry.
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        Self {
+            addr: le64(b, 0),
+            len: le32(b, 8),
+        }
+    }
+}
+
+/// A completion: the card finished a TX frame or filled an RX buffer.
+/// 16 bytes in the completion queue.
+///
+/// The card writes entries in order and flips [`Cqe::PHASE`] each time it
+/// wraps around the queue, starting with the bit set; an entry is new when
+/// its phase matches the driver's expected phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cqe {
+    /// TX: ring index of the frame's last descriptor. RX: ring index of the
+    /// filled buffer.
+    pub index: u16,
+    /// [`Cqe::PHASE`], [`Cqe::RX`], [`Cqe::CSUM_OK`], [`Cqe::HASH`], [`Cqe::HASH_L4`].
+    pub flags: u16,
+    /// RX: frame length in bytes.
+    pub len: u32,
+    /// RX: RSS hash of the frame, when [`Cqe::HASH`].
+    pub hash: u32,
+}
+
+impl Cqe {
+    /// Size in the completion queue.
+    pub const SIZE: usize = 16;
+    /// Phase of the pass over the queue that wrote this entry.
+    pub const PHASE: u16 = 1 << 15;
+    /// An RX completion (else TX).
+    pub const RX: u16 = 1 << 0;
+    /// RX: the card verified the L4 checksum.
+    pub const CSUM_OK: u16 = 1 << 1;
+    /// RX: `hash` is valid.
+    pub const HASH: u16 = 1 << 2;
+    /// RX: the hash covers L4 ports (else only addresses).
+    pub const HASH_L4: u16 = 1 << 3;
+
+    /// Queue encoding.
+    pub fn to_bytes(self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        put(&mut b, 0, &self.index.to_le_bytes());
+        put(&mut b, 2, &self.flags.to_le_bytes());
+        put(&mut b, 4, &self.len.to_le_bytes());
+        put(&mut b, 8, &self.hash.to_le_bytes());
+        b
+    }
+
+    /// Decodes a queue entry.
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Self {
+        Self {
+            index: le16(b, 0),
+            flags: le16(b, 2),
+            len: le32(b, 4),
+            hash: le32(b, 8),
+        }
+    }
+}
+
+/// Size of an admin queue entry.
+pub const AQ_ENTRY_SIZE: usize = 64;
+/// Admin entry flag the card sets when it has written the result.
+pub const AQ_DONE: u16 = 1 << 15;
+
+/// Bits of [`AdminCmd::SetRxMode`].
+pub mod rx_mode {
+    /// Accept every frame.
+    pub const PROMISC: u32 = 1 << 0;
+    /// Accept every multicast frame.
+    pub const ALLMULTI: u32 = 1 << 1;
+    /// Accept broadcast frames.
+    pub const BROADCAST: u32 = 1 << 2;
+}
+
+/// Bits of [`AdminCmd::SetOffloads`] and [`DeviceInfo::offloads`].
+pub mod offload {
+    /// TX L4 checksum insertion.
+    pub const TX_CSUM: u32 = 1 << 0;
+    /// RX L4 checksum validation.
+    pub const RX_CSUM: u32 = 1 << 1;
+    /// TCP segmentation.
+    pub const TSO: u32 = 1 << 2;
+    /// Receive-side scaling.
+    pub const RSS: u32 = 1 << 3;
+}
+
+/// Bit of the 64-bit multicast filter that `mac` selects: the card accepts
+/// a multicast frame when its destination's bit is set in the filter.
+pub const fn mc_filter_bit(mac: &[u8; 6]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < 6 {
+        h = (h ^ mac[i] as u32).wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    h % 64
+}
+
+/// An admin command. Encoded in a 64-byte admin queue entry: opcode (u16
+/// at 0), flags (u16 at 2, [`AQ_DONE`] set by the card), status (u16 at 4,
+/// an [`AdminStatus`] written by the card), parameters and results from
+/// byte 8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminCmd {
+    /// Read the card's limits and features; result: [`DeviceInfo`].
+    QueryDevice,
+    /// Create and start a queue pair.
+    CreateQp(QpConfig),
+    /// Stop and forget a queue pair; in-flight buffers are abandoned.
+    DestroyQp {
+        /// Queue pair index.
+        qp: u16,
+    },
+    /// Set the station MAC address RX filters on.
+    SetMac {
+        /// New address.
+        mac: [u8; 6],
+    },
+    /// Set the largest frame payload the card sends and accepts.
+    SetMtu {
+        /// MTU in bytes, [`MIN_MTU`]..=[`MAX_MTU`].
+        mtu: u32,
+    },
+    /// Set the RX filter.
+    SetRxMode {
+        /// [`rx_mode`] bits.
+        flags: u32,
+        /// Multicast filter, see [`mc_filter_bit`].
+        mc_filter: u64,
+    },
+    /// Enable offloads ([`offload`] bits); others are disabled.
+    SetOffloads {
+        /// [`offload`] bits.
+        flags: u32,
+    },
+}
+
+/// Status the card writes into an admin entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum AdminStatus {
+    /// Done.
+    Ok = 0,
+    /// Unknown opcode.
+    BadOpcode = 1,
+    /// A parameter is out of range.
+    BadParam = 2,
+    /// The queue pair exists (create) or does not (destroy).
+    BadState = 3,
+}
+
+impl AdminStatus {
+    /// Decodes a status field; unknown values are `None`.
+    pub fn from_raw(v: u16) -> Option<Self> {
+        match v {
+            0 => Some(Self::Ok),
+            1 => Some(Self::BadOpcode),
+            2 => Some(Self::BadParam),
+            3 => Some(Self::BadState),
+            _ => None,
+        }
+    }
+}
+
+/// Rings of one queue pair, as given to [`AdminCmd::CreateQp`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpConfig {
+    /// Queue pair index, below [`MAX_QUEUE_PAIRS`].
+    pub qp: u16,
+    /// MSI-X vector of the pair's completions.
+    pub vector: u16,
+    /// TX ring entries (power of two, [`MIN_RING_ENTRIES`]..=[`MAX_RING_ENTRIES`]).
+    pub tx_entries: u16,
+    /// RX ring entries (as `tx_entries`).
+    pub rx_entries: u16,
+    /// Bus address of the TX ring.
+    pub tx_ring: u64,
+    /// Bus address of the RX ring.
+    pub rx_ring: u64,
+    /// Bus address of the completion queue.
+    pub cq: u64,
+    /// Completion queue entries: at least `tx_entries + rx_entries`, power of two.
+    pub cq_entries: u32,
+}
+
+/// Result of [`AdminCmd::QueryDevice`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Queue pairs available.
+    pub max_qps: u32,
+    /// Largest ring.
+    pub max_ring_entries: u32,
+    /// Link speed in Mbit/s.
+    pub speed_mbps: u32,
+    /// [`offload`] bits the card supports.
+    pub offloads: u32,
+    /// Largest MTU.
+    pub max_mtu: u32,
+}
+
+const OP_QUERY_DEVICE: u16 = 1;
+const OP_CREATE_QP: u16 = 2;
+const OP_DESTROY_QP: u16 = 3;
+const OP_SET_MAC: u16 = 4;
+const OP_SET_MTU: u16 = 5;
+const OP_SET_RX_MODE: u16 = 6;
+const OP_SET_OFFLOADS: u16 = 7;
+
+impl AdminCmd {
+    /// The admin entry for this command (flags and status zero).
+    pub fn to_bytes(self) -> [u8; AQ_ENTRY_SIZE] {
+        let mut b = [0u8; AQ_ENTRY_SIZE];
+        let op = match self {
+            Self::QueryDevice => OP_QUERY_DEVICE,
+            Self::CreateQp(c) => {
+                put(&mut b, 8, &c.qp.to_le_bytes());
+                put(&mut b, 10, &c.vector.to_le_bytes());
+                put(&mut b, 12, &c.tx_entries.to_le_bytes());
+                put(&mut b, 14, &c.rx_entries.to_le_bytes());
+                put(&mut b, 16, &c.tx_ring.to_le_bytes());
+                put(&mut b, 24, &c.rx_ring.to_le_bytes());
+                put(&mut b, 32, &c.cq.to_le_bytes());
+                put(&mut b, 40, &c.cq_entries.to_le_bytes());
+                OP_CREATE_QP
+            }
+            Self::DestroyQp { qp } => {
+                put(&mut b, 8, &qp.to_le_bytes());
+                OP_DESTROY_QP
+            }
+            Self::SetMac { mac } => {
+                put(&mut b, 8, &mac);
+                OP_SET_MAC
+            }
+            Self::SetMtu { mtu } => {
+                put(&mut b, 8, &mtu.to_le_bytes());
+                OP_SET_MTU
+            }
+            Self::SetRxMode { flags, mc_filter } => {
+                put(&mut b, 8, &flags.to_le_bytes());
+                put(&mut b, 16, &mc_filter.to_le_bytes());
+                OP_SET_RX_MODE
+            }
+            Self::SetOffloads { flags } => {
+                put(&mut b, 8, &flags.to_le_bytes());
+                OP_SET_OFFLOADS
+            }
+        };
+        put(&mut b, 0, &op.to_le_bytes());
+        b
+    }
+
+    /// Decodes an admin entry; an unknown opcode is [`AdminStatus::BadOpcode`].
+    pub fn from_bytes(b: &[u8; AQ_ENTRY_SIZE]) -> Result<Self, AdminStatus> {
+        Ok(match le16(b, 0) {
+            OP_QUERY_DEVICE => Self::QueryDevice,
+            OP_CREATE_QP => Self::CreateQp(QpConfig {
+                qp: le16(b, 8),
+                vector: le16(b, 10),
+                tx_entries: le16(b, 12),
+                rx_entries: le16(b, 14),
+                tx_ring: le64(b, 16),
+                rx_ring: le64(b, 24),
+                cq: le64(b, 32),
+                cq_entries: le32(b, 40),
+            }),
+            OP_DESTROY_QP => Self::DestroyQp { qp: le16(b, 8) },
+            OP_SET_MAC => Self::SetMac {
+                mac: [b[8], b[9], b[10], b[11], b[12], b[13]],
+            },
+            OP_SET_MTU => Self::SetMtu { mtu: le32(b, 8) },
+            OP_SET_RX_MODE => Self::SetRxMode {
+                flags: le32(b, 8),
+                mc_filter: le64(b, 16),
+            },
+            OP_SET_OFFLOADS => Self::SetOffloads { flags: le32(b, 8) },
+            _ => return Err(AdminStatus::BadOpcode),
+        })
+    }
+}
+
+impl DeviceInfo {
+    /// Writes the result into an admin entry.
+    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
+        put(b, 8, &self.max_qps.to_le_bytes());
+        put(b, 12, &self.max_ring_entries.to_le_bytes());
+        put(b, 16, &self.speed_mbps.to_le_bytes());
+        put(b, 20, &self.offloads.to_le_bytes());
+        put(b, 24, &self.max_mtu.to_le_bytes());
+    }
+
+    /// Reads the result from a completed admin entry.
+    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
+        Self {
+            max_qps: le32(b, 8),
+            max_ring_entries: le32(b, 12),
+            speed_mbps: le32(b, 16),
+            offloads: le32(b, 20),
+            max_mtu: le32(b, 24),
+        }
+    }
+}
+
+/// Reads the flags and status of a completed admin entry.
+pub fn aq_entry_state(b: &[u8; AQ_ENTRY_SIZE]) -> (u16, u16) {
+    (le16(b, 2), le16(b, 4))
+}
+
+/// Marks an admin entry done with `status` (card side).
+pub fn aq_complete(b: &mut [u8; AQ_ENTRY_SIZE], status: AdminStatus) {
+    put(b, 2, &AQ_DONE.to_le_bytes());
+    put(b, 4, &(status as u16).to_le_bytes());
 }
 
 /// Bits of [`regs::DEV_CTRL`].

@@ -5,6 +5,10 @@
 //! `unsafe` code lives here; driver logic above it is safe Rust.
 
 pub(crate) mod debugfs_root;
+pub(crate) mod dma_alloc;
 pub(crate) mod dma_buf;
 pub(crate) mod msix;
+pub(crate) mod napi;
+pub(crate) mod netdev;
 pub(crate) mod pci_dma;
+pub(crate) mod skb;

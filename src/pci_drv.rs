@@ -12,6 +12,7 @@ use crate::kext::{
     msix::{IrqHandlerRegistration, MsixVectors},
     pci_dma,
 };
+use crate::nic::{self, NicRegistration};
 use crate::regs::{Registers, DUMPED};
 use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
 
@@ -20,19 +21,28 @@ const MAX_VECTORS: u32 = 64;
 
 /// The driver's state for one bound function.
 ///
-/// Fields drop in declaration order: debugfs files go first (nothing can
-/// read registers through them afterwards), then the IRQ handlers, then
-/// the registers. The MSI-X vectors themselves are freed by devres after
-/// all of this.
-#[pin_data]
+/// On drop the network device goes first (it stops its queues through the
+/// admin queue), then the card is reset, then the debugfs files and the
+/// registers. The MSI-X vectors are freed by devres after all of this.
+#[pin_data(PinnedDrop)]
 pub(crate) struct RsnicFunction {
+    nic: Option<NicRegistration>,
     #[pin]
     regs_file: debugfs::File<Arc<Registers>>,
     #[pin]
     selftest_file: debugfs::File<SelfTestReport>,
     _dir: debugfs::Dir,
-    _irqs: KVec<Pin<KBox<IrqHandlerRegistration<VectorIrq>>>>,
     regs: Arc<Registers>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for RsnicFunction {
+    fn drop(self: Pin<&mut Self>) {
+        let this = self.project();
+        this.nic.take();
+        // Quiesce the card; it may already be gone, which is fine.
+        let _ = this.regs.write(regs::DEV_CTRL, hw::ctrl::RESET);
+    }
 }
 
 /// The PCI driver of rsnic functions.
@@ -81,12 +91,8 @@ fn refuse(pdev: &pci::Device<Core<'_>>, e: SelfTestError) -> Error {
     EIO
 }
 
-/// Allocates the MSI-X vectors the card reports and puts a [`VectorIrq`]
-/// handler on each.
-fn request_vector_irqs(
-    pdev: &pci::Device<Core<'_>>,
-    regs: &Registers,
-) -> Result<KVec<Pin<KBox<IrqHandlerRegistration<VectorIrq>>>>> {
+/// Allocates the MSI-X vectors the card reports, if that is a sane number.
+fn alloc_vectors<'a>(pdev: &'a pci::Device<Core<'_>>, regs: &Registers) -> Result<MsixVectors<'a>> {
     let claimed = regs.read(regs::NUM_VECTORS)?;
     if claimed == 0 || claimed > MAX_VECTORS {
         dev_err!(
@@ -95,7 +101,13 @@ fn request_vector_irqs(
         );
         return Err(EIO);
     }
-    let vectors = MsixVectors::alloc(pdev, claimed)?;
+    MsixVectors::alloc(pdev, claimed)
+}
+
+/// Puts a self-test [`VectorIrq`] handler on every vector.
+fn request_selftest_irqs(
+    vectors: &MsixVectors<'_>,
+) -> Result<KVec<Pin<KBox<IrqHandlerRegistration<VectorIrq>>>>> {
     let mut irqs = KVec::with_capacity(vectors.count() as usize, GFP_KERNEL)?;
     for index in 0..vectors.count() {
         let registration =
@@ -123,10 +135,14 @@ impl pci::Driver for RsnicDriver {
             let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
 
             selftest::identify(&regs).map_err(|e| refuse(pdev, e))?;
-            let irqs = request_vector_irqs(pdev, &regs)?;
-            let buf = DmaBuffer::alloc(pdev.as_ref(), selftest::DMA_BUFFER_LEN)?;
-            let report = selftest::run(&regs, &irqs, &buf).map_err(|e| refuse(pdev, e))?;
-            drop(buf);
+            let vectors = alloc_vectors(pdev, &regs)?;
+            let report = {
+                // The self-test's handlers and buffer go before the NIC
+                // takes the vectors.
+                let irqs = request_selftest_irqs(&vectors)?;
+                let buf = DmaBuffer::alloc(pdev.as_ref(), selftest::DMA_BUFFER_LEN)?;
+                selftest::run(&regs, &irqs, &buf).map_err(|e| refuse(pdev, e))?
+            };
             if report.kind != *kind {
                 dev_err!(
                     pdev,
@@ -147,19 +163,18 @@ impl pci::Driver for RsnicDriver {
                 mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
             );
 
+            let nic = match kind {
+                FuncKind::Pf => Some(nic::register(pdev.as_ref(), &regs, &vectors)?),
+                FuncKind::Vf => None,
+            };
             let dir = debugfs_root::subdir(pdev.as_ref().name())?;
             Ok(try_pin_init!(RsnicFunction {
+                nic,
                 regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),
                 selftest_file <- dir.read_callback_file(c"selftest", report, &show_selftest),
                 _dir: dir,
-                _irqs: irqs,
                 regs,
             }))
         })
-    }
-
-    fn unbind<'bound>(_pdev: &'bound pci::Device<Core<'_>>, this: Pin<&Self::Data<'bound>>) {
-        // Quiesce the card; it may already be gone, which is fine.
-        let _ = this.regs.write(regs::DEV_CTRL, hw::ctrl::RESET);
     }
 }

@@ -10,14 +10,18 @@
 
 use kernel::{driver, pci, prelude::*};
 
+mod admin;
 mod ffi;
 // Shared verbatim with the emulator, hence `pub` items and some the driver
 // does not use.
 #[allow(dead_code, unreachable_pub)]
 mod hw;
 mod kext;
+mod nic;
 mod pci_drv;
+mod queue;
 mod regs;
+mod ring;
 mod selftest;
 
 use kext::debugfs_root::DebugfsRoot;

@@ -19,6 +19,8 @@ use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion
 use crate::config_space::CONFIG_SPACE_SIZE;
 use crate::function::Function;
 use crate::hw;
+use crate::wire::Wire;
+use std::sync::{Arc, Mutex};
 
 /// Region table: config space, BAR0 (registers) and the MSI-X BAR.
 pub fn region_infos() -> Vec<ServerRegion> {
@@ -70,14 +72,22 @@ pub fn irq_infos(vectors: u16) -> Vec<IrqInfo> {
 }
 
 /// Adapts a [`Function`] to the `vfio_user` crate's server loop.
+///
+/// The function is shared with the wire's receive thread and the control
+/// socket, so every access takes its lock.
 pub struct Backend {
-    func: Function,
+    func: Arc<Mutex<Function>>,
+    wire: Option<Arc<Wire>>,
 }
 
 impl Backend {
-    /// Serves `func`.
-    pub fn new(func: Function) -> Self {
-        Self { func }
+    /// Serves `func`, sending its frames on `wire`.
+    pub fn new(func: Arc<Mutex<Function>>, wire: Option<Arc<Wire>>) -> Self {
+        Self { func, wire }
+    }
+
+    fn func(&self) -> std::sync::MutexGuard<'_, Function> {
+        self.func.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Splits an access into naturally aligned 32-bit register accesses.
@@ -97,11 +107,12 @@ impl Backend {
 impl ServerBackend for Backend {
     fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
         match region {
-            VFIO_PCI_CONFIG_REGION_INDEX => self.func.config.read(offset, data),
+            VFIO_PCI_CONFIG_REGION_INDEX => self.func().config.read(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => {
                 let range = Self::bar0_dwords(offset, data.len())?;
+                let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact_mut(4).zip(range.step_by(4)) {
-                    chunk.copy_from_slice(&self.func.read_reg(reg).to_le_bytes());
+                    chunk.copy_from_slice(&func.read_reg(reg).to_le_bytes());
                 }
             }
             // QEMU emulates the MSI-X table; the PBA reads as nothing pending.
@@ -113,12 +124,18 @@ impl ServerBackend for Backend {
 
     fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
         match region {
-            VFIO_PCI_CONFIG_REGION_INDEX => self.func.config.write(offset, data),
+            VFIO_PCI_CONFIG_REGION_INDEX => self.func().config.write(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => {
                 let range = Self::bar0_dwords(offset, data.len())?;
+                let mut frames = Vec::new();
+                let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {
                     let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                    self.func.write_reg(reg, value);
+                    frames.extend(func.write_reg(reg, value));
+                }
+                drop(func);
+                if let Some(wire) = &self.wire {
+                    frames.iter().for_each(|f| wire.send(f));
                 }
             }
             _ => {}
@@ -136,7 +153,7 @@ impl ServerBackend for Backend {
     ) -> io::Result<()> {
         debug!("dma_map {flags:?} addr={address:#x} size={size:#x} offset={offset:#x}");
         match fd {
-            Some(fd) => self.func.dma.map(address, size, &fd, offset),
+            Some(fd) => self.func().dma.map(address, size, &fd, offset),
             // Memory QEMU cannot share (no fd) is simply not reachable by DMA.
             None => Ok(()),
         }
@@ -144,13 +161,13 @@ impl ServerBackend for Backend {
 
     fn dma_unmap(&mut self, _flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
         debug!("dma_unmap addr={address:#x} size={size:#x}");
-        self.func.dma.unmap(address, size);
+        self.func().dma.unmap(address, size);
         Ok(())
     }
 
     fn reset(&mut self) -> io::Result<()> {
         info!("device reset from QEMU");
-        self.func.reset();
+        self.func().reset();
         Ok(())
     }
 
@@ -170,9 +187,9 @@ impl ServerBackend for Backend {
             return Ok(());
         }
         if flags & VFIO_IRQ_SET_DATA_EVENTFD != 0 {
-            self.func.msix.connect(start, count, fds);
+            self.func().msix.connect(start, count, fds);
         } else if flags & VFIO_IRQ_SET_DATA_NONE != 0 && count == 0 {
-            self.func.msix.disconnect_all();
+            self.func().msix.disconnect_all();
         }
         Ok(())
     }

@@ -8,6 +8,8 @@
 //! - `fault <name>`: make the card misbehave (see [`Fault`]); `fault none`
 //!   restores normal behaviour.
 //! - `status`: the active fault.
+//! - `link up` / `link down`: plug or unplug the cable at this card's end.
+//! - `stats`: the card's own counters, `key=value` pairs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -89,10 +91,11 @@ impl Faults {
     }
 }
 
-/// Executes one control command line and returns the reply line.
-pub fn execute(faults: &Faults, line: &str) -> String {
+/// Executes one fault-injection command line and returns the reply line;
+/// `None` if the line is not a fault command.
+pub fn execute_fault(faults: &Faults, line: &str) -> Option<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    match words.as_slice() {
+    Some(match words.as_slice() {
         ["fault", name] => match faults.set_by_name(name) {
             Ok(()) => {
                 info!("fault injection: {name}");
@@ -101,28 +104,36 @@ pub fn execute(faults: &Faults, line: &str) -> String {
             Err(e) => format!("error: {e}"),
         },
         ["status"] => format!("ok fault={}", faults.active().name()),
-        [] => "error: empty command".to_string(),
-        _ => format!("error: unknown command '{line}'"),
-    }
+        _ => return None,
+    })
 }
 
-fn serve(stream: UnixStream, faults: &Faults) -> std::io::Result<()> {
+/// Executes one control command line and returns the reply line.
+#[cfg(test)]
+pub fn execute(faults: &Faults, line: &str) -> String {
+    execute_fault(faults, line).unwrap_or_else(|| format!("error: unknown command '{line}'"))
+}
+
+/// Executes one command line, returning the reply line.
+pub type Handler = dyn Fn(&str) -> String + Send + Sync;
+
+fn serve(stream: UnixStream, handler: &Handler) -> std::io::Result<()> {
     let mut out = stream.try_clone()?;
     for line in BufReader::new(stream).lines() {
-        let reply = execute(faults, line?.trim());
+        let reply = handler(line?.trim());
         writeln!(out, "{reply}")?;
     }
     Ok(())
 }
 
 /// Listens on `path` in a background thread, serving one client at a time.
-pub fn spawn(path: &Path, faults: Arc<Faults>) -> std::io::Result<()> {
+pub fn spawn(path: &Path, handler: Arc<Handler>) -> std::io::Result<()> {
     let listener = UnixListener::bind(path)?;
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             match stream {
                 Ok(s) => {
-                    if let Err(e) = serve(s, &faults) {
+                    if let Err(e) = serve(s, &*handler) {
                         warn!("control connection: {e}");
                     }
                 }

@@ -12,6 +12,7 @@ use crate::control::{Fault, Faults};
 use crate::dma::DmaSpace;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
+use crate::nic::{Effects, Nic};
 
 /// Firmware version the card reports: 0.1.0.
 pub const FW_VERSION: u32 = 0x00_01_00;
@@ -51,6 +52,8 @@ pub struct Function {
     pub dma: DmaSpace,
     /// MSI-X vectors.
     pub msix: MsixVectors,
+    /// The network function.
+    pub nic: Nic,
     test: SelfTest,
 }
 
@@ -67,6 +70,7 @@ impl Function {
             config: ConfigSpace::new(device_id, id.vectors),
             dma: DmaSpace::default(),
             msix: MsixVectors::new(id.vectors),
+            nic: Nic::new(id.mac),
             test: SelfTest::default(),
         }
     }
@@ -75,6 +79,26 @@ impl Function {
     /// interrupt wiring, which belong to QEMU).
     pub fn reset(&mut self) {
         self.test = SelfTest::default();
+        self.nic.reset();
+    }
+
+    /// A frame arrived from the wire.
+    pub fn receive(&mut self, frame: &[u8]) {
+        if let Some(vector) = self.nic.receive(&self.dma, frame) {
+            self.msix.raise(u32::from(vector));
+        }
+    }
+
+    /// Plugs or unplugs the cable at this end; a change raises the admin vector.
+    pub fn set_link(&mut self, up: bool) {
+        if self.nic.set_link(up) {
+            info!(
+                "{:?}: link {}",
+                self.id.kind,
+                if up { "up" } else { "down" }
+            );
+            self.msix.raise(u32::from(hw::ADMIN_VECTOR));
+        }
     }
 
     /// Reads the 32-bit register at `offset` in BAR0.
@@ -103,12 +127,14 @@ impl Function {
             regs::DMA_SEED => self.test.dma_seed,
             regs::DMA_STATUS => self.test.dma_status,
             regs::DMA_MISMATCHES => self.test.dma_mismatches,
-            _ => 0,
+            _ => self.nic.read_reg(offset).unwrap_or(0),
         }
     }
 
-    /// Writes the 32-bit register at `offset` in BAR0.
-    pub fn write_reg(&mut self, offset: usize, value: u32) {
+    /// Writes the 32-bit register at `offset` in BAR0. Returns the frames
+    /// the write made the card send, for the caller to put on the wire.
+    pub fn write_reg(&mut self, offset: usize, value: u32) -> Vec<Vec<u8>> {
+        let mut fx = Effects::default();
         match offset {
             regs::DEV_CTRL if value & hw::ctrl::RESET != 0 => {
                 info!("{:?}: reset by driver", self.id.kind);
@@ -132,8 +158,14 @@ impl Function {
                 let status = self.dma_test(value);
                 self.test.dma_status = status as u32;
             }
-            _ => {}
+            _ => {
+                self.nic.write_reg(&self.dma, offset, value, &mut fx);
+            }
         }
+        for vector in fx.raise {
+            self.msix.raise(u32::from(vector));
+        }
+        fx.send
     }
 
     fn test_irq(&mut self, vector: u32) {

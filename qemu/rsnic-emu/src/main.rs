@@ -3,9 +3,9 @@
 //! rsnic-emu: the emulated rsnic SmartNIC.
 //!
 //! One process is one card. It serves the card's physical function over a
-//! vfio-user socket (QEMU's `-device vfio-user-pci`) and takes harness
-//! commands (fault injection, status) on a control socket. It exits when
-//! QEMU disconnects.
+//! vfio-user socket (QEMU's `-device vfio-user-pci`), carries its frames on
+//! a wire to a peer card, and takes harness commands (fault injection,
+//! cable, counters) on a control socket. It exits when QEMU disconnects.
 
 mod backend;
 mod config_space;
@@ -13,20 +13,25 @@ mod control;
 mod dma;
 mod function;
 mod irq;
+mod nic;
+mod offload;
+mod queues;
+mod wire;
 
 #[path = "../../../src/hw.rs"]
 #[allow(dead_code)]
 mod hw;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use clap::Parser;
-use log::info;
+use log::{info, warn};
 
 use crate::backend::Backend;
 use crate::control::Faults;
 use crate::function::Function;
+use crate::wire::Wire;
 
 /// Command line of the emulator.
 #[derive(Parser, Debug)]
@@ -38,6 +43,12 @@ struct Args {
     /// Control socket for the harness (created; must not exist).
     #[arg(long)]
     ctl_socket: Option<PathBuf>,
+    /// This card's end of the wire (a UNIX datagram socket, created).
+    #[arg(long, requires = "wire_peer")]
+    wire_socket: Option<PathBuf>,
+    /// The peer card's end of the wire.
+    #[arg(long, requires = "wire_socket")]
+    wire_peer: Option<PathBuf>,
     /// Card identifier, reported in the CARD_ID register.
     #[arg(long, default_value_t = 0)]
     card_id: u32,
@@ -61,22 +72,94 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
+/// Harness commands beyond fault injection.
+fn card_command(func: &Mutex<Function>, line: &str) -> String {
+    let mut func = func.lock().unwrap_or_else(|e| e.into_inner());
+    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+        ["link", "up"] => {
+            func.set_link(true);
+            "ok".into()
+        }
+        ["link", "down"] => {
+            func.set_link(false);
+            "ok".into()
+        }
+        ["stats"] => {
+            let n = func.nic.stats;
+            let mut out = format!(
+                "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={}",
+                u8::from(func.nic.link_up()),
+                n.admin_cmds,
+                n.rx_filtered,
+                n.rx_no_queue,
+                n.tx_link_down,
+                n.tx_oversize
+            );
+            for (i, q) in func.nic.queue_pairs().enumerate() {
+                let s = q.stats;
+                out += &format!(
+                    " q{i}_tx_packets={} q{i}_rx_packets={} q{i}_rx_no_buffer={} q{i}_bad_requests={}",
+                    s.tx_packets, s.rx_packets, s.rx_no_buffer, s.bad_requests
+                );
+            }
+            out
+        }
+        _ => format!("error: unknown command '{line}'"),
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
 
     let faults = Arc::new(Faults::default());
     faults.set_by_name(&args.fault)?;
-    if let Some(path) = &args.ctl_socket {
-        control::spawn(path, Arc::clone(&faults))?;
-    }
-
     let identity = function::Identity {
         kind: hw::FuncKind::Pf,
         card_id: args.card_id,
         mac: args.mac,
         vectors: hw::PF_MSIX_VECTORS,
     };
+    let func = Arc::new(Mutex::new(Function::new(identity, Arc::clone(&faults))));
+
+    let wire = match (&args.wire_socket, &args.wire_peer) {
+        (Some(local), Some(peer)) => {
+            let wire = Arc::new(Wire::bind(local, peer)?);
+            func.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .nic
+                .set_link(true);
+            let (rx_wire, rx_func) = (Arc::clone(&wire), Arc::clone(&func));
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 65536];
+                loop {
+                    match rx_wire.recv(&mut buf) {
+                        Ok(n) => rx_func
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .receive(&buf[..n]),
+                        Err(e) => {
+                            warn!("wire receive: {e}");
+                            return;
+                        }
+                    }
+                }
+            });
+            Some(wire)
+        }
+        _ => None,
+    };
+
+    if let Some(path) = &args.ctl_socket {
+        let (faults, func) = (Arc::clone(&faults), Arc::clone(&func));
+        control::spawn(
+            path,
+            Arc::new(move |line: &str| {
+                control::execute_fault(&faults, line).unwrap_or_else(|| card_command(&func, line))
+            }),
+        )?;
+    }
+
     let server = vfio_user::Server::new(
         &args.pf_socket,
         true,
@@ -88,7 +171,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.card_id,
         args.pf_socket.display()
     );
-    let mut backend = Backend::new(Function::new(identity, faults));
+    let mut backend = Backend::new(func, wire);
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);
     Ok(())

@@ -84,3 +84,59 @@ harness() {
 # Kernel log lines since the mark set by dmesg_mark.
 dmesg_mark() { dmesg_mark_lines=$(dmesg | wc -l); }
 dmesg_since_mark() { dmesg | tail -n +$((dmesg_mark_lines + 1)); }
+
+# Network set-up of the two-card VM: card A's netdev stays in the default
+# netns as $NETIF_A (10.99.0.1, fd99::1), card B's moves into netns
+# "remote" as $NETIF_B (10.99.0.2, fd99::2).
+NS=remote
+IP_A=10.99.0.1
+IP_B=10.99.0.2
+IP6_A=fd99::1
+IP6_B=fd99::2
+
+netif_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n1; }
+
+# Finds the netdevs and builds the two-host network; skips the whole test
+# if the cards are missing.
+net_setup() {
+	local a b
+	a=$(card_addr A)
+	b=$(card_addr B)
+	[ -n "$a" ] && [ -n "$b" ] || skip_all "expected 2 rsnic PFs (not in the rsnic VM?)"
+	NETIF_A=$(netif_of "$a")
+	[ -n "$NETIF_A" ] || skip_all "card A has no netdev"
+	ip netns del $NS 2>/dev/null
+	ip netns add $NS
+	NETIF_B=$(netif_of "$b")
+	[ -n "$NETIF_B" ] || skip_all "card B has no netdev"
+	ip link set "$NETIF_B" netns $NS
+	ip -n $NS link set lo up
+	ip addr flush dev "$NETIF_A"
+	ip addr add $IP_A/24 dev "$NETIF_A"
+	ip addr add $IP6_A/64 dev "$NETIF_A" nodad
+	ip link set "$NETIF_A" up
+	ip -n $NS addr add $IP_B/24 dev "$NETIF_B"
+	ip -n $NS addr add $IP6_B/64 dev "$NETIF_B" nodad
+	ip -n $NS link set "$NETIF_B" up
+	wait_carrier "$NETIF_A" 1 && wait_carrier "$NETIF_B" 1 $NS
+}
+
+# Undoes net_setup: card B's netdev returns to the default netns.
+net_cleanup() {
+	ip -n $NS link set "$NETIF_B" netns 1 2>/dev/null
+	ip netns del $NS 2>/dev/null
+	ip addr flush dev "$NETIF_A" 2>/dev/null
+	ip link set "$NETIF_A" mtu 1500 2>/dev/null
+	ip link set "$NETIF_B" mtu 1500 2>/dev/null
+	harness cable up >/dev/null 2>&1
+}
+
+# wait_carrier IFACE 0|1 [NETNS]: waits up to 5 s for the carrier state.
+wait_carrier() {
+	local i
+	for i in $(seq 50); do
+		[ "$(ip ${3:+-n $3} -o link show "$1" 2>/dev/null | grep -c LOWER_UP)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}

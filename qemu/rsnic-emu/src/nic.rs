@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The card's network function: admin commands, queue pairs, RX filter and
+//! link state. [`crate::function::Function`] routes register accesses here.
+
+use log::{debug, info};
+
+use crate::dma::DmaSpace;
+use crate::hw::{
+    self, mc_filter_bit, offload as offload_bits, rx_mode, AdminCmd, AdminStatus, DeviceInfo,
+    AQ_ENTRY_SIZE, AQ_MAX_ENTRIES, MAX_MTU, MAX_QUEUE_PAIRS, MIN_MTU,
+};
+use crate::offload;
+use crate::queues::{QueuePair, RxOutcome, TxFrame};
+
+/// Card-wide counters (per-pair ones live in each pair).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NicStats {
+    /// Frames the RX filter dropped (not for us).
+    pub rx_filtered: u64,
+    /// Frames dropped because no queue pair was running.
+    pub rx_no_queue: u64,
+    /// TX frames dropped because the link was down.
+    pub tx_link_down: u64,
+    /// TX frames larger than the MTU allows, dropped.
+    pub tx_oversize: u64,
+    /// Admin commands processed.
+    pub admin_cmds: u64,
+}
+
+/// What a register write asks the caller to do next.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// MSI-X vectors to raise.
+    pub raise: Vec<u16>,
+    /// Frames to put on the wire.
+    pub send: Vec<Vec<u8>>,
+}
+
+/// Network function state.
+pub struct Nic {
+    perm_mac: [u8; 6],
+    mac: [u8; 6],
+    mtu: u32,
+    rx_mode: u32,
+    mc_filter: u64,
+    offloads: u32,
+    aq_base: u64,
+    aq_size: u32,
+    aq_head: u32,
+    link_up: bool,
+    qps: Vec<Option<QueuePair>>,
+    /// Counters.
+    pub stats: NicStats,
+}
+
+impl Nic {
+    /// A function with permanent address `mac`, link down until cabled.
+    pub fn new(mac: [u8; 6]) -> Self {
+        Self {
+            perm_mac: mac,
+            mac,
+            mtu: 1500,
+            rx_mode: rx_mode::BROADCAST,
+            mc_filter: 0,
+            offloads: 0,
+            aq_base: 0,
+            aq_size: 0,
+            aq_head: 0,
+            link_up: false,
+            qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
+            stats: NicStats::default(),
+        }
+    }
+
+    /// Back to power-on state (the link is physical and stays as it is).
+    pub fn reset(&mut self) {
+        let link = self.link_up;
+        *self = Self::new(self.perm_mac);
+        self.link_up = link;
+    }
+
+    /// Whether the link is up.
+    pub fn link_up(&self) -> bool {
+        self.link_up
+    }
+
+    /// Changes the link state; returns true if it changed.
+    pub fn set_link(&mut self, up: bool) -> bool {
+        let changed = self.link_up != up;
+        self.link_up = up;
+        changed
+    }
+
+    /// Running queue pairs.
+    pub fn queue_pairs(&self) -> impl Iterator<Item = &QueuePair> {
+        self.qps.iter().flatten()
+    }
+
+    /// Reads a NIC register, or `None` if `offset` is not one.
+    pub fn read_reg(&self, offset: usize) -> Option<u32> {
+        Some(match offset {
+            hw::regs::AQ_BASE_LO => self.aq_base as u32,
+            hw::regs::AQ_BASE_HI => (self.aq_base >> 32) as u32,
+            hw::regs::AQ_SIZE => self.aq_size,
+            hw::regs::AQ_HEAD => self.aq_head,
+            hw::regs::LINK_STATUS => u32::from(self.link_up) * hw::link::UP,
+            _ => return None,
+        })
+    }
+
+    /// Writes a NIC register; returns false if `offset` is not one.
+    pub fn write_reg(
+        &mut self,
+        dma: &DmaSpace,
+        offset: usize,
+        value: u32,
+        fx: &mut Effects,
+    ) -> bool {
+        match offset {
+            hw::regs::AQ_BASE_LO => self.aq_base = (self.aq_base & !0xffff_ffff) | u64::from(value),
+            hw::regs::AQ_BASE_HI => {
+                self.aq_base = (self.aq_base & 0xffff_ffff) | (u64::from(value) << 32)
+            }
+            hw::regs::AQ_SIZE => {
+                self.aq_size = if value.is_power_of_two() && value <= AQ_MAX_ENTRIES {
+                    value
+                } else {
+                    0
+                };
+                self.aq_head = 0;
+            }
+            hw::regs::AQ_TAIL => self.admin_doorbell(dma, value),
+            o if (hw::regs::QP_DOORBELLS
+                ..hw::regs::QP_DOORBELLS
+                    + usize::from(MAX_QUEUE_PAIRS) * hw::regs::QP_DOORBELL_STRIDE)
+                .contains(&o) =>
+            {
+                let rel = o - hw::regs::QP_DOORBELLS;
+                self.qp_doorbell(
+                    dma,
+                    rel / hw::regs::QP_DOORBELL_STRIDE,
+                    rel % hw::regs::QP_DOORBELL_STRIDE,
+                    value,
+                    fx,
+                );
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn qp_doorbell(&mut self, dma: &DmaSpace, qp: usize, reg: usize, value: u32, fx: &mut Effects) {
+        let mtu = self.mtu;
+        let link_up = self.link_up;
+        let Some(Some(q)) = self.qps.get_mut(qp) else {
+            debug!("doorbell for queue pair {qp}, which does not exist");
+            return;
+        };
+        let raise = match reg {
+            hw::regs::DB_TX_TAIL => {
+                let mut dropped_link = 0;
+                let mut oversize = 0;
+                let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
+                let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
+                    if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
+                        offload::insert_checksum(&mut f.data, &f.first);
+                    }
+                    if !link_up {
+                        dropped_link += 1;
+                    } else if f.data.len() > mtu as usize + 14 + 4 {
+                        oversize += 1;
+                    } else {
+                        fx.send.push(f.data);
+                    }
+                });
+                self.stats.tx_link_down += dropped_link;
+                self.stats.tx_oversize += oversize;
+                raise
+            }
+            hw::regs::DB_RX_TAIL => {
+                q.rx_doorbell(value);
+                false
+            }
+            hw::regs::DB_CQ_HEAD => q.cq_doorbell(value),
+            _ => false,
+        };
+        if raise {
+            fx.raise
+                .push(self.qps[qp].as_ref().map_or(0, |q| q.vector()));
+        }
+    }
+
+    fn admin_doorbell(&mut self, dma: &DmaSpace, tail: u32) {
+        if self.aq_size == 0 || tail >= self.aq_size {
+            debug!("admin doorbell {tail} with queue size {}", self.aq_size);
+            return;
+        }
+        while self.aq_head != tail {
+            let addr = self.aq_base + u64::from(self.aq_head) * AQ_ENTRY_SIZE as u64;
+            let mut entry = [0u8; AQ_ENTRY_SIZE];
+            if dma.read(addr, &mut entry).is_err() {
+                debug!("admin entry at {addr:#x} unreachable");
+                return;
+            }
+            let status = match AdminCmd::from_bytes(&entry) {
+                Ok(cmd) => self.execute(cmd, &mut entry),
+                Err(status) => status,
+            };
+            hw::aq_complete(&mut entry, status);
+            // The result goes back into the same entry; the done flag last.
+            let _ = dma.write(addr + 8, &entry[8..]);
+            let _ = dma.write(addr, &entry[..8]);
+            self.stats.admin_cmds += 1;
+            self.aq_head = (self.aq_head + 1) & (self.aq_size - 1);
+        }
+    }
+
+    fn execute(&mut self, cmd: AdminCmd, entry: &mut [u8; AQ_ENTRY_SIZE]) -> AdminStatus {
+        debug!("admin {cmd:?}");
+        match cmd {
+            AdminCmd::QueryDevice => {
+                DeviceInfo {
+                    max_qps: u32::from(MAX_QUEUE_PAIRS),
+                    max_ring_entries: u32::from(hw::MAX_RING_ENTRIES),
+                    speed_mbps: hw::LINK_SPEED_MBPS,
+                    offloads: offload_bits::TX_CSUM,
+                    max_mtu: MAX_MTU,
+                }
+                .write_result(entry);
+            }
+            AdminCmd::CreateQp(cfg) => {
+                let Some(slot) = self.qps.get_mut(usize::from(cfg.qp)) else {
+                    return AdminStatus::BadParam;
+                };
+                if slot.is_some() {
+                    return AdminStatus::BadState;
+                }
+                let Some(q) = QueuePair::new(cfg) else {
+                    return AdminStatus::BadParam;
+                };
+                info!(
+                    "queue pair {} created ({} TX, {} RX entries)",
+                    cfg.qp, cfg.tx_entries, cfg.rx_entries
+                );
+                *slot = Some(q);
+            }
+            AdminCmd::DestroyQp { qp } => match self.qps.get_mut(usize::from(qp)) {
+                Some(slot @ Some(_)) => *slot = None,
+                Some(None) => return AdminStatus::BadState,
+                None => return AdminStatus::BadParam,
+            },
+            AdminCmd::SetMac { mac } => {
+                if mac[0] & 1 != 0 {
+                    return AdminStatus::BadParam;
+                }
+                self.mac = mac;
+            }
+            AdminCmd::SetMtu { mtu } => {
+                if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
+                    return AdminStatus::BadParam;
+                }
+                self.mtu = mtu;
+            }
+            AdminCmd::SetRxMode { flags, mc_filter } => {
+                self.rx_mode = flags;
+                self.mc_filter = mc_filter;
+            }
+            AdminCmd::SetOffloads { flags } => {
+                if flags & !offload_bits::TX_CSUM != 0 {
+                    return AdminStatus::BadParam;
+                }
+                self.offloads = flags;
+            }
+        }
+        AdminStatus::Ok
+    }
+
+    /// Whether the RX filter accepts a frame for `dst`.
+    fn accepts(&self, dst: &[u8; 6]) -> bool {
+        if self.rx_mode & rx_mode::PROMISC != 0 || *dst == self.mac {
+            return true;
+        }
+        if *dst == [0xff; 6] {
+            return self.rx_mode & rx_mode::BROADCAST != 0;
+        }
+        dst[0] & 1 != 0
+            && (self.rx_mode & rx_mode::ALLMULTI != 0
+                || self.mc_filter & (1 << mc_filter_bit(dst)) != 0)
+    }
+
+    /// A frame arrived from the wire. Returns the vector to raise, if any.
+    pub fn receive(&mut self, dma: &DmaSpace, frame: &[u8]) -> Option<u16> {
+        if !self.link_up || frame.len() < 14 {
+            return None;
+        }
+        let dst: [u8; 6] = frame[..6].try_into().expect("length checked");
+        if !self.accepts(&dst) || frame.len() > self.mtu as usize + 14 + 4 {
+            self.stats.rx_filtered += 1;
+            return None;
+        }
+        let Some(q) = self.qps.iter_mut().flatten().next() else {
+            self.stats.rx_no_queue += 1;
+            return None;
+        };
+        match q.deliver(dma, frame, 0, 0) {
+            RxOutcome::Delivered { raise: true } => Some(q.vector()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_filter() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1]);
+        assert!(nic.accepts(&[2, 0, 0, 0, 0, 1]));
+        assert!(nic.accepts(&[0xff; 6]));
+        assert!(!nic.accepts(&[2, 0, 0, 0, 0, 2]));
+        let mc = [0x33, 0x33, 0xff, 0, 0, 1];
+        assert!(!nic.accepts(&mc));
+        nic.mc_filter = 1 << mc_filter_bit(&mc);
+        assert!(nic.accepts(&mc));
+        nic.rx_mode |= rx_mode::PROMISC;
+        assert!(nic.accepts(&[2, 0, 0, 0, 0, 2]));
+    }
+
+    #[test]
+    fn admin_validates_parameters() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1]);
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        assert_eq!(
+            nic.execute(AdminCmd::SetMtu { mtu: 67 }, &mut e),
+            AdminStatus::BadParam
+        );
+        assert_eq!(
+            nic.execute(AdminCmd::SetMtu { mtu: 9001 }, &mut e),
+            AdminStatus::BadParam
+        );
+        assert_eq!(
+            nic.execute(AdminCmd::SetMtu { mtu: 9000 }, &mut e),
+            AdminStatus::Ok
+        );
+        assert_eq!(
+            nic.execute(
+                AdminCmd::SetMac {
+                    mac: [1, 0, 0, 0, 0, 0]
+                },
+                &mut e
+            ),
+            AdminStatus::BadParam
+        );
+        assert_eq!(
+            nic.execute(AdminCmd::DestroyQp { qp: 0 }, &mut e),
+            AdminStatus::BadState
+        );
+        assert_eq!(
+            nic.execute(AdminCmd::DestroyQp { qp: 99 }, &mut e),
+            AdminStatus::BadParam
+        );
+        assert_eq!(nic.execute(AdminCmd::QueryDevice, &mut e), AdminStatus::Ok);
+        assert_eq!(DeviceInfo::read_result(&e).max_mtu, 9000);
+    }
+
+    #[test]
+    fn admin_entry_roundtrip() {
+        let cmd = AdminCmd::SetRxMode {
+            flags: 5,
+            mc_filter: 0x8000_0000_0000_0001,
+        };
+        assert_eq!(AdminCmd::from_bytes(&cmd.to_bytes()), Ok(cmd));
+        let mut raw = [0u8; AQ_ENTRY_SIZE];
+        raw[0] = 0xee;
+        assert_eq!(AdminCmd::from_bytes(&raw), Err(AdminStatus::BadOpcode));
+    }
+}

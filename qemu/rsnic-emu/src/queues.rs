@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A queue pair as the card runs it: TX ring, RX ring and the completion
+//! queue they share, all in host memory.
+//!
+//! Indices written by the driver (doorbells) are untrusted: a tail outside
+//! the ring is ignored and counted, never used to address memory.
+
+use crate::dma::{DmaFault, DmaSpace};
+use crate::hw::{
+    Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
+};
+
+/// Per-queue-pair counters, as the card counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpStats {
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames delivered into RX buffers.
+    pub rx_packets: u64,
+    /// Bytes delivered.
+    pub rx_bytes: u64,
+    /// Frames dropped because no RX buffer was posted.
+    pub rx_no_buffer: u64,
+    /// Bytes the card read or wrote for descriptors and completions.
+    pub dma_meta_bytes: u64,
+    /// Doorbells or descriptors the card rejected.
+    pub bad_requests: u64,
+}
+
+/// What happened to a frame offered to [`QueuePair::deliver`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum RxOutcome {
+    /// Written into a buffer; raise the vector if true.
+    Delivered { raise: bool },
+    /// No buffer posted, or the frame did not fit; dropped.
+    Dropped,
+}
+
+/// One frame the card took from the TX ring.
+pub struct TxFrame {
+    /// The frame's bytes, all buffers concatenated.
+    pub data: Vec<u8>,
+    /// The first descriptor (offload requests).
+    pub first: TxDesc,
+}
+
+/// A running queue pair.
+pub struct QueuePair {
+    cfg: QpConfig,
+    tx_head: u16,
+    tx_tail: u16,
+    rx_head: u16,
+    rx_tail: u16,
+    cq_tail: u32,
+    cq_phase: bool,
+    cq_head: u32,
+    armed: bool,
+    /// Counters.
+    pub stats: QpStats,
+}
+
+fn valid_ring(entries: u16) -> bool {
+    entries.is_power_of_two() && (MIN_RING_ENTRIES..=MAX_RING_ENTRIES).contains(&entries)
+}
+
+impl QueuePair {
+    /// Checks a create request; `None` if any size is out of range.
+    pub fn new(cfg: QpConfig) -> Option<Self> {
+        let cq_needed = u32::from(cfg.tx_entries) + u32::from(cfg.rx_entries);
+        if !valid_ring(cfg.tx_entries)
+            || !valid_ring(cfg.rx_entries)
+            || !cfg.cq_entries.is_power_of_two()
+            || cfg.cq_entries < cq_needed
+        {
+            return None;
+        }
+        Some(Self {
+            cfg,
+            tx_head: 0,
+            tx_tail: 0,
+            rx_head: 0,
+            rx_tail: 0,
+            cq_tail: 0,
+            cq_phase: true,
+            cq_head: 0,
+            armed: false,
+            stats: QpStats::default(),
+        })
+    }
+
+    /// MSI-X vector of this pair.
+    pub fn vector(&self) -> u16 {
+        self.cfg.vector
+    }
+
+    /// Completions written but not yet consumed by the driver.
+    fn cq_pending(&self) -> u32 {
+        self.cq_tail.wrapping_sub(self.cq_head) & (self.cfg.cq_entries - 1)
+    }
+
+    fn post_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
+        if self.cq_phase {
+            cqe.flags |= Cqe::PHASE;
+        }
+        let addr = self.cfg.cq + u64::from(self.cq_tail) * Cqe::SIZE as u64;
+        dma.write(addr, &cqe.to_bytes())?;
+        self.stats.dma_meta_bytes += Cqe::SIZE as u64;
+        self.cq_tail += 1;
+        if self.cq_tail == self.cfg.cq_entries {
+            self.cq_tail = 0;
+            self.cq_phase = !self.cq_phase;
+        }
+        Ok(())
+    }
+
+    /// Takes one raise decision after posting completions: raise if armed.
+    fn take_arm(&mut self) -> bool {
+        std::mem::take(&mut self.armed)
+    }
+
+    /// CQ head doorbell: records the driver's head and arm request. Returns
+    /// whether to raise the vector now (armed with completions pending).
+    pub fn cq_doorbell(&mut self, value: u32) -> bool {
+        let head = value & !CQ_ARM;
+        if head >= self.cfg.cq_entries {
+            self.stats.bad_requests += 1;
+            return false;
+        }
+        self.cq_head = head;
+        if value & CQ_ARM != 0 {
+            self.armed = true;
+            if self.cq_pending() != 0 {
+                return self.take_arm();
+            }
+        }
+        false
+    }
+
+    /// RX tail doorbell: the driver posted buffers up to `tail`.
+    pub fn rx_doorbell(&mut self, tail: u32) {
+        match u16::try_from(tail) {
+            Ok(t) if t < self.cfg.rx_entries => self.rx_tail = t,
+            _ => self.stats.bad_requests += 1,
+        }
+    }
+
+    /// TX tail doorbell: takes every complete frame from the ring, hands
+    /// each to `send`, and completes it. Returns whether to raise the vector.
+    pub fn tx_doorbell(
+        &mut self,
+        dma: &DmaSpace,
+        tail: u32,
+        mut send: impl FnMut(TxFrame),
+    ) -> bool {
+        match u16::try_from(tail) {
+            Ok(t) if t < self.cfg.tx_entries => self.tx_tail = t,
+            _ => {
+                self.stats.bad_requests += 1;
+                return false;
+            }
+        }
+        let mask = self.cfg.tx_entries - 1;
+        let mut completed = false;
+        'frames: while self.tx_head != self.tx_tail {
+            let mut idx = self.tx_head;
+            let mut data = Vec::new();
+            let mut first = None;
+            loop {
+                if idx == self.tx_tail {
+                    // The frame's EOP descriptor is not posted yet.
+                    break 'frames;
+                }
+                let mut raw = [0u8; TxDesc::SIZE];
+                let addr = self.cfg.tx_ring + u64::from(idx) * TxDesc::SIZE as u64;
+                if dma.read(addr, &mut raw).is_err() {
+                    self.stats.bad_requests += 1;
+                    break 'frames;
+                }
+                self.stats.dma_meta_bytes += TxDesc::SIZE as u64;
+                let desc = TxDesc::from_bytes(&raw);
+                first.get_or_insert(desc);
+                let start = data.len();
+                let fits = (start + desc.len as usize) <= (MAX_FRAME as usize) * 64;
+                if fits {
+                    data.resize(start + desc.len as usize, 0);
+                    if dma.read(desc.addr, &mut data[start..]).is_err() {
+                        self.stats.bad_requests += 1;
+                        data.clear();
+                    }
+                } else {
+                    self.stats.bad_requests += 1;
+                }
+                if desc.flags & TxDesc::EOP != 0 {
+                    break;
+                }
+                idx = (idx + 1) & mask;
+            }
+            let eop = idx;
+            self.tx_head = (idx + 1) & mask;
+            if let Some(first) = first {
+                if !data.is_empty() {
+                    self.stats.tx_packets += 1;
+                    self.stats.tx_bytes += data.len() as u64;
+                    send(TxFrame { data, first });
+                }
+            }
+            if self
+                .post_cqe(
+                    dma,
+                    Cqe {
+                        index: eop,
+                        ..Cqe::default()
+                    },
+                )
+                .is_err()
+            {
+                self.stats.bad_requests += 1;
+            }
+            completed = true;
+        }
+        completed && self.take_arm()
+    }
+
+    /// Writes a received frame into the next posted RX buffer.
+    pub fn deliver(&mut self, dma: &DmaSpace, frame: &[u8], flags: u16, hash: u32) -> RxOutcome {
+        if self.rx_head == self.rx_tail {
+            self.stats.rx_no_buffer += 1;
+            return RxOutcome::Dropped;
+        }
+        let idx = self.rx_head;
+        let mut raw = [0u8; RxDesc::SIZE];
+        let addr = self.cfg.rx_ring + u64::from(idx) * RxDesc::SIZE as u64;
+        if dma.read(addr, &mut raw).is_err() {
+            self.stats.bad_requests += 1;
+            return RxOutcome::Dropped;
+        }
+        self.stats.dma_meta_bytes += RxDesc::SIZE as u64;
+        let desc = RxDesc::from_bytes(&raw);
+        if frame.len() > desc.len as usize {
+            self.stats.rx_no_buffer += 1;
+            return RxOutcome::Dropped;
+        }
+        self.rx_head = (idx + 1) & (self.cfg.rx_entries - 1);
+        if dma.write(desc.addr, frame).is_err() {
+            self.stats.bad_requests += 1;
+            return RxOutcome::Dropped;
+        }
+        let cqe = Cqe {
+            index: idx,
+            flags: flags | Cqe::RX,
+            len: frame.len() as u32,
+            hash,
+        };
+        if self.post_cqe(dma, cqe).is_err() {
+            self.stats.bad_requests += 1;
+            return RxOutcome::Dropped;
+        }
+        self.stats.rx_packets += 1;
+        self.stats.rx_bytes += frame.len() as u64;
+        RxOutcome::Delivered {
+            raise: self.take_arm(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dma::tests::two_region_space;
+
+    // Layout inside the test DMA space [0x1000, 0x4000).
+    const TX_RING: u64 = 0x1000; // 64 * 32 = 0x800
+    const RX_RING: u64 = 0x1800; // 64 * 16 = 0x400
+    const CQ: u64 = 0x1c00; // 128 * 16 = 0x800
+    const BUFS: u64 = 0x2400;
+
+    fn qp() -> QueuePair {
+        QueuePair::new(QpConfig {
+            qp: 0,
+            vector: 1,
+            tx_entries: 64,
+            rx_entries: 64,
+            tx_ring: TX_RING,
+            rx_ring: RX_RING,
+            cq: CQ,
+            cq_entries: 128,
+        })
+        .unwrap()
+    }
+
+    fn cqe(dma: &DmaSpace, i: u64) -> Cqe {
+        let mut b = [0u8; Cqe::SIZE];
+        dma.read(CQ + i * Cqe::SIZE as u64, &mut b).unwrap();
+        Cqe::from_bytes(&b)
+    }
+
+    #[test]
+    fn rejects_bad_sizes() {
+        let mut cfg = QpConfig {
+            tx_entries: 64,
+            rx_entries: 64,
+            cq_entries: 128,
+            ..Default::default()
+        };
+        assert!(QueuePair::new(cfg).is_some());
+        cfg.tx_entries = 100;
+        assert!(QueuePair::new(cfg).is_none());
+        cfg.tx_entries = 64;
+        cfg.cq_entries = 64;
+        assert!(QueuePair::new(cfg).is_none(), "CQ must hold both rings");
+    }
+
+    #[test]
+    fn tx_gathers_fragments_and_completes_eop() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        dma.write(BUFS, b"hello ").unwrap();
+        dma.write(BUFS + 0x100, b"world").unwrap();
+        let d0 = TxDesc {
+            addr: BUFS,
+            len: 6,
+            ..Default::default()
+        };
+        let d1 = TxDesc {
+            addr: BUFS + 0x100,
+            len: 5,
+            flags: TxDesc::EOP,
+            ..Default::default()
+        };
+        dma.write(TX_RING, &d0.to_bytes()).unwrap();
+        dma.write(TX_RING + 32, &d1.to_bytes()).unwrap();
+        assert!(!q.cq_doorbell(CQ_ARM));
+        let mut sent = Vec::new();
+        // Only the first descriptor posted: nothing goes out yet.
+        assert!(!q.tx_doorbell(&dma, 1, |f| sent.push(f.data)));
+        assert!(sent.is_empty());
+        assert!(
+            q.tx_doorbell(&dma, 2, |f| sent.push(f.data)),
+            "armed: raise"
+        );
+        assert_eq!(sent, vec![b"hello world".to_vec()]);
+        let c = cqe(&dma, 0);
+        assert_eq!((c.index, c.flags), (1, Cqe::PHASE));
+        assert_eq!(q.stats.tx_packets, 1);
+    }
+
+    #[test]
+    fn bad_doorbells_are_counted_not_followed() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        assert!(!q.tx_doorbell(&dma, 64, |_| panic!("nothing to send")));
+        q.rx_doorbell(1000);
+        assert!(!q.cq_doorbell(500));
+        assert_eq!(q.stats.bad_requests, 3);
+        assert_eq!(q.deliver(&dma, b"frame", 0, 0), RxOutcome::Dropped);
+        assert_eq!(q.stats.rx_no_buffer, 1);
+    }
+
+    #[test]
+    fn rx_fills_posted_buffers_and_wraps_phase() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS + (i % 4) * 0x100,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q.rx_doorbell(63);
+        assert_eq!(
+            q.deliver(&dma, &[0u8; 0x101], 0, 0),
+            RxOutcome::Dropped,
+            "too big"
+        );
+        assert_eq!(
+            q.deliver(&dma, b"abc", Cqe::CSUM_OK, 7),
+            RxOutcome::Delivered { raise: false }
+        );
+        let c = cqe(&dma, 0);
+        assert_eq!(
+            c,
+            Cqe {
+                index: 0,
+                flags: Cqe::PHASE | Cqe::RX | Cqe::CSUM_OK,
+                len: 3,
+                hash: 7
+            }
+        );
+        let mut b = [0u8; 3];
+        dma.read(BUFS, &mut b).unwrap();
+        assert_eq!(&b, b"abc");
+        // Consume, re-arm, fill the rest of the CQ: the phase flips at the wrap.
+        assert!(!q.cq_doorbell(1 | CQ_ARM));
+        assert_eq!(
+            q.deliver(&dma, b"x", 0, 0),
+            RxOutcome::Delivered { raise: true }
+        );
+        for _ in 0..61 {
+            q.deliver(&dma, b"x", 0, 0);
+        }
+        assert_eq!(
+            q.deliver(&dma, b"x", 0, 0),
+            RxOutcome::Dropped,
+            "ring empty: 63 posted"
+        );
+        // Re-post twice (tails wrap), 126 completions in, then 3 more wrap the CQ.
+        q.rx_doorbell(62);
+        for _ in 0..63 {
+            q.deliver(&dma, b"y", 0, 0);
+        }
+        q.rx_doorbell(61);
+        for _ in 0..3 {
+            assert!(matches!(
+                q.deliver(&dma, b"z", 0, 0),
+                RxOutcome::Delivered { .. }
+            ));
+        }
+        assert_eq!(cqe(&dma, 127).flags & Cqe::PHASE, Cqe::PHASE);
+        assert_eq!(
+            cqe(&dma, 0).flags & Cqe::PHASE,
+            0,
+            "second pass writes phase 0"
+        );
+    }
+}

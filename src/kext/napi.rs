@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! NAPI contexts: interrupt-driven polling of a queue.
+
+use core::marker::PhantomPinned;
+
+use kernel::{
+    ffi::{c_int, c_void},
+    prelude::*,
+    types::Opaque,
+};
+
+use crate::ffi;
+use crate::kext::netdev::NetDev;
+
+/// What a NAPI context polls.
+pub(crate) trait NapiPoll: Send + Sync {
+    /// Processes up to `budget` received frames; returns how many it did.
+    /// Returning less than `budget` ends the poll (see [`Napi::complete_done`]).
+    fn poll(&self, napi: &Napi, budget: u32) -> u32;
+}
+
+// `Napi` stays untyped in the device it belongs to: the poll reaches the
+// device through its owner (which the driver keeps inside the device).
+
+/// A NAPI context added to a net device, with the [`NapiPoll`] it drives.
+///
+/// # Invariants
+///
+/// `napi` was added to `dev` with [`Self::poll_trampoline`] and is deleted
+/// in `drop`; `owner` is the [`NapiPoll`] the trampoline calls.
+#[repr(C)]
+#[pin_data(PinnedDrop)]
+pub(crate) struct Napi {
+    #[pin]
+    napi: Opaque<ffi::napi_struct>,
+    dev: *mut ffi::net_device,
+    owner: *const c_void,
+    poll: fn(*const c_void, &Napi, u32) -> u32,
+    #[pin]
+    _pin: PhantomPinned,
+}
+
+// SAFETY: The NAPI context and device are usable from any CPU; `owner` is
+// `Send + Sync`.
+unsafe impl Send for Napi {}
+// SAFETY: As above; mutation goes through the kernel's NAPI state machine.
+unsafe impl Sync for Napi {}
+
+impl Napi {
+    /// Adds a NAPI context to `dev` that calls `owner.poll`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must stay valid until this `Napi` is dropped, and `dev` must
+    /// outlive it (drop it before the device is freed).
+    pub(crate) unsafe fn new<D, P: NapiPoll + 'static>(
+        dev: &NetDev<D>,
+        owner: *const P,
+    ) -> impl PinInit<Self> + '_ {
+        pin_init!(Self {
+            napi <- Opaque::ffi_init(|slot: *mut ffi::napi_struct| {
+                // SAFETY: `slot` is zeroed-or-uninit storage for a
+                // napi_struct that stays pinned in `this`; the device is
+                // alive. `netif_napi_add` initialises it.
+                unsafe {
+                    core::ptr::write_bytes(slot, 0, 1);
+                    ffi::rsnic_netif_napi_add(dev.as_raw(), slot, Some(Self::poll_trampoline));
+                }
+            }),
+            dev: dev.as_raw(),
+            owner: owner.cast(),
+            poll: Self::call_poll::<P>,
+            _pin: PhantomPinned,
+        })
+    }
+
+    /// The raw context.
+    pub(crate) fn as_raw(&self) -> *mut ffi::napi_struct {
+        self.napi.get()
+    }
+
+    /// The device's raw pointer.
+    pub(crate) fn dev_raw(&self) -> *mut ffi::net_device {
+        self.dev
+    }
+
+    /// Allows polling (ndo_open). Must be paired with [`Napi::disable`].
+    pub(crate) fn enable(&self) {
+        // SAFETY: Added in `new`; process context under RTNL.
+        unsafe { ffi::napi_enable(self.as_raw()) };
+    }
+
+    /// Waits for a running poll and prevents new ones (ndo_stop).
+    pub(crate) fn disable(&self) {
+        // SAFETY: Added and enabled; process context.
+        unsafe { ffi::napi_disable(self.as_raw()) };
+    }
+
+    /// Schedules a poll (from the interrupt handler).
+    pub(crate) fn schedule(&self) {
+        // SAFETY: Added in `new`; any context.
+        unsafe { ffi::rsnic_napi_schedule(self.as_raw()) };
+    }
+
+    /// Ends a poll that did `work_done` (< budget) frames. Returns false if
+    /// the poll must continue (rescheduled meanwhile); only when true may
+    /// the driver re-arm the interrupt.
+    pub(crate) fn complete_done(&self, work_done: u32) -> bool {
+        // SAFETY: Called from this context's poll.
+        unsafe { ffi::napi_complete_done(self.as_raw(), work_done as c_int) }
+    }
+
+    fn call_poll<P: NapiPoll>(owner: *const c_void, napi: &Napi, budget: u32) -> u32 {
+        // SAFETY: `owner` is the `*const P` given to `new`, valid while the
+        // context exists (the caller of `new` promised).
+        let owner = unsafe { &*owner.cast::<P>() };
+        owner.poll(napi, budget)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the kernel with a context added by [`Napi::new`].
+    unsafe extern "C" fn poll_trampoline(napi: *mut ffi::napi_struct, budget: c_int) -> c_int {
+        // SAFETY: `napi` is the first field of a `repr(C)` `Napi`, which
+        // is pinned and alive while the context is added.
+        let this = unsafe { &*napi.cast::<Napi>() };
+        (this.poll)(this.owner, this, budget.max(0) as u32) as c_int
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Napi {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: Added in `new` and (by the driver's contract) disabled;
+        // the device is still alive.
+        unsafe { ffi::rsnic_netif_napi_del(self.as_raw()) };
+    }
+}

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Network devices: `struct net_device` with a Rust driver state in its
+//! private area, and `net_device_ops` dispatched to a Rust trait.
+//!
+//! Pattern of `rust/kernel/net/phy.rs`: a trait the driver implements
+//! ([`NetDevOps`]) and C-ABI trampolines ([`Adapter`]) that the kernel
+//! calls. The driver state `T` is pinned-initialised in place in the
+//! private area ([`Registration::new`]) and dropped in place after
+//! `unregister_netdev`, so every callback sees a live `T`.
+
+use core::{marker::PhantomData, ptr::NonNull};
+
+use kernel::{
+    device::Device,
+    ffi::{c_int, c_uint, c_void},
+    prelude::*,
+    types::Opaque,
+};
+
+use crate::ffi;
+use crate::kext::skb::SkBuff;
+
+/// Link counters reported to `ip -s link` (`struct rtnl_link_stats64`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LinkStats {
+    /// Packets received.
+    pub(crate) rx_packets: u64,
+    /// Packets sent.
+    pub(crate) tx_packets: u64,
+    /// Bytes received.
+    pub(crate) rx_bytes: u64,
+    /// Bytes sent.
+    pub(crate) tx_bytes: u64,
+    /// Receive errors.
+    pub(crate) rx_errors: u64,
+    /// Transmit errors.
+    pub(crate) tx_errors: u64,
+    /// Received packets dropped.
+    pub(crate) rx_dropped: u64,
+    /// Transmit packets dropped.
+    pub(crate) tx_dropped: u64,
+}
+
+/// What a network device driver does, called by the networking core.
+pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
+    /// `ndo_open`: bring the device up.
+    fn open(dev: &NetDev<Self>) -> Result;
+    /// `ndo_stop`: bring it down.
+    fn stop(dev: &NetDev<Self>) -> Result;
+    /// `ndo_start_xmit`: send `skb` (or drop it and count the drop).
+    fn start_xmit(dev: &NetDev<Self>, skb: SkBuff);
+    /// `ndo_get_stats64`.
+    fn get_stats64(dev: &NetDev<Self>, stats: &mut LinkStats);
+    /// `ndo_set_rx_mode_async`: the address lists or flags changed.
+    /// Process context, RTNL held; `mc` is a snapshot of the multicast list.
+    fn set_rx_mode(dev: &NetDev<Self>, mc: &HwAddrList) -> Result;
+    /// `ndo_set_mac_address`: `mac` is a valid unicast address.
+    fn set_mac_address(dev: &NetDev<Self>, mac: [u8; 6]) -> Result;
+    /// `ndo_change_mtu`: `mtu` is within the device's min/max.
+    fn change_mtu(dev: &NetDev<Self>, mtu: u32) -> Result;
+    /// `ndo_tx_timeout`: TX queue `queue` made no progress.
+    fn tx_timeout(dev: &NetDev<Self>, queue: u32);
+}
+
+/// A network device whose private area holds a `T`.
+///
+/// # Invariants
+///
+/// Wraps a `struct net_device` allocated by [`Registration::new`], whose
+/// private area holds an initialised `T` for as long as a `&NetDev<T>`
+/// exists.
+#[repr(transparent)]
+pub(crate) struct NetDev<T>(Opaque<ffi::net_device>, PhantomData<T>);
+
+// SAFETY: The net_device is usable from any thread; `T` is `Send + Sync`.
+unsafe impl<T: Send + Sync> Sync for NetDev<T> {}
+
+impl<T> NetDev<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a net_device allocated by [`Registration::new`] for
+    /// this `T`, alive (with its `T`) for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut ffi::net_device) -> &'a Self {
+        // SAFETY: `NetDev<T>` is `repr(transparent)` over the opaque C
+        // struct; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The raw `struct net_device`.
+    pub(crate) fn as_raw(&self) -> *mut ffi::net_device {
+        self.0.get()
+    }
+
+    /// The driver state in the private area.
+    pub(crate) fn data(&self) -> &T {
+        // SAFETY: By the type invariant the private area holds a live `T`.
+        unsafe { &*ffi::rsnic_netdev_priv(self.as_raw()).cast::<T>() }
+    }
+
+    /// The interface name, e.g. `eth0`.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: `name` is a NUL-terminated array inside the live device.
+        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// Sets the MAC address the stack uses. Call under RTNL (ndo callbacks
+    /// and set-up before registration are).
+    pub(crate) fn set_mac(&self, mac: &[u8; 6]) {
+        // SAFETY: The device is alive; `mac` is 6 bytes, the Ethernet addr_len.
+        unsafe { ffi::rsnic_eth_hw_addr_set(self.as_raw(), mac.as_ptr()) };
+    }
+
+    /// The current MTU.
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: Reading a plain field of the live device.
+        unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).mtu) }
+    }
+
+    /// Records a new MTU (from `change_mtu`, under RTNL).
+    pub(crate) fn set_mtu(&self, mtu: u32) {
+        // SAFETY: Writing a plain field of the live device under RTNL, as
+        // `WRITE_ONCE(dev->mtu, ...)` does in C.
+        unsafe { core::ptr::write_volatile(&raw mut (*self.as_raw()).mtu, mtu) };
+    }
+
+    /// Whether promiscuous (`IFF_PROMISC`) and all-multicast
+    /// (`IFF_ALLMULTI`) reception are requested.
+    pub(crate) fn promisc_allmulti(&self) -> (bool, bool) {
+        // SAFETY: The device is alive (both read `dev->flags` once).
+        unsafe {
+            (
+                ffi::rsnic_netdev_promisc(self.as_raw()),
+                ffi::rsnic_netdev_allmulti(self.as_raw()),
+            )
+        }
+    }
+
+    /// Reports carrier up.
+    pub(crate) fn carrier_on(&self) {
+        // SAFETY: The device is alive; callable from any context.
+        unsafe { ffi::netif_carrier_on(self.as_raw()) };
+    }
+
+    /// Reports carrier down.
+    pub(crate) fn carrier_off(&self) {
+        // SAFETY: As `carrier_on`.
+        unsafe { ffi::netif_carrier_off(self.as_raw()) };
+    }
+
+    /// Sets how many TX and RX queues are in use (at most those allocated).
+    pub(crate) fn set_real_num_queues(&self, n: u32) -> Result {
+        // SAFETY: The device is alive; called under RTNL or before registration.
+        kernel::error::to_result(unsafe { ffi::netif_set_real_num_tx_queues(self.as_raw(), n) })?;
+        // SAFETY: As above.
+        kernel::error::to_result(unsafe { ffi::netif_set_real_num_rx_queues(self.as_raw(), n) })
+    }
+
+    /// Allows transmission on every queue.
+    pub(crate) fn tx_start_all(&self) {
+        // SAFETY: The device is alive.
+        unsafe { ffi::rsnic_netif_tx_start_all_queues(self.as_raw()) };
+    }
+
+    /// Stops transmission on every queue and waits for running xmits.
+    pub(crate) fn tx_disable(&self) {
+        // SAFETY: The device is alive; process context (ndo_stop).
+        unsafe { ffi::rsnic_netif_tx_disable(self.as_raw()) };
+    }
+
+    /// Stops TX queue `q` (ring full).
+    pub(crate) fn tx_stop(&self, q: u16) {
+        // SAFETY: The device is alive; the helper bounds nothing, so the
+        // driver only passes queue numbers below its real TX queue count.
+        unsafe { ffi::rsnic_netif_tx_stop_queue(self.as_raw(), q) };
+    }
+
+    /// Restarts TX queue `q` if stopped.
+    pub(crate) fn tx_wake(&self, q: u16) {
+        // SAFETY: As `tx_stop`.
+        unsafe { ffi::rsnic_netif_tx_wake_queue(self.as_raw(), q) };
+    }
+
+    /// Whether TX queue `q` is stopped.
+    pub(crate) fn tx_stopped(&self, q: u16) -> bool {
+        // SAFETY: As `tx_stop`.
+        unsafe { ffi::rsnic_netif_tx_queue_stopped(self.as_raw(), q) }
+    }
+}
+
+/// A snapshot of a device address list, as `ndo_set_rx_mode_async` gets it.
+#[repr(transparent)]
+pub(crate) struct HwAddrList(Opaque<ffi::netdev_hw_addr_list>);
+
+impl HwAddrList {
+    /// Copies the addresses into `out` (as many as fit); returns how many
+    /// the list has.
+    pub(crate) fn copy_into(&self, out: &mut [[u8; 6]]) -> usize {
+        let max = out.len() as c_uint;
+        // SAFETY: The list is a live snapshot for the callback's duration;
+        // `out` has room for `max` 6-byte addresses.
+        unsafe { ffi::rsnic_hw_addr_list_copy(self.0.get(), out.as_mut_ptr().cast(), max) as usize }
+    }
+}
+
+/// A handle to a device for objects its driver state owns (interrupt
+/// handlers, NAPI owners), which cannot hold a reference to it.
+///
+/// # Invariants
+///
+/// Only [`Registration::new`] creates it, handing it to the closure that
+/// builds the device's `T`; it stays valid as long as that `T`, which the
+/// driver must ensure by keeping the handle only inside `T`.
+pub(crate) struct NetDevRef<T> {
+    ptr: NonNull<ffi::net_device>,
+    _t: PhantomData<T>,
+}
+
+impl<T> Clone for NetDevRef<T> {
+    fn clone(&self) -> Self {
+        Self {
+            ptr: self.ptr,
+            _t: PhantomData,
+        }
+    }
+}
+
+// SAFETY: The device may be used from any thread; `T` is shared.
+unsafe impl<T: Send + Sync> Send for NetDevRef<T> {}
+// SAFETY: As above.
+unsafe impl<T: Send + Sync> Sync for NetDevRef<T> {}
+
+impl<T> NetDevRef<T> {
+    /// The device.
+    pub(crate) fn get(&self) -> &NetDev<T> {
+        // SAFETY: By the type invariant the device and its `T` outlive us.
+        unsafe { NetDev::from_raw(self.ptr.as_ptr()) }
+    }
+}
+
+/// Settings applied to a device before it is registered.
+pub(crate) struct Setup {
+    /// Permanent and current MAC address.
+    pub(crate) mac: [u8; 6],
+    /// Smallest MTU.
+    pub(crate) min_mtu: u32,
+    /// Largest MTU.
+    pub(crate) max_mtu: u32,
+    /// Queues in use at start.
+    pub(crate) queues: u32,
+}
+
+/// A registered network device; unregistered and freed on drop.
+pub(crate) struct Registration<T: NetDevOps> {
+    ndev: NonNull<ffi::net_device>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: The registration only holds the device pointer; the device and
+// `T` may be used and dropped from any thread.
+unsafe impl<T: NetDevOps> Send for Registration<T> {}
+// SAFETY: As above.
+unsafe impl<T: NetDevOps> Sync for Registration<T> {}
+
+/// Device alignment of `netdev_priv` (`NETDEV_ALIGN`).
+const NETDEV_ALIGN: usize = 32;
+
+impl<T: NetDevOps> Registration<T> {
+    /// Allocates an Ethernet device with `max_queues` TX and RX queues as a
+    /// child of `parent`, applies `setup`, initialises `T` in its private
+    /// area with `init(dev)` and registers it. `init` must not use the
+    /// device's `T` (it does not exist yet); it may keep the handle in `T`.
+    pub(crate) fn new<I>(
+        parent: &Device,
+        max_queues: u32,
+        setup: Setup,
+        init: impl FnOnce(NetDevRef<T>) -> Result<I>,
+    ) -> Result<Self>
+    where
+        I: PinInit<T, Error>,
+    {
+        const { assert!(core::mem::align_of::<T>() <= NETDEV_ALIGN) };
+        // SAFETY: Plain allocation; returns NULL on failure.
+        let raw = unsafe {
+            ffi::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)
+        };
+        let ndev = NonNull::new(raw).ok_or(ENOMEM)?;
+        // SAFETY: `raw` was just allocated for `T`; `T` is not initialised
+        // yet, so only raw-pointer methods may be used until it is.
+        let dev = unsafe { NetDev::<T>::from_raw(raw) };
+        let free = move || {
+            // SAFETY: Allocated above, never registered, `T` dropped or
+            // never initialised.
+            unsafe { ffi::free_netdev(raw) }
+        };
+        let parent_raw: *const Device = parent;
+        // SAFETY: `raw` is alive; `Device` is `repr(transparent)` over
+        // `struct device`, so the cast pointer is the parent's `struct device`.
+        unsafe {
+            ffi::rsnic_set_netdev_dev(raw, parent_raw.cast_mut().cast());
+            (*raw).netdev_ops = &Adapter::<T>::OPS;
+            (*raw).min_mtu = setup.min_mtu;
+            (*raw).max_mtu = setup.max_mtu;
+            (*raw).watchdog_timeo = 5 * kernel::bindings::HZ as c_int;
+        }
+        dev.set_mac(&setup.mac);
+        // No carrier until the card says the link is up.
+        dev.carrier_off();
+        // SAFETY: `perm_addr` is a byte array of MAX_ADDR_LEN (>= 6) in the
+        // live, unregistered device.
+        unsafe { (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac) };
+        if let Err(e) = dev.set_real_num_queues(setup.queues) {
+            free();
+            return Err(e);
+        }
+        let handle = NetDevRef {
+            ptr: ndev,
+            _t: PhantomData,
+        };
+        let initializer = match init(handle) {
+            Ok(i) => i,
+            Err(e) => {
+                free();
+                return Err(e);
+            }
+        };
+        // SAFETY: The private area is `size_of::<T>()` bytes aligned to
+        // NETDEV_ALIGN (>= align_of::<T>(), asserted above), unused, and
+        // never moves while the device exists.
+        let slot = unsafe { ffi::rsnic_netdev_priv(raw) }.cast::<T>();
+        // SAFETY: `slot` is valid for a `T` and pinned (see above).
+        if let Err(e) = unsafe { initializer.__pinned_init(slot) } {
+            free();
+            return Err(e);
+        }
+        // SAFETY: The device is fully set up and `T` initialised.
+        let ret = unsafe { ffi::register_netdev(raw) };
+        if ret != 0 {
+            // SAFETY: `T` was initialised above and the device was never
+            // registered, so nothing else can reach it.
+            unsafe { core::ptr::drop_in_place(slot) };
+            free();
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self {
+            ndev,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: NetDevOps> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let raw = self.ndev.as_ptr();
+        // SAFETY: Registered in `new`. `unregister_netdev` stops the device
+        // (calling `ndo_stop`, which still sees `T`) and waits until no
+        // callback runs any more.
+        unsafe { ffi::unregister_netdev(raw) };
+        // SAFETY: No callback can run now; `T` is dropped exactly once.
+        unsafe { core::ptr::drop_in_place(ffi::rsnic_netdev_priv(raw).cast::<T>()) };
+        // SAFETY: Unregistered and its `T` dropped.
+        unsafe { ffi::free_netdev(raw) };
+    }
+}
+
+/// The C-ABI entry points of a [`NetDevOps`] implementation.
+pub(crate) struct Adapter<T>(PhantomData<T>);
+
+impl<T: NetDevOps> Adapter<T> {
+    const OPS: ffi::net_device_ops = {
+        // SAFETY: All fields of `net_device_ops` are nullable function
+        // pointers or integers, for which zero is valid ("not implemented").
+        let mut ops: ffi::net_device_ops = unsafe { core::mem::zeroed() };
+        ops.ndo_open = Some(Self::open);
+        ops.ndo_stop = Some(Self::stop);
+        ops.ndo_start_xmit = Some(Self::start_xmit);
+        ops.ndo_get_stats64 = Some(Self::get_stats64);
+        ops.ndo_set_rx_mode_async = Some(Self::set_rx_mode);
+        ops.ndo_set_mac_address = Some(Self::set_mac_address);
+        ops.ndo_validate_addr = Some(ffi::eth_validate_addr);
+        ops.ndo_change_mtu = Some(Self::change_mtu);
+        ops.ndo_tx_timeout = Some(Self::tx_timeout);
+        ops
+    };
+
+    /// # Safety
+    ///
+    /// Called by the networking core with a device set up by [`Registration`].
+    unsafe extern "C" fn open(ndev: *mut ffi::net_device) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        match T::open(dev) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn stop(ndev: *mut ffi::net_device) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        match T::stop(dev) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `skb` is a socket buffer the core hands over.
+    unsafe extern "C" fn start_xmit(
+        skb: *mut ffi::sk_buff,
+        ndev: *mut ffi::net_device,
+    ) -> ffi::netdev_tx_t {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        // SAFETY: The core passes ownership of a valid skb.
+        if let Some(skb) = unsafe { SkBuff::from_raw(skb) } {
+            T::start_xmit(dev, skb);
+        }
+        ffi::netdev_tx_NETDEV_TX_OK
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `stats` is valid for writes.
+    unsafe extern "C" fn get_stats64(
+        ndev: *mut ffi::net_device,
+        stats: *mut ffi::rtnl_link_stats64,
+    ) {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        let mut s = LinkStats::default();
+        T::get_stats64(dev, &mut s);
+        // SAFETY: `stats` is valid for writes per the contract.
+        let out = unsafe { &mut *stats };
+        out.rx_packets = s.rx_packets;
+        out.tx_packets = s.tx_packets;
+        out.rx_bytes = s.rx_bytes;
+        out.tx_bytes = s.tx_bytes;
+        out.rx_errors = s.rx_errors;
+        out.tx_errors = s.tx_errors;
+        out.rx_dropped = s.rx_dropped;
+        out.tx_dropped = s.tx_dropped;
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `mc` is a live address-list snapshot.
+    unsafe extern "C" fn set_rx_mode(
+        ndev: *mut ffi::net_device,
+        _uc: *mut ffi::netdev_hw_addr_list,
+        mc: *mut ffi::netdev_hw_addr_list,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        // SAFETY: `HwAddrList` is `repr(transparent)` over the C list, live
+        // for this call.
+        let mc = unsafe { &*mc.cast::<HwAddrList>() };
+        match T::set_rx_mode(dev, mc) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `addr` is a `struct sockaddr`.
+    unsafe extern "C" fn set_mac_address(ndev: *mut ffi::net_device, addr: *mut c_void) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        // SAFETY: `addr` is a `struct sockaddr` whose data holds the address.
+        let sa = unsafe { &*addr.cast::<ffi::sockaddr>() };
+        let mut mac = [0u8; 6];
+        for (m, &b) in mac.iter_mut().zip(sa.sa_data.iter()) {
+            *m = b;
+        }
+        if mac[0] & 1 != 0 || mac == [0; 6] {
+            return -(kernel::bindings::EADDRNOTAVAIL as c_int);
+        }
+        match T::set_mac_address(dev, mac) {
+            Ok(()) => {
+                dev.set_mac(&mac);
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn change_mtu(ndev: *mut ffi::net_device, mtu: c_int) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        let Ok(mtu) = u32::try_from(mtu) else {
+            return EINVAL.to_errno();
+        };
+        match T::change_mtu(dev, mtu) {
+            Ok(()) => {
+                dev.set_mtu(mtu);
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn tx_timeout(ndev: *mut ffi::net_device, queue: c_uint) {
+        // SAFETY: Per the function's contract.
+        T::tx_timeout(unsafe { NetDev::<T>::from_raw(ndev) }, queue);
+    }
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket buffers (`struct sk_buff`) owned by the driver.
+
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+
+use crate::ffi;
+use crate::kext::{dma_buf::DmaBuffer, napi::Napi};
+
+/// A socket buffer the driver owns: it must send, hand up or free it.
+/// Dropping it frees it (counted as a drop by the kernel's tracing).
+///
+/// # Invariants
+///
+/// Points at a valid `sk_buff` that nothing else owns.
+pub(crate) struct SkBuff(NonNull<ffi::sk_buff>);
+
+// SAFETY: An owned skb may move between CPUs.
+unsafe impl Send for SkBuff {}
+
+/// Checksum work the stack left to the device (`CHECKSUM_PARTIAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CsumRequest {
+    /// Offset of the checksummed area from the frame start.
+    pub(crate) start: u16,
+    /// Where the checksum goes, from `start`.
+    pub(crate) offset: u16,
+}
+
+impl SkBuff {
+    /// Takes ownership of `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be NULL or a valid skb that the caller owns and gives up.
+    pub(crate) unsafe fn from_raw(ptr: *mut ffi::sk_buff) -> Option<Self> {
+        NonNull::new(ptr).map(Self)
+    }
+
+    /// Allocates an skb for receiving `len` bytes on `napi`'s device.
+    pub(crate) fn alloc_rx(napi: &Napi, len: u32) -> Option<Self> {
+        // SAFETY: `napi` is an initialised NAPI context; softirq or process
+        // context is fine for `napi_alloc_skb`.
+        NonNull::new(unsafe { ffi::rsnic_napi_alloc_skb(napi.as_raw(), len) }).map(Self)
+    }
+
+    fn as_raw(&self) -> *mut ffi::sk_buff {
+        self.0.as_ptr()
+    }
+
+    /// Total length in bytes.
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: Valid skb by the type invariant.
+        unsafe { ffi::rsnic_skb_len(self.as_raw()) }
+    }
+
+    /// Makes all data linear (one buffer); fails on allocation failure.
+    pub(crate) fn linearize(&mut self) -> Result {
+        // SAFETY: Valid, owned skb.
+        kernel::error::to_result(unsafe { ffi::rsnic_skb_linearize(self.as_raw()) })
+    }
+
+    /// The linear data (all of it after [`SkBuff::linearize`]).
+    pub(crate) fn linear_data(&self) -> &[u8] {
+        // SAFETY: Valid skb; `data` points at `headlen` readable bytes that
+        // stay put while we hold the skb and do not modify it.
+        unsafe {
+            let len = ffi::rsnic_skb_headlen(self.as_raw()) as usize;
+            let data = ffi::rsnic_skb_data(self.as_raw()).cast::<u8>();
+            if data.is_null() || len == 0 {
+                return &[];
+            }
+            core::slice::from_raw_parts(data, len)
+        }
+    }
+
+    /// The TX queue the stack picked.
+    pub(crate) fn queue_mapping(&self) -> u16 {
+        // SAFETY: Valid skb.
+        unsafe { ffi::rsnic_skb_get_queue_mapping(self.as_raw()) }
+    }
+
+    /// The checksum the stack wants the device to insert, if any.
+    pub(crate) fn csum_request(&self) -> Option<CsumRequest> {
+        let (mut start, mut offset) = (0u16, 0u16);
+        // SAFETY: Valid skb; the out-pointers are valid.
+        unsafe { ffi::rsnic_skb_csum_partial(self.as_raw(), &mut start, &mut offset) }
+            .then_some(CsumRequest { start, offset })
+    }
+
+    /// Appends `len` bytes copied from `src` at `offset`. The skb must have
+    /// the room (allocate it with [`SkBuff::alloc_rx`] for `len`).
+    pub(crate) fn put_from_dma(&mut self, src: &DmaBuffer, offset: usize, len: usize) -> Result {
+        // SAFETY: Valid, owned skb with `len` bytes of tailroom; `skb_put`
+        // returns the start of the `len` new bytes.
+        let tail = unsafe { ffi::rsnic_skb_put(self.as_raw(), len as u32) }.cast::<u8>();
+        // SAFETY: `tail` points at `len` bytes of the skb we own; zeroing
+        // them first makes the slice initialised memory.
+        let dst = unsafe {
+            core::ptr::write_bytes(tail, 0, len);
+            core::slice::from_raw_parts_mut(tail, len)
+        };
+        src.read(offset, dst)
+    }
+
+    /// Hands a received frame to the stack through GRO, on RX queue `queue`.
+    pub(crate) fn receive(self, napi: &Napi, queue: u16) {
+        let skb = self.into_raw();
+        // SAFETY: We own `skb`, filled with an Ethernet frame; `napi` is the
+        // context polling right now, bound to the device.
+        unsafe {
+            ffi::rsnic_skb_set_eth_protocol(skb, napi.dev_raw());
+            ffi::rsnic_skb_record_rx_queue(skb, queue);
+            ffi::rsnic_napi_gro_receive(napi.as_raw(), skb);
+        }
+    }
+
+    /// Frees a sent skb (not counted as a drop).
+    pub(crate) fn consume(self) {
+        // SAFETY: We own the skb; any context.
+        unsafe { ffi::rsnic_dev_consume_skb_any(self.into_raw()) };
+    }
+
+    fn into_raw(self) -> *mut ffi::sk_buff {
+        let ptr = self.as_raw();
+        core::mem::forget(self);
+        ptr
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: We own the skb; any context.
+        unsafe { ffi::rsnic_dev_kfree_skb_any(self.as_raw()) };
+    }
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The synthetic NIC: the network device the host stack binds to (NetVSC's
+//! role). It runs through the card's queue pairs and is configured through
+//! the admin queue.
+
+use kernel::{
+    device::{Bound, Device},
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+};
+
+use crate::admin::AdminQueue;
+use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo};
+use crate::kext::{
+    dma_alloc::DmaAllocator,
+    msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
+    netdev::{HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, Registration, Setup},
+    skb::SkBuff,
+};
+use crate::queue::{QueueGeometry, QueueIrq, QueueVector};
+use crate::regs::Registers;
+use crate::ring::RingSize;
+
+/// Queue pairs used when the card has enough.
+const DEFAULT_QUEUES: u16 = 4;
+/// Default TX and RX ring entries.
+const DEFAULT_RING: u32 = 256;
+/// Multicast addresses the driver filters exactly-ish (64-bit hash); more
+/// than this and it accepts all multicast.
+const MAX_MC_FILTER: usize = 32;
+
+/// Settings that change under RTNL.
+struct Config {
+    queues: u16,
+    tx_ring: RingSize,
+    rx_ring: RingSize,
+    running: bool,
+}
+
+/// The synthetic NIC's driver state, in its net device's private area.
+///
+/// Field order is drop order: interrupt handlers go before the queues
+/// they schedule.
+#[pin_data]
+pub(crate) struct Nic {
+    admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
+    _queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
+    queues: KVec<Arc<QueueVector>>,
+    regs: Arc<Registers>,
+    admin: Arc<AdminQueue>,
+    dma: DmaAllocator,
+    info: DeviceInfo,
+    #[pin]
+    config: Mutex<Config>,
+}
+
+/// The link-change interrupt (admin vector): carrier follows the card.
+#[pin_data]
+pub(crate) struct AdminIrq {
+    dev: NetDevRef<Nic>,
+    regs: Arc<Registers>,
+    /// Last link state reported, so each change is logged once.
+    reported_up: Atomic<u32>,
+    /// Whether the interface is up (carrier is only reported then).
+    running: Atomic<u32>,
+}
+
+impl AdminIrq {
+    /// Reads the link state and updates the carrier, logging a change.
+    /// Runs in the interrupt handler, so it must not touch the `Nic`
+    /// (which does not exist yet when the handler is first registered).
+    fn sync_link(&self) {
+        let up = matches!(self.regs.read(regs::LINK_STATUS), Ok(v) if v != u32::MAX && v & hw::link::UP != 0);
+        let dev = self.dev.get();
+        if up && self.running.load(Relaxed) != 0 {
+            dev.carrier_on();
+        } else {
+            dev.carrier_off();
+        }
+        if self.reported_up.xchg(u32::from(up), Relaxed) != u32::from(up) {
+            let speed = hw::LINK_SPEED_MBPS / 1000;
+            if up {
+                pr_info!("{}: link up, {} Gbit/s\n", dev.name(), speed);
+            } else {
+                pr_info!("{}: link down\n", dev.name());
+            }
+        }
+    }
+}
+
+impl AdminIrq {
+    /// Records whether the interface is up and re-reads the link.
+    fn set_running(&self, running: bool) {
+        self.running.store(u32::from(running), Relaxed);
+        self.sync_link();
+    }
+}
+
+impl IrqHandler for AdminIrq {
+    fn handle(&self) -> bool {
+        self.sync_link();
+        true
+    }
+}
+
+/// The registered synthetic NIC of a PF.
+pub(crate) type NicRegistration = Registration<Nic>;
+
+/// Creates and registers the synthetic NIC of a PF whose self-test passed.
+pub(crate) fn register(
+    pdev: &Device<Bound>,
+    regs: &Arc<Registers>,
+    vectors: &MsixVectors<'_>,
+) -> Result<NicRegistration> {
+    let dma = DmaAllocator::new(pdev);
+    let admin = AdminQueue::new(regs.clone(), &dma)?;
+    let entry = admin.exec(AdminCmd::QueryDevice)?;
+    let info = DeviceInfo::read_result(&entry);
+    // Everything the card claims is bounded by what the driver can use.
+    let max_queues = (info.max_qps.min(u32::from(hw::MAX_QUEUE_PAIRS)) as u16)
+        .min(vectors.count().saturating_sub(1) as u16);
+    if max_queues == 0 {
+        dev_err!(pdev, "card offers no usable queue pair\n");
+        return Err(EIO);
+    }
+    let ring =
+        RingSize::new(DEFAULT_RING, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL)?;
+    let setup = Setup {
+        mac: regs.mac()?,
+        min_mtu: hw::MIN_MTU,
+        max_mtu: info.max_mtu.clamp(hw::MIN_MTU, hw::MAX_MTU),
+        queues: u32::from(max_queues.min(DEFAULT_QUEUES)),
+    };
+    let queues_default = max_queues.min(DEFAULT_QUEUES);
+    let regs = regs.clone();
+    Registration::new(
+        pdev,
+        u32::from(max_queues),
+        setup,
+        move |dev: NetDevRef<Nic>| {
+            let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
+            let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
+            for q in 0..max_queues {
+                let queue = QueueVector::new(q, regs.clone(), dev.clone())?;
+                let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
+                let registration =
+                    IrqHandlerRegistration::new(irq, c"rsnic-queue", QueueIrq::new(queue.clone()));
+                queue_irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
+                queues.push(queue, GFP_KERNEL)?;
+            }
+            let (irq_dev, irq_regs) = (dev.clone(), regs.clone());
+            let admin_irq = KBox::pin_init(
+                IrqHandlerRegistration::new(
+                    vectors.irq(u32::from(hw::ADMIN_VECTOR))?,
+                    c"rsnic-admin",
+                    try_pin_init!(AdminIrq {
+                    dev: irq_dev,
+                    regs: irq_regs,
+                    reported_up: Atomic::new(0),
+                    running: Atomic::new(0),
+                }? Error),
+                ),
+                GFP_KERNEL,
+            )?;
+            Ok(try_pin_init!(Nic {
+            admin_irq,
+            _queue_irqs: queue_irqs,
+            queues,
+            regs,
+            admin,
+            dma,
+            info,
+            config <- new_mutex!(Config {
+                queues: queues_default,
+                tx_ring: ring,
+                rx_ring: ring,
+                running: false,
+            }),
+        }? Error))
+        },
+    )
+}
+
+impl Nic {
+    /// Buffer bytes for the largest frame at `mtu`, rounded to 64.
+    fn buf_len(mtu: u32) -> usize {
+        ((mtu as usize + 14 + 4) + 63) & !63
+    }
+
+    /// Creates and starts the card's queue pairs for `mtu`. On failure,
+    /// everything started is torn down again.
+    fn start_queues(&self, cfg: &Config, mtu: u32) -> Result {
+        self.admin.run(AdminCmd::SetMtu { mtu })?;
+        let tx_csum = self.info.offloads & offload::TX_CSUM != 0;
+        self.admin.run(AdminCmd::SetOffloads {
+            flags: self.info.offloads & offload::TX_CSUM,
+        })?;
+        let geo = QueueGeometry {
+            tx: cfg.tx_ring,
+            rx: cfg.rx_ring,
+            buf_len: Self::buf_len(mtu),
+        };
+        for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
+            let started = queue
+                .prepare(&self.dma, geo, tx_csum)
+                .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|()| queue.start());
+            if let Err(e) = started {
+                queue.stop(false);
+                self.stop_queues(n);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Destroys the first `count` queue pairs on the card and frees them.
+    fn stop_queues(&self, count: usize) {
+        for (q, queue) in self.queues.iter().take(count).enumerate() {
+            // If the card does not answer, its rings are abandoned anyway:
+            // the device reset at unbind stops all DMA.
+            let _ = self.admin.run(AdminCmd::DestroyQp { qp: q as u16 });
+            queue.stop(true);
+        }
+    }
+}
+
+impl NetDevOps for Nic {
+    fn open(dev: &NetDev<Self>) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        nic.start_queues(&cfg, dev.mtu())?;
+        cfg.running = true;
+        nic.admin_irq.handler().set_running(true);
+        dev.tx_start_all();
+        Ok(())
+    }
+
+    fn stop(dev: &NetDev<Self>) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        dev.tx_disable();
+        nic.admin_irq.handler().set_running(false);
+        nic.stop_queues(usize::from(cfg.queues));
+        cfg.running = false;
+        Ok(())
+    }
+
+    fn start_xmit(dev: &NetDev<Self>, skb: SkBuff) {
+        let nic = dev.data();
+        match nic.queues.get(usize::from(skb.queue_mapping())) {
+            Some(queue) => queue.xmit(dev, skb),
+            // The stack only uses real queues; drop (and free) anything else.
+            None => drop(skb),
+        }
+    }
+
+    fn get_stats64(dev: &NetDev<Self>, stats: &mut LinkStats) {
+        for queue in dev.data().queues.iter() {
+            let s = &queue.stats;
+            stats.tx_packets += s.tx_packets.load(Relaxed);
+            stats.tx_bytes += s.tx_bytes.load(Relaxed);
+            stats.tx_dropped += s.tx_dropped.load(Relaxed) + s.tx_busy.load(Relaxed);
+            stats.rx_packets += s.rx_packets.load(Relaxed);
+            stats.rx_bytes += s.rx_bytes.load(Relaxed);
+            stats.rx_dropped += s.rx_dropped.load(Relaxed);
+            stats.rx_errors += s.bad_completions.load(Relaxed);
+        }
+    }
+
+    fn set_rx_mode(dev: &NetDev<Self>, mc: &HwAddrList) -> Result {
+        let (promisc, allmulti) = dev.promisc_allmulti();
+        let mut addrs = [[0u8; 6]; MAX_MC_FILTER];
+        let count = mc.copy_into(&mut addrs);
+        let mut flags = rx_mode::BROADCAST;
+        if promisc {
+            flags |= rx_mode::PROMISC;
+        }
+        if allmulti || count > MAX_MC_FILTER {
+            flags |= rx_mode::ALLMULTI;
+        }
+        let mc_filter = addrs
+            .iter()
+            .take(count.min(MAX_MC_FILTER))
+            .fold(0u64, |filter, mac| filter | (1 << mc_filter_bit(mac)));
+        dev.data()
+            .admin
+            .run(AdminCmd::SetRxMode { flags, mc_filter })
+    }
+
+    fn set_mac_address(dev: &NetDev<Self>, mac: [u8; 6]) -> Result {
+        dev.data().admin.run(AdminCmd::SetMac { mac })
+    }
+
+    fn change_mtu(dev: &NetDev<Self>, mtu: u32) -> Result {
+        let nic = dev.data();
+        let cfg = nic.config.lock();
+        if !cfg.running {
+            return nic.admin.run(AdminCmd::SetMtu { mtu });
+        }
+        // Buffers are sized for the MTU: restart the queues around it.
+        dev.tx_disable();
+        nic.stop_queues(usize::from(cfg.queues));
+        let result = nic.start_queues(&cfg, mtu);
+        if result.is_err() {
+            // Come back up at the old MTU rather than stay down.
+            let _ = nic.start_queues(&cfg, dev.mtu());
+        }
+        dev.tx_start_all();
+        result
+    }
+
+    fn tx_timeout(dev: &NetDev<Self>, queue: u32) {
+        pr_warn!("{}: TX queue {} timed out\n", dev.name(), queue);
+    }
+}
