@@ -35,6 +35,14 @@ for t in "${tests[@]}"; do
 	start=$SECONDS
 	(cd "$dir" && timeout "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
 	rc=$?
+	if [ $rc = 124 ]; then
+		# Hung: show where every CPU and every blocked task is.
+		echo l >/proc/sysrq-trigger
+		echo w >/proc/sysrq-trigger
+		sleep 1
+		echo "# $t timed out; kernel state:" >>/tmp/test.out
+		dmesg | tail -n 150 >>/tmp/test.out
+	fi
 	sed 's/^/# /' /tmp/test.out
 	if [ -e /sys/kernel/debug/kmemleak ]; then
 		echo scan >/sys/kernel/debug/kmemleak

@@ -118,13 +118,18 @@ struct CompletionQueue {
     phase: bool,
 }
 
-/// The rings of a running queue pair.
-struct Rings {
-    tx: TxRing,
-    rx: RxRing,
-    cq: CompletionQueue,
+/// The TX side of a running queue pair (xmit and TX completions).
+struct TxState {
+    ring: TxRing,
     buf_len: usize,
-    tx_csum: bool,
+    csum: bool,
+}
+
+/// The completion queue and RX side of a running queue pair (NAPI only).
+struct RxState {
+    cq: CompletionQueue,
+    ring: RxRing,
+    buf_len: usize,
 }
 
 /// One queue pair and its interrupt vector.
@@ -135,8 +140,12 @@ pub(crate) struct QueueVector {
     dev: NetDevRef<Nic>,
     #[pin]
     napi: Napi,
+    /// Lock order: `rx` before `tx`. The stack may transmit from inside
+    /// RX delivery (an echo reply), so `tx` is never held across delivery.
     #[pin]
-    rings: SpinLock<Option<Rings>>,
+    rx: SpinLock<Option<RxState>>,
+    #[pin]
+    tx: SpinLock<Option<TxState>>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
 }
@@ -153,7 +162,8 @@ impl QueueVector {
                 // which is dropped before the device is freed.
                 napi <- unsafe { Napi::new(dev.get(), this.as_ptr().cast_const()) },
                 dev,
-                rings <- new_spinlock!(None),
+                rx <- new_spinlock!(None),
+                tx <- new_spinlock!(None),
                 stats: QueueStats::new(),
             }),
             GFP_KERNEL,
@@ -167,20 +177,6 @@ impl QueueVector {
         let _ = self.regs.write(offset, value);
     }
 
-    /// The admin command that hands these rings to the card.
-    fn create_cmd(&self, rings: &Rings) -> Result<hw::QpConfig> {
-        Ok(hw::QpConfig {
-            qp: self.index,
-            vector: hw::qp_vector(self.index),
-            tx_entries: rings.tx.size.get(),
-            rx_entries: rings.rx.size.get(),
-            tx_ring: rings.tx.desc.dma_addr(0)?,
-            rx_ring: rings.rx.desc.dma_addr(0)?,
-            cq: rings.cq.mem.dma_addr(0)?,
-            cq_entries: rings.cq.entries,
-        })
-    }
-
     /// Allocates rings of `geo` and returns the card's create command; the
     /// queue runs once the card accepted it and [`QueueVector::start`] ran.
     pub(crate) fn prepare(
@@ -191,46 +187,57 @@ impl QueueVector {
     ) -> Result<hw::QpConfig> {
         let (tx_n, rx_n) = (usize::from(geo.tx.get()), usize::from(geo.rx.get()));
         let cq_entries = geo.cq_entries();
-        let rx = RxRing {
-            desc: dma.alloc(rx_n * RxDesc::SIZE)?,
-            bufs: dma.alloc(rx_n * geo.buf_len)?,
-            size: geo.rx,
-            head: RingIndex::default(),
-            tail: RingIndex::default(),
-        };
-        let rings = Rings {
-            tx: TxRing {
+        let tx = TxState {
+            ring: TxRing {
                 desc: dma.alloc(tx_n * TxDesc::SIZE)?,
                 bufs: dma.alloc(tx_n * geo.buf_len)?,
                 size: geo.tx,
                 head: RingIndex::default(),
                 tail: RingIndex::default(),
             },
-            rx,
+            buf_len: geo.buf_len,
+            csum: tx_csum,
+        };
+        let rx = RxState {
             cq: CompletionQueue {
                 mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
                 entries: cq_entries,
                 head: 0,
                 phase: true,
             },
+            ring: RxRing {
+                desc: dma.alloc(rx_n * RxDesc::SIZE)?,
+                bufs: dma.alloc(rx_n * geo.buf_len)?,
+                size: geo.rx,
+                head: RingIndex::default(),
+                tail: RingIndex::default(),
+            },
             buf_len: geo.buf_len,
-            tx_csum,
         };
-        let cmd = self.create_cmd(&rings)?;
-        *self.rings.lock() = Some(rings);
+        let cmd = hw::QpConfig {
+            qp: self.index,
+            vector: hw::qp_vector(self.index),
+            tx_entries: geo.tx.get(),
+            rx_entries: geo.rx.get(),
+            tx_ring: tx.ring.desc.dma_addr(0)?,
+            rx_ring: rx.ring.desc.dma_addr(0)?,
+            cq: rx.cq.mem.dma_addr(0)?,
+            cq_entries,
+        };
+        *self.rx.lock() = Some(rx);
+        *self.tx.lock() = Some(tx);
         Ok(cmd)
     }
 
     /// Posts every RX buffer, enables NAPI and arms the interrupt.
     pub(crate) fn start(&self) -> Result {
         {
-            let mut guard = self.rings.lock();
-            let rings = (*guard).as_mut().ok_or(EINVAL)?;
-            let rx = &mut rings.rx;
-            for _ in 0..rx.size.get() - 1 {
-                post_rx(rx, rings.buf_len)?;
+            let mut guard = self.rx.lock();
+            let rx = (*guard).as_mut().ok_or(EINVAL)?;
+            for _ in 0..rx.ring.size.get() - 1 {
+                post_rx(&mut rx.ring, rx.buf_len)?;
             }
-            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.tail.get()));
+            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
         self.napi.enable();
         self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
@@ -243,43 +250,45 @@ impl QueueVector {
         if started {
             self.napi.disable();
         }
-        self.rings.lock().take();
+        self.rx.lock().take();
+        self.tx.lock().take();
     }
 
     /// Sends one frame on this queue pair.
     pub(crate) fn xmit(&self, dev: &NetDev<Nic>, mut skb: SkBuff) {
-        let mut guard = self.rings.lock();
-        let Some(rings) = &mut *guard else {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
             bump(&self.stats.tx_dropped, 1);
             return;
         };
         let len = skb.len() as usize;
-        if len > rings.buf_len || skb.linearize().is_err() {
+        if len > state.buf_len || skb.linearize().is_err() {
             bump(&self.stats.tx_dropped, 1);
             return;
         }
-        if rings.tx.free() == 0 {
+        if state.ring.free() == 0 {
             // The queue is stopped before the ring fills; this is a race
             // with a resize. Drop rather than ask the stack to retry.
             bump(&self.stats.tx_busy, 1);
             dev.tx_stop(self.index);
             return;
         }
-        let tx = &mut rings.tx;
+        let buf_len = state.buf_len;
+        let tx = &mut state.ring;
         let slot = usize::from(tx.tail.get());
         let mut desc = TxDesc {
             len: len as u32,
             flags: TxDesc::EOP,
             ..TxDesc::default()
         };
-        if let Some(csum) = skb.csum_request().filter(|_| rings.tx_csum) {
+        if let Some(csum) = skb.csum_request().filter(|_| state.csum) {
             desc.flags |= TxDesc::CSUM;
             desc.csum_start = csum.start;
             desc.csum_offset = csum.offset;
         }
-        let copied = tx.bufs.dma_addr(slot * rings.buf_len).and_then(|addr| {
+        let copied = tx.bufs.dma_addr(slot * buf_len).and_then(|addr| {
             desc.addr = addr;
-            tx.bufs.write(slot * rings.buf_len, skb.linear_data())?;
+            tx.bufs.write(slot * buf_len, skb.linear_data())?;
             tx.desc.write(slot * TxDesc::SIZE, &desc.to_bytes())
         });
         if copied.is_err() {
@@ -298,28 +307,36 @@ impl QueueVector {
         self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
     }
 
-    /// Handles the completion `cqe`; returns whether it was a received frame.
-    fn complete(&self, rings: &mut Rings, cqe: Cqe) -> bool {
-        if cqe.flags & Cqe::RX == 0 {
-            let tx = &mut rings.tx;
-            match tx.size.index(cqe.index) {
-                Some(last) if tx.size.distance(tx.head, last) < tx.in_flight() => {
-                    tx.head = tx.size.next(last);
-                }
-                _ => bump(&self.stats.bad_completions, 1),
+    /// Retires TX descriptors up to the one a TX completion names.
+    /// Returns whether the ring has room again.
+    fn complete_tx(&self, cqe: Cqe) -> bool {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
+            return false;
+        };
+        let tx = &mut state.ring;
+        match tx.size.index(cqe.index) {
+            Some(last) if tx.size.distance(tx.head, last) < tx.in_flight() => {
+                tx.head = tx.size.next(last);
             }
-            return false;
+            _ => bump(&self.stats.bad_completions, 1),
         }
-        let rx = &mut rings.rx;
+        tx.free() > 0
+    }
+
+    /// Hands the frame of an RX completion to the stack and re-posts its
+    /// buffer. Runs with `rx` locked but `tx` free (the stack may transmit).
+    fn complete_rx(&self, rx: &mut RxState, cqe: Cqe) {
+        let ring = &mut rx.ring;
         let len = cqe.len as usize;
-        if rx.size.index(cqe.index) != Some(rx.head) || len < 14 || len > rings.buf_len {
+        if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > rx.buf_len {
             bump(&self.stats.bad_completions, 1);
-            return false;
+            return;
         }
-        let offset = usize::from(rx.head.get()) * rings.buf_len;
-        rx.head = rx.size.next(rx.head);
+        let offset = usize::from(ring.head.get()) * rx.buf_len;
+        ring.head = ring.size.next(ring.head);
         let skb = SkBuff::alloc_rx(&self.napi, len as u32).and_then(|mut skb| {
-            skb.put_from_dma(&rx.bufs, offset, len).ok()?;
+            skb.put_from_dma(&ring.bufs, offset, len).ok()?;
             Some(skb)
         });
         match skb {
@@ -331,10 +348,9 @@ impl QueueVector {
             None => bump(&self.stats.rx_dropped, 1),
         }
         // The buffer's data is copied out: give it back to the card.
-        if post_rx(rx, rings.buf_len).is_err() {
+        if post_rx(ring, rx.buf_len).is_err() {
             bump(&self.stats.rx_dropped, 1);
         }
-        true
     }
 }
 
@@ -361,31 +377,37 @@ impl NapiPoll for QueueVector {
     fn poll(&self, _napi: &Napi, budget: u32) -> u32 {
         let dev = self.dev.get();
         let mut received = 0;
-        let (head, wake) = {
-            let mut guard = self.rings.lock();
-            let Some(rings) = &mut *guard else {
-                return 0;
-            };
-            let rx_tail_before = rings.rx.tail;
-            while received < budget {
-                let Some(cqe) = read_cqe(&rings.cq) else {
-                    break;
-                };
-                rings.cq.head += 1;
-                if rings.cq.head == rings.cq.entries {
-                    rings.cq.head = 0;
-                    rings.cq.phase = !rings.cq.phase;
-                }
-                if self.complete(rings, cqe) {
-                    received += 1;
-                }
-            }
-            if rings.rx.tail != rx_tail_before {
-                self.doorbell(regs::DB_RX_TAIL, u32::from(rings.rx.tail.get()));
-            }
-            (rings.cq.head, rings.tx.free() > 0)
+        let mut tx_room = false;
+        let mut guard = self.rx.lock();
+        let Some(rx) = &mut *guard else {
+            // Stopped meanwhile: nothing to poll, nothing to re-arm.
+            drop(guard);
+            self.napi.complete_done(0);
+            return 0;
         };
-        if wake && dev.tx_stopped(self.index) {
+        let rx_tail_before = rx.ring.tail;
+        while received < budget {
+            let Some(cqe) = read_cqe(&rx.cq) else {
+                break;
+            };
+            rx.cq.head += 1;
+            if rx.cq.head == rx.cq.entries {
+                rx.cq.head = 0;
+                rx.cq.phase = !rx.cq.phase;
+            }
+            if cqe.flags & Cqe::RX != 0 {
+                self.complete_rx(rx, cqe);
+                received += 1;
+            } else {
+                tx_room = self.complete_tx(cqe);
+            }
+        }
+        if rx.ring.tail != rx_tail_before {
+            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
+        }
+        let head = rx.cq.head;
+        drop(guard);
+        if tx_room && dev.tx_stopped(self.index) {
             dev.tx_wake(self.index);
         }
         if received < budget && self.napi.complete_done(received) {
