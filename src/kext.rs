@@ -7,6 +7,7 @@
 pub(crate) mod debugfs_root;
 pub(crate) mod dma_alloc;
 pub(crate) mod dma_buf;
+pub(crate) mod ethtool;
 pub(crate) mod msix;
 pub(crate) mod napi;
 pub(crate) mod netdev;

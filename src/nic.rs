@@ -18,6 +18,7 @@ use crate::admin::AdminQueue;
 use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo};
 use crate::kext::{
     dma_alloc::DmaAllocator,
+    ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
     netdev::{HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, Registration, Setup},
     skb::SkBuff,
@@ -55,6 +56,8 @@ pub(crate) struct Nic {
     admin: Arc<AdminQueue>,
     dma: DmaAllocator,
     info: DeviceInfo,
+    fw_version: [u8; 3],
+    bus_info: [u8; 16],
     #[pin]
     config: Mutex<Config>,
 }
@@ -137,6 +140,11 @@ pub(crate) fn register(
         queues: u32::from(max_queues.min(DEFAULT_QUEUES)),
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
+    let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
+    let mut bus_info = [0u8; 16];
+    let name = pdev.name().to_bytes();
+    let n = name.len().min(bus_info.len() - 1);
+    bus_info[..n].copy_from_slice(&name[..n]);
     let regs = regs.clone();
     Registration::new(
         pdev,
@@ -175,6 +183,8 @@ pub(crate) fn register(
             admin,
             dma,
             info,
+            fw_version: [fw[1], fw[2], fw[3]],
+            bus_info,
             config <- new_mutex!(Config {
                 queues: queues_default,
                 tx_ring: ring,
@@ -317,5 +327,57 @@ impl NetDevOps for Nic {
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {
         pr_warn!("{}: TX queue {} timed out\n", dev.name(), queue);
+    }
+}
+
+impl EthtoolOps for Nic {
+    fn drvinfo(dev: &NetDev<Self>) -> DrvInfo<'_> {
+        let nic = dev.data();
+        let len = nic
+            .bus_info
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(nic.bus_info.len());
+        DrvInfo {
+            driver: "rsnic",
+            version: crate::VERSION,
+            fw_version: nic.fw_version,
+            bus_info: &nic.bus_info[..len],
+        }
+    }
+
+    fn speed_mbps(dev: &NetDev<Self>) -> u32 {
+        dev.data().info.speed_mbps
+    }
+
+    fn stats(dev: &NetDev<Self>, sink: &mut dyn StatsSink) {
+        for (q, queue) in dev.data().queues.iter().enumerate() {
+            let s = &queue.stats;
+            sink.stat(format_args!("rx{q}_packets"), s.rx_packets.load(Relaxed));
+            sink.stat(format_args!("rx{q}_bytes"), s.rx_bytes.load(Relaxed));
+            sink.stat(format_args!("rx{q}_dropped"), s.rx_dropped.load(Relaxed));
+            sink.stat(format_args!("tx{q}_packets"), s.tx_packets.load(Relaxed));
+            sink.stat(format_args!("tx{q}_bytes"), s.tx_bytes.load(Relaxed));
+            sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
+            sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
+            sink.stat(
+                format_args!("q{q}_bad_completions"),
+                s.bad_completions.load(Relaxed),
+            );
+        }
+    }
+
+    fn channels(dev: &NetDev<Self>) -> (u32, u32) {
+        let nic = dev.data();
+        (nic.queues.len() as u32, u32::from(nic.config.lock().queues))
+    }
+
+    fn rings(dev: &NetDev<Self>) -> (u32, u32, u32) {
+        let cfg = dev.data().config.lock();
+        (
+            u32::from(hw::MAX_RING_ENTRIES),
+            u32::from(cfg.rx_ring.get()),
+            u32::from(cfg.tx_ring.get()),
+        )
     }
 }

@@ -337,6 +337,9 @@ impl QueueVector {
         ring.head = ring.size.next(ring.head);
         let skb = SkBuff::alloc_rx(&self.napi, len as u32).and_then(|mut skb| {
             skb.put_from_dma(&ring.bufs, offset, len).ok()?;
+            if cqe.flags & Cqe::HASH != 0 {
+                skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+            }
             Some(skb)
         });
         match skb {

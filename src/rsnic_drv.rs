@@ -26,6 +26,9 @@ mod selftest;
 
 use kext::debugfs_root::DebugfsRoot;
 
+/// Driver version, as `ethtool -i` shows it.
+pub(crate) const VERSION: &str = "0.2.0";
+
 /// The module: the debugfs root and the PCI driver registration.
 #[pin_data]
 struct RsnicModule {

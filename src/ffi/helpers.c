@@ -25,6 +25,11 @@ void rsnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr)
 	eth_hw_addr_set(dev, addr);
 }
 
+bool rsnic_netif_carrier_ok(const struct net_device *dev)
+{
+	return netif_carrier_ok(dev);
+}
+
 bool rsnic_netdev_promisc(const struct net_device *dev)
 {
 	return READ_ONCE(dev->flags) & IFF_PROMISC;
@@ -155,6 +160,11 @@ bool rsnic_skb_csum_partial(const struct sk_buff *skb, u16 *start, u16 *offset)
 	*start = skb_checksum_start_offset(skb);
 	*offset = skb->csum_offset;
 	return true;
+}
+
+void rsnic_skb_set_hash(struct sk_buff *skb, u32 hash, bool l4)
+{
+	skb_set_hash(skb, hash, l4 ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);
 }
 
 void rsnic_dev_kfree_skb_any(struct sk_buff *skb)

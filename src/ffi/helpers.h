@@ -17,6 +17,7 @@ struct sk_buff;
 void *rsnic_netdev_priv(const struct net_device *dev);
 void rsnic_set_netdev_dev(struct net_device *dev, struct device *parent);
 void rsnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr);
+bool rsnic_netif_carrier_ok(const struct net_device *dev);
 bool rsnic_netdev_promisc(const struct net_device *dev);
 bool rsnic_netdev_allmulti(const struct net_device *dev);
 struct netdev_hw_addr_list;
@@ -45,6 +46,7 @@ const void *rsnic_skb_data(const struct sk_buff *skb);
 unsigned int rsnic_skb_len(const struct sk_buff *skb);
 u16 rsnic_skb_get_queue_mapping(const struct sk_buff *skb);
 bool rsnic_skb_csum_partial(const struct sk_buff *skb, u16 *start, u16 *offset);
+void rsnic_skb_set_hash(struct sk_buff *skb, u32 hash, bool l4);
 void rsnic_dev_kfree_skb_any(struct sk_buff *skb);
 void rsnic_dev_consume_skb_any(struct sk_buff *skb);
 

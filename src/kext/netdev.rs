@@ -19,7 +19,10 @@ use kernel::{
 };
 
 use crate::ffi;
-use crate::kext::skb::SkBuff;
+use crate::kext::{
+    ethtool::{EthtoolAdapter, EthtoolOps},
+    skb::SkBuff,
+};
 
 /// Link counters reported to `ip -s link` (`struct rtnl_link_stats64`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,7 +84,7 @@ impl<T> NetDev<T> {
     ///
     /// `ptr` must be a net_device allocated by [`Registration::new`] for
     /// this `T`, alive (with its `T`) for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut ffi::net_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut ffi::net_device) -> &'a Self {
         // SAFETY: `NetDev<T>` is `repr(transparent)` over the opaque C
         // struct; validity is the caller's promise.
         unsafe { &*ptr.cast() }
@@ -251,21 +254,21 @@ pub(crate) struct Setup {
 }
 
 /// A registered network device; unregistered and freed on drop.
-pub(crate) struct Registration<T: NetDevOps> {
+pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
     ndev: NonNull<ffi::net_device>,
     _t: PhantomData<T>,
 }
 
 // SAFETY: The registration only holds the device pointer; the device and
 // `T` may be used and dropped from any thread.
-unsafe impl<T: NetDevOps> Send for Registration<T> {}
+unsafe impl<T: NetDevOps + EthtoolOps> Send for Registration<T> {}
 // SAFETY: As above.
-unsafe impl<T: NetDevOps> Sync for Registration<T> {}
+unsafe impl<T: NetDevOps + EthtoolOps> Sync for Registration<T> {}
 
 /// Device alignment of `netdev_priv` (`NETDEV_ALIGN`).
 const NETDEV_ALIGN: usize = 32;
 
-impl<T: NetDevOps> Registration<T> {
+impl<T: NetDevOps + EthtoolOps> Registration<T> {
     /// Allocates an Ethernet device with `max_queues` TX and RX queues as a
     /// child of `parent`, applies `setup`, initialises `T` in its private
     /// area with `init(dev)` and registers it. `init` must not use the
@@ -299,6 +302,7 @@ impl<T: NetDevOps> Registration<T> {
         unsafe {
             ffi::rsnic_set_netdev_dev(raw, parent_raw.cast_mut().cast());
             (*raw).netdev_ops = &Adapter::<T>::OPS;
+            (*raw).ethtool_ops = &EthtoolAdapter::<T>::OPS;
             (*raw).min_mtu = setup.min_mtu;
             (*raw).max_mtu = setup.max_mtu;
             (*raw).watchdog_timeo = 5 * kernel::bindings::HZ as c_int;
@@ -349,7 +353,7 @@ impl<T: NetDevOps> Registration<T> {
     }
 }
 
-impl<T: NetDevOps> Drop for Registration<T> {
+impl<T: NetDevOps + EthtoolOps> Drop for Registration<T> {
     fn drop(&mut self) {
         let raw = self.ndev.as_ptr();
         // SAFETY: Registered in `new`. `unregister_netdev` stops the device

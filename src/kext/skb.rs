@@ -117,6 +117,12 @@ impl SkBuff {
         }
     }
 
+    /// Records the RSS hash the card computed (`l4`: it covers ports).
+    pub(crate) fn set_hash(&mut self, hash: u32, l4: bool) {
+        // SAFETY: Valid, owned skb.
+        unsafe { ffi::rsnic_skb_set_hash(self.as_raw(), hash, l4) };
+    }
+
     /// Frees a sent skb (not counted as a drop).
     pub(crate) fn consume(self) {
         // SAFETY: We own the skb; any context.

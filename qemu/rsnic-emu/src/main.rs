@@ -16,6 +16,7 @@ mod irq;
 mod nic;
 mod offload;
 mod queues;
+mod rss;
 mod wire;
 
 #[path = "../../../src/hw.rs"]

@@ -6,12 +6,14 @@
 use log::{debug, info};
 
 use crate::dma::DmaSpace;
+use crate::hw::Cqe;
 use crate::hw::{
     self, mc_filter_bit, offload as offload_bits, rx_mode, AdminCmd, AdminStatus, DeviceInfo,
     AQ_ENTRY_SIZE, AQ_MAX_ENTRIES, MAX_MTU, MAX_QUEUE_PAIRS, MIN_MTU,
 };
 use crate::offload;
 use crate::queues::{QueuePair, RxOutcome, TxFrame};
+use crate::rss;
 
 /// Card-wide counters (per-pair ones live in each pair).
 #[derive(Clone, Copy, Debug, Default)]
@@ -299,11 +301,26 @@ impl Nic {
             self.stats.rx_filtered += 1;
             return None;
         }
-        let Some(q) = self.qps.iter_mut().flatten().next() else {
+        let running: Vec<usize> = (0..self.qps.len())
+            .filter(|&i| self.qps[i].is_some())
+            .collect();
+        if running.is_empty() {
             self.stats.rx_no_queue += 1;
             return None;
+        }
+        // RSS: the default indirection table spreads its entries round-robin
+        // over the running queue pairs.
+        let (qp, flags, hash) = match rss::flow_fields(frame) {
+            Some(f) => {
+                let hash = rss::toeplitz(&rss::DEFAULT_KEY, &f.input);
+                let entry = hash as usize % rss::TABLE_SIZE;
+                let l4 = if f.l4 { Cqe::HASH_L4 } else { 0 };
+                (running[entry % running.len()], Cqe::HASH | l4, hash)
+            }
+            None => (running[0], 0, 0),
         };
-        match q.deliver(dma, frame, 0, 0) {
+        let q = self.qps[qp].as_mut()?;
+        match q.deliver(dma, frame, flags, hash) {
             RxOutcome::Delivered { raise: true } => Some(q.vector()),
             _ => None,
         }

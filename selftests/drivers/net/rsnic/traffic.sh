@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bulk traffic through the synthetic NIC: iperf3 TCP in both directions
+# with 8 parallel streams (spread over the queues by RSS), UDP, byte
+# counters that agree with what iperf3 moved, and tcpdump on the remote
+# side seeing the traffic.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
+command -v iperf3 >/dev/null || skip_all "iperf3 not installed"
+
+# rx_bytes of an interface (in netns $2 if given).
+rx_bytes() { ip ${2:+-n $2} -s -j link show "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["bytes"])'; }
+
+# Field of an iperf3 JSON result: bytes the receiver got.
+received() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["end"]; print(int(r.get("sum_received", r.get("sum", {})).get("bytes", 0)))' "$1"; }
+
+# Whether bytes counted on the wire ($1) match the payload ($2): at least
+# the payload, at most payload plus 12% of headers and ACKs.
+bytes_agree() {
+	python3 -c 'import sys; w,p=int(sys.argv[1]),int(sys.argv[2]); r=w/max(p,1); print(f"# wire/payload = {r:.3f}"); sys.exit(0 if p > 0 and 1.0 <= r <= 1.12 else 1)' "$1" "$2"
+}
+
+# Queues of an `ethtool -S` listing that received more than 100 packets.
+busy_rx_queues() { ethtool -S "$1" | awk '/rx[0-9]+_packets/ && $2 > 100' | wc -l; }
+
+ip netns exec $NS iperf3 -s -D -p 5201 --logfile /tmp/iperf3-server.log
+sleep 0.5
+ktap_header 7
+
+before=$(rx_bytes "$NETIF_B" $NS)
+if iperf3 -c $IP_B -p 5201 -t 5 -P 8 -J >/tmp/tcp.json; then
+	ok=true
+	after=$(rx_bytes "$NETIF_B" $NS)
+	payload=$(received /tmp/tcp.json)
+	echo "# TCP A->remote: $payload bytes, $(python3 -c "print(round($payload*8/5e6))") Mbit/s"
+	bytes_agree $((after - before)) "$payload" || ok=false
+	check "TCP 8 streams A -> remote, remote rx_bytes agree with iperf3" $ok
+else
+	ktap_result fail "TCP 8 streams A -> remote" "iperf3 failed"
+fi
+spread=$(ip netns exec $NS bash -c "$(declare -f busy_rx_queues); busy_rx_queues $NETIF_B")
+echo "# remote RX queues with >100 packets: $spread"
+check "RSS spreads the streams over at least 2 RX queues" test "$spread" -ge 2
+
+before=$(rx_bytes "$NETIF_A")
+if iperf3 -c $IP_B -p 5201 -t 5 -P 8 -R -J >/tmp/tcp-r.json; then
+	ok=true
+	after=$(rx_bytes "$NETIF_A")
+	payload=$(received /tmp/tcp-r.json)
+	echo "# TCP remote->A: $payload bytes"
+	bytes_agree $((after - before)) "$payload" || ok=false
+	check "TCP 8 streams remote -> A, A's rx_bytes agree with iperf3" $ok
+else
+	ktap_result fail "TCP 8 streams remote -> A" "iperf3 failed"
+fi
+
+if iperf3 -c $IP_B -p 5201 -u -b 20M -t 3 -J >/tmp/udp.json; then
+	lost=$(python3 -c 'import json; print(json.load(open("/tmp/udp.json"))["end"]["sum"]["lost_percent"])')
+	echo "# UDP 20 Mbit/s: ${lost}% lost"
+	check "UDP at 20 Mbit/s with under 1% loss" python3 -c "import sys; sys.exit(0 if $lost < 1 else 1)"
+else
+	ktap_result fail "UDP at 20 Mbit/s" "iperf3 failed"
+fi
+
+ip netns exec $NS tcpdump -i "$NETIF_B" -n -c 20 -w /tmp/remote.pcap tcp port 5201 2>/dev/null &
+dump=$!
+sleep 1
+iperf3 -c $IP_B -p 5201 -t 2 >/dev/null
+wait $dump
+n=$(tcpdump -n -r /tmp/remote.pcap 2>/dev/null | grep -c "$IP_A")
+check "tcpdump on the remote side sees the iperf3 traffic ($n frames)" test "$n" -ge 20
+
+errors=$(ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["errors"] + s["tx"]["errors"])')
+check "no RX/TX errors counted on A" test "$errors" -eq 0
+check "no bad completions from the card" test "$(ethtool -S "$NETIF_A" | awk '/bad_completions/ {s += $2} END {print s+0}')" -eq 0
+ktap_finish

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ethtool operations (`struct ethtool_ops`) dispatched to a Rust trait.
+
+use core::{fmt, marker::PhantomData};
+
+use kernel::ffi::c_int;
+
+use crate::ffi;
+use crate::kext::netdev::NetDev;
+
+/// Length of an ethtool string (`ETH_GSTRING_LEN`).
+const GSTRING_LEN: usize = 32;
+
+/// `ETH_SS_STATS`: the string set of `ethtool -S`.
+const SS_STATS: u32 = 1;
+
+/// Identity shown by `ethtool -i`.
+pub(crate) struct DrvInfo<'a> {
+    /// Driver name.
+    pub(crate) driver: &'static str,
+    /// Driver version.
+    pub(crate) version: &'static str,
+    /// Firmware version, as the card reports it.
+    pub(crate) fw_version: [u8; 3],
+    /// Bus address of the device, e.g. `0000:01:00.0`.
+    pub(crate) bus_info: &'a [u8],
+}
+
+/// Receives the device's statistics as (name, value) pairs, in a fixed order.
+pub(crate) trait StatsSink {
+    /// One counter. `name` must be at most 31 bytes once formatted.
+    fn stat(&mut self, name: fmt::Arguments<'_>, value: u64);
+}
+
+/// What a driver reports to ethtool.
+pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
+    /// `ethtool -i`.
+    fn drvinfo(dev: &NetDev<Self>) -> DrvInfo<'_>;
+    /// Link speed in Mbit/s while the carrier is up.
+    fn speed_mbps(dev: &NetDev<Self>) -> u32;
+    /// Every counter of `ethtool -S`, always the same names in the same order.
+    fn stats(dev: &NetDev<Self>, sink: &mut dyn StatsSink);
+    /// `ethtool -l`: (maximum, current) combined channels.
+    fn channels(dev: &NetDev<Self>) -> (u32, u32);
+    /// `ethtool -g`: (maximum, current RX, current TX) ring entries.
+    fn rings(dev: &NetDev<Self>) -> (u32, u32, u32);
+}
+
+/// Counts the stats without storing them.
+struct Counter(usize);
+
+impl StatsSink for Counter {
+    fn stat(&mut self, _name: fmt::Arguments<'_>, _value: u64) {
+        self.0 += 1;
+    }
+}
+
+/// Writes names into ethtool's string table, or values into its array.
+struct Filler<'a> {
+    names: Option<&'a mut [u8]>,
+    values: Option<&'a mut [u64]>,
+    index: usize,
+}
+
+/// A `fmt::Write` into a fixed slot that truncates.
+struct Slot<'a>(&'a mut [u8], usize);
+
+impl fmt::Write for Slot<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for &b in s.as_bytes() {
+            // Keep the last byte for the NUL terminator.
+            if self.1 + 1 < self.0.len() {
+                self.0[self.1] = b;
+                self.1 += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StatsSink for Filler<'_> {
+    fn stat(&mut self, name: fmt::Arguments<'_>, value: u64) {
+        let i = self.index;
+        self.index += 1;
+        if let Some(names) = self.names.as_deref_mut() {
+            if let Some(slot) = names.get_mut(i * GSTRING_LEN..(i + 1) * GSTRING_LEN) {
+                slot.fill(0);
+                let _ = fmt::write(&mut Slot(slot, 0), name);
+            }
+        }
+        if let Some(v) = self.values.as_deref_mut().and_then(|v| v.get_mut(i)) {
+            *v = value;
+        }
+    }
+}
+
+fn copy_cstr(dst: &mut [u8], src: &[u8]) {
+    let n = src.len().min(dst.len().saturating_sub(1));
+    dst[..n].copy_from_slice(&src[..n]);
+    dst[n..].fill(0);
+}
+
+/// The C-ABI entry points of an [`EthtoolOps`] implementation.
+pub(crate) struct EthtoolAdapter<T>(PhantomData<T>);
+
+impl<T: EthtoolOps> EthtoolAdapter<T> {
+    /// The ops table to install in the net device.
+    pub(crate) const OPS: ffi::ethtool_ops = {
+        // SAFETY: All-zero is a valid `ethtool_ops`: null callbacks and no
+        // supported parameters.
+        let mut ops: ffi::ethtool_ops = unsafe { core::mem::zeroed() };
+        ops.get_drvinfo = Some(Self::get_drvinfo);
+        ops.get_link = Some(ffi::ethtool_op_get_link);
+        ops.get_link_ksettings = Some(Self::get_link_ksettings);
+        ops.get_sset_count = Some(Self::get_sset_count);
+        ops.get_strings = Some(Self::get_strings);
+        ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
+        ops.get_channels = Some(Self::get_channels);
+        ops.get_ringparam = Some(Self::get_ringparam);
+        ops
+    };
+
+    /// # Safety
+    ///
+    /// `ndev` is a device registered by `Registration<T>`, alive for the call.
+    unsafe fn dev<'a>(ndev: *mut ffi::net_device) -> &'a NetDev<T> {
+        // SAFETY: Per the function's contract; ethtool calls run under RTNL
+        // on a registered device.
+        unsafe { NetDev::from_raw(ndev) }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `info` is valid for writes.
+    unsafe extern "C" fn get_drvinfo(ndev: *mut ffi::net_device, info: *mut ffi::ethtool_drvinfo) {
+        // SAFETY: Per the function's contract.
+        let d = T::drvinfo(unsafe { Self::dev(ndev) });
+        // SAFETY: `info` is valid for writes per the contract.
+        let info = unsafe { &mut *info };
+        copy_cstr(&mut info.driver, d.driver.as_bytes());
+        copy_cstr(&mut info.version, d.version.as_bytes());
+        let mut fw = [0u8; 16];
+        let mut slot = Slot(&mut fw, 0);
+        let [a, b, c] = d.fw_version;
+        let _ = fmt::write(&mut slot, format_args!("{a}.{b}.{c}"));
+        let len = slot.1;
+        copy_cstr(&mut info.fw_version, &fw[..len]);
+        copy_cstr(&mut info.bus_info, d.bus_info);
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ks` is valid for writes.
+    unsafe extern "C" fn get_link_ksettings(
+        ndev: *mut ffi::net_device,
+        ks: *mut ffi::ethtool_link_ksettings,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        // SAFETY: `ks` is valid for writes per the contract.
+        let base = unsafe { &mut (*ks).base };
+        // SAFETY: The device is alive.
+        let up = unsafe { ffi::rsnic_netif_carrier_ok(dev.as_raw()) };
+        if up {
+            base.speed = T::speed_mbps(dev);
+            base.duplex = ffi::DUPLEX_FULL as u8;
+        } else {
+            base.speed = ffi::SPEED_UNKNOWN as u32;
+            base.duplex = ffi::DUPLEX_UNKNOWN as u8;
+        }
+        base.port = ffi::PORT_DA as u8;
+        base.autoneg = ffi::AUTONEG_DISABLE as u8;
+        0
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`.
+    unsafe extern "C" fn get_sset_count(ndev: *mut ffi::net_device, sset: c_int) -> c_int {
+        if sset as u32 != SS_STATS {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        }
+        let mut counter = Counter(0);
+        // SAFETY: Per the function's contract.
+        T::stats(unsafe { Self::dev(ndev) }, &mut counter);
+        counter.0 as c_int
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `data` has room for `get_sset_count` strings.
+    unsafe extern "C" fn get_strings(ndev: *mut ffi::net_device, sset: u32, data: *mut u8) {
+        if sset != SS_STATS {
+            return;
+        }
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        let mut counter = Counter(0);
+        T::stats(dev, &mut counter);
+        // SAFETY: ethtool sized `data` from `get_sset_count`, which counted
+        // the same stats under the same lock (RTNL).
+        let names = unsafe { core::slice::from_raw_parts_mut(data, counter.0 * GSTRING_LEN) };
+        T::stats(
+            dev,
+            &mut Filler {
+                names: Some(names),
+                values: None,
+                index: 0,
+            },
+        );
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `data` has room for `get_sset_count` values.
+    unsafe extern "C" fn get_ethtool_stats(
+        ndev: *mut ffi::net_device,
+        _stats: *mut ffi::ethtool_stats,
+        data: *mut u64,
+    ) {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        let mut counter = Counter(0);
+        T::stats(dev, &mut counter);
+        // SAFETY: As in `get_strings`, for values.
+        let values = unsafe { core::slice::from_raw_parts_mut(data, counter.0) };
+        T::stats(
+            dev,
+            &mut Filler {
+                names: None,
+                values: Some(values),
+                index: 0,
+            },
+        );
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ch` is valid for writes.
+    unsafe extern "C" fn get_channels(ndev: *mut ffi::net_device, ch: *mut ffi::ethtool_channels) {
+        // SAFETY: Per the function's contract.
+        let (max, current) = T::channels(unsafe { Self::dev(ndev) });
+        // SAFETY: `ch` is valid for writes.
+        let ch = unsafe { &mut *ch };
+        ch.max_combined = max;
+        ch.combined_count = current;
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ring` is valid for writes.
+    unsafe extern "C" fn get_ringparam(
+        ndev: *mut ffi::net_device,
+        ring: *mut ffi::ethtool_ringparam,
+        _kring: *mut ffi::kernel_ethtool_ringparam,
+        _extack: *mut ffi::netlink_ext_ack,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (max, rx, tx) = T::rings(unsafe { Self::dev(ndev) });
+        // SAFETY: `ring` is valid for writes.
+        let ring = unsafe { &mut *ring };
+        ring.rx_max_pending = max;
+        ring.tx_max_pending = max;
+        ring.rx_pending = rx;
+        ring.tx_pending = tx;
+    }
+}
