@@ -11,7 +11,7 @@
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{barrier::smp_rmb, Arc, Mutex},
     time::{delay::fsleep, Delta},
 };
 
@@ -96,9 +96,13 @@ impl AdminQueue {
         self.regs.write(regs::AQ_TAIL, ring.tail)?;
         let mut entry = [0u8; AQ_ENTRY_SIZE];
         for _ in 0..TIMEOUT_POLLS {
-            ring.mem.read(slot, &mut entry)?;
-            let (flags, status) = hw::aq_entry_state(&entry);
+            // The card sets DONE last: check it first, the rest after a barrier.
+            ring.mem.read(slot, &mut entry[..4])?;
+            let (flags, _) = hw::aq_entry_state(&entry);
             if flags & AQ_DONE != 0 {
+                smp_rmb();
+                ring.mem.read(slot, &mut entry)?;
+                let (_, status) = hw::aq_entry_state(&entry);
                 return match AdminStatus::from_raw(status) {
                     Some(AdminStatus::Ok) => Ok(entry),
                     Some(s) => Err(AdminError::Refused(s)),

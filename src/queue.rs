@@ -14,6 +14,7 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
+        barrier::smp_rmb,
         Arc, SpinLock,
     },
 };
@@ -369,11 +370,21 @@ fn post_rx(rx: &mut RxRing, buf_len: usize) -> Result {
     Ok(())
 }
 
+/// The next completion, if the card has written it.
+///
+/// The card writes an entry's flags word (with PHASE) last, so the driver
+/// reads it first and the rest only after a read barrier.
 fn read_cqe(cq: &CompletionQueue) -> Option<Cqe> {
+    let offset = cq.head as usize * Cqe::SIZE;
+    let mut flags = [0u8; 2];
+    cq.mem.read(offset + 2, &mut flags).ok()?;
+    if (u16::from_le_bytes(flags) & Cqe::PHASE != 0) != cq.phase {
+        return None;
+    }
+    smp_rmb();
     let mut raw = [0u8; Cqe::SIZE];
-    cq.mem.read(cq.head as usize * Cqe::SIZE, &mut raw).ok()?;
-    let cqe = Cqe::from_bytes(&raw);
-    (((cqe.flags & Cqe::PHASE) != 0) == cq.phase).then_some(cqe)
+    cq.mem.read(offset, &mut raw).ok()?;
+    Some(Cqe::from_bytes(&raw))
 }
 
 impl NapiPoll for QueueVector {

@@ -3,6 +3,8 @@
 //! The card's network function: admin commands, queue pairs, RX filter and
 //! link state. [`crate::function::Function`] routes register accesses here.
 
+use std::sync::atomic::{fence, Ordering};
+
 use log::{debug, info};
 
 use crate::dma::DmaSpace;
@@ -211,8 +213,9 @@ impl Nic {
             };
             hw::aq_complete(&mut entry, status);
             // The result goes back into the same entry; the done flag last.
-            let _ = dma.write(addr + 8, &entry[8..]);
-            let _ = dma.write(addr, &entry[..8]);
+            let _ = dma.write(addr + 4, &entry[4..]);
+            fence(Ordering::Release);
+            let _ = dma.write(addr, &entry[..4]);
             self.stats.admin_cmds += 1;
             self.aq_head = (self.aq_head + 1) & (self.aq_size - 1);
         }

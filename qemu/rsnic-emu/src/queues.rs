@@ -6,6 +6,8 @@
 //! Indices written by the driver (doorbells) are untrusted: a tail outside
 //! the ring is ignored and counted, never used to address memory.
 
+use std::sync::atomic::{fence, Ordering};
+
 use crate::dma::{DmaFault, DmaSpace};
 use crate::hw::{
     Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
@@ -106,7 +108,13 @@ impl QueuePair {
             cqe.flags |= Cqe::PHASE;
         }
         let addr = self.cfg.cq + u64::from(self.cq_tail) * Cqe::SIZE as u64;
-        dma.write(addr, &cqe.to_bytes())?;
+        let bytes = cqe.to_bytes();
+        // The flags word (with PHASE) goes last: once the driver sees the
+        // new phase, the rest of the entry must already be there.
+        dma.write(addr, &bytes[..2])?;
+        dma.write(addr + 4, &bytes[4..])?;
+        fence(Ordering::Release);
+        dma.write(addr + 2, &bytes[2..4])?;
         self.stats.dma_meta_bytes += Cqe::SIZE as u64;
         self.cq_tail += 1;
         if self.cq_tail == self.cfg.cq_entries {
