@@ -36,6 +36,7 @@ const DEFAULT_RING: u32 = 256;
 const MAX_MC_FILTER: usize = 32;
 
 /// Settings that change under RTNL.
+#[derive(Clone, Copy)]
 struct Config {
     queues: u16,
     tx_ring: RingSize,
@@ -229,6 +230,32 @@ impl Nic {
         Ok(())
     }
 
+    /// Applies `new` settings (queue count, ring sizes) and `mtu`: if the
+    /// interface is up, its queues restart with them. On failure the old
+    /// settings are restored and the error returned.
+    fn reconfigure(&self, dev: &NetDev<Self>, cfg: &mut Config, new: Config, mtu: u32) -> Result {
+        let old = *cfg;
+        if !old.running {
+            dev.set_real_num_queues(u32::from(new.queues))?;
+            *cfg = new;
+            return Ok(());
+        }
+        dev.tx_disable();
+        self.stop_queues(usize::from(old.queues));
+        let result = dev
+            .set_real_num_queues(u32::from(new.queues))
+            .and_then(|()| self.start_queues(&new, mtu));
+        if result.is_ok() {
+            *cfg = new;
+        } else {
+            // Come back up as before rather than stay down.
+            let _ = dev.set_real_num_queues(u32::from(old.queues));
+            let _ = self.start_queues(&old, dev.mtu());
+        }
+        dev.tx_start_all();
+        result
+    }
+
     /// Destroys the first `count` queue pairs on the card and frees them.
     fn stop_queues(&self, count: usize) {
         for (q, queue) in self.queues.iter().take(count).enumerate() {
@@ -309,20 +336,13 @@ impl NetDevOps for Nic {
 
     fn change_mtu(dev: &NetDev<Self>, mtu: u32) -> Result {
         let nic = dev.data();
-        let cfg = nic.config.lock();
+        let mut cfg = nic.config.lock();
         if !cfg.running {
             return nic.admin.run(AdminCmd::SetMtu { mtu });
         }
         // Buffers are sized for the MTU: restart the queues around it.
-        dev.tx_disable();
-        nic.stop_queues(usize::from(cfg.queues));
-        let result = nic.start_queues(&cfg, mtu);
-        if result.is_err() {
-            // Come back up at the old MTU rather than stay down.
-            let _ = nic.start_queues(&cfg, dev.mtu());
-        }
-        dev.tx_start_all();
-        result
+        let same = *cfg;
+        nic.reconfigure(dev, &mut cfg, same, mtu)
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {
@@ -370,6 +390,30 @@ impl EthtoolOps for Nic {
     fn channels(dev: &NetDev<Self>) -> (u32, u32) {
         let nic = dev.data();
         (nic.queues.len() as u32, u32::from(nic.config.lock().queues))
+    }
+
+    fn set_channels(dev: &NetDev<Self>, combined: u32) -> Result {
+        let nic = dev.data();
+        let queues = u16::try_from(combined)
+            .ok()
+            .filter(|&q| q >= 1 && usize::from(q) <= nic.queues.len())
+            .ok_or(EINVAL)?;
+        let mut cfg = nic.config.lock();
+        let new = Config { queues, ..*cfg };
+        nic.reconfigure(dev, &mut cfg, new, dev.mtu())
+    }
+
+    fn set_rings(dev: &NetDev<Self>, rx: u32, tx: u32) -> Result {
+        let nic = dev.data();
+        let size = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
+        let (rx_ring, tx_ring) = (size(rx)?, size(tx)?);
+        let mut cfg = nic.config.lock();
+        let new = Config {
+            rx_ring,
+            tx_ring,
+            ..*cfg
+        };
+        nic.reconfigure(dev, &mut cfg, new, dev.mtu())
     }
 
     fn rings(dev: &NetDev<Self>) -> (u32, u32, u32) {

@@ -4,7 +4,7 @@
 
 use core::{fmt, marker::PhantomData};
 
-use kernel::ffi::c_int;
+use kernel::{ffi::c_int, prelude::*};
 
 use crate::ffi;
 use crate::kext::netdev::NetDev;
@@ -45,6 +45,10 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     fn channels(dev: &NetDev<Self>) -> (u32, u32);
     /// `ethtool -g`: (maximum, current RX, current TX) ring entries.
     fn rings(dev: &NetDev<Self>) -> (u32, u32, u32);
+    /// `ethtool -L combined N`; on error nothing changed.
+    fn set_channels(dev: &NetDev<Self>, combined: u32) -> Result;
+    /// `ethtool -G rx R tx T`; on error nothing changed.
+    fn set_rings(dev: &NetDev<Self>, rx: u32, tx: u32) -> Result;
 }
 
 /// Counts the stats without storing them.
@@ -118,6 +122,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
         ops.get_channels = Some(Self::get_channels);
         ops.get_ringparam = Some(Self::get_ringparam);
+        ops.set_channels = Some(Self::set_channels);
+        ops.set_ringparam = Some(Self::set_ringparam);
         ops
     };
 
@@ -245,6 +251,47 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let ch = unsafe { &mut *ch };
         ch.max_combined = max;
         ch.combined_count = current;
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ch` is valid for reads.
+    unsafe extern "C" fn set_channels(
+        ndev: *mut ffi::net_device,
+        ch: *mut ffi::ethtool_channels,
+    ) -> c_int {
+        // SAFETY: `ch` is valid for reads.
+        let ch = unsafe { &*ch };
+        // Only combined channels exist.
+        if ch.rx_count != 0 || ch.tx_count != 0 || ch.other_count != 0 || ch.combined_count == 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: Per the function's contract.
+        match T::set_channels(unsafe { Self::dev(ndev) }, ch.combined_count) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ring` is valid for reads.
+    unsafe extern "C" fn set_ringparam(
+        ndev: *mut ffi::net_device,
+        ring: *mut ffi::ethtool_ringparam,
+        _kring: *mut ffi::kernel_ethtool_ringparam,
+        _extack: *mut ffi::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `ring` is valid for reads.
+        let ring = unsafe { &*ring };
+        if ring.rx_mini_pending != 0 || ring.rx_jumbo_pending != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: Per the function's contract.
+        match T::set_rings(unsafe { Self::dev(ndev) }, ring.rx_pending, ring.tx_pending) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// # Safety

@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The ethtool surface of the synthetic NIC: identity, link settings,
+# statistics, channels and rings, including requests that must be refused
+# with the state left as it was.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+trap net_cleanup EXIT
+command -v ethtool >/dev/null || skip_all "ethtool not installed"
+
+# Current combined channels / RX ring / TX ring.
+channels() { ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}'; }
+ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
+stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
+
+ktap_header 12
+
+info=$(ethtool -i "$NETIF_A")
+ok=true
+grep -qx "driver: rsnic" <<<"$info" || ok=false
+grep -qx "firmware-version: 0.1.0" <<<"$info" || ok=false
+grep -qx "bus-info: $(card_addr A)" <<<"$info" || ok=false
+check "ethtool -i: driver, firmware from the card, bus address" $ok
+
+settings=$(ethtool "$NETIF_A")
+ok=true
+grep -q "Speed: 100000Mb/s" <<<"$settings" || ok=false
+grep -q "Duplex: Full" <<<"$settings" || ok=false
+grep -q "Link detected: yes" <<<"$settings" || ok=false
+check "link settings: 100 Gbit/s full duplex, link detected" $ok
+
+names=$(ethtool -S "$NETIF_A" | grep -c '_packets:')
+ping -c 5 -i 0.2 -q $IP_B >/dev/null
+after=$(( $(ethtool -S "$NETIF_A" | awk '/rx[0-9]+_packets:/ {s += $2} END {print s}') ))
+check "ethtool -S: per-queue counters for all 8 pairs, and they count" \
+	test "$names" -eq 16 -a "$after" -ge 5
+
+check "ethtool -l: 8 maximum, 4 in use" test "$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2}' | tr '\n' ' ')" = "8 4 "
+
+ok=true
+ethtool -L "$NETIF_A" combined 2 || ok=false
+[ "$(channels)" = 2 ] || ok=false
+[ "$(ls -d /sys/class/net/$NETIF_A/queues/tx-* | wc -l)" = 2 ] || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+check "ethtool -L combined 2: two queues in use, traffic flows" $ok
+
+ok=true
+for bad in 0 9; do
+	ethtool -L "$NETIF_A" combined $bad 2>/dev/null && { echo "# combined $bad accepted"; ok=false; }
+done
+ethtool -L "$NETIF_A" rx 1 2>/dev/null && { echo "# separate rx channels accepted"; ok=false; }
+[ "$(channels)" = 2 ] || ok=false
+check "ethtool -L 0, 9 and rx-only refused, channels unchanged" $ok
+ethtool -L "$NETIF_A" combined 4
+check "ethtool -L combined 4 restores" test "$(channels)" = 4
+
+check "ethtool -g: rings 256, maximum 4096" test "$(ring RX)" = 256 -a "$(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" = 4096
+
+ok=true
+ethtool -G "$NETIF_A" rx 512 tx 128 || ok=false
+[ "$(ring RX)" = 512 ] && [ "$(ring TX)" = 128 ] || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+check "ethtool -G rx 512 tx 128: applied, traffic flows" $ok
+
+ok=true
+for bad in "rx 300" "rx 8192" "tx 32" "rx-mini 1"; do
+	ethtool -G "$NETIF_A" $bad 2>/dev/null && { echo "# -G $bad accepted"; ok=false; }
+done
+[ "$(ring RX)" = 512 ] && [ "$(ring TX)" = 128 ] || ok=false
+check "ethtool -G 300, 8192, 32 and rx-mini refused, rings unchanged" $ok
+
+ip link set "$NETIF_A" down
+ethtool -L "$NETIF_A" combined 3
+ethtool -G "$NETIF_A" rx 256 tx 256
+ip link set "$NETIF_A" up
+wait_carrier "$NETIF_A" 1
+check "changes while down take effect at up" test "$(channels)" = 3 -a "$(ring TX)" = 256
+ethtool -L "$NETIF_A" combined 4
+check "traffic after all changes" ping -c 3 -W 2 -q $IP_B
+ktap_finish
