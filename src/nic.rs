@@ -20,7 +20,7 @@ use crate::kext::{
     dma_alloc::DmaAllocator,
     ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
-    netdev::{HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, Registration, Setup},
+    netdev::{Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, Registration, Setup},
     skb::SkBuff,
 };
 use crate::queue::{QueueGeometry, QueueIrq, QueueVector};
@@ -139,6 +139,11 @@ pub(crate) fn register(
         min_mtu: hw::MIN_MTU,
         max_mtu: info.max_mtu.clamp(hw::MIN_MTU, hw::MAX_MTU),
         queues: u32::from(max_queues.min(DEFAULT_QUEUES)),
+        features: Features {
+            tx_csum: info.offloads & offload::TX_CSUM != 0,
+            rx_csum: info.offloads & offload::RX_CSUM != 0,
+            sg: true,
+        },
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
@@ -205,12 +210,10 @@ impl Nic {
 
     /// Creates and starts the card's queue pairs for `mtu`. On failure,
     /// everything started is torn down again.
-    fn start_queues(&self, cfg: &Config, mtu: u32) -> Result {
+    fn start_queues(&self, cfg: &Config, mtu: u32, features: Features) -> Result {
         self.admin.run(AdminCmd::SetMtu { mtu })?;
+        self.set_card_offloads(features)?;
         let tx_csum = self.info.offloads & offload::TX_CSUM != 0;
-        self.admin.run(AdminCmd::SetOffloads {
-            flags: self.info.offloads & offload::TX_CSUM,
-        })?;
         let geo = QueueGeometry {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
@@ -230,6 +233,18 @@ impl Nic {
         Ok(())
     }
 
+    /// Tells the card which offloads to perform. TX checksumming stays on
+    /// whenever the card has it: the stack only asks for it per packet
+    /// while the feature is on, and packets already queued when the user
+    /// turns it off still need it.
+    fn set_card_offloads(&self, features: Features) -> Result {
+        let mut flags = self.info.offloads & offload::TX_CSUM;
+        if features.rx_csum {
+            flags |= self.info.offloads & offload::RX_CSUM;
+        }
+        self.admin.run(AdminCmd::SetOffloads { flags })
+    }
+
     /// Applies `new` settings (queue count, ring sizes) and `mtu`: if the
     /// interface is up, its queues restart with them. On failure the old
     /// settings are restored and the error returned.
@@ -244,13 +259,13 @@ impl Nic {
         self.stop_queues(usize::from(old.queues));
         let result = dev
             .set_real_num_queues(u32::from(new.queues))
-            .and_then(|()| self.start_queues(&new, mtu));
+            .and_then(|()| self.start_queues(&new, mtu, dev.features()));
         if result.is_ok() {
             *cfg = new;
         } else {
             // Come back up as before rather than stay down.
             let _ = dev.set_real_num_queues(u32::from(old.queues));
-            let _ = self.start_queues(&old, dev.mtu());
+            let _ = self.start_queues(&old, dev.mtu(), dev.features());
         }
         dev.tx_start_all();
         result
@@ -271,7 +286,7 @@ impl NetDevOps for Nic {
     fn open(dev: &NetDev<Self>) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
-        nic.start_queues(&cfg, dev.mtu())?;
+        nic.start_queues(&cfg, dev.mtu(), dev.features())?;
         cfg.running = true;
         nic.admin_irq.handler().set_running(true);
         dev.tx_start_all();
@@ -343,6 +358,10 @@ impl NetDevOps for Nic {
         // Buffers are sized for the MTU: restart the queues around it.
         let same = *cfg;
         nic.reconfigure(dev, &mut cfg, same, mtu)
+    }
+
+    fn set_features(dev: &NetDev<Self>, features: Features) -> Result {
+        dev.data().set_card_offloads(features)
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {

@@ -327,7 +327,7 @@ impl QueueVector {
 
     /// Hands the frame of an RX completion to the stack and re-posts its
     /// buffer. Runs with `rx` locked but `tx` free (the stack may transmit).
-    fn complete_rx(&self, rx: &mut RxState, cqe: Cqe) {
+    fn complete_rx(&self, rx: &mut RxState, cqe: Cqe, rx_csum: bool) {
         let ring = &mut rx.ring;
         let len = cqe.len as usize;
         if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > rx.buf_len {
@@ -340,6 +340,9 @@ impl QueueVector {
             skb.put_from_dma(&ring.bufs, offset, len).ok()?;
             if cqe.flags & Cqe::HASH != 0 {
                 skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+            }
+            if cqe.flags & Cqe::CSUM_OK != 0 && rx_csum {
+                skb.set_csum_unnecessary();
             }
             Some(skb)
         });
@@ -390,6 +393,7 @@ fn read_cqe(cq: &CompletionQueue) -> Option<Cqe> {
 impl NapiPoll for QueueVector {
     fn poll(&self, _napi: &Napi, budget: u32) -> u32 {
         let dev = self.dev.get();
+        let rx_csum = dev.features().rx_csum;
         let mut received = 0;
         let mut tx_room = false;
         let mut guard = self.rx.lock();
@@ -410,7 +414,7 @@ impl NapiPoll for QueueVector {
                 rx.cq.phase = !rx.cq.phase;
             }
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(rx, cqe);
+                self.complete_rx(rx, cqe, rx_csum);
                 received += 1;
             } else {
                 tx_room = self.complete_tx(cqe);

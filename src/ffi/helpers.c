@@ -162,6 +162,11 @@ bool rsnic_skb_csum_partial(const struct sk_buff *skb, u16 *start, u16 *offset)
 	return true;
 }
 
+void rsnic_skb_set_csum_unnecessary(struct sk_buff *skb)
+{
+	skb->ip_summed = CHECKSUM_UNNECESSARY;
+}
+
 void rsnic_skb_set_hash(struct sk_buff *skb, u32 hash, bool l4)
 {
 	skb_set_hash(skb, hash, l4 ? PKT_HASH_TYPE_L4 : PKT_HASH_TYPE_L3);

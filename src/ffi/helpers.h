@@ -46,6 +46,7 @@ const void *rsnic_skb_data(const struct sk_buff *skb);
 unsigned int rsnic_skb_len(const struct sk_buff *skb);
 u16 rsnic_skb_get_queue_mapping(const struct sk_buff *skb);
 bool rsnic_skb_csum_partial(const struct sk_buff *skb, u16 *start, u16 *offset);
+void rsnic_skb_set_csum_unnecessary(struct sk_buff *skb);
 void rsnic_skb_set_hash(struct sk_buff *skb, u32 hash, bool l4);
 void rsnic_dev_kfree_skb_any(struct sk_buff *skb);
 void rsnic_dev_consume_skb_any(struct sk_buff *skb);

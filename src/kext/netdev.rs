@@ -45,6 +45,35 @@ pub(crate) struct LinkStats {
     pub(crate) tx_dropped: u64,
 }
 
+/// Offloads a device can do, as `ethtool -k` names them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Features {
+    /// `tx-checksum-ip-generic` (`NETIF_F_HW_CSUM`).
+    pub(crate) tx_csum: bool,
+    /// `rx-checksum` (`NETIF_F_RXCSUM`).
+    pub(crate) rx_csum: bool,
+    /// `scatter-gather` (`NETIF_F_SG`).
+    pub(crate) sg: bool,
+}
+
+impl Features {
+    fn to_raw(self) -> ffi::netdev_features_t {
+        let bit = |on: bool, b: u32| if on { 1u64 << b } else { 0 };
+        bit(self.tx_csum, ffi::NETIF_F_HW_CSUM_BIT)
+            | bit(self.rx_csum, ffi::NETIF_F_RXCSUM_BIT)
+            | bit(self.sg, ffi::NETIF_F_SG_BIT)
+    }
+
+    fn from_raw(raw: ffi::netdev_features_t) -> Self {
+        let has = |b: u32| raw & (1u64 << b) != 0;
+        Self {
+            tx_csum: has(ffi::NETIF_F_HW_CSUM_BIT),
+            rx_csum: has(ffi::NETIF_F_RXCSUM_BIT),
+            sg: has(ffi::NETIF_F_SG_BIT),
+        }
+    }
+}
+
 /// What a network device driver does, called by the networking core.
 pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_open`: bring the device up.
@@ -62,6 +91,9 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     fn set_mac_address(dev: &NetDev<Self>, mac: [u8; 6]) -> Result;
     /// `ndo_change_mtu`: `mtu` is within the device's min/max.
     fn change_mtu(dev: &NetDev<Self>, mtu: u32) -> Result;
+    /// `ndo_set_features`: the user changed offloads (within those the
+    /// device offers); `features` is the new set.
+    fn set_features(dev: &NetDev<Self>, features: Features) -> Result;
     /// `ndo_tx_timeout`: TX queue `queue` made no progress.
     fn tx_timeout(dev: &NetDev<Self>, queue: u32);
 }
@@ -125,6 +157,14 @@ impl<T> NetDev<T> {
         // SAFETY: Writing a plain field of the live device under RTNL, as
         // `WRITE_ONCE(dev->mtu, ...)` does in C.
         unsafe { core::ptr::write_volatile(&raw mut (*self.as_raw()).mtu, mtu) };
+    }
+
+    /// The offloads currently enabled.
+    pub(crate) fn features(&self) -> Features {
+        // SAFETY: Reading a plain field of the live device.
+        Features::from_raw(unsafe {
+            core::ptr::read_volatile(&raw const (*self.as_raw()).features)
+        })
     }
 
     /// Whether promiscuous (`IFF_PROMISC`) and all-multicast
@@ -251,6 +291,8 @@ pub(crate) struct Setup {
     pub(crate) max_mtu: u32,
     /// Queues in use at start.
     pub(crate) queues: u32,
+    /// Offloads the device offers (all enabled at start).
+    pub(crate) features: Features,
 }
 
 /// A registered network device; unregistered and freed on drop.
@@ -306,6 +348,8 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).min_mtu = setup.min_mtu;
             (*raw).max_mtu = setup.max_mtu;
             (*raw).watchdog_timeo = 5 * kernel::bindings::HZ as c_int;
+            (*raw).hw_features = setup.features.to_raw();
+            (*raw).features = setup.features.to_raw();
         }
         dev.set_mac(&setup.mac);
         // No carrier until the card says the link is up.
@@ -384,6 +428,7 @@ impl<T: NetDevOps> Adapter<T> {
         ops.ndo_validate_addr = Some(ffi::eth_validate_addr);
         ops.ndo_change_mtu = Some(Self::change_mtu);
         ops.ndo_tx_timeout = Some(Self::tx_timeout);
+        ops.ndo_set_features = Some(Self::set_features);
         ops
     };
 
@@ -507,6 +552,21 @@ impl<T: NetDevOps> Adapter<T> {
                 dev.set_mtu(mtu);
                 0
             }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn set_features(
+        ndev: *mut ffi::net_device,
+        features: ffi::netdev_features_t,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        match T::set_features(dev, Features::from_raw(features)) {
+            Ok(()) => 0,
             Err(e) => e.to_errno(),
         }
     }

@@ -117,6 +117,12 @@ impl SkBuff {
         }
     }
 
+    /// Marks the L4 checksum as verified by the device.
+    pub(crate) fn set_csum_unnecessary(&mut self) {
+        // SAFETY: Valid, owned skb.
+        unsafe { ffi::rsnic_skb_set_csum_unnecessary(self.as_raw()) };
+    }
+
     /// Records the RSS hash the card computed (`l4`: it covers ports).
     pub(crate) fn set_hash(&mut self, hash: u32, l4: bool) {
         // SAFETY: Valid, owned skb.

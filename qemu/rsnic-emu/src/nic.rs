@@ -229,7 +229,7 @@ impl Nic {
                     max_qps: u32::from(MAX_QUEUE_PAIRS),
                     max_ring_entries: u32::from(hw::MAX_RING_ENTRIES),
                     speed_mbps: hw::LINK_SPEED_MBPS,
-                    offloads: offload_bits::TX_CSUM,
+                    offloads: offload_bits::TX_CSUM | offload_bits::RX_CSUM,
                     max_mtu: MAX_MTU,
                 }
                 .write_result(entry);
@@ -272,7 +272,7 @@ impl Nic {
                 self.mc_filter = mc_filter;
             }
             AdminCmd::SetOffloads { flags } => {
-                if flags & !offload_bits::TX_CSUM != 0 {
+                if flags & !(offload_bits::TX_CSUM | offload_bits::RX_CSUM) != 0 {
                     return AdminStatus::BadParam;
                 }
                 self.offloads = flags;
@@ -313,6 +313,11 @@ impl Nic {
         }
         // RSS: the default indirection table spreads its entries round-robin
         // over the running queue pairs.
+        let csum = if self.offloads & offload_bits::RX_CSUM != 0 && offload::l4_checksum_ok(frame) {
+            Cqe::CSUM_OK
+        } else {
+            0
+        };
         let (qp, flags, hash) = match rss::flow_fields(frame) {
             Some(f) => {
                 let hash = rss::toeplitz(&rss::DEFAULT_KEY, &f.input);
@@ -323,7 +328,7 @@ impl Nic {
             None => (running[0], 0, 0),
         };
         let q = self.qps[qp].as_mut()?;
-        match q.deliver(dma, frame, flags, hash) {
+        match q.deliver(dma, frame, flags | csum, hash) {
             RxOutcome::Delivered { raise: true } => Some(q.vector()),
             _ => None,
         }
