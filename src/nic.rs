@@ -20,7 +20,10 @@ use crate::kext::{
     dma_alloc::DmaAllocator,
     ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
-    netdev::{Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, Registration, Setup},
+    netdev::{
+        Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, QueueCounters, Registration,
+        Setup,
+    },
     skb::SkBuff,
 };
 use crate::queue::{QueueGeometry, QueueIrq, QueueVector};
@@ -358,6 +361,28 @@ impl NetDevOps for Nic {
         // Buffers are sized for the MTU: restart the queues around it.
         let same = *cfg;
         nic.reconfigure(dev, &mut cfg, same, mtu)
+    }
+
+    fn queue_stats(dev: &NetDev<Self>, queue: u32) -> (QueueCounters, QueueCounters) {
+        dev.data()
+            .queues
+            .get(queue as usize)
+            .map_or_else(Default::default, |q| q.counters())
+    }
+
+    fn base_stats(dev: &NetDev<Self>) -> (QueueCounters, QueueCounters) {
+        let nic = dev.data();
+        // Queues beyond the real count (after `ethtool -L` shrank it) keep
+        // their counters here, so totals never go backwards.
+        let active = usize::from(nic.config.lock().queues);
+        let mut base = (QueueCounters::default(), QueueCounters::default());
+        for (rx, tx) in nic.queues.iter().skip(active).map(|q| q.counters()) {
+            base.0.packets += rx.packets;
+            base.0.bytes += rx.bytes;
+            base.1.packets += tx.packets;
+            base.1.bytes += tx.bytes;
+        }
+        base
     }
 
     fn set_features(dev: &NetDev<Self>, features: Features) -> Result {

@@ -25,7 +25,7 @@ use crate::kext::{
     dma_buf::DmaBuffer,
     msix::IrqHandler,
     napi::{Napi, NapiPoll},
-    netdev::{NetDev, NetDevRef},
+    netdev::{NetDev, NetDevRef, QueueCounters},
     skb::SkBuff,
 };
 use crate::nic::Nic;
@@ -168,6 +168,21 @@ impl QueueVector {
                 stats: QueueStats::new(),
             }),
             GFP_KERNEL,
+        )
+    }
+
+    /// RX and TX packet/byte counters, for qstats.
+    pub(crate) fn counters(&self) -> (QueueCounters, QueueCounters) {
+        let s = &self.stats;
+        (
+            QueueCounters {
+                packets: s.rx_packets.load(Relaxed),
+                bytes: s.rx_bytes.load(Relaxed),
+            },
+            QueueCounters {
+                packets: s.tx_packets.load(Relaxed),
+                bytes: s.tx_bytes.load(Relaxed),
+            },
         )
     }
 

@@ -6,5 +6,6 @@
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
+#include <net/netdev_queues.h>
 #include <rdma/ib_verbs.h>
 #include "helpers.h"

@@ -45,6 +45,16 @@ pub(crate) struct LinkStats {
     pub(crate) tx_dropped: u64,
 }
 
+/// Packet and byte counters of one queue (or of the base: queues no
+/// longer in use), for the netdev netlink family's `qstats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QueueCounters {
+    /// Packets.
+    pub(crate) packets: u64,
+    /// Bytes.
+    pub(crate) bytes: u64,
+}
+
 /// Offloads a device can do, as `ethtool -k` names them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Features {
@@ -94,6 +104,12 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_set_features`: the user changed offloads (within those the
     /// device offers); `features` is the new set.
     fn set_features(dev: &NetDev<Self>, features: Features) -> Result;
+    /// Per-queue stats (`netdev_stat_ops`): RX and TX counters of queue
+    /// `queue`, one of those in use.
+    fn queue_stats(dev: &NetDev<Self>, queue: u32) -> (QueueCounters, QueueCounters);
+    /// The base stats: RX and TX counters of queues not in use, so that
+    /// base plus the queues in use equals `get_stats64`.
+    fn base_stats(dev: &NetDev<Self>) -> (QueueCounters, QueueCounters);
     /// `ndo_tx_timeout`: TX queue `queue` made no progress.
     fn tx_timeout(dev: &NetDev<Self>, queue: u32);
 }
@@ -345,6 +361,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             ffi::rsnic_set_netdev_dev(raw, parent_raw.cast_mut().cast());
             (*raw).netdev_ops = &Adapter::<T>::OPS;
             (*raw).ethtool_ops = &EthtoolAdapter::<T>::OPS;
+            (*raw).stat_ops = &Adapter::<T>::STAT_OPS;
             (*raw).min_mtu = setup.min_mtu;
             (*raw).max_mtu = setup.max_mtu;
             (*raw).watchdog_timeo = 5 * kernel::bindings::HZ as c_int;
@@ -431,6 +448,66 @@ impl<T: NetDevOps> Adapter<T> {
         ops.ndo_set_features = Some(Self::set_features);
         ops
     };
+
+    const STAT_OPS: ffi::netdev_stat_ops = ffi::netdev_stat_ops {
+        get_queue_stats_rx: Some(Self::queue_stats_rx),
+        get_queue_stats_tx: Some(Self::queue_stats_tx),
+        get_base_stats: Some(Self::base_stats),
+    };
+
+    /// # Safety
+    ///
+    /// As `open`; `out` is valid for writes.
+    unsafe extern "C" fn queue_stats_rx(
+        ndev: *mut ffi::net_device,
+        idx: c_int,
+        out: *mut ffi::netdev_queue_stats_rx,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (rx, _) = T::queue_stats(unsafe { NetDev::<T>::from_raw(ndev) }, idx.max(0) as u32);
+        // SAFETY: `out` is valid for writes; the core pre-fills unsupported
+        // fields, we set the ones we count.
+        unsafe {
+            (*out).packets = rx.packets;
+            (*out).bytes = rx.bytes;
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `out` is valid for writes.
+    unsafe extern "C" fn queue_stats_tx(
+        ndev: *mut ffi::net_device,
+        idx: c_int,
+        out: *mut ffi::netdev_queue_stats_tx,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (_, tx) = T::queue_stats(unsafe { NetDev::<T>::from_raw(ndev) }, idx.max(0) as u32);
+        // SAFETY: As in `queue_stats_rx`.
+        unsafe {
+            (*out).packets = tx.packets;
+            (*out).bytes = tx.bytes;
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `rx` and `tx` are valid for writes.
+    unsafe extern "C" fn base_stats(
+        ndev: *mut ffi::net_device,
+        rx: *mut ffi::netdev_queue_stats_rx,
+        tx: *mut ffi::netdev_queue_stats_tx,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (r, t) = T::base_stats(unsafe { NetDev::<T>::from_raw(ndev) });
+        // SAFETY: As in `queue_stats_rx`.
+        unsafe {
+            (*rx).packets = r.packets;
+            (*rx).bytes = r.bytes;
+            (*tx).packets = t.packets;
+            (*tx).bytes = t.bytes;
+        }
+    }
 
     /// # Safety
     ///

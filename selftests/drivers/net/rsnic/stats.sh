@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Statistics: qstats (netdev netlink) equal the rtnl link stats, per
+# queue and in total, also after the channel count shrinks; counters
+# survive down/up.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
+QSTATS="$(dirname "$0")/qstats.py"
+
+# "rx_packets rx_bytes tx_packets tx_bytes" from rtnl.
+rtnl() {
+	ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"], s["rx"]["bytes"], s["tx"]["packets"], s["tx"]["bytes"])'
+}
+# The same four from qstats: "device" totals, or "queues" summed.
+qstats() {
+	"$QSTATS" "$NETIF_A" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+keys = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
+if sys.argv[1] == "device":
+    print(*(r["device"].get(k, -1) for k in keys))
+else:
+    print(*(sum(q.get(k, 0) for q in r["queues"]) for k in keys))
+' "$1"
+}
+# Whether qstats $1 equal rtnl, reading with no traffic running (retries
+# a few times in case a stray frame arrives between the two reads).
+agree() {
+	local i a b
+	for i in 1 2 3 4 5; do
+		a=$(rtnl)
+		b=$(qstats "$1")
+		[ "$a" = "$b" ] && return 0
+		sleep 0.2
+	done
+	echo "# rtnl:   $a"
+	echo "# qstats: $b ($1)"
+	return 1
+}
+
+"$QSTATS" "$NETIF_A" >/dev/null || skip_all "netdev qstats not readable"
+ip netns exec $NS iperf3 -s -D -p 5201
+sleep 0.5
+iperf3 -c $IP_B -p 5201 -t 2 -P 4 >/dev/null
+iperf3 -c $IP_B -p 5201 -t 2 -P 4 -R >/dev/null
+sleep 0.5
+
+ktap_header 6
+check "qstats device totals equal rtnl stats after traffic" agree device
+check "qstats per-queue sums equal rtnl stats (4 queues in use)" agree queues
+
+ethtool -L "$NETIF_A" combined 2
+check "after ethtool -L 2: device totals still equal rtnl (base stats)" agree device
+check "only 2 RX queues reported" test "$("$QSTATS" "$NETIF_A" | python3 -c 'import json,sys; print(sum(q["type"] == "rx" for q in json.load(sys.stdin)["queues"]))')" -eq 2
+ethtool -L "$NETIF_A" combined 4
+
+before=$(rtnl)
+ip link set "$NETIF_A" down
+ip link set "$NETIF_A" up
+wait_carrier "$NETIF_A" 1
+after=$(rtnl)
+ok=true
+read -r b1 b2 b3 b4 <<<"$before"
+read -r a1 a2 a3 a4 <<<"$after"
+[ "$a1" -ge "$b1" ] && [ "$a2" -ge "$b2" ] && [ "$a3" -ge "$b3" ] && [ "$a4" -ge "$b4" ] || ok=false
+[ "$b2" -gt 1000000 ] || { echo "# too little traffic counted: $before"; ok=false; }
+check "counters survive down/up" $ok
+iperf3 -c $IP_B -p 5201 -t 1 >/dev/null
+sleep 0.5
+check "and keep counting, qstats equal rtnl" agree device
+ktap_finish
