@@ -5,6 +5,7 @@
 #   make                 build rsnic.ko (against KDIR, default: the cached kernel)
 #   make run [CMD=...]   boot the VM with two cards and the driver loaded
 #   make check [T=...]   cargo test + every selftest in the VM
+#   make bench           rsnic vs virtio-net, side by side
 #   make rust-analyzer   write rust-project.json
 #
 # Everything the project needs (Debian sid toolchain rootfs, kernel 7.2,
@@ -29,7 +30,7 @@ BUILD_M := $(CURDIR)
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel emu run check clean rust-analyzer rustfmt rustfmtcheck lint
+.PHONY: all modules setup rootfs kernel emu run check bench clean rust-analyzer rustfmt rustfmtcheck lint
 
 all: modules
 
@@ -55,6 +56,10 @@ run: modules emu
 
 check: setup
 	qemu/check.sh $(T)
+
+# Benchmark: rsnic vs virtio-net in the same VM (not part of check).
+bench: setup
+	qemu/bench.sh
 
 rust-analyzer: $(SETUP)
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) rust-analyzer

@@ -23,6 +23,12 @@ stamp=$tree/.rsnic-stamp
 want=$(cat "${fragments[@]}" "$0" | sha256sum | cut -d' ' -f1)
 
 if [[ -f $stamp && $(cat "$stamp") == "$want" && -f $tree/arch/x86/boot/bzImage ]]; then
+	release=$(cat "$tree/include/config/kernel.release")
+	if [[ ! -d $RSNIC_ROOTFS/lib/modules/$release ]]; then
+		# The rootfs was rebuilt since: put the kernel's modules back.
+		log "installing kernel modules into the rootfs"
+		in_rootfs /bin/sh -c "cd $in_tree && make -s modules_install INSTALL_MOD_STRIP=1" >/dev/null
+	fi
 	log "kernel ($variant) up to date: $tree"
 	exit 0
 fi
@@ -57,7 +63,7 @@ in_rootfs /bin/bash -euc "
 	done
 	[ \$missing = 0 ]
 	make -j$(nproc) bzImage modules
-	rm -rf /lib/modules/*-rsnic*
+	rm -rf /lib/modules/\$(cat include/config/kernel.release)
 	make -s modules_install INSTALL_MOD_STRIP=1 >/dev/null
 " >"$tree/build.log" 2>&1 || { tail -n 30 "$tree/build.log" >&2; die "kernel build failed"; }
 echo "$want" >"$stamp"

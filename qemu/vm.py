@@ -152,7 +152,7 @@ def kernel_image():
     return image
 
 
-def qemu_command(run_dir, cards, interactive):
+def qemu_command(run_dir, cards, interactive, virtio_pair=False):
     mem = os.environ.get("RSNIC_VM_MEM", "2G")
     cpus = os.environ.get("RSNIC_VM_CPUS", "2")
     if os.environ.get("RSNIC_KVM") == "1":
@@ -174,6 +174,13 @@ def qemu_command(run_dir, cards, interactive):
            "-device", "virtserialport,chardev=ctl,name=org.rsnic.ctl",
            "-device", "virtio-rng-pci"]
     cmd += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio"]
+    if virtio_pair:
+        # The reference for benchmarks: two virtio-net NICs cabled
+        # together the same way the cards are, by UNIX datagram sockets.
+        for me, peer in (("a", "b"), ("b", "a")):
+            cmd += ["-netdev", f"dgram,id=vn{me},local.type=unix,local.path={run_dir}/virtio-{me}.sock,"
+                    f"remote.type=unix,remote.path={run_dir}/virtio-{peer}.sock",
+                    "-device", f"virtio-net-pci,netdev=vn{me}"]
     for slot, card in enumerate(cards.values(), start=1):
         cmd += ["-device", f"pcie-root-port,id=rp{slot},slot={slot},chassis={slot}",
                 "-device", json.dumps({"driver": "vfio-user-pci", "id": f"card{card.name}",
@@ -204,7 +211,7 @@ def run(args):
             with open(f"{share}/mode", "w") as f:
                 f.write("shell\n")
         interactive = args.cmd is None
-        cmd = qemu_command(run_dir, cards, interactive)
+        cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
         HarnessControl(f"{run_dir}/ctl.sock", cards).start()
         try:
@@ -216,6 +223,10 @@ def run(args):
             return 124
         if args.results and os.path.exists(f"{share}/results"):
             shutil.copy(f"{share}/results", args.results)
+        for spec in args.export or []:
+            name, path = spec.split("=", 1)
+            if os.path.exists(f"{share}/{name}"):
+                shutil.copy(f"{share}/{name}", path)
         if args.cmd is not None:
             try:
                 status = int(open(f"{share}/status").read().strip())
@@ -243,6 +254,10 @@ def main():
     r.add_argument("--cmd", help="bash script to run in the guest; exit with its status "
                    "(default: $RSNIC_RUN_CMD; without either, an interactive shell)")
     r.add_argument("--results", help="copy the guest's /run/rsnic/results here")
+    r.add_argument("--export", action="append", metavar="NAME=PATH",
+                   help="copy the guest's /run/rsnic/NAME to PATH after the run")
+    r.add_argument("--virtio-pair", action="store_true",
+                   help="add two virtio-net NICs cabled together (benchmark reference)")
     r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
     args = p.parse_args()
     if args.cmd is None and os.environ.get("RSNIC_RUN_CMD"):

@@ -96,6 +96,13 @@ fn card_command(func: &Mutex<Function>, line: &str) -> String {
                 n.tx_link_down,
                 n.tx_oversize
             );
+            let (mut meta, mut payload, mut packets) = (0, 0, 0);
+            for q in func.nic.queue_pairs() {
+                meta += q.stats.dma_meta_bytes;
+                payload += q.stats.tx_bytes + q.stats.rx_bytes;
+                packets += q.stats.tx_packets + q.stats.rx_packets;
+            }
+            out += &format!(" dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets}");
             for (i, q) in func.nic.queue_pairs().enumerate() {
                 let s = q.stats;
                 out += &format!(

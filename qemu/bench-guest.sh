@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The benchmark, inside the VM: the same measurements over the rsnic pair
+# (card A <-> card B) and over a virtio-net pair cabled through QEMU, each
+# with one side in a netns. Writes /run/rsnic/bench.json.
+
+source /rsnic/selftests/drivers/net/rsnic/lib.sh
+out=/run/rsnic/bench.json
+DURATION=${RSNIC_BENCH_SECONDS:-5}
+
+virtio_ifs() {
+	local d
+	for d in /sys/bus/virtio/drivers/virtio_net/virtio*/net/*; do basename "$d"; done
+}
+
+# setup NAME IF_LOCAL IF_REMOTE SUBNET: IF_REMOTE into netns bench-NAME.
+setup() {
+	ip netns add "bench-$1"
+	ip link set "$3" netns "bench-$1"
+	ip -n "bench-$1" link set lo up
+	ip addr add "$4.1/24" dev "$2"
+	ip link set "$2" up
+	ip -n "bench-$1" addr add "$4.2/24" dev "$3"
+	ip -n "bench-$1" link set "$3" up
+	for _ in $(seq 50); do ping -c1 -W1 -q "$4.2" >/dev/null 2>&1 && return 0; sleep 0.2; done
+	return 1
+}
+
+iperf_json() { # NS SERVER_IP ARGS...
+	local ns=$1 ip=$2
+	shift 2
+	iperf3 -c "$ip" -J "$@" 2>/dev/null
+}
+
+# Round-trip latency of 1-byte UDP requests: prints "p50 p99" in microseconds.
+latency() { # NS SERVER_IP
+	ip netns exec "$1" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 7100))
+while True:
+    d, a = s.recvfrom(64)
+    if d == b"q": break
+    s.sendto(d, a)
+' &
+	sleep 0.5
+	python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
+rtts = []
+for i in range(2000):
+    t = time.perf_counter_ns()
+    s.sendto(b"x", (sys.argv[1], 7100))
+    try:
+        s.recvfrom(64)
+    except socket.timeout:
+        continue
+    rtts.append((time.perf_counter_ns() - t) / 1000)
+s.sendto(b"q", (sys.argv[1], 7100))
+rtts.sort()
+print(round(rtts[len(rtts) // 2]), round(rtts[int(len(rtts) * 0.99)]))
+' "$2"
+	wait
+}
+
+# measure NAME NS SERVER_IP: prints one JSON object.
+measure() {
+	local name=$1 ns=$2 ip=$3
+	ip netns exec "$ns" iperf3 -s -D -p 5201
+	sleep 0.5
+	iperf_json "$ns" "$ip" -t "$DURATION" >/tmp/b-tcp1.json
+	iperf_json "$ns" "$ip" -t "$DURATION" -P 4 >/tmp/b-tcp4.json
+	iperf_json "$ns" "$ip" -t "$DURATION" -u -l 64 -b 0 >/tmp/b-udp.json
+	read -r p50 p99 < <(latency "$ns" "$ip")
+	python3 - "$name" "$p50" "$p99" <<'PY'
+import json, sys
+def tcp(path):
+    e = json.load(open(path))["end"]
+    return round(e["sum_received"]["bits_per_second"] / 1e6, 1)
+u = json.load(open("/tmp/b-udp.json"))["end"]["sum"]
+pps = (u["packets"] - u["lost_packets"]) / u["seconds"]
+print(json.dumps({"name": sys.argv[1], "tcp_1_mbps": tcp("/tmp/b-tcp1.json"), "tcp_4_mbps": tcp("/tmp/b-tcp4.json"),
+                  "udp64_pps": round(pps), "rr_p50_us": int(sys.argv[2]), "rr_p99_us": int(sys.argv[3])}))
+PY
+	pkill -f "iperf3 -s -D -p 5201"
+}
+
+# Card A's DMA counters ("meta payload packets") from the harness.
+card_dma() {
+	harness card A stats | tr ' ' '\n' | awk -F= '/^dma_meta_bytes=/ {m=$2} /^dma_payload_bytes=/ {p=$2} /^packets=/ {n=$2} END {print m, p, n}'
+}
+
+a=$(netif_of "$(card_addr A)")
+b=$(netif_of "$(card_addr B)")
+vifs=($(virtio_ifs))
+[ -n "$a" ] && [ -n "$b" ] && [ ${#vifs[@]} -eq 2 ] || { echo "bench: need 2 rsnic and 2 virtio-net interfaces"; exit 1; }
+setup rsnic "$a" "$b" 10.99.0 || { echo "bench: rsnic pair does not ping"; exit 1; }
+setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio pair does not ping"; exit 1; }
+
+read -r m0 p0 n0 < <(card_dma)
+rsnic=$(measure rsnic bench-rsnic 10.99.0.2)
+read -r m1 p1 n1 < <(card_dma)
+virtio=$(measure virtio-net bench-virtio 10.98.0.2)
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) >"$out" <<'PY'
+import json, sys
+rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+meta, payload, packets = map(int, sys.argv[3:6])
+rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
+rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
+print(json.dumps({"rsnic": rsnic, "virtio": virtio}))
+PY
+cat "$out"

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Prints the benchmark table (rsnic next to virtio-net, with the ratio)
+and writes it as JSON and a PNG chart.  bench-report.py RESULT.json OUTDIR"""
+
+import json
+import os
+import sys
+
+ROWS = [
+    ("tcp_1_mbps", "TCP, 1 stream (Mbit/s)", True),
+    ("tcp_4_mbps", "TCP, 4 streams (Mbit/s)", True),
+    ("udp64_pps", "UDP 64 B (packets/s)", True),
+    ("rr_p50_us", "UDP request/response p50 (us)", False),
+    ("rr_p99_us", "UDP request/response p99 (us)", False),
+]
+
+
+def main():
+    result = json.load(open(sys.argv[1]))
+    outdir = sys.argv[2]
+    os.makedirs(outdir, exist_ok=True)
+    rsnic, virtio = result["rsnic"], result["virtio"]
+    print(f"{'':34} {'rsnic':>10} {'virtio-net':>11} {'ratio':>7}")
+    for key, label, higher_better in ROWS:
+        r, v = rsnic[key], virtio[key]
+        ratio = r / v if v else float("nan")
+        note = "" if higher_better else " (lower is better)"
+        print(f"{label:34} {r:>10} {v:>11} {ratio:>7.2f}{note}")
+    print(f"{'rsnic descriptor+completion bytes/packet':42} {rsnic['meta_bytes_per_packet']}"
+          f" (payload {rsnic['payload_bytes_per_packet']} bytes/packet)")
+    json.dump(result, open(f"{outdir}/bench.json", "w"), indent=2)
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(ROWS), figsize=(3 * len(ROWS), 3.2))
+    for ax, (key, label, _) in zip(axes, ROWS):
+        ax.bar(["rsnic", "virtio-net"], [rsnic[key], virtio[key]], color=["#c0392b", "#2c3e50"])
+        ax.set_title(label, fontsize=8)
+        ax.tick_params(labelsize=8)
+    fig.suptitle("rsnic vs virtio-net, same VM (TCG)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(f"{outdir}/bench.png", dpi=100)
+    print(f"results: {outdir}/bench.json, {outdir}/bench.png")
+
+
+if __name__ == "__main__":
+    main()
