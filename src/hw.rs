@@ -347,6 +347,14 @@ pub mod offload {
     pub const RSS: u32 = 1 << 3;
 }
 
+/// Bytes of the RSS (Toeplitz) hash key.
+pub const RSS_KEY_LEN: usize = 40;
+/// Entries of the RSS indirection table (one queue pair index each).
+pub const RSS_TABLE_LEN: usize = 128;
+/// Size of the RSS configuration block [`AdminCmd::SetRss`] points at:
+/// the key, then the table.
+pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN;
+
 /// Bit of the 64-bit multicast filter that `mac` selects: the card accepts
 /// a multicast frame when its destination's bit is set in the filter.
 pub const fn mc_filter_bit(mac: &[u8; 6]) -> u32 {
@@ -395,6 +403,12 @@ pub enum AdminCmd {
     SetOffloads {
         /// [`offload`] bits.
         flags: u32,
+    },
+    /// Set the RSS key and indirection table from a [`RSS_CONFIG_LEN`]-byte
+    /// block in host memory.
+    SetRss {
+        /// Bus address of the block.
+        config: u64,
     },
 }
 
@@ -468,6 +482,7 @@ const OP_SET_MAC: u16 = 4;
 const OP_SET_MTU: u16 = 5;
 const OP_SET_RX_MODE: u16 = 6;
 const OP_SET_OFFLOADS: u16 = 7;
+const OP_SET_RSS: u16 = 8;
 
 impl AdminCmd {
     /// The admin entry for this command (flags and status zero).
@@ -507,6 +522,10 @@ impl AdminCmd {
                 put(&mut b, 8, &flags.to_le_bytes());
                 OP_SET_OFFLOADS
             }
+            Self::SetRss { config } => {
+                put(&mut b, 8, &config.to_le_bytes());
+                OP_SET_RSS
+            }
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -536,6 +555,7 @@ impl AdminCmd {
                 mc_filter: le64(b, 16),
             },
             OP_SET_OFFLOADS => Self::SetOffloads { flags: le32(b, 8) },
+            OP_SET_RSS => Self::SetRss { config: le64(b, 8) },
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

@@ -18,11 +18,12 @@ use crate::admin::AdminQueue;
 use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo};
 use crate::kext::{
     dma_alloc::DmaAllocator,
+    dma_buf::DmaBuffer,
     ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
     netdev::{
-        Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, QueueCounters, Registration,
-        Setup,
+        rss_key_fill, Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, QueueCounters,
+        Registration, Setup,
     },
     skb::SkBuff,
 };
@@ -45,6 +46,17 @@ struct Config {
     tx_ring: RingSize,
     rx_ring: RingSize,
     running: bool,
+    rss_key: [u8; hw::RSS_KEY_LEN],
+    rss_table: [u8; hw::RSS_TABLE_LEN],
+    /// The user set the table (`ethtool -X`); else it follows the queue count.
+    rss_table_set: bool,
+}
+
+impl Config {
+    /// The default table: entries round-robin over the queues in use.
+    fn default_rss_table(queues: u16) -> [u8; hw::RSS_TABLE_LEN] {
+        core::array::from_fn(|i| (i % usize::from(queues.max(1))) as u8)
+    }
 }
 
 /// The synthetic NIC's driver state, in its net device's private area.
@@ -62,6 +74,8 @@ pub(crate) struct Nic {
     info: DeviceInfo,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
+    /// Where the RSS configuration block goes for the card to read.
+    rss_mem: DmaBuffer,
     #[pin]
     config: Mutex<Config>,
 }
@@ -154,6 +168,9 @@ pub(crate) fn register(
     let name = pdev.name().to_bytes();
     let n = name.len().min(bus_info.len() - 1);
     bus_info[..n].copy_from_slice(&name[..n]);
+    let rss_mem = dma.alloc(hw::RSS_CONFIG_LEN)?;
+    let mut rss_key = [0u8; hw::RSS_KEY_LEN];
+    rss_key_fill(&mut rss_key);
     let regs = regs.clone();
     Registration::new(
         pdev,
@@ -194,11 +211,15 @@ pub(crate) fn register(
             info,
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
+            rss_mem,
             config <- new_mutex!(Config {
                 queues: queues_default,
                 tx_ring: ring,
                 rx_ring: ring,
                 running: false,
+                rss_key,
+                rss_table: Config::default_rss_table(queues_default),
+                rss_table_set: false,
             }),
         }? Error))
         },
@@ -222,6 +243,7 @@ impl Nic {
             rx: cfg.rx_ring,
             buf_len: Self::buf_len(mtu),
         };
+        self.push_rss(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
                 .prepare(&self.dma, geo, tx_csum)
@@ -234,6 +256,15 @@ impl Nic {
             }
         }
         Ok(())
+    }
+
+    /// Hands the RSS key and table of `cfg` to the card.
+    fn push_rss(&self, cfg: &Config) -> Result {
+        self.rss_mem.write(0, &cfg.rss_key)?;
+        self.rss_mem.write(hw::RSS_KEY_LEN, &cfg.rss_table)?;
+        self.admin.run(AdminCmd::SetRss {
+            config: self.rss_mem.dma_addr(0)?,
+        })
     }
 
     /// Tells the card which offloads to perform. TX checksumming stays on
@@ -443,8 +474,46 @@ impl EthtoolOps for Nic {
             .filter(|&q| q >= 1 && usize::from(q) <= nic.queues.len())
             .ok_or(EINVAL)?;
         let mut cfg = nic.config.lock();
-        let new = Config { queues, ..*cfg };
+        let mut new = Config { queues, ..*cfg };
+        if cfg.rss_table_set {
+            // A table the user set must not point past the queues in use.
+            if cfg.rss_table.iter().any(|&q| u16::from(q) >= queues) {
+                return Err(EINVAL);
+            }
+        } else {
+            new.rss_table = Config::default_rss_table(queues);
+        }
         nic.reconfigure(dev, &mut cfg, new, dev.mtu())
+    }
+
+    fn rss(dev: &NetDev<Self>) -> ([u8; hw::RSS_TABLE_LEN], [u8; hw::RSS_KEY_LEN]) {
+        let cfg = dev.data().config.lock();
+        (cfg.rss_table, cfg.rss_key)
+    }
+
+    fn set_rss(
+        dev: &NetDev<Self>,
+        table: Option<&[u8; hw::RSS_TABLE_LEN]>,
+        key: Option<&[u8; hw::RSS_KEY_LEN]>,
+    ) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        let mut new = *cfg;
+        if let Some(table) = table {
+            if table.iter().any(|&q| u16::from(q) >= cfg.queues) {
+                return Err(EINVAL);
+            }
+            new.rss_table = *table;
+            // An all-default table (`ethtool -X default`) follows the queue
+            // count again.
+            new.rss_table_set = *table != Config::default_rss_table(cfg.queues);
+        }
+        if let Some(key) = key {
+            new.rss_key = *key;
+        }
+        nic.push_rss(&new)?;
+        *cfg = new;
+        Ok(())
     }
 
     fn set_rings(dev: &NetDev<Self>, rx: u32, tx: u32) -> Result {

@@ -7,6 +7,7 @@ use core::{fmt, marker::PhantomData};
 use kernel::{ffi::c_int, prelude::*};
 
 use crate::ffi;
+use crate::hw;
 use crate::kext::netdev::NetDev;
 
 /// Length of an ethtool string (`ETH_GSTRING_LEN`).
@@ -49,7 +50,21 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     fn set_channels(dev: &NetDev<Self>, combined: u32) -> Result;
     /// `ethtool -G rx R tx T`; on error nothing changed.
     fn set_rings(dev: &NetDev<Self>, rx: u32, tx: u32) -> Result;
+    /// `ethtool -x`: the RSS indirection table and hash key.
+    fn rss(dev: &NetDev<Self>) -> ([u8; hw::RSS_TABLE_LEN], [u8; hw::RSS_KEY_LEN]);
+    /// `ethtool -X`: a new table and/or key (each `None` if unchanged). The
+    /// core already checked the table against the channel count.
+    fn set_rss(
+        dev: &NetDev<Self>,
+        table: Option<&[u8; hw::RSS_TABLE_LEN]>,
+        key: Option<&[u8; hw::RSS_KEY_LEN]>,
+    ) -> Result;
 }
+
+/// `ETH_RSS_HASH_TOP`: the Toeplitz hash function.
+const RSS_HASH_TOP: u8 = 1 << 0;
+/// `ETH_RSS_HASH_NO_CHANGE`.
+const RSS_HASH_NO_CHANGE: u8 = 0;
 
 /// Counts the stats without storing them.
 struct Counter(usize);
@@ -124,8 +139,101 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ops.get_ringparam = Some(Self::get_ringparam);
         ops.set_channels = Some(Self::set_channels);
         ops.set_ringparam = Some(Self::set_ringparam);
+        ops.get_rx_ring_count = Some(Self::rx_ring_count);
+        ops.get_rxfh_key_size = Some(Self::rss_key_size);
+        ops.get_rxfh_indir_size = Some(Self::rss_table_size);
+        ops.get_rxfh = Some(Self::get_rxfh);
+        ops.set_rxfh = Some(Self::set_rxfh);
         ops
     };
+
+    /// # Safety
+    ///
+    /// As `dev`.
+    unsafe extern "C" fn rx_ring_count(ndev: *mut ffi::net_device) -> u32 {
+        // SAFETY: Per the function's contract.
+        T::channels(unsafe { Self::dev(ndev) }).1
+    }
+
+    unsafe extern "C" fn rss_key_size(_ndev: *mut ffi::net_device) -> u32 {
+        hw::RSS_KEY_LEN as u32
+    }
+
+    unsafe extern "C" fn rss_table_size(_ndev: *mut ffi::net_device) -> u32 {
+        hw::RSS_TABLE_LEN as u32
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `param` is valid, its non-null `indir` and `key` point at
+    /// the sizes reported above.
+    unsafe extern "C" fn get_rxfh(
+        ndev: *mut ffi::net_device,
+        param: *mut ffi::ethtool_rxfh_param,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (table, key) = T::rss(unsafe { Self::dev(ndev) });
+        // SAFETY: `param` is valid for reads and writes.
+        let param = unsafe { &mut *param };
+        param.hfunc = RSS_HASH_TOP;
+        if !param.indir.is_null() {
+            // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
+            let indir = unsafe { core::slice::from_raw_parts_mut(param.indir, hw::RSS_TABLE_LEN) };
+            for (out, &q) in indir.iter_mut().zip(table.iter()) {
+                *out = u32::from(q);
+            }
+        }
+        if !param.key.is_null() {
+            // SAFETY: ethtool sized `key` by `get_rxfh_key_size`.
+            unsafe { core::slice::from_raw_parts_mut(param.key, hw::RSS_KEY_LEN) }
+                .copy_from_slice(&key);
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// As `get_rxfh`, for reads.
+    unsafe extern "C" fn set_rxfh(
+        ndev: *mut ffi::net_device,
+        param: *mut ffi::ethtool_rxfh_param,
+        _extack: *mut ffi::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `param` is valid for reads.
+        let param = unsafe { &*param };
+        if (param.hfunc != RSS_HASH_NO_CHANGE && param.hfunc != RSS_HASH_TOP)
+            || param.rss_context != 0
+        {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        }
+        let mut table = [0u8; hw::RSS_TABLE_LEN];
+        let table = if param.indir.is_null() {
+            None
+        } else {
+            // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
+            let indir = unsafe { core::slice::from_raw_parts(param.indir, hw::RSS_TABLE_LEN) };
+            for (t, &q) in table.iter_mut().zip(indir) {
+                match u8::try_from(q) {
+                    Ok(q) => *t = q,
+                    Err(_) => return EINVAL.to_errno(),
+                }
+            }
+            Some(&table)
+        };
+        let mut key = [0u8; hw::RSS_KEY_LEN];
+        let key = if param.key.is_null() {
+            None
+        } else {
+            // SAFETY: ethtool sized `key` by `get_rxfh_key_size`.
+            key.copy_from_slice(unsafe { core::slice::from_raw_parts(param.key, hw::RSS_KEY_LEN) });
+            Some(&key)
+        };
+        // SAFETY: Per the function's contract.
+        match T::set_rss(unsafe { Self::dev(ndev) }, table, key) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
 
     /// # Safety
     ///

@@ -247,6 +247,13 @@ impl<T> NetDev<T> {
     }
 }
 
+/// Fills `key` with the system-wide random RSS key (`netdev_rss_key_fill`),
+/// so that all devices of the host hash alike.
+pub(crate) fn rss_key_fill(key: &mut [u8]) {
+    // SAFETY: `key` is valid for writes of its length.
+    unsafe { ffi::netdev_rss_key_fill(key.as_mut_ptr().cast(), key.len()) };
+}
+
 /// A snapshot of a device address list, as `ndo_set_rx_mode_async` gets it.
 #[repr(transparent)]
 pub(crate) struct HwAddrList(Opaque<ffi::netdev_hw_addr_list>);

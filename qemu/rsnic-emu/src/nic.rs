@@ -53,6 +53,9 @@ pub struct Nic {
     aq_size: u32,
     aq_head: u32,
     link_up: bool,
+    rss_key: [u8; hw::RSS_KEY_LEN],
+    /// Indirection table the driver set; `None`: round-robin over running pairs.
+    rss_table: Option<[u8; hw::RSS_TABLE_LEN]>,
     qps: Vec<Option<QueuePair>>,
     /// Counters.
     pub stats: NicStats,
@@ -72,6 +75,8 @@ impl Nic {
             aq_size: 0,
             aq_head: 0,
             link_up: false,
+            rss_key: rss::DEFAULT_KEY,
+            rss_table: None,
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
             stats: NicStats::default(),
         }
@@ -208,7 +213,7 @@ impl Nic {
                 return;
             }
             let status = match AdminCmd::from_bytes(&entry) {
-                Ok(cmd) => self.execute(cmd, &mut entry),
+                Ok(cmd) => self.execute(dma, cmd, &mut entry),
                 Err(status) => status,
             };
             hw::aq_complete(&mut entry, status);
@@ -221,7 +226,12 @@ impl Nic {
         }
     }
 
-    fn execute(&mut self, cmd: AdminCmd, entry: &mut [u8; AQ_ENTRY_SIZE]) -> AdminStatus {
+    fn execute(
+        &mut self,
+        dma: &DmaSpace,
+        cmd: AdminCmd,
+        entry: &mut [u8; AQ_ENTRY_SIZE],
+    ) -> AdminStatus {
         debug!("admin {cmd:?}");
         match cmd {
             AdminCmd::QueryDevice => {
@@ -277,6 +287,18 @@ impl Nic {
                 }
                 self.offloads = flags;
             }
+            AdminCmd::SetRss { config } => {
+                let mut block = [0u8; hw::RSS_CONFIG_LEN];
+                if dma.read(config, &mut block).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let (key, table) = block.split_at(hw::RSS_KEY_LEN);
+                if table.iter().any(|&q| u16::from(q) >= MAX_QUEUE_PAIRS) {
+                    return AdminStatus::BadParam;
+                }
+                self.rss_key.copy_from_slice(key);
+                self.rss_table = Some(table.try_into().expect("split at the key length"));
+            }
         }
         AdminStatus::Ok
     }
@@ -311,19 +333,24 @@ impl Nic {
             self.stats.rx_no_queue += 1;
             return None;
         }
-        // RSS: the default indirection table spreads its entries round-robin
-        // over the running queue pairs.
         let csum = if self.offloads & offload_bits::RX_CSUM != 0 && offload::l4_checksum_ok(frame) {
             Cqe::CSUM_OK
         } else {
             0
         };
+        // RSS: the driver's indirection table, or by default its entries
+        // spread round-robin over the running queue pairs. An entry naming
+        // a pair that is not running falls back to the first running one.
         let (qp, flags, hash) = match rss::flow_fields(frame) {
             Some(f) => {
-                let hash = rss::toeplitz(&rss::DEFAULT_KEY, &f.input);
+                let hash = rss::toeplitz(&self.rss_key, &f.input);
                 let entry = hash as usize % rss::TABLE_SIZE;
                 let l4 = if f.l4 { Cqe::HASH_L4 } else { 0 };
-                (running[entry % running.len()], Cqe::HASH | l4, hash)
+                let qp = match &self.rss_table {
+                    Some(table) => Some(usize::from(table[entry])).filter(|q| running.contains(q)),
+                    None => Some(running[entry % running.len()]),
+                };
+                (qp.unwrap_or(running[0]), Cqe::HASH | l4, hash)
             }
             None => (running[0], 0, 0),
         };
@@ -357,36 +384,36 @@ mod tests {
     fn admin_validates_parameters() {
         let mut nic = Nic::new([2, 0, 0, 0, 0, 1]);
         let mut e = [0u8; AQ_ENTRY_SIZE];
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let mut run = |cmd| nic.execute(&dma, cmd, &mut e);
+        assert_eq!(run(AdminCmd::SetMtu { mtu: 67 }), AdminStatus::BadParam);
+        assert_eq!(run(AdminCmd::SetMtu { mtu: 9001 }), AdminStatus::BadParam);
+        assert_eq!(run(AdminCmd::SetMtu { mtu: 9000 }), AdminStatus::Ok);
         assert_eq!(
-            nic.execute(AdminCmd::SetMtu { mtu: 67 }, &mut e),
+            run(AdminCmd::SetMac {
+                mac: [1, 0, 0, 0, 0, 0]
+            }),
             AdminStatus::BadParam
         );
+        assert_eq!(run(AdminCmd::DestroyQp { qp: 0 }), AdminStatus::BadState);
+        assert_eq!(run(AdminCmd::DestroyQp { qp: 99 }), AdminStatus::BadParam);
         assert_eq!(
-            nic.execute(AdminCmd::SetMtu { mtu: 9001 }, &mut e),
-            AdminStatus::BadParam
+            run(AdminCmd::SetRss { config: 0x10 }),
+            AdminStatus::BadParam,
+            "unmapped block"
         );
+        let mut block = [0u8; hw::RSS_CONFIG_LEN];
+        block[hw::RSS_KEY_LEN + 5] = 8;
+        dma.write(0x1000, &block).unwrap();
         assert_eq!(
-            nic.execute(AdminCmd::SetMtu { mtu: 9000 }, &mut e),
-            AdminStatus::Ok
+            run(AdminCmd::SetRss { config: 0x1000 }),
+            AdminStatus::BadParam,
+            "queue pair 8"
         );
-        assert_eq!(
-            nic.execute(
-                AdminCmd::SetMac {
-                    mac: [1, 0, 0, 0, 0, 0]
-                },
-                &mut e
-            ),
-            AdminStatus::BadParam
-        );
-        assert_eq!(
-            nic.execute(AdminCmd::DestroyQp { qp: 0 }, &mut e),
-            AdminStatus::BadState
-        );
-        assert_eq!(
-            nic.execute(AdminCmd::DestroyQp { qp: 99 }, &mut e),
-            AdminStatus::BadParam
-        );
-        assert_eq!(nic.execute(AdminCmd::QueryDevice, &mut e), AdminStatus::Ok);
+        block[hw::RSS_KEY_LEN + 5] = 7;
+        dma.write(0x1000, &block).unwrap();
+        assert_eq!(run(AdminCmd::SetRss { config: 0x1000 }), AdminStatus::Ok);
+        assert_eq!(run(AdminCmd::QueryDevice), AdminStatus::Ok);
         assert_eq!(DeviceInfo::read_result(&e).max_mtu, 9000);
     }
 

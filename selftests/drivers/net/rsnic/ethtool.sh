@@ -15,7 +15,7 @@ channels() { ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}'; }
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 12
+ktap_header 17
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -79,4 +79,45 @@ wait_carrier "$NETIF_A" 1
 check "changes while down take effect at up" test "$(channels)" = 3 -a "$(ring TX)" = 256
 ethtool -L "$NETIF_A" combined 4
 check "traffic after all changes" ping -c 3 -W 2 -q $IP_B
+
+# RSS: the table as `ethtool -x` prints it, one queue number per entry.
+rss_table() { ethtool -x "$NETIF_A" | awk '/^ *[0-9]+:/ {for (i = 2; i <= NF; i++) print $i}'; }
+rss_key() { ethtool -x "$NETIF_A" | awk '/RSS hash key/ {getline; print}'; }
+rx_of() { stat "rx$1_packets"; }
+
+ok=true
+[ "$(rss_table | wc -l)" = 128 ] || ok=false
+[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || ok=false
+[ "$(rss_key | tr ':' '\n' | wc -l)" = 40 ] || ok=false
+check "ethtool -x: 128 entries over the 4 queues, 40-byte key" $ok
+
+ip netns exec $NS iperf3 -s -D -p 5202
+sleep 0.5
+ethtool -X "$NETIF_A" equal 2
+r2=$(rx_of 2)
+r3=$(rx_of 3)
+r01=$(( $(rx_of 0) + $(rx_of 1) ))
+iperf3 -c $IP_B -p 5202 -t 2 -P 8 -R >/dev/null
+ok=true
+[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 " ] || ok=false
+[ "$(rx_of 2)" = "$r2" ] && [ "$(rx_of 3)" = "$r3" ] || { echo "# queues 2/3 still received"; ok=false; }
+[ $(( $(rx_of 0) + $(rx_of 1) - r01 )) -gt 1000 ] || { echo "# queues 0/1 did not receive"; ok=false; }
+check "ethtool -X equal 2: the card steers everything to queues 0 and 1" $ok
+
+ok=true
+ethtool -X "$NETIF_A" equal 5 2>/dev/null && { echo "# equal 5 accepted"; ok=false; }
+ethtool -L "$NETIF_A" combined 1 2>/dev/null && { echo "# combined 1 accepted under a table using queue 1"; ok=false; }
+[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 " ] && [ "$(channels)" = 4 ] || ok=false
+check "ethtool -X equal 5 and -L 1 refused with the table in place" $ok
+
+key=$(python3 -c 'print(":".join(f"{i * 7 % 256:02x}" for i in range(40)))')
+ethtool -X "$NETIF_A" hkey "$key"
+check "ethtool -X hkey: the key is applied" test "$(rss_key)" = "$key"
+
+ethtool -X "$NETIF_A" default
+ethtool -L "$NETIF_A" combined 2
+check "ethtool -X default: the table follows the channel count again" \
+	test "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 "
+ethtool -L "$NETIF_A" combined 4
+pkill -f "iperf3 -s -D -p 5202"
 ktap_finish
