@@ -11,6 +11,7 @@ mod backend;
 mod config_space;
 mod control;
 mod dma;
+mod frame;
 mod function;
 mod irq;
 mod nic;

@@ -2,6 +2,7 @@
 
 //! Offloads the card performs on frames.
 
+use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::TxDesc;
 
 /// Ones'-complement sum of `data` (RFC 1071), not yet inverted.
@@ -44,15 +45,9 @@ pub fn l4_checksum_ok(frame: &[u8]) -> bool {
 }
 
 fn verify_l4(frame: &[u8]) -> Option<bool> {
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    if ethertype == 0x8100 {
-        off += 4;
-        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    }
-    let l3 = off + 2;
+    let (ethertype, l3) = network_layer(frame)?;
     let (proto, l4, end, pseudo) = match ethertype {
-        0x0800 => {
+        ETH_P_IPV4 => {
             let ihl = usize::from(frame.get(l3)? & 0x0f) * 4;
             let total = usize::from(u16::from_be_bytes([
                 *frame.get(l3 + 2)?,
@@ -70,7 +65,7 @@ fn verify_l4(frame: &[u8]) -> Option<bool> {
             sum = ones_complement_sum(&(l4_len as u16).to_be_bytes(), sum);
             (proto, l3 + ihl, l3 + total, sum)
         }
-        0x86dd => {
+        ETH_P_IPV6 => {
             let payload = usize::from(u16::from_be_bytes([
                 *frame.get(l3 + 4)?,
                 *frame.get(l3 + 5)?,
@@ -87,7 +82,7 @@ fn verify_l4(frame: &[u8]) -> Option<bool> {
     match proto {
         6 if segment.len() >= 20 => {}
         // IPv4 UDP may leave the checksum out (zero): nothing to verify.
-        17 if segment.len() >= 8 && (ethertype == 0x86dd || segment[6..8] != [0, 0]) => {}
+        17 if segment.len() >= 8 && (ethertype == ETH_P_IPV6 || segment[6..8] != [0, 0]) => {}
         _ => return Some(false),
     }
     Some(ones_complement_sum(segment, pseudo) == 0xffff)

@@ -3,6 +3,8 @@
 //! Receive-side scaling: the Toeplitz hash over a frame's addresses and
 //! ports, and the indirection table that maps it to a queue pair.
 
+use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
+
 /// The default hash key (the one in Microsoft's RSS specification, which
 /// most NICs ship as their default).
 pub const DEFAULT_KEY: [u8; 40] = [
@@ -44,15 +46,9 @@ pub struct FlowFields {
 /// Extracts the RSS input of an Ethernet frame (IPv4 or IPv6, optionally
 /// VLAN-tagged, TCP or UDP ports if not a fragment); `None` for other frames.
 pub fn flow_fields(frame: &[u8]) -> Option<FlowFields> {
-    let mut off = 12;
-    let mut ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    if ethertype == 0x8100 {
-        off += 4;
-        ethertype = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
-    }
-    let l3 = off + 2;
+    let (ethertype, l3) = network_layer(frame)?;
     let (mut input, proto, l4_off, fragment) = match ethertype {
-        0x0800 => {
+        ETH_P_IPV4 => {
             let ihl = usize::from(frame.get(l3)? & 0x0f) * 4;
             let frag = u16::from_be_bytes([*frame.get(l3 + 6)?, *frame.get(l3 + 7)?]) & 0x3fff != 0;
             (
@@ -62,7 +58,7 @@ pub fn flow_fields(frame: &[u8]) -> Option<FlowFields> {
                 frag,
             )
         }
-        0x86dd => (
+        ETH_P_IPV6 => (
             frame.get(l3 + 8..l3 + 40)?.to_vec(),
             *frame.get(l3 + 6)?,
             l3 + 40,
