@@ -72,6 +72,8 @@ endif
 # Lints: the module with clippy (no warnings allowed), the emulator with
 # clippy, and rustfmt on both.
 lint: rustfmtcheck
+	@# Recompile the crate, or clippy has nothing to say about it.
+	rm -f src/rsnic_drv.o
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
 	@! grep -E '^(warning|error)' .lint.log
 	@rm -f .lint.log

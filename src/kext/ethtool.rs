@@ -155,11 +155,11 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         T::channels(unsafe { Self::dev(ndev) }).1
     }
 
-    unsafe extern "C" fn rss_key_size(_ndev: *mut ffi::net_device) -> u32 {
+    extern "C" fn rss_key_size(_ndev: *mut ffi::net_device) -> u32 {
         hw::RSS_KEY_LEN as u32
     }
 
-    unsafe extern "C" fn rss_table_size(_ndev: *mut ffi::net_device) -> u32 {
+    extern "C" fn rss_table_size(_ndev: *mut ffi::net_device) -> u32 {
         hw::RSS_TABLE_LEN as u32
     }
 
