@@ -182,6 +182,7 @@ pub(crate) fn register(
             for q in 0..max_queues {
                 let queue = QueueVector::new(q, regs.clone(), dev.clone())?;
                 let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
+                queue.set_irq(irq);
                 let registration =
                     IrqHandlerRegistration::new(irq, c"rsnic-queue", QueueIrq::new(queue.clone()));
                 queue_irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;

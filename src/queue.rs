@@ -154,6 +154,7 @@ pub(crate) struct QueueVector {
 impl QueueVector {
     /// Queue pair `index` of `dev`, stopped.
     pub(crate) fn new(index: u16, regs: Arc<Registers>, dev: NetDevRef<Nic>) -> Result<Arc<Self>> {
+        let napi_index = u32::from(index);
         Arc::pin_init(
             pin_init!(&this in Self {
                 index,
@@ -161,7 +162,7 @@ impl QueueVector {
                 // SAFETY: The NAPI context is a field of `this`, so its owner
                 // outlives it; the `QueueVector` lives in the device's `Nic`,
                 // which is dropped before the device is freed.
-                napi <- unsafe { Napi::new(dev.get(), this.as_ptr().cast_const()) },
+                napi <- unsafe { Napi::new(dev.get(), napi_index, this.as_ptr().cast_const()) },
                 dev,
                 rx <- new_spinlock!(None),
                 tx <- new_spinlock!(None),
@@ -169,6 +170,11 @@ impl QueueVector {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Records the IRQ of this pair's vector in its NAPI context.
+    pub(crate) fn set_irq(&self, irq: u32) {
+        self.napi.set_irq(irq);
     }
 
     /// RX and TX packet/byte counters, for qstats.
@@ -256,6 +262,7 @@ impl QueueVector {
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
         self.napi.enable();
+        self.napi.link_queue(u32::from(self.index), true);
         self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
         Ok(())
     }
@@ -264,6 +271,7 @@ impl QueueVector {
     /// destroyed first, or the device reset).
     pub(crate) fn stop(&self, started: bool) {
         if started {
+            self.napi.link_queue(u32::from(self.index), false);
             self.napi.disable();
         }
         self.rx.lock().take();

@@ -57,10 +57,10 @@ unsigned int rsnic_hw_addr_list_copy(const struct netdev_hw_addr_list *list, u8 
 	return n;
 }
 
-void rsnic_netif_napi_add(struct net_device *dev, struct napi_struct *napi,
-			  int (*poll)(struct napi_struct *, int))
+void rsnic_netif_napi_add_config(struct net_device *dev, struct napi_struct *napi,
+				 int (*poll)(struct napi_struct *, int), int index)
 {
-	netif_napi_add(dev, napi, poll);
+	netif_napi_add_config(dev, napi, poll, index);
 }
 
 void rsnic_netif_napi_del(struct napi_struct *napi)
@@ -71,6 +71,11 @@ void rsnic_netif_napi_del(struct napi_struct *napi)
 void rsnic_napi_schedule(struct napi_struct *napi)
 {
 	napi_schedule(napi);
+}
+
+void rsnic_netif_napi_set_irq(struct napi_struct *napi, int irq)
+{
+	netif_napi_set_irq(napi, irq);
 }
 
 void rsnic_netif_tx_start_all_queues(struct net_device *dev)

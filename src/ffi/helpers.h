@@ -23,10 +23,11 @@ bool rsnic_netdev_allmulti(const struct net_device *dev);
 struct netdev_hw_addr_list;
 unsigned int rsnic_hw_addr_list_copy(const struct netdev_hw_addr_list *list, u8 *out, unsigned int max);
 
-void rsnic_netif_napi_add(struct net_device *dev, struct napi_struct *napi,
-			  int (*poll)(struct napi_struct *, int));
+void rsnic_netif_napi_add_config(struct net_device *dev, struct napi_struct *napi,
+				 int (*poll)(struct napi_struct *, int), int index);
 void rsnic_netif_napi_del(struct napi_struct *napi);
 void rsnic_napi_schedule(struct napi_struct *napi);
+void rsnic_netif_napi_set_irq(struct napi_struct *napi, int irq);
 
 void rsnic_netif_tx_start_all_queues(struct net_device *dev);
 void rsnic_netif_tx_disable(struct net_device *dev);

@@ -48,7 +48,9 @@ unsafe impl Send for Napi {}
 unsafe impl Sync for Napi {}
 
 impl Napi {
-    /// Adds a NAPI context to `dev` that calls `owner.poll`.
+    /// Adds NAPI context number `index` (its queue pair) to `dev`, calling
+    /// `owner.poll`. Its settings and NAPI ID persist per index across
+    /// disable/enable, as the netdev netlink family expects.
     ///
     /// # Safety
     ///
@@ -56,6 +58,7 @@ impl Napi {
     /// outlive it (drop it before the device is freed).
     pub(crate) unsafe fn new<D, P: NapiPoll + 'static>(
         dev: &NetDev<D>,
+        index: u32,
         owner: *const P,
     ) -> impl PinInit<Self> + '_ {
         pin_init!(Self {
@@ -65,7 +68,12 @@ impl Napi {
                 // alive. `netif_napi_add` initialises it.
                 unsafe {
                     core::ptr::write_bytes(slot, 0, 1);
-                    ffi::rsnic_netif_napi_add(dev.as_raw(), slot, Some(Self::poll_trampoline));
+                    ffi::rsnic_netif_napi_add_config(
+                        dev.as_raw(),
+                        slot,
+                        Some(Self::poll_trampoline),
+                        index as c_int,
+                    );
                 }
             }),
             dev: dev.as_raw(),
@@ -83,6 +91,39 @@ impl Napi {
     /// The device's raw pointer.
     pub(crate) fn dev_raw(&self) -> *mut ffi::net_device {
         self.dev
+    }
+
+    /// Records the IRQ that schedules this context (shown by the netdev
+    /// netlink family). Call before the device is registered.
+    pub(crate) fn set_irq(&self, irq: u32) {
+        // SAFETY: Added in `new`; the helper takes the device's lock.
+        unsafe { ffi::rsnic_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+    }
+
+    /// Links (or with `false`, unlinks) RX and TX queue `queue` of the
+    /// device to this context, for the netdev netlink family. Call under
+    /// RTNL (ndo_open/ndo_stop), with `queue` below the real queue count.
+    pub(crate) fn link_queue(&self, queue: u32, link: bool) {
+        let napi = if link {
+            self.as_raw()
+        } else {
+            core::ptr::null_mut()
+        };
+        // SAFETY: Added in `new`; RTNL held by the caller's contract.
+        unsafe {
+            ffi::netif_queue_set_napi(
+                self.dev,
+                queue,
+                ffi::netdev_queue_type_NETDEV_QUEUE_TYPE_RX,
+                napi,
+            );
+            ffi::netif_queue_set_napi(
+                self.dev,
+                queue,
+                ffi::netdev_queue_type_NETDEV_QUEUE_TYPE_TX,
+                napi,
+            );
+        }
     }
 
     /// Allows polling (ndo_open). Must be paired with [`Napi::disable`].

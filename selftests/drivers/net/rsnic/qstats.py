@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Prints a device's qstats (netdev generic netlink family) as JSON:
-{"device": {...}, "queues": [{"type": "rx"|"tx", "id": N, ...}]}.
-A minimal client so the test needs no YNL install:  qstats.py IFNAME
+"""Prints what the netdev generic netlink family says about a device, as
+JSON: qstats ({"device": {...}, "queues": [{"type": "rx"|"tx", "id": N,
+...}]}), each queue's NAPI ("queue_napi": {"rx0": NAPI_ID, ...}) and each
+NAPI's IRQ ("napi_irq": {NAPI_ID: IRQ}). A minimal client so the tests need
+no YNL install:  qstats.py IFNAME
 """
 
 import json
@@ -17,7 +19,9 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NETDEV_CMD_QSTATS_GET = 12
+NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_QSTATS_GET = 10, 11, 12
+Q_ID, Q_IFINDEX, Q_TYPE, Q_NAPI_ID = 1, 2, 3, 4
+NAPI_IFINDEX, NAPI_ID, NAPI_IRQ = 1, 2, 3
 A_IFINDEX, A_QUEUE_TYPE, A_QUEUE_ID, A_SCOPE = 1, 2, 3, 4
 COUNTERS = {8: "rx_packets", 9: "rx_bytes", 10: "tx_packets", 11: "tx_bytes"}
 
@@ -74,6 +78,15 @@ def main():
         q = {"type": "tx" if uint(reply[A_QUEUE_TYPE]) else "rx", "id": uint(reply[A_QUEUE_ID])}
         q.update({name: uint(reply[k]) for k, name in COUNTERS.items() if k in reply})
         result["queues"].append(q)
+    ifq = attr(Q_IFINDEX, struct.pack("I", ifindex))
+    result["queue_napi"] = {}
+    for reply in request(sock, family, NETDEV_CMD_QUEUE_GET, ifq, NLM_F_DUMP):
+        name = ("tx" if uint(reply[Q_TYPE]) else "rx") + str(uint(reply[Q_ID]))
+        result["queue_napi"][name] = uint(reply[Q_NAPI_ID]) if Q_NAPI_ID in reply else None
+    ifn = attr(NAPI_IFINDEX, struct.pack("I", ifindex))
+    result["napi_irq"] = {}
+    for reply in request(sock, family, NETDEV_CMD_NAPI_GET, ifn, NLM_F_DUMP):
+        result["napi_irq"][str(uint(reply[NAPI_ID]))] = uint(reply[NAPI_IRQ]) if NAPI_IRQ in reply else None
     print(json.dumps(result))
 
 

@@ -48,7 +48,7 @@ iperf3 -c $IP_B -p 5201 -t 2 -P 4 >/dev/null
 iperf3 -c $IP_B -p 5201 -t 2 -P 4 -R >/dev/null
 sleep 0.5
 
-ktap_header 6
+ktap_header 7
 check "qstats device totals equal rtnl stats after traffic" agree device
 check "qstats per-queue sums equal rtnl stats (4 queues in use)" agree queues
 
@@ -71,4 +71,26 @@ check "counters survive down/up" $ok
 iperf3 -c $IP_B -p 5201 -t 1 >/dev/null
 sleep 0.5
 check "and keep counting, qstats equal rtnl" agree device
+
+# Each queue in use is linked to its pair's NAPI, and each NAPI to the
+# IRQ of the pair's MSI-X vector (an "rsnic-queue" line of /proc/interrupts).
+napi_ok() {
+	"$QSTATS" "$NETIF_A" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+irqs = {l.split(":")[0].strip() for l in open("/proc/interrupts") if "rsnic-queue" in l}
+qn, ni = r["queue_napi"], r["napi_irq"]
+ok = True
+for q in range(4):
+    rx, tx = qn.get(f"rx{q}"), qn.get(f"tx{q}")
+    if rx is None or rx != tx or str(ni.get(str(rx))) not in irqs:
+        print(f"# queue {q}: rx napi {rx}, tx napi {tx}, irq {ni.get(str(rx))}")
+        ok = False
+if len({qn[f"rx{q}"] for q in range(4)}) != 4:
+    print("# queues share a NAPI")
+    ok = False
+sys.exit(0 if ok else 1)
+'
+}
+check "queues linked to their NAPI, NAPIs to their queue IRQ (netdev netlink)" napi_ok
 ktap_finish
