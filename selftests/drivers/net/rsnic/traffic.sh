@@ -32,6 +32,13 @@ bytes_agree() {
 # Queues of an `ethtool -S` listing that received more than 100 packets.
 busy_rx_queues() { ethtool -S "$1" | awk '/rx[0-9]+_packets/ && $2 > 100' | wc -l; }
 
+# The host's RSS key is random per boot; with only 8 flows whose source
+# ports differ in a few bits, an unlucky key can put them all on one queue.
+# Use the RSS specification's key so the spread check is deterministic.
+MS_KEY=6d:5a:56:da:25:5b:0e:c2:41:67:25:3d:43:a3:8f:b0:d0:ca:2b:cb:ae:7b:30:b4:77:cb:2d:a3:80:30:f2:0c:6a:42:b7:3b:be:ac:01:fa
+ethtool -X "$NETIF_A" hkey $MS_KEY
+ip netns exec $NS ethtool -X "$NETIF_B" hkey $MS_KEY
+
 ip netns exec $NS iperf3 -s -D -p 5201 --logfile /tmp/iperf3-server.log
 sleep 0.5
 ktap_header 7
