@@ -81,17 +81,40 @@ impl QueueGeometry {
     }
 }
 
-struct TxRing {
+/// A descriptor ring with one DMA buffer per slot, as both TX and RX use.
+struct Ring {
     desc: DmaBuffer,
     bufs: DmaBuffer,
+    /// Bytes of each slot's buffer.
+    buf_len: usize,
     size: RingSize,
-    /// Oldest descriptor the card has not completed.
+    /// TX: oldest descriptor the card has not completed. RX: next buffer
+    /// the card fills.
     head: RingIndex,
-    /// Next free descriptor.
+    /// Next descriptor to post.
     tail: RingIndex,
 }
 
-impl TxRing {
+impl Ring {
+    /// A ring of `size` descriptors of `desc_size` bytes, each slot with a
+    /// `buf_len`-byte buffer.
+    fn alloc(dma: &DmaAllocator, size: RingSize, desc_size: usize, buf_len: usize) -> Result<Self> {
+        let n = usize::from(size.get());
+        Ok(Self {
+            desc: dma.alloc(n * desc_size)?,
+            bufs: dma.alloc(n * buf_len)?,
+            buf_len,
+            size,
+            head: RingIndex::default(),
+            tail: RingIndex::default(),
+        })
+    }
+
+    /// Offset of slot `i`'s buffer in `bufs`.
+    fn buf_offset(&self, i: RingIndex) -> usize {
+        usize::from(i.get()) * self.buf_len
+    }
+
     fn in_flight(&self) -> u16 {
         self.size.distance(self.head, self.tail)
     }
@@ -102,16 +125,6 @@ impl TxRing {
     }
 }
 
-struct RxRing {
-    desc: DmaBuffer,
-    bufs: DmaBuffer,
-    size: RingSize,
-    /// Next buffer the card fills.
-    head: RingIndex,
-    /// Next descriptor to post.
-    tail: RingIndex,
-}
-
 struct CompletionQueue {
     mem: DmaBuffer,
     entries: u32,
@@ -119,18 +132,27 @@ struct CompletionQueue {
     phase: bool,
 }
 
+impl CompletionQueue {
+    /// Moves past the entry at `head`, flipping the expected phase at the wrap.
+    fn advance(&mut self) {
+        self.head += 1;
+        if self.head == self.entries {
+            self.head = 0;
+            self.phase = !self.phase;
+        }
+    }
+}
+
 /// The TX side of a running queue pair (xmit and TX completions).
 struct TxState {
-    ring: TxRing,
-    buf_len: usize,
+    ring: Ring,
     csum: bool,
 }
 
 /// The completion queue and RX side of a running queue pair (NAPI only).
 struct RxState {
     cq: CompletionQueue,
-    ring: RxRing,
-    buf_len: usize,
+    ring: Ring,
 }
 
 /// One queue pair and its interrupt vector.
@@ -207,17 +229,9 @@ impl QueueVector {
         geo: QueueGeometry,
         tx_csum: bool,
     ) -> Result<hw::QpConfig> {
-        let (tx_n, rx_n) = (usize::from(geo.tx.get()), usize::from(geo.rx.get()));
         let cq_entries = geo.cq_entries();
         let tx = TxState {
-            ring: TxRing {
-                desc: dma.alloc(tx_n * TxDesc::SIZE)?,
-                bufs: dma.alloc(tx_n * geo.buf_len)?,
-                size: geo.tx,
-                head: RingIndex::default(),
-                tail: RingIndex::default(),
-            },
-            buf_len: geo.buf_len,
+            ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE, geo.buf_len)?,
             csum: tx_csum,
         };
         let rx = RxState {
@@ -227,14 +241,7 @@ impl QueueVector {
                 head: 0,
                 phase: true,
             },
-            ring: RxRing {
-                desc: dma.alloc(rx_n * RxDesc::SIZE)?,
-                bufs: dma.alloc(rx_n * geo.buf_len)?,
-                size: geo.rx,
-                head: RingIndex::default(),
-                tail: RingIndex::default(),
-            },
-            buf_len: geo.buf_len,
+            ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE, geo.buf_len)?,
         };
         let cmd = hw::QpConfig {
             qp: self.index,
@@ -257,7 +264,7 @@ impl QueueVector {
             let mut guard = self.rx.lock();
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
             for _ in 0..rx.ring.size.get() - 1 {
-                post_rx(&mut rx.ring, rx.buf_len)?;
+                post_rx(&mut rx.ring)?;
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
@@ -286,7 +293,7 @@ impl QueueVector {
             return;
         };
         let len = skb.len() as usize;
-        if len > state.buf_len || skb.linearize().is_err() {
+        if len > state.ring.buf_len || skb.linearize().is_err() {
             bump(&self.stats.tx_dropped, 1);
             return;
         }
@@ -297,9 +304,9 @@ impl QueueVector {
             dev.tx_stop(self.index);
             return;
         }
-        let buf_len = state.buf_len;
         let tx = &mut state.ring;
         let slot = usize::from(tx.tail.get());
+        let offset = tx.buf_offset(tx.tail);
         let mut desc = TxDesc {
             len: len as u32,
             flags: TxDesc::EOP,
@@ -310,9 +317,9 @@ impl QueueVector {
             desc.csum_start = csum.start;
             desc.csum_offset = csum.offset;
         }
-        let copied = tx.bufs.dma_addr(slot * buf_len).and_then(|addr| {
+        let copied = tx.bufs.dma_addr(offset).and_then(|addr| {
             desc.addr = addr;
-            tx.bufs.write(slot * buf_len, skb.linear_data())?;
+            tx.bufs.write(offset, skb.linear_data())?;
             tx.desc.write(slot * TxDesc::SIZE, &desc.to_bytes())
         });
         if copied.is_err() {
@@ -350,14 +357,13 @@ impl QueueVector {
 
     /// Hands the frame of an RX completion to the stack and re-posts its
     /// buffer. Runs with `rx` locked but `tx` free (the stack may transmit).
-    fn complete_rx(&self, rx: &mut RxState, cqe: Cqe, rx_csum: bool) {
-        let ring = &mut rx.ring;
+    fn complete_rx(&self, ring: &mut Ring, cqe: Cqe, rx_csum: bool) {
         let len = cqe.len as usize;
-        if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > rx.buf_len {
+        if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > ring.buf_len {
             bump(&self.stats.bad_completions, 1);
             return;
         }
-        let offset = usize::from(ring.head.get()) * rx.buf_len;
+        let offset = ring.buf_offset(ring.head);
         ring.head = ring.size.next(ring.head);
         let skb = SkBuff::alloc_rx(&self.napi, len as u32).and_then(|mut skb| {
             skb.put_from_dma(&ring.bufs, offset, len).ok()?;
@@ -378,18 +384,18 @@ impl QueueVector {
             None => bump(&self.stats.rx_dropped, 1),
         }
         // The buffer's data is copied out: give it back to the card.
-        if post_rx(ring, rx.buf_len).is_err() {
+        if post_rx(ring).is_err() {
             bump(&self.stats.rx_dropped, 1);
         }
     }
 }
 
 /// Writes the descriptor for the buffer at the RX tail and advances it.
-fn post_rx(rx: &mut RxRing, buf_len: usize) -> Result {
+fn post_rx(rx: &mut Ring) -> Result {
     let slot = usize::from(rx.tail.get());
     let desc = RxDesc {
-        addr: rx.bufs.dma_addr(slot * buf_len)?,
-        len: buf_len as u32,
+        addr: rx.bufs.dma_addr(rx.buf_offset(rx.tail))?,
+        len: rx.buf_len as u32,
     };
     rx.desc.write(slot * RxDesc::SIZE, &desc.to_bytes())?;
     rx.tail = rx.size.next(rx.tail);
@@ -431,13 +437,9 @@ impl NapiPoll for QueueVector {
             let Some(cqe) = read_cqe(&rx.cq) else {
                 break;
             };
-            rx.cq.head += 1;
-            if rx.cq.head == rx.cq.entries {
-                rx.cq.head = 0;
-                rx.cq.phase = !rx.cq.phase;
-            }
+            rx.cq.advance();
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(rx, cqe, rx_csum);
+                self.complete_rx(&mut rx.ring, cqe, rx_csum);
                 received += 1;
             } else {
                 tx_room = self.complete_tx(cqe);

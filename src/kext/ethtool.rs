@@ -4,7 +4,7 @@
 
 use core::{fmt, marker::PhantomData};
 
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 use crate::ffi;
 use crate::hw;
@@ -213,10 +213,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
             let indir = unsafe { core::slice::from_raw_parts(param.indir, hw::RSS_TABLE_LEN) };
             for (t, &q) in table.iter_mut().zip(indir) {
-                match u8::try_from(q) {
-                    Ok(q) => *t = q,
-                    Err(_) => return EINVAL.to_errno(),
-                }
+                let Ok(q) = u8::try_from(q) else {
+                    return EINVAL.to_errno();
+                };
+                *t = q;
             }
             Some(&table)
         };
@@ -229,10 +229,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             Some(&key)
         };
         // SAFETY: Per the function's contract.
-        match T::set_rss(unsafe { Self::dev(ndev) }, table, key) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_rss(unsafe { Self::dev(ndev) }, table, key)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -375,10 +375,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
-        match T::set_channels(unsafe { Self::dev(ndev) }, ch.combined_count) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_channels(unsafe { Self::dev(ndev) }, ch.combined_count)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -396,10 +396,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
-        match T::set_rings(unsafe { Self::dev(ndev) }, ring.rx_pending, ring.tx_pending) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_rings(unsafe { Self::dev(ndev) }, ring.rx_pending, ring.tx_pending)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
