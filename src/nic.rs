@@ -22,8 +22,8 @@ use crate::kext::{
     ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
     netdev::{
-        rss_key_fill, Features, HwAddrList, LinkStats, NetDev, NetDevOps, NetDevRef, QueueCounters,
-        Registration, Setup,
+        is_valid_ether_addr, random_ether_addr, rss_key_fill, Features, HwAddrList, LinkStats,
+        NetDev, NetDevOps, NetDevRef, QueueCounters, Registration, Setup,
     },
     skb::SkBuff,
 };
@@ -151,8 +151,19 @@ pub(crate) fn register(
     }
     let ring =
         RingSize::new(DEFAULT_RING, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL)?;
+    // The card's permanent address is untrusted like everything it says.
+    let mut mac = regs.mac()?;
+    if !is_valid_ether_addr(&mac) {
+        let bad = mac;
+        mac = random_ether_addr();
+        dev_warn!(
+            pdev,
+            "card's MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} is not a unicast address; using a random one\n",
+            bad[0], bad[1], bad[2], bad[3], bad[4], bad[5]
+        );
+    }
     let setup = Setup {
-        mac: regs.mac()?,
+        mac,
         min_mtu: hw::MIN_MTU,
         max_mtu: info.max_mtu.clamp(hw::MIN_MTU, hw::MAX_MTU),
         queues: u32::from(max_queues.min(DEFAULT_QUEUES)),

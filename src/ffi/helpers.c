@@ -20,6 +20,11 @@ void rsnic_set_netdev_dev(struct net_device *dev, struct device *parent)
 	SET_NETDEV_DEV(dev, parent);
 }
 
+void rsnic_eth_random_addr(u8 *addr)
+{
+	eth_random_addr(addr);
+}
+
 void rsnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr)
 {
 	eth_hw_addr_set(dev, addr);

@@ -16,6 +16,7 @@ struct sk_buff;
 
 void *rsnic_netdev_priv(const struct net_device *dev);
 void rsnic_set_netdev_dev(struct net_device *dev, struct device *parent);
+void rsnic_eth_random_addr(u8 *addr);
 void rsnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr);
 bool rsnic_netif_carrier_ok(const struct net_device *dev);
 bool rsnic_netdev_promisc(const struct net_device *dev);

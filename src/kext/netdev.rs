@@ -13,6 +13,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::{
     device::Device,
+    error::from_result,
     ffi::{c_int, c_uint, c_void},
     prelude::*,
     types::Opaque,
@@ -245,6 +246,20 @@ impl<T> NetDev<T> {
         // SAFETY: As `tx_stop`.
         unsafe { ffi::rsnic_netif_tx_queue_stopped(self.as_raw(), q) }
     }
+}
+
+/// Whether `mac` can be a station address: not multicast, not all zeros
+/// (`is_valid_ether_addr`).
+pub(crate) fn is_valid_ether_addr(mac: &[u8; 6]) -> bool {
+    mac[0] & 1 == 0 && *mac != [0; 6]
+}
+
+/// A random locally administered unicast address (`eth_random_addr`).
+pub(crate) fn random_ether_addr() -> [u8; 6] {
+    let mut mac = [0u8; 6];
+    // SAFETY: `mac` is valid for writes of the 6 bytes the helper fills.
+    unsafe { ffi::rsnic_eth_random_addr(mac.as_mut_ptr()) };
+    mac
 }
 
 /// Fills `key` with the system-wide random RSS key (`netdev_rss_key_fill`),
@@ -522,10 +537,10 @@ impl<T: NetDevOps> Adapter<T> {
     unsafe extern "C" fn open(ndev: *mut ffi::net_device) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
-        match T::open(dev) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::open(dev)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -534,10 +549,10 @@ impl<T: NetDevOps> Adapter<T> {
     unsafe extern "C" fn stop(ndev: *mut ffi::net_device) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
-        match T::stop(dev) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::stop(dev)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -592,10 +607,10 @@ impl<T: NetDevOps> Adapter<T> {
         // SAFETY: `HwAddrList` is `repr(transparent)` over the C list, live
         // for this call.
         let mc = unsafe { &*mc.cast::<HwAddrList>() };
-        match T::set_rx_mode(dev, mc) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_rx_mode(dev, mc)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -610,16 +625,14 @@ impl<T: NetDevOps> Adapter<T> {
         for (m, &b) in mac.iter_mut().zip(sa.sa_data.iter()) {
             *m = b;
         }
-        if mac[0] & 1 != 0 || mac == [0; 6] {
+        if !is_valid_ether_addr(&mac) {
             return -(kernel::bindings::EADDRNOTAVAIL as c_int);
         }
-        match T::set_mac_address(dev, mac) {
-            Ok(()) => {
-                dev.set_mac(&mac);
-                0
-            }
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_mac_address(dev, mac)?;
+            dev.set_mac(&mac);
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -628,16 +641,12 @@ impl<T: NetDevOps> Adapter<T> {
     unsafe extern "C" fn change_mtu(ndev: *mut ffi::net_device, mtu: c_int) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
-        let Ok(mtu) = u32::try_from(mtu) else {
-            return EINVAL.to_errno();
-        };
-        match T::change_mtu(dev, mtu) {
-            Ok(()) => {
-                dev.set_mtu(mtu);
-                0
-            }
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
+            T::change_mtu(dev, mtu)?;
+            dev.set_mtu(mtu);
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -649,10 +658,10 @@ impl<T: NetDevOps> Adapter<T> {
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
-        match T::set_features(dev, Features::from_raw(features)) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::set_features(dev, Features::from_raw(features))?;
+            Ok(0)
+        })
     }
 
     /// # Safety

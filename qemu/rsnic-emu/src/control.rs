@@ -33,15 +33,18 @@ pub enum Fault {
     Dma = 3,
     /// Every register reads all-ones, as after surprise removal.
     AllOnes = 4,
+    /// The permanent MAC address reads as a multicast address.
+    BadMac = 5,
 }
 
 impl Fault {
-    const ALL: [Fault; 5] = [
+    const ALL: [Fault; 6] = [
         Fault::None,
         Fault::Scratch,
         Fault::Irq,
         Fault::Dma,
         Fault::AllOnes,
+        Fault::BadMac,
     ];
 
     /// Name used on the control socket.
@@ -52,6 +55,7 @@ impl Fault {
             Fault::Irq => "irq",
             Fault::Dma => "dma",
             Fault::AllOnes => "all-ones",
+            Fault::BadMac => "bad-mac",
         }
     }
 }

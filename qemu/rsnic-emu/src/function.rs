@@ -106,7 +106,10 @@ impl Function {
         if self.faults.is(Fault::AllOnes) {
             return u32::MAX;
         }
-        let mac = self.id.mac;
+        let mut mac = self.id.mac;
+        if self.faults.is(Fault::BadMac) {
+            mac[0] |= 1;
+        }
         match offset {
             regs::MAGIC => hw::MAGIC,
             regs::HW_VERSION => hw::HW_VERSION,
@@ -267,6 +270,8 @@ mod tests {
         assert_ne!(f.read_reg(regs::SCRATCH), 0xdead_beef);
         faults.set_by_name("all-ones").unwrap();
         assert_eq!(f.read_reg(regs::MAGIC), u32::MAX);
+        faults.set_by_name("bad-mac").unwrap();
+        assert_eq!(f.read_reg(regs::MAC_LO) & 1, 1, "multicast bit set");
     }
 
     #[test]

@@ -22,7 +22,7 @@ declare -A expect=(
 )
 faults=(scratch irq dma all-ones)
 
-ktap_header $((${#faults[@]} * 2 + 1))
+ktap_header $((${#faults[@]} * 2 + 2))
 for fault in "${faults[@]}"; do
 	unload_driver
 	harness card A fault "$fault" >/dev/null
@@ -40,6 +40,22 @@ for fault in "${faults[@]}"; do
 	echo "$a" >/sys/bus/pci/drivers/rsnic/bind 2>/dev/null
 	check "fault $fault: card binds once healthy" is_bound "$a"
 done
+
+# A card whose permanent MAC is not unicast still binds; its netdev gets a
+# random locally administered address instead.
+unload_driver
+harness card A fault bad-mac >/dev/null
+dmesg_mark
+insmod "$RSNIC_KO"
+ok=true
+is_bound "$a" || { echo "# card A not bound with a bad MAC"; ok=false; }
+mac=$(cat /sys/bus/pci/devices/$a/net/*/address 2>/dev/null)
+python3 -c 'import sys; b=int(sys.argv[1].split(":")[0], 16); sys.exit(0 if b & 1 == 0 and b & 2 else 1)' "${mac:-01:00}" ||
+	{ echo "# netdev MAC '$mac' is not a random unicast address"; ok=false; }
+dmesg_since_mark | grep -q "rsnic $a: card's MAC 03:52:53:00:00:0a is not a unicast address" ||
+	{ echo "# no warning about the card's MAC"; ok=false; }
+check "fault bad-mac: card binds with a random unicast MAC and a warning" $ok
+harness card A fault none >/dev/null
 
 unload_driver
 load_driver
