@@ -229,8 +229,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             Some(&key)
         };
         // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rss(unsafe { Self::dev(ndev) }, table, key)?;
+            T::set_rss(dev, table, key)?;
             Ok(0)
         })
     }
@@ -375,8 +376,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_channels(unsafe { Self::dev(ndev) }, ch.combined_count)?;
+            T::set_channels(dev, ch.combined_count)?;
             Ok(0)
         })
     }
@@ -396,8 +398,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rings(unsafe { Self::dev(ndev) }, ring.rx_pending, ring.tx_pending)?;
+            T::set_rings(dev, ring.rx_pending, ring.tx_pending)?;
             Ok(0)
         })
     }
