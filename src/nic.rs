@@ -191,7 +191,7 @@ pub(crate) fn register(
             let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             for q in 0..max_queues {
-                let queue = QueueVector::new(q, regs.clone(), dev.clone())?;
+                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone())?;
                 let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
                 queue.set_irq(irq);
                 let registration =

@@ -24,7 +24,7 @@ use crate::kext::{
     dma_alloc::DmaAllocator,
     dma_buf::DmaBuffer,
     msix::IrqHandler,
-    napi::{Napi, NapiPoll},
+    napi::{Napi, NapiPoll, WithNapi},
     netdev::{NetDev, NetDevRef, QueueCounters},
     skb::SkBuff,
 };
@@ -155,14 +155,16 @@ struct RxState {
     ring: Ring,
 }
 
-/// One queue pair and its interrupt vector.
+/// One queue pair and its interrupt vector: the pair with the NAPI
+/// context that polls it.
+pub(crate) type QueueVector = WithNapi<QueuePair>;
+
+/// One queue pair: its rings and counters.
 #[pin_data]
-pub(crate) struct QueueVector {
+pub(crate) struct QueuePair {
     index: u16,
     regs: Arc<Registers>,
     dev: NetDevRef<Nic>,
-    #[pin]
-    napi: Napi,
     /// Lock order: `rx` before `tx`. The stack may transmit from inside
     /// RX delivery (an echo reply), so `tx` is never held across delivery.
     #[pin]
@@ -173,32 +175,59 @@ pub(crate) struct QueueVector {
     pub(crate) stats: QueueStats,
 }
 
-impl QueueVector {
-    /// Queue pair `index` of `dev`, stopped.
-    pub(crate) fn new(index: u16, regs: Arc<Registers>, dev: NetDevRef<Nic>) -> Result<Arc<Self>> {
-        let napi_index = u32::from(index);
-        Arc::pin_init(
-            pin_init!(&this in Self {
-                index,
-                regs,
-                // SAFETY: The NAPI context is a field of `this`, so its owner
-                // outlives it; the `QueueVector` lives in the device's `Nic`,
-                // which is dropped before the device is freed.
-                napi <- unsafe { Napi::new(dev.get(), napi_index, this.as_ptr().cast_const()) },
-                dev,
-                rx <- new_spinlock!(None),
-                tx <- new_spinlock!(None),
-                stats: QueueStats::new(),
-            }),
-            GFP_KERNEL,
-        )
+impl WithNapi<QueuePair> {
+    /// Queue pair `index` of `dev`, stopped. Keep it in the device's `Nic`.
+    pub(crate) fn new_queue(
+        index: u16,
+        regs: Arc<Registers>,
+        dev: NetDevRef<Nic>,
+    ) -> Result<Arc<Self>> {
+        let pair_dev = dev.clone();
+        let pair = try_pin_init!(QueuePair {
+            index,
+            regs,
+            dev: pair_dev,
+            rx <- new_spinlock!(None),
+            tx <- new_spinlock!(None),
+            stats: QueueStats::new(),
+        }? Error);
+        Arc::pin_init(WithNapi::new(&dev, u32::from(index), pair), GFP_KERNEL)
     }
 
     /// Records the IRQ of this pair's vector in its NAPI context.
     pub(crate) fn set_irq(&self, irq: u32) {
-        self.napi.set_irq(irq);
+        self.napi().set_irq(irq);
     }
 
+    /// Posts every RX buffer, enables NAPI and arms the interrupt.
+    pub(crate) fn start(&self) -> Result {
+        {
+            let mut guard = self.rx.lock();
+            let rx = (*guard).as_mut().ok_or(EINVAL)?;
+            for _ in 0..rx.ring.size.get() - 1 {
+                post_rx(&mut rx.ring)?;
+            }
+            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
+        }
+        self.napi().enable();
+        self.napi().link_queue(u32::from(self.index), true);
+        self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
+        Ok(())
+    }
+
+    /// Stops polling and frees the rings (the card's queue must be
+    /// destroyed first, or the device reset).
+    pub(crate) fn stop(&self, started: bool) {
+        if started {
+            self.napi().link_queue(u32::from(self.index), false);
+            self.napi().disable();
+        }
+        self.rx.lock().take();
+        self.tx.lock().take();
+    }
+}
+
+impl QueuePair {
     /// RX and TX packet/byte counters, for qstats.
     pub(crate) fn counters(&self) -> (QueueCounters, QueueCounters) {
         let s = &self.stats;
@@ -256,33 +285,6 @@ impl QueueVector {
         *self.rx.lock() = Some(rx);
         *self.tx.lock() = Some(tx);
         Ok(cmd)
-    }
-
-    /// Posts every RX buffer, enables NAPI and arms the interrupt.
-    pub(crate) fn start(&self) -> Result {
-        {
-            let mut guard = self.rx.lock();
-            let rx = (*guard).as_mut().ok_or(EINVAL)?;
-            for _ in 0..rx.ring.size.get() - 1 {
-                post_rx(&mut rx.ring)?;
-            }
-            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
-        }
-        self.napi.enable();
-        self.napi.link_queue(u32::from(self.index), true);
-        self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
-        Ok(())
-    }
-
-    /// Stops polling and frees the rings (the card's queue must be
-    /// destroyed first, or the device reset).
-    pub(crate) fn stop(&self, started: bool) {
-        if started {
-            self.napi.link_queue(u32::from(self.index), false);
-            self.napi.disable();
-        }
-        self.rx.lock().take();
-        self.tx.lock().take();
     }
 
     /// Sends one frame on this queue pair.
@@ -357,7 +359,7 @@ impl QueueVector {
 
     /// Hands the frame of an RX completion to the stack and re-posts its
     /// buffer. Runs with `rx` locked but `tx` free (the stack may transmit).
-    fn complete_rx(&self, ring: &mut Ring, cqe: Cqe, rx_csum: bool) {
+    fn complete_rx(&self, napi: &Napi, ring: &mut Ring, cqe: Cqe, rx_csum: bool) {
         let len = cqe.len as usize;
         if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > ring.buf_len {
             bump(&self.stats.bad_completions, 1);
@@ -365,7 +367,7 @@ impl QueueVector {
         }
         let offset = ring.buf_offset(ring.head);
         ring.head = ring.size.next(ring.head);
-        let skb = SkBuff::alloc_rx(&self.napi, len as u32).and_then(|mut skb| {
+        let skb = SkBuff::alloc_rx(napi, len as u32).and_then(|mut skb| {
             skb.put_from_dma(&ring.bufs, offset, len).ok()?;
             if cqe.flags & Cqe::HASH != 0 {
                 skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
@@ -379,7 +381,7 @@ impl QueueVector {
             Some(skb) => {
                 bump(&self.stats.rx_packets, 1);
                 bump(&self.stats.rx_bytes, len as u64);
-                skb.receive(&self.napi, self.index);
+                skb.receive(napi, self.index);
             }
             None => bump(&self.stats.rx_dropped, 1),
         }
@@ -419,8 +421,8 @@ fn read_cqe(cq: &CompletionQueue) -> Option<Cqe> {
     Some(Cqe::from_bytes(&raw))
 }
 
-impl NapiPoll for QueueVector {
-    fn poll(&self, _napi: &Napi, budget: u32) -> u32 {
+impl NapiPoll for QueuePair {
+    fn poll(&self, napi: &Napi, budget: u32) -> u32 {
         let dev = self.dev.get();
         let rx_csum = dev.features().rx_csum;
         let mut received = 0;
@@ -429,7 +431,7 @@ impl NapiPoll for QueueVector {
         let Some(rx) = &mut *guard else {
             // Stopped meanwhile: nothing to poll, nothing to re-arm.
             drop(guard);
-            self.napi.complete_done(0);
+            napi.complete_done(0);
             return 0;
         };
         let rx_tail_before = rx.ring.tail;
@@ -439,7 +441,7 @@ impl NapiPoll for QueueVector {
             };
             rx.cq.advance();
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(&mut rx.ring, cqe, rx_csum);
+                self.complete_rx(napi, &mut rx.ring, cqe, rx_csum);
                 received += 1;
             } else {
                 tx_room = self.complete_tx(cqe);
@@ -453,7 +455,7 @@ impl NapiPoll for QueueVector {
         if tx_room && dev.tx_stopped(self.index) {
             dev.tx_wake(self.index);
         }
-        if received < budget && self.napi.complete_done(received) {
+        if received < budget && napi.complete_done(received) {
             self.doorbell(regs::DB_CQ_HEAD, head | CQ_ARM);
         } else {
             self.doorbell(regs::DB_CQ_HEAD, head);
@@ -477,7 +479,7 @@ impl QueueIrq {
 
 impl IrqHandler for QueueIrq {
     fn handle(&self) -> bool {
-        self.queue.napi.schedule();
+        self.queue.napi().schedule();
         true
     }
 }

@@ -11,7 +11,7 @@ use kernel::{
 };
 
 use crate::ffi;
-use crate::kext::netdev::NetDev;
+use crate::kext::netdev::{NetDev, NetDevRef};
 
 /// What a NAPI context polls.
 pub(crate) trait NapiPoll: Send + Sync {
@@ -176,5 +176,52 @@ impl PinnedDrop for Napi {
         // SAFETY: Added in `new` and (by the driver's contract) disabled;
         // the device is still alive.
         unsafe { ffi::rsnic_netif_napi_del(self.as_raw()) };
+    }
+}
+
+/// A [`NapiPoll`] owner together with the NAPI context that polls it.
+///
+/// Keeping both in one pinned object is what makes the context's pointer
+/// to its owner sound: the owner cannot move, and the context (declared
+/// first) is deleted before the owner is dropped. Derefs to the owner.
+#[pin_data]
+pub(crate) struct WithNapi<P> {
+    #[pin]
+    napi: Napi,
+    #[pin]
+    owner: P,
+}
+
+impl<P: NapiPoll + 'static> WithNapi<P> {
+    /// `owner` with NAPI context number `index` of `dev`. Like every
+    /// [`NetDevRef`] holder, the result must live inside the device's state.
+    pub(crate) fn new<'a, D: 'a>(
+        dev: &'a NetDevRef<D>,
+        index: u32,
+        owner: impl PinInit<P, Error> + 'a,
+    ) -> impl PinInit<Self, Error> + 'a {
+        try_pin_init!(&this in Self {
+            owner <- owner,
+            // SAFETY: `owner` is a field of `this`, already initialised and
+            // pinned with it; `napi` is declared first, so it is deleted
+            // before `owner` is dropped. `dev` outlives us by the
+            // `NetDevRef` contract (we live in the device's state).
+            napi <- unsafe {
+                Napi::new(dev.get(), index, &raw const (*this.as_ptr()).owner)
+            },
+        }? Error)
+    }
+
+    /// The NAPI context.
+    pub(crate) fn napi(&self) -> &Napi {
+        &self.napi
+    }
+}
+
+impl<P> core::ops::Deref for WithNapi<P> {
+    type Target = P;
+
+    fn deref(&self) -> &P {
+        &self.owner
     }
 }
