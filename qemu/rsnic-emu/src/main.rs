@@ -89,13 +89,17 @@ fn card_command(func: &Mutex<Function>, line: &str) -> String {
         ["stats"] => {
             let n = func.nic.stats;
             let mut out = format!(
-                "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={}",
+                "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
+                 tso_frames={} tso_segments={} tx_bad_tso={}",
                 u8::from(func.nic.link_up()),
                 n.admin_cmds,
                 n.rx_filtered,
                 n.rx_no_queue,
                 n.tx_link_down,
-                n.tx_oversize
+                n.tx_oversize,
+                n.tso_frames,
+                n.tso_segments,
+                n.tx_bad_tso
             );
             let (mut meta, mut payload, mut packets) = (0, 0, 0);
             for q in func.nic.queue_pairs() {

@@ -17,6 +17,9 @@ use crate::offload;
 use crate::queues::{QueuePair, RxOutcome, TxFrame};
 use crate::rss;
 
+/// Offloads this card performs (RSS is always on).
+const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO;
+
 /// Card-wide counters (per-pair ones live in each pair).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NicStats {
@@ -28,6 +31,13 @@ pub struct NicStats {
     pub tx_link_down: u64,
     /// TX frames larger than the MTU allows, dropped.
     pub tx_oversize: u64,
+    /// TSO frames the card segmented.
+    pub tso_frames: u64,
+    /// Segments those frames became.
+    pub tso_segments: u64,
+    /// TSO requests the card could not honour (not TCP, bad offsets, TSO
+    /// not enabled), dropped.
+    pub tx_bad_tso: u64,
     /// Admin commands processed.
     pub admin_cmds: u64,
 }
@@ -168,24 +178,38 @@ impl Nic {
         };
         let raise = match reg {
             hw::regs::DB_TX_TAIL => {
-                let mut dropped_link = 0;
-                let mut oversize = 0;
+                let stats = &mut self.stats;
                 let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
-                let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
-                    if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
-                        offload::insert_checksum(&mut f.data, &f.first);
-                    }
-                    if !link_up {
-                        dropped_link += 1;
-                    } else if f.data.len() > mtu as usize + 14 + 4 {
-                        oversize += 1;
+                let tso = self.offloads & offload_bits::TSO != 0;
+                q.tx_doorbell(dma, value, |mut f: TxFrame| {
+                    let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
+                        match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
+                            Some(segments) => {
+                                stats.tso_frames += 1;
+                                stats.tso_segments += segments.len() as u64;
+                                segments
+                            }
+                            None => {
+                                stats.tx_bad_tso += 1;
+                                return;
+                            }
+                        }
                     } else {
-                        fx.send.push(f.data);
+                        if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
+                            offload::insert_checksum(&mut f.data, &f.first);
+                        }
+                        vec![f.data]
+                    };
+                    for frame in segments {
+                        if !link_up {
+                            stats.tx_link_down += 1;
+                        } else if frame.len() > mtu as usize + 14 + 4 {
+                            stats.tx_oversize += 1;
+                        } else {
+                            fx.send.push(frame);
+                        }
                     }
-                });
-                self.stats.tx_link_down += dropped_link;
-                self.stats.tx_oversize += oversize;
-                raise
+                })
             }
             hw::regs::DB_RX_TAIL => {
                 q.rx_doorbell(value);
@@ -239,7 +263,7 @@ impl Nic {
                     max_qps: u32::from(MAX_QUEUE_PAIRS),
                     max_ring_entries: u32::from(hw::MAX_RING_ENTRIES),
                     speed_mbps: hw::LINK_SPEED_MBPS,
-                    offloads: offload_bits::TX_CSUM | offload_bits::RX_CSUM,
+                    offloads: SUPPORTED_OFFLOADS,
                     max_mtu: MAX_MTU,
                 }
                 .write_result(entry);
@@ -282,7 +306,7 @@ impl Nic {
                 self.mc_filter = mc_filter;
             }
             AdminCmd::SetOffloads { flags } => {
-                if flags & !(offload_bits::TX_CSUM | offload_bits::RX_CSUM) != 0 {
+                if flags & !SUPPORTED_OFFLOADS != 0 {
                     return AdminStatus::BadParam;
                 }
                 self.offloads = flags;

@@ -36,6 +36,99 @@ pub fn insert_checksum(frame: &mut [u8], desc: &TxDesc) -> bool {
     true
 }
 
+/// TCP flags a segment keeps only if it is the last one (FIN, PSH).
+const TCP_LAST_ONLY: u8 = 0x01 | 0x08;
+/// TCP flag a segment keeps only if it is the first one (CWR).
+const TCP_FIRST_ONLY: u8 = 0x80;
+
+/// TCP segmentation (TSO), as Linux's `SKB_GSO_TCPV4/6` asks: `frame`'s
+/// first `desc.hdr_len` bytes are its Ethernet, IP and TCP headers (TCP
+/// at `desc.csum_start`); the payload after them is cut into segments of
+/// at most `desc.mss` bytes. Each segment gets the headers with the IP
+/// length (and IPv4 ID and header checksum), the TCP sequence number,
+/// flags and a full TCP checksum fixed up. `None` if the request does not
+/// describe a TCP frame (the card then drops it).
+pub fn segment_tcp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
+    let (ethertype, l3) = network_layer(frame)?;
+    let (l4, hdr_len, mss) = (
+        usize::from(desc.csum_start),
+        usize::from(desc.hdr_len),
+        usize::from(desc.mss),
+    );
+    let min_l3 = if ethertype == ETH_P_IPV4 { 20 } else { 40 };
+    if mss == 0 || l3 + min_l3 > l4 || l4 + 20 > hdr_len || hdr_len > frame.len() {
+        return None;
+    }
+    let (headers, payload) = frame.split_at(hdr_len);
+    let proto_ok = match ethertype {
+        ETH_P_IPV4 => headers[l3 + 9] == 6 && usize::from(headers[l3] & 0x0f) * 4 == l4 - l3,
+        ETH_P_IPV6 => true,
+        _ => false,
+    };
+    if !proto_ok {
+        return None;
+    }
+    let seq = u32::from_be_bytes(headers[l4 + 4..l4 + 8].try_into().ok()?);
+    let ip_id = u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]]);
+    let count = payload.len().div_ceil(mss).max(1);
+    let mut segments = Vec::with_capacity(count);
+    for i in 0..count {
+        let start = (i * mss).min(payload.len());
+        let chunk = &payload[start..(start + mss).min(payload.len())];
+        let mut seg = Vec::with_capacity(hdr_len + chunk.len());
+        seg.extend_from_slice(headers);
+        seg.extend_from_slice(chunk);
+        let l3_len = seg.len() - l3;
+        if ethertype == ETH_P_IPV4 {
+            seg[l3 + 2..l3 + 4].copy_from_slice(&(l3_len as u16).to_be_bytes());
+            seg[l3 + 4..l3 + 6].copy_from_slice(&ip_id.wrapping_add(i as u16).to_be_bytes());
+            seg[l3 + 10..l3 + 12].fill(0);
+            let csum = !(ones_complement_sum(&seg[l3..l4], 0) as u16);
+            seg[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+        } else {
+            seg[l3 + 4..l3 + 6].copy_from_slice(&((l3_len - 40) as u16).to_be_bytes());
+        }
+        seg[l4 + 4..l4 + 8].copy_from_slice(&seq.wrapping_add(start as u32).to_be_bytes());
+        if i + 1 < count {
+            seg[l4 + 13] &= !TCP_LAST_ONLY;
+        }
+        if i > 0 {
+            seg[l4 + 13] &= !TCP_FIRST_ONLY;
+        }
+        seg[l4 + 16..l4 + 18].fill(0);
+        let pseudo = pseudo_header_sum(&seg, ethertype, l3, 6, seg.len() - l4)?;
+        let csum = !(ones_complement_sum(&seg[l4..], pseudo) as u16);
+        seg[l4 + 16..l4 + 18].copy_from_slice(&csum.to_be_bytes());
+        segments.push(seg);
+    }
+    Some(segments)
+}
+
+/// Ones'-complement sum of the IPv4 or IPv6 pseudo-header of an L4
+/// segment of `l4_len` bytes and protocol `proto`, the IP header at `l3`.
+fn pseudo_header_sum(
+    frame: &[u8],
+    ethertype: u16,
+    l3: usize,
+    proto: u8,
+    l4_len: usize,
+) -> Option<u32> {
+    let sum = match ethertype {
+        ETH_P_IPV4 => {
+            let sum = ones_complement_sum(frame.get(l3 + 12..l3 + 20)?, 0);
+            let sum = ones_complement_sum(&[0, proto], sum);
+            ones_complement_sum(&u16::try_from(l4_len).ok()?.to_be_bytes(), sum)
+        }
+        ETH_P_IPV6 => {
+            let sum = ones_complement_sum(frame.get(l3 + 8..l3 + 40)?, 0);
+            let sum = ones_complement_sum(&u32::try_from(l4_len).ok()?.to_be_bytes(), sum);
+            ones_complement_sum(&[0, 0, 0, proto], sum)
+        }
+        _ => return None,
+    };
+    Some(sum)
+}
+
 /// Whether a received frame is IPv4 or IPv6 (optionally VLAN-tagged)
 /// carrying TCP or UDP whose checksum verifies. Fragments, UDP without a
 /// checksum and anything malformed are "not verified" (false), never an
@@ -59,10 +152,7 @@ fn verify_l4(frame: &[u8]) -> Option<bool> {
                 return Some(false);
             }
             let proto = *frame.get(l3 + 9)?;
-            let l4_len = total - ihl;
-            let mut sum = ones_complement_sum(frame.get(l3 + 12..l3 + 20)?, 0);
-            sum = ones_complement_sum(&[0, proto], sum);
-            sum = ones_complement_sum(&(l4_len as u16).to_be_bytes(), sum);
+            let sum = pseudo_header_sum(frame, ethertype, l3, proto, total - ihl)?;
             (proto, l3 + ihl, l3 + total, sum)
         }
         ETH_P_IPV6 => {
@@ -71,9 +161,7 @@ fn verify_l4(frame: &[u8]) -> Option<bool> {
                 *frame.get(l3 + 5)?,
             ]));
             let proto = *frame.get(l3 + 6)?;
-            let mut sum = ones_complement_sum(frame.get(l3 + 8..l3 + 40)?, 0);
-            sum = ones_complement_sum(&(payload as u32).to_be_bytes(), sum);
-            sum = ones_complement_sum(&[0, 0, 0, proto], sum);
+            let sum = pseudo_header_sum(frame, ethertype, l3, proto, payload)?;
             (proto, l3 + 40, l3 + 40 + payload, sum)
         }
         _ => return Some(false),
@@ -136,6 +224,106 @@ mod tests {
         assert!(
             !l4_checksum_ok(&no_csum),
             "UDP without checksum is not verified"
+        );
+    }
+
+    /// An IPv4 or IPv6 TCP frame with `payload`, as the stack hands a TSO
+    /// frame over: lengths of the whole frame, checksum field not final.
+    fn tcp_frame(v6: bool, payload: &[u8], flags: u8) -> (Vec<u8>, TxDesc) {
+        let l3_len = if v6 { 40 } else { 20 };
+        let l4 = 14 + l3_len;
+        let mut f = vec![0u8; l4 + 20];
+        if v6 {
+            f[12..14].copy_from_slice(&ETH_P_IPV6.to_be_bytes());
+            f[14] = 0x60;
+            f[18..20].copy_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
+            f[20] = 6;
+            f[22..38].copy_from_slice(&[0xfd, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            f[38..54].copy_from_slice(&[0xfd, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        } else {
+            f[12..14].copy_from_slice(&ETH_P_IPV4.to_be_bytes());
+            f[14] = 0x45;
+            f[16..18].copy_from_slice(&((40 + payload.len()) as u16).to_be_bytes());
+            f[18..20].copy_from_slice(&0xfffeu16.to_be_bytes());
+            f[23] = 6;
+            f[26..34].copy_from_slice(&[10, 99, 0, 1, 10, 99, 0, 2]);
+        }
+        f[l4 + 4..l4 + 8].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+        f[l4 + 12] = 5 << 4;
+        f[l4 + 13] = flags;
+        f.extend_from_slice(payload);
+        let desc = TxDesc {
+            flags: TxDesc::TSO | TxDesc::CSUM,
+            mss: 100,
+            csum_start: l4 as u16,
+            csum_offset: 16,
+            hdr_len: (l4 + 20) as u16,
+            ..Default::default()
+        };
+        (f, desc)
+    }
+
+    #[test]
+    fn tso_segments_verify_and_cover_the_payload() {
+        let payload: Vec<u8> = (0..250u32).map(|i| (i * 13) as u8).collect();
+        for v6 in [false, true] {
+            let (frame, desc) = tcp_frame(v6, &payload, 0x80 | 0x10 | 0x08 | 0x01);
+            let segs = segment_tcp(&frame, &desc).expect("a TCP frame");
+            let l4 = usize::from(desc.csum_start);
+            let hdr = usize::from(desc.hdr_len);
+            assert_eq!(
+                segs.iter().map(|s| s.len() - hdr).collect::<Vec<_>>(),
+                [100, 100, 50]
+            );
+            let mut joined = Vec::new();
+            for (i, s) in segs.iter().enumerate() {
+                assert!(l4_checksum_ok(s), "segment {i} (v6 {v6}) verifies");
+                let seq = u32::from_be_bytes(s[l4 + 4..l4 + 8].try_into().unwrap());
+                assert_eq!(seq, 0xffff_fff0u32.wrapping_add(100 * i as u32));
+                let flags = s[l4 + 13];
+                assert_eq!(flags & 0x80 != 0, i == 0, "CWR only first");
+                assert_eq!(flags & 0x09 != 0, i == 2, "FIN and PSH only last");
+                assert_eq!(flags & 0x10, 0x10, "ACK on all");
+                if !v6 {
+                    assert_eq!(ones_complement_sum(&s[14..34], 0), 0xffff, "IPv4 header");
+                    assert_eq!(
+                        u16::from_be_bytes([s[18], s[19]]),
+                        0xfffeu16.wrapping_add(i as u16)
+                    );
+                }
+                joined.extend_from_slice(&s[hdr..]);
+            }
+            assert_eq!(joined, payload);
+        }
+    }
+
+    #[test]
+    fn tso_rejects_what_is_not_tcp() {
+        let (mut frame, desc) = tcp_frame(false, &[1; 300], 0x10);
+        assert!(segment_tcp(&frame, &TxDesc { mss: 0, ..desc }).is_none());
+        assert!(segment_tcp(
+            &frame,
+            &TxDesc {
+                hdr_len: 10_000,
+                ..desc
+            }
+        )
+        .is_none());
+        assert!(segment_tcp(
+            &frame,
+            &TxDesc {
+                csum_start: 20,
+                ..desc
+            }
+        )
+        .is_none());
+        frame[23] = 17;
+        assert!(segment_tcp(&frame, &desc).is_none(), "UDP");
+        let (frame, desc) = tcp_frame(false, &[], 0x11);
+        assert_eq!(
+            segment_tcp(&frame, &desc).map(|s| s.len()),
+            Some(1),
+            "no payload"
         );
     }
 
