@@ -16,7 +16,7 @@ use kernel::{
 };
 
 use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE};
-use crate::kext::{dma_alloc::DmaAllocator, dma_buf::DmaBuffer};
+use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice};
 use crate::regs::Registers;
 
 /// Entries in the driver's admin queue.
@@ -73,7 +73,7 @@ pub(crate) struct AdminQueue {
 
 impl AdminQueue {
     /// Allocates the queue and hands it to the card.
-    pub(crate) fn new(regs: Arc<Registers>, dma: &DmaAllocator) -> Result<Arc<Self>> {
+    pub(crate) fn new(regs: Arc<Registers>, dma: &DmaDevice) -> Result<Arc<Self>> {
         let mem = dma.alloc(ENTRIES as usize * AQ_ENTRY_SIZE)?;
         regs.write_addr(regs::AQ_BASE_LO, regs::AQ_BASE_HI, mem.dma_addr(0)?)?;
         regs.write(regs::AQ_SIZE, ENTRIES)?;

@@ -5,11 +5,13 @@
 //! `unsafe` code lives here; driver logic above it is safe Rust.
 
 pub(crate) mod debugfs_root;
-pub(crate) mod dma_alloc;
 pub(crate) mod dma_buf;
+pub(crate) mod dma_device;
+pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod msix;
 pub(crate) mod napi;
 pub(crate) mod netdev;
+pub(crate) mod page_pool;
 pub(crate) mod pci_dma;
 pub(crate) mod skb;

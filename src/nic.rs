@@ -17,8 +17,8 @@ use kernel::{
 use crate::admin::AdminQueue;
 use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo};
 use crate::kext::{
-    dma_alloc::DmaAllocator,
     dma_buf::DmaBuffer,
+    dma_device::DmaDevice,
     ethtool::{DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
     netdev::{
@@ -70,7 +70,7 @@ pub(crate) struct Nic {
     queues: KVec<Arc<QueueVector>>,
     regs: Arc<Registers>,
     admin: Arc<AdminQueue>,
-    dma: DmaAllocator,
+    dma: DmaDevice,
     info: DeviceInfo,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
@@ -138,7 +138,7 @@ pub(crate) fn register(
     regs: &Arc<Registers>,
     vectors: &MsixVectors<'_>,
 ) -> Result<NicRegistration> {
-    let dma = DmaAllocator::new(pdev);
+    let dma = DmaDevice::new(pdev);
     let admin = AdminQueue::new(regs.clone(), &dma)?;
     let entry = admin.exec(AdminCmd::QueryDevice)?;
     let info = DeviceInfo::read_result(&entry);
@@ -171,6 +171,7 @@ pub(crate) fn register(
             tx_csum: info.offloads & offload::TX_CSUM != 0,
             rx_csum: info.offloads & offload::RX_CSUM != 0,
             sg: true,
+            tso: info.offloads & offload::TSO != 0,
         },
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
@@ -239,9 +240,9 @@ pub(crate) fn register(
 }
 
 impl Nic {
-    /// Buffer bytes for the largest frame at `mtu`, rounded to 64.
-    fn buf_len(mtu: u32) -> usize {
-        ((mtu as usize + 14 + 4) + 63) & !63
+    /// The largest frame at `mtu`: Ethernet header and one VLAN tag.
+    fn max_frame(mtu: u32) -> u32 {
+        mtu + 14 + 4
     }
 
     /// Creates and starts the card's queue pairs for `mtu`. On failure,
@@ -253,7 +254,7 @@ impl Nic {
         let geo = QueueGeometry {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
-            buf_len: Self::buf_len(mtu),
+            rx_frame: Self::max_frame(mtu),
         };
         self.push_rss(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
@@ -279,12 +280,12 @@ impl Nic {
         })
     }
 
-    /// Tells the card which offloads to perform. TX checksumming stays on
-    /// whenever the card has it: the stack only asks for it per packet
-    /// while the feature is on, and packets already queued when the user
-    /// turns it off still need it.
+    /// Tells the card which offloads to perform. TX checksumming and TSO
+    /// stay on whenever the card has them: the stack only asks for them
+    /// per packet while the feature is on, and packets already queued when
+    /// the user turns it off still need them.
     fn set_card_offloads(&self, features: Features) -> Result {
-        let mut flags = self.info.offloads & offload::TX_CSUM;
+        let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO);
         if features.rx_csum {
             flags |= self.info.offloads & offload::RX_CSUM;
         }
@@ -463,10 +464,15 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("rx{q}_packets"), s.rx_packets.load(Relaxed));
             sink.stat(format_args!("rx{q}_bytes"), s.rx_bytes.load(Relaxed));
             sink.stat(format_args!("rx{q}_dropped"), s.rx_dropped.load(Relaxed));
+            sink.stat(
+                format_args!("rx{q}_alloc_failed"),
+                s.rx_alloc_failed.load(Relaxed),
+            );
             sink.stat(format_args!("tx{q}_packets"), s.tx_packets.load(Relaxed));
             sink.stat(format_args!("tx{q}_bytes"), s.tx_bytes.load(Relaxed));
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
             sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
+            sink.stat(format_args!("tx{q}_tso"), s.tx_tso.load(Relaxed));
             sink.stat(
                 format_args!("q{q}_bad_completions"),
                 s.bad_completions.load(Relaxed),

@@ -3,11 +3,12 @@
 //! A queue pair of the synthetic NIC: TX ring, RX ring, their completion
 //! queue, its NAPI context and interrupt.
 //!
-//! TX copies each frame into a per-slot buffer in DMA memory, so the skb
-//! is freed at once; RX copies each filled buffer into a fresh skb and
-//! gives the buffer straight back to the card. Everything the card writes
-//! (completion index, length) is checked before use; a bad completion is
-//! counted and skipped, never followed.
+//! Nothing is copied. TX maps each part of the skb (linear head, page
+//! fragments) for the card to read, one descriptor per part, and frees the
+//! skb when the card completes its last descriptor. RX posts pages of a
+//! page pool and builds the skb around the filled page. Everything the
+//! card writes (completion index, length) is checked before use; a bad
+//! completion is counted and skipped, never followed.
 
 use kernel::{
     new_spinlock,
@@ -21,11 +22,13 @@ use kernel::{
 
 use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
 use crate::kext::{
-    dma_alloc::DmaAllocator,
     dma_buf::DmaBuffer,
+    dma_device::DmaDevice,
+    dma_map::TxMapping,
     msix::IrqHandler,
     napi::{Napi, NapiPoll, WithNapi},
     netdev::{NetDev, NetDevRef, QueueCounters},
+    page_pool::{PagePool, RxPage},
     skb::SkBuff,
 };
 use crate::nic::Nic;
@@ -41,6 +44,12 @@ pub(crate) struct QueueStats {
     pub(crate) rx_packets: Atomic<u64>,
     pub(crate) rx_bytes: Atomic<u64>,
     pub(crate) rx_dropped: Atomic<u64>,
+    /// RX frames dropped because no fresh page was available to replace
+    /// the one holding them (the page goes back to the card instead).
+    pub(crate) rx_alloc_failed: Atomic<u64>,
+    /// TSO frames handed to the card (each counts as its segments in
+    /// `tx_packets`).
+    pub(crate) tx_tso: Atomic<u64>,
     /// Completions with an index or length the driver did not expect.
     pub(crate) bad_completions: Atomic<u64>,
 }
@@ -55,6 +64,8 @@ impl QueueStats {
             rx_packets: Atomic::new(0),
             rx_bytes: Atomic::new(0),
             rx_dropped: Atomic::new(0),
+            rx_alloc_failed: Atomic::new(0),
+            tx_tso: Atomic::new(0),
             bad_completions: Atomic::new(0),
         }
     }
@@ -64,6 +75,11 @@ fn bump(counter: &Atomic<u64>, by: u64) {
     counter.fetch_add(by, Relaxed);
 }
 
+/// Most descriptors one TX frame takes: its head and `MAX_SKB_FRAGS`
+/// (17) fragments; a frame with more fragments is linearised first. The
+/// queue stops while fewer descriptors than this are free.
+const TX_MAX_DESCS: u16 = 18;
+
 /// Sizes of one queue pair's rings and buffers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QueueGeometry {
@@ -71,8 +87,8 @@ pub(crate) struct QueueGeometry {
     pub(crate) tx: RingSize,
     /// RX ring entries.
     pub(crate) rx: RingSize,
-    /// Bytes per TX or RX buffer: the largest frame for the MTU.
-    pub(crate) buf_len: usize,
+    /// Largest frame an RX buffer must hold (for the MTU).
+    pub(crate) rx_frame: u32,
 }
 
 impl QueueGeometry {
@@ -81,12 +97,9 @@ impl QueueGeometry {
     }
 }
 
-/// A descriptor ring with one DMA buffer per slot, as both TX and RX use.
+/// A descriptor ring in DMA memory shared with the card.
 struct Ring {
     desc: DmaBuffer,
-    bufs: DmaBuffer,
-    /// Bytes of each slot's buffer.
-    buf_len: usize,
     size: RingSize,
     /// TX: oldest descriptor the card has not completed. RX: next buffer
     /// the card fills.
@@ -96,23 +109,14 @@ struct Ring {
 }
 
 impl Ring {
-    /// A ring of `size` descriptors of `desc_size` bytes, each slot with a
-    /// `buf_len`-byte buffer.
-    fn alloc(dma: &DmaAllocator, size: RingSize, desc_size: usize, buf_len: usize) -> Result<Self> {
-        let n = usize::from(size.get());
+    /// A ring of `size` descriptors of `desc_size` bytes.
+    fn alloc(dma: &DmaDevice, size: RingSize, desc_size: usize) -> Result<Self> {
         Ok(Self {
-            desc: dma.alloc(n * desc_size)?,
-            bufs: dma.alloc(n * buf_len)?,
-            buf_len,
+            desc: dma.alloc(usize::from(size.get()) * desc_size)?,
             size,
             head: RingIndex::default(),
             tail: RingIndex::default(),
         })
-    }
-
-    /// Offset of slot `i`'s buffer in `bufs`.
-    fn buf_offset(&self, i: RingIndex) -> usize {
-        usize::from(i.get()) * self.buf_len
     }
 
     fn in_flight(&self) -> u16 {
@@ -123,6 +127,15 @@ impl Ring {
     fn free(&self) -> u16 {
         self.size.get() - 1 - self.in_flight()
     }
+}
+
+/// A slot table with one entry per ring descriptor.
+fn slots<T>(size: RingSize, empty: impl Fn() -> T) -> Result<KVec<T>> {
+    let mut v = KVec::with_capacity(usize::from(size.get()), GFP_KERNEL)?;
+    for _ in 0..size.get() {
+        v.push(empty(), GFP_KERNEL)?;
+    }
+    Ok(v)
 }
 
 struct CompletionQueue {
@@ -143,16 +156,105 @@ impl CompletionQueue {
     }
 }
 
+/// What the driver holds for one TX descriptor until the card completes it.
+#[derive(Default)]
+struct TxSlot {
+    /// The part of the frame the descriptor points at.
+    mapping: Option<TxMapping>,
+    /// On a frame's last descriptor: the skb, freed at its completion.
+    skb: Option<SkBuff>,
+}
+
 /// The TX side of a running queue pair (xmit and TX completions).
 struct TxState {
     ring: Ring,
+    /// Declared after `ring` but dropped before `dma`: mappings unmap.
+    slots: KVec<TxSlot>,
+    dma: DmaDevice,
     csum: bool,
+}
+
+impl TxState {
+    /// Maps every part of `skb` and writes its descriptors from the tail,
+    /// offload requests in the first. Returns the index of the last one;
+    /// the tail moves only on success.
+    fn post(&mut self, skb: &SkBuff, offloads: TxDesc) -> Result<RingIndex> {
+        let head = TxMapping::head(&self.dma, skb)?;
+        let parts = u16::from(head.is_some()) + u16::try_from(skb.nr_frags())?;
+        if parts == 0 || parts > self.ring.free() {
+            return Err(EINVAL);
+        }
+        let mut idx = self.ring.tail;
+        let mut frags = 0..skb.nr_frags();
+        let mut head = head;
+        let mut written = 0u16;
+        let result = loop {
+            let mapping = match head.take() {
+                Some(m) => m,
+                None => match frags.next().map(|i| TxMapping::frag(&self.dma, skb, i)) {
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) => break Err(e),
+                    None => break Err(EINVAL),
+                },
+            };
+            written += 1;
+            let first = written == 1;
+            let last = written == parts;
+            let mut desc = if first { offloads } else { TxDesc::default() };
+            desc.addr = mapping.addr();
+            desc.len = mapping.len();
+            if last {
+                desc.flags |= TxDesc::EOP;
+            }
+            let slot = usize::from(idx.get());
+            if let Err(e) = self.ring.desc.write(slot * TxDesc::SIZE, &desc.to_bytes()) {
+                break Err(e);
+            }
+            self.slots[slot].mapping = Some(mapping);
+            if last {
+                break Ok(idx);
+            }
+            idx = self.ring.size.next(idx);
+        };
+        match result {
+            Ok(last) => self.ring.tail = self.ring.size.next(last),
+            Err(_) => {
+                // Unmap what was mapped; the card never saw these slots.
+                let mut i = self.ring.tail;
+                for _ in 0..written {
+                    self.slots[usize::from(i.get())].mapping = None;
+                    i = self.ring.size.next(i);
+                }
+            }
+        }
+        result
+    }
 }
 
 /// The completion queue and RX side of a running queue pair (NAPI only).
 struct RxState {
     cq: CompletionQueue,
     ring: Ring,
+    /// The page posted at each descriptor. Dropped before `pool`.
+    pages: KVec<Option<RxPage>>,
+    pool: PagePool,
+}
+
+impl RxState {
+    /// Posts `page` at the RX tail and advances it.
+    fn post(&mut self, page: RxPage) -> Result {
+        let slot = usize::from(self.ring.tail.get());
+        let desc = RxDesc {
+            addr: page.frame_addr(),
+            len: self.pool.frame_room(),
+        };
+        self.ring
+            .desc
+            .write(slot * RxDesc::SIZE, &desc.to_bytes())?;
+        self.pages[slot] = Some(page);
+        self.ring.tail = self.ring.size.next(self.ring.tail);
+        Ok(())
+    }
 }
 
 /// One queue pair and its interrupt vector: the pair with the NAPI
@@ -205,7 +307,8 @@ impl WithNapi<QueuePair> {
             let mut guard = self.rx.lock();
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
             for _ in 0..rx.ring.size.get() - 1 {
-                post_rx(&mut rx.ring)?;
+                let page = rx.pool.alloc().ok_or(ENOMEM)?;
+                rx.post(page)?;
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
@@ -215,6 +318,54 @@ impl WithNapi<QueuePair> {
         Ok(())
     }
 
+    /// Allocates rings and buffers of `geo` and returns the card's create
+    /// command; the queue runs once the card accepted it and
+    /// [`QueueVector::start`] ran.
+    pub(crate) fn prepare(
+        &self,
+        dma: &DmaDevice,
+        geo: QueueGeometry,
+        tx_csum: bool,
+    ) -> Result<hw::QpConfig> {
+        let cq_entries = geo.cq_entries();
+        let tx = TxState {
+            ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE)?,
+            slots: slots(geo.tx, TxSlot::default)?,
+            dma: dma.clone(),
+            csum: tx_csum,
+        };
+        let rx = RxState {
+            cq: CompletionQueue {
+                mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
+                entries: cq_entries,
+                head: 0,
+                phase: true,
+            },
+            ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
+            pages: slots(geo.rx, || None)?,
+            pool: PagePool::new(
+                dma,
+                self.napi(),
+                u32::from(self.index),
+                u32::from(geo.rx.get()),
+                geo.rx_frame,
+            )?,
+        };
+        let cmd = hw::QpConfig {
+            qp: self.index,
+            vector: hw::qp_vector(self.index),
+            tx_entries: geo.tx.get(),
+            rx_entries: geo.rx.get(),
+            tx_ring: tx.ring.desc.dma_addr(0)?,
+            rx_ring: rx.ring.desc.dma_addr(0)?,
+            cq: rx.cq.mem.dma_addr(0)?,
+            cq_entries,
+        };
+        *self.rx.lock() = Some(rx);
+        *self.tx.lock() = Some(tx);
+        Ok(cmd)
+    }
+
     /// Stops polling and frees the rings (the card's queue must be
     /// destroyed first, or the device reset).
     pub(crate) fn stop(&self, started: bool) {
@@ -222,8 +373,10 @@ impl WithNapi<QueuePair> {
             self.napi().link_queue(u32::from(self.index), false);
             self.napi().disable();
         }
-        self.rx.lock().take();
-        self.tx.lock().take();
+        // Freed outside the locks: destroying a page pool may sleep.
+        let rx = self.rx.lock().take();
+        let tx = self.tx.lock().take();
+        drop((rx, tx));
     }
 }
 
@@ -250,43 +403,6 @@ impl QueuePair {
         let _ = self.regs.write(offset, value);
     }
 
-    /// Allocates rings of `geo` and returns the card's create command; the
-    /// queue runs once the card accepted it and [`QueueVector::start`] ran.
-    pub(crate) fn prepare(
-        &self,
-        dma: &DmaAllocator,
-        geo: QueueGeometry,
-        tx_csum: bool,
-    ) -> Result<hw::QpConfig> {
-        let cq_entries = geo.cq_entries();
-        let tx = TxState {
-            ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE, geo.buf_len)?,
-            csum: tx_csum,
-        };
-        let rx = RxState {
-            cq: CompletionQueue {
-                mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
-                entries: cq_entries,
-                head: 0,
-                phase: true,
-            },
-            ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE, geo.buf_len)?,
-        };
-        let cmd = hw::QpConfig {
-            qp: self.index,
-            vector: hw::qp_vector(self.index),
-            tx_entries: geo.tx.get(),
-            rx_entries: geo.rx.get(),
-            tx_ring: tx.ring.desc.dma_addr(0)?,
-            rx_ring: rx.ring.desc.dma_addr(0)?,
-            cq: rx.cq.mem.dma_addr(0)?,
-            cq_entries,
-        };
-        *self.rx.lock() = Some(rx);
-        *self.tx.lock() = Some(tx);
-        Ok(cmd)
-    }
-
     /// Sends one frame on this queue pair.
     pub(crate) fn xmit(&self, dev: &NetDev<Nic>, mut skb: SkBuff) {
         let mut guard = self.tx.lock();
@@ -294,114 +410,150 @@ impl QueuePair {
             bump(&self.stats.tx_dropped, 1);
             return;
         };
-        let len = skb.len() as usize;
-        if len > state.ring.buf_len || skb.linearize().is_err() {
+        if skb.nr_frags() >= u32::from(TX_MAX_DESCS) && skb.linearize().is_err() {
             bump(&self.stats.tx_dropped, 1);
             return;
         }
-        if state.ring.free() == 0 {
-            // The queue is stopped before the ring fills; this is a race
-            // with a resize. Drop rather than ask the stack to retry.
+        if state.ring.free() < TX_MAX_DESCS {
+            // The queue stops while fewer are free; this is a race with
+            // a resize. Drop rather than ask the stack to retry.
             bump(&self.stats.tx_busy, 1);
             dev.tx_stop(self.index);
             return;
         }
-        let tx = &mut state.ring;
-        let slot = usize::from(tx.tail.get());
-        let offset = tx.buf_offset(tx.tail);
-        let mut desc = TxDesc {
-            len: len as u32,
-            flags: TxDesc::EOP,
-            ..TxDesc::default()
-        };
+        let len = skb.len();
+        let mut offloads = TxDesc::default();
         if let Some(csum) = skb.csum_request().filter(|_| state.csum) {
-            desc.flags |= TxDesc::CSUM;
-            desc.csum_start = csum.start;
-            desc.csum_offset = csum.offset;
+            offloads.flags |= TxDesc::CSUM;
+            offloads.csum_start = csum.start;
+            offloads.csum_offset = csum.offset;
         }
-        let copied = tx.bufs.dma_addr(offset).and_then(|addr| {
-            desc.addr = addr;
-            tx.bufs.write(offset, skb.linear_data())?;
-            tx.desc.write(slot * TxDesc::SIZE, &desc.to_bytes())
-        });
-        if copied.is_err() {
+        // The wire carries one header per segment: count what it carries.
+        let (packets, bytes) = match skb.tso_request() {
+            Some(tso) if offloads.flags & TxDesc::CSUM != 0 => {
+                offloads.flags |= TxDesc::TSO;
+                offloads.mss = tso.mss;
+                offloads.hdr_len = tso.hdr_len;
+                let segs = u32::from(tso.segs.max(1));
+                bump(&self.stats.tx_tso, 1);
+                (segs, len + (segs - 1) * u32::from(tso.hdr_len))
+            }
+            Some(_) => {
+                // TSO needs the checksum offload; the stack never asks for
+                // one without the other.
+                bump(&self.stats.tx_dropped, 1);
+                return;
+            }
+            None => (1, len),
+        };
+        let Ok(last) = state.post(&skb, offloads) else {
             bump(&self.stats.tx_dropped, 1);
             return;
-        }
-        tx.tail = tx.size.next(tx.tail);
-        bump(&self.stats.tx_packets, 1);
-        bump(&self.stats.tx_bytes, len as u64);
-        if tx.free() == 0 {
+        };
+        bump(&self.stats.tx_packets, u64::from(packets));
+        bump(&self.stats.tx_bytes, u64::from(bytes));
+        state.slots[usize::from(last.get())].skb = Some(skb);
+        if state.ring.free() < TX_MAX_DESCS {
             dev.tx_stop(self.index);
         }
-        let tail = tx.tail.get();
+        let tail = state.ring.tail.get();
         drop(guard);
-        skb.consume();
         self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
     }
 
-    /// Retires TX descriptors up to the one a TX completion names.
-    /// Returns whether the ring has room again.
-    fn complete_tx(&self, cqe: Cqe) -> bool {
+    /// Retires the TX frame whose last descriptor a completion names:
+    /// unmaps its parts, frees its skb, and wakes the queue if it stopped
+    /// for lack of room.
+    fn complete_tx(&self, dev: &NetDev<Nic>, cqe: Cqe) {
         let mut guard = self.tx.lock();
         let Some(state) = &mut *guard else {
-            return false;
+            return;
         };
         let tx = &mut state.ring;
-        match tx.size.index(cqe.index) {
-            Some(last) if tx.size.distance(tx.head, last) < tx.in_flight() => {
-                tx.head = tx.size.next(last);
+        let last = match tx.size.index(cqe.index) {
+            Some(last)
+                if tx.size.distance(tx.head, last) < tx.in_flight()
+                    && state.slots[usize::from(last.get())].skb.is_some() =>
+            {
+                last
             }
-            _ => bump(&self.stats.bad_completions, 1),
+            _ => {
+                bump(&self.stats.bad_completions, 1);
+                return;
+            }
+        };
+        loop {
+            let slot = core::mem::take(&mut state.slots[usize::from(tx.head.get())]);
+            let done = tx.head == last;
+            tx.head = tx.size.next(tx.head);
+            drop(slot.mapping);
+            if let Some(skb) = slot.skb {
+                skb.consume();
+            }
+            if done {
+                break;
+            }
         }
-        tx.free() > 0
+        // Under the lock, so a concurrent xmit cannot stop the queue
+        // between this check and the wake.
+        if tx.free() >= TX_MAX_DESCS && dev.tx_stopped(self.index) {
+            dev.tx_wake(self.index);
+        }
     }
 
-    /// Hands the frame of an RX completion to the stack and re-posts its
-    /// buffer. Runs with `rx` locked but `tx` free (the stack may transmit).
-    fn complete_rx(&self, napi: &Napi, ring: &mut Ring, cqe: Cqe, rx_csum: bool) {
-        let len = cqe.len as usize;
-        if ring.size.index(cqe.index) != Some(ring.head) || len < 14 || len > ring.buf_len {
+    /// Hands the frame of an RX completion to the stack and posts a fresh
+    /// page in its place. Runs with `rx` locked but `tx` free (the stack
+    /// may transmit).
+    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, rx_csum: bool) {
+        let len = cqe.len;
+        let head = usize::from(rx.ring.head.get());
+        if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
+            || len < 14
+            || len > rx.pool.frame_room()
+            || rx.pages[head].is_none()
+        {
             bump(&self.stats.bad_completions, 1);
             return;
         }
-        let offset = ring.buf_offset(ring.head);
-        ring.head = ring.size.next(ring.head);
-        let skb = SkBuff::alloc_rx(napi, len as u32).and_then(|mut skb| {
-            skb.put_from_dma(&ring.bufs, offset, len).ok()?;
-            if cqe.flags & Cqe::HASH != 0 {
-                skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+        rx.ring.head = rx.ring.size.next(rx.ring.head);
+        let Some(page) = rx.pages[head].take() else {
+            return;
+        };
+        // Replace the page first; without a replacement the frame is
+        // dropped and its page goes straight back to the card, so the
+        // ring never runs dry.
+        let (deliver, repost) = match rx.pool.alloc() {
+            Some(fresh) => (Some(page), fresh),
+            None => {
+                bump(&self.stats.rx_alloc_failed, 1);
+                bump(&self.stats.rx_dropped, 1);
+                (None, page)
             }
-            if cqe.flags & Cqe::CSUM_OK != 0 && rx_csum {
-                skb.set_csum_unnecessary();
-            }
-            Some(skb)
-        });
-        match skb {
-            Some(skb) => {
+        };
+        if rx.post(repost).is_err() {
+            bump(&self.stats.bad_completions, 1);
+        }
+        let Some(page) = deliver else {
+            return;
+        };
+        match page.into_skb(len) {
+            Ok(mut skb) => {
+                if cqe.flags & Cqe::HASH != 0 {
+                    skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+                }
+                if cqe.flags & Cqe::CSUM_OK != 0 && rx_csum {
+                    skb.set_csum_unnecessary();
+                }
                 bump(&self.stats.rx_packets, 1);
-                bump(&self.stats.rx_bytes, len as u64);
+                bump(&self.stats.rx_bytes, u64::from(len));
                 skb.receive(napi, self.index);
             }
-            None => bump(&self.stats.rx_dropped, 1),
-        }
-        // The buffer's data is copied out: give it back to the card.
-        if post_rx(ring).is_err() {
-            bump(&self.stats.rx_dropped, 1);
+            Err(page) => {
+                drop(page);
+                bump(&self.stats.rx_dropped, 1);
+            }
         }
     }
-}
-
-/// Writes the descriptor for the buffer at the RX tail and advances it.
-fn post_rx(rx: &mut Ring) -> Result {
-    let slot = usize::from(rx.tail.get());
-    let desc = RxDesc {
-        addr: rx.bufs.dma_addr(rx.buf_offset(rx.tail))?,
-        len: rx.buf_len as u32,
-    };
-    rx.desc.write(slot * RxDesc::SIZE, &desc.to_bytes())?;
-    rx.tail = rx.size.next(rx.tail);
-    Ok(())
 }
 
 /// The next completion, if the card has written it.
@@ -426,7 +578,6 @@ impl NapiPoll for QueuePair {
         let dev = self.dev.get();
         let rx_csum = dev.features().rx_csum;
         let mut received = 0;
-        let mut tx_room = false;
         let mut guard = self.rx.lock();
         let Some(rx) = &mut *guard else {
             // Stopped meanwhile: nothing to poll, nothing to re-arm.
@@ -441,10 +592,10 @@ impl NapiPoll for QueuePair {
             };
             rx.cq.advance();
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(napi, &mut rx.ring, cqe, rx_csum);
+                self.complete_rx(napi, rx, cqe, rx_csum);
                 received += 1;
             } else {
-                tx_room = self.complete_tx(cqe);
+                self.complete_tx(dev, cqe);
             }
         }
         if rx.ring.tail != rx_tail_before {
@@ -452,9 +603,6 @@ impl NapiPoll for QueuePair {
         }
         let head = rx.cq.head;
         drop(guard);
-        if tx_room && dev.tx_stopped(self.index) {
-            dev.tx_wake(self.index);
-        }
         if received < budget && napi.complete_done(received) {
             self.doorbell(regs::DB_CQ_HEAD, head | CQ_ARM);
         } else {

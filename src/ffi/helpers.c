@@ -7,7 +7,9 @@
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/dma-mapping.h>
 #include <net/gro.h>
+#include <net/page_pool/helpers.h>
 #include "helpers.h"
 
 void *rsnic_netdev_priv(const struct net_device *dev)
@@ -108,20 +110,8 @@ bool rsnic_netif_tx_queue_stopped(struct net_device *dev, u16 queue)
 	return netif_tx_queue_stopped(netdev_get_tx_queue(dev, queue));
 }
 
-struct sk_buff *rsnic_napi_alloc_skb(struct napi_struct *napi, unsigned int len)
-{
-	return napi_alloc_skb(napi, len);
-}
 
-void rsnic_skb_put_data(struct sk_buff *skb, const void *data, unsigned int len)
-{
-	skb_put_data(skb, data, len);
-}
 
-void *rsnic_skb_put(struct sk_buff *skb, unsigned int len)
-{
-	return skb_put(skb, len);
-}
 
 void rsnic_skb_record_rx_queue(struct sk_buff *skb, u16 queue)
 {
@@ -148,10 +138,6 @@ unsigned int rsnic_skb_headlen(const struct sk_buff *skb)
 	return skb_headlen(skb);
 }
 
-const void *rsnic_skb_data(const struct sk_buff *skb)
-{
-	return skb->data;
-}
 
 unsigned int rsnic_skb_len(const struct sk_buff *skb)
 {
@@ -190,4 +176,133 @@ void rsnic_dev_kfree_skb_any(struct sk_buff *skb)
 void rsnic_dev_consume_skb_any(struct sk_buff *skb)
 {
 	dev_consume_skb_any(skb);
+}
+
+unsigned int rsnic_skb_nr_frags(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+/*
+ * TCP segmentation the stack left to the device: MSS, bytes of headers
+ * (through TCP) and the number of segments. False if the skb is not TCP
+ * GSO.
+ */
+bool rsnic_skb_tso(const struct sk_buff *skb, u16 *mss, u16 *hdr_len, u16 *segs)
+{
+	if (!skb_is_gso(skb) || !skb_is_gso_tcp(skb))
+		return false;
+	*mss = skb_shinfo(skb)->gso_size;
+	*hdr_len = skb_tcp_all_headers(skb);
+	*segs = skb_shinfo(skb)->gso_segs;
+	return true;
+}
+
+/* Maps the skb's linear part for the device to read; 0 or -ENOMEM. */
+int rsnic_skb_map_head(struct device *dev, struct sk_buff *skb, dma_addr_t *addr)
+{
+	*addr = dma_map_single(dev, skb->data, skb_headlen(skb), DMA_TO_DEVICE);
+	return dma_mapping_error(dev, *addr) ? -ENOMEM : 0;
+}
+
+/* Maps fragment i (< nr_frags) for the device to read; 0 or -ENOMEM. */
+int rsnic_skb_map_frag(struct device *dev, struct sk_buff *skb, unsigned int i,
+		       dma_addr_t *addr, u32 *len)
+{
+	const skb_frag_t *frag = &skb_shinfo(skb)->frags[i];
+
+	*len = skb_frag_size(frag);
+	*addr = skb_frag_dma_map(dev, frag, 0, *len, DMA_TO_DEVICE);
+	return dma_mapping_error(dev, *addr) ? -ENOMEM : 0;
+}
+
+void rsnic_dma_unmap_single_to_device(struct device *dev, dma_addr_t addr, u32 len)
+{
+	dma_unmap_single(dev, addr, len, DMA_TO_DEVICE);
+}
+
+void rsnic_dma_unmap_page_to_device(struct device *dev, dma_addr_t addr, u32 len)
+{
+	dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
+}
+
+/*
+ * A page pool for one RX queue: pages of 2^order, mapped for the device
+ * to write, synced for it on recycle from `headroom` for `max_len` bytes.
+ */
+struct page_pool *rsnic_page_pool_create(struct device *dev, struct napi_struct *napi,
+					 struct net_device *netdev, u32 queue, u32 size,
+					 u32 order, u32 headroom, u32 max_len)
+{
+	struct page_pool_params pp = {
+		.flags = PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
+		.order = order,
+		.pool_size = size,
+		.nid = NUMA_NO_NODE,
+		.dev = dev,
+		.napi = napi,
+		.netdev = netdev,
+		.queue_idx = queue,
+		.dma_dir = DMA_FROM_DEVICE,
+		.offset = headroom,
+		.max_len = max_len,
+	};
+
+	return page_pool_create(&pp);
+}
+
+/* page_pool_destroy, declared in a header the bindings leave out. */
+void rsnic_page_pool_destroy(struct page_pool *pool)
+{
+	page_pool_destroy(pool);
+}
+
+/* Headroom the stack wants in front of a received frame. */
+u32 rsnic_rx_headroom(void)
+{
+	return NET_SKB_PAD + NET_IP_ALIGN;
+}
+
+/* Bytes at the end of a buffer build_skb needs for skb_shared_info. */
+u32 rsnic_skb_shinfo_room(void)
+{
+	return SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+}
+
+struct page *rsnic_page_pool_dev_alloc_pages(struct page_pool *pool)
+{
+	return page_pool_dev_alloc_pages(pool);
+}
+
+void rsnic_page_pool_put_full_page(struct page_pool *pool, struct page *page)
+{
+	page_pool_put_full_page(pool, page, false);
+}
+
+dma_addr_t rsnic_page_pool_get_dma_addr(const struct page *page)
+{
+	return page_pool_get_dma_addr(page);
+}
+
+void rsnic_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page *page,
+				      u32 offset, u32 len)
+{
+	page_pool_dma_sync_for_cpu(pool, page, offset, len);
+}
+
+/*
+ * Builds an skb around a received page-pool page of `size` bytes: `len`
+ * frame bytes at `headroom`; the skb returns the page to its pool when
+ * freed. NULL (page untouched) on allocation failure.
+ */
+struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 headroom, u32 len)
+{
+	struct sk_buff *skb = napi_build_skb(page_address(page), size);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, headroom);
+	skb_put(skb, len);
+	skb_mark_for_recycle(skb);
+	return skb;
 }

@@ -36,15 +36,11 @@ void rsnic_netif_tx_stop_queue(struct net_device *dev, u16 queue);
 void rsnic_netif_tx_wake_queue(struct net_device *dev, u16 queue);
 bool rsnic_netif_tx_queue_stopped(struct net_device *dev, u16 queue);
 
-struct sk_buff *rsnic_napi_alloc_skb(struct napi_struct *napi, unsigned int len);
-void rsnic_skb_put_data(struct sk_buff *skb, const void *data, unsigned int len);
-void *rsnic_skb_put(struct sk_buff *skb, unsigned int len);
 void rsnic_skb_record_rx_queue(struct sk_buff *skb, u16 queue);
 void rsnic_napi_gro_receive(struct napi_struct *napi, struct sk_buff *skb);
 void rsnic_skb_set_eth_protocol(struct sk_buff *skb, struct net_device *dev);
 int rsnic_skb_linearize(struct sk_buff *skb);
 unsigned int rsnic_skb_headlen(const struct sk_buff *skb);
-const void *rsnic_skb_data(const struct sk_buff *skb);
 unsigned int rsnic_skb_len(const struct sk_buff *skb);
 u16 rsnic_skb_get_queue_mapping(const struct sk_buff *skb);
 bool rsnic_skb_csum_partial(const struct sk_buff *skb, u16 *start, u16 *offset);
@@ -52,5 +48,28 @@ void rsnic_skb_set_csum_unnecessary(struct sk_buff *skb);
 void rsnic_skb_set_hash(struct sk_buff *skb, u32 hash, bool l4);
 void rsnic_dev_kfree_skb_any(struct sk_buff *skb);
 void rsnic_dev_consume_skb_any(struct sk_buff *skb);
+unsigned int rsnic_skb_nr_frags(const struct sk_buff *skb);
+bool rsnic_skb_tso(const struct sk_buff *skb, u16 *mss, u16 *hdr_len, u16 *segs);
+
+int rsnic_skb_map_head(struct device *dev, struct sk_buff *skb, dma_addr_t *addr);
+int rsnic_skb_map_frag(struct device *dev, struct sk_buff *skb, unsigned int i,
+		       dma_addr_t *addr, u32 *len);
+void rsnic_dma_unmap_single_to_device(struct device *dev, dma_addr_t addr, u32 len);
+void rsnic_dma_unmap_page_to_device(struct device *dev, dma_addr_t addr, u32 len);
+
+struct page;
+struct page_pool;
+struct page_pool *rsnic_page_pool_create(struct device *dev, struct napi_struct *napi,
+					 struct net_device *netdev, u32 queue, u32 size,
+					 u32 order, u32 headroom, u32 max_len);
+void rsnic_page_pool_destroy(struct page_pool *pool);
+u32 rsnic_rx_headroom(void);
+u32 rsnic_skb_shinfo_room(void);
+struct page *rsnic_page_pool_dev_alloc_pages(struct page_pool *pool);
+void rsnic_page_pool_put_full_page(struct page_pool *pool, struct page *page);
+dma_addr_t rsnic_page_pool_get_dma_addr(const struct page *page);
+void rsnic_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page *page,
+				      u32 offset, u32 len);
+struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 headroom, u32 len);
 
 #endif

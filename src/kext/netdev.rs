@@ -65,6 +65,9 @@ pub(crate) struct Features {
     pub(crate) rx_csum: bool,
     /// `scatter-gather` (`NETIF_F_SG`).
     pub(crate) sg: bool,
+    /// `tcp-segmentation-offload` for IPv4 and IPv6 (`NETIF_F_TSO`,
+    /// `NETIF_F_TSO6`).
+    pub(crate) tso: bool,
 }
 
 impl Features {
@@ -73,6 +76,8 @@ impl Features {
         bit(self.tx_csum, ffi::NETIF_F_HW_CSUM_BIT)
             | bit(self.rx_csum, ffi::NETIF_F_RXCSUM_BIT)
             | bit(self.sg, ffi::NETIF_F_SG_BIT)
+            | bit(self.tso, ffi::NETIF_F_TSO_BIT)
+            | bit(self.tso, ffi::NETIF_F_TSO6_BIT)
     }
 
     fn from_raw(raw: ffi::netdev_features_t) -> Self {
@@ -81,6 +86,7 @@ impl Features {
             tx_csum: has(ffi::NETIF_F_HW_CSUM_BIT),
             rx_csum: has(ffi::NETIF_F_RXCSUM_BIT),
             sg: has(ffi::NETIF_F_SG_BIT),
+            tso: has(ffi::NETIF_F_TSO_BIT) || has(ffi::NETIF_F_TSO6_BIT),
         }
     }
 }

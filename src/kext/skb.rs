@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 
 use crate::ffi;
-use crate::kext::{dma_buf::DmaBuffer, napi::Napi};
+use crate::kext::napi::Napi;
 
 /// A socket buffer the driver owns: it must send, hand up or free it.
 /// Dropping it frees it (counted as a drop by the kernel's tracing).
@@ -29,6 +29,17 @@ pub(crate) struct CsumRequest {
     pub(crate) offset: u16,
 }
 
+/// TCP segmentation the stack left to the device (`SKB_GSO_TCPV4/6`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TsoRequest {
+    /// Payload bytes per segment.
+    pub(crate) mss: u16,
+    /// Bytes of headers (through TCP) each segment repeats.
+    pub(crate) hdr_len: u16,
+    /// Segments the frame becomes.
+    pub(crate) segs: u16,
+}
+
 impl SkBuff {
     /// Takes ownership of `ptr`.
     ///
@@ -39,14 +50,7 @@ impl SkBuff {
         NonNull::new(ptr).map(Self)
     }
 
-    /// Allocates an skb for receiving `len` bytes on `napi`'s device.
-    pub(crate) fn alloc_rx(napi: &Napi, len: u32) -> Option<Self> {
-        // SAFETY: `napi` is an initialised NAPI context; softirq or process
-        // context is fine for `napi_alloc_skb`.
-        NonNull::new(unsafe { ffi::rsnic_napi_alloc_skb(napi.as_raw(), len) }).map(Self)
-    }
-
-    fn as_raw(&self) -> *mut ffi::sk_buff {
+    pub(super) fn as_raw(&self) -> *mut ffi::sk_buff {
         self.0.as_ptr()
     }
 
@@ -62,18 +66,24 @@ impl SkBuff {
         kernel::error::to_result(unsafe { ffi::rsnic_skb_linearize(self.as_raw()) })
     }
 
-    /// The linear data (all of it after [`SkBuff::linearize`]).
-    pub(crate) fn linear_data(&self) -> &[u8] {
-        // SAFETY: Valid skb; `data` points at `headlen` readable bytes that
-        // stay put while we hold the skb and do not modify it.
-        unsafe {
-            let len = ffi::rsnic_skb_headlen(self.as_raw()) as usize;
-            let data = ffi::rsnic_skb_data(self.as_raw()).cast::<u8>();
-            if data.is_null() || len == 0 {
-                return &[];
-            }
-            core::slice::from_raw_parts(data, len)
-        }
+    /// Bytes in the linear part.
+    pub(crate) fn headlen(&self) -> u32 {
+        // SAFETY: Valid skb.
+        unsafe { ffi::rsnic_skb_headlen(self.as_raw()) }
+    }
+
+    /// Number of page fragments after the linear part.
+    pub(crate) fn nr_frags(&self) -> u32 {
+        // SAFETY: Valid skb.
+        unsafe { ffi::rsnic_skb_nr_frags(self.as_raw()) }
+    }
+
+    /// The TCP segmentation the stack wants the device to do, if any.
+    pub(crate) fn tso_request(&self) -> Option<TsoRequest> {
+        let (mut mss, mut hdr_len, mut segs) = (0u16, 0u16, 0u16);
+        // SAFETY: Valid skb; the out-pointers are valid.
+        unsafe { ffi::rsnic_skb_tso(self.as_raw(), &mut mss, &mut hdr_len, &mut segs) }
+            .then_some(TsoRequest { mss, hdr_len, segs })
     }
 
     /// The TX queue the stack picked.
@@ -88,21 +98,6 @@ impl SkBuff {
         // SAFETY: Valid skb; the out-pointers are valid.
         unsafe { ffi::rsnic_skb_csum_partial(self.as_raw(), &mut start, &mut offset) }
             .then_some(CsumRequest { start, offset })
-    }
-
-    /// Appends `len` bytes copied from `src` at `offset`. The skb must have
-    /// the room (allocate it with [`SkBuff::alloc_rx`] for `len`).
-    pub(crate) fn put_from_dma(&mut self, src: &DmaBuffer, offset: usize, len: usize) -> Result {
-        // SAFETY: Valid, owned skb with `len` bytes of tailroom; `skb_put`
-        // returns the start of the `len` new bytes.
-        let tail = unsafe { ffi::rsnic_skb_put(self.as_raw(), len as u32) }.cast::<u8>();
-        // SAFETY: `tail` points at `len` bytes of the skb we own; zeroing
-        // them first makes the slice initialised memory.
-        let dst = unsafe {
-            core::ptr::write_bytes(tail, 0, len);
-            core::slice::from_raw_parts_mut(tail, len)
-        };
-        src.read(offset, dst)
     }
 
     /// Hands a received frame to the stack through GRO, on RX queue `queue`.

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Streaming DMA mappings of outgoing socket buffers: the card reads the
+//! frame where the stack left it, no copy.
+
+use kernel::{dma::DmaAddress, prelude::*};
+
+use crate::ffi;
+use crate::kext::{dma_device::DmaDevice, skb::SkBuff};
+
+/// Which part of an skb a mapping covers (they unmap differently).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Head,
+    Frag,
+}
+
+/// One part of an skb, mapped for the device to read. Unmapped on drop;
+/// drop it only after the device finished reading (its TX completion) or
+/// never saw it, and before the skb it maps is freed.
+///
+/// # Invariants
+///
+/// `dev` is the device of the [`DmaDevice`] that made the mapping, bound
+/// while the mapping exists (the `DmaDevice` contract), and `addr`/`len`
+/// describe a live `DMA_TO_DEVICE` mapping of the kind `part` on it.
+pub(crate) struct TxMapping {
+    dev: *mut ffi::device,
+    addr: DmaAddress,
+    len: u32,
+    part: Part,
+}
+
+// SAFETY: A mapping is plain data about device state; unmapping is allowed
+// from any CPU and any context.
+unsafe impl Send for TxMapping {}
+
+impl TxMapping {
+    /// Maps the linear part of `skb`; `None` if it is empty.
+    pub(crate) fn head(dma: &DmaDevice, skb: &SkBuff) -> Result<Option<Self>> {
+        let len = skb.headlen();
+        if len == 0 {
+            return Ok(None);
+        }
+        let mut addr = 0;
+        // SAFETY: `dma` is a bound device; `skb` is valid and owned by the
+        // caller, so its head stays put until the caller frees it, which
+        // happens only after this mapping is dropped (documented above).
+        kernel::error::to_result(unsafe {
+            ffi::rsnic_skb_map_head(dma.as_raw(), skb.as_raw(), &mut addr)
+        })?;
+        // INVARIANT: mapped just now on `dma`'s device.
+        Ok(Some(Self {
+            dev: dma.as_raw(),
+            addr,
+            len,
+            part: Part::Head,
+        }))
+    }
+
+    /// Maps fragment `i` of `skb`.
+    pub(crate) fn frag(dma: &DmaDevice, skb: &SkBuff, i: u32) -> Result<Self> {
+        if i >= skb.nr_frags() {
+            return Err(EINVAL);
+        }
+        let (mut addr, mut len) = (0, 0);
+        // SAFETY: As in `head`; `i < nr_frags` was checked.
+        kernel::error::to_result(unsafe {
+            ffi::rsnic_skb_map_frag(dma.as_raw(), skb.as_raw(), i, &mut addr, &mut len)
+        })?;
+        // INVARIANT: mapped just now on `dma`'s device.
+        Ok(Self {
+            dev: dma.as_raw(),
+            addr,
+            len,
+            part: Part::Frag,
+        })
+    }
+
+    /// Bus address for the device.
+    pub(crate) fn addr(&self) -> DmaAddress {
+        self.addr
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+}
+
+impl Drop for TxMapping {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the mapping is live on a bound
+        // device and of kind `part`; it is unmapped exactly once, here.
+        unsafe {
+            match self.part {
+                Part::Head => ffi::rsnic_dma_unmap_single_to_device(self.dev, self.addr, self.len),
+                Part::Frag => ffi::rsnic_dma_unmap_page_to_device(self.dev, self.addr, self.len),
+            }
+        }
+    }
+}
