@@ -410,6 +410,97 @@ pub enum AdminCmd {
         /// Bus address of the block.
         config: u64,
     },
+    /// Set interrupt moderation of every queue pair (running and future):
+    /// an armed pair raises its vector once `frames` completions are
+    /// pending or the oldest has waited `usecs`, whichever comes first.
+    SetCoalesce {
+        /// Longest wait in microseconds, 0..=[`MAX_COALESCE_USECS`]; 0: at once.
+        usecs: u32,
+        /// Pending completions that raise at once, 0..=[`MAX_COALESCE_FRAMES`]
+        /// (0: no count limit).
+        frames: u32,
+    },
+    /// Read the card's counters of a queue pair (running or not; they
+    /// survive destroy and create, and reset with the function). Result:
+    /// [`QpCardStats`].
+    QueryQpStats {
+        /// Queue pair index.
+        qp: u16,
+    },
+}
+
+/// Longest interrupt moderation delay the card supports, in microseconds.
+pub const MAX_COALESCE_USECS: u32 = 1000;
+/// Largest interrupt moderation frame count the card supports.
+pub const MAX_COALESCE_FRAMES: u32 = 256;
+
+/// Result of [`AdminCmd::QueryQpStats`]: what the card counted for a
+/// queue pair, independent of the driver's own counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCardStats {
+    /// RX frames dropped for lack of a posted buffer.
+    pub rx_no_buffer: u64,
+    /// Bytes of descriptors and completions the card moved.
+    pub dma_meta_bytes: u64,
+    /// Bytes of frame data the card moved (TX read plus RX written).
+    pub dma_payload_bytes: u64,
+    /// Doorbells or descriptors the card rejected.
+    pub bad_requests: u64,
+    /// Interrupts raised.
+    pub irqs: u64,
+    /// Of those, raised while interrupt moderation was on.
+    pub irqs_moderated: u64,
+    /// TCP segments the card cut from TSO frames.
+    pub tso_segments: u64,
+}
+
+impl QpCardStats {
+    /// Writes the result into an admin entry.
+    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
+        for (i, v) in self.to_array().iter().enumerate() {
+            put(b, 8 + 8 * i, &v.to_le_bytes());
+        }
+    }
+
+    /// Reads the result from a completed admin entry.
+    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
+        let v = |i: usize| le64(b, 8 + 8 * i);
+        Self {
+            rx_no_buffer: v(0),
+            dma_meta_bytes: v(1),
+            dma_payload_bytes: v(2),
+            bad_requests: v(3),
+            irqs: v(4),
+            irqs_moderated: v(5),
+            tso_segments: v(6),
+        }
+    }
+
+    /// The counters in result order, with their `ethtool -S` names.
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        let v = self.to_array();
+        [
+            ("card_rx_no_buffer", v[0]),
+            ("card_dma_meta_bytes", v[1]),
+            ("card_dma_payload_bytes", v[2]),
+            ("card_bad_requests", v[3]),
+            ("card_irqs", v[4]),
+            ("card_irqs_moderated", v[5]),
+            ("card_tso_segments", v[6]),
+        ]
+    }
+
+    fn to_array(self) -> [u64; 7] {
+        [
+            self.rx_no_buffer,
+            self.dma_meta_bytes,
+            self.dma_payload_bytes,
+            self.bad_requests,
+            self.irqs,
+            self.irqs_moderated,
+            self.tso_segments,
+        ]
+    }
 }
 
 /// Status the card writes into an admin entry.
@@ -483,6 +574,8 @@ const OP_SET_MTU: u16 = 5;
 const OP_SET_RX_MODE: u16 = 6;
 const OP_SET_OFFLOADS: u16 = 7;
 const OP_SET_RSS: u16 = 8;
+const OP_SET_COALESCE: u16 = 9;
+const OP_QUERY_QP_STATS: u16 = 10;
 
 impl AdminCmd {
     /// The admin entry for this command (flags and status zero).
@@ -526,6 +619,15 @@ impl AdminCmd {
                 put(&mut b, 8, &config.to_le_bytes());
                 OP_SET_RSS
             }
+            Self::SetCoalesce { usecs, frames } => {
+                put(&mut b, 8, &usecs.to_le_bytes());
+                put(&mut b, 12, &frames.to_le_bytes());
+                OP_SET_COALESCE
+            }
+            Self::QueryQpStats { qp } => {
+                put(&mut b, 8, &qp.to_le_bytes());
+                OP_QUERY_QP_STATS
+            }
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -556,6 +658,11 @@ impl AdminCmd {
             },
             OP_SET_OFFLOADS => Self::SetOffloads { flags: le32(b, 8) },
             OP_SET_RSS => Self::SetRss { config: le64(b, 8) },
+            OP_SET_COALESCE => Self::SetCoalesce {
+                usecs: le32(b, 8),
+                frames: le32(b, 12),
+            },
+            OP_QUERY_QP_STATS => Self::QueryQpStats { qp: le16(b, 8) },
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

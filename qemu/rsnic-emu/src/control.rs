@@ -10,6 +10,8 @@
 //! - `status`: the active fault.
 //! - `link up` / `link down`: plug or unplug the cable at this card's end.
 //! - `stats`: the card's own counters, `key=value` pairs.
+//! - `stall-tx`: hang the TX engine of every running queue pair until the
+//!   driver recreates it (to exercise the TX watchdog).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -4,6 +4,8 @@
 //! self-test block (scratch echo, test interrupt, DMA fill/verify).
 
 use std::sync::Arc;
+use std::thread::Thread;
+use std::time::Instant;
 
 use log::{info, warn};
 
@@ -55,6 +57,9 @@ pub struct Function {
     /// The network function.
     pub nic: Nic,
     test: SelfTest,
+    /// The interrupt moderation timer, woken when a moderated interrupt
+    /// may have become pending.
+    moderation_timer: Option<Thread>,
 }
 
 impl Function {
@@ -72,6 +77,32 @@ impl Function {
             msix: MsixVectors::new(id.vectors),
             nic: Nic::new(id.mac),
             test: SelfTest::default(),
+            moderation_timer: None,
+        }
+    }
+
+    /// Sets the thread that runs [`Function::tick`] for interrupt
+    /// moderation; it is unparked whenever an interrupt is deferred.
+    pub fn set_moderation_timer(&mut self, timer: Thread) {
+        self.moderation_timer = Some(timer);
+    }
+
+    /// Interrupt moderation timer: raises the vectors now due; returns
+    /// when to call again (`None`: park until woken).
+    pub fn tick(&mut self, now: Instant) -> Option<Instant> {
+        let (raise, next) = self.nic.tick(now);
+        for vector in raise {
+            self.msix.raise(u32::from(vector));
+        }
+        next
+    }
+
+    /// Wakes the moderation timer if an interrupt waits for it.
+    fn kick_moderation_timer(&self) {
+        if let Some(timer) = &self.moderation_timer {
+            if self.nic.next_deadline().is_some() {
+                timer.unpark();
+            }
         }
     }
 
@@ -87,6 +118,7 @@ impl Function {
         if let Some(vector) = self.nic.receive(&self.dma, frame) {
             self.msix.raise(u32::from(vector));
         }
+        self.kick_moderation_timer();
     }
 
     /// Plugs or unplugs the cable at this end; a change raises the admin vector.
@@ -168,6 +200,7 @@ impl Function {
         for vector in fx.raise {
             self.msix.raise(u32::from(vector));
         }
+        self.kick_moderation_timer();
         fx.send
     }
 

@@ -26,6 +26,7 @@ mod hw;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use clap::Parser;
 use log::{info, warn};
@@ -86,6 +87,7 @@ fn card_command(func: &Mutex<Function>, line: &str) -> String {
             func.set_link(false);
             "ok".into()
         }
+        ["stall-tx"] => format!("ok stalled={}", func.nic.stall_tx()),
         ["stats"] => {
             let n = func.nic.stats;
             let mut out = format!(
@@ -111,8 +113,9 @@ fn card_command(func: &Mutex<Function>, line: &str) -> String {
             for (i, q) in func.nic.queue_pairs().enumerate() {
                 let s = q.stats;
                 out += &format!(
-                    " q{i}_tx_packets={} q{i}_rx_packets={} q{i}_rx_no_buffer={} q{i}_bad_requests={}",
-                    s.tx_packets, s.rx_packets, s.rx_no_buffer, s.bad_requests
+                    " q{i}_tx_packets={} q{i}_rx_packets={} q{i}_rx_no_buffer={} q{i}_bad_requests={} \
+                     q{i}_irqs={} q{i}_irqs_moderated={}",
+                    s.tx_packets, s.rx_packets, s.rx_no_buffer, s.bad_requests, s.irqs, s.irqs_moderated
                 );
             }
             out
@@ -134,6 +137,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         vectors: hw::PF_MSIX_VECTORS,
     };
     let func = Arc::new(Mutex::new(Function::new(identity, Arc::clone(&faults))));
+
+    // Interrupt moderation: raises deferred interrupts when they fall due.
+    let timer_func = Arc::clone(&func);
+    let timer = std::thread::spawn(move || loop {
+        let next = timer_func
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tick(Instant::now());
+        match next {
+            Some(due) => std::thread::park_timeout(due.saturating_duration_since(Instant::now())),
+            None => std::thread::park(),
+        }
+    });
+    func.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .set_moderation_timer(timer.thread().clone());
 
     let wire = match (&args.wire_socket, &args.wire_peer) {
         (Some(local), Some(peer)) => {

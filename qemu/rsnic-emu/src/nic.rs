@@ -4,6 +4,7 @@
 //! link state. [`crate::function::Function`] routes register accesses here.
 
 use std::sync::atomic::{fence, Ordering};
+use std::time::Instant;
 
 use log::{debug, info};
 
@@ -14,7 +15,7 @@ use crate::hw::{
     AQ_ENTRY_SIZE, AQ_MAX_ENTRIES, MAX_MTU, MAX_QUEUE_PAIRS, MIN_MTU,
 };
 use crate::offload;
-use crate::queues::{QueuePair, RxOutcome, TxFrame};
+use crate::queues::{Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rss;
 
 /// Offloads this card performs (RSS is always on).
@@ -67,6 +68,11 @@ pub struct Nic {
     /// Indirection table the driver set; `None`: round-robin over running pairs.
     rss_table: Option<[u8; hw::RSS_TABLE_LEN]>,
     qps: Vec<Option<QueuePair>>,
+    /// Interrupt moderation of every queue pair.
+    moderation: Moderation,
+    /// Counts of destroyed queue pairs, per index, so counters survive
+    /// the driver recreating its queues.
+    retired: Vec<QpStats>,
     /// Counters.
     pub stats: NicStats,
 }
@@ -88,6 +94,8 @@ impl Nic {
             rss_key: rss::DEFAULT_KEY,
             rss_table: None,
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
+            moderation: Moderation::default(),
+            retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
             stats: NicStats::default(),
         }
     }
@@ -114,6 +122,46 @@ impl Nic {
     /// Running queue pairs.
     pub fn queue_pairs(&self) -> impl Iterator<Item = &QueuePair> {
         self.qps.iter().flatten()
+    }
+
+    /// Hangs the TX engine of every running queue pair (fault injection);
+    /// pairs the driver creates afterwards work. Returns how many hung.
+    pub fn stall_tx(&mut self) -> usize {
+        self.qps
+            .iter_mut()
+            .flatten()
+            .map(QueuePair::stall_tx)
+            .count()
+    }
+
+    /// Counters of queue pair `qp` since reset, across destroy and create.
+    pub fn qp_stats(&self, qp: usize) -> Option<QpStats> {
+        let mut total = *self.retired.get(qp)?;
+        if let Some(Some(q)) = self.qps.get(qp) {
+            total.add(&q.stats);
+        }
+        Some(total)
+    }
+
+    /// Interrupt moderation timer: the vectors due now, and when to look
+    /// again (`None`: nothing is waiting).
+    pub fn tick(&mut self, now: Instant) -> (Vec<u16>, Option<Instant>) {
+        let mut raise = Vec::new();
+        for q in self.qps.iter_mut().flatten() {
+            if q.tick(now) {
+                raise.push(q.vector());
+            }
+        }
+        (raise, self.next_deadline())
+    }
+
+    /// The earliest moment a moderated interrupt falls due.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.qps
+            .iter()
+            .flatten()
+            .filter_map(QueuePair::deadline)
+            .min()
     }
 
     /// Reads a NIC register, or `None` if `offset` is not one.
@@ -181,7 +229,8 @@ impl Nic {
                 let stats = &mut self.stats;
                 let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
                 let tso = self.offloads & offload_bits::TSO != 0;
-                q.tx_doorbell(dma, value, |mut f: TxFrame| {
+                let tso_segments_before = stats.tso_segments;
+                let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
                     let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
                         match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
                             Some(segments) => {
@@ -209,7 +258,9 @@ impl Nic {
                             fx.send.push(frame);
                         }
                     }
-                })
+                });
+                q.stats.tso_segments += stats.tso_segments - tso_segments_before;
+                raise
             }
             hw::regs::DB_RX_TAIL => {
                 q.rx_doorbell(value);
@@ -275,9 +326,10 @@ impl Nic {
                 if slot.is_some() {
                     return AdminStatus::BadState;
                 }
-                let Some(q) = QueuePair::new(cfg) else {
+                let Some(mut q) = QueuePair::new(cfg) else {
                     return AdminStatus::BadParam;
                 };
+                q.set_moderation(self.moderation);
                 info!(
                     "queue pair {} created ({} TX, {} RX entries)",
                     cfg.qp, cfg.tx_entries, cfg.rx_entries
@@ -285,10 +337,38 @@ impl Nic {
                 *slot = Some(q);
             }
             AdminCmd::DestroyQp { qp } => match self.qps.get_mut(usize::from(qp)) {
-                Some(slot @ Some(_)) => *slot = None,
+                Some(slot @ Some(_)) => {
+                    if let Some(q) = slot.take() {
+                        self.retired[usize::from(qp)].add(&q.stats);
+                    }
+                }
                 Some(None) => return AdminStatus::BadState,
                 None => return AdminStatus::BadParam,
             },
+            AdminCmd::SetCoalesce { usecs, frames } => {
+                if usecs > hw::MAX_COALESCE_USECS || frames > hw::MAX_COALESCE_FRAMES {
+                    return AdminStatus::BadParam;
+                }
+                self.moderation = Moderation { usecs, frames };
+                for q in self.qps.iter_mut().flatten() {
+                    q.set_moderation(self.moderation);
+                }
+            }
+            AdminCmd::QueryQpStats { qp } => {
+                let Some(s) = self.qp_stats(usize::from(qp)) else {
+                    return AdminStatus::BadParam;
+                };
+                hw::QpCardStats {
+                    rx_no_buffer: s.rx_no_buffer,
+                    dma_meta_bytes: s.dma_meta_bytes,
+                    dma_payload_bytes: s.tx_bytes + s.rx_bytes,
+                    bad_requests: s.bad_requests,
+                    irqs: s.irqs,
+                    irqs_moderated: s.irqs_moderated,
+                    tso_segments: s.tso_segments,
+                }
+                .write_result(entry);
+            }
             AdminCmd::SetMac { mac } => {
                 if mac[0] & 1 != 0 {
                     return AdminStatus::BadParam;

@@ -7,6 +7,7 @@
 //! the ring is ignored and counted, never used to address memory.
 
 use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace};
 use crate::hw::{
@@ -30,6 +31,39 @@ pub struct QpStats {
     pub dma_meta_bytes: u64,
     /// Doorbells or descriptors the card rejected.
     pub bad_requests: u64,
+    /// TCP segments cut from TSO frames.
+    pub tso_segments: u64,
+    /// Interrupts raised.
+    pub irqs: u64,
+    /// Of those, raised while interrupt moderation was on.
+    pub irqs_moderated: u64,
+}
+
+impl QpStats {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &QpStats) {
+        self.tx_packets += other.tx_packets;
+        self.tx_bytes += other.tx_bytes;
+        self.rx_packets += other.rx_packets;
+        self.rx_bytes += other.rx_bytes;
+        self.rx_no_buffer += other.rx_no_buffer;
+        self.dma_meta_bytes += other.dma_meta_bytes;
+        self.bad_requests += other.bad_requests;
+        self.tso_segments += other.tso_segments;
+        self.irqs += other.irqs;
+        self.irqs_moderated += other.irqs_moderated;
+    }
+}
+
+/// Interrupt moderation of a queue pair: an armed queue with completions
+/// raises its vector once `frames` completions are pending or the oldest
+/// has waited `usecs`, whichever comes first. `usecs == 0`: at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moderation {
+    /// Longest wait of a completion, in microseconds.
+    pub usecs: u32,
+    /// Pending completions that raise at once (0: no count limit).
+    pub frames: u32,
 }
 
 /// What happened to a frame offered to [`QueuePair::deliver`].
@@ -60,6 +94,13 @@ pub struct QueuePair {
     cq_phase: bool,
     cq_head: u32,
     armed: bool,
+    moderation: Moderation,
+    /// A hung TX engine (fault injection): doorbells are recorded, frames
+    /// are not sent or completed. Only recreating the pair clears it.
+    tx_stalled: bool,
+    /// When the oldest completion the driver has not been told about was
+    /// written.
+    oldest_unsignalled: Option<Instant>,
     /// Counters.
     pub stats: QpStats,
 }
@@ -89,6 +130,9 @@ impl QueuePair {
             cq_phase: true,
             cq_head: 0,
             armed: false,
+            moderation: Moderation::default(),
+            tx_stalled: false,
+            oldest_unsignalled: None,
             stats: QpStats::default(),
         })
     }
@@ -116,6 +160,7 @@ impl QueuePair {
         fence(Ordering::Release);
         dma.write(addr + 2, &bytes[2..4])?;
         self.stats.dma_meta_bytes += Cqe::SIZE as u64;
+        self.oldest_unsignalled.get_or_insert_with(Instant::now);
         self.cq_tail += 1;
         if self.cq_tail == self.cfg.cq_entries {
             self.cq_tail = 0;
@@ -124,9 +169,50 @@ impl QueuePair {
         Ok(())
     }
 
-    /// Takes one raise decision after posting completions: raise if armed.
-    fn take_arm(&mut self) -> bool {
-        std::mem::take(&mut self.armed)
+    /// Hangs the TX engine until the pair is destroyed (fault injection).
+    pub fn stall_tx(&mut self) {
+        self.tx_stalled = true;
+    }
+
+    /// Sets interrupt moderation.
+    pub fn set_moderation(&mut self, moderation: Moderation) {
+        self.moderation = moderation;
+    }
+
+    /// When moderation will raise the vector if nothing else does first.
+    pub fn deadline(&self) -> Option<Instant> {
+        let oldest = self.oldest_unsignalled.filter(|_| self.armed)?;
+        Some(oldest + Duration::from_micros(u64::from(self.moderation.usecs)))
+    }
+
+    /// Timer check of interrupt moderation: whether to raise now.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        self.take_arm(now)
+    }
+
+    /// Takes one raise decision after posting completions or arming:
+    /// raise if armed with completions pending and moderation allows.
+    fn take_arm(&mut self, now: Instant) -> bool {
+        if !self.armed || self.cq_pending() == 0 {
+            return false;
+        }
+        let m = self.moderation;
+        // Completions the driver was already told about but re-armed
+        // without consuming are raised again at once.
+        let due = self.oldest_unsignalled.is_none_or(|oldest| {
+            let by_count = m.frames != 0 && self.cq_pending() >= m.frames;
+            by_count || now >= oldest + Duration::from_micros(u64::from(m.usecs))
+        });
+        if !due {
+            return false;
+        }
+        self.armed = false;
+        self.oldest_unsignalled = None;
+        self.stats.irqs += 1;
+        if m.usecs != 0 {
+            self.stats.irqs_moderated += 1;
+        }
+        true
     }
 
     /// CQ head doorbell: records the driver's head and arm request. Returns
@@ -138,11 +224,13 @@ impl QueuePair {
             return false;
         }
         self.cq_head = head;
+        if self.cq_pending() == 0 {
+            // The driver has seen everything: nothing is waiting.
+            self.oldest_unsignalled = None;
+        }
         if value & CQ_ARM != 0 {
             self.armed = true;
-            if self.cq_pending() != 0 {
-                return self.take_arm();
-            }
+            return self.take_arm(Instant::now());
         }
         false
     }
@@ -169,6 +257,9 @@ impl QueuePair {
                 self.stats.bad_requests += 1;
                 return false;
             }
+        }
+        if self.tx_stalled {
+            return false;
         }
         let mask = self.cfg.tx_entries - 1;
         let mut completed = false;
@@ -229,7 +320,7 @@ impl QueuePair {
             }
             completed = true;
         }
-        completed && self.take_arm()
+        completed && self.take_arm(Instant::now())
     }
 
     /// Writes a received frame into the next posted RX buffer.
@@ -269,7 +360,7 @@ impl QueuePair {
         self.stats.rx_packets += 1;
         self.stats.rx_bytes += frame.len() as u64;
         RxOutcome::Delivered {
-            raise: self.take_arm(),
+            raise: self.take_arm(Instant::now()),
         }
     }
 }
@@ -353,6 +444,43 @@ mod tests {
         let c = cqe(&dma, 0);
         assert_eq!((c.index, c.flags), (1, Cqe::PHASE));
         assert_eq!(q.stats.tx_packets, 1);
+    }
+
+    #[test]
+    fn moderation_defers_until_time_or_count() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS + i * 0x40,
+                len: 0x40,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q.rx_doorbell(63);
+        q.set_moderation(Moderation {
+            usecs: 50_000,
+            frames: 3,
+        });
+        assert!(!q.cq_doorbell(CQ_ARM));
+        let raised = |o| matches!(o, RxOutcome::Delivered { raise: true });
+        assert!(!raised(q.deliver(&dma, b"a", 0, 0)), "deferred");
+        let deadline = q.deadline().expect("armed with a completion waiting");
+        assert!(!q.tick(deadline - Duration::from_micros(1)));
+        assert!(q.tick(deadline), "the timer raises");
+        assert!(q.deadline().is_none(), "disarmed");
+        // Driver consumed entry 0 and re-armed; the third pending raises.
+        assert!(!q.cq_doorbell(1 | CQ_ARM));
+        assert!(!raised(q.deliver(&dma, b"b", 0, 0)));
+        assert!(!raised(q.deliver(&dma, b"c", 0, 0)));
+        assert!(raised(q.deliver(&dma, b"d", 0, 0)), "frame count reached");
+        assert_eq!((q.stats.irqs, q.stats.irqs_moderated), (2, 2));
+        // Moderation off: every armed completion raises at once.
+        q.set_moderation(Moderation::default());
+        assert!(q.cq_doorbell(1 | CQ_ARM), "still pending: raise on arm");
+        assert!(!q.cq_doorbell(4 | CQ_ARM));
+        assert!(raised(q.deliver(&dma, b"e", 0, 0)));
+        assert_eq!((q.stats.irqs, q.stats.irqs_moderated), (4, 2));
     }
 
     #[test]
