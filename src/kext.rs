@@ -15,3 +15,4 @@ pub(crate) mod netdev;
 pub(crate) mod page_pool;
 pub(crate) mod pci_dma;
 pub(crate) mod skb;
+pub(crate) mod work;

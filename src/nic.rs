@@ -15,21 +15,23 @@ use kernel::{
 };
 
 use crate::admin::AdminQueue;
-use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo};
+use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo, QpCardStats};
 use crate::kext::{
     dma_buf::DmaBuffer,
     dma_device::DmaDevice,
-    ethtool::{DrvInfo, EthtoolOps, StatsSink},
+    ethtool::{Coalesce, DrvInfo, EthtoolOps, StatsSink},
     msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
     netdev::{
         is_valid_ether_addr, random_ether_addr, rss_key_fill, Features, HwAddrList, LinkStats,
         NetDev, NetDevOps, NetDevRef, QueueCounters, Registration, Setup,
     },
     skb::SkBuff,
+    work::{DeviceWork, NetDevWork},
 };
-use crate::queue::{QueueGeometry, QueueIrq, QueueVector};
+use crate::queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use crate::regs::Registers;
 use crate::ring::RingSize;
+use crate::selftest::{self, IrqCount, SelfTestError};
 
 /// Queue pairs used when the card has enough.
 const DEFAULT_QUEUES: u16 = 4;
@@ -50,6 +52,8 @@ struct Config {
     rss_table: [u8; hw::RSS_TABLE_LEN],
     /// The user set the table (`ethtool -X`); else it follows the queue count.
     rss_table_set: bool,
+    /// Interrupt moderation (`ethtool -C`).
+    coalesce: Coalesce,
 }
 
 impl Config {
@@ -65,8 +69,12 @@ impl Config {
 /// they schedule.
 #[pin_data]
 pub(crate) struct Nic {
+    /// Resets TX queues the watchdog found stuck (`ndo_tx_timeout`).
+    /// First, so it is cancelled before anything it uses goes away.
+    #[pin]
+    reset_work: NetDevWork<Nic>,
     admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
-    _queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
+    queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
     queues: KVec<Arc<QueueVector>>,
     regs: Arc<Registers>,
     admin: Arc<AdminQueue>,
@@ -87,6 +95,8 @@ pub(crate) struct AdminIrq {
     regs: Arc<Registers>,
     /// Last link state reported, so each change is logged once.
     reported_up: Atomic<u32>,
+    /// Interrupts seen (for `ethtool -t`).
+    fired: Atomic<u32>,
     /// Whether the interface is up (carrier is only reported then).
     running: Atomic<u32>,
 }
@@ -124,8 +134,15 @@ impl AdminIrq {
 
 impl IrqHandler for AdminIrq {
     fn handle(&self) -> bool {
+        self.fired.fetch_add(1, Relaxed);
         self.sync_link();
         true
+    }
+}
+
+impl IrqCount for AdminIrq {
+    fn fired(&self) -> u32 {
+        self.fired.load(Relaxed)
     }
 }
 
@@ -209,14 +226,16 @@ pub(crate) fn register(
                     dev: irq_dev,
                     regs: irq_regs,
                     reported_up: Atomic::new(0),
+                    fired: Atomic::new(0),
                     running: Atomic::new(0),
                 }? Error),
                 ),
                 GFP_KERNEL,
             )?;
             Ok(try_pin_init!(Nic {
+            reset_work <- NetDevWork::new(dev.clone()),
             admin_irq,
-            _queue_irqs: queue_irqs,
+            queue_irqs,
             queues,
             regs,
             admin,
@@ -233,6 +252,7 @@ pub(crate) fn register(
                 rss_key,
                 rss_table: Config::default_rss_table(queues_default),
                 rss_table_set: false,
+                coalesce: Coalesce::default(),
             }),
         }? Error))
         },
@@ -245,21 +265,34 @@ impl Nic {
         mtu + 14 + 4
     }
 
+    /// Ring and buffer sizes of every queue pair for `cfg` and `mtu`.
+    fn geometry(&self, cfg: &Config, mtu: u32) -> QueueGeometry {
+        QueueGeometry {
+            tx: cfg.tx_ring,
+            rx: cfg.rx_ring,
+            rx_frame: Self::max_frame(mtu),
+        }
+    }
+
+    /// Whether the card checksums TX frames.
+    fn tx_csum(&self) -> bool {
+        self.info.offloads & offload::TX_CSUM != 0
+    }
+
     /// Creates and starts the card's queue pairs for `mtu`. On failure,
     /// everything started is torn down again.
     fn start_queues(&self, cfg: &Config, mtu: u32, features: Features) -> Result {
         self.admin.run(AdminCmd::SetMtu { mtu })?;
         self.set_card_offloads(features)?;
-        let tx_csum = self.info.offloads & offload::TX_CSUM != 0;
-        let geo = QueueGeometry {
-            tx: cfg.tx_ring,
-            rx: cfg.rx_ring,
-            rx_frame: Self::max_frame(mtu),
-        };
+        self.admin.run(AdminCmd::SetCoalesce {
+            usecs: cfg.coalesce.usecs,
+            frames: cfg.coalesce.frames,
+        })?;
+        let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
-                .prepare(&self.dma, geo, tx_csum)
+                .prepare(&self.dma, geo, self.tx_csum())
                 .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
                 .and_then(|()| queue.start());
             if let Err(e) = started {
@@ -434,7 +467,54 @@ impl NetDevOps for Nic {
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {
-        pr_warn!("{}: TX queue {} timed out\n", dev.name(), queue);
+        let nic = dev.data();
+        let Some(q) = nic.queues.get(queue as usize) else {
+            return;
+        };
+        bump(&q.stats.tx_timeouts, 1);
+        pr_warn!(
+            "{}: TX queue {} timed out, resetting it\n",
+            dev.name(),
+            queue
+        );
+        q.request_reset();
+        nic.reset_work.schedule();
+    }
+}
+
+impl DeviceWork for Nic {
+    /// Resets the TX queues `tx_timeout` marked: the card's queue pair is
+    /// destroyed and created again with fresh rings. Frames still in the
+    /// old ring are freed unsent (counted as dropped by the stack's view
+    /// of the card: they never completed).
+    fn run(dev: &NetDev<Self>) {
+        let nic = dev.data();
+        let cfg = nic.config.lock();
+        for (q, queue) in (0u16..).zip(nic.queues.iter()) {
+            if !queue.take_reset_request() || !cfg.running || q >= cfg.queues {
+                continue;
+            }
+            dev.tx_stop(q);
+            let _ = nic.admin.run(AdminCmd::DestroyQp { qp: q });
+            queue.stop(true);
+            let restarted = queue
+                .prepare(&nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
+                .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|()| queue.start());
+            match restarted {
+                Ok(()) => pr_info!("{}: TX queue {} reset\n", dev.name(), q),
+                Err(e) => {
+                    queue.stop(false);
+                    pr_err!(
+                        "{}: TX queue {} did not come back: {:?}\n",
+                        dev.name(),
+                        q,
+                        e
+                    );
+                }
+            }
+            dev.tx_wake(q);
+        }
     }
 }
 
@@ -458,8 +538,82 @@ impl EthtoolOps for Nic {
         dev.data().info.speed_mbps
     }
 
+    const SELF_TESTS: &'static [&'static str] = &[
+        "registers (offline)",
+        "interrupts (offline)",
+        "dma (offline)",
+        "link (online)",
+    ];
+
+    fn self_test(dev: &NetDev<Self>, offline: bool, results: &mut [u64]) {
+        let nic = dev.data();
+        if let Some(link) = results.get_mut(3) {
+            *link = u64::from(!dev.carrier_ok());
+        }
+        if !offline {
+            return;
+        }
+        let cfg = nic.config.lock();
+        if cfg.running {
+            dev.tx_disable();
+            nic.stop_queues(usize::from(cfg.queues));
+        }
+        let report = |name: &str, r: Result<(), SelfTestError>| match r {
+            Ok(()) => 0,
+            Err(e) => {
+                pr_err!("{}: self-test {}: {}\n", dev.name(), name, e);
+                1
+            }
+        };
+        let registers = report("registers", selftest::check_registers(&nic.regs));
+        // Vector 0 is the admin vector, then one per queue pair.
+        let admin = core::iter::once(nic.admin_irq.handler() as &dyn IrqCount);
+        let queues = nic.queue_irqs.iter().map(|r| r.handler() as &dyn IrqCount);
+        let handlers = Iterator::chain(admin, queues);
+        let interrupts = report("interrupts", selftest::check_irqs(&nic.regs, handlers));
+        let dma = report(
+            "dma",
+            nic.dma
+                .alloc(selftest::DMA_BUFFER_LEN)
+                .map_err(SelfTestError::from)
+                .and_then(|buf| selftest::check_dma_cases(&nic.regs, &buf)),
+        );
+        for (result, value) in results.iter_mut().zip([registers, interrupts, dma]) {
+            *result = value;
+        }
+        if cfg.running {
+            if let Err(e) = nic.start_queues(&cfg, dev.mtu(), dev.features()) {
+                pr_err!(
+                    "{}: queues did not restart after the self-test: {:?}\n",
+                    dev.name(),
+                    e
+                );
+            }
+            dev.tx_start_all();
+        }
+    }
+
+    fn coalesce(dev: &NetDev<Self>) -> Coalesce {
+        dev.data().config.lock().coalesce
+    }
+
+    fn set_coalesce(dev: &NetDev<Self>, coalesce: Coalesce) -> Result {
+        if coalesce.usecs > hw::MAX_COALESCE_USECS || coalesce.frames > hw::MAX_COALESCE_FRAMES {
+            return Err(EINVAL);
+        }
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        nic.admin.run(AdminCmd::SetCoalesce {
+            usecs: coalesce.usecs,
+            frames: coalesce.frames,
+        })?;
+        cfg.coalesce = coalesce;
+        Ok(())
+    }
+
     fn stats(dev: &NetDev<Self>, sink: &mut dyn StatsSink) {
-        for (q, queue) in dev.data().queues.iter().enumerate() {
+        let nic = dev.data();
+        for (q, queue) in nic.queues.iter().enumerate() {
             let s = &queue.stats;
             sink.stat(format_args!("rx{q}_packets"), s.rx_packets.load(Relaxed));
             sink.stat(format_args!("rx{q}_bytes"), s.rx_bytes.load(Relaxed));
@@ -473,10 +627,24 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
             sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
             sink.stat(format_args!("tx{q}_tso"), s.tx_tso.load(Relaxed));
+            sink.stat(format_args!("tx{q}_timeouts"), s.tx_timeouts.load(Relaxed));
             sink.stat(
                 format_args!("q{q}_bad_completions"),
                 s.bad_completions.load(Relaxed),
             );
+            // The card's own counts of this pair, asked for only when the
+            // values are read. A card that does not answer reads as zeros.
+            let card = if sink.wants_values() {
+                nic.admin
+                    .exec(AdminCmd::QueryQpStats { qp: q as u16 })
+                    .map(|entry| QpCardStats::read_result(&entry))
+                    .unwrap_or_default()
+            } else {
+                QpCardStats::default()
+            };
+            for (name, value) in card.named() {
+                sink.stat(format_args!("q{q}_{name}"), value);
+            }
         }
     }
 

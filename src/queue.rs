@@ -34,6 +34,7 @@ use crate::kext::{
 use crate::nic::Nic;
 use crate::regs::Registers;
 use crate::ring::{RingIndex, RingSize};
+use crate::selftest::IrqCount;
 
 /// Counters of one queue pair.
 pub(crate) struct QueueStats {
@@ -50,6 +51,8 @@ pub(crate) struct QueueStats {
     /// TSO frames handed to the card (each counts as its segments in
     /// `tx_packets`).
     pub(crate) tx_tso: Atomic<u64>,
+    /// Times the stack's watchdog found this TX queue stuck.
+    pub(crate) tx_timeouts: Atomic<u64>,
     /// Completions with an index or length the driver did not expect.
     pub(crate) bad_completions: Atomic<u64>,
 }
@@ -66,12 +69,13 @@ impl QueueStats {
             rx_dropped: Atomic::new(0),
             rx_alloc_failed: Atomic::new(0),
             tx_tso: Atomic::new(0),
+            tx_timeouts: Atomic::new(0),
             bad_completions: Atomic::new(0),
         }
     }
 }
 
-fn bump(counter: &Atomic<u64>, by: u64) {
+pub(crate) fn bump(counter: &Atomic<u64>, by: u64) {
     counter.fetch_add(by, Relaxed);
 }
 
@@ -275,6 +279,8 @@ pub(crate) struct QueuePair {
     tx: SpinLock<Option<TxState>>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
+    /// Set by the TX watchdog, taken by the reset work.
+    reset_requested: Atomic<u32>,
 }
 
 impl WithNapi<QueuePair> {
@@ -292,6 +298,7 @@ impl WithNapi<QueuePair> {
             rx <- new_spinlock!(None),
             tx <- new_spinlock!(None),
             stats: QueueStats::new(),
+            reset_requested: Atomic::new(0),
         }? Error);
         Arc::pin_init(WithNapi::new(&dev, u32::from(index), pair), GFP_KERNEL)
     }
@@ -381,6 +388,16 @@ impl WithNapi<QueuePair> {
 }
 
 impl QueuePair {
+    /// Asks for this pair to be reset (its TX queue is stuck).
+    pub(crate) fn request_reset(&self) {
+        self.reset_requested.store(1, Relaxed);
+    }
+
+    /// Whether a reset was asked for since the last call.
+    pub(crate) fn take_reset_request(&self) -> bool {
+        self.reset_requested.xchg(0, Relaxed) != 0
+    }
+
     /// RX and TX packet/byte counters, for qstats.
     pub(crate) fn counters(&self) -> (QueueCounters, QueueCounters) {
         let s = &self.stats;
@@ -616,18 +633,30 @@ impl NapiPoll for QueuePair {
 #[pin_data]
 pub(crate) struct QueueIrq {
     queue: Arc<QueueVector>,
+    /// Interrupts seen (for `ethtool -t`).
+    fired: Atomic<u32>,
 }
 
 impl QueueIrq {
     /// The handler for `queue`.
     pub(crate) fn new(queue: Arc<QueueVector>) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self { queue }? Error)
+        try_pin_init!(Self {
+            queue,
+            fired: Atomic::new(0),
+        }? Error)
     }
 }
 
 impl IrqHandler for QueueIrq {
     fn handle(&self) -> bool {
+        self.fired.fetch_add(1, Relaxed);
         self.queue.napi().schedule();
         true
+    }
+}
+
+impl IrqCount for QueueIrq {
+    fn fired(&self) -> u32 {
+        self.fired.load(Relaxed)
     }
 }

@@ -7,6 +7,8 @@
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/rtnetlink.h>
+#include <linux/workqueue.h>
 #include <linux/dma-mapping.h>
 #include <net/gro.h>
 #include <net/page_pool/helpers.h>
@@ -305,4 +307,31 @@ struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 
 	skb_put(skb, len);
 	skb_mark_for_recycle(skb);
 	return skb;
+}
+
+void rsnic_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+bool rsnic_schedule_work(struct work_struct *work)
+{
+	return schedule_work(work);
+}
+
+/* cancel_work_sync, declared in a header the bindings leave out. */
+bool rsnic_cancel_work_sync(struct work_struct *work)
+{
+	return cancel_work_sync(work);
+}
+
+/* rtnl_lock/rtnl_unlock, declared in a header the bindings leave out. */
+void rsnic_rtnl_lock(void)
+{
+	rtnl_lock();
+}
+
+void rsnic_rtnl_unlock(void)
+{
+	rtnl_unlock();
 }

@@ -72,4 +72,12 @@ void rsnic_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page 
 				      u32 offset, u32 len);
 struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 headroom, u32 len);
 
+
+struct work_struct;
+void rsnic_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
+bool rsnic_schedule_work(struct work_struct *work);
+bool rsnic_cancel_work_sync(struct work_struct *work);
+void rsnic_rtnl_lock(void);
+void rsnic_rtnl_unlock(void);
+
 #endif

@@ -13,8 +13,22 @@ use crate::kext::netdev::NetDev;
 /// Length of an ethtool string (`ETH_GSTRING_LEN`).
 const GSTRING_LEN: usize = 32;
 
+/// `ETH_SS_TEST`: the string set of `ethtool -t`.
+const SS_TEST: u32 = 0;
 /// `ETH_SS_STATS`: the string set of `ethtool -S`.
 const SS_STATS: u32 = 1;
+/// `ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES` (the
+/// header's `BIT()` macros do not reach the bindings).
+const COALESCE_RX_USECS_AND_FRAMES: u32 = (1 << 0) | (1 << 1);
+
+/// Interrupt moderation (`ethtool -c/-C rx-usecs N rx-frames N`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Coalesce {
+    /// Longest a completion waits for its interrupt, in microseconds.
+    pub(crate) usecs: u32,
+    /// Completions that raise the interrupt at once (0: no count limit).
+    pub(crate) frames: u32,
+}
 
 /// Identity shown by `ethtool -i`.
 pub(crate) struct DrvInfo<'a> {
@@ -32,10 +46,16 @@ pub(crate) struct DrvInfo<'a> {
 pub(crate) trait StatsSink {
     /// One counter. `name` must be at most 31 bytes once formatted.
     fn stat(&mut self, name: fmt::Arguments<'_>, value: u64);
+    /// Whether values are used (else only names are counted or copied,
+    /// and costly values, like the card's, need not be fetched).
+    fn wants_values(&self) -> bool;
 }
 
 /// What a driver reports to ethtool.
 pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
+    /// Names of the `ethtool -t` tests, in the order of [`Self::self_test`]'s
+    /// results; each at most 31 bytes.
+    const SELF_TESTS: &'static [&'static str];
     /// `ethtool -i`.
     fn drvinfo(dev: &NetDev<Self>) -> DrvInfo<'_>;
     /// Link speed in Mbit/s while the carrier is up.
@@ -50,6 +70,14 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     fn set_channels(dev: &NetDev<Self>, combined: u32) -> Result;
     /// `ethtool -G rx R tx T`; on error nothing changed.
     fn set_rings(dev: &NetDev<Self>, rx: u32, tx: u32) -> Result;
+    /// `ethtool -c`: interrupt moderation.
+    fn coalesce(dev: &NetDev<Self>) -> Coalesce;
+    /// `ethtool -C`; on error nothing changed.
+    fn set_coalesce(dev: &NetDev<Self>, coalesce: Coalesce) -> Result;
+    /// `ethtool -t`: runs the tests (those that disturb traffic only if
+    /// `offline`) and stores 0 (passed or not run) or an error code per
+    /// test in `results`, one per [`Self::SELF_TESTS`] entry.
+    fn self_test(dev: &NetDev<Self>, offline: bool, results: &mut [u64]);
     /// `ethtool -x`: the RSS indirection table and hash key.
     fn rss(dev: &NetDev<Self>) -> ([u8; hw::RSS_TABLE_LEN], [u8; hw::RSS_KEY_LEN]);
     /// `ethtool -X`: a new table and/or key (each `None` if unchanged). The
@@ -72,6 +100,10 @@ struct Counter(usize);
 impl StatsSink for Counter {
     fn stat(&mut self, _name: fmt::Arguments<'_>, _value: u64) {
         self.0 += 1;
+    }
+
+    fn wants_values(&self) -> bool {
+        false
     }
 }
 
@@ -112,6 +144,10 @@ impl StatsSink for Filler<'_> {
             *v = value;
         }
     }
+
+    fn wants_values(&self) -> bool {
+        self.values.is_some()
+    }
 }
 
 fn copy_cstr(dst: &mut [u8], src: &[u8]) {
@@ -144,8 +180,77 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ops.get_rxfh_indir_size = Some(Self::rss_table_size);
         ops.get_rxfh = Some(Self::get_rxfh);
         ops.set_rxfh = Some(Self::set_rxfh);
+        ops.supported_coalesce_params = COALESCE_RX_USECS_AND_FRAMES;
+        ops.get_coalesce = Some(Self::get_coalesce);
+        ops.set_coalesce = Some(Self::set_coalesce);
+        ops.self_test = Some(Self::self_test);
         ops
     };
+
+    /// # Safety
+    ///
+    /// As `dev`; `ec` is valid for writes.
+    unsafe extern "C" fn get_coalesce(
+        ndev: *mut ffi::net_device,
+        ec: *mut ffi::ethtool_coalesce,
+        _kec: *mut ffi::kernel_ethtool_coalesce,
+        _extack: *mut ffi::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let c = T::coalesce(unsafe { Self::dev(ndev) });
+        // SAFETY: `ec` is valid for writes.
+        let ec = unsafe { &mut *ec };
+        ec.rx_coalesce_usecs = c.usecs;
+        ec.rx_max_coalesced_frames = c.frames;
+        0
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ec` is valid for reads. The core has already refused
+    /// parameters outside `supported_coalesce_params`.
+    unsafe extern "C" fn set_coalesce(
+        ndev: *mut ffi::net_device,
+        ec: *mut ffi::ethtool_coalesce,
+        _kec: *mut ffi::kernel_ethtool_coalesce,
+        _extack: *mut ffi::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `ec` is valid for reads.
+        let ec = unsafe { &*ec };
+        let c = Coalesce {
+            usecs: ec.rx_coalesce_usecs,
+            frames: ec.rx_max_coalesced_frames,
+        };
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::set_coalesce(dev, c)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `test` is valid for reads and writes and `data` has room
+    /// for `get_sset_count(ETH_SS_TEST)` results.
+    unsafe extern "C" fn self_test(
+        ndev: *mut ffi::net_device,
+        test: *mut ffi::ethtool_test,
+        data: *mut u64,
+    ) {
+        // SAFETY: `test` is valid for reads and writes.
+        let test = unsafe { &mut *test };
+        let offline = test.flags & ffi::ethtool_test_flags_ETH_TEST_FL_OFFLINE != 0;
+        // SAFETY: The core sized `data` from `get_sset_count(ETH_SS_TEST)`,
+        // which is `SELF_TESTS.len()`.
+        let results = unsafe { core::slice::from_raw_parts_mut(data, T::SELF_TESTS.len()) };
+        results.fill(0);
+        // SAFETY: Per the function's contract.
+        T::self_test(unsafe { Self::dev(ndev) }, offline, results);
+        if results.iter().any(|&r| r != 0) {
+            test.flags |= ffi::ethtool_test_flags_ETH_TEST_FL_FAILED;
+        }
+    }
 
     /// # Safety
     ///
@@ -293,6 +398,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`.
     unsafe extern "C" fn get_sset_count(ndev: *mut ffi::net_device, sset: c_int) -> c_int {
+        if sset as u32 == SS_TEST {
+            return T::SELF_TESTS.len() as c_int;
+        }
         if sset as u32 != SS_STATS {
             return -(kernel::bindings::EOPNOTSUPP as c_int);
         }
@@ -306,6 +414,15 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `data` has room for `get_sset_count` strings.
     unsafe extern "C" fn get_strings(ndev: *mut ffi::net_device, sset: u32, data: *mut u8) {
+        if sset == SS_TEST {
+            // SAFETY: ethtool sized `data` from `get_sset_count`.
+            let names =
+                unsafe { core::slice::from_raw_parts_mut(data, T::SELF_TESTS.len() * GSTRING_LEN) };
+            for (slot, name) in names.chunks_exact_mut(GSTRING_LEN).zip(T::SELF_TESTS) {
+                copy_cstr(slot, name.as_bytes());
+            }
+            return;
+        }
         if sset != SS_STATS {
             return;
         }

@@ -214,6 +214,12 @@ impl<T> NetDev<T> {
         unsafe { ffi::netif_carrier_off(self.as_raw()) };
     }
 
+    /// Whether the carrier is up.
+    pub(crate) fn carrier_ok(&self) -> bool {
+        // SAFETY: The device is alive; reading its state bit is always allowed.
+        unsafe { ffi::rsnic_netif_carrier_ok(self.as_raw()) }
+    }
+
     /// Sets how many TX and RX queues are in use (at most those allocated).
     pub(crate) fn set_real_num_queues(&self, n: u32) -> Result {
         // SAFETY: The device is alive; called under RTNL or before registration.

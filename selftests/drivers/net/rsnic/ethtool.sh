@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The ethtool surface of the synthetic NIC: identity, link settings,
-# statistics, channels and rings, including requests that must be refused
-# with the state left as it was.
+# statistics (the driver's and the card's), channels, rings, RSS,
+# interrupt moderation and the self-test, including requests that must be
+# refused with the state left as it was.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -15,7 +16,7 @@ channels() { ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}'; }
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 17
+ktap_header 25
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -120,4 +121,61 @@ check "ethtool -X default: the table follows the channel count again" \
 	test "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 "
 ethtool -L "$NETIF_A" combined 4
 pkill -f "iperf3 -s -D -p 5202"
+
+# The card's own per-queue counters, read over the admin queue.
+card_sum() { ethtool -S "$NETIF_A" | awk -v k="_card_$1:" 'index($1, k) {n += $2} END {print n + 0}'; }
+ping -c 3 -i 0.2 -q $IP_B >/dev/null
+check "ethtool -S: the card's DMA counters (metadata and payload bytes) count" \
+	test "$(card_sum dma_meta_bytes)" -gt 0 -a "$(card_sum dma_payload_bytes)" -gt 0 \
+	-a "$(ethtool -S "$NETIF_A" | grep -c '_card_')" -eq 56
+
+# Interrupt moderation: one completion queue per pair, so rx-usecs and
+# rx-frames moderate both directions.
+coalesce() { ethtool -c "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
+check "ethtool -c: moderation off by default" test "$(coalesce rx-usecs)" = 0 -a "$(coalesce rx-frames)" = 0
+ethtool -C "$NETIF_A" rx-usecs 200 rx-frames 16
+moderated0=$(card_sum irqs_moderated)
+ping -c 5 -i 0.1 -q $IP_B >/dev/null
+moderated1=$(card_sum irqs_moderated)
+echo "# interrupts the card raised under moderation: $((moderated1 - moderated0))"
+check "ethtool -C rx-usecs 200 rx-frames 16: applied, the card moderates, traffic flows" \
+	test "$(coalesce rx-usecs)" = 200 -a "$(coalesce rx-frames)" = 16 -a "$moderated1" -gt "$moderated0"
+ok=true
+for bad in "rx-usecs 1001" "rx-frames 257" "tx-usecs 10"; do
+	ethtool -C "$NETIF_A" $bad 2>/dev/null && { echo "# $bad accepted"; ok=false; }
+done
+[ "$(coalesce rx-usecs)" = 200 -a "$(coalesce rx-frames)" = 16 ] || ok=false
+check "ethtool -C rx-usecs 1001, rx-frames 257 and tx-usecs refused, settings unchanged" $ok
+ethtool -C "$NETIF_A" rx-usecs 0 rx-frames 0
+moderated0=$(card_sum irqs_moderated)
+ping -c 3 -i 0.1 -q $IP_B >/dev/null
+check "ethtool -C rx-usecs 0: moderation off again" test "$(card_sum irqs_moderated)" = "$moderated0"
+
+# Self-test: registers, interrupts and DMA offline (queues stopped and
+# restarted), link online.
+selftest_ok() { ethtool -t "$NETIF_A" "$1" >/tmp/selftest.out 2>&1; local rc=$?; sed 's/^/# /' /tmp/selftest.out; return $rc; }
+ok=true
+selftest_ok offline || ok=false
+grep -q "The test result is PASS" /tmp/selftest.out || ok=false
+[ "$(grep -c '(offline)\|(online)' /tmp/selftest.out)" = 4 ] || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+check "ethtool -t offline: all four tests pass, traffic flows afterwards" $ok
+harness card A fault scratch >/dev/null
+dmesg_mark
+selftest_ok offline
+ok=true
+grep -q "The test result is FAIL" /tmp/selftest.out || ok=false
+grep -q "registers (offline)[[:space:]]*1" /tmp/selftest.out || ok=false
+grep -q "dma (offline)[[:space:]]*0" /tmp/selftest.out || ok=false
+dmesg_since_mark | grep -q "self-test registers: scratch" || ok=false
+harness card A fault none >/dev/null
+check "ethtool -t with a faulty scratch register: FAIL, the registers test names it" $ok
+ip link set "$NETIF_A" down
+selftest_ok online
+ok=true
+grep -q "The test result is FAIL" /tmp/selftest.out || ok=false
+grep -q "link (online)[[:space:]]*1" /tmp/selftest.out || ok=false
+ip link set "$NETIF_A" up
+wait_carrier "$NETIF_A" 1 || ok=false
+check "ethtool -t online with the interface down: the link test fails" $ok
 ktap_finish

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Deferred work of a net device: what atomic context (a timer, an
+//! interrupt) asks for and process context does, on the system workqueue.
+//!
+//! Unlike `kernel::workqueue`, the work item is embedded in the device's
+//! state and cancelled (waited for) when that state is dropped, so the
+//! work can use the device without holding a reference count.
+
+use core::marker::PhantomData;
+
+use kernel::{container_of, prelude::*, types::Opaque};
+
+use crate::ffi;
+use crate::kext::netdev::{NetDev, NetDevRef};
+
+/// What a net device's driver does when its [`NetDevWork`] runs.
+pub(crate) trait DeviceWork: Send + Sync + Sized + 'static {
+    /// Runs in process context with RTNL held (so it may reconfigure the
+    /// device as an `ndo_*` callback would), at most once per
+    /// [`NetDevWork::schedule`] and never concurrently with itself. It may
+    /// run after the device was stopped or unregistered, but never after
+    /// the device's state was dropped.
+    fn run(dev: &NetDev<Self>);
+}
+
+/// A work item of a net device. Keep it inside the device's `T`; dropping
+/// it waits for a running instance and cancels a pending one.
+///
+/// # Invariants
+///
+/// `work` was initialised with [`Self::run_raw`] as its function.
+#[pin_data(PinnedDrop)]
+pub(crate) struct NetDevWork<T: DeviceWork> {
+    #[pin]
+    work: Opaque<ffi::work_struct>,
+    dev: NetDevRef<T>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: Scheduling and cancelling a work item are allowed from any thread;
+// `NetDevRef<T>` is `Send + Sync` for a `Send + Sync` `T`.
+unsafe impl<T: DeviceWork> Send for NetDevWork<T> {}
+// SAFETY: As above.
+unsafe impl<T: DeviceWork> Sync for NetDevWork<T> {}
+
+impl<T: DeviceWork> NetDevWork<T> {
+    /// A work item running `T::run` on `dev`. Like every [`NetDevRef`]
+    /// holder, it must live inside the device's state.
+    pub(crate) fn new(dev: NetDevRef<T>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            // SAFETY: `INIT_WORK` on the embedded, pinned `work_struct`.
+            work <- Opaque::ffi_init(|w: *mut ffi::work_struct| unsafe {
+                ffi::rsnic_init_work(w, Some(Self::run_raw))
+            }),
+            dev,
+            _t: PhantomData,
+        }? Error)
+    }
+
+    /// Queues the work unless it is already pending. Any context.
+    pub(crate) fn schedule(&self) {
+        // SAFETY: `work` is initialised (type invariant) and pinned.
+        unsafe { ffi::rsnic_schedule_work(self.work.get()) };
+    }
+
+    /// # Safety
+    ///
+    /// `w` is the `work` field of a live `NetDevWork<T>` (the workqueue
+    /// calls this only for initialised items, which are cancelled before
+    /// they are dropped).
+    unsafe extern "C" fn run_raw(w: *mut ffi::work_struct) {
+        // SAFETY: Per the function's contract `w` is the `work` field of a
+        // `NetDevWork<T>`; `Opaque` is `repr(transparent)`.
+        let this = unsafe { &*container_of!(w.cast::<Opaque<ffi::work_struct>>(), Self, work) };
+        // SAFETY: Process context, no locks held: RTNL may be taken. The
+        // state's drop (which cancels us) never runs under RTNL, so this
+        // cannot deadlock with it.
+        unsafe { ffi::rsnic_rtnl_lock() };
+        T::run(this.dev.get());
+        // SAFETY: Taken above.
+        unsafe { ffi::rsnic_rtnl_unlock() };
+    }
+}
+
+#[pinned_drop]
+impl<T: DeviceWork> PinnedDrop for NetDevWork<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `work` is initialised; after this returns it is neither
+        // pending nor running, so `run_raw` cannot see a dropped `self`.
+        unsafe { ffi::rsnic_cancel_work_sync(self.work.get()) };
+    }
+}
