@@ -320,6 +320,10 @@ impl Cqe {
     }
 }
 
+/// Most segments the card cuts one TSO frame into; it drops larger
+/// requests (the driver tells the stack, which splits before).
+pub const TSO_MAX_SEGS: u32 = 64;
+
 /// Size of an admin queue entry.
 pub const AQ_ENTRY_SIZE: usize = 64;
 /// Admin entry flag the card sets when it has written the result.

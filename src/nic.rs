@@ -190,6 +190,7 @@ pub(crate) fn register(
             sg: true,
             tso: info.offloads & offload::TSO != 0,
         },
+        tso_max_segs: hw::TSO_MAX_SEGS,
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();

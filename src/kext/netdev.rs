@@ -343,6 +343,8 @@ pub(crate) struct Setup {
     pub(crate) queues: u32,
     /// Offloads the device offers (all enabled at start).
     pub(crate) features: Features,
+    /// Most segments the device cuts one TSO frame into (0: no limit).
+    pub(crate) tso_max_segs: u32,
 }
 
 /// A registered network device; unregistered and freed on drop.
@@ -401,6 +403,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).watchdog_timeo = 5 * kernel::bindings::HZ as c_int;
             (*raw).hw_features = setup.features.to_raw();
             (*raw).features = setup.features.to_raw();
+            if setup.tso_max_segs != 0 {
+                ffi::netif_set_tso_max_segs(raw, setup.tso_max_segs);
+            }
         }
         dev.set_mac(&setup.mac);
         // No carrier until the card says the link is up.

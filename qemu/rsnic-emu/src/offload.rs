@@ -3,7 +3,7 @@
 //! Offloads the card performs on frames.
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
-use crate::hw::TxDesc;
+use crate::hw::{TxDesc, TSO_MAX_SEGS};
 
 /// Ones'-complement sum of `data` (RFC 1071), not yet inverted.
 fn ones_complement_sum(data: &[u8], mut sum: u32) -> u32 {
@@ -47,7 +47,8 @@ const TCP_FIRST_ONLY: u8 = 0x80;
 /// at most `desc.mss` bytes. Each segment gets the headers with the IP
 /// length (and IPv4 ID and header checksum), the TCP sequence number,
 /// flags and a full TCP checksum fixed up. `None` if the request does not
-/// describe a TCP frame (the card then drops it).
+/// describe a TCP frame or needs more than [`TSO_MAX_SEGS`] segments (the
+/// card then drops it).
 pub fn segment_tcp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
     let (ethertype, l3) = network_layer(frame)?;
     let (l4, hdr_len, mss) = (
@@ -71,6 +72,9 @@ pub fn segment_tcp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
     let seq = u32::from_be_bytes(headers[l4 + 4..l4 + 8].try_into().ok()?);
     let ip_id = u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]]);
     let count = payload.len().div_ceil(mss).max(1);
+    if count > TSO_MAX_SEGS as usize {
+        return None;
+    }
     let mut segments = Vec::with_capacity(count);
     for i in 0..count {
         let start = (i * mss).min(payload.len());
@@ -317,6 +321,10 @@ mod tests {
             }
         )
         .is_none());
+        assert!(
+            segment_tcp(&frame, &TxDesc { mss: 4, ..desc }).is_none(),
+            "75 segments, above the card's limit"
+        );
         frame[23] = 17;
         assert!(segment_tcp(&frame, &desc).is_none(), "UDP");
         let (frame, desc) = tcp_frame(false, &[], 0x11);

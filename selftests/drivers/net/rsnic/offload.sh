@@ -42,7 +42,7 @@ s.sendall(open("/tmp/offload.src", "rb").read()); s.close()
 head -c 4M /dev/urandom >/tmp/offload.src
 want=$(sha256sum </tmp/offload.src | cut -d" " -f1)
 
-ktap_header 12
+ktap_header 15
 check "tx-checksum-ip-generic and rx-checksum offered and on" \
 	test "$(feature "$NETIF_A" tx-checksum-ip-generic)" = on -a "$(feature "$NETIF_A" rx-checksumming)" = on
 
@@ -87,6 +87,20 @@ for dst in $IP_B $IP6_B; do
 		test "$got" = "$want" -a $((card1 - card0)) -gt 0 -a $((drv1 - drv0)) -eq $((card1 - card0))
 done
 
+# TSO depends on TX checksumming: turning that off turns TSO off too,
+# and back on with it.
+ethtool -K "$NETIF_A" tx off
+tso_without_csum=$(feature "$NETIF_A" tcp-segmentation-offload)
+ethtool -K "$NETIF_A" tx on
+check "TSO follows TX checksumming (off without it, back on with it)" \
+	test "$tso_without_csum" = off -a "$(feature "$NETIF_A" tcp-segmentation-offload)" = on
+ok=true
+before=$(ethtool -k "$NETIF_A")
+ethtool -K "$NETIF_A" no-such-feature on 2>/dev/null && { echo "# unknown feature accepted"; ok=false; }
+ethtool -K "$NETIF_A" rx-vlan-filter on 2>/dev/null && { echo "# fixed feature changed"; ok=false; }
+[ "$(ethtool -k "$NETIF_A")" = "$before" ] || ok=false
+check "ethtool -K with an unknown or fixed feature refused, features unchanged" $ok
+
 ethtool -K "$NETIF_A" tso off
 card0=$(card_tso)
 got=$(transfer)
@@ -107,6 +121,18 @@ big=$(grep -o "length [0-9]*)" /tmp/offload.dump | tr -d ')' | awk '$2 > 1500' |
 echo "# tcpdump with TSO: $frames frames from A, $bad bad checksums, $big IP packets above 1500 bytes"
 check "segments the card cut fit the MTU and verify on the remote side" \
 	test "$frames" -gt 10 -a "$bad" -eq 0 -a "$big" -eq 0
+# At MTU 576 a 64 KiB TSO frame would need ~120 segments; the driver
+# tells the stack the card cuts at most 64, so the stack sends smaller
+# TSO frames and the card refuses none.
+ip link set "$NETIF_A" mtu 576
+ip -n $NS link set "$NETIF_B" mtu 576
+card0=$(card_tso)
+got=$(transfer)
+card1=$(card_tso)
+ip link set "$NETIF_A" mtu 1500
+ip -n $NS link set "$NETIF_B" mtu 1500
+check "4 MiB over TCP intact at MTU 576 with TSO, within the card's 64-segment limit" \
+	test "$got" = "$want" -a $((card1 - card0)) -gt 0
 check "the card rejected no TSO request" \
 	test "$(harness card A stats | tr ' ' '\n' | sed -n 's/^tx_bad_tso=//p')" = 0
 ktap_finish
