@@ -107,7 +107,7 @@ fn card_command(func: &Mutex<Function>, line: &str) -> String {
             for q in func.nic.queue_pairs() {
                 meta += q.stats.dma_meta_bytes;
                 payload += q.stats.tx_bytes + q.stats.rx_bytes;
-                packets += q.stats.tx_packets + q.stats.rx_packets;
+                packets += q.stats.wire_packets();
             }
             out += &format!(" dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets}");
             for (i, q) in func.nic.queue_pairs().enumerate() {

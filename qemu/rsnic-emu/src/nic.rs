@@ -229,7 +229,8 @@ impl Nic {
                 let stats = &mut self.stats;
                 let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
                 let tso = self.offloads & offload_bits::TSO != 0;
-                let tso_segments_before = stats.tso_segments;
+                let (tso_frames_before, tso_segments_before) =
+                    (stats.tso_frames, stats.tso_segments);
                 let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
                     let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
                         match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
@@ -259,6 +260,7 @@ impl Nic {
                         }
                     }
                 });
+                q.stats.tso_frames += stats.tso_frames - tso_frames_before;
                 q.stats.tso_segments += stats.tso_segments - tso_segments_before;
                 raise
             }

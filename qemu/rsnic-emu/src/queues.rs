@@ -17,7 +17,7 @@ use crate::hw::{
 /// Per-queue-pair counters, as the card counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpStats {
-    /// Frames sent.
+    /// Frames sent (a TSO frame counts once).
     pub tx_packets: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
@@ -31,7 +31,9 @@ pub struct QpStats {
     pub dma_meta_bytes: u64,
     /// Doorbells or descriptors the card rejected.
     pub bad_requests: u64,
-    /// TCP segments cut from TSO frames.
+    /// TSO frames among `tx_packets`.
+    pub tso_frames: u64,
+    /// TCP segments cut from them.
     pub tso_segments: u64,
     /// Interrupts raised.
     pub irqs: u64,
@@ -40,6 +42,12 @@ pub struct QpStats {
 }
 
 impl QpStats {
+    /// Packets that crossed the wire: received frames, sent frames, and
+    /// for TSO frames their segments instead.
+    pub fn wire_packets(&self) -> u64 {
+        self.rx_packets + self.tx_packets - self.tso_frames + self.tso_segments
+    }
+
     /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &QpStats) {
         self.tx_packets += other.tx_packets;
@@ -49,6 +57,7 @@ impl QpStats {
         self.rx_no_buffer += other.rx_no_buffer;
         self.dma_meta_bytes += other.dma_meta_bytes;
         self.bad_requests += other.bad_requests;
+        self.tso_frames += other.tso_frames;
         self.tso_segments += other.tso_segments;
         self.irqs += other.irqs;
         self.irqs_moderated += other.irqs_moderated;

@@ -39,6 +39,22 @@ s.sendall(open("/tmp/offload.src", "rb").read()); s.close()
 	sha256sum </tmp/offload.dst | cut -d" " -f1
 }
 
+# Captures up to $1 frames on the remote side during one transfer and sets
+# frames (TCP frames from A), bad (of those, with a wrong checksum) and
+# big (IP packets above 1500 bytes). Only frames A sent count: B's own
+# outgoing frames are captured before its card fills their checksums in,
+# so tcpdump calls those incorrect.
+capture_transfer() {
+	ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c "$1" tcp port 7001 >/tmp/offload.dump 2>/dev/null &
+	local dump=$!
+	sleep 0.5
+	transfer >/dev/null
+	wait $dump
+	frames=$(grep -c "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump)
+	bad=$(grep "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump | grep -c incorrect)
+	big=$(grep -o "length [0-9]*)" /tmp/offload.dump | tr -d ')' | awk '$2 > 1500' | wc -l)
+}
+
 head -c 4M /dev/urandom >/tmp/offload.src
 want=$(sha256sum </tmp/offload.src | cut -d" " -f1)
 
@@ -59,15 +75,7 @@ ethtool -K "$NETIF_A" tx on
 # GRO off on the remote, or tcpdump sees merged segments whose checksum
 # field no longer matches their merged payload.
 ip netns exec $NS ethtool -K "$NETIF_B" rx on gro off
-ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c 50 tcp port 7001 >/tmp/offload.dump 2>/dev/null &
-dump=$!
-sleep 0.5
-transfer >/dev/null
-wait $dump
-# Only frames A sent count: B's own outgoing frames are captured before
-# its card fills their checksums in, so tcpdump calls those incorrect.
-frames=$(grep -c "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump)
-bad=$(grep "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump | grep -c incorrect)
+capture_transfer 50
 echo "# tcpdump: $frames frames from A, $bad with bad checksums"
 check "checksums the card inserted verify on the remote side" test "$frames" -gt 10 -a "$bad" -eq 0
 
@@ -110,14 +118,7 @@ ethtool -K "$NETIF_A" tso on
 
 # What reaches the remote are segments no larger than the MTU whose
 # checksums verify (GRO is still off there).
-ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c 200 tcp port 7001 >/tmp/offload.dump 2>/dev/null &
-dump=$!
-sleep 0.5
-transfer >/dev/null
-wait $dump
-frames=$(grep -c "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump)
-bad=$(grep "$IP_A\.[0-9]* > $IP_B\..*cksum" /tmp/offload.dump | grep -c incorrect)
-big=$(grep -o "length [0-9]*)" /tmp/offload.dump | tr -d ')' | awk '$2 > 1500' | wc -l)
+capture_transfer 200
 echo "# tcpdump with TSO: $frames frames from A, $bad bad checksums, $big IP packets above 1500 bytes"
 check "segments the card cut fit the MTU and verify on the remote side" \
 	test "$frames" -gt 10 -a "$bad" -eq 0 -a "$big" -eq 0
