@@ -44,11 +44,13 @@ class Card:
     def __init__(self, run_dir, name, card_id, mac, peer):
         self.name = name
         self.pf_socket = f"{run_dir}/card{name}-pf.sock"
+        self.vf_socket = f"{run_dir}/card{name}-vf.sock"
         self.ctl_socket = f"{run_dir}/card{name}-ctl.sock"
         self.log_path = f"{run_dir}/card{name}.log"
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG") or "info")
         self.proc = subprocess.Popen(
-            [EMU, "--pf-socket", self.pf_socket, "--ctl-socket", self.ctl_socket,
+            [EMU, "--pf-socket", self.pf_socket, "--vf-socket", self.vf_socket,
+             "--ctl-socket", self.ctl_socket,
              "--wire-socket", f"{run_dir}/wire{name}.sock",
              "--wire-peer", f"{run_dir}/wire{peer}.sock",
              "--card-id", str(card_id), "--mac", mac],
@@ -57,7 +59,7 @@ class Card:
     def wait_ready(self, timeout=10):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if os.path.exists(self.pf_socket) and os.path.exists(self.ctl_socket):
+            if all(os.path.exists(p) for p in (self.pf_socket, self.vf_socket, self.ctl_socket)):
                 return
             if self.proc.poll() is not None:
                 break
@@ -88,24 +90,84 @@ class Card:
                 self.proc.kill()
 
 
+class Qmp:
+    """QEMU's monitor (QMP): one connection per command."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def command(self, execute, **arguments):
+        """Runs one command; returns its "return" value or raises with its error."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(15)
+            s.connect(self.path)
+            f = s.makefile("rw")
+
+            def reply():
+                while True:  # skip events
+                    msg = json.loads(f.readline())
+                    if "return" in msg:
+                        return msg["return"]
+                    if "error" in msg:
+                        raise RuntimeError(msg["error"].get("desc", "QMP error"))
+
+            json.loads(f.readline())  # greeting
+            f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n")
+            f.flush()
+            reply()
+            f.write(json.dumps({"execute": execute, "arguments": arguments}) + "\n")
+            f.flush()
+            return reply()
+
+    def devices(self):
+        """IDs of the user-created devices."""
+        return {d["name"] for d in self.command("qom-list", path="/machine/peripheral")}
+
+
+def vf_device(card):
+    """QEMU device of a card's VF, on the root port kept free for it."""
+    return {"driver": "vfio-user-pci", "id": f"vf{card.name}", "bus": f"rp{card.vf_slot}",
+            "socket": {"type": "unix", "path": card.vf_socket}}
+
+
 class HarnessControl(threading.Thread):
     """Serves the guest's requests on the virtio-serial port.
 
     One request per line, one reply line each:
       card <A|B> <command...>   forwarded to that card's control socket
       cable <up|down>           plug or unplug the A-B cable (both ends)
+      vf <A|B> plug             hot-plug the card's VF (QMP device_add), once
+                                per VM: QEMU 11.1 aborts on device_del of a
+                                vfio-user-pci device with MSI-X (it has no
+                                exit handler, so msix_uninit never runs), so
+                                tests unplug and replug the VF through the
+                                guest's PCI core instead (lib.sh)
       ping                      answers "ok pong"
     """
 
-    def __init__(self, path, cards):
+    def __init__(self, path, cards, qmp):
         super().__init__(daemon=True)
         self.path = path
         self.cards = cards
+        self.qmp = qmp
+
+    def vf_plug(self, card):
+        dev = f"vf{card.name}"
+        try:
+            if dev in self.qmp.devices():
+                return "ok already plugged"
+            self.qmp.command("device_add", **vf_device(card))
+            return "ok"
+        except (OSError, RuntimeError, ValueError) as e:
+            return f"error: QMP: {e}"
 
     def handle(self, line):
         words = line.split()
         if words == ["ping"]:
             return "ok pong"
+        if len(words) == 3 and words[0] == "vf" and words[2] == "plug":
+            card = self.cards.get(words[1])
+            return self.vf_plug(card) if card else f"error: no card {words[1]}"
         if len(words) == 2 and words[0] == "cable" and words[1] in ("up", "down"):
             replies = [card.control(f"link {words[1]}") for card in self.cards.values()]
             bad = [r for r in replies if not r.startswith("ok")]
@@ -181,11 +243,16 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False):
             cmd += ["-netdev", f"dgram,id=vn{me},local.type=unix,local.path={run_dir}/virtio-{me}.sock,"
                     f"remote.type=unix,remote.path={run_dir}/virtio-{peer}.sock",
                     "-device", f"virtio-net-pci,netdev=vn{me}"]
+    # Root ports 1..n hold the PFs; ports n+1..2n stay empty for the VFs,
+    # which the harness hot-plugs on request.
     for slot, card in enumerate(cards.values(), start=1):
+        card.vf_slot = slot + len(cards)
         cmd += ["-device", f"pcie-root-port,id=rp{slot},slot={slot},chassis={slot}",
                 "-device", json.dumps({"driver": "vfio-user-pci", "id": f"card{card.name}",
                                        "bus": f"rp{slot}",
-                                       "socket": {"type": "unix", "path": card.pf_socket}})]
+                                       "socket": {"type": "unix", "path": card.pf_socket}}),
+                "-device", f"pcie-root-port,id=rp{card.vf_slot},slot={card.vf_slot},"
+                f"chassis={card.vf_slot}"]
     return cmd
 
 
@@ -213,7 +280,7 @@ def run(args):
         interactive = args.cmd is None
         cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
-        HarnessControl(f"{run_dir}/ctl.sock", cards).start()
+        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock")).start()
         try:
             qemu.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:

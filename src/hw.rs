@@ -431,6 +431,16 @@ pub enum AdminCmd {
         /// Queue pair index.
         qp: u16,
     },
+    /// PF only: where the card delivers received frames. With `vf` set,
+    /// frames go to the card's VF while the VF has a running queue pair
+    /// (and back to the PF the moment it has none, e.g. when unplugged);
+    /// otherwise to the PF's queues (the synthetic data path). The
+    /// completion is the acknowledgement: once it is seen, no further
+    /// frame goes the old way.
+    SetDatapath {
+        /// Deliver to the VF.
+        vf: bool,
+    },
 }
 
 /// Longest interrupt moderation delay the card supports, in microseconds.
@@ -580,6 +590,7 @@ const OP_SET_OFFLOADS: u16 = 7;
 const OP_SET_RSS: u16 = 8;
 const OP_SET_COALESCE: u16 = 9;
 const OP_QUERY_QP_STATS: u16 = 10;
+const OP_SET_DATAPATH: u16 = 11;
 
 impl AdminCmd {
     /// The admin entry for this command (flags and status zero).
@@ -632,6 +643,10 @@ impl AdminCmd {
                 put(&mut b, 8, &qp.to_le_bytes());
                 OP_QUERY_QP_STATS
             }
+            Self::SetDatapath { vf } => {
+                put(&mut b, 8, &u32::from(vf).to_le_bytes());
+                OP_SET_DATAPATH
+            }
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -667,6 +682,11 @@ impl AdminCmd {
                 frames: le32(b, 12),
             },
             OP_QUERY_QP_STATS => Self::QueryQpStats { qp: le16(b, 8) },
+            OP_SET_DATAPATH => match le32(b, 8) {
+                0 => Self::SetDatapath { vf: false },
+                1 => Self::SetDatapath { vf: true },
+                _ => return Err(AdminStatus::BadParam),
+            },
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

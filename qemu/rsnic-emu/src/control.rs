@@ -10,8 +10,11 @@
 //! - `status`: the active fault.
 //! - `link up` / `link down`: plug or unplug the cable at this card's end.
 //! - `stats`: the card's own counters, `key=value` pairs.
-//! - `stall-tx`: hang the TX engine of every running queue pair until the
-//!   driver recreates it (to exercise the TX watchdog).
+//! - `stall-tx`: hang the TX engine of every running PF queue pair until
+//!   the driver recreates it (to exercise the TX watchdog).
+//! - `vf-stats`: the VF's counters, as `stats`.
+//! - `datapath`: where received frames go (`synthetic` or `vf`) and
+//!   whether the VF runs a queue pair.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

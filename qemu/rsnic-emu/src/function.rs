@@ -32,6 +32,14 @@ pub struct Identity {
     pub vectors: u16,
 }
 
+/// PCI device ID of a function of `kind`.
+fn device_id(kind: FuncKind) -> u16 {
+    match kind {
+        FuncKind::Pf => hw::PCI_DEVICE_ID_PF,
+        FuncKind::Vf => hw::PCI_DEVICE_ID_VF,
+    }
+}
+
 /// Self-test block state.
 #[derive(Default)]
 struct SelfTest {
@@ -65,17 +73,13 @@ pub struct Function {
 impl Function {
     /// A function in its power-on state.
     pub fn new(id: Identity, faults: Arc<Faults>) -> Self {
-        let device_id = match id.kind {
-            FuncKind::Pf => hw::PCI_DEVICE_ID_PF,
-            FuncKind::Vf => hw::PCI_DEVICE_ID_VF,
-        };
         Self {
             id,
             faults,
-            config: ConfigSpace::new(device_id, id.vectors),
+            config: ConfigSpace::new(device_id(id.kind), id.vectors),
             dma: DmaSpace::default(),
             msix: MsixVectors::new(id.vectors),
-            nic: Nic::new(id.mac),
+            nic: Nic::new(id.mac, id.kind == FuncKind::Pf),
             test: SelfTest::default(),
             moderation_timer: None,
         }
@@ -104,6 +108,15 @@ impl Function {
                 timer.unpark();
             }
         }
+    }
+
+    /// QEMU let go of the function (hot-unplug): back to power-on state,
+    /// with no DMA mappings or interrupt wiring left from the old session.
+    pub fn disconnected(&mut self) {
+        self.reset();
+        self.dma = DmaSpace::default();
+        self.msix = MsixVectors::new(self.id.vectors);
+        self.config = ConfigSpace::new(device_id(self.id.kind), self.id.vectors);
     }
 
     /// Resets the function's register state (not its DMA mappings or

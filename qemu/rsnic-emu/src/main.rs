@@ -8,6 +8,7 @@
 //! cable, counters) on a control socket. It exits when QEMU disconnects.
 
 mod backend;
+mod card;
 mod config_space;
 mod control;
 mod dma;
@@ -26,12 +27,12 @@ mod hw;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use clap::Parser;
 use log::{info, warn};
 
 use crate::backend::Backend;
+use crate::card::Card;
 use crate::control::Faults;
 use crate::function::Function;
 use crate::wire::Wire;
@@ -43,6 +44,10 @@ struct Args {
     /// vfio-user socket of the physical function (created; must not exist).
     #[arg(long)]
     pf_socket: PathBuf,
+    /// vfio-user socket of the virtual function (created; QEMU may plug
+    /// and unplug it any number of times).
+    #[arg(long)]
+    vf_socket: Option<PathBuf>,
     /// Control socket for the harness (created; must not exist).
     #[arg(long)]
     ctl_socket: Option<PathBuf>,
@@ -76,52 +81,80 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 /// Harness commands beyond fault injection.
-fn card_command(func: &Mutex<Function>, line: &str) -> String {
-    let mut func = func.lock().unwrap_or_else(|e| e.into_inner());
+fn card_command(card: &Card, line: &str) -> String {
+    let lock = |f: &Mutex<Function>| -> String {
+        function_stats(&f.lock().unwrap_or_else(|e| e.into_inner()))
+    };
     match line.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["link", "up"] => {
-            func.set_link(true);
+            card.set_link(true);
             "ok".into()
         }
         ["link", "down"] => {
-            func.set_link(false);
+            card.set_link(false);
             "ok".into()
         }
-        ["stall-tx"] => format!("ok stalled={}", func.nic.stall_tx()),
-        ["stats"] => {
-            let n = func.nic.stats;
-            let mut out = format!(
-                "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
-                 tso_frames={} tso_segments={} tx_bad_tso={}",
-                u8::from(func.nic.link_up()),
-                n.admin_cmds,
-                n.rx_filtered,
-                n.rx_no_queue,
-                n.tx_link_down,
-                n.tx_oversize,
-                n.tso_frames,
-                n.tso_segments,
-                n.tx_bad_tso
-            );
-            let (mut meta, mut payload, mut packets) = (0, 0, 0);
-            for q in func.nic.queue_pairs() {
-                meta += q.stats.dma_meta_bytes;
-                payload += q.stats.tx_bytes + q.stats.rx_bytes;
-                packets += q.stats.wire_packets();
-            }
-            out += &format!(" dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets}");
-            for (i, q) in func.nic.queue_pairs().enumerate() {
-                let s = q.stats;
-                out += &format!(
-                    " q{i}_tx_packets={} q{i}_rx_packets={} q{i}_rx_no_buffer={} q{i}_bad_requests={} \
-                     q{i}_irqs={} q{i}_irqs_moderated={}",
-                    s.tx_packets, s.rx_packets, s.rx_no_buffer, s.bad_requests, s.irqs, s.irqs_moderated
-                );
-            }
-            out
+        ["stall-tx"] => {
+            let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
+            format!("ok stalled={}", pf.nic.stall_tx())
         }
+        ["datapath"] => {
+            let vf_path = card
+                .pf()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .nic
+                .datapath_vf();
+            let vf_up = card
+                .vf()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .nic
+                .has_running_queue();
+            format!(
+                "ok datapath={} vf_running={}",
+                if vf_path { "vf" } else { "synthetic" },
+                u8::from(vf_up)
+            )
+        }
+        ["stats"] => lock(card.pf()),
+        ["vf-stats"] => lock(card.vf()),
         _ => format!("error: unknown command '{line}'"),
     }
+}
+
+/// A function's own counters, as `ok key=value ...`.
+fn function_stats(func: &Function) -> String {
+    let n = func.nic.stats;
+    let mut out = format!(
+        "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
+         tso_frames={} tso_segments={} tx_bad_tso={}",
+        u8::from(func.nic.link_up()),
+        n.admin_cmds,
+        n.rx_filtered,
+        n.rx_no_queue,
+        n.tx_link_down,
+        n.tx_oversize,
+        n.tso_frames,
+        n.tso_segments,
+        n.tx_bad_tso
+    );
+    let (mut meta, mut payload, mut packets) = (0, 0, 0);
+    for q in func.nic.queue_pairs() {
+        meta += q.stats.dma_meta_bytes;
+        payload += q.stats.tx_bytes + q.stats.rx_bytes;
+        packets += q.stats.wire_packets();
+    }
+    out += &format!(" dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets}");
+    for (i, q) in func.nic.queue_pairs().enumerate() {
+        let s = q.stats;
+        out += &format!(
+            " q{i}_tx_packets={} q{i}_rx_packets={} q{i}_rx_no_buffer={} q{i}_bad_requests={} \
+             q{i}_irqs={} q{i}_irqs_moderated={}",
+            s.tx_packets, s.rx_packets, s.rx_no_buffer, s.bad_requests, s.irqs, s.irqs_moderated
+        );
+    }
+    out
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -130,46 +163,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let faults = Arc::new(Faults::default());
     faults.set_by_name(&args.fault)?;
-    let identity = function::Identity {
-        kind: hw::FuncKind::Pf,
-        card_id: args.card_id,
-        mac: args.mac,
-        vectors: hw::PF_MSIX_VECTORS,
-    };
-    let func = Arc::new(Mutex::new(Function::new(identity, Arc::clone(&faults))));
-
-    // Interrupt moderation: raises deferred interrupts when they fall due.
-    let timer_func = Arc::clone(&func);
-    let timer = std::thread::spawn(move || loop {
-        let next = timer_func
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .tick(Instant::now());
-        match next {
-            Some(due) => std::thread::park_timeout(due.saturating_duration_since(Instant::now())),
-            None => std::thread::park(),
-        }
-    });
-    func.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .set_moderation_timer(timer.thread().clone());
+    let card = Arc::new(Card::new(args.card_id, args.mac, Arc::clone(&faults)));
 
     let wire = match (&args.wire_socket, &args.wire_peer) {
         (Some(local), Some(peer)) => {
             let wire = Arc::new(Wire::bind(local, peer)?);
-            func.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .nic
-                .set_link(true);
-            let (rx_wire, rx_func) = (Arc::clone(&wire), Arc::clone(&func));
+            card.set_link(true);
+            let (rx_wire, rx_card) = (Arc::clone(&wire), Arc::clone(&card));
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 65536];
                 loop {
                     match rx_wire.recv(&mut buf) {
-                        Ok(n) => rx_func
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .receive(&buf[..n]),
+                        Ok(n) => rx_card.receive(&buf[..n]),
                         Err(e) => {
                             warn!("wire receive: {e}");
                             return;
@@ -183,19 +188,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     if let Some(path) = &args.ctl_socket {
-        let (faults, func) = (Arc::clone(&faults), Arc::clone(&func));
+        let (faults, card) = (Arc::clone(&faults), Arc::clone(&card));
         control::spawn(
             path,
             Arc::new(move |line: &str| {
-                control::execute_fault(&faults, line).unwrap_or_else(|| card_command(&func, line))
+                control::execute_fault(&faults, line).unwrap_or_else(|| card_command(&card, line))
             }),
         )?;
+    }
+
+    if let Some(path) = &args.vf_socket {
+        let vf_server = vfio_user::Server::new(
+            path,
+            true,
+            backend::irq_infos(hw::VF_MSIX_VECTORS),
+            backend::region_infos(),
+        )?;
+        info!("card {} VF listening on {}", args.card_id, path.display());
+        let (vf_card, vf_wire) = (Arc::clone(&card), wire.clone());
+        std::thread::spawn(move || {
+            let mut backend = Backend::new(Arc::clone(vf_card.vf()), vf_wire);
+            // One QEMU session per hot-plug; the socket stays for the next.
+            loop {
+                if let Err(e) = vf_server.run(&mut backend) {
+                    warn!("VF session: {e}");
+                }
+                info!("VF unplugged");
+                vf_card.vf_disconnected();
+            }
+        });
     }
 
     let server = vfio_user::Server::new(
         &args.pf_socket,
         true,
-        backend::irq_infos(identity.vectors),
+        backend::irq_infos(hw::PF_MSIX_VECTORS),
         backend::region_infos(),
     )?;
     info!(
@@ -203,7 +230,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.card_id,
         args.pf_socket.display()
     );
-    let mut backend = Backend::new(func, wire);
+    let mut backend = Backend::new(Arc::clone(card.pf()), wire);
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);
     Ok(())

@@ -54,6 +54,10 @@ pub struct Effects {
 
 /// Network function state.
 pub struct Nic {
+    /// A PF (it owns the data-path switch) or a VF.
+    is_pf: bool,
+    /// PF: received frames go to the VF (see `AdminCmd::SetDatapath`).
+    datapath_vf: bool,
     perm_mac: [u8; 6],
     mac: [u8; 6],
     mtu: u32,
@@ -79,8 +83,10 @@ pub struct Nic {
 
 impl Nic {
     /// A function with permanent address `mac`, link down until cabled.
-    pub fn new(mac: [u8; 6]) -> Self {
+    pub fn new(mac: [u8; 6], is_pf: bool) -> Self {
         Self {
+            is_pf,
+            datapath_vf: false,
             perm_mac: mac,
             mac,
             mtu: 1500,
@@ -103,8 +109,18 @@ impl Nic {
     /// Back to power-on state (the link is physical and stays as it is).
     pub fn reset(&mut self) {
         let link = self.link_up;
-        *self = Self::new(self.perm_mac);
+        *self = Self::new(self.perm_mac, self.is_pf);
         self.link_up = link;
+    }
+
+    /// PF: whether received frames should go to the VF.
+    pub fn datapath_vf(&self) -> bool {
+        self.datapath_vf
+    }
+
+    /// Whether any queue pair runs (a function that can receive).
+    pub fn has_running_queue(&self) -> bool {
+        self.qps.iter().any(Option::is_some)
     }
 
     /// Whether the link is up.
@@ -356,6 +372,13 @@ impl Nic {
                     q.set_moderation(self.moderation);
                 }
             }
+            AdminCmd::SetDatapath { vf } => {
+                if !self.is_pf {
+                    return AdminStatus::BadOpcode;
+                }
+                info!("data path: {}", if vf { "VF" } else { "synthetic" });
+                self.datapath_vf = vf;
+            }
             AdminCmd::QueryQpStats { qp } => {
                 let Some(s) = self.qp_stats(usize::from(qp)) else {
                     return AdminStatus::BadParam;
@@ -474,7 +497,7 @@ mod tests {
 
     #[test]
     fn rx_filter() {
-        let mut nic = Nic::new([2, 0, 0, 0, 0, 1]);
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
         assert!(nic.accepts(&[2, 0, 0, 0, 0, 1]));
         assert!(nic.accepts(&[0xff; 6]));
         assert!(!nic.accepts(&[2, 0, 0, 0, 0, 2]));
@@ -488,7 +511,7 @@ mod tests {
 
     #[test]
     fn admin_validates_parameters() {
-        let mut nic = Nic::new([2, 0, 0, 0, 0, 1]);
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
         let mut e = [0u8; AQ_ENTRY_SIZE];
         let (dma, _f) = crate::dma::tests::two_region_space();
         let mut run = |cmd| nic.execute(&dma, cmd, &mut e);

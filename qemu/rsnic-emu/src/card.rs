@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One card: its PF, its VF (served while QEMU has it plugged in), and the
+//! data-path switch that decides which of them receives from the wire.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::control::Faults;
+use crate::function::{Function, Identity};
+use crate::hw::{self, FuncKind};
+
+/// The card's functions. Each has its own lock; none is held while the
+/// other is taken.
+pub struct Card {
+    pf: Arc<Mutex<Function>>,
+    vf: Arc<Mutex<Function>>,
+}
+
+fn lock(f: &Mutex<Function>) -> MutexGuard<'_, Function> {
+    f.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Card {
+    /// A card with permanent address `mac`; its VF has the same address
+    /// and card ID. `faults` applies to the PF.
+    pub fn new(card_id: u32, mac: [u8; 6], faults: Arc<Faults>) -> Self {
+        let pf = Identity {
+            kind: FuncKind::Pf,
+            card_id,
+            mac,
+            vectors: hw::PF_MSIX_VECTORS,
+        };
+        let vf = Identity {
+            kind: FuncKind::Vf,
+            vectors: hw::VF_MSIX_VECTORS,
+            ..pf
+        };
+        let card = Self {
+            pf: Arc::new(Mutex::new(Function::new(pf, faults))),
+            vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
+        };
+        for f in [&card.pf, &card.vf] {
+            spawn_moderation_timer(f);
+        }
+        card
+    }
+
+    /// The physical function.
+    pub fn pf(&self) -> &Arc<Mutex<Function>> {
+        &self.pf
+    }
+
+    /// The virtual function.
+    pub fn vf(&self) -> &Arc<Mutex<Function>> {
+        &self.vf
+    }
+
+    /// A frame arrived from the wire. It goes to the VF while the PF's
+    /// data path says so and the VF runs a queue pair; otherwise (VF not
+    /// switched to, not plugged in, or not up) to the PF.
+    pub fn receive(&self, frame: &[u8]) {
+        if lock(&self.pf).nic.datapath_vf() {
+            let mut vf = lock(&self.vf);
+            if vf.nic.has_running_queue() {
+                vf.receive(frame);
+                return;
+            }
+        }
+        lock(&self.pf).receive(frame);
+    }
+
+    /// Plugs or unplugs the cable: both functions share the uplink.
+    pub fn set_link(&self, up: bool) {
+        lock(&self.pf).set_link(up);
+        lock(&self.vf).set_link(up);
+    }
+
+    /// QEMU unplugged the VF: it returns to power-on state, so the data
+    /// path falls back to the PF at once.
+    pub fn vf_disconnected(&self) {
+        lock(&self.vf).disconnected();
+    }
+}
+
+/// Starts the thread that raises `func`'s moderated interrupts when they
+/// fall due; it sleeps until the function wakes it.
+fn spawn_moderation_timer(func: &Arc<Mutex<Function>>) {
+    let timer_func = Arc::clone(func);
+    let timer = std::thread::spawn(move || loop {
+        let next = lock(&timer_func).tick(Instant::now());
+        match next {
+            Some(due) => std::thread::park_timeout(due.saturating_duration_since(Instant::now())),
+            None => std::thread::park(),
+        }
+    });
+    lock(func).set_moderation_timer(timer.thread().clone());
+}
