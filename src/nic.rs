@@ -15,7 +15,10 @@ use kernel::{
 };
 
 use crate::admin::AdminQueue;
-use crate::hw::{self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo, QpCardStats};
+use crate::bond::{self, Bond};
+use crate::hw::{
+    self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo, FuncKind, QpCardStats,
+};
 use crate::kext::{
     dma_buf::DmaBuffer,
     dma_device::DmaDevice,
@@ -80,6 +83,14 @@ pub(crate) struct Nic {
     admin: Arc<AdminQueue>,
     dma: DmaDevice,
     info: DeviceInfo,
+    /// The PF's synthetic NIC, or a VF's NIC.
+    kind: FuncKind,
+    /// The card's identifier (a VF joins the PF of the same card).
+    card_id: u32,
+    /// The permanent MAC (the card's, or the random fallback).
+    perm_mac: [u8; 6],
+    /// PF: the VF bond.
+    bond: Bond,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
     /// Where the RSS configuration block goes for the card to read.
@@ -146,14 +157,18 @@ impl IrqCount for AdminIrq {
     }
 }
 
-/// The registered synthetic NIC of a PF.
+/// The registered network device of a function: a PF's synthetic NIC or
+/// a VF's NIC.
 pub(crate) type NicRegistration = Registration<Nic>;
 
-/// Creates and registers the synthetic NIC of a PF whose self-test passed.
+/// Creates and registers the network device of a function whose self-test
+/// passed: the synthetic NIC for a PF, a plain NIC with the same MAC for a
+/// VF.
 pub(crate) fn register(
     pdev: &Device<Bound>,
     regs: &Arc<Registers>,
     vectors: &MsixVectors<'_>,
+    kind: FuncKind,
 ) -> Result<NicRegistration> {
     let dma = DmaDevice::new(pdev);
     let admin = AdminQueue::new(regs.clone(), &dma)?;
@@ -179,6 +194,7 @@ pub(crate) fn register(
             bad[0], bad[1], bad[2], bad[3], bad[4], bad[5]
         );
     }
+    let card_id = regs.read(regs::CARD_ID)?;
     let setup = Setup {
         mac,
         min_mtu: hw::MIN_MTU,
@@ -242,6 +258,10 @@ pub(crate) fn register(
             admin,
             dma,
             info,
+            kind,
+            card_id,
+            perm_mac: mac,
+            bond: Bond::new(),
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
             rss_mem,
@@ -261,6 +281,36 @@ pub(crate) fn register(
 }
 
 impl Nic {
+    /// PF or VF.
+    pub(crate) fn kind(&self) -> FuncKind {
+        self.kind
+    }
+
+    /// The card's identifier.
+    pub(crate) fn card_id(&self) -> u32 {
+        self.card_id
+    }
+
+    /// The permanent MAC address.
+    pub(crate) fn perm_mac(&self) -> &[u8; 6] {
+        &self.perm_mac
+    }
+
+    /// The VF bond (meaningful on a PF).
+    pub(crate) fn bond(&self) -> &Bond {
+        &self.bond
+    }
+
+    /// The admin queue.
+    pub(crate) fn admin(&self) -> &AdminQueue {
+        &self.admin
+    }
+
+    /// Queues the device's work item (TX queue resets, VF sync).
+    pub(crate) fn schedule_work(&self) {
+        self.reset_work.schedule();
+    }
+
     /// The largest frame at `mtu`: Ethernet header and one VLAN tag.
     fn max_frame(mtu: u32) -> u32 {
         mtu + 14 + 4
@@ -386,6 +436,14 @@ impl NetDevOps for Nic {
 
     fn start_xmit(dev: &NetDev<Self>, skb: SkBuff) {
         let nic = dev.data();
+        // Through the VF while the data path is the VF's and it can send.
+        let Err(skb) = nic
+            .bond
+            .tx
+            .xmit(skb, |vf| vf.is_running() && vf.carrier_ok())
+        else {
+            return;
+        };
         match nic.queues.get(usize::from(skb.queue_mapping())) {
             Some(queue) => queue.xmit(dev, skb),
             // The stack only uses real queues; drop (and free) anything else.
@@ -434,11 +492,17 @@ impl NetDevOps for Nic {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
         if !cfg.running {
-            return nic.admin.run(AdminCmd::SetMtu { mtu });
+            nic.admin.run(AdminCmd::SetMtu { mtu })?;
+            drop(cfg);
+            bond::mtu_changed(dev, mtu);
+            return Ok(());
         }
         // Buffers are sized for the MTU: restart the queues around it.
         let same = *cfg;
-        nic.reconfigure(dev, &mut cfg, same, mtu)
+        nic.reconfigure(dev, &mut cfg, same, mtu)?;
+        drop(cfg);
+        bond::mtu_changed(dev, mtu);
+        Ok(())
     }
 
     fn queue_stats(dev: &NetDev<Self>, queue: u32) -> (QueueCounters, QueueCounters) {
@@ -490,6 +554,9 @@ impl DeviceWork for Nic {
     /// of the card: they never completed).
     fn run(dev: &NetDev<Self>) {
         let nic = dev.data();
+        if nic.bond.take_sync_request() {
+            bond::sync(dev);
+        }
         let cfg = nic.config.lock();
         for (q, queue) in (0u16..).zip(nic.queues.iter()) {
             if !queue.take_reset_request() || !cfg.running || q >= cfg.queues {
@@ -614,6 +681,12 @@ impl EthtoolOps for Nic {
 
     fn stats(dev: &NetDev<Self>, sink: &mut dyn StatsSink) {
         let nic = dev.data();
+        if nic.kind == FuncKind::Pf {
+            let (present, datapath_vf, switches) = nic.bond.state();
+            sink.stat(format_args!("vf_present"), u64::from(present));
+            sink.stat(format_args!("vf_datapath"), u64::from(datapath_vf));
+            sink.stat(format_args!("vf_datapath_switches"), switches);
+        }
         for (q, queue) in nic.queues.iter().enumerate() {
             let s = &queue.stats;
             sink.stat(format_args!("rx{q}_packets"), s.rx_packets.load(Relaxed));

@@ -163,10 +163,8 @@ impl pci::Driver for RsnicDriver {
                 mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
             );
 
-            let nic = match kind {
-                FuncKind::Pf => Some(nic::register(pdev.as_ref(), &regs, &vectors)?),
-                FuncKind::Vf => None,
-            };
+            // Both kinds get a network device; a VF's joins its PF's.
+            let nic = Some(nic::register(pdev.as_ref(), &regs, &vectors, *kind)?);
             let dir = debugfs_root::subdir(pdev.as_ref().name())?;
             Ok(try_pin_init!(RsnicFunction {
                 nic,

@@ -11,6 +11,7 @@
 use kernel::{driver, pci, prelude::*};
 
 mod admin;
+mod bond;
 mod ffi;
 // Shared verbatim with the emulator, hence `pub` items and some the driver
 // does not use.
@@ -24,7 +25,7 @@ mod regs;
 mod ring;
 mod selftest;
 
-use kext::debugfs_root::DebugfsRoot;
+use kext::{debugfs_root::DebugfsRoot, lower::NetdevNotifier};
 
 /// Driver version, as `ethtool -i` shows it.
 pub(crate) const VERSION: &str = "0.2.0";
@@ -36,6 +37,9 @@ struct RsnicModule {
     // debugfs directory) before the root directory goes.
     #[pin]
     _driver: driver::Registration<pci::Adapter<pci_drv::RsnicDriver>>,
+    // After the driver: it sees the devices' last events (VF release).
+    #[pin]
+    _netdev_events: NetdevNotifier<nic::Nic>,
     _debugfs: DebugfsRoot,
 }
 
@@ -43,6 +47,7 @@ impl kernel::InPlaceModule for RsnicModule {
     fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             _debugfs: DebugfsRoot::new(c"rsnic"),
+            _netdev_events <- NetdevNotifier::new(),
             _driver <- driver::Registration::new(c"rsnic", module),
         })
     }

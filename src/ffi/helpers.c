@@ -11,6 +11,7 @@
 #include <linux/workqueue.h>
 #include <linux/dma-mapping.h>
 #include <net/gro.h>
+#include <net/sch_generic.h>
 #include <net/page_pool/helpers.h>
 #include "helpers.h"
 
@@ -334,4 +335,103 @@ void rsnic_rtnl_lock(void)
 void rsnic_rtnl_unlock(void)
 {
 	rtnl_unlock();
+}
+
+/* Whether dev's parent device is bound to the driver named name. */
+bool rsnic_netdev_parent_driver_is(struct net_device *dev, const char *name)
+{
+	struct device *parent = dev->dev.parent;
+
+	return parent && parent->driver && !strcmp(parent->driver->name, name);
+}
+
+struct net_device *rsnic_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+/*
+ * Walks every net device of every namespace under RCU until fn returns
+ * true; returns that device (or NULL). The caller holds RTNL, so the
+ * device stays registered after the walk.
+ */
+struct net_device *rsnic_find_netdev(bool (*fn)(struct net_device *, void *), void *ctx)
+{
+	struct net_device *dev, *found = NULL;
+	struct net *net;
+
+	ASSERT_RTNL();
+	rcu_read_lock();
+	for_each_net_rcu(net) {
+		for_each_netdev_rcu(net, dev) {
+			if (fn(dev, ctx)) {
+				found = dev;
+				goto out;
+			}
+		}
+	}
+out:
+	rcu_read_unlock();
+	return found;
+}
+
+/* The slave's RX handler: its frames are the master's. */
+static rx_handler_result_t rsnic_slave_rx_handler(struct sk_buff **pskb)
+{
+	struct sk_buff *skb = *pskb;
+	struct net_device *master = rcu_dereference(skb->dev->rx_handler_data);
+
+	skb->dev = master;
+	skb->skb_iif = master->ifindex;
+	return RX_HANDLER_ANOTHER;
+}
+
+/* Makes lower a slave of master (as hv_netvsc does with its VF). RTNL held. */
+int rsnic_enslave(struct net_device *lower, struct net_device *master)
+{
+	int err;
+
+	ASSERT_RTNL();
+	err = netdev_rx_handler_register(lower, rsnic_slave_rx_handler, master);
+	if (err)
+		return err;
+	err = netdev_master_upper_dev_link(lower, master, NULL, NULL, NULL);
+	if (err) {
+		netdev_rx_handler_unregister(lower);
+		return err;
+	}
+	lower->flags |= IFF_SLAVE;
+	return 0;
+}
+
+/* Undoes rsnic_enslave. RTNL held. */
+void rsnic_release(struct net_device *lower, struct net_device *master)
+{
+	ASSERT_RTNL();
+	netdev_rx_handler_unregister(lower);
+	netdev_upper_dev_unlink(lower, master);
+	lower->flags &= ~IFF_SLAVE;
+}
+
+bool rsnic_netif_running(const struct net_device *dev)
+{
+	return netif_running(dev);
+}
+
+void rsnic_dev_hold(struct net_device *dev)
+{
+	dev_hold(dev);
+}
+
+void rsnic_dev_put(struct net_device *dev)
+{
+	dev_put(dev);
+}
+
+/* Sends skb on dev (a slave), keeping the queue the stack chose. */
+void rsnic_skb_xmit_on(struct sk_buff *skb, struct net_device *dev)
+{
+	skb->dev = dev;
+	skb->queue_mapping = qdisc_skb_cb(skb)->slave_dev_queue_mapping;
+	dev_queue_xmit(skb);
 }

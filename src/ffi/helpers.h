@@ -80,4 +80,16 @@ bool rsnic_cancel_work_sync(struct work_struct *work);
 void rsnic_rtnl_lock(void);
 void rsnic_rtnl_unlock(void);
 
+
+struct netdev_notifier_info;
+bool rsnic_netdev_parent_driver_is(struct net_device *dev, const char *name);
+struct net_device *rsnic_netdev_notifier_info_to_dev(const struct netdev_notifier_info *info);
+struct net_device *rsnic_find_netdev(bool (*fn)(struct net_device *, void *), void *ctx);
+int rsnic_enslave(struct net_device *lower, struct net_device *master);
+void rsnic_release(struct net_device *lower, struct net_device *master);
+bool rsnic_netif_running(const struct net_device *dev);
+void rsnic_dev_hold(struct net_device *dev);
+void rsnic_dev_put(struct net_device *dev);
+void rsnic_skb_xmit_on(struct sk_buff *skb, struct net_device *dev);
+
 #endif

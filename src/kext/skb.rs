@@ -124,6 +124,14 @@ impl SkBuff {
         unsafe { ffi::rsnic_skb_set_hash(self.as_raw(), hash, l4) };
     }
 
+    /// Transmits the skb on another device (a slave), on the queue the
+    /// stack picked for it. Consumes it whatever happens.
+    pub(super) fn xmit_on(self, dev: *mut ffi::net_device) {
+        // SAFETY: We own the skb and give it up; the caller passes a live,
+        // held device (see `TxLower::xmit`), in the TX path (RCU-BH).
+        unsafe { ffi::rsnic_skb_xmit_on(self.into_raw(), dev) };
+    }
+
     /// Frees a sent skb (not counted as a drop).
     pub(crate) fn consume(self) {
         // SAFETY: We own the skb; any context.

@@ -10,6 +10,7 @@ KSFT_SKIP=4
 RSNIC_KO=${RSNIC_KO:-/rsnic/rsnic.ko}
 RSNIC_VENDOR=0x10ee
 RSNIC_PF_DEVICE=0x5201
+RSNIC_VF_DEVICE=0x5202
 RSNIC_DEBUGFS=/sys/kernel/debug/rsnic
 RSNIC_CTL=/dev/virtio-ports/org.rsnic.ctl
 
@@ -52,6 +53,43 @@ rsnic_pf_addrs() {
 		[ "$(cat "$d/device")" = "$RSNIC_PF_DEVICE" ] || continue
 		basename "$d"
 	done
+}
+
+# PCI address of a card's VF (none until plugged): the VF whose
+# permanent MAC is its PF's.
+vf_addr() { # A|B
+	local want d n
+	want=$(ethtool -P "$(netif_of "$(card_addr "$1")")" 2>/dev/null | awk '{print $3}')
+	for d in /sys/bus/pci/devices/*; do
+		[ "$(cat "$d/vendor")" = "$RSNIC_VENDOR" ] || continue
+		[ "$(cat "$d/device")" = "$RSNIC_VF_DEVICE" ] || continue
+		n=$(netif_of "$(basename "$d")")
+		[ -n "$n" ] && [ "$(ethtool -P "$n" | awk '{print $3}')" = "$want" ] && basename "$d"
+	done
+}
+
+# Plugs card $1's VF in and waits up to 10 s for its netdev. The first
+# time, the harness hot-plugs it (QMP device_add); after that the device
+# stays in QEMU and a replug is a PCI rescan, because QEMU 11.1 aborts on
+# device_del of a vfio-user-pci device with MSI-X (see testing.rst).
+vf_plug() { # A|B
+	local reply i
+	reply=$(harness vf "$1" plug) || return 1
+	[ "$reply" = "ok already plugged" ] && echo 1 >/sys/bus/pci/rescan
+	for i in $(seq 100); do
+		[ -n "$(vf_addr "$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Removes card $1's VF the way a hot-unplug does for the driver: the PCI
+# core unbinds the driver and deletes the device.
+vf_unplug() { # A|B
+	local addr
+	addr=$(vf_addr "$1")
+	[ -n "$addr" ] || return 1
+	echo 1 >"/sys/bus/pci/devices/$addr/remove"
 }
 
 card_addr() { # A|B

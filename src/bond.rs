@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transparent VF bonding, as hv_netvsc does it: the PF's synthetic NIC is
+//! the device the stack uses; when the card's VF appears, its NIC becomes
+//! the synthetic NIC's slave, and while it is up with carrier the card
+//! delivers to it and the synthetic NIC transmits through it. When the VF
+//! goes down or away, the data path is switched back first, then the VF
+//! is released, so no connection on the synthetic NIC notices.
+//!
+//! States of a PF's bond: no VF; VF enslaved, data path synthetic; VF
+//! enslaved, data path VF. Every transition runs under RTNL (netdevice
+//! events, the PF's work item, `ndo_*` calls).
+
+use kernel::{
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+};
+
+use crate::hw::{AdminCmd, FuncKind};
+use crate::kext::{
+    lower::{find_ours, NetdevEvent, TxLower, WatchNetdevs},
+    netdev::NetDev,
+};
+use crate::nic::Nic;
+
+/// A PF's view of its VF.
+pub(crate) struct Bond {
+    /// The VF to transmit through while the data path is VF.
+    pub(crate) tx: TxLower<Nic>,
+    /// A VF is enslaved.
+    vf_present: Atomic<u32>,
+    /// The card delivers to the VF (the last switch it acknowledged).
+    datapath_vf: Atomic<u32>,
+    /// Data-path switches the card acknowledged.
+    switches: Atomic<u64>,
+    /// The PF's work item should bring the VF in line (open, MTU).
+    sync_requested: Atomic<u32>,
+}
+
+impl Bond {
+    /// No VF.
+    pub(crate) fn new() -> Self {
+        Self {
+            tx: TxLower::new(),
+            vf_present: Atomic::new(0),
+            datapath_vf: Atomic::new(0),
+            switches: Atomic::new(0),
+            sync_requested: Atomic::new(0),
+        }
+    }
+
+    /// (VF present, data path is VF, switches so far), for debugfs and
+    /// ethtool.
+    pub(crate) fn state(&self) -> (bool, bool, u64) {
+        (
+            self.vf_present.load(Relaxed) != 0,
+            self.datapath_vf.load(Relaxed) != 0,
+            self.switches.load(Relaxed),
+        )
+    }
+
+    /// Whether the PF's work item has a VF sync to do (and takes it).
+    pub(crate) fn take_sync_request(&self) -> bool {
+        self.sync_requested.xchg(0, Relaxed) != 0
+    }
+}
+
+/// The VF of `pf`'s card, if its NIC exists. RTNL held.
+fn vf_of(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+    let (card, mac) = (pf.data().card_id(), *pf.data().perm_mac());
+    find_ours(|d: &NetDev<Nic>| {
+        d.data().kind() == FuncKind::Vf && d.data().card_id() == card && *d.data().perm_mac() == mac
+    })
+}
+
+/// The PF whose synthetic NIC `vf` belongs to: same card, same MAC.
+/// RTNL held.
+fn pf_of(vf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+    let (card, mac) = (vf.data().card_id(), *vf.data().perm_mac());
+    find_ours(|d: &NetDev<Nic>| {
+        d.data().kind() == FuncKind::Pf && d.data().card_id() == card && *d.data().perm_mac() == mac
+    })
+}
+
+/// Asks the card for data path `to_vf` and follows it on TX. Switching
+/// away from the VF stops TX through it first; switching to it starts TX
+/// through it only once the card acknowledged.
+fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
+    let bond = pf.data().bond();
+    if (bond.datapath_vf.load(Relaxed) != 0) == to_vf {
+        return;
+    }
+    if !to_vf {
+        bond.tx.clear();
+    }
+    match pf.data().admin().run(AdminCmd::SetDatapath { vf: to_vf }) {
+        Ok(()) => {
+            bond.datapath_vf.store(u32::from(to_vf), Relaxed);
+            bond.switches.fetch_add(1, Relaxed);
+            if to_vf {
+                bond.tx.set(vf);
+            }
+            pr_info!(
+                "{}: data path {} ({})\n",
+                pf.name(),
+                if to_vf { "VF" } else { "synthetic" },
+                vf.name()
+            );
+        }
+        Err(e) => pr_err!(
+            "{}: data path switch refused by the card: {:?}\n",
+            pf.name(),
+            e
+        ),
+    }
+}
+
+/// Puts the data path where the states of both devices say it belongs:
+/// on the VF while both are up and the VF has carrier.
+fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+    let present = pf.data().bond().vf_present.load(Relaxed) != 0;
+    let to_vf = present && pf.is_running() && vf.is_running() && vf.carrier_ok();
+    switch_datapath(pf, vf, to_vf);
+}
+
+/// A VF's NIC appeared: enslave it and let the PF's work open it.
+fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+    let bond = pf.data().bond();
+    if bond.vf_present.load(Relaxed) != 0 {
+        return;
+    }
+    if let Err(e) = pf.enslave(vf) {
+        pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
+        return;
+    }
+    bond.vf_present.store(1, Relaxed);
+    pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
+    bond.sync_requested.store(1, Relaxed);
+    pf.data().schedule_work();
+}
+
+/// The VF is going away: data path back to synthetic first, then release.
+fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+    let bond = pf.data().bond();
+    if bond.vf_present.load(Relaxed) == 0 {
+        return;
+    }
+    switch_datapath(pf, vf, false);
+    pf.release(vf);
+    bond.vf_present.store(0, Relaxed);
+    pr_info!("{}: VF {} left\n", pf.name(), vf.name());
+}
+
+/// The PF's work item: brings an enslaved VF in line with its master (MTU,
+/// up if the master is up) and the data path with both. RTNL held.
+pub(crate) fn sync(pf: &NetDev<Nic>) {
+    let Some(vf) = vf_of(pf) else {
+        return;
+    };
+    if pf.data().bond().vf_present.load(Relaxed) == 0 {
+        return;
+    }
+    if vf.mtu() != pf.mtu() {
+        if let Err(e) = vf.change_mtu_to(pf.mtu()) {
+            pr_warn!(
+                "{}: VF {} refused MTU {}: {:?}\n",
+                pf.name(),
+                vf.name(),
+                pf.mtu(),
+                e
+            );
+        }
+    }
+    if pf.is_running() && !vf.is_running() {
+        if let Err(e) = vf.open() {
+            pr_warn!("{}: cannot open VF {}: {:?}\n", pf.name(), vf.name(), e);
+        }
+    }
+    update_datapath(pf, vf);
+}
+
+/// The synthetic NIC's MTU changed: the VF follows. RTNL held.
+pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
+    if pf.data().bond().vf_present.load(Relaxed) == 0 {
+        return;
+    }
+    if let Some(vf) = vf_of(pf) {
+        if let Err(e) = vf.change_mtu_to(mtu) {
+            pr_warn!(
+                "{}: VF {} refused MTU {}: {:?}\n",
+                pf.name(),
+                vf.name(),
+                mtu,
+                e
+            );
+        }
+    }
+}
+
+impl WatchNetdevs for Nic {
+    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>) {
+        match dev.data().kind() {
+            FuncKind::Vf => {
+                let Some(pf) = pf_of(dev) else {
+                    return;
+                };
+                match event {
+                    NetdevEvent::Register => join(pf, dev),
+                    NetdevEvent::Unregister => leave(pf, dev),
+                    NetdevEvent::GoingDown => switch_datapath(pf, dev, false),
+                    NetdevEvent::Up | NetdevEvent::Change => update_datapath(pf, dev),
+                }
+            }
+            FuncKind::Pf => {
+                let Some(vf) = vf_of(dev) else {
+                    return;
+                };
+                match event {
+                    NetdevEvent::Unregister => leave(dev, vf),
+                    NetdevEvent::GoingDown => switch_datapath(dev, vf, false),
+                    NetdevEvent::Up => {
+                        dev.data().bond().sync_requested.store(1, Relaxed);
+                        dev.data().schedule_work();
+                    }
+                    NetdevEvent::Register | NetdevEvent::Change => {}
+                }
+            }
+        }
+    }
+}
