@@ -12,19 +12,58 @@
 //! events, the PF's work item, `ndo_*` calls).
 
 use kernel::{
+    new_spinlock,
     prelude::*,
-    sync::atomic::{Atomic, Relaxed},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        SpinLock,
+    },
 };
 
 use crate::hw::{AdminCmd, FuncKind};
 use crate::kext::{
-    lower::{find_ours, NetdevEvent, TxLower, WatchNetdevs},
-    netdev::NetDev,
+    lower::{find_ours, LowerRef, NetdevEvent, TxLower, WatchNetdevs},
+    netdev::{LinkStats, NetDev, QueueCounters},
 };
 use crate::nic::Nic;
 
+/// The VF's share of the synthetic NIC's counters.
+struct VfCounters {
+    /// What VFs that left had counted when they left.
+    base: LinkStats,
+    /// The enslaved VF, whose live counters are added to `base`.
+    vf: Option<LowerRef<Nic>>,
+}
+
+impl VfCounters {
+    fn total(&self) -> LinkStats {
+        let mut total = self.base;
+        if let Some(vf) = &self.vf {
+            add(&mut total, &vf.get().data().own_link_stats());
+        }
+        total
+    }
+}
+
+/// `total += more`, field by field.
+pub(crate) fn add(total: &mut LinkStats, more: &LinkStats) {
+    total.rx_packets += more.rx_packets;
+    total.tx_packets += more.tx_packets;
+    total.rx_bytes += more.rx_bytes;
+    total.tx_bytes += more.tx_bytes;
+    total.rx_errors += more.rx_errors;
+    total.tx_errors += more.tx_errors;
+    total.rx_dropped += more.rx_dropped;
+    total.tx_dropped += more.tx_dropped;
+}
+
 /// A PF's view of its VF.
+#[pin_data]
 pub(crate) struct Bond {
+    /// What the VF counted while enslaved; the synthetic NIC reports it
+    /// as its own, so its counters cover both paths and never go back.
+    #[pin]
+    counters: SpinLock<VfCounters>,
     /// The VF to transmit through while the data path is VF.
     pub(crate) tx: TxLower<Nic>,
     /// A VF is enslaved.
@@ -39,14 +78,38 @@ pub(crate) struct Bond {
 
 impl Bond {
     /// No VF.
-    pub(crate) fn new() -> Self {
-        Self {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            counters <- new_spinlock!(VfCounters {
+                base: LinkStats::default(),
+                vf: None,
+            }),
             tx: TxLower::new(),
             vf_present: Atomic::new(0),
             datapath_vf: Atomic::new(0),
             switches: Atomic::new(0),
             sync_requested: Atomic::new(0),
-        }
+        })
+    }
+
+    /// Everything the VF path counted: VFs that left and the current one.
+    pub(crate) fn vf_link_stats(&self) -> LinkStats {
+        self.counters.lock().total()
+    }
+
+    /// The same as RX and TX packets and bytes, for qstats.
+    pub(crate) fn vf_queue_counters(&self) -> (QueueCounters, QueueCounters) {
+        let t = self.vf_link_stats();
+        (
+            QueueCounters {
+                packets: t.rx_packets,
+                bytes: t.rx_bytes,
+            },
+            QueueCounters {
+                packets: t.tx_packets,
+                bytes: t.tx_bytes,
+            },
+        )
     }
 
     /// (VF present, data path is VF, switches so far), for debugfs and
@@ -133,6 +196,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
         pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
         return;
     }
+    bond.counters.lock().vf = Some(LowerRef::new(vf));
     bond.vf_present.store(1, Relaxed);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     bond.sync_requested.store(1, Relaxed);
@@ -147,6 +211,13 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     }
     switch_datapath(pf, vf, false);
     pf.release(vf);
+    {
+        // In one step, so a reader sees the VF's counts in the base or
+        // live, never both or neither.
+        let mut counters = bond.counters.lock();
+        counters.base = counters.total();
+        counters.vf = None;
+    }
     bond.vf_present.store(0, Relaxed);
     pr_info!("{}: VF {} left\n", pf.name(), vf.name());
 }

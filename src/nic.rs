@@ -90,6 +90,7 @@ pub(crate) struct Nic {
     /// The permanent MAC (the card's, or the random fallback).
     perm_mac: [u8; 6],
     /// PF: the VF bond.
+    #[pin]
     bond: Bond,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
@@ -261,7 +262,7 @@ pub(crate) fn register(
             kind,
             card_id,
             perm_mac: mac,
-            bond: Bond::new(),
+            bond <- Bond::new(),
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
             rss_mem,
@@ -281,6 +282,23 @@ pub(crate) fn register(
 }
 
 impl Nic {
+    /// The counters of this function's own queues, as `ip -s link` shows
+    /// them (a PF adds its VF's).
+    pub(crate) fn own_link_stats(&self) -> LinkStats {
+        let mut stats = LinkStats::default();
+        for queue in self.queues.iter() {
+            let s = &queue.stats;
+            stats.tx_packets += s.tx_packets.load(Relaxed);
+            stats.tx_bytes += s.tx_bytes.load(Relaxed);
+            stats.tx_dropped += s.tx_dropped.load(Relaxed) + s.tx_busy.load(Relaxed);
+            stats.rx_packets += s.rx_packets.load(Relaxed);
+            stats.rx_bytes += s.rx_bytes.load(Relaxed);
+            stats.rx_dropped += s.rx_dropped.load(Relaxed);
+            stats.rx_errors += s.bad_completions.load(Relaxed);
+        }
+        stats
+    }
+
     /// PF or VF.
     pub(crate) fn kind(&self) -> FuncKind {
         self.kind
@@ -452,15 +470,10 @@ impl NetDevOps for Nic {
     }
 
     fn get_stats64(dev: &NetDev<Self>, stats: &mut LinkStats) {
-        for queue in dev.data().queues.iter() {
-            let s = &queue.stats;
-            stats.tx_packets += s.tx_packets.load(Relaxed);
-            stats.tx_bytes += s.tx_bytes.load(Relaxed);
-            stats.tx_dropped += s.tx_dropped.load(Relaxed) + s.tx_busy.load(Relaxed);
-            stats.rx_packets += s.rx_packets.load(Relaxed);
-            stats.rx_bytes += s.rx_bytes.load(Relaxed);
-            stats.rx_dropped += s.rx_dropped.load(Relaxed);
-            stats.rx_errors += s.bad_completions.load(Relaxed);
+        let nic = dev.data();
+        *stats = nic.own_link_stats();
+        if nic.kind == FuncKind::Pf {
+            bond::add(stats, &nic.bond.vf_link_stats());
         }
     }
 
@@ -518,7 +531,14 @@ impl NetDevOps for Nic {
         // their counters here, so totals never go backwards.
         let active = usize::from(nic.config.lock().queues);
         let mut base = (QueueCounters::default(), QueueCounters::default());
-        for (rx, tx) in nic.queues.iter().skip(active).map(|q| q.counters()) {
+        // A PF's VF path counts too (the bond keeps what VFs counted).
+        let vf = if nic.kind == FuncKind::Pf {
+            Some(nic.bond.vf_queue_counters())
+        } else {
+            None
+        };
+        let idle = nic.queues.iter().skip(active).map(|q| q.counters());
+        for (rx, tx) in Iterator::chain(idle, vf) {
             base.0.packets += rx.packets;
             base.0.bytes += rx.bytes;
             base.1.packets += tx.packets;
@@ -686,6 +706,11 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("vf_present"), u64::from(present));
             sink.stat(format_args!("vf_datapath"), u64::from(datapath_vf));
             sink.stat(format_args!("vf_datapath_switches"), switches);
+            let vf = nic.bond.vf_link_stats();
+            sink.stat(format_args!("vf_rx_packets"), vf.rx_packets);
+            sink.stat(format_args!("vf_rx_bytes"), vf.rx_bytes);
+            sink.stat(format_args!("vf_tx_packets"), vf.tx_packets);
+            sink.stat(format_args!("vf_tx_bytes"), vf.tx_bytes);
         }
         for (q, queue) in nic.queues.iter().enumerate() {
             let s = &queue.stats;

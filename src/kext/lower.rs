@@ -283,3 +283,48 @@ impl<T> Drop for TxLower<T> {
         }
     }
 }
+
+/// A held reference to one of our net devices (`dev_hold`), so its driver
+/// state can be read (for example its counters) from any context. Drop it
+/// before the device's unregistration completes: the kernel waits for it.
+///
+/// # Invariants
+///
+/// `ptr` is one of our net devices with a `T`, held by this value.
+pub(crate) struct LowerRef<T> {
+    ptr: core::ptr::NonNull<ffi::net_device>,
+    // Not `PhantomData<T>`: the device's state is pinned, the handle to
+    // it need not be.
+    _t: PhantomData<fn() -> T>,
+}
+
+// SAFETY: A held device may be used and released from any thread; `T` is
+// shared between threads by `NetDevOps`' bounds.
+unsafe impl<T: NetDevOps> Send for LowerRef<T> {}
+
+impl<T: NetDevOps> LowerRef<T> {
+    /// Holds `dev`.
+    pub(crate) fn new(dev: &NetDev<T>) -> Self {
+        // SAFETY: `dev` is registered; the hold is dropped in `drop`.
+        unsafe { ffi::rsnic_dev_hold(dev.as_raw()) };
+        // INVARIANT: held just now; ours because a `NetDev<T>` is.
+        Self {
+            ptr: core::ptr::NonNull::from(dev).cast(),
+            _t: PhantomData,
+        }
+    }
+
+    /// The device.
+    pub(crate) fn get(&self) -> &NetDev<T> {
+        // SAFETY: Held, so its unregistration cannot complete and its `T`
+        // is not dropped while we exist (type invariant).
+        unsafe { NetDev::from_raw(self.ptr.as_ptr()) }
+    }
+}
+
+impl<T> Drop for LowerRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: Held by this value (type invariant); any context.
+        unsafe { ffi::rsnic_dev_put(self.ptr.as_ptr()) };
+    }
+}

@@ -32,7 +32,7 @@ grep -q "Duplex: Full" <<<"$settings" || ok=false
 grep -q "Link detected: yes" <<<"$settings" || ok=false
 check "link settings: 100 Gbit/s full duplex, link detected" $ok
 
-names=$(ethtool -S "$NETIF_A" | grep -c '_packets:')
+names=$(ethtool -S "$NETIF_A" | grep -Ec '^ *[rt]x[0-9]+_packets:')
 ping -c 5 -i 0.2 -q $IP_B >/dev/null
 after=$(( $(ethtool -S "$NETIF_A" | awk '/rx[0-9]+_packets:/ {s += $2} END {print s}') ))
 check "ethtool -S: per-queue counters for all 8 pairs, and they count" \

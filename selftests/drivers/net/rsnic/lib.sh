@@ -178,3 +178,47 @@ wait_carrier() {
 	done
 	return 1
 }
+
+# Statistics of card A's netdev: rtnl (ip -s link) and qstats (netdev
+# netlink, through qstats.py).
+QSTATS="$(dirname "${BASH_SOURCE[0]}")/qstats.py"
+
+# "rx_packets rx_bytes tx_packets tx_bytes" from rtnl.
+rtnl() {
+	ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"], s["rx"]["bytes"], s["tx"]["packets"], s["tx"]["bytes"])'
+}
+# The same four from qstats: "device" totals, or "queues" summed.
+qstats() {
+	"$QSTATS" "$NETIF_A" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+keys = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
+if sys.argv[1] == "device":
+    print(*(r["device"].get(k, -1) for k in keys))
+else:
+    print(*(sum(q.get(k, 0) for q in r["queues"]) for k in keys))
+' "$1"
+}
+# rtnl minus what the VF path counted (ethtool -S vf_*): what the
+# synthetic NIC's own queues must add up to.
+rtnl_own_queues() {
+	local r=($(rtnl)) v
+	v=($(ethtool -S "$NETIF_A" | awk '$1 == "vf_rx_packets:" {a=$2} $1 == "vf_rx_bytes:" {b=$2}
+		$1 == "vf_tx_packets:" {c=$2} $1 == "vf_tx_bytes:" {d=$2} END {print a+0, b+0, c+0, d+0}'))
+	echo $((r[0] - v[0])) $((r[1] - v[1])) $((r[2] - v[2])) $((r[3] - v[3]))
+}
+# Whether qstats $1 ("device" totals or "queues" summed, the latter
+# without the VF's share) equal rtnl, reading with no traffic running
+# (retries a few times in case a stray frame arrives between the reads).
+agree() {
+	local i a b
+	for i in 1 2 3 4 5; do
+		if [ "$1" = queues ]; then a=$(rtnl_own_queues); else a=$(rtnl); fi
+		b=$(qstats "$1")
+		[ "$a" = "$b" ] && return 0
+		sleep 0.2
+	done
+	echo "# rtnl:   $a"
+	echo "# qstats: $b ($1)"
+	return 1
+}

@@ -8,39 +8,6 @@
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
-QSTATS="$(dirname "$0")/qstats.py"
-
-# "rx_packets rx_bytes tx_packets tx_bytes" from rtnl.
-rtnl() {
-	ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"], s["rx"]["bytes"], s["tx"]["packets"], s["tx"]["bytes"])'
-}
-# The same four from qstats: "device" totals, or "queues" summed.
-qstats() {
-	"$QSTATS" "$NETIF_A" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-keys = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
-if sys.argv[1] == "device":
-    print(*(r["device"].get(k, -1) for k in keys))
-else:
-    print(*(sum(q.get(k, 0) for q in r["queues"]) for k in keys))
-' "$1"
-}
-# Whether qstats $1 equal rtnl, reading with no traffic running (retries
-# a few times in case a stray frame arrives between the two reads).
-agree() {
-	local i a b
-	for i in 1 2 3 4 5; do
-		a=$(rtnl)
-		b=$(qstats "$1")
-		[ "$a" = "$b" ] && return 0
-		sleep 0.2
-	done
-	echo "# rtnl:   $a"
-	echo "# qstats: $b ($1)"
-	return 1
-}
-
 "$QSTATS" "$NETIF_A" >/dev/null || skip_all "netdev qstats not readable"
 ip netns exec $NS iperf3 -s -D -p 5201
 sleep 0.5
