@@ -16,7 +16,7 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        SpinLock,
+        Arc, SpinLock,
     },
 };
 
@@ -66,30 +66,63 @@ pub(crate) struct Bond {
     counters: SpinLock<VfCounters>,
     /// The VF to transmit through while the data path is VF.
     pub(crate) tx: TxLower<Nic>,
+    /// What debugfs shows, shared with the function's debugfs file.
+    state: Arc<BondState>,
+    /// The PF's work item should bring the VF in line (open, MTU).
+    sync_requested: Atomic<u32>,
+}
+
+/// The bond's state as debugfs shows it (`rsnic/<bdf>/bond`).
+pub(crate) struct BondState {
     /// A VF is enslaved.
     vf_present: Atomic<u32>,
     /// The card delivers to the VF (the last switch it acknowledged).
     datapath_vf: Atomic<u32>,
     /// Data-path switches the card acknowledged.
     switches: Atomic<u64>,
-    /// The PF's work item should bring the VF in line (open, MTU).
-    sync_requested: Atomic<u32>,
+}
+
+impl BondState {
+    /// `vf_present=0|1 datapath=synthetic|vf switches=N`, one line.
+    pub(crate) fn show(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        writeln!(
+            f,
+            "vf_present={} datapath={} switches={}",
+            self.vf_present.load(Relaxed),
+            if self.datapath_vf.load(Relaxed) != 0 {
+                "vf"
+            } else {
+                "synthetic"
+            },
+            self.switches.load(Relaxed)
+        )
+    }
 }
 
 impl Bond {
     /// No VF.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             counters <- new_spinlock!(VfCounters {
                 base: LinkStats::default(),
                 vf: None,
             }),
             tx: TxLower::new(),
-            vf_present: Atomic::new(0),
-            datapath_vf: Atomic::new(0),
-            switches: Atomic::new(0),
+            state: Arc::new(
+                BondState {
+                    vf_present: Atomic::new(0),
+                    datapath_vf: Atomic::new(0),
+                    switches: Atomic::new(0),
+                },
+                GFP_KERNEL,
+            )?,
             sync_requested: Atomic::new(0),
-        })
+        }? Error)
+    }
+
+    /// The state debugfs shows.
+    pub(crate) fn shared_state(&self) -> Arc<BondState> {
+        self.state.clone()
     }
 
     /// Everything the VF path counted: VFs that left and the current one.
@@ -116,9 +149,9 @@ impl Bond {
     /// ethtool.
     pub(crate) fn state(&self) -> (bool, bool, u64) {
         (
-            self.vf_present.load(Relaxed) != 0,
-            self.datapath_vf.load(Relaxed) != 0,
-            self.switches.load(Relaxed),
+            self.state.vf_present.load(Relaxed) != 0,
+            self.state.datapath_vf.load(Relaxed) != 0,
+            self.state.switches.load(Relaxed),
         )
     }
 
@@ -150,7 +183,7 @@ fn pf_of(vf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
 /// through it only once the card acknowledged.
 fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
     let bond = pf.data().bond();
-    if (bond.datapath_vf.load(Relaxed) != 0) == to_vf {
+    if (bond.state.datapath_vf.load(Relaxed) != 0) == to_vf {
         return;
     }
     if !to_vf {
@@ -158,8 +191,8 @@ fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
     }
     match pf.data().admin().run(AdminCmd::SetDatapath { vf: to_vf }) {
         Ok(()) => {
-            bond.datapath_vf.store(u32::from(to_vf), Relaxed);
-            bond.switches.fetch_add(1, Relaxed);
+            bond.state.datapath_vf.store(u32::from(to_vf), Relaxed);
+            bond.state.switches.fetch_add(1, Relaxed);
             if to_vf {
                 bond.tx.set(vf);
             }
@@ -181,15 +214,34 @@ fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
 /// Puts the data path where the states of both devices say it belongs:
 /// on the VF while both are up and the VF has carrier.
 fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
-    let present = pf.data().bond().vf_present.load(Relaxed) != 0;
+    let present = pf.data().bond().state.vf_present.load(Relaxed) != 0;
     let to_vf = present && pf.is_running() && vf.is_running() && vf.carrier_ok();
     switch_datapath(pf, vf, to_vf);
 }
 
-/// A VF's NIC appeared: enslave it and let the PF's work open it.
+/// A VF's NIC appeared (or the synthetic NIC reappeared in another
+/// namespace): enslave it and let the PF's work open it. A VF in another
+/// namespace than its synthetic NIC is moved there first (as hv_netvsc
+/// does); it registers again in that namespace and joins then.
 fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     let bond = pf.data().bond();
-    if bond.vf_present.load(Relaxed) != 0 {
+    if bond.state.vf_present.load(Relaxed) != 0 {
+        return;
+    }
+    if !pf.same_netns(vf) {
+        match vf.move_to_netns_of(pf) {
+            Ok(()) => pr_info!(
+                "{}: VF moved to the namespace of {}\n",
+                vf.name(),
+                pf.name()
+            ),
+            Err(e) => pr_err!(
+                "{}: cannot move VF to the namespace of {}: {:?}\n",
+                vf.name(),
+                pf.name(),
+                e
+            ),
+        }
         return;
     }
     if let Err(e) = pf.enslave(vf) {
@@ -197,7 +249,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
         return;
     }
     bond.counters.lock().vf = Some(LowerRef::new(vf));
-    bond.vf_present.store(1, Relaxed);
+    bond.state.vf_present.store(1, Relaxed);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     bond.sync_requested.store(1, Relaxed);
     pf.data().schedule_work();
@@ -206,7 +258,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
 /// The VF is going away: data path back to synthetic first, then release.
 fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     let bond = pf.data().bond();
-    if bond.vf_present.load(Relaxed) == 0 {
+    if bond.state.vf_present.load(Relaxed) == 0 {
         return;
     }
     switch_datapath(pf, vf, false);
@@ -218,7 +270,7 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
         counters.base = counters.total();
         counters.vf = None;
     }
-    bond.vf_present.store(0, Relaxed);
+    bond.state.vf_present.store(0, Relaxed);
     pr_info!("{}: VF {} left\n", pf.name(), vf.name());
 }
 
@@ -228,7 +280,9 @@ pub(crate) fn sync(pf: &NetDev<Nic>) {
     let Some(vf) = vf_of(pf) else {
         return;
     };
-    if pf.data().bond().vf_present.load(Relaxed) == 0 {
+    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
+        // The synthetic NIC came back (a namespace move): take the VF again.
+        join(pf, vf);
         return;
     }
     if vf.mtu() != pf.mtu() {
@@ -252,7 +306,7 @@ pub(crate) fn sync(pf: &NetDev<Nic>) {
 
 /// The synthetic NIC's MTU changed: the VF follows. RTNL held.
 pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
-    if pf.data().bond().vf_present.load(Relaxed) == 0 {
+    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
         return;
     }
     if let Some(vf) = vf_of(pf) {
@@ -289,11 +343,15 @@ impl WatchNetdevs for Nic {
                 match event {
                     NetdevEvent::Unregister => leave(dev, vf),
                     NetdevEvent::GoingDown => switch_datapath(dev, vf, false),
-                    NetdevEvent::Up => {
+                    // Up: open the VF too. Register: the synthetic NIC
+                    // moved namespace; its work takes the VF back (not
+                    // from inside this notifier, which would move
+                    // another device while this one registers).
+                    NetdevEvent::Up | NetdevEvent::Register => {
                         dev.data().bond().sync_requested.store(1, Relaxed);
                         dev.data().schedule_work();
                     }
-                    NetdevEvent::Register | NetdevEvent::Change => {}
+                    NetdevEvent::Change => {}
                 }
             }
         }

@@ -5,6 +5,7 @@
 
 use kernel::{debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
 
+use crate::bond::BondState;
 use crate::hw::{self, regs, FuncKind};
 use crate::kext::{
     debugfs_root,
@@ -27,6 +28,9 @@ const MAX_VECTORS: u32 = 64;
 #[pin_data(PinnedDrop)]
 pub(crate) struct RsnicFunction {
     nic: Option<NicRegistration>,
+    /// The VF bond of a PF's synthetic NIC (`bond`).
+    #[pin]
+    bond_file: debugfs::File<Option<Arc<BondState>>>,
     #[pin]
     regs_file: debugfs::File<Arc<Registers>>,
     #[pin]
@@ -73,6 +77,13 @@ fn dump_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         }
     }
     Ok(())
+}
+
+fn show_bond(bond: &Option<Arc<BondState>>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match bond {
+        Some(state) => state.show(f),
+        None => writeln!(f, "a VF: its bond state is in its PF's directory"),
+    }
 }
 
 fn show_selftest(report: &SelfTestReport, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -166,8 +177,13 @@ impl pci::Driver for RsnicDriver {
             // Both kinds get a network device; a VF's joins its PF's.
             let nic = Some(nic::register(pdev.as_ref(), &regs, &vectors, *kind)?);
             let dir = debugfs_root::subdir(pdev.as_ref().name())?;
+            let bond = nic
+                .as_ref()
+                .filter(|_| *kind == FuncKind::Pf)
+                .map(|n| n.dev().data().bond().shared_state());
             Ok(try_pin_init!(RsnicFunction {
                 nic,
+                bond_file <- dir.read_callback_file(c"bond", bond, &show_bond),
                 regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),
                 selftest_file <- dir.read_callback_file(c"selftest", report, &show_selftest),
                 _dir: dir,

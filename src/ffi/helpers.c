@@ -435,3 +435,15 @@ void rsnic_skb_xmit_on(struct sk_buff *skb, struct net_device *dev)
 	skb->queue_mapping = qdisc_skb_cb(skb)->slave_dev_queue_mapping;
 	dev_queue_xmit(skb);
 }
+
+bool rsnic_same_netns(const struct net_device *a, const struct net_device *b)
+{
+	return net_eq(dev_net(a), dev_net(b));
+}
+
+/* Moves dev into other's namespace, named eth%d there. RTNL held. */
+int rsnic_move_to_netns_of(struct net_device *dev, const struct net_device *other)
+{
+	ASSERT_RTNL();
+	return dev_change_net_namespace(dev, dev_net(other), "eth%d");
+}

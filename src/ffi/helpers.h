@@ -91,5 +91,7 @@ bool rsnic_netif_running(const struct net_device *dev);
 void rsnic_dev_hold(struct net_device *dev);
 void rsnic_dev_put(struct net_device *dev);
 void rsnic_skb_xmit_on(struct sk_buff *skb, struct net_device *dev);
+bool rsnic_same_netns(const struct net_device *a, const struct net_device *b);
+int rsnic_move_to_netns_of(struct net_device *dev, const struct net_device *other);
 
 #endif

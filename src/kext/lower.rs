@@ -182,6 +182,22 @@ impl<T: NetDevOps> NetDev<T> {
         unsafe { ffi::rsnic_release(lower.as_raw(), self.as_raw()) };
     }
 
+    /// Whether both devices are in the same network namespace.
+    pub(crate) fn same_netns(&self, other: &NetDev<T>) -> bool {
+        // SAFETY: Both devices are live; reading their namespace is allowed.
+        unsafe { ffi::rsnic_same_netns(self.as_raw(), other.as_raw()) }
+    }
+
+    /// Moves the device into `other`'s namespace (named `eth%d` there).
+    /// It is unregistered and registered again, with the events that go
+    /// with that. RTNL held.
+    pub(crate) fn move_to_netns_of(&self, other: &NetDev<T>) -> Result {
+        // SAFETY: Both registered; RTNL held (the caller's duty).
+        kernel::error::to_result(unsafe {
+            ffi::rsnic_move_to_netns_of(self.as_raw(), other.as_raw())
+        })
+    }
+
     /// Whether the device is up (`IFF_UP`, `netif_running`).
     pub(crate) fn is_running(&self) -> bool {
         // SAFETY: Reading the state bit is always allowed.

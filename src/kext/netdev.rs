@@ -363,6 +363,12 @@ unsafe impl<T: NetDevOps + EthtoolOps> Sync for Registration<T> {}
 const NETDEV_ALIGN: usize = 32;
 
 impl<T: NetDevOps + EthtoolOps> Registration<T> {
+    /// The registered device.
+    pub(crate) fn dev(&self) -> &NetDev<T> {
+        // SAFETY: Registered by `new`, with its `T`, until we are dropped.
+        unsafe { NetDev::from_raw(self.ndev.as_ptr()) }
+    }
+
     /// Allocates an Ethernet device with `max_queues` TX and RX queues as a
     /// child of `parent`, applies `setup`, initialises `T` in its private
     /// area with `init(dev)` and registers it. `init` must not use the

@@ -30,8 +30,11 @@ check "VF hot-plugged: enslaved to $NETIF_A within 5 s" $ok
 [ -n "$VF" ] || { ktap_finish; exit; }
 check "ip link shows it as a slave with master $NETIF_A" \
 	bash -c "ip link show $VF | grep -q 'SLAVE.*master $NETIF_A'"
-check "the card delivers to the VF and the driver says so (vf_datapath 1)" \
-	test "$(datapath)" = vf -a "$(vf_stat "$NETIF_A" '^vf_datapath:')" = 1
+bond_file=/sys/kernel/debug/rsnic/$(card_addr A)/bond
+echo "# $bond_file: $(cat "$bond_file")"
+check "the card delivers to the VF; the driver says so (ethtool -S, debugfs)" \
+	test "$(datapath)" = vf -a "$(vf_stat "$NETIF_A" '^vf_datapath:')" = 1 \
+	-a -n "$(grep '^vf_present=1 datapath=vf switches=[1-9]' "$bond_file")"
 
 vf_rx0=$(vf_stat "$VF" 'rx[0-9]+_packets:') vf_tx0=$(vf_stat "$VF" 'tx[0-9]+_packets:')
 pf_rx0=$(vf_stat "$NETIF_A" 'rx[0-9]+_packets:') pf_tx0=$(vf_stat "$NETIF_A" 'tx[0-9]+_packets:')
