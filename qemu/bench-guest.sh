@@ -3,7 +3,8 @@
 #
 # The benchmark, inside the VM: the same measurements over the rsnic pair
 # (card A <-> card B) and over a virtio-net pair cabled through QEMU, each
-# with one side in a netns. Writes /run/rsnic/bench.json.
+# with one side in a netns, then card A's VF path and its failover gap.
+# Writes /run/rsnic/bench.json.
 
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 out=/run/rsnic/bench.json
@@ -101,12 +102,59 @@ read -r m0 p0 n0 < <(card_dma)
 rsnic=$(measure rsnic bench-rsnic 10.99.0.2)
 read -r m1 p1 n1 < <(card_dma)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
-python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) >"$out" <<'PY'
+# VF bonding: TCP through card A's VF (same netdev, data path VF), then
+# the failover gap: ping at 100/s while the VF is unplugged and replugged
+# 10 times; the longest gap between replies around each switch.
+bond='{}'
+on_vf() {
+	for _ in $(seq 100); do
+		harness card A datapath | grep -q "datapath=vf" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+if vf_plug A && on_vf; then
+	ip netns exec bench-rsnic iperf3 -s -D -p 5201
+	sleep 0.5
+	iperf_json bench-rsnic 10.99.0.2 -t "$DURATION" >/tmp/b-vf.json
+	pkill -f "iperf3 -s -D -p 5201"
+	ping -D -i 0.01 -W 1 10.99.0.2 >/tmp/b-failover.ping 2>&1 &
+	pinger=$!
+	switches=()
+	for _ in $(seq 10); do
+		sleep 1
+		switches+=("$(date +%s.%N)")
+		vf_unplug A
+		sleep 1
+		switches+=("$(date +%s.%N)")
+		vf_plug A
+		on_vf
+	done
+	sleep 1
+	kill -INT $pinger
+	wait $pinger 2>/dev/null
+	bond=$(python3 - "${switches[@]}" <<'PY'
+import json, re, statistics, sys
+e = json.load(open("/tmp/b-vf.json"))["end"]
+vf = round(e["sum_received"]["bits_per_second"] / 1e6, 1)
+line = re.compile(r"^\[(\d+\.\d+)\].*bytes from")
+stamps = [float(m.group(1)) for m in map(line.match, open("/tmp/b-failover.ping")) if m]
+gaps = []
+for at in map(float, sys.argv[1:]):
+    window = [t for t in stamps if at - 0.2 <= t <= at + 2.0]
+    gaps.append(max((b - a for a, b in zip(window, window[1:])), default=2.2) * 1000)
+print(json.dumps({"vf_tcp_1_mbps": vf, "switches": len(gaps),
+                  "gap_p50_ms": round(statistics.median(gaps)), "gap_max_ms": round(max(gaps))}))
+PY
+)
+fi
+
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
 rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
 rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
-print(json.dumps({"rsnic": rsnic, "virtio": virtio}))
+print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6])}))
 PY
 cat "$out"

@@ -29,6 +29,14 @@ def main():
         print(f"{label:34} {r:>10} {v:>11} {ratio:>7.2f}{note}")
     print(f"{'rsnic descriptor+completion bytes/packet':42} {rsnic['meta_bytes_per_packet']}"
           f" (payload {rsnic['payload_bytes_per_packet']} bytes/packet)")
+    bond = result.get("bond") or {}
+    if bond:
+        print(f"{'TCP, 1 stream, VF path vs synthetic (Mbit/s)':42} {bond['vf_tcp_1_mbps']}"
+              f" vs {rsnic['tcp_1_mbps']}")
+        print(f"{'failover gap over ' + str(bond['switches']) + ' switches (ms)':42}"
+              f" p50 {bond['gap_p50_ms']}, max {bond['gap_max_ms']}")
+    else:
+        print("VF path: not measured (the VF did not come up)")
     json.dump(result, open(f"{outdir}/bench.json", "w"), indent=2)
 
     import matplotlib
