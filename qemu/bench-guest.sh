@@ -106,14 +106,7 @@ virtio=$(measure virtio-net bench-virtio 10.98.0.2)
 # the failover gap: ping at 100/s while the VF is unplugged and replugged
 # 10 times; the longest gap between replies around each switch.
 bond='{}'
-on_vf() {
-	for _ in $(seq 100); do
-		harness card A datapath | grep -q "datapath=vf" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-if vf_plug A && on_vf; then
+if vf_plug A && wait_datapath A vf; then
 	ip netns exec bench-rsnic iperf3 -s -D -p 5201
 	sleep 0.5
 	iperf_json bench-rsnic 10.99.0.2 -t "$DURATION" >/tmp/b-vf.json
@@ -128,7 +121,7 @@ if vf_plug A && on_vf; then
 		sleep 1
 		switches+=("$(date +%s.%N)")
 		vf_plug A
-		on_vf
+		wait_datapath A vf
 	done
 	sleep 1
 	kill -INT $pinger

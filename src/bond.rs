@@ -23,7 +23,7 @@ use kernel::{
 use crate::hw::{AdminCmd, FuncKind};
 use crate::kext::{
     lower::{find_ours, LowerRef, NetdevEvent, TxLower, WatchNetdevs},
-    netdev::{LinkStats, NetDev, QueueCounters},
+    netdev::{Features, LinkStats, NetDev, QueueCounters},
 };
 use crate::nic::Nic;
 
@@ -250,6 +250,15 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     }
     bond.counters.lock().vf = Some(LowerRef::new(vf));
     bond.state.vf_present.store(1, Relaxed);
+    vf.want_features(pf.features());
+    if let Err(e) = vf.data().apply_rx_filter(Some(pf.data())) {
+        pr_warn!(
+            "{}: VF {} did not take the RX filter: {:?}\n",
+            pf.name(),
+            vf.name(),
+            e
+        );
+    }
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     bond.sync_requested.store(1, Relaxed);
     pf.data().schedule_work();
@@ -319,6 +328,47 @@ pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
                 e
             );
         }
+    }
+}
+
+/// The RX filter a function's card should apply: its own, and for an
+/// enslaved VF also its master's (the synthetic NIC's addresses are the
+/// ones the stack subscribed to; the VF now receives for it). RTNL held.
+pub(crate) fn rx_filter_master(dev: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+    match dev.data().kind() {
+        FuncKind::Pf => None,
+        FuncKind::Vf => {
+            pf_of(dev).filter(|pf| pf.data().bond().state.vf_present.load(Relaxed) != 0)
+        }
+    }
+}
+
+/// The synthetic NIC's RX filter changed: its VF's card takes it too.
+/// RTNL held.
+pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>) {
+    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
+        return;
+    }
+    if let Some(vf) = vf_of(pf) {
+        if let Err(e) = vf.data().apply_rx_filter(Some(pf.data())) {
+            pr_warn!(
+                "{}: VF {} did not take the RX filter: {:?}\n",
+                pf.name(),
+                vf.name(),
+                e
+            );
+        }
+    }
+}
+
+/// The synthetic NIC's offloads become `features`: the VF's follow. RTNL
+/// held.
+pub(crate) fn features_changed(pf: &NetDev<Nic>, features: Features) {
+    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
+        return;
+    }
+    if let Some(vf) = vf_of(pf) {
+        vf.want_features(features);
     }
 }
 

@@ -92,6 +92,10 @@ pub(crate) struct Nic {
     /// PF: the VF bond.
     #[pin]
     bond: Bond,
+    /// The RX filter the device's own address lists and flags ask for
+    /// (`rx_mode` bits and multicast hash); see `apply_rx_filter`.
+    rx_filter_flags: Atomic<u32>,
+    rx_filter_mc: Atomic<u64>,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
     /// Where the RSS configuration block goes for the card to read.
@@ -263,6 +267,8 @@ pub(crate) fn register(
             card_id,
             perm_mac: mac,
             bond <- Bond::new(),
+            rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
+            rx_filter_mc: Atomic::new(0),
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
             rss_mem,
@@ -297,6 +303,18 @@ impl Nic {
             stats.rx_errors += s.bad_completions.load(Relaxed);
         }
         stats
+    }
+
+    /// Programs the card's RX filter: this device's own, joined with
+    /// `master`'s for an enslaved VF.
+    pub(crate) fn apply_rx_filter(&self, master: Option<&Nic>) -> Result {
+        let mut flags = self.rx_filter_flags.load(Relaxed);
+        let mut mc_filter = self.rx_filter_mc.load(Relaxed);
+        if let Some(m) = master {
+            flags |= m.rx_filter_flags.load(Relaxed);
+            mc_filter |= m.rx_filter_mc.load(Relaxed);
+        }
+        self.admin.run(AdminCmd::SetRxMode { flags, mc_filter })
     }
 
     /// PF or VF.
@@ -492,9 +510,14 @@ impl NetDevOps for Nic {
             .iter()
             .take(count.min(MAX_MC_FILTER))
             .fold(0u64, |filter, mac| filter | (1 << mc_filter_bit(mac)));
-        dev.data()
-            .admin
-            .run(AdminCmd::SetRxMode { flags, mc_filter })
+        let nic = dev.data();
+        nic.rx_filter_flags.store(flags, Relaxed);
+        nic.rx_filter_mc.store(mc_filter, Relaxed);
+        nic.apply_rx_filter(bond::rx_filter_master(dev).map(|pf| pf.data()))?;
+        if nic.kind == FuncKind::Pf {
+            bond::rx_mode_changed(dev);
+        }
+        Ok(())
     }
 
     fn set_mac_address(dev: &NetDev<Self>, mac: [u8; 6]) -> Result {
@@ -548,7 +571,9 @@ impl NetDevOps for Nic {
     }
 
     fn set_features(dev: &NetDev<Self>, features: Features) -> Result {
-        dev.data().set_card_offloads(features)
+        dev.data().set_card_offloads(features)?;
+        bond::features_changed(dev, features);
+        Ok(())
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {

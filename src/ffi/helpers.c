@@ -447,3 +447,12 @@ int rsnic_move_to_netns_of(struct net_device *dev, const struct net_device *othe
 	ASSERT_RTNL();
 	return dev_change_net_namespace(dev, dev_net(other), "eth%d");
 }
+
+/* Makes lower want, of the features in mask, those in features. RTNL held. */
+void rsnic_features_sync(struct net_device *lower, netdev_features_t features,
+			 netdev_features_t mask)
+{
+	ASSERT_RTNL();
+	lower->wanted_features = (lower->wanted_features & ~mask) | (features & mask);
+	netdev_update_features(lower);
+}

@@ -8,6 +8,7 @@
 #define RSNIC_FFI_HELPERS_H
 
 #include <linux/types.h>
+#include <linux/netdev_features.h>
 
 struct device;
 struct napi_struct;
@@ -93,5 +94,7 @@ void rsnic_dev_put(struct net_device *dev);
 void rsnic_skb_xmit_on(struct sk_buff *skb, struct net_device *dev);
 bool rsnic_same_netns(const struct net_device *a, const struct net_device *b);
 int rsnic_move_to_netns_of(struct net_device *dev, const struct net_device *other);
+void rsnic_features_sync(struct net_device *lower, netdev_features_t features,
+			 netdev_features_t mask);
 
 #endif

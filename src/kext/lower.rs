@@ -19,7 +19,7 @@ use kernel::{ffi::c_void, prelude::*, types::Opaque};
 
 use crate::ffi;
 use crate::kext::{
-    netdev::{NetDev, NetDevOps},
+    netdev::{Features, NetDev, NetDevOps},
     skb::SkBuff,
 };
 
@@ -196,6 +196,15 @@ impl<T: NetDevOps> NetDev<T> {
         kernel::error::to_result(unsafe {
             ffi::rsnic_move_to_netns_of(self.as_raw(), other.as_raw())
         })
+    }
+
+    /// Makes this device want `features` (the offloads `Features` names;
+    /// others stay as they are). RTNL held.
+    pub(crate) fn want_features(&self, features: Features) {
+        // SAFETY: Registered; RTNL held (the caller's duty).
+        unsafe {
+            ffi::rsnic_features_sync(self.as_raw(), features.to_raw(), Features::ALL.to_raw())
+        };
     }
 
     /// Whether the device is up (`IFF_UP`, `netif_running`).

@@ -71,7 +71,15 @@ pub(crate) struct Features {
 }
 
 impl Features {
-    fn to_raw(self) -> ffi::netdev_features_t {
+    /// Every offload this type names.
+    pub(crate) const ALL: Self = Self {
+        tx_csum: true,
+        rx_csum: true,
+        sg: true,
+        tso: true,
+    };
+
+    pub(super) fn to_raw(self) -> ffi::netdev_features_t {
         let bit = |on: bool, b: u32| if on { 1u64 << b } else { 0 };
         bit(self.tx_csum, ffi::NETIF_F_HW_CSUM_BIT)
             | bit(self.rx_csum, ffi::NETIF_F_RXCSUM_BIT)

@@ -60,14 +60,18 @@ impl Card {
     /// data path says so and the VF runs a queue pair; otherwise (VF not
     /// switched to, not plugged in, or not up) to the PF.
     pub fn receive(&self, frame: &[u8]) {
-        if lock(&self.pf).nic.datapath_vf() {
+        let mut pf = lock(&self.pf);
+        if pf.nic.datapath_vf() {
+            drop(pf);
             let mut vf = lock(&self.vf);
             if vf.nic.has_running_queue() {
                 vf.receive(frame);
                 return;
             }
+            drop(vf);
+            pf = lock(&self.pf);
         }
-        lock(&self.pf).receive(frame);
+        pf.receive(frame);
     }
 
     /// Plugs or unplugs the cable: both functions share the uplink.

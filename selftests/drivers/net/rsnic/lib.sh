@@ -83,6 +83,17 @@ vf_plug() { # A|B
 	return 1
 }
 
+# Waits up to 10 s until card $1 delivers to data path $2 (vf or
+# synthetic), as the card itself reports it.
+wait_datapath() { # A|B vf|synthetic
+	local i
+	for i in $(seq 100); do
+		harness card "$1" datapath | grep -q "datapath=$2 " && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Removes card $1's VF the way a hot-unplug does for the driver: the PCI
 # core unbinds the driver and deletes the device.
 vf_unplug() { # A|B

@@ -14,7 +14,7 @@ trap 'ip link set "$NETIF_A" mtu 1500; vf_unplug A 2>/dev/null; net_cleanup' EXI
 datapath() { harness card A datapath | sed -n 's/.*datapath=\([a-z]*\).*/\1/p'; }
 vf_stat() { ethtool -S "$1" | awk -v k="$2" '$1 ~ k {n += $2} END {print n + 0}'; }
 
-ktap_header 9
+ktap_header 11
 dmesg_mark
 start=$(date +%s%N)
 ok=false
@@ -45,6 +45,19 @@ echo "# 20 pings: VF queues rx $vf_rx tx $vf_tx, synthetic queues rx $pf_rx tx $
 check "traffic flows through the VF's queues, not the synthetic ones" \
 	test "$vf_rx" -ge 20 -a "$vf_tx" -ge 20 -a "$pf_rx" -eq 0 -a "$pf_tx" -eq 0
 
+# The remote asks for A by neighbour solicitation, multicast to A's
+# solicited-node group, which only the synthetic NIC joined.
+ip neigh flush dev "$NETIF_A"
+ip -n $NS neigh flush dev "$NETIF_B"
+check "IPv6 from the remote (neighbour solicitation by multicast) reaches A on the VF path" \
+	ip netns exec $NS ping -6 -c 3 -W 2 -q $IP6_A
+feature() { ethtool -k "$1" | awk -v k="$2:" '$1 == k {print $2}'; }
+ethtool -K "$NETIF_A" tso off
+tso_off=$(feature "$VF" tcp-segmentation-offload)
+ethtool -K "$NETIF_A" tso on
+check "offload changes on $NETIF_A reach the VF (tso off, then on)" \
+	test "$tso_off" = off -a "$(feature "$VF" tcp-segmentation-offload)" = on
+
 ip link set "$NETIF_A" mtu 4000
 ip -n $NS link set "$NETIF_B" mtu 4000
 sleep 0.5
@@ -61,12 +74,5 @@ check "traffic flows on the synthetic NIC alone" ping -c 3 -W 2 -q $IP_B
 logged_all() { local p; for p; do dmesg_since_mark | grep -q "$p" || return 1; done; }
 check "join, switch and leave logged" logged_all "VF .* joined" "data path VF" "data path synthetic" "VF .* left"
 vf_plug A
-wait_datapath() { # vf|synthetic: waits up to 5 s
-	for _ in $(seq 50); do
-		[ "$(datapath)" = "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-check "replugged: enslaved and on the VF data path again" wait_datapath vf
+check "replugged: enslaved and on the VF data path again" wait_datapath A vf
 ktap_finish

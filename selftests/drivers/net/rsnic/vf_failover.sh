@@ -58,13 +58,6 @@ PY
 )
 echo "$gaps" | sed 's/^/# longest gap (ms) around /'
 check "ping got replies after every switch" test -n "$gaps" -a "$(echo "$gaps" | grep -c nan)" = 0
-on_vf() {
-	for _ in $(seq 50); do
-		harness card A datapath | grep -q "datapath=vf" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-check "the data path ends on the VF" on_vf
+check "the data path ends on the VF" wait_datapath A vf
 check "VF enslaved at the end" test -n "$(ip -o link show | grep "master $NETIF_A")"
 ktap_finish

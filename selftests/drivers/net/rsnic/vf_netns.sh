@@ -21,13 +21,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-on_vf() {
-	for _ in $(seq 50); do
-		harness card A datapath | grep -q "datapath=vf" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 ktap_header 4
 ip netns add $TENANT
@@ -38,7 +31,7 @@ ip -n $TENANT link set "$NETIF_A" up
 wait_carrier "$NETIF_A" 1 $TENANT
 dmesg_mark
 harness vf A plug | grep -q "already" && echo 1 >/sys/bus/pci/rescan
-check "the card switches to the VF data path" on_vf
+check "the card switches to the VF data path" wait_datapath A vf
 VF=$(ip -n $TENANT -o link show | awk -F': ' -v m="master $NETIF_A" '$0 ~ m {print $2}' | cut -d@ -f1)
 echo "# VF in $TENANT: ${VF:-none}"
 dmesg_since_mark | grep -E "moved to the namespace|joined" | sed 's/^/# /'
