@@ -547,6 +547,39 @@ mod tests {
     }
 
     #[test]
+    fn datapath_switch_is_the_pfs_and_coalescing_is_bounded() {
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let mut vf = Nic::new([2, 0, 0, 0, 0, 1], false);
+        assert_eq!(
+            vf.execute(&dma, AdminCmd::SetDatapath { vf: true }, &mut e),
+            AdminStatus::BadOpcode
+        );
+        let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
+        assert!(!pf.datapath_vf());
+        assert_eq!(
+            pf.execute(&dma, AdminCmd::SetDatapath { vf: true }, &mut e),
+            AdminStatus::Ok
+        );
+        assert!(pf.datapath_vf());
+        pf.reset();
+        assert!(!pf.datapath_vf(), "reset returns to the synthetic path");
+        let mut raw = AdminCmd::SetDatapath { vf: true }.to_bytes();
+        raw[8] = 2;
+        assert_eq!(AdminCmd::from_bytes(&raw), Err(AdminStatus::BadParam));
+        let bad = AdminCmd::SetCoalesce {
+            usecs: hw::MAX_COALESCE_USECS + 1,
+            frames: 0,
+        };
+        assert_eq!(pf.execute(&dma, bad, &mut e), AdminStatus::BadParam);
+        let good = AdminCmd::SetCoalesce {
+            usecs: hw::MAX_COALESCE_USECS,
+            frames: hw::MAX_COALESCE_FRAMES,
+        };
+        assert_eq!(pf.execute(&dma, good, &mut e), AdminStatus::Ok);
+    }
+
+    #[test]
     fn admin_entry_roundtrip() {
         let cmd = AdminCmd::SetRxMode {
             flags: 5,
