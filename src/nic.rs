@@ -587,16 +587,16 @@ impl NetDevOps for Nic {
             dev.name(),
             queue
         );
-        q.request_reset();
+        let _ = q.request_reset();
         nic.reset_work.schedule();
     }
 }
 
 impl DeviceWork for Nic {
-    /// Resets the TX queues `tx_timeout` marked: the card's queue pair is
-    /// destroyed and created again with fresh rings. Frames still in the
-    /// old ring are freed unsent (counted as dropped by the stack's view
-    /// of the card: they never completed).
+    /// Syncs the VF if asked, then resets the queue pairs marked for it
+    /// (a TX timeout, or completions out of step with the ring): the
+    /// card's queue pair is destroyed and created again with fresh rings.
+    /// Frames still in the old rings are freed unsent.
     fn run(dev: &NetDev<Self>) {
         let nic = dev.data();
         if nic.bond.take_sync_request() {
@@ -615,11 +615,11 @@ impl DeviceWork for Nic {
                 .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
                 .and_then(|()| queue.start());
             match restarted {
-                Ok(()) => pr_info!("{}: TX queue {} reset\n", dev.name(), q),
+                Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
                 Err(e) => {
                     queue.stop(false);
                     pr_err!(
-                        "{}: TX queue {} did not come back: {:?}\n",
+                        "{}: queue pair {} did not come back: {:?}\n",
                         dev.name(),
                         q,
                         e

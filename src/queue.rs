@@ -388,9 +388,26 @@ impl WithNapi<QueuePair> {
 }
 
 impl QueuePair {
-    /// Asks for this pair to be reset (its TX queue is stuck).
-    pub(crate) fn request_reset(&self) {
-        self.reset_requested.store(1, Relaxed);
+    /// Asks for this pair to be reset; true if it was not asked already.
+    pub(crate) fn request_reset(&self) -> bool {
+        self.reset_requested.xchg(1, Relaxed) == 0
+    }
+
+    /// The card wrote a completion the ring cannot match (index outside
+    /// what is in flight, bogus length): from here on its completions and
+    /// the driver's ring no longer line up, so the pair is reset. Counted
+    /// always, logged once per reset.
+    fn out_of_step(&self) {
+        bump(&self.stats.bad_completions, 1);
+        if self.request_reset() {
+            let dev = self.dev.get();
+            pr_warn!(
+                "{}: queue pair {}: completion out of step with its ring, resetting it\n",
+                dev.name(),
+                self.index
+            );
+            dev.data().schedule_work();
+        }
     }
 
     /// Whether a reset was asked for since the last call.
@@ -495,7 +512,7 @@ impl QueuePair {
                 last
             }
             _ => {
-                bump(&self.stats.bad_completions, 1);
+                self.out_of_step();
                 return;
             }
         };
@@ -529,7 +546,7 @@ impl QueuePair {
             || len > rx.pool.frame_room()
             || rx.pages[head].is_none()
         {
-            bump(&self.stats.bad_completions, 1);
+            self.out_of_step();
             return;
         }
         rx.ring.head = rx.ring.size.next(rx.ring.head);

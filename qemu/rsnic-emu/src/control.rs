@@ -12,6 +12,8 @@
 //! - `stats`: the card's own counters, `key=value` pairs.
 //! - `stall-tx`: hang the TX engine of every running PF queue pair until
 //!   the driver recreates it (to exercise the TX watchdog).
+//! - `corrupt-cqe <n>`: every running PF queue pair writes its next `n`
+//!   completions with a wrong ring index (the driver must reset the pair).
 //! - `vf-stats`: the VF's counters, as `stats`.
 //! - `datapath`: where received frames go (`synthetic` or `vf`) and
 //!   whether the VF runs a queue pair.

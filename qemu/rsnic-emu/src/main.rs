@@ -98,6 +98,13 @@ fn card_command(card: &Card, line: &str) -> String {
             let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
             format!("ok stalled={}", pf.nic.stall_tx())
         }
+        ["corrupt-cqe", n] => match n.parse() {
+            Ok(n) => {
+                let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
+                format!("ok pairs={}", pf.nic.corrupt_completions(n))
+            }
+            Err(_) => format!("error: '{n}' is not a count"),
+        },
         ["datapath"] => {
             let vf_path = card
                 .pf()

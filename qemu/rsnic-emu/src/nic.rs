@@ -150,6 +150,16 @@ impl Nic {
             .count()
     }
 
+    /// Makes every running queue pair write its next `n` completions with
+    /// a wrong ring index (fault injection). Returns how many pairs.
+    pub fn corrupt_completions(&mut self, n: u32) -> usize {
+        self.qps
+            .iter_mut()
+            .flatten()
+            .map(|q| q.corrupt_completions(n))
+            .count()
+    }
+
     /// Counters of queue pair `qp` since reset, across destroy and create.
     pub fn qp_stats(&self, qp: usize) -> Option<QpStats> {
         let mut total = *self.retired.get(qp)?;

@@ -107,6 +107,9 @@ pub struct QueuePair {
     /// A hung TX engine (fault injection): doorbells are recorded, frames
     /// are not sent or completed. Only recreating the pair clears it.
     tx_stalled: bool,
+    /// Completions still to write with a wrong ring index (fault
+    /// injection: a card whose completion engine slipped).
+    corrupt_cqes: u32,
     /// When the oldest completion the driver has not been told about was
     /// written.
     oldest_unsignalled: Option<Instant>,
@@ -141,6 +144,7 @@ impl QueuePair {
             armed: false,
             moderation: Moderation::default(),
             tx_stalled: false,
+            corrupt_cqes: 0,
             oldest_unsignalled: None,
             stats: QpStats::default(),
         })
@@ -157,6 +161,10 @@ impl QueuePair {
     }
 
     fn post_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
+        if self.corrupt_cqes > 0 {
+            self.corrupt_cqes -= 1;
+            cqe.index = cqe.index.wrapping_add(0x21);
+        }
         if self.cq_phase {
             cqe.flags |= Cqe::PHASE;
         }
@@ -181,6 +189,12 @@ impl QueuePair {
     /// Hangs the TX engine until the pair is destroyed (fault injection).
     pub fn stall_tx(&mut self) {
         self.tx_stalled = true;
+    }
+
+    /// Writes the next `n` completions with a ring index off by 0x21
+    /// (fault injection).
+    pub fn corrupt_completions(&mut self, n: u32) {
+        self.corrupt_cqes = n;
     }
 
     /// Sets interrupt moderation.

@@ -36,15 +36,15 @@ for _ in range(2000):
         pass
 ' $IP_B &
 for _ in $(seq 200); do
-	logged "TX queue [0-9]* reset$" && break
+	logged "queue pair [0-9]* reset$" && break
 	sleep 0.1
 done
 kill %1 2>/dev/null
 wait 2>/dev/null
-dmesg_since_mark | grep -E "WATCHDOG|TX queue" | sed 's/^/# /'
+dmesg_since_mark | grep -E "WATCHDOG|TX queue|queue pair" | sed 's/^/# /'
 check "the watchdog reports the stuck queue and the driver resets it" \
 	logged "TX queue [0-9]* timed out, resetting it"
-check "the queue came back" logged "TX queue [0-9]* reset$"
+check "the queue came back" logged "queue pair [0-9]* reset$"
 check "ethtool -S counts the timeout" test "$(timeouts)" -gt "$before"
 check "traffic flows again on the same interface" ping -c 3 -W 2 -q $IP_B
 ktap_finish
