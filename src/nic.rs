@@ -122,7 +122,12 @@ impl AdminIrq {
     /// Runs in the interrupt handler, so it must not touch the `Nic`
     /// (which does not exist yet when the handler is first registered).
     fn sync_link(&self) {
-        let up = matches!(self.regs.read(regs::LINK_STATUS), Ok(v) if v != u32::MAX && v & hw::link::UP != 0);
+        // All ones (or a failed read) is a card that is not answering, not
+        // a link state: keep what we have until it answers again.
+        let up = match self.regs.read(regs::LINK_STATUS) {
+            Ok(v) if v != u32::MAX => v & hw::link::UP != 0,
+            _ => return,
+        };
         let dev = self.dev.get();
         if up && self.running.load(Relaxed) != 0 {
             dev.carrier_on();

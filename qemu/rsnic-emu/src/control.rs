@@ -14,6 +14,8 @@
 //!   the driver recreates it (to exercise the TX watchdog).
 //! - `corrupt-cqe <n>`: every running PF queue pair writes its next `n`
 //!   completions with a wrong ring index (the driver must reset the pair).
+//! - `spurious-irq <n>`: raise every PF MSI-X vector `n` times, with
+//!   nothing to report.
 //! - `vf-stats`: the VF's counters, as `stats`.
 //! - `datapath`: where received frames go (`synthetic` or `vf`) and
 //!   whether the VF runs a queue pair.

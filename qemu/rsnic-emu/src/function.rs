@@ -217,6 +217,18 @@ impl Function {
         fx.send
     }
 
+    /// Raises every MSI-X vector `n` times with nothing to report (fault
+    /// injection: spurious interrupts). Returns how many were delivered.
+    pub fn spurious_irqs(&mut self, n: u32) -> u32 {
+        let mut delivered = 0;
+        for _ in 0..n {
+            for vector in 0..self.msix.count() {
+                delivered += u32::from(self.msix.raise(vector));
+            }
+        }
+        delivered
+    }
+
     fn test_irq(&mut self, vector: u32) {
         self.test.irq_count = self.test.irq_count.wrapping_add(1);
         if self.faults.is(Fault::Irq) {

@@ -105,6 +105,13 @@ fn card_command(card: &Card, line: &str) -> String {
             }
             Err(_) => format!("error: '{n}' is not a count"),
         },
+        ["spurious-irq", n] => match n.parse() {
+            Ok(n) => {
+                let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
+                format!("ok delivered={}", pf.spurious_irqs(n))
+            }
+            Err(_) => format!("error: '{n}' is not a count"),
+        },
         ["datapath"] => {
             let vf_path = card
                 .pf()
