@@ -149,10 +149,15 @@ impl Bond {
     /// ethtool.
     pub(crate) fn state(&self) -> (bool, bool, u64) {
         (
-            self.state.vf_present.load(Relaxed) != 0,
+            self.has_vf(),
             self.state.datapath_vf.load(Relaxed) != 0,
             self.state.switches.load(Relaxed),
         )
+    }
+
+    /// Whether a VF is enslaved.
+    fn has_vf(&self) -> bool {
+        self.state.vf_present.load(Relaxed) != 0
     }
 
     /// Whether the PF's work item has a VF sync to do (and takes it).
@@ -161,21 +166,59 @@ impl Bond {
     }
 }
 
-/// The VF of `pf`'s card, if its NIC exists. RTNL held.
-fn vf_of(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
-    let (card, mac) = (pf.data().card_id(), *pf.data().perm_mac());
+/// The NIC of the function of `kind` on `dev`'s card (same card ID, same
+/// MAC), if it exists. RTNL held.
+fn sibling(dev: &NetDev<Nic>, kind: FuncKind) -> Option<&'static NetDev<Nic>> {
+    let (card, mac) = (dev.data().card_id(), *dev.data().perm_mac());
     find_ours(|d: &NetDev<Nic>| {
-        d.data().kind() == FuncKind::Vf && d.data().card_id() == card && *d.data().perm_mac() == mac
+        d.data().kind() == kind && d.data().card_id() == card && *d.data().perm_mac() == mac
     })
 }
 
-/// The PF whose synthetic NIC `vf` belongs to: same card, same MAC.
-/// RTNL held.
+/// The VF of `pf`'s card, if its NIC exists. RTNL held.
+fn vf_of(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+    sibling(pf, FuncKind::Vf)
+}
+
+/// The PF whose synthetic NIC `vf` belongs to. RTNL held.
 fn pf_of(vf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
-    let (card, mac) = (vf.data().card_id(), *vf.data().perm_mac());
-    find_ours(|d: &NetDev<Nic>| {
-        d.data().kind() == FuncKind::Pf && d.data().card_id() == card && *d.data().perm_mac() == mac
-    })
+    sibling(vf, FuncKind::Pf)
+}
+
+/// `pf`'s VF, if it is enslaved. RTNL held.
+fn enslaved_vf(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+    pf.data().bond().has_vf().then(|| vf_of(pf)).flatten()
+}
+
+/// Has `pf`'s work item bring its VF in line.
+fn request_sync(pf: &NetDev<Nic>) {
+    pf.data().bond().sync_requested.store(1, Relaxed);
+    pf.data().schedule_work();
+}
+
+/// Gives `vf` the MTU `mtu` of its master `pf`.
+fn follow_mtu(pf: &NetDev<Nic>, vf: &NetDev<Nic>, mtu: u32) {
+    if let Err(e) = vf.change_mtu_to(mtu) {
+        pr_warn!(
+            "{}: VF {} refused MTU {}: {:?}\n",
+            pf.name(),
+            vf.name(),
+            mtu,
+            e
+        );
+    }
+}
+
+/// Programs `vf`'s card with its own RX filter joined with `pf`'s.
+fn follow_rx_filter(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+    if let Err(e) = vf.data().apply_rx_filter(Some(pf.data())) {
+        pr_warn!(
+            "{}: VF {} did not take the RX filter: {:?}\n",
+            pf.name(),
+            vf.name(),
+            e
+        );
+    }
 }
 
 /// Asks the card for data path `to_vf` and follows it on TX. Switching
@@ -214,8 +257,7 @@ fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
 /// Puts the data path where the states of both devices say it belongs:
 /// on the VF while both are up and the VF has carrier.
 fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
-    let present = pf.data().bond().state.vf_present.load(Relaxed) != 0;
-    let to_vf = present && pf.is_running() && vf.is_running() && vf.carrier_ok();
+    let to_vf = pf.data().bond().has_vf() && pf.is_running() && vf.is_running() && vf.carrier_ok();
     switch_datapath(pf, vf, to_vf);
 }
 
@@ -225,7 +267,7 @@ fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
 /// does); it registers again in that namespace and joins then.
 fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     let bond = pf.data().bond();
-    if bond.state.vf_present.load(Relaxed) != 0 {
+    if bond.has_vf() {
         return;
     }
     if !pf.same_netns(vf) {
@@ -251,23 +293,15 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     bond.counters.lock().vf = Some(LowerRef::new(vf));
     bond.state.vf_present.store(1, Relaxed);
     vf.want_features(pf.features());
-    if let Err(e) = vf.data().apply_rx_filter(Some(pf.data())) {
-        pr_warn!(
-            "{}: VF {} did not take the RX filter: {:?}\n",
-            pf.name(),
-            vf.name(),
-            e
-        );
-    }
+    follow_rx_filter(pf, vf);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
-    bond.sync_requested.store(1, Relaxed);
-    pf.data().schedule_work();
+    request_sync(pf);
 }
 
 /// The VF is going away: data path back to synthetic first, then release.
 fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     let bond = pf.data().bond();
-    if bond.state.vf_present.load(Relaxed) == 0 {
+    if !bond.has_vf() {
         return;
     }
     switch_datapath(pf, vf, false);
@@ -289,21 +323,13 @@ pub(crate) fn sync(pf: &NetDev<Nic>) {
     let Some(vf) = vf_of(pf) else {
         return;
     };
-    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
+    if !pf.data().bond().has_vf() {
         // The synthetic NIC came back (a namespace move): take the VF again.
         join(pf, vf);
         return;
     }
     if vf.mtu() != pf.mtu() {
-        if let Err(e) = vf.change_mtu_to(pf.mtu()) {
-            pr_warn!(
-                "{}: VF {} refused MTU {}: {:?}\n",
-                pf.name(),
-                vf.name(),
-                pf.mtu(),
-                e
-            );
-        }
+        follow_mtu(pf, vf, pf.mtu());
     }
     if pf.is_running() && !vf.is_running() {
         if let Err(e) = vf.open() {
@@ -315,19 +341,8 @@ pub(crate) fn sync(pf: &NetDev<Nic>) {
 
 /// The synthetic NIC's MTU changed: the VF follows. RTNL held.
 pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
-    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
-        return;
-    }
-    if let Some(vf) = vf_of(pf) {
-        if let Err(e) = vf.change_mtu_to(mtu) {
-            pr_warn!(
-                "{}: VF {} refused MTU {}: {:?}\n",
-                pf.name(),
-                vf.name(),
-                mtu,
-                e
-            );
-        }
+    if let Some(vf) = enslaved_vf(pf) {
+        follow_mtu(pf, vf, mtu);
     }
 }
 
@@ -337,37 +352,22 @@ pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
 pub(crate) fn rx_filter_master(dev: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
     match dev.data().kind() {
         FuncKind::Pf => None,
-        FuncKind::Vf => {
-            pf_of(dev).filter(|pf| pf.data().bond().state.vf_present.load(Relaxed) != 0)
-        }
+        FuncKind::Vf => pf_of(dev).filter(|pf| pf.data().bond().has_vf()),
     }
 }
 
 /// The synthetic NIC's RX filter changed: its VF's card takes it too.
 /// RTNL held.
 pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>) {
-    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
-        return;
-    }
-    if let Some(vf) = vf_of(pf) {
-        if let Err(e) = vf.data().apply_rx_filter(Some(pf.data())) {
-            pr_warn!(
-                "{}: VF {} did not take the RX filter: {:?}\n",
-                pf.name(),
-                vf.name(),
-                e
-            );
-        }
+    if let Some(vf) = enslaved_vf(pf) {
+        follow_rx_filter(pf, vf);
     }
 }
 
 /// The synthetic NIC's offloads become `features`: the VF's follow. RTNL
 /// held.
 pub(crate) fn features_changed(pf: &NetDev<Nic>, features: Features) {
-    if pf.data().bond().state.vf_present.load(Relaxed) == 0 {
-        return;
-    }
-    if let Some(vf) = vf_of(pf) {
+    if let Some(vf) = enslaved_vf(pf) {
         vf.want_features(features);
     }
 }
@@ -397,10 +397,7 @@ impl WatchNetdevs for Nic {
                     // moved namespace; its work takes the VF back (not
                     // from inside this notifier, which would move
                     // another device while this one registers).
-                    NetdevEvent::Up | NetdevEvent::Register => {
-                        dev.data().bond().sync_requested.store(1, Relaxed);
-                        dev.data().schedule_work();
-                    }
+                    NetdevEvent::Up | NetdevEvent::Register => request_sync(dev),
                     NetdevEvent::Change => {}
                 }
             }

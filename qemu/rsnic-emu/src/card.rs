@@ -56,6 +56,16 @@ impl Card {
         &self.vf
     }
 
+    /// The physical function, locked.
+    pub fn lock_pf(&self) -> MutexGuard<'_, Function> {
+        lock(&self.pf)
+    }
+
+    /// The virtual function, locked.
+    pub fn lock_vf(&self) -> MutexGuard<'_, Function> {
+        lock(&self.vf)
+    }
+
     /// A frame arrived from the wire. It goes to the VF while the PF's
     /// data path says so and the VF runs a queue pair; otherwise (VF not
     /// switched to, not plugged in, or not up) to the PF.

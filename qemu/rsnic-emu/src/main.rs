@@ -26,7 +26,7 @@ mod wire;
 mod hw;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clap::Parser;
 use log::{info, warn};
@@ -82,8 +82,10 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 
 /// Harness commands beyond fault injection.
 fn card_command(card: &Card, line: &str) -> String {
-    let lock = |f: &Mutex<Function>| -> String {
-        function_stats(&f.lock().unwrap_or_else(|e| e.into_inner()))
+    // `<name> <n>` commands: parse the count, then act on the PF.
+    let with_count = |n: &str, act: &dyn Fn(u32) -> String| match n.parse() {
+        Ok(n) => act(n),
+        Err(_) => format!("error: '{n}' is not a count"),
     };
     match line.split_whitespace().collect::<Vec<_>>().as_slice() {
         ["link", "up"] => {
@@ -94,45 +96,24 @@ fn card_command(card: &Card, line: &str) -> String {
             card.set_link(false);
             "ok".into()
         }
-        ["stall-tx"] => {
-            let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
-            format!("ok stalled={}", pf.nic.stall_tx())
-        }
-        ["corrupt-cqe", n] => match n.parse() {
-            Ok(n) => {
-                let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
-                format!("ok pairs={}", pf.nic.corrupt_completions(n))
-            }
-            Err(_) => format!("error: '{n}' is not a count"),
-        },
-        ["spurious-irq", n] => match n.parse() {
-            Ok(n) => {
-                let mut pf = card.pf().lock().unwrap_or_else(|e| e.into_inner());
-                format!("ok delivered={}", pf.spurious_irqs(n))
-            }
-            Err(_) => format!("error: '{n}' is not a count"),
-        },
+        ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
+        ["corrupt-cqe", n] => with_count(n, &|n| {
+            format!("ok pairs={}", card.lock_pf().nic.corrupt_completions(n))
+        }),
+        ["spurious-irq", n] => with_count(n, &|n| {
+            format!("ok delivered={}", card.lock_pf().spurious_irqs(n))
+        }),
         ["datapath"] => {
-            let vf_path = card
-                .pf()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .nic
-                .datapath_vf();
-            let vf_up = card
-                .vf()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .nic
-                .has_running_queue();
+            let vf_path = card.lock_pf().nic.datapath_vf();
+            let vf_up = card.lock_vf().nic.has_running_queue();
             format!(
                 "ok datapath={} vf_running={}",
                 if vf_path { "vf" } else { "synthetic" },
                 u8::from(vf_up)
             )
         }
-        ["stats"] => lock(card.pf()),
-        ["vf-stats"] => lock(card.vf()),
+        ["stats"] => function_stats(&card.lock_pf()),
+        ["vf-stats"] => function_stats(&card.lock_vf()),
         _ => format!("error: unknown command '{line}'"),
     }
 }
