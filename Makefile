@@ -21,6 +21,8 @@ ifeq ($(KDIR),)
 # Build inside the toolchain rootfs against the cached kernel.
 IN_ROOTFS := qemu/in-rootfs.sh
 BUILD_KDIR := /rsnic-cache/kernel/$(KERNEL)
+# The debug kernel is built with clang (qemu/build-kernel.sh); modules must be too.
+KBUILD_ARGS := $(if $(filter debug,$(KERNEL)),CC=clang)
 BUILD_M := /rsnic
 SETUP := setup
 else
@@ -43,7 +45,7 @@ kernel: rootfs
 setup: kernel
 
 modules: $(SETUP)
-	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(if $(CLIPPY),CLIPPY=1) modules
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) $(if $(CLIPPY),CLIPPY=1) modules
 
 emu: rootfs
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked
@@ -62,7 +64,7 @@ bench: setup
 	qemu/bench.sh
 
 rust-analyzer: $(SETUP)
-	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) rust-analyzer
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) rust-analyzer
 ifeq ($(KDIR),)
 	@# Paths were written as seen inside the rootfs; make them host paths.
 	sed -i -e 's#"/rsnic-cache/#"$(RSNIC_CACHE)/#g' -e 's#"/rsnic/#"$(CURDIR)/#g' \
@@ -74,7 +76,7 @@ endif
 lint: rustfmtcheck
 	@# Recompile the crate, or clippy has nothing to say about it.
 	rm -f src/rsnic_drv.o
-	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
 	@! grep -E '^(warning|error)' .lint.log
 	@rm -f .lint.log
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings
@@ -89,5 +91,5 @@ rustfmtcheck: rootfs
 	qemu/in-rootfs.sh sh -c "rustfmt --check $(RUST_SOURCES) && cd qemu/rsnic-emu && cargo fmt --check"
 
 clean:
-	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) clean
+	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) clean
 	rm -f src/ffi/bindings_generated.rs

@@ -11,9 +11,15 @@ source "$(dirname "$0")/common.sh"
 
 variant=${1:-${KERNEL:-normal}}
 fragments=("$RSNIC_REPO/qemu/kernel.config")
+# KASAN with Rust needs clang (init/Kconfig: RUST depends on !KASAN ||
+# CC_IS_CLANG); the module build (Makefile) uses the same compiler.
+make_args=""
 case $variant in
 normal) ;;
-debug) fragments+=("$RSNIC_REPO/qemu/kernel-debug.config") ;;
+debug)
+	fragments+=("$RSNIC_REPO/qemu/kernel-debug.config")
+	make_args="CC=clang"
+	;;
 *) die "unknown kernel variant '$variant' (normal or debug)" ;;
 esac
 
@@ -27,7 +33,7 @@ if [[ -f $stamp && $(cat "$stamp") == "$want" && -f $tree/arch/x86/boot/bzImage 
 	if [[ ! -d $RSNIC_ROOTFS/lib/modules/$release ]]; then
 		# The rootfs was rebuilt since: put the kernel's modules back.
 		log "installing kernel modules into the rootfs"
-		in_rootfs /bin/sh -c "cd $in_tree && make -s modules_install INSTALL_MOD_STRIP=1" >/dev/null
+		in_rootfs /bin/sh -c "cd $in_tree && make -s $make_args modules_install INSTALL_MOD_STRIP=1" >/dev/null
 	fi
 	log "kernel ($variant) up to date: $tree"
 	exit 0
@@ -50,21 +56,19 @@ log "building kernel ($variant) on $(nproc) cores; log: $tree/build.log"
 start=$SECONDS
 in_rootfs /bin/bash -euc "
 	cd $in_tree
-	KCONFIG_ALLCONFIG=/dev/null make -s allnoconfig
+	KCONFIG_ALLCONFIG=/dev/null make -s $make_args allnoconfig
 	scripts/kconfig/merge_config.sh -m .config $frag_args >/dev/null
-	make -s olddefconfig
-	# Every option the fragments ask for must have survived olddefconfig.
+	make -s $make_args olddefconfig
+	# Every option the fragments ask for (the last fragment wins) must have
+	# survived olddefconfig.
 	missing=0
-	for f in $frag_args; do
-		while IFS= read -r line; do
-			case \$line in CONFIG_*=*) ;; *) continue ;; esac
-			grep -qxF -- \"\$line\" .config || { echo \"not set: \$line\" >&2; missing=1; }
-		done <\$f
-	done
+	while IFS= read -r line; do
+		grep -qxF -- \"\$line\" .config || { echo \"not set: \$line\" >&2; missing=1; }
+	done < <(awk -F= '/^CONFIG_/ { want[\$1] = \$0 } END { for (k in want) print want[k] }' $frag_args)
 	[ \$missing = 0 ]
-	make -j$(nproc) bzImage modules
+	make -j$(nproc) $make_args bzImage modules
 	rm -rf /lib/modules/\$(cat include/config/kernel.release)
-	make -s modules_install INSTALL_MOD_STRIP=1 >/dev/null
+	make -s $make_args modules_install INSTALL_MOD_STRIP=1 >/dev/null
 " >"$tree/build.log" 2>&1 || { tail -n 30 "$tree/build.log" >&2; die "kernel build failed"; }
 echo "$want" >"$stamp"
 log "kernel ($variant) built in $((SECONDS - start)) s: $(cat "$tree/include/config/kernel.release")"

@@ -43,7 +43,7 @@ fi
 
 log "building the emulator and the module"
 RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked 2>&1 | tail -n 3 >&2
-qemu/in-rootfs.sh make -s -C "$RSNIC_IN_CACHE/kernel/${KERNEL:-normal}" M="$RSNIC_IN_REPO" modules >&2 ||
+make -s modules >&2 ||
 	die "module build failed"
 
 results=$RSNIC_CACHE/check-results.$$

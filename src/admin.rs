@@ -6,17 +6,24 @@
 //! writes a command, rings `AQ_TAIL`, and waits for the card to set the
 //! done flag in the same entry, where the card also writes the result.
 //! One command is in flight at a time (a mutex serialises callers), so a
-//! slow or silent card costs one timeout, never a mixed-up result.
+//! slow or silent card costs one timeout, never a mixed-up result. After a
+//! timeout the card's state is unknown (it may yet act on the command):
+//! the queue remembers it, and the NIC resets the function before it frees
+//! memory the card might still use.
 
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{barrier::smp_rmb, Arc, Mutex},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        barrier::smp_rmb,
+        Arc, Mutex,
+    },
     time::{delay::fsleep, Delta},
 };
 
 use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE};
-use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice};
+use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice, netdev::net_ratelimit};
 use crate::regs::Registers;
 
 /// Entries in the driver's admin queue.
@@ -69,21 +76,61 @@ pub(crate) struct AdminQueue {
     regs: Arc<Registers>,
     #[pin]
     ring: Mutex<Ring>,
+    /// Commands the card did not answer in time.
+    pub(crate) timeouts: Atomic<u64>,
+    /// Commands the card failed or answered with a status it may not use.
+    pub(crate) errors: Atomic<u64>,
+    /// A command timed out since the last [`AdminQueue::restart`].
+    lost: Atomic<u32>,
 }
 
 impl AdminQueue {
     /// Allocates the queue and hands it to the card.
     pub(crate) fn new(regs: Arc<Registers>, dma: &DmaDevice) -> Result<Arc<Self>> {
         let mem = dma.alloc(ENTRIES as usize * AQ_ENTRY_SIZE)?;
-        regs.write_addr(regs::AQ_BASE_LO, regs::AQ_BASE_HI, mem.dma_addr(0)?)?;
-        regs.write(regs::AQ_SIZE, ENTRIES)?;
+        Self::program(&regs, &mem)?;
         Arc::pin_init(
             pin_init!(Self {
                 regs,
                 ring <- new_mutex!(Ring { mem, tail: 0 }),
+                timeouts: Atomic::new(0),
+                errors: Atomic::new(0),
+                lost: Atomic::new(0),
             }),
             GFP_KERNEL,
         )
+    }
+
+    fn program(regs: &Registers, mem: &DmaBuffer) -> Result {
+        regs.write_addr(regs::AQ_BASE_LO, regs::AQ_BASE_HI, mem.dma_addr(0)?)?;
+        regs.write(regs::AQ_SIZE, ENTRIES)
+    }
+
+    /// Hands the queue to the card again, empty, after a function reset
+    /// made the card forget it.
+    pub(crate) fn restart(&self) -> Result {
+        let mut ring = self.ring.lock();
+        let empty = [0u8; AQ_ENTRY_SIZE];
+        for slot in 0..ENTRIES as usize {
+            ring.mem.write(slot * AQ_ENTRY_SIZE, &empty)?;
+        }
+        ring.tail = 0;
+        Self::program(&self.regs, &ring.mem)?;
+        self.lost.store(0, Relaxed);
+        Ok(())
+    }
+
+    /// Whether a command went unanswered since the last restart (or the
+    /// caller said the card's state is unknown): the card may still act on
+    /// it.
+    pub(crate) fn lost_track(&self) -> bool {
+        self.lost.load(Relaxed) != 0
+    }
+
+    /// Records that the card's state is unknown (a command whose failure
+    /// leaves it so), as a timeout does.
+    pub(crate) fn lose_track(&self) {
+        self.lost.store(1, Relaxed);
     }
 
     /// Runs `cmd` and returns the completed entry (with any result).
@@ -91,7 +138,9 @@ impl AdminQueue {
     pub(crate) fn exec(&self, cmd: AdminCmd) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
         let mut ring = self.ring.lock();
         let slot = ring.tail as usize * AQ_ENTRY_SIZE;
-        ring.mem.write(slot, &cmd.to_bytes())?;
+        let raw = cmd.to_bytes();
+        let opcode = u16::from_le_bytes([raw[0], raw[1]]);
+        ring.mem.write(slot, &raw)?;
         ring.tail = (ring.tail + 1) % ENTRIES;
         self.regs.write(regs::AQ_TAIL, ring.tail)?;
         let mut entry = [0u8; AQ_ENTRY_SIZE];
@@ -105,13 +154,35 @@ impl AdminQueue {
                 let (_, status) = hw::aq_entry_state(&entry);
                 return match AdminStatus::from_raw(status) {
                     Some(AdminStatus::Ok) => Ok(entry),
-                    Some(s) => Err(AdminError::Refused(s)),
-                    None => Err(AdminError::BadStatus(status)),
+                    Some(s) => {
+                        if s == AdminStatus::DeviceError {
+                            self.count_error(opcode, status);
+                        }
+                        Err(AdminError::Refused(s))
+                    }
+                    None => {
+                        self.count_error(opcode, status);
+                        Err(AdminError::BadStatus(status))
+                    }
                 };
             }
             fsleep(Delta::from_micros(POLL_US));
         }
+        self.timeouts.fetch_add(1, Relaxed);
+        self.lost.store(1, Relaxed);
+        if net_ratelimit() {
+            pr_warn!("admin command {} timed out\n", opcode);
+        }
         Err(AdminError::Timeout)
+    }
+
+    /// Counts and logs (rate-limited) a command the card failed. Refusals
+    /// of bad parameters are the caller's business, not the card's fault.
+    fn count_error(&self, opcode: u16, status: u16) {
+        self.errors.fetch_add(1, Relaxed);
+        if net_ratelimit() {
+            pr_warn!("admin command {} failed with status {}\n", opcode, status);
+        }
     }
 
     /// Runs a command that returns nothing but its status.

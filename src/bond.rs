@@ -356,6 +356,17 @@ pub(crate) fn rx_filter_master(dev: &NetDev<Nic>) -> Option<&'static NetDev<Nic>
     }
 }
 
+/// The card reset the PF's function, which forgot the data path (it is
+/// synthetic again): the sync switches back if the VF still qualifies.
+/// RTNL held.
+pub(crate) fn card_reset(pf: &NetDev<Nic>) {
+    let bond = pf.data().bond();
+    if bond.state.datapath_vf.xchg(0, Relaxed) != 0 {
+        bond.tx.clear();
+    }
+    request_sync(pf);
+}
+
 /// The synthetic NIC's RX filter changed: its VF's card takes it too.
 /// RTNL held.
 pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>) {

@@ -277,7 +277,8 @@ pub struct Cqe {
     /// TX: ring index of the frame's last descriptor. RX: ring index of the
     /// filled buffer.
     pub index: u16,
-    /// [`Cqe::PHASE`], [`Cqe::RX`], [`Cqe::CSUM_OK`], [`Cqe::HASH`], [`Cqe::HASH_L4`].
+    /// [`Cqe::PHASE`], [`Cqe::RX`], [`Cqe::CSUM_OK`], [`Cqe::HASH`],
+    /// [`Cqe::HASH_L4`], [`Cqe::FCS_ERR`].
     pub flags: u16,
     /// RX: frame length in bytes.
     pub len: u32,
@@ -298,6 +299,9 @@ impl Cqe {
     pub const HASH: u16 = 1 << 2;
     /// RX: the hash covers L4 ports (else only addresses).
     pub const HASH_L4: u16 = 1 << 3;
+    /// RX: the frame arrived with a bad frame check sequence (corrupted on
+    /// the wire); the driver drops it and counts a CRC error.
+    pub const FCS_ERR: u16 = 1 << 4;
 
     /// Queue encoding.
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
@@ -529,6 +533,8 @@ pub enum AdminStatus {
     BadParam = 2,
     /// The queue pair exists (create) or does not (destroy).
     BadState = 3,
+    /// The card failed internally; the command had no effect.
+    DeviceError = 4,
 }
 
 impl AdminStatus {
@@ -539,6 +545,7 @@ impl AdminStatus {
             1 => Some(Self::BadOpcode),
             2 => Some(Self::BadParam),
             3 => Some(Self::BadState),
+            4 => Some(Self::DeviceError),
             _ => None,
         }
     }

@@ -12,12 +12,14 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
+    time::{delay::fsleep, Delta, Instant, Monotonic},
 };
 
-use crate::admin::AdminQueue;
+use crate::admin::{AdminError, AdminQueue};
 use crate::bond::{self, Bond};
 use crate::hw::{
-    self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, DeviceInfo, FuncKind, QpCardStats,
+    self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind,
+    QpCardStats,
 };
 use crate::kext::{
     dma_buf::DmaBuffer,
@@ -32,6 +34,7 @@ use crate::kext::{
     work::{DeviceWork, NetDevWork},
 };
 use crate::queue::{bump, QueueGeometry, QueueIrq, QueueVector};
+use crate::recovery::HEALTH_CHECK_MS;
 use crate::regs::Registers;
 use crate::ring::RingSize;
 use crate::selftest::{self, IrqCount, SelfTestError};
@@ -66,16 +69,23 @@ impl Config {
     }
 }
 
+/// How long a function reset may take, in milliseconds.
+const RESET_POLLS: u32 = 100;
+
 /// The synthetic NIC's driver state, in its net device's private area.
 ///
 /// Field order is drop order: interrupt handlers go before the queues
 /// they schedule.
 #[pin_data]
 pub(crate) struct Nic {
-    /// Resets TX queues the watchdog found stuck (`ndo_tx_timeout`).
-    /// First, so it is cancelled before anything it uses goes away.
+    /// The device's work: resets queue pairs that need it (with backoff),
+    /// the periodic health check, VF sync. First, so it is cancelled
+    /// before anything it uses goes away.
     #[pin]
     reset_work: NetDevWork<Nic>,
+    /// Times the whole function was reset (the card lost track of an
+    /// admin command).
+    device_resets: Atomic<u64>,
     admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
     queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
     queues: KVec<Arc<QueueVector>>,
@@ -261,6 +271,7 @@ pub(crate) fn register(
             )?;
             Ok(try_pin_init!(Nic {
             reset_work <- NetDevWork::new(dev.clone()),
+            device_resets: Atomic::new(0),
             admin_irq,
             queue_irqs,
             queues,
@@ -305,7 +316,9 @@ impl Nic {
             stats.rx_packets += s.rx_packets.load(Relaxed);
             stats.rx_bytes += s.rx_bytes.load(Relaxed);
             stats.rx_dropped += s.rx_dropped.load(Relaxed);
-            stats.rx_errors += s.bad_completions.load(Relaxed);
+            let crc_errors = s.rx_crc_errors.load(Relaxed);
+            stats.rx_errors += s.bad_completions.load(Relaxed) + crc_errors;
+            stats.rx_crc_errors += crc_errors;
         }
         stats
     }
@@ -373,7 +386,13 @@ impl Nic {
 
     /// Creates and starts the card's queue pairs for `mtu`. On failure,
     /// everything started is torn down again.
-    fn start_queues(&self, cfg: &Config, mtu: u32, features: Features) -> Result {
+    fn start_queues(
+        &self,
+        dev: &NetDev<Self>,
+        cfg: &Config,
+        mtu: u32,
+        features: Features,
+    ) -> Result {
         self.admin.run(AdminCmd::SetMtu { mtu })?;
         self.set_card_offloads(features)?;
         self.admin.run(AdminCmd::SetCoalesce {
@@ -388,8 +407,10 @@ impl Nic {
                 .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
                 .and_then(|()| queue.start());
             if let Err(e) = started {
-                queue.stop(false);
-                self.stop_queues(n);
+                // A create that timed out may yet run on the card.
+                self.quiesce_card(dev);
+                queue.stop();
+                self.stop_queues(dev, n);
                 return Err(e);
             }
         }
@@ -427,30 +448,89 @@ impl Nic {
             *cfg = new;
             return Ok(());
         }
-        dev.tx_disable();
-        self.stop_queues(usize::from(old.queues));
+        dev.detach();
+        self.stop_queues(dev, usize::from(old.queues));
         let result = dev
             .set_real_num_queues(u32::from(new.queues))
-            .and_then(|()| self.start_queues(&new, mtu, dev.features()));
+            .and_then(|()| self.start_queues(dev, &new, mtu, dev.features()));
         if result.is_ok() {
             *cfg = new;
         } else {
             // Come back up as before rather than stay down.
             let _ = dev.set_real_num_queues(u32::from(old.queues));
-            let _ = self.start_queues(&old, dev.mtu(), dev.features());
+            let _ = self.start_queues(dev, &old, dev.mtu(), dev.features());
         }
-        dev.tx_start_all();
+        dev.attach();
         result
     }
 
     /// Destroys the first `count` queue pairs on the card and frees them.
-    fn stop_queues(&self, count: usize) {
-        for (q, queue) in self.queues.iter().take(count).enumerate() {
-            // If the card does not answer, its rings are abandoned anyway:
-            // the device reset at unbind stops all DMA.
-            let _ = self.admin.run(AdminCmd::DestroyQp { qp: q as u16 });
-            queue.stop(true);
+    fn stop_queues(&self, dev: &NetDev<Self>, count: usize) {
+        for q in 0..count {
+            self.destroy_pair(q as u16);
         }
+        // A destroy the card did not answer or failed may leave a pair
+        // running: stop the card before its rings are freed.
+        self.quiesce_card(dev);
+        for queue in self.queues.iter().take(count) {
+            queue.stop();
+        }
+    }
+
+    /// Destroys queue pair `q` on the card. If the card may not have (it
+    /// failed or did not answer), the admin queue records that the card's
+    /// state is unknown, for [`Self::quiesce_card`].
+    fn destroy_pair(&self, q: u16) {
+        match self.admin.exec(AdminCmd::DestroyQp { qp: q }) {
+            // Destroyed, or the card has no such pair (a reset took it).
+            Ok(_) | Err(AdminError::Refused(AdminStatus::BadState)) => {}
+            Err(_) => self.admin.lose_track(),
+        }
+    }
+
+    /// Resets the function on the card if an admin command went
+    /// unanswered since the last reset: the card may still act on it, so
+    /// its state is unknown. The reset stops all of the card's DMA, so
+    /// memory it was given may then be freed. The admin queue, MAC and RX
+    /// filter (and a PF's data path) are given back; queue pairs are the
+    /// caller's to recreate.
+    fn quiesce_card(&self, dev: &NetDev<Self>) {
+        if !self.admin.lost_track() {
+            return;
+        }
+        bump(&self.device_resets, 1);
+        pr_warn!(
+            "{}: card lost track of an admin command, resetting the function\n",
+            dev.name()
+        );
+        if let Err(e) = self.reset_function(dev) {
+            pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
+        }
+    }
+
+    fn reset_function(&self, dev: &NetDev<Self>) -> Result {
+        self.regs.write(regs::DEV_CTRL, hw::ctrl::RESET)?;
+        let mut ready = false;
+        for _ in 0..RESET_POLLS {
+            // All ones is "not answering", not ready.
+            match self.regs.read(regs::DEV_STATUS) {
+                Ok(status) if status != u32::MAX && status & hw::status::READY != 0 => {
+                    ready = true;
+                    break;
+                }
+                _ => fsleep(Delta::from_millis(1)),
+            }
+        }
+        if !ready {
+            return Err(ETIMEDOUT);
+        }
+        self.admin.restart()?;
+        self.admin.run(AdminCmd::SetMac { mac: dev.addr() })?;
+        self.apply_rx_filter(bond::rx_filter_master(dev).map(|pf| pf.data()))?;
+        if self.kind == FuncKind::Pf {
+            bond::card_reset(dev);
+        }
+        Ok(())
     }
 }
 
@@ -458,10 +538,11 @@ impl NetDevOps for Nic {
     fn open(dev: &NetDev<Self>) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
-        nic.start_queues(&cfg, dev.mtu(), dev.features())?;
+        nic.start_queues(dev, &cfg, dev.mtu(), dev.features())?;
         cfg.running = true;
         nic.admin_irq.handler().set_running(true);
         dev.tx_start_all();
+        nic.reset_work.schedule_after(HEALTH_CHECK_MS);
         Ok(())
     }
 
@@ -470,7 +551,7 @@ impl NetDevOps for Nic {
         let mut cfg = nic.config.lock();
         dev.tx_disable();
         nic.admin_irq.handler().set_running(false);
-        nic.stop_queues(usize::from(cfg.queues));
+        nic.stop_queues(dev, usize::from(cfg.queues));
         cfg.running = false;
         Ok(())
     }
@@ -598,40 +679,90 @@ impl NetDevOps for Nic {
 }
 
 impl DeviceWork for Nic {
-    /// Syncs the VF if asked, then resets the queue pairs marked for it
-    /// (a TX timeout, or completions out of step with the ring): the
-    /// card's queue pair is destroyed and created again with fresh rings.
-    /// Frames still in the old rings are freed unsent.
+    /// Syncs the VF if asked; checks each running queue pair for a lost
+    /// interrupt; resets the pairs marked for it (a TX timeout, or
+    /// completions out of step with the ring) once their backoff allows:
+    /// the card's queue pair is destroyed and created again with fresh
+    /// rings. Frames still in the old rings are freed unsent. While the
+    /// device is up it runs again after [`HEALTH_CHECK_MS`] (sooner if a
+    /// reset waits for its backoff).
     fn run(dev: &NetDev<Self>) {
         let nic = dev.data();
         if nic.bond.take_sync_request() {
             bond::sync(dev);
         }
         let cfg = nic.config.lock();
+        let now = Instant::<Monotonic>::now();
+        let mut next_run_ms = HEALTH_CHECK_MS;
         for (q, queue) in (0u16..).zip(nic.queues.iter()) {
-            if !queue.take_reset_request() || !cfg.running || q >= cfg.queues {
+            if !cfg.running || q >= cfg.queues {
+                let _ = queue.take_reset_request();
                 continue;
             }
+            queue.check_interrupts();
+            if !queue.reset_pending() {
+                continue;
+            }
+            let wait = queue.reset_wait(now);
+            if !wait.is_zero() {
+                next_run_ms =
+                    next_run_ms.min(wait.as_millis().clamp(1, i64::from(u32::MAX)) as u32);
+                continue;
+            }
+            let _ = queue.take_reset_request();
+            queue.reset_done(now);
             dev.tx_stop(q);
-            let _ = nic.admin.run(AdminCmd::DestroyQp { qp: q });
-            queue.stop(true);
-            let restarted = queue
-                .prepare(&nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
-                .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
-                .and_then(|()| queue.start());
-            match restarted {
-                Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
-                Err(e) => {
-                    queue.stop(false);
-                    pr_err!(
-                        "{}: queue pair {} did not come back: {:?}\n",
-                        dev.name(),
-                        q,
-                        e
-                    );
+            nic.destroy_pair(q);
+            if !nic.admin.lost_track() {
+                queue.stop();
+                let restarted = queue
+                    .prepare(&nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
+                    .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
+                    .and_then(|()| queue.start());
+                match restarted {
+                    Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
+                    Err(_) if nic.admin.lost_track() => {}
+                    Err(e) => {
+                        queue.stop();
+                        pr_err!(
+                            "{}: queue pair {} did not come back: {:?}\n",
+                            dev.name(),
+                            q,
+                            e
+                        );
+                    }
                 }
             }
+            if nic.admin.lost_track() {
+                // The card may still run the pair: reset the function,
+                // which stops every pair, and start them all again.
+                drop(cfg);
+                nic.restart_after_function_reset(dev);
+                return;
+            }
             dev.tx_wake(q);
+        }
+        if cfg.running {
+            nic.reset_work.schedule_after(next_run_ms);
+        }
+    }
+}
+
+impl Nic {
+    /// After an admin command went unanswered in the reset work: reset the
+    /// function and bring every queue pair back. RTNL held.
+    fn restart_after_function_reset(&self, dev: &NetDev<Self>) {
+        let mut cfg = self.config.lock();
+        let same = *cfg;
+        if let Err(e) = self.reconfigure(dev, &mut cfg, same, dev.mtu()) {
+            pr_err!(
+                "{}: queues did not come back after a function reset: {:?}\n",
+                dev.name(),
+                e
+            );
+        }
+        if cfg.running {
+            self.reset_work.schedule_after(HEALTH_CHECK_MS);
         }
     }
 }
@@ -673,8 +804,8 @@ impl EthtoolOps for Nic {
         }
         let cfg = nic.config.lock();
         if cfg.running {
-            dev.tx_disable();
-            nic.stop_queues(usize::from(cfg.queues));
+            dev.detach();
+            nic.stop_queues(dev, usize::from(cfg.queues));
         }
         let report = |name: &str, r: Result<(), SelfTestError>| match r {
             Ok(()) => 0,
@@ -700,14 +831,14 @@ impl EthtoolOps for Nic {
             *result = value;
         }
         if cfg.running {
-            if let Err(e) = nic.start_queues(&cfg, dev.mtu(), dev.features()) {
+            if let Err(e) = nic.start_queues(dev, &cfg, dev.mtu(), dev.features()) {
                 pr_err!(
                     "{}: queues did not restart after the self-test: {:?}\n",
                     dev.name(),
                     e
                 );
             }
-            dev.tx_start_all();
+            dev.attach();
         }
     }
 
@@ -731,6 +862,15 @@ impl EthtoolOps for Nic {
 
     fn stats(dev: &NetDev<Self>, sink: &mut dyn StatsSink) {
         let nic = dev.data();
+        sink.stat(
+            format_args!("admin_timeouts"),
+            nic.admin.timeouts.load(Relaxed),
+        );
+        sink.stat(format_args!("admin_errors"), nic.admin.errors.load(Relaxed));
+        sink.stat(
+            format_args!("device_resets"),
+            nic.device_resets.load(Relaxed),
+        );
         if nic.kind == FuncKind::Pf {
             let (present, datapath_vf, switches) = nic.bond.state();
             sink.stat(format_args!("vf_present"), u64::from(present));
@@ -760,6 +900,15 @@ impl EthtoolOps for Nic {
             sink.stat(
                 format_args!("q{q}_bad_completions"),
                 s.bad_completions.load(Relaxed),
+            );
+            sink.stat(
+                format_args!("rx{q}_crc_errors"),
+                s.rx_crc_errors.load(Relaxed),
+            );
+            sink.stat(format_args!("q{q}_resets"), s.resets.load(Relaxed));
+            sink.stat(
+                format_args!("q{q}_missed_irqs"),
+                s.missed_irqs.load(Relaxed),
             );
             // The card's own counts of this pair, asked for only when the
             // values are read. A card that does not answer reads as zeros.

@@ -11,13 +11,14 @@
 //! completion is counted and skipped, never followed.
 
 use kernel::{
-    new_spinlock,
+    new_mutex, new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
         barrier::smp_rmb,
-        Arc, SpinLock,
+        Arc, Mutex, SpinLock,
     },
+    time::{Delta, Instant, Monotonic},
 };
 
 use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
@@ -27,11 +28,12 @@ use crate::kext::{
     dma_map::TxMapping,
     msix::IrqHandler,
     napi::{Napi, NapiPoll, WithNapi},
-    netdev::{NetDev, NetDevRef, QueueCounters},
+    netdev::{net_ratelimit, NetDev, NetDevRef, QueueCounters},
     page_pool::{PagePool, RxPage},
     skb::SkBuff,
 };
 use crate::nic::Nic;
+use crate::recovery::QueueHealth;
 use crate::regs::Registers;
 use crate::ring::{RingIndex, RingSize};
 use crate::selftest::IrqCount;
@@ -55,6 +57,13 @@ pub(crate) struct QueueStats {
     pub(crate) tx_timeouts: Atomic<u64>,
     /// Completions with an index or length the driver did not expect.
     pub(crate) bad_completions: Atomic<u64>,
+    /// RX frames the card flagged as damaged on the wire (bad FCS), dropped.
+    pub(crate) rx_crc_errors: Atomic<u64>,
+    /// Times this pair was reset (TX timeout, completions out of step).
+    pub(crate) resets: Atomic<u64>,
+    /// Interrupts the health check found lost (a completion waited a whole
+    /// check interval without a poll); each was followed by a poll.
+    pub(crate) missed_irqs: Atomic<u64>,
 }
 
 impl QueueStats {
@@ -71,6 +80,9 @@ impl QueueStats {
             tx_tso: Atomic::new(0),
             tx_timeouts: Atomic::new(0),
             bad_completions: Atomic::new(0),
+            rx_crc_errors: Atomic::new(0),
+            resets: Atomic::new(0),
+            missed_irqs: Atomic::new(0),
         }
     }
 }
@@ -281,6 +293,13 @@ pub(crate) struct QueuePair {
     pub(crate) stats: QueueStats,
     /// Set by the TX watchdog, taken by the reset work.
     reset_requested: Atomic<u32>,
+    /// NAPI polls run so far (the health check's sign of life).
+    polls: Atomic<u64>,
+    /// NAPI is enabled (between `start` and `stop`).
+    polling: Atomic<u32>,
+    /// Lost-interrupt watch and reset pacing; the health check's alone.
+    #[pin]
+    health: Mutex<QueueHealth>,
 }
 
 impl WithNapi<QueuePair> {
@@ -299,8 +318,38 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
+            polls: Atomic::new(0),
+            polling: Atomic::new(0),
+            health <- new_mutex!(QueueHealth::default()),
         }? Error);
         Arc::pin_init(WithNapi::new(&dev, u32::from(index), pair), GFP_KERNEL)
+    }
+
+    /// The health check of a running pair: a completion that waited a
+    /// whole check interval without a poll lost its interrupt. Counts it,
+    /// logs (rate-limited), and polls. Process context.
+    pub(crate) fn check_interrupts(&self) {
+        let waiting = {
+            let guard = self.rx.lock();
+            guard.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
+        };
+        let lost = self
+            .health
+            .lock()
+            .irq
+            .check(waiting, self.polls.load(Relaxed));
+        if !lost {
+            return;
+        }
+        bump(&self.stats.missed_irqs, 1);
+        if net_ratelimit() {
+            pr_warn!(
+                "{}: queue pair {}: completion waiting without an interrupt, polling\n",
+                self.dev.get().name(),
+                self.index
+            );
+        }
+        self.napi().schedule_from_task();
     }
 
     /// Records the IRQ of this pair's vector in its NAPI context.
@@ -321,6 +370,7 @@ impl WithNapi<QueuePair> {
         }
         self.napi().enable();
         self.napi().link_queue(u32::from(self.index), true);
+        self.polling.store(1, Relaxed);
         self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
         Ok(())
     }
@@ -373,10 +423,11 @@ impl WithNapi<QueuePair> {
         Ok(cmd)
     }
 
-    /// Stops polling and frees the rings (the card's queue must be
-    /// destroyed first, or the device reset).
-    pub(crate) fn stop(&self, started: bool) {
-        if started {
+    /// Stops polling (if [`Self::start`] got that far) and frees the
+    /// rings (the card's queue must be destroyed first, or the device
+    /// reset).
+    pub(crate) fn stop(&self) {
+        if self.polling.xchg(0, Relaxed) != 0 {
             self.napi().link_queue(u32::from(self.index), false);
             self.napi().disable();
         }
@@ -413,6 +464,23 @@ impl QueuePair {
     /// Whether a reset was asked for since the last call.
     pub(crate) fn take_reset_request(&self) -> bool {
         self.reset_requested.xchg(0, Relaxed) != 0
+    }
+
+    /// Whether a reset is asked for (without taking the request).
+    pub(crate) fn reset_pending(&self) -> bool {
+        self.reset_requested.load(Relaxed) != 0
+    }
+
+    /// How long a reset asked for `now` must wait for its backoff (zero:
+    /// go); [`Self::reset_done`] records it once done.
+    pub(crate) fn reset_wait(&self, now: Instant<Monotonic>) -> Delta {
+        self.health.lock().backoff.remaining(now)
+    }
+
+    /// Records a reset done `now`, for the backoff of the next one.
+    pub(crate) fn reset_done(&self, now: Instant<Monotonic>) {
+        bump(&self.stats.resets, 1);
+        self.health.lock().backoff.record(now);
     }
 
     /// RX and TX packet/byte counters, for qstats.
@@ -553,6 +621,14 @@ impl QueuePair {
         let Some(page) = rx.pages[head].take() else {
             return;
         };
+        if cqe.flags & Cqe::FCS_ERR != 0 {
+            // Damaged on the wire: dropped, its page straight back to the card.
+            bump(&self.stats.rx_crc_errors, 1);
+            if rx.post(page).is_err() {
+                bump(&self.stats.bad_completions, 1);
+            }
+            return;
+        }
         // Replace the page first; without a replacement the frame is
         // dropped and its page goes straight back to the card, so the
         // ring never runs dry.
@@ -609,6 +685,7 @@ fn read_cqe(cq: &CompletionQueue) -> Option<Cqe> {
 
 impl NapiPoll for QueuePair {
     fn poll(&self, napi: &Napi, budget: u32) -> u32 {
+        self.polls.fetch_add(1, Relaxed);
         let dev = self.dev.get();
         let rx_csum = dev.features().rx_csum;
         let mut received = 0;

@@ -21,6 +21,7 @@ mod kext;
 mod nic;
 mod pci_drv;
 mod queue;
+mod recovery;
 mod regs;
 mod ring;
 mod selftest;

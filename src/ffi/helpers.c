@@ -310,20 +310,40 @@ struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 
 	return skb;
 }
 
-void rsnic_init_work(struct work_struct *work, void (*fn)(struct work_struct *))
+void rsnic_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *))
 {
-	INIT_WORK(work, fn);
+	INIT_DELAYED_WORK(dw, fn);
 }
 
-bool rsnic_schedule_work(struct work_struct *work)
+/* Runs the work as soon as possible, pulling in a pending later run. */
+void rsnic_run_delayed_work_now(struct delayed_work *dw)
 {
-	return schedule_work(work);
+	mod_delayed_work(system_percpu_wq, dw, 0);
 }
 
-/* cancel_work_sync, declared in a header the bindings leave out. */
-bool rsnic_cancel_work_sync(struct work_struct *work)
+/* Runs the work after @msecs unless it is already pending. */
+bool rsnic_run_delayed_work_after(struct delayed_work *dw, unsigned int msecs)
 {
-	return cancel_work_sync(work);
+	return queue_delayed_work(system_percpu_wq, dw, msecs_to_jiffies(msecs));
+}
+
+/* cancel_delayed_work_sync, declared in a header the bindings leave out. */
+bool rsnic_cancel_delayed_work_sync(struct delayed_work *dw)
+{
+	return cancel_delayed_work_sync(dw);
+}
+
+/* napi_schedule from process context: softirqs run at local_bh_enable. */
+void rsnic_napi_schedule_from_task(struct napi_struct *napi)
+{
+	local_bh_disable();
+	napi_schedule(napi);
+	local_bh_enable();
+}
+
+bool rsnic_net_ratelimit(void)
+{
+	return net_ratelimit();
 }
 
 /* rtnl_lock/rtnl_unlock, declared in a header the bindings leave out. */

@@ -75,9 +75,13 @@ struct sk_buff *rsnic_napi_build_skb_from_page(struct page *page, u32 size, u32 
 
 
 struct work_struct;
-void rsnic_init_work(struct work_struct *work, void (*fn)(struct work_struct *));
-bool rsnic_schedule_work(struct work_struct *work);
-bool rsnic_cancel_work_sync(struct work_struct *work);
+struct delayed_work;
+void rsnic_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *));
+void rsnic_run_delayed_work_now(struct delayed_work *dw);
+bool rsnic_run_delayed_work_after(struct delayed_work *dw, unsigned int msecs);
+bool rsnic_cancel_delayed_work_sync(struct delayed_work *dw);
+void rsnic_napi_schedule_from_task(struct napi_struct *napi);
+bool rsnic_net_ratelimit(void);
 void rsnic_rtnl_lock(void);
 void rsnic_rtnl_unlock(void);
 

@@ -144,6 +144,14 @@ impl Napi {
         unsafe { ffi::rsnic_napi_schedule(self.as_raw()) };
     }
 
+    /// Schedules a poll from process context (a lost interrupt found by a
+    /// health check); the poll runs before this returns or on ksoftirqd.
+    pub(crate) fn schedule_from_task(&self) {
+        // SAFETY: Added in `new`; the helper disables bottom halves around
+        // `napi_schedule`, as process context requires.
+        unsafe { ffi::rsnic_napi_schedule_from_task(self.as_raw()) };
+    }
+
     /// Ends a poll that did `work_done` (< budget) frames. Returns false if
     /// the poll must continue (rescheduled meanwhile); only when true may
     /// the driver re-arm the interrupt.

@@ -38,6 +38,8 @@ pub(crate) struct LinkStats {
     pub(crate) tx_bytes: u64,
     /// Receive errors.
     pub(crate) rx_errors: u64,
+    /// Of those, frames with a bad frame check sequence.
+    pub(crate) rx_crc_errors: u64,
     /// Transmit errors.
     pub(crate) tx_errors: u64,
     /// Received packets dropped.
@@ -177,6 +179,17 @@ impl<T> NetDev<T> {
         unsafe { ffi::rsnic_eth_hw_addr_set(self.as_raw(), mac.as_ptr()) };
     }
 
+    /// The current unicast address. RTNL held (it changes only under it).
+    pub(crate) fn addr(&self) -> [u8; 6] {
+        let mut mac = [0u8; 6];
+        // SAFETY: `dev_addr` of a registered device points at its address
+        // (at least `ETH_ALEN` bytes for Ethernet); RTNL keeps it stable.
+        let addr = unsafe { (*self.as_raw()).dev_addr };
+        // SAFETY: As above: six readable bytes, not overlapping `mac`.
+        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), mac.len()) };
+        mac
+    }
+
     /// The current MTU.
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: Reading a plain field of the live device.
@@ -240,6 +253,22 @@ impl<T> NetDev<T> {
     pub(crate) fn tx_start_all(&self) {
         // SAFETY: The device is alive.
         unsafe { ffi::rsnic_netif_tx_start_all_queues(self.as_raw()) };
+    }
+
+    /// Marks the device absent while its queues are rebuilt, so the TX
+    /// watchdog leaves it alone however long the card takes, and stops
+    /// transmission on every queue, waiting for running xmits. RTNL held.
+    pub(crate) fn detach(&self) {
+        // SAFETY: The device is alive; process context.
+        unsafe { ffi::netif_device_detach(self.as_raw()) };
+        self.tx_disable();
+    }
+
+    /// Present again after [`Self::detach`]: wakes every TX queue and
+    /// restarts the watchdog. RTNL held.
+    pub(crate) fn attach(&self) {
+        // SAFETY: The device is alive; process context.
+        unsafe { ffi::netif_device_attach(self.as_raw()) };
     }
 
     /// Stops transmission on every queue and waits for running xmits.
@@ -620,6 +649,7 @@ impl<T: NetDevOps> Adapter<T> {
         out.rx_bytes = s.rx_bytes;
         out.tx_bytes = s.tx_bytes;
         out.rx_errors = s.rx_errors;
+        out.rx_crc_errors = s.rx_crc_errors;
         out.tx_errors = s.tx_errors;
         out.rx_dropped = s.rx_dropped;
         out.tx_dropped = s.tx_dropped;
@@ -702,4 +732,11 @@ impl<T: NetDevOps> Adapter<T> {
         // SAFETY: Per the function's contract.
         T::tx_timeout(unsafe { NetDev::<T>::from_raw(ndev) }, queue);
     }
+}
+
+/// Whether a networking message may be logged now (`net_ratelimit`): the
+/// rate limit every driver shares for warnings about traffic.
+pub(crate) fn net_ratelimit() -> bool {
+    // SAFETY: No preconditions; any context.
+    unsafe { ffi::rsnic_net_ratelimit() }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Deferred work of a net device: what atomic context (a timer, an
-//! interrupt) asks for and process context does, on the system workqueue.
+//! interrupt) asks for and process context does, on the system workqueue,
+//! at once or after a delay (periodic health checks, backoff).
 //!
 //! Unlike `kernel::workqueue`, the work item is embedded in the device's
 //! state and cancelled (waited for) when that state is dropped, so the
@@ -18,7 +19,8 @@ use crate::kext::netdev::{NetDev, NetDevRef};
 pub(crate) trait DeviceWork: Send + Sync + Sized + 'static {
     /// Runs in process context with RTNL held (so it may reconfigure the
     /// device as an `ndo_*` callback would), at most once per
-    /// [`NetDevWork::schedule`] and never concurrently with itself. It may
+    /// [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and never
+    /// concurrently with itself. It may
     /// run after the device was stopped or unregistered, but never after
     /// the device's state was dropped.
     fn run(dev: &NetDev<Self>);
@@ -33,7 +35,7 @@ pub(crate) trait DeviceWork: Send + Sync + Sized + 'static {
 #[pin_data(PinnedDrop)]
 pub(crate) struct NetDevWork<T: DeviceWork> {
     #[pin]
-    work: Opaque<ffi::work_struct>,
+    work: Opaque<ffi::delayed_work>,
     dev: NetDevRef<T>,
     _t: PhantomData<T>,
 }
@@ -49,30 +51,40 @@ impl<T: DeviceWork> NetDevWork<T> {
     /// holder, it must live inside the device's state.
     pub(crate) fn new(dev: NetDevRef<T>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            // SAFETY: `INIT_WORK` on the embedded, pinned `work_struct`.
-            work <- Opaque::ffi_init(|w: *mut ffi::work_struct| unsafe {
-                ffi::rsnic_init_work(w, Some(Self::run_raw))
+            // SAFETY: `INIT_DELAYED_WORK` on the embedded, pinned `delayed_work`.
+            work <- Opaque::ffi_init(|w: *mut ffi::delayed_work| unsafe {
+                ffi::rsnic_init_delayed_work(w, Some(Self::run_raw))
             }),
             dev,
             _t: PhantomData,
         }? Error)
     }
 
-    /// Queues the work unless it is already pending. Any context.
+    /// Runs the work as soon as possible (sooner than a pending delayed
+    /// run, which it replaces). Any context.
     pub(crate) fn schedule(&self) {
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { ffi::rsnic_schedule_work(self.work.get()) };
+        unsafe { ffi::rsnic_run_delayed_work_now(self.work.get()) };
+    }
+
+    /// Runs the work after `msecs` unless a run is already pending. Any
+    /// context.
+    pub(crate) fn schedule_after(&self, msecs: u32) {
+        // SAFETY: `work` is initialised (type invariant) and pinned.
+        unsafe { ffi::rsnic_run_delayed_work_after(self.work.get(), msecs) };
     }
 
     /// # Safety
     ///
-    /// `w` is the `work` field of a live `NetDevWork<T>` (the workqueue
-    /// calls this only for initialised items, which are cancelled before
-    /// they are dropped).
+    /// `w` is the `work` member of the `delayed_work` in a live
+    /// `NetDevWork<T>` (the workqueue calls this only for initialised
+    /// items, which are cancelled before they are dropped).
     unsafe extern "C" fn run_raw(w: *mut ffi::work_struct) {
-        // SAFETY: Per the function's contract `w` is the `work` field of a
-        // `NetDevWork<T>`; `Opaque` is `repr(transparent)`.
-        let this = unsafe { &*container_of!(w.cast::<Opaque<ffi::work_struct>>(), Self, work) };
+        const { assert!(core::mem::offset_of!(ffi::delayed_work, work) == 0) };
+        // SAFETY: Per the function's contract `w` is the first member of
+        // the `delayed_work` in the `work` field of a `NetDevWork<T>` (so
+        // has its address); `Opaque` is `repr(transparent)`.
+        let this = unsafe { &*container_of!(w.cast::<Opaque<ffi::delayed_work>>(), Self, work) };
         // SAFETY: Process context, no locks held: RTNL may be taken. The
         // state's drop (which cancels us) never runs under RTNL, so this
         // cannot deadlock with it.
@@ -87,7 +99,8 @@ impl<T: DeviceWork> NetDevWork<T> {
 impl<T: DeviceWork> PinnedDrop for NetDevWork<T> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: `work` is initialised; after this returns it is neither
-        // pending nor running, so `run_raw` cannot see a dropped `self`.
-        unsafe { ffi::rsnic_cancel_work_sync(self.work.get()) };
+        // pending nor running (even if it re-queues itself), so `run_raw`
+        // cannot see a dropped `self`.
+        unsafe { ffi::rsnic_cancel_delayed_work_sync(self.work.get()) };
     }
 }

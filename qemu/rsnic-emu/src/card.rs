@@ -66,22 +66,22 @@ impl Card {
         lock(&self.vf)
     }
 
-    /// A frame arrived from the wire. It goes to the VF while the PF's
-    /// data path says so and the VF runs a queue pair; otherwise (VF not
-    /// switched to, not plugged in, or not up) to the PF.
-    pub fn receive(&self, frame: &[u8]) {
+    /// A frame arrived from the wire (`fcs_ok`: undamaged). It goes to the
+    /// VF while the PF's data path says so and the VF runs a queue pair;
+    /// otherwise (VF not switched to, not plugged in, or not up) to the PF.
+    pub fn receive(&self, frame: &[u8], fcs_ok: bool) {
         let mut pf = lock(&self.pf);
         if pf.nic.datapath_vf() {
             drop(pf);
             let mut vf = lock(&self.vf);
             if vf.nic.has_running_queue() {
-                vf.receive(frame);
+                vf.receive(frame, fcs_ok);
                 return;
             }
             drop(vf);
             pf = lock(&self.pf);
         }
-        pf.receive(frame);
+        pf.receive(frame, fcs_ok);
     }
 
     /// Plugs or unplugs the cable: both functions share the uplink.

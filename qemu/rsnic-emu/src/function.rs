@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 use std::thread::Thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use log::{info, warn};
 
@@ -68,6 +68,12 @@ pub struct Function {
     /// The interrupt moderation timer, woken when a moderated interrupt
     /// may have become pending.
     moderation_timer: Option<Thread>,
+    /// Queue interrupts still to lose (fault injection).
+    irqs_to_drop: u32,
+    /// Queue interrupts lost to fault injection.
+    pub irqs_dropped: u64,
+    /// Extra time every queue DMA pass takes (fault injection).
+    dma_delay: Duration,
 }
 
 impl Function {
@@ -82,6 +88,9 @@ impl Function {
             nic: Nic::new(id.mac, id.kind == FuncKind::Pf),
             test: SelfTest::default(),
             moderation_timer: None,
+            irqs_to_drop: 0,
+            irqs_dropped: 0,
+            dma_delay: Duration::ZERO,
         }
     }
 
@@ -96,7 +105,7 @@ impl Function {
     pub fn tick(&mut self, now: Instant) -> Option<Instant> {
         let (raise, next) = self.nic.tick(now);
         for vector in raise {
-            self.msix.raise(u32::from(vector));
+            self.raise_queue_irq(vector);
         }
         next
     }
@@ -126,12 +135,41 @@ impl Function {
         self.nic.reset();
     }
 
-    /// A frame arrived from the wire.
-    pub fn receive(&mut self, frame: &[u8]) {
-        if let Some(vector) = self.nic.receive(&self.dma, frame) {
-            self.msix.raise(u32::from(vector));
+    /// A frame arrived from the wire (`fcs_ok`: undamaged).
+    pub fn receive(&mut self, frame: &[u8], fcs_ok: bool) {
+        self.delay_dma();
+        if let Some(vector) = self.nic.receive(&self.dma, frame, fcs_ok) {
+            self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();
+    }
+
+    /// Raises a queue pair's vector, unless fault injection loses it.
+    fn raise_queue_irq(&mut self, vector: u16) {
+        if self.irqs_to_drop > 0 {
+            self.irqs_to_drop -= 1;
+            self.irqs_dropped += 1;
+            return;
+        }
+        self.msix.raise(u32::from(vector));
+    }
+
+    /// Loses the next `n` queue interrupts (fault injection: missing
+    /// interrupts); `n == 0` cancels.
+    pub fn drop_irqs(&mut self, n: u32) {
+        self.irqs_to_drop = n;
+    }
+
+    /// Makes every queue DMA pass (a frame received, a doorbell followed)
+    /// take `delay` longer (fault injection: a slow bus).
+    pub fn set_dma_delay(&mut self, delay: Duration) {
+        self.dma_delay = delay;
+    }
+
+    fn delay_dma(&self) {
+        if !self.dma_delay.is_zero() {
+            std::thread::sleep(self.dma_delay);
+        }
     }
 
     /// Plugs or unplugs the cable at this end; a change raises the admin vector.
@@ -207,11 +245,14 @@ impl Function {
                 self.test.dma_status = status as u32;
             }
             _ => {
+                if offset >= regs::QP_DOORBELLS {
+                    self.delay_dma();
+                }
                 self.nic.write_reg(&self.dma, offset, value, &mut fx);
             }
         }
         for vector in fx.raise {
-            self.msix.raise(u32::from(vector));
+            self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();
         fx.send

@@ -27,6 +27,7 @@ mod hw;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 use log::{info, warn};
@@ -35,6 +36,8 @@ use crate::backend::Backend;
 use crate::card::Card;
 use crate::control::Faults;
 use crate::function::Function;
+use crate::nic::AdminFault;
+use crate::queues::CqeFault;
 use crate::wire::Wire;
 
 /// Command line of the emulator.
@@ -81,7 +84,7 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 /// Harness commands beyond fault injection.
-fn card_command(card: &Card, line: &str) -> String {
+fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
     // `<name> <n>` commands: parse the count, then act on the PF.
     let with_count = |n: &str, act: &dyn Fn(u32) -> String| match n.parse() {
         Ok(n) => act(n),
@@ -97,9 +100,55 @@ fn card_command(card: &Card, line: &str) -> String {
             "ok".into()
         }
         ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
-        ["corrupt-cqe", n] => with_count(n, &|n| {
-            format!("ok pairs={}", card.lock_pf().nic.corrupt_completions(n))
+        ["cqe-fault", kind, n, rest @ ..] if rest.is_empty() || rest == ["persist"] => {
+            match CqeFault::from_name(kind) {
+                Some(kind) => with_count(n, &|n| {
+                    let pairs = card
+                        .lock_pf()
+                        .nic
+                        .fault_completions(kind, n, !rest.is_empty());
+                    format!("ok pairs={pairs}")
+                }),
+                None => format!("error: '{kind}' is not index, length, dup or drop"),
+            }
+        }
+        ["irq-drop", n] => with_count(n, &|n| {
+            card.lock_pf().drop_irqs(n);
+            "ok".into()
         }),
+        ["admin-fault", kind, n] => match AdminFault::from_name(kind) {
+            Some(kind) => with_count(n, &|n| {
+                card.lock_pf().nic.fault_admin(kind, n);
+                "ok".into()
+            }),
+            None => format!("error: '{kind}' is not timeout or error"),
+        },
+        ["dma-delay", us] => with_count(us, &|us| {
+            let delay = Duration::from_micros(u64::from(us));
+            card.lock_pf().set_dma_delay(delay);
+            card.lock_vf().set_dma_delay(delay);
+            "ok".into()
+        }),
+        ["wire", kind, per_mille] => match wire {
+            Some(wire) => with_count(per_mille, &|rate| {
+                if wire.impair(kind, rate) {
+                    "ok".into()
+                } else {
+                    format!("error: '{kind} {rate}': drop, dup, reorder or corrupt, 0..=1000")
+                }
+            }),
+            None => "error: no wire".into(),
+        },
+        ["wire-stats"] => match wire {
+            Some(wire) => {
+                let s = wire.impairment_stats();
+                format!(
+                    "ok dropped={} duplicated={} reordered={} corrupted={}",
+                    s.dropped, s.duplicated, s.reordered, s.corrupted
+                )
+            }
+            None => "error: no wire".into(),
+        },
         ["spurious-irq", n] => with_count(n, &|n| {
             format!("ok delivered={}", card.lock_pf().spurious_irqs(n))
         }),
@@ -123,7 +172,8 @@ fn function_stats(func: &Function) -> String {
     let n = func.nic.stats;
     let mut out = format!(
         "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
-         tso_frames={} tso_segments={} tx_bad_tso={}",
+         tso_frames={} tso_segments={} tx_bad_tso={} rx_fcs_errors={} irqs_dropped={} \
+         admin_faults_injected={}",
         u8::from(func.nic.link_up()),
         n.admin_cmds,
         n.rx_filtered,
@@ -132,7 +182,10 @@ fn function_stats(func: &Function) -> String {
         n.tx_oversize,
         n.tso_frames,
         n.tso_segments,
-        n.tx_bad_tso
+        n.tx_bad_tso,
+        n.rx_fcs_errors,
+        func.irqs_dropped,
+        n.admin_faults_injected
     );
     let (mut meta, mut payload, mut packets) = (0, 0, 0);
     for q in func.nic.queue_pairs() {
@@ -140,7 +193,15 @@ fn function_stats(func: &Function) -> String {
         payload += q.stats.tx_bytes + q.stats.rx_bytes;
         packets += q.stats.wire_packets();
     }
-    out += &format!(" dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets}");
+    // Faults injected into pairs since destroyed count too.
+    let cqe_faults: u64 = (0..usize::from(hw::MAX_QUEUE_PAIRS))
+        .filter_map(|qp| func.nic.qp_stats(qp))
+        .map(|s| s.faults_injected)
+        .sum();
+    out += &format!(
+        " dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets} \
+         cqe_faults_injected={cqe_faults}"
+    );
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;
         out += &format!(
@@ -169,7 +230,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut buf = vec![0u8; 65536];
                 loop {
                     match rx_wire.recv(&mut buf) {
-                        Ok(n) => rx_card.receive(&buf[..n]),
+                        Ok((n, fcs_ok)) => rx_card.receive(&buf[..n], fcs_ok),
                         Err(e) => {
                             warn!("wire receive: {e}");
                             return;
@@ -183,11 +244,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     if let Some(path) = &args.ctl_socket {
-        let (faults, card) = (Arc::clone(&faults), Arc::clone(&card));
+        let (faults, card, wire) = (Arc::clone(&faults), Arc::clone(&card), wire.clone());
         control::spawn(
             path,
             Arc::new(move |line: &str| {
-                control::execute_fault(&faults, line).unwrap_or_else(|| card_command(&card, line))
+                control::execute_fault(&faults, line)
+                    .unwrap_or_else(|| card_command(&card, wire.as_deref(), line))
             }),
         )?;
     }

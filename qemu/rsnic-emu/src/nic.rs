@@ -15,7 +15,7 @@ use crate::hw::{
     AQ_ENTRY_SIZE, AQ_MAX_ENTRIES, MAX_MTU, MAX_QUEUE_PAIRS, MIN_MTU,
 };
 use crate::offload;
-use crate::queues::{Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
+use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rss;
 
 /// Offloads this card performs (RSS is always on).
@@ -41,6 +41,31 @@ pub struct NicStats {
     pub tx_bad_tso: u64,
     /// Admin commands processed.
     pub admin_cmds: u64,
+    /// Frames that arrived with a bad frame check sequence (delivered
+    /// flagged [`Cqe::FCS_ERR`]).
+    pub rx_fcs_errors: u64,
+    /// Admin commands left unanswered or failed by fault injection.
+    pub admin_faults_injected: u64,
+}
+
+/// How a faulty card mishandles admin commands (fault injection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminFault {
+    /// The command is consumed but never completed: the driver times out.
+    Timeout,
+    /// The command fails with [`AdminStatus::DeviceError`], without effect.
+    Error,
+}
+
+impl AdminFault {
+    /// Parses a harness name: `timeout`, `error`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "timeout" => Some(Self::Timeout),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
 }
 
 /// What a register write asks the caller to do next.
@@ -77,6 +102,10 @@ pub struct Nic {
     /// Counts of destroyed queue pairs, per index, so counters survive
     /// the driver recreating its queues.
     retired: Vec<QpStats>,
+    /// The next admin commands to mishandle, and how (fault injection).
+    admin_fault: Option<(AdminFault, u32)>,
+    /// Completion faults every newly created queue pair starts with.
+    cqe_fault_new: Option<(CqeFault, u32)>,
     /// Counters.
     pub stats: NicStats,
 }
@@ -102,7 +131,27 @@ impl Nic {
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
             moderation: Moderation::default(),
             retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
+            admin_fault: None,
+            cqe_fault_new: None,
             stats: NicStats::default(),
+        }
+    }
+
+    /// Mishandles the next `n` admin commands in the way of `kind` (fault
+    /// injection); `n == 0` cancels.
+    pub fn fault_admin(&mut self, kind: AdminFault, n: u32) {
+        self.admin_fault = Some((kind, n));
+    }
+
+    /// Takes one admin fault to inject, if any is pending.
+    fn take_admin_fault(&mut self) -> Option<AdminFault> {
+        match &mut self.admin_fault {
+            Some((kind, n)) if *n > 0 => {
+                *n -= 1;
+                self.stats.admin_faults_injected += 1;
+                Some(*kind)
+            }
+            _ => None,
         }
     }
 
@@ -150,13 +199,16 @@ impl Nic {
             .count()
     }
 
-    /// Makes every running queue pair write its next `n` completions with
-    /// a wrong ring index (fault injection). Returns how many pairs.
-    pub fn corrupt_completions(&mut self, n: u32) -> usize {
+    /// Makes every running queue pair get its next `n` completions wrong
+    /// in the way of `kind` (fault injection), and with `persist` every
+    /// pair created later too (until cancelled with `n == 0`). Returns how
+    /// many pairs were running.
+    pub fn fault_completions(&mut self, kind: CqeFault, n: u32, persist: bool) -> usize {
+        self.cqe_fault_new = (persist && n > 0).then_some((kind, n));
         self.qps
             .iter_mut()
             .flatten()
-            .map(|q| q.corrupt_completions(n))
+            .map(|q| q.fault_completions(kind, n))
             .count()
     }
 
@@ -315,9 +367,15 @@ impl Nic {
                 debug!("admin entry at {addr:#x} unreachable");
                 return;
             }
-            let status = match AdminCmd::from_bytes(&entry) {
-                Ok(cmd) => self.execute(dma, cmd, &mut entry),
-                Err(status) => status,
+            let status = match (self.take_admin_fault(), AdminCmd::from_bytes(&entry)) {
+                (Some(AdminFault::Timeout), _) => {
+                    info!("admin command dropped (fault injection)");
+                    self.aq_head = (self.aq_head + 1) & (self.aq_size - 1);
+                    continue;
+                }
+                (Some(AdminFault::Error), _) => AdminStatus::DeviceError,
+                (None, Ok(cmd)) => self.execute(dma, cmd, &mut entry),
+                (None, Err(status)) => status,
             };
             hw::aq_complete(&mut entry, status);
             // The result goes back into the same entry; the done flag last.
@@ -358,6 +416,9 @@ impl Nic {
                     return AdminStatus::BadParam;
                 };
                 q.set_moderation(self.moderation);
+                if let Some((kind, n)) = self.cqe_fault_new {
+                    q.fault_completions(kind, n);
+                }
                 info!(
                     "queue pair {} created ({} TX, {} RX entries)",
                     cfg.qp, cfg.tx_entries, cfg.rx_entries
@@ -455,8 +516,9 @@ impl Nic {
                 || self.mc_filter & (1 << mc_filter_bit(dst)) != 0)
     }
 
-    /// A frame arrived from the wire. Returns the vector to raise, if any.
-    pub fn receive(&mut self, dma: &DmaSpace, frame: &[u8]) -> Option<u16> {
+    /// A frame arrived from the wire (`fcs_ok`: its frame check sequence
+    /// matched). Returns the vector to raise, if any.
+    pub fn receive(&mut self, dma: &DmaSpace, frame: &[u8], fcs_ok: bool) -> Option<u16> {
         if !self.link_up || frame.len() < 14 {
             return None;
         }
@@ -472,7 +534,10 @@ impl Nic {
             self.stats.rx_no_queue += 1;
             return None;
         }
-        let csum = if self.offloads & offload_bits::RX_CSUM != 0 && offload::l4_checksum_ok(frame) {
+        let csum = if !fcs_ok {
+            self.stats.rx_fcs_errors += 1;
+            Cqe::FCS_ERR
+        } else if self.offloads & offload_bits::RX_CSUM != 0 && offload::l4_checksum_ok(frame) {
             Cqe::CSUM_OK
         } else {
             0
@@ -517,6 +582,36 @@ mod tests {
         assert!(nic.accepts(&mc));
         nic.rx_mode |= rx_mode::PROMISC;
         assert!(nic.accepts(&[2, 0, 0, 0, 0, 2]));
+    }
+
+    #[test]
+    fn admin_faults_drop_or_fail_commands() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        nic.aq_base = 0x1000;
+        nic.aq_size = 4;
+        let status = |dma: &DmaSpace, slot: u64| {
+            let mut e = [0u8; AQ_ENTRY_SIZE];
+            dma.read(0x1000 + slot * AQ_ENTRY_SIZE as u64, &mut e)
+                .unwrap();
+            hw::aq_entry_state(&e)
+        };
+        for slot in 0..3 {
+            let cmd = AdminCmd::SetMtu { mtu: 2000 }.to_bytes();
+            dma.write(0x1000 + slot * AQ_ENTRY_SIZE as u64, &cmd)
+                .unwrap();
+        }
+        nic.fault_admin(AdminFault::Timeout, 1);
+        nic.admin_doorbell(&dma, 1);
+        assert_eq!(status(&dma, 0).0 & hw::AQ_DONE, 0, "never completed");
+        nic.fault_admin(AdminFault::Error, 1);
+        nic.admin_doorbell(&dma, 2);
+        assert_eq!(status(&dma, 1).1, AdminStatus::DeviceError as u16);
+        assert_eq!(nic.mtu, 1500, "a failed command has no effect");
+        nic.admin_doorbell(&dma, 3);
+        assert_eq!(status(&dma, 2).1, AdminStatus::Ok as u16);
+        assert_eq!(nic.mtu, 2000);
+        assert_eq!(nic.stats.admin_faults_injected, 2);
     }
 
     #[test]

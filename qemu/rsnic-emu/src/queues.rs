@@ -39,6 +39,8 @@ pub struct QpStats {
     pub irqs: u64,
     /// Of those, raised while interrupt moderation was on.
     pub irqs_moderated: u64,
+    /// Completions written wrong or not at all (fault injection).
+    pub faults_injected: u64,
 }
 
 impl QpStats {
@@ -61,6 +63,7 @@ impl QpStats {
         self.tso_segments += other.tso_segments;
         self.irqs += other.irqs;
         self.irqs_moderated += other.irqs_moderated;
+        self.faults_injected += other.faults_injected;
     }
 }
 
@@ -82,6 +85,33 @@ pub enum RxOutcome {
     Delivered { raise: bool },
     /// No buffer posted, or the frame did not fit; dropped.
     Dropped,
+}
+
+/// How a faulty completion engine gets a completion wrong (fault injection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CqeFault {
+    /// The ring index is off by 0x21.
+    Index,
+    /// An RX completion claims 64 KiB more than the buffer holds (TX
+    /// completions, which carry no length, are left alone).
+    Length,
+    /// The completion is written twice.
+    Duplicate,
+    /// The completion is never written.
+    Drop,
+}
+
+impl CqeFault {
+    /// Parses a harness name: `index`, `length`, `dup`, `drop`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "index" => Some(Self::Index),
+            "length" => Some(Self::Length),
+            "dup" => Some(Self::Duplicate),
+            "drop" => Some(Self::Drop),
+            _ => None,
+        }
+    }
 }
 
 /// One frame the card took from the TX ring.
@@ -107,9 +137,9 @@ pub struct QueuePair {
     /// A hung TX engine (fault injection): doorbells are recorded, frames
     /// are not sent or completed. Only recreating the pair clears it.
     tx_stalled: bool,
-    /// Completions still to write with a wrong ring index (fault
-    /// injection: a card whose completion engine slipped).
-    corrupt_cqes: u32,
+    /// The next completions to get wrong, and how (fault injection: a
+    /// card whose completion engine misbehaves).
+    cqe_fault: Option<(CqeFault, u32)>,
     /// When the oldest completion the driver has not been told about was
     /// written.
     oldest_unsignalled: Option<Instant>,
@@ -144,7 +174,7 @@ impl QueuePair {
             armed: false,
             moderation: Moderation::default(),
             tx_stalled: false,
-            corrupt_cqes: 0,
+            cqe_fault: None,
             oldest_unsignalled: None,
             stats: QpStats::default(),
         })
@@ -160,11 +190,30 @@ impl QueuePair {
         self.cq_tail.wrapping_sub(self.cq_head) & (self.cfg.cq_entries - 1)
     }
 
+    /// Posts a completion, unless fault injection gets it wrong.
     fn post_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
-        if self.corrupt_cqes > 0 {
-            self.corrupt_cqes -= 1;
-            cqe.index = cqe.index.wrapping_add(0x21);
+        let fault = match &mut self.cqe_fault {
+            Some((kind, n))
+                if *n > 0 && (*kind != CqeFault::Length || cqe.flags & Cqe::RX != 0) =>
+            {
+                *n -= 1;
+                self.stats.faults_injected += 1;
+                Some(*kind)
+            }
+            _ => None,
+        };
+        match fault {
+            Some(CqeFault::Index) => cqe.index = cqe.index.wrapping_add(0x21),
+            Some(CqeFault::Length) => cqe.len += 0x1_0000,
+            Some(CqeFault::Duplicate) => self.write_cqe(dma, cqe)?,
+            Some(CqeFault::Drop) => return Ok(()),
+            None => {}
         }
+        self.write_cqe(dma, cqe)
+    }
+
+    /// Writes `cqe` at the CQ tail with the current phase.
+    fn write_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
         if self.cq_phase {
             cqe.flags |= Cqe::PHASE;
         }
@@ -191,10 +240,10 @@ impl QueuePair {
         self.tx_stalled = true;
     }
 
-    /// Writes the next `n` completions with a ring index off by 0x21
-    /// (fault injection).
-    pub fn corrupt_completions(&mut self, n: u32) {
-        self.corrupt_cqes = n;
+    /// Gets the next `n` completions wrong in the way of `kind` (fault
+    /// injection); `n == 0` cancels what is still pending.
+    pub fn fault_completions(&mut self, kind: CqeFault, n: u32) {
+        self.cqe_fault = Some((kind, n));
     }
 
     /// Sets interrupt moderation.
@@ -504,6 +553,37 @@ mod tests {
         assert!(!q.cq_doorbell(4 | CQ_ARM));
         assert!(raised(q.deliver(&dma, b"e", 0, 0)));
         assert_eq!((q.stats.irqs, q.stats.irqs_moderated), (4, 2));
+    }
+
+    #[test]
+    fn completion_faults_get_completions_wrong() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        for i in 0..8u64 {
+            let d = RxDesc {
+                addr: BUFS + i * 0x100,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q.rx_doorbell(8);
+        let deliver = |q: &mut QueuePair| q.deliver(&dma, b"frame", 0, 0);
+
+        q.fault_completions(CqeFault::Index, 1);
+        deliver(&mut q);
+        assert_eq!(cqe(&dma, 0).index, 0x21, "index off");
+        q.fault_completions(CqeFault::Length, 1);
+        deliver(&mut q);
+        assert_eq!(cqe(&dma, 1).len, 5 + 0x1_0000, "length beyond the buffer");
+        q.fault_completions(CqeFault::Duplicate, 1);
+        deliver(&mut q);
+        assert_eq!((cqe(&dma, 2).index, cqe(&dma, 3).index), (2, 2), "twice");
+        q.fault_completions(CqeFault::Drop, 1);
+        deliver(&mut q);
+        deliver(&mut q);
+        assert_eq!(cqe(&dma, 4).index, 4, "buffer 3's completion is missing");
+        assert_eq!(q.stats.faults_injected, 4);
+        assert_eq!(q.stats.rx_packets, 5, "the frames themselves went in");
     }
 
     #[test]
