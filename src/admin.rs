@@ -33,6 +33,8 @@ const ENTRIES: u32 = 16;
 const TIMEOUT_POLLS: u32 = 20_000;
 /// Poll interval while waiting for a command, in microseconds.
 const POLL_US: i64 = 50;
+/// Every this many polls, check that the card still answers at all.
+const ALIVE_CHECK_POLLS: u32 = 100;
 
 /// Why an admin command failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +146,7 @@ impl AdminQueue {
         ring.tail = (ring.tail + 1) % ENTRIES;
         self.regs.write(regs::AQ_TAIL, ring.tail)?;
         let mut entry = [0u8; AQ_ENTRY_SIZE];
-        for _ in 0..TIMEOUT_POLLS {
+        for poll in 0..TIMEOUT_POLLS {
             // The card sets DONE last: check it first, the rest after a barrier.
             ring.mem.read(slot, &mut entry[..4])?;
             let (flags, _) = hw::aq_entry_state(&entry);
@@ -166,6 +168,12 @@ impl AdminQueue {
                     }
                 };
             }
+            if poll % ALIVE_CHECK_POLLS == ALIVE_CHECK_POLLS - 1 && !self.card_answers() {
+                // Gone (surprise removal) or wedged: no use waiting. Its
+                // state is unknown, as after a timeout.
+                self.lost.store(1, Relaxed);
+                return Err(AdminError::Io(ENODEV));
+            }
             fsleep(Delta::from_micros(POLL_US));
         }
         self.timeouts.fetch_add(1, Relaxed);
@@ -174,6 +182,13 @@ impl AdminQueue {
             pr_warn!("admin command {} timed out\n", opcode);
         }
         Err(AdminError::Timeout)
+    }
+
+    /// Whether the card answers register reads (all ones: it does not).
+    fn card_answers(&self) -> bool {
+        self.regs
+            .read(regs::DEV_STATUS)
+            .is_ok_and(|status| status != u32::MAX)
     }
 
     /// Counts and logs (rate-limited) a command the card failed. Refusals

@@ -34,7 +34,7 @@ use crate::kext::{
     work::{DeviceWork, NetDevWork},
 };
 use crate::queue::{bump, QueueGeometry, QueueIrq, QueueVector};
-use crate::recovery::HEALTH_CHECK_MS;
+use crate::recovery::{CardChange, CardWatch, HEALTH_CHECK_MS};
 use crate::regs::Registers;
 use crate::ring::RingSize;
 use crate::selftest::{self, IrqCount, SelfTestError};
@@ -86,6 +86,11 @@ pub(crate) struct Nic {
     /// Times the whole function was reset (the card lost track of an
     /// admin command).
     device_resets: Atomic<u64>,
+    /// Times the card stopped answering (the health check found it gone).
+    card_lost: Atomic<u64>,
+    /// Whether the card answers, as the health check sees it.
+    #[pin]
+    card_watch: Mutex<CardWatch>,
     admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
     queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
     queues: KVec<Arc<QueueVector>>,
@@ -272,6 +277,8 @@ pub(crate) fn register(
             Ok(try_pin_init!(Nic {
             reset_work <- NetDevWork::new(dev.clone()),
             device_resets: Atomic::new(0),
+            card_lost: Atomic::new(0),
+            card_watch <- new_mutex!(CardWatch::default()),
             admin_irq,
             queue_irqs,
             queues,
@@ -691,6 +698,9 @@ impl DeviceWork for Nic {
         if nic.bond.take_sync_request() {
             bond::sync(dev);
         }
+        if !nic.check_card(dev) {
+            return;
+        }
         let cfg = nic.config.lock();
         let now = Instant::<Monotonic>::now();
         let mut next_run_ms = HEALTH_CHECK_MS;
@@ -749,6 +759,52 @@ impl DeviceWork for Nic {
 }
 
 impl Nic {
+    /// The health check of the card as a whole. A card that stopped
+    /// answering (surprise removal) has the device detached and the
+    /// carrier off, so nothing more is sent to it; one that answers again
+    /// lost all its state: the function is reset and restored, queues and
+    /// all. Returns whether the card answers (the queue checks are then
+    /// worth running). RTNL held.
+    fn check_card(&self, dev: &NetDev<Self>) -> bool {
+        let answering = self
+            .regs
+            .read(regs::DEV_STATUS)
+            .is_ok_and(|status| status != u32::MAX);
+        let change = self.card_watch.lock().check(answering);
+        match change {
+            CardChange::Same => {}
+            CardChange::Gone => {
+                bump(&self.card_lost, 1);
+                pr_warn!(
+                    "{}: card not answering (surprise removal?); detached\n",
+                    dev.name()
+                );
+                dev.carrier_off();
+                dev.detach();
+            }
+            CardChange::Back => {
+                pr_info!(
+                    "{}: card answers again; resetting the function\n",
+                    dev.name()
+                );
+                self.admin.lose_track();
+                self.quiesce_card(dev);
+                let mut cfg = self.config.lock();
+                let same = *cfg;
+                if let Err(e) = self.reconfigure(dev, &mut cfg, same, dev.mtu()) {
+                    pr_err!("{}: queues did not come back: {:?}\n", dev.name(), e);
+                }
+                dev.attach();
+                self.admin_irq.handler().set_running(cfg.running);
+            }
+        }
+        if !answering {
+            // Keep watching until it answers (or is removed).
+            self.reset_work.schedule_after(HEALTH_CHECK_MS);
+        }
+        answering
+    }
+
     /// After an admin command went unanswered in the reset work: reset the
     /// function and bring every queue pair back. RTNL held.
     fn restart_after_function_reset(&self, dev: &NetDev<Self>) {
@@ -871,6 +927,7 @@ impl EthtoolOps for Nic {
             format_args!("device_resets"),
             nic.device_resets.load(Relaxed),
         );
+        sink.stat(format_args!("card_lost"), nic.card_lost.load(Relaxed));
         if nic.kind == FuncKind::Pf {
             let (present, datapath_vf, switches) = nic.bond.state();
             sink.stat(format_args!("vf_present"), u64::from(present));

@@ -102,3 +102,44 @@ impl Default for ResetBackoff {
         Self::new()
     }
 }
+
+/// What the health check learnt about the card as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CardChange {
+    /// As before.
+    Same,
+    /// It stopped answering (surprise removal, or wedged).
+    Gone,
+    /// It answers again after being gone (it lost all its state).
+    Back,
+}
+
+/// Whether the card answers register reads, as the health check sees it:
+/// gone once two checks in a row read all ones (one may be a glitch, such
+/// as a read during a reset), back at the first good read.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CardWatch {
+    misses: u32,
+    gone: bool,
+}
+
+impl CardWatch {
+    /// One health check; `answering`: a status register read something
+    /// other than all ones.
+    pub(crate) fn check(&mut self, answering: bool) -> CardChange {
+        if answering {
+            self.misses = 0;
+            return if core::mem::take(&mut self.gone) {
+                CardChange::Back
+            } else {
+                CardChange::Same
+            };
+        }
+        self.misses = self.misses.saturating_add(1);
+        if self.misses == 2 {
+            self.gone = true;
+            return CardChange::Gone;
+        }
+        CardChange::Same
+    }
+}

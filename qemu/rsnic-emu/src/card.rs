@@ -90,6 +90,14 @@ impl Card {
         lock(&self.vf).set_link(up);
     }
 
+    /// The card was put back after being gone: both functions start from
+    /// their power-on register state (QEMU's DMA mappings and interrupt
+    /// wiring stay).
+    pub fn power_cycle(&self) {
+        lock(&self.pf).reset();
+        lock(&self.vf).reset();
+    }
+
     /// QEMU unplugged the VF: it returns to power-on state, so the data
     /// path falls back to the PF at once.
     pub fn vf_disconnected(&self) {

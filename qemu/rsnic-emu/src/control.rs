@@ -6,16 +6,23 @@
 //! per command, `ok ...` or `error: ...`.
 //!
 //! - `fault <name>`: make the card misbehave (see [`Fault`]); `fault none`
-//!   restores normal behaviour.
+//!   restores normal behaviour (after `gone`, as a freshly inserted card).
 //! - `status`: the active fault.
 //! - `link up` / `link down`: plug or unplug the cable at this card's end.
 //! - `stats`: the card's own counters, `key=value` pairs.
 //! - `stall-tx`: hang the TX engine of every running PF queue pair until
 //!   the driver recreates it (to exercise the TX watchdog).
-//! - `corrupt-cqe <n>`: every running PF queue pair writes its next `n`
-//!   completions with a wrong ring index (the driver must reset the pair).
+//! - `cqe-fault <index|length|dup|drop> <n> [persist]`: every running PF
+//!   queue pair gets its next `n` completions wrong that way (with
+//!   `persist`, pairs created later too); `n = 0` cancels.
 //! - `spurious-irq <n>`: raise every PF MSI-X vector `n` times, with
 //!   nothing to report.
+//! - `irq-drop <n>`: lose the PF's next `n` queue interrupts.
+//! - `admin-fault <timeout|error> <n>`: leave the PF's next `n` admin
+//!   commands unanswered, or fail them.
+//! - `dma-delay <us>`: every queue DMA pass (both functions) takes longer.
+//! - `wire <drop|dup|reorder|corrupt> <per-mille>`: impair the frames this
+//!   card sends; `wire-stats`: what the impairments did.
 //! - `vf-stats`: the VF's counters, as `stats`.
 //! - `datapath`: where received frames go (`synthetic` or `vf`) and
 //!   whether the VF runs a queue pair.
@@ -44,16 +51,21 @@ pub enum Fault {
     AllOnes = 4,
     /// The permanent MAC address reads as a multicast address.
     BadMac = 5,
+    /// The card is gone, as after surprise removal: registers read all
+    /// ones, writes are lost, and it neither sends, receives, does DMA
+    /// nor interrupts.
+    Gone = 6,
 }
 
 impl Fault {
-    const ALL: [Fault; 6] = [
+    const ALL: [Fault; 7] = [
         Fault::None,
         Fault::Scratch,
         Fault::Irq,
         Fault::Dma,
         Fault::AllOnes,
         Fault::BadMac,
+        Fault::Gone,
     ];
 
     /// Name used on the control socket.
@@ -65,6 +77,7 @@ impl Fault {
             Fault::Dma => "dma",
             Fault::AllOnes => "all-ones",
             Fault::BadMac => "bad-mac",
+            Fault::Gone => "gone",
         }
     }
 }

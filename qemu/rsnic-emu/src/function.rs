@@ -137,6 +137,9 @@ impl Function {
 
     /// A frame arrived from the wire (`fcs_ok`: undamaged).
     pub fn receive(&mut self, frame: &[u8], fcs_ok: bool) {
+        if self.faults.is(Fault::Gone) {
+            return;
+        }
         self.delay_dma();
         if let Some(vector) = self.nic.receive(&self.dma, frame, fcs_ok) {
             self.raise_queue_irq(vector);
@@ -146,6 +149,9 @@ impl Function {
 
     /// Raises a queue pair's vector, unless fault injection loses it.
     fn raise_queue_irq(&mut self, vector: u16) {
+        if self.faults.is(Fault::Gone) {
+            return;
+        }
         if self.irqs_to_drop > 0 {
             self.irqs_to_drop -= 1;
             self.irqs_dropped += 1;
@@ -180,13 +186,15 @@ impl Function {
                 self.id.kind,
                 if up { "up" } else { "down" }
             );
-            self.msix.raise(u32::from(hw::ADMIN_VECTOR));
+            if !self.faults.is(Fault::Gone) {
+                self.msix.raise(u32::from(hw::ADMIN_VECTOR));
+            }
         }
     }
 
     /// Reads the 32-bit register at `offset` in BAR0.
     pub fn read_reg(&mut self, offset: usize) -> u32 {
-        if self.faults.is(Fault::AllOnes) {
+        if self.faults.is(Fault::AllOnes) || self.faults.is(Fault::Gone) {
             return u32::MAX;
         }
         let mut mac = self.id.mac;
@@ -221,6 +229,9 @@ impl Function {
     /// the write made the card send, for the caller to put on the wire.
     pub fn write_reg(&mut self, offset: usize, value: u32) -> Vec<Vec<u8>> {
         let mut fx = Effects::default();
+        if self.faults.is(Fault::Gone) {
+            return fx.send;
+        }
         match offset {
             regs::DEV_CTRL if value & hw::ctrl::RESET != 0 => {
                 info!("{:?}: reset by driver", self.id.kind);

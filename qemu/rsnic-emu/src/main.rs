@@ -34,7 +34,7 @@ use log::{info, warn};
 
 use crate::backend::Backend;
 use crate::card::Card;
-use crate::control::Faults;
+use crate::control::{Fault, Faults};
 use crate::function::Function;
 use crate::nic::AdminFault;
 use crate::queues::CqeFault;
@@ -248,8 +248,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         control::spawn(
             path,
             Arc::new(move |line: &str| {
-                control::execute_fault(&faults, line)
-                    .unwrap_or_else(|| card_command(&card, wire.as_deref(), line))
+                let was_gone = faults.is(Fault::Gone);
+                let reply = control::execute_fault(&faults, line)
+                    .unwrap_or_else(|| card_command(&card, wire.as_deref(), line));
+                if was_gone && !faults.is(Fault::Gone) {
+                    info!("card is back, from power-on state");
+                    card.power_cycle();
+                }
+                reply
             }),
         )?;
     }
