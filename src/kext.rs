@@ -4,6 +4,7 @@
 //! upstream `kernel` crate does not cover (yet). All of the module's
 //! `unsafe` code lives here; driver logic above it is safe Rust.
 
+pub(crate) mod bh;
 pub(crate) mod debugfs_root;
 pub(crate) mod dma_buf;
 pub(crate) mod dma_device;

@@ -23,6 +23,7 @@ use kernel::{
 
 use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
 use crate::kext::{
+    bh::lock_bh,
     dma_buf::DmaBuffer,
     dma_device::DmaDevice,
     dma_map::TxMapping,
@@ -285,6 +286,8 @@ pub(crate) struct QueuePair {
     dev: NetDevRef<Nic>,
     /// Lock order: `rx` before `tx`. The stack may transmit from inside
     /// RX delivery (an echo reply), so `tx` is never held across delivery.
+    /// NAPI (softirq) and xmit (bottom halves off) take them as they are;
+    /// process context takes them with [`lock_bh`].
     #[pin]
     rx: SpinLock<Option<RxState>>,
     #[pin]
@@ -330,7 +333,7 @@ impl WithNapi<QueuePair> {
     /// logs (rate-limited), and polls. Process context.
     pub(crate) fn check_interrupts(&self) {
         let waiting = {
-            let guard = self.rx.lock();
+            let guard = lock_bh(&self.rx);
             guard.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
         };
         let lost = self
@@ -360,7 +363,7 @@ impl WithNapi<QueuePair> {
     /// Posts every RX buffer, enables NAPI and arms the interrupt.
     pub(crate) fn start(&self) -> Result {
         {
-            let mut guard = self.rx.lock();
+            let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
             for _ in 0..rx.ring.size.get() - 1 {
                 let page = rx.pool.alloc().ok_or(ENOMEM)?;
@@ -418,8 +421,8 @@ impl WithNapi<QueuePair> {
             cq: rx.cq.mem.dma_addr(0)?,
             cq_entries,
         };
-        *self.rx.lock() = Some(rx);
-        *self.tx.lock() = Some(tx);
+        *lock_bh(&self.rx) = Some(rx);
+        *lock_bh(&self.tx) = Some(tx);
         Ok(cmd)
     }
 
@@ -432,8 +435,8 @@ impl WithNapi<QueuePair> {
             self.napi().disable();
         }
         // Freed outside the locks: destroying a page pool may sleep.
-        let rx = self.rx.lock().take();
-        let tx = self.tx.lock().take();
+        let rx = lock_bh(&self.rx).take();
+        let tx = lock_bh(&self.tx).take();
         drop((rx, tx));
     }
 }

@@ -341,6 +341,16 @@ void rsnic_napi_schedule_from_task(struct napi_struct *napi)
 	local_bh_enable();
 }
 
+void rsnic_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rsnic_local_bh_enable(void)
+{
+	local_bh_enable();
+}
+
 bool rsnic_net_ratelimit(void)
 {
 	return net_ratelimit();

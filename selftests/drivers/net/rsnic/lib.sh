@@ -42,6 +42,10 @@ ktap_finish() {
 	exit $KSFT_FAIL
 }
 
+# The debug kernel (KERNEL=debug: KASAN, lockdep...) runs several times
+# slower; tests that need a rate the VM can sustain scale down on it.
+is_debug_kernel() { case $(uname -r) in *-debug) return 0 ;; esac; return 1; }
+
 skip_all() { echo "TAP version 13"; echo "1..0 # SKIP $1"; exit $KSFT_SKIP; }
 
 # PCI addresses of the cards' PFs in bus order; the harness puts card A

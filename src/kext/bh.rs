@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Spinlocks that process context shares with softirq context (NAPI): held
+//! with bottom halves off, as `spin_lock_bh` does in C, so a softirq on the
+//! same CPU cannot spin on a lock its interrupted task holds.
+
+use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
+
+use kernel::sync::{lock::Guard, SpinLock};
+
+use crate::ffi;
+
+/// Bottom halves off on this CPU until dropped.
+struct BhDisabled(PhantomData<*mut ()>);
+
+impl BhDisabled {
+    fn new() -> Self {
+        // SAFETY: Process context; paired with the enable in `drop`, on the
+        // same task (the type is neither `Send` nor `Sync`).
+        unsafe { ffi::rsnic_local_bh_disable() };
+        Self(PhantomData)
+    }
+}
+
+impl Drop for BhDisabled {
+    fn drop(&mut self) {
+        // SAFETY: Disabled in `new` on this task; no spinlock taken after
+        // that is still held (`BhLocked` drops its guard first).
+        unsafe { ffi::rsnic_local_bh_enable() };
+    }
+}
+
+/// A spinlock guard taken with bottom halves off; they come back on after
+/// the lock is released.
+pub(crate) struct BhLocked<'a, T> {
+    // Field order is drop order: the lock goes first.
+    guard: Guard<'a, T, kernel::sync::lock::spinlock::SpinLockBackend>,
+    _bh: BhDisabled,
+}
+
+/// Locks `lock` from process context with bottom halves off.
+pub(crate) fn lock_bh<T>(lock: &SpinLock<T>) -> BhLocked<'_, T> {
+    let bh = BhDisabled::new();
+    BhLocked {
+        guard: lock.lock(),
+        _bh: bh,
+    }
+}
+
+impl<T> Deref for BhLocked<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T: Unpin> DerefMut for BhLocked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
