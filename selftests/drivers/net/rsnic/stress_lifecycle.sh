@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Lifecycle stress: every operation that tears queues or devices down and
+# builds them again, repeated while a TCP stream and a ping run through
+# the synthetic NIC:
+#   link down/up, channel count changes, ring size changes, MTU changes,
+#   VF plug/unplug (data path to the VF and back), rmmod/insmod.
+# RSNIC_STRESS_ITERATIONS (default 50; 10 on the debug kernel) rounds; in
+# each the cheap operations run, and the VF cycle and rmmod/insmod every
+# 5th round (10 of each by default: each takes seconds of PCI
+# enumeration, probe self-test and set-up in this VM). Every operation must succeed and traffic must flow after
+# every round; the runner's dmesg scan (and kmemleak on the debug kernel)
+# covers the rest. GFT rule flushes join once the flow table exists.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+harness ping >/dev/null || skip_all "no harness control channel"
+command -v iperf3 >/dev/null || skip_all "iperf3 not installed"
+iterations=${RSNIC_STRESS_ITERATIONS:-50}
+is_debug_kernel && iterations=${RSNIC_STRESS_ITERATIONS:-10}
+cleanup() {
+	kill $(jobs -p) 2>/dev/null
+	wait 2>/dev/null
+	vf_unplug A 2>/dev/null
+	load_driver
+	net_cleanup
+}
+trap cleanup EXIT
+
+# (Re)starts the background traffic if it is not running.
+traffic() {
+	ip netns exec $NS pgrep -f "iperf3 -s -D -p 5403" >/dev/null ||
+		ip netns exec $NS iperf3 -s -D -p 5403
+	if [ -z "${stream:-}" ] || ! kill -0 $stream 2>/dev/null; then
+		iperf3 -c $IP_B -p 5403 -t 3600 >/dev/null 2>&1 &
+		stream=$!
+	fi
+	if [ -z "${pinger:-}" ] || ! kill -0 $pinger 2>/dev/null; then
+		ping -i 0.05 -W 1 -q $IP_B >/dev/null 2>&1 &
+		pinger=$!
+	fi
+}
+stop_traffic() {
+	kill $stream $pinger 2>/dev/null
+	wait $stream $pinger 2>/dev/null
+	stream= pinger=
+}
+
+declare -A done_ops failed_ops
+op() { # name command...
+	local name=$1
+	shift
+	if "$@"; then
+		done_ops[$name]=$((${done_ops[$name]:-0} + 1))
+	else
+		failed_ops[$name]=$((${failed_ops[$name]:-0} + 1))
+		echo "# round $round: $name failed"
+	fi
+}
+link_cycle() {
+	ip link set "$NETIF_A" down && ip link set "$NETIF_A" up && wait_carrier "$NETIF_A" 1
+}
+max_channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2; exit}')
+channels() { ethtool -L "$NETIF_A" combined $((round % max_channels + 1)); }
+rings() { ethtool -G "$NETIF_A" rx $((128 << (round % 3))) tx $((512 >> (round % 3))); }
+mtu() { ip link set "$NETIF_A" mtu $((round % 2 ? 1400 : 1500)); }
+vf_cycle() {
+	vf_plug A && wait_datapath A vf && vf_unplug A && wait_datapath A synthetic
+}
+module_cycle() {
+	rmmod rsnic && insmod "$RSNIC_KO" || return 1
+	# The remote's netdev went with the module: set both ends up again
+	# (a new namespace, so a new iperf3 server).
+	pkill -f "iperf3 -s -D -p 5403"
+	net_cleanup 2>/dev/null
+	net_setup >/dev/null
+}
+flows() { ping -c 2 -W 2 -q $IP_B >/dev/null; }
+
+ktap_header 7
+start=$SECONDS
+for round in $(seq $iterations); do
+	traffic
+	op link link_cycle
+	op channels channels
+	op rings rings
+	op mtu mtu
+	if [ $((round % 5)) = 0 ] || [ $round = $iterations ]; then
+		op vf vf_cycle
+		op module module_cycle
+		traffic
+		echo "# round $round: $((SECONDS - start)) s"
+	fi
+	op traffic flows
+done
+stop_traffic
+echo "# $iterations rounds in $((SECONDS - start)) s"
+for name in link channels rings mtu vf module traffic; do
+	echo "# $name: ${done_ops[$name]:-0} done, ${failed_ops[$name]:-0} failed"
+done
+ok_all() { [ -z "${failed_ops[$1]:-}" ] && [ "${done_ops[$1]:-0}" -gt 0 ]; }
+check "link down/up under traffic, every time" ok_all link
+check "channel changes under traffic, every time" ok_all channels
+check "ring size changes under traffic, every time" ok_all rings
+check "MTU changes under traffic, every time" ok_all mtu
+check "VF plug/unplug under traffic, every time (data path there and back)" ok_all vf
+check "rmmod/insmod under traffic, every time" ok_all module
+check "traffic flows after every round" ok_all traffic
+ktap_finish
