@@ -232,6 +232,8 @@ pub(crate) fn register(
             tso: info.offloads & offload::TSO != 0,
         },
         tso_max_segs: hw::TSO_MAX_SEGS,
+        // A PF's synthetic NIC transmits through its VF's NIC.
+        stacked: kind == FuncKind::Pf,
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();

@@ -11,6 +11,7 @@
 #include <linux/workqueue.h>
 #include <linux/dma-mapping.h>
 #include <net/gro.h>
+#include <net/netdev_lock.h>
 #include <net/sch_generic.h>
 #include <net/page_pool/helpers.h>
 #include "helpers.h"
@@ -339,6 +340,15 @@ void rsnic_napi_schedule_from_task(struct napi_struct *napi)
 	local_bh_disable();
 	napi_schedule(napi);
 	local_bh_enable();
+}
+
+/*
+ * One lockdep class for the TX locks of every bond master (a PF's
+ * synthetic NIC), apart from those of the VFs it transmits through.
+ */
+void rsnic_netdev_lockdep_set_classes(struct net_device *dev)
+{
+	netdev_lockdep_set_classes(dev);
 }
 
 void rsnic_local_bh_disable(void)

@@ -81,6 +81,7 @@ void rsnic_run_delayed_work_now(struct delayed_work *dw);
 bool rsnic_run_delayed_work_after(struct delayed_work *dw, unsigned int msecs);
 bool rsnic_cancel_delayed_work_sync(struct delayed_work *dw);
 void rsnic_napi_schedule_from_task(struct napi_struct *napi);
+void rsnic_netdev_lockdep_set_classes(struct net_device *dev);
 void rsnic_local_bh_disable(void);
 void rsnic_local_bh_enable(void);
 bool rsnic_net_ratelimit(void);

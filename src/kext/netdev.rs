@@ -382,6 +382,11 @@ pub(crate) struct Setup {
     pub(crate) features: Features,
     /// Most segments the device cuts one TSO frame into (0: no limit).
     pub(crate) tso_max_segs: u32,
+    /// The device transmits through a lower device of the same driver
+    /// (a bond master): its TX locks get their own lockdep class, as
+    /// netvsc's and bonding's do, or lockdep takes the nested xmit for a
+    /// recursive lock.
+    pub(crate) stacked: bool,
 }
 
 /// A registered network device; unregistered and freed on drop.
@@ -448,6 +453,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).features = setup.features.to_raw();
             if setup.tso_max_segs != 0 {
                 ffi::netif_set_tso_max_segs(raw, setup.tso_max_segs);
+            }
+            if setup.stacked {
+                ffi::rsnic_netdev_lockdep_set_classes(raw);
             }
         }
         dev.set_mac(&setup.mac);
