@@ -142,8 +142,6 @@ class HarnessControl(threading.Thread):
                                 exit handler, so msix_uninit never runs), so
                                 tests unplug and replug the VF through the
                                 guest's PCI core instead (lib.sh)
-      kill <A|B>                SIGKILL the card's emulator (surprise removal:
-                                the card is gone for the rest of the VM run)
       ping                      answers "ok pong"
     """
 
@@ -170,13 +168,6 @@ class HarnessControl(threading.Thread):
         if len(words) == 3 and words[0] == "vf" and words[2] == "plug":
             card = self.cards.get(words[1])
             return self.vf_plug(card) if card else f"error: no card {words[1]}"
-        if len(words) == 2 and words[0] == "kill":
-            card = self.cards.get(words[1])
-            if card is None:
-                return f"error: no card {words[1]}"
-            card.proc.kill()
-            card.proc.wait()
-            return "ok"
         if len(words) == 2 and words[0] == "cable" and words[1] in ("up", "down"):
             replies = [card.control(f"link {words[1]}") for card in self.cards.values()]
             bad = [r for r in replies if not r.startswith("ok")]
