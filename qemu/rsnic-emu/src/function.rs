@@ -385,6 +385,24 @@ mod tests {
     }
 
     #[test]
+    fn a_gone_card_reads_all_ones_and_loses_writes() {
+        let faults = Arc::new(Faults::default());
+        let mut f = pf(Arc::clone(&faults));
+        f.write_reg(regs::SCRATCH, 1);
+        faults.set_by_name("gone").unwrap();
+        assert_eq!(f.read_reg(regs::DEV_STATUS), u32::MAX);
+        f.write_reg(regs::SCRATCH, 2);
+        f.drop_irqs(0);
+        f.receive(&[0xff; 64], true);
+        faults.set_by_name("none").unwrap();
+        assert_eq!(
+            f.read_reg(regs::SCRATCH),
+            1,
+            "the write while gone was lost"
+        );
+    }
+
+    #[test]
     fn reset_clears_self_test_state() {
         let mut f = pf(Arc::default());
         f.write_reg(regs::SCRATCH, 5);

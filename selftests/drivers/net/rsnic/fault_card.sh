@@ -103,8 +103,16 @@ for i in "${!after[@]}"; do
 done
 echo "# resets during 6 s of a card that keeps slipping: $total, at most $most on one pair"
 check "a card that keeps failing: resets back off (2..8 per pair in 6 s)" test $most -ge 2 -a $most -le 8
-sleep 1
-check "and traffic flows once the card behaves" ping -c 3 -W 2 -q $IP_B
+# A pair that slipped last may wait out its backoff (up to 3.2 s here)
+# before its reset.
+flows_within() { # seconds
+	local i
+	for i in $(seq "$1"); do
+		ping -c 1 -W 1 -q $IP_B >/dev/null 2>&1 && return 0
+	done
+	return 1
+}
+check "and traffic flows once the card behaves (within the backoff)" flows_within 10
 
 # Spurious interrupts on every vector while traffic runs: polls that find
 # nothing, no bad completion, no carrier change.
