@@ -168,7 +168,7 @@ impl AdminQueue {
                     }
                 };
             }
-            if poll % ALIVE_CHECK_POLLS == ALIVE_CHECK_POLLS - 1 && !self.card_answers() {
+            if poll % ALIVE_CHECK_POLLS == ALIVE_CHECK_POLLS - 1 && self.regs.status().is_none() {
                 // Gone (surprise removal) or wedged: no use waiting. Its
                 // state is unknown, as after a timeout.
                 self.lost.store(1, Relaxed);
@@ -182,13 +182,6 @@ impl AdminQueue {
             pr_warn!("admin command {} timed out\n", opcode);
         }
         Err(AdminError::Timeout)
-    }
-
-    /// Whether the card answers register reads (all ones: it does not).
-    fn card_answers(&self) -> bool {
-        self.regs
-            .read(regs::DEV_STATUS)
-            .is_ok_and(|status| status != u32::MAX)
     }
 
     /// Counts and logs (rate-limited) a command the card failed. Refusals

@@ -521,14 +521,14 @@ impl Nic {
         self.regs.write(regs::DEV_CTRL, hw::ctrl::RESET)?;
         let mut ready = false;
         for _ in 0..RESET_POLLS {
-            // All ones is "not answering", not ready.
-            match self.regs.read(regs::DEV_STATUS) {
-                Ok(status) if status != u32::MAX && status & hw::status::READY != 0 => {
-                    ready = true;
-                    break;
-                }
-                _ => fsleep(Delta::from_millis(1)),
+            ready = self
+                .regs
+                .status()
+                .is_some_and(|status| status & hw::status::READY != 0);
+            if ready {
+                break;
             }
+            fsleep(Delta::from_millis(1));
         }
         if !ready {
             return Err(ETIMEDOUT);
@@ -749,7 +749,7 @@ impl DeviceWork for Nic {
                 // The card may still run the pair: reset the function,
                 // which stops every pair, and start them all again.
                 drop(cfg);
-                nic.restart_after_function_reset(dev);
+                nic.reset_and_restore(dev);
                 return;
             }
             dev.tx_wake(q);
@@ -768,10 +768,7 @@ impl Nic {
     /// all. Returns whether the card answers (the queue checks are then
     /// worth running). RTNL held.
     fn check_card(&self, dev: &NetDev<Self>) -> bool {
-        let answering = self
-            .regs
-            .read(regs::DEV_STATUS)
-            .is_ok_and(|status| status != u32::MAX);
+        let answering = self.regs.status().is_some();
         let change = self.card_watch.lock().check(answering);
         match change {
             CardChange::Same => {}
@@ -789,15 +786,7 @@ impl Nic {
                     "{}: card answers again; resetting the function\n",
                     dev.name()
                 );
-                self.admin.lose_track();
-                self.quiesce_card(dev);
-                let mut cfg = self.config.lock();
-                let same = *cfg;
-                if let Err(e) = self.reconfigure(dev, &mut cfg, same, dev.mtu()) {
-                    pr_err!("{}: queues did not come back: {:?}\n", dev.name(), e);
-                }
-                dev.attach();
-                self.admin_irq.handler().set_running(cfg.running);
+                self.reset_and_restore(dev);
             }
         }
         if !answering {
@@ -807,9 +796,13 @@ impl Nic {
         answering
     }
 
-    /// After an admin command went unanswered in the reset work: reset the
-    /// function and bring every queue pair back. RTNL held.
-    fn restart_after_function_reset(&self, dev: &NetDev<Self>) {
+    /// The card's state is unknown (an admin command went unanswered in
+    /// the reset work, or the card answers again after being gone): reset
+    /// the function, restore it, and bring every queue pair back as
+    /// configured; carrier from the card's link again. RTNL held.
+    fn reset_and_restore(&self, dev: &NetDev<Self>) {
+        self.admin.lose_track();
+        self.quiesce_card(dev);
         let mut cfg = self.config.lock();
         let same = *cfg;
         if let Err(e) = self.reconfigure(dev, &mut cfg, same, dev.mtu()) {
@@ -819,6 +812,8 @@ impl Nic {
                 e
             );
         }
+        dev.attach();
+        self.admin_irq.handler().set_running(cfg.running);
         if cfg.running {
             self.reset_work.schedule_after(HEALTH_CHECK_MS);
         }

@@ -43,6 +43,14 @@ impl Registers {
         self.write(hi, (addr >> 32) as u32)
     }
 
+    /// `DEV_STATUS`, or `None` if the card does not answer: the read
+    /// failed, or read all ones (surprise removal, a wedged card).
+    pub(crate) fn status(&self) -> Option<u32> {
+        self.read(hw::regs::DEV_STATUS)
+            .ok()
+            .filter(|&status| status != u32::MAX)
+    }
+
     /// The card's permanent MAC address.
     pub(crate) fn mac(&self) -> Result<[u8; 6]> {
         let lo = self.read(hw::regs::MAC_LO)?.to_le_bytes();
