@@ -16,10 +16,10 @@ use vfio_bindings::bindings::vfio::{
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
 
+use crate::card::Card;
 use crate::config_space::CONFIG_SPACE_SIZE;
 use crate::function::Function;
 use crate::hw;
-use crate::wire::Wire;
 use std::sync::{Arc, Mutex};
 
 /// Region table: config space, BAR0 (registers) and the MSI-X BAR.
@@ -77,13 +77,14 @@ pub fn irq_infos(vectors: u16) -> Vec<IrqInfo> {
 /// socket, so every access takes its lock.
 pub struct Backend {
     func: Arc<Mutex<Function>>,
-    wire: Option<Arc<Wire>>,
+    card: Arc<Card>,
 }
 
 impl Backend {
-    /// Serves `func`, sending its frames on `wire`.
-    pub fn new(func: Arc<Mutex<Function>>, wire: Option<Arc<Wire>>) -> Self {
-        Self { func, wire }
+    /// Serves `func`, one of `card`'s functions, which passes on what it
+    /// sends.
+    pub fn new(func: Arc<Mutex<Function>>, card: Arc<Card>) -> Self {
+        Self { func, card }
     }
 
     fn func(&self) -> std::sync::MutexGuard<'_, Function> {
@@ -134,9 +135,7 @@ impl ServerBackend for Backend {
                     frames.extend(func.write_reg(reg, value));
                 }
                 drop(func);
-                if let Some(wire) = &self.wire {
-                    frames.iter().for_each(|f| wire.send(f));
-                }
+                self.card.transmit(frames);
             }
             _ => {}
         }

@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One card: its PF, its VF (served while QEMU has it plugged in), and the
-//! data-path switch that decides which of them receives from the wire.
+//! One card: its PF, its VF (served while QEMU has it plugged in), the GFT
+//! every packet crosses between them and the wire, and the data-path
+//! switch that decides which function receives.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use crate::control::Faults;
 use crate::function::{Function, Identity};
+use crate::gft::{Gft, Output};
+use crate::hw::gft::Direction;
 use crate::hw::{self, FuncKind};
+use crate::nic::Outgoing;
+use crate::wire::Wire;
 
-/// The card's functions. Each has its own lock; none is held while the
-/// other is taken.
+/// The card's functions and its GFT. Each has its own lock; the PF's may
+/// be held while the GFT's is taken (admin commands), no other two at
+/// once.
 pub struct Card {
     pf: Arc<Mutex<Function>>,
     vf: Arc<Mutex<Function>>,
+    gft: Arc<Mutex<Gft>>,
+    wire: OnceLock<Arc<Wire>>,
 }
 
 fn lock(f: &Mutex<Function>) -> MutexGuard<'_, Function> {
@@ -36,9 +44,14 @@ impl Card {
             vectors: hw::VF_MSIX_VECTORS,
             ..pf
         };
+        let gft = Arc::new(Mutex::new(Gft::default()));
+        let mut pf = Function::new(pf, faults);
+        pf.nic.set_gft(Arc::clone(&gft));
         let card = Self {
-            pf: Arc::new(Mutex::new(Function::new(pf, faults))),
+            pf: Arc::new(Mutex::new(pf)),
             vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
+            gft,
+            wire: OnceLock::new(),
         };
         for f in [&card.pf, &card.vf] {
             spawn_moderation_timer(f);
@@ -66,10 +79,74 @@ impl Card {
         lock(&self.vf)
     }
 
-    /// A frame arrived from the wire (`fcs_ok`: undamaged). It goes to the
-    /// VF while the PF's data path says so and the VF runs a queue pair;
-    /// otherwise (VF not switched to, not plugged in, or not up) to the PF.
+    /// Cables the card: frames it sends go to `wire`.
+    pub fn attach_wire(&self, wire: Arc<Wire>) {
+        let _ = self.wire.set(wire);
+    }
+
+    /// The GFT engine, locked.
+    pub fn lock_gft(&self) -> MutexGuard<'_, Gft> {
+        self.gft.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Frames the host sent (through the PF or the VF): through the GFT,
+    /// then on their way.
+    pub fn transmit(&self, frames: Vec<Outgoing>) {
+        if frames.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let outputs: Vec<Output> = {
+            let mut gft = self.lock_gft();
+            frames
+                .into_iter()
+                .flat_map(|o| {
+                    if o.reinject {
+                        gft.reinject(&o.frame).into_iter().collect()
+                    } else {
+                        gft.process(o.frame, Direction::Tx, now)
+                    }
+                })
+                .collect()
+        };
+        self.dispatch(outputs);
+    }
+
+    /// Sends what the GFT decided where it goes.
+    fn dispatch(&self, outputs: Vec<Output>) {
+        for out in outputs {
+            match out {
+                Output::Wire(frame) => {
+                    if let Some(wire) = self.wire.get() {
+                        wire.send(&frame);
+                    }
+                }
+                Output::Host(frame) => self.deliver(&frame, true),
+                Output::Exception(data) => lock(&self.pf).deliver_exception(&data),
+            }
+        }
+    }
+
+    /// A frame arrived from the wire (`fcs_ok`: undamaged): through the
+    /// GFT (a damaged frame cannot be parsed and goes straight to the host,
+    /// flagged), then to the host.
     pub fn receive(&self, frame: &[u8], fcs_ok: bool) {
+        let outputs = {
+            let mut gft = self.lock_gft();
+            if !fcs_ok || !gft.enabled() {
+                drop(gft);
+                self.deliver(frame, fcs_ok);
+                return;
+            }
+            gft.process(frame.to_vec(), Direction::Rx, Instant::now())
+        };
+        self.dispatch(outputs);
+    }
+
+    /// A frame for the host. It goes to the VF while the PF's data path
+    /// says so and the VF runs a queue pair; otherwise (VF not switched
+    /// to, not plugged in, or not up) to the PF.
+    fn deliver(&self, frame: &[u8], fcs_ok: bool) {
         let mut pf = lock(&self.pf);
         if pf.nic.datapath_vf() {
             drop(pf);

@@ -14,7 +14,7 @@ use crate::control::{Fault, Faults};
 use crate::dma::DmaSpace;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
-use crate::nic::{Effects, Nic};
+use crate::nic::{Effects, Nic, Outgoing};
 
 /// Firmware version the card reports: 0.1.0.
 pub const FW_VERSION: u32 = 0x00_01_00;
@@ -147,6 +147,18 @@ impl Function {
         self.kick_moderation_timer();
     }
 
+    /// PF: a GFT exception for the host's exception queue.
+    pub fn deliver_exception(&mut self, data: &[u8]) {
+        if self.faults.is(Fault::Gone) {
+            return;
+        }
+        self.delay_dma();
+        if let Some(vector) = self.nic.deliver_exception(&self.dma, data) {
+            self.raise_queue_irq(vector);
+        }
+        self.kick_moderation_timer();
+    }
+
     /// Raises a queue pair's vector, unless fault injection loses it.
     fn raise_queue_irq(&mut self, vector: u16) {
         if self.faults.is(Fault::Gone) {
@@ -226,8 +238,8 @@ impl Function {
     }
 
     /// Writes the 32-bit register at `offset` in BAR0. Returns the frames
-    /// the write made the card send, for the caller to put on the wire.
-    pub fn write_reg(&mut self, offset: usize, value: u32) -> Vec<Vec<u8>> {
+    /// the write made the host send, for the card to pass on.
+    pub fn write_reg(&mut self, offset: usize, value: u32) -> Vec<Outgoing> {
         let mut fx = Effects::default();
         if self.faults.is(Fault::Gone) {
             return fx.send;

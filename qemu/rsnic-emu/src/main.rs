@@ -14,6 +14,7 @@ mod control;
 mod dma;
 mod frame;
 mod function;
+mod gft;
 mod irq;
 mod nic;
 mod offload;
@@ -21,13 +22,13 @@ mod queues;
 mod rss;
 mod wire;
 
-#[path = "../../../src/hw.rs"]
+#[path = "../../../src/hw/mod.rs"]
 #[allow(dead_code)]
 mod hw;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use log::{info, warn};
@@ -99,6 +100,8 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
             card.set_link(false);
             "ok".into()
         }
+        ["gft-flows"] => card.lock_gft().describe_flows(Instant::now()),
+        ["gft-stats"] => card.lock_gft().describe_stats(),
         ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
         ["cqe-fault", kind, n, rest @ ..] if rest.is_empty() || rest == ["persist"] => {
             match CqeFault::from_name(kind) {
@@ -224,6 +227,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let wire = match (&args.wire_socket, &args.wire_peer) {
         (Some(local), Some(peer)) => {
             let wire = Arc::new(Wire::bind(local, peer)?);
+            card.attach_wire(Arc::clone(&wire));
             card.set_link(true);
             let (rx_wire, rx_card) = (Arc::clone(&wire), Arc::clone(&card));
             std::thread::spawn(move || {
@@ -268,9 +272,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             backend::region_infos(),
         )?;
         info!("card {} VF listening on {}", args.card_id, path.display());
-        let (vf_card, vf_wire) = (Arc::clone(&card), wire.clone());
+        let vf_card = Arc::clone(&card);
         std::thread::spawn(move || {
-            let mut backend = Backend::new(Arc::clone(vf_card.vf()), vf_wire);
+            let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card));
             // One QEMU session per hot-plug; the socket stays for the next.
             loop {
                 if let Err(e) = vf_server.run(&mut backend) {
@@ -293,7 +297,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.card_id,
         args.pf_socket.display()
     );
-    let mut backend = Backend::new(Arc::clone(card.pf()), wire);
+    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card));
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);
     Ok(())

@@ -4,11 +4,13 @@
 //! link state. [`crate::function::Function`] routes register accesses here.
 
 use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use log::{debug, info};
 
 use crate::dma::DmaSpace;
+use crate::gft::Gft;
 use crate::hw::Cqe;
 use crate::hw::{
     self, mc_filter_bit, offload as offload_bits, rx_mode, AdminCmd, AdminStatus, DeviceInfo,
@@ -46,6 +48,10 @@ pub struct NicStats {
     pub rx_fcs_errors: u64,
     /// Admin commands left unanswered or failed by fault injection.
     pub admin_faults_injected: u64,
+    /// GFT exceptions dropped: queue pair 0 not running or out of buffers.
+    pub gft_exceptions_dropped: u64,
+    /// Frames a VF sent flagged for reinjection (only the PF may), dropped.
+    pub tx_bad_reinject: u64,
 }
 
 /// How a faulty card mishandles admin commands (fault injection).
@@ -68,13 +74,22 @@ impl AdminFault {
     }
 }
 
+/// A frame the host sent through a queue pair.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The frame, after TX offloads.
+    pub frame: Vec<u8>,
+    /// A GFT reinjection: starts with a [`hw::gft::ReinjectMeta`].
+    pub reinject: bool,
+}
+
 /// What a register write asks the caller to do next.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Effects {
     /// MSI-X vectors to raise.
     pub raise: Vec<u16>,
-    /// Frames to put on the wire.
-    pub send: Vec<Vec<u8>>,
+    /// Frames the host sent, for the card to pass on.
+    pub send: Vec<Outgoing>,
 }
 
 /// Network function state.
@@ -106,6 +121,8 @@ pub struct Nic {
     admin_fault: Option<(AdminFault, u32)>,
     /// Completion faults every newly created queue pair starts with.
     cqe_fault_new: Option<(CqeFault, u32)>,
+    /// PF: the card's GFT engine, which its admin commands configure.
+    gft: Option<Arc<Mutex<Gft>>>,
     /// Counters.
     pub stats: NicStats,
 }
@@ -133,8 +150,20 @@ impl Nic {
             retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
             admin_fault: None,
             cqe_fault_new: None,
+            gft: None,
             stats: NicStats::default(),
         }
+    }
+
+    /// PF: gives the function the card's GFT to configure.
+    pub fn set_gft(&mut self, gft: Arc<Mutex<Gft>>) {
+        self.gft = Some(gft);
+    }
+
+    fn lock_gft(&self) -> Option<std::sync::MutexGuard<'_, Gft>> {
+        self.gft
+            .as_ref()
+            .map(|g| g.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Mishandles the next `n` admin commands in the way of `kind` (fault
@@ -158,8 +187,13 @@ impl Nic {
     /// Back to power-on state (the link is physical and stays as it is).
     pub fn reset(&mut self) {
         let link = self.link_up;
+        let gft = self.gft.take();
         *self = Self::new(self.perm_mac, self.is_pf);
         self.link_up = link;
+        if let Some(gft) = gft {
+            gft.lock().unwrap_or_else(|e| e.into_inner()).reset();
+            self.gft = Some(gft);
+        }
     }
 
     /// PF: whether received frames should go to the VF.
@@ -298,6 +332,7 @@ impl Nic {
     fn qp_doorbell(&mut self, dma: &DmaSpace, qp: usize, reg: usize, value: u32, fx: &mut Effects) {
         let mtu = self.mtu;
         let link_up = self.link_up;
+        let is_pf = self.is_pf;
         let Some(Some(q)) = self.qps.get_mut(qp) else {
             debug!("doorbell for queue pair {qp}, which does not exist");
             return;
@@ -310,6 +345,21 @@ impl Nic {
                 let (tso_frames_before, tso_segments_before) =
                     (stats.tso_frames, stats.tso_segments);
                 let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
+                    if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
+                        // Checked when it came in; the card applies the
+                        // action in its header.
+                        if is_pf && link_up {
+                            fx.send.push(Outgoing {
+                                frame: f.data,
+                                reinject: true,
+                            });
+                        } else if !is_pf {
+                            stats.tx_bad_reinject += 1;
+                        } else {
+                            stats.tx_link_down += 1;
+                        }
+                        return;
+                    }
                     let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
                         match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
                             Some(segments) => {
@@ -334,7 +384,10 @@ impl Nic {
                         } else if frame.len() > mtu as usize + 14 + 4 {
                             stats.tx_oversize += 1;
                         } else {
-                            fx.send.push(frame);
+                            fx.send.push(Outgoing {
+                                frame,
+                                reinject: false,
+                            });
                         }
                     }
                 });
@@ -487,6 +540,18 @@ impl Nic {
                 }
                 self.offloads = flags;
             }
+            AdminCmd::GftConfig { .. }
+            | AdminCmd::GftSetGeneration { .. }
+            | AdminCmd::GftInstall { .. }
+            | AdminCmd::GftDelete { .. }
+            | AdminCmd::GftFlush
+            | AdminCmd::GftDump { .. }
+            | AdminCmd::GftQueryStats => {
+                return match self.lock_gft() {
+                    Some(mut gft) => gft.execute(dma, cmd, entry, Instant::now()),
+                    None => AdminStatus::BadOpcode,
+                };
+            }
             AdminCmd::SetRss { config } => {
                 let mut block = [0u8; hw::RSS_CONFIG_LEN];
                 if dma.read(config, &mut block).is_err() {
@@ -514,6 +579,23 @@ impl Nic {
         dst[0] & 1 != 0
             && (self.rx_mode & rx_mode::ALLMULTI != 0
                 || self.mc_filter & (1 << mc_filter_bit(dst)) != 0)
+    }
+
+    /// PF: a GFT exception (metadata header, then the frame) for the host.
+    /// It goes to queue pair 0, past the RX filter. Returns the vector to
+    /// raise, if any.
+    pub fn deliver_exception(&mut self, dma: &DmaSpace, data: &[u8]) -> Option<u16> {
+        let delivered = match self.qps.first_mut() {
+            Some(Some(q)) => match q.deliver(dma, data, Cqe::GFT_EXCEPTION, 0) {
+                RxOutcome::Delivered { raise } => Some(raise.then(|| q.vector())),
+                _ => None,
+            },
+            _ => None,
+        };
+        if delivered.is_none() {
+            self.stats.gft_exceptions_dropped += 1;
+        }
+        delivered.flatten()
     }
 
     /// A frame arrived from the wire (`fcs_ok`: its frame check sequence

@@ -9,6 +9,8 @@
 //! beyond what both sides must compute identically. Documentation/rsnic/
 //! hardware.rst describes the same interface in prose.
 
+pub mod gft;
+
 /// PCI vendor ID of the card: Xilinx (AMD), the FPGA vendor, as FPGA
 /// SmartNICs built on vendor FPGAs (RecoNIC, NetFPGA) carry; the device IDs
 /// below are ones no upstream driver binds.
@@ -207,6 +209,10 @@ impl TxDesc {
     pub const CSUM: u16 = 1 << 1;
     /// Segment the TCP frame into `mss`-byte segments.
     pub const TSO: u16 = 1 << 2;
+    /// First descriptor, PF only: the frame starts with a
+    /// [`gft::META_LEN`]-byte [`gft::ReinjectMeta`] (a packet the host
+    /// took as a GFT exception, sent back with the action to apply).
+    pub const GFT_REINJECT: u16 = 1 << 3;
 
     /// Ring encoding.
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
@@ -302,6 +308,10 @@ impl Cqe {
     /// RX: the frame arrived with a bad frame check sequence (corrupted on
     /// the wire); the driver drops it and counts a CRC error.
     pub const FCS_ERR: u16 = 1 << 4;
+    /// RX: a GFT exception: the buffer starts with a
+    /// [`gft::META_LEN`]-byte [`gft::ExceptionMeta`], the frame follows
+    /// (`len` counts both). Only on the PF's queue pair 0.
+    pub const GFT_EXCEPTION: u16 = 1 << 5;
 
     /// Queue encoding.
     pub fn to_bytes(self) -> [u8; Self::SIZE] {
@@ -445,6 +455,72 @@ pub enum AdminCmd {
         /// Deliver to the VF.
         vf: bool,
     },
+    /// PF only: turn the GFT on or off and size its table. Shrinking
+    /// below the flows held is [`AdminStatus::BadState`].
+    GftConfig {
+        /// [`gft::config`] bits.
+        flags: u32,
+        /// Capacity, 1..=[`gft::MAX_FLOWS_LIMIT`].
+        max_flows: u32,
+    },
+    /// PF only: the current policy generation; a hit on a flow of another
+    /// generation is an exception ([`gft::ExceptionReason::Stale`]).
+    GftSetGeneration {
+        /// Generation.
+        generation: u32,
+    },
+    /// PF only: add a flow, or replace the flow with the same key, from a
+    /// [`gft::FLOW_RECORD_LEN`]-byte block ([`gft::FlowRecord`]). A full
+    /// table is [`AdminStatus::NoSpace`].
+    GftInstall {
+        /// Bus address of the block.
+        record: u64,
+    },
+    /// PF only: remove the flow whose [`gft::KEY_LEN`]-byte key is at
+    /// `key`; [`AdminStatus::NotFound`] if there is none.
+    GftDelete {
+        /// Bus address of the key.
+        key: u64,
+    },
+    /// PF only: remove every flow.
+    GftFlush,
+    /// PF only: write up to `max` [`gft::FlowCounters`] records to `buf`,
+    /// from table slot `cursor` on. Result: [`GftDumpResult`].
+    GftDump {
+        /// Bus address of the buffer.
+        buf: u64,
+        /// Records it holds.
+        max: u32,
+        /// Slot to start at (0, then the previous result's `next`).
+        cursor: u32,
+    },
+    /// PF only: the card's GFT counters; result: [`gft::CardGftStats`].
+    GftQueryStats,
+}
+
+/// Result of [`AdminCmd::GftDump`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GftDumpResult {
+    /// Records written.
+    pub count: u32,
+    /// Cursor of the next call; 0 when the table has been walked.
+    pub next: u32,
+}
+
+impl GftDumpResult {
+    /// Writes the result into an admin entry.
+    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
+        put(b, 8, &self.count.to_le_bytes());
+        put(b, 12, &self.next.to_le_bytes());
+    }
+
+    /// Reads the result from a completed admin entry.
+    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
+        Self {
+            count: le32(b, 8),
+            next: le32(b, 12),
+        }
+    }
 }
 
 /// Longest interrupt moderation delay the card supports, in microseconds.
@@ -535,6 +611,10 @@ pub enum AdminStatus {
     BadState = 3,
     /// The card failed internally; the command had no effect.
     DeviceError = 4,
+    /// The table is full.
+    NoSpace = 5,
+    /// No such entry.
+    NotFound = 6,
 }
 
 impl AdminStatus {
@@ -546,6 +626,8 @@ impl AdminStatus {
             2 => Some(Self::BadParam),
             3 => Some(Self::BadState),
             4 => Some(Self::DeviceError),
+            5 => Some(Self::NoSpace),
+            6 => Some(Self::NotFound),
             _ => None,
         }
     }
@@ -598,6 +680,13 @@ const OP_SET_RSS: u16 = 8;
 const OP_SET_COALESCE: u16 = 9;
 const OP_QUERY_QP_STATS: u16 = 10;
 const OP_SET_DATAPATH: u16 = 11;
+const OP_GFT_CONFIG: u16 = 12;
+const OP_GFT_SET_GENERATION: u16 = 13;
+const OP_GFT_INSTALL: u16 = 14;
+const OP_GFT_DELETE: u16 = 15;
+const OP_GFT_FLUSH: u16 = 16;
+const OP_GFT_DUMP: u16 = 17;
+const OP_GFT_QUERY_STATS: u16 = 18;
 
 impl AdminCmd {
     /// The admin entry for this command (flags and status zero).
@@ -654,6 +743,31 @@ impl AdminCmd {
                 put(&mut b, 8, &u32::from(vf).to_le_bytes());
                 OP_SET_DATAPATH
             }
+            Self::GftConfig { flags, max_flows } => {
+                put(&mut b, 8, &flags.to_le_bytes());
+                put(&mut b, 12, &max_flows.to_le_bytes());
+                OP_GFT_CONFIG
+            }
+            Self::GftSetGeneration { generation } => {
+                put(&mut b, 8, &generation.to_le_bytes());
+                OP_GFT_SET_GENERATION
+            }
+            Self::GftInstall { record } => {
+                put(&mut b, 8, &record.to_le_bytes());
+                OP_GFT_INSTALL
+            }
+            Self::GftDelete { key } => {
+                put(&mut b, 8, &key.to_le_bytes());
+                OP_GFT_DELETE
+            }
+            Self::GftFlush => OP_GFT_FLUSH,
+            Self::GftDump { buf, max, cursor } => {
+                put(&mut b, 8, &buf.to_le_bytes());
+                put(&mut b, 16, &max.to_le_bytes());
+                put(&mut b, 20, &cursor.to_le_bytes());
+                OP_GFT_DUMP
+            }
+            Self::GftQueryStats => OP_GFT_QUERY_STATS,
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -694,6 +808,22 @@ impl AdminCmd {
                 1 => Self::SetDatapath { vf: true },
                 _ => return Err(AdminStatus::BadParam),
             },
+            OP_GFT_CONFIG => Self::GftConfig {
+                flags: le32(b, 8),
+                max_flows: le32(b, 12),
+            },
+            OP_GFT_SET_GENERATION => Self::GftSetGeneration {
+                generation: le32(b, 8),
+            },
+            OP_GFT_INSTALL => Self::GftInstall { record: le64(b, 8) },
+            OP_GFT_DELETE => Self::GftDelete { key: le64(b, 8) },
+            OP_GFT_FLUSH => Self::GftFlush,
+            OP_GFT_DUMP => Self::GftDump {
+                buf: le64(b, 8),
+                max: le32(b, 16),
+                cursor: le32(b, 20),
+            },
+            OP_GFT_QUERY_STATS => Self::GftQueryStats,
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The card's GFT engine (AccelNet's Generic Flow Table): every packet
+//! crossing the card is parsed and looked up by exact match; a hit has its
+//! flow's action applied in the card, a miss goes to the host's exception
+//! queue for policy to decide (and install a flow).
+//!
+//! The engine is pure: it turns a packet into [`Output`]s and leaves the
+//! delivery to the [`crate::card::Card`].
+
+mod meter;
+pub mod parse;
+mod table;
+pub mod transform;
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use log::debug;
+
+use crate::dma::DmaSpace;
+use crate::hw::gft::{
+    self, action, config, tcp_flags, CardGftStats, Direction, ExceptionMeta, ExceptionReason,
+    FlowKey, FlowRecord, ReinjectMeta, DUMP_RECORD_LEN, FLOW_RECORD_LEN, KEY_LEN, META_LEN,
+};
+use crate::hw::{AdminCmd, AdminStatus, GftDumpResult, AQ_ENTRY_SIZE};
+use table::FlowTable;
+
+/// Most records one dump command may ask for.
+pub const MAX_DUMP_RECORDS: u32 = 4096;
+
+/// Where the engine sends a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Onto the wire.
+    Wire(Vec<u8>),
+    /// To the host, through the data path (PF or VF).
+    Host(Vec<u8>),
+    /// To the PF's exception queue: [`ExceptionMeta`] then the frame.
+    Exception(Vec<u8>),
+}
+
+impl Output {
+    fn onward(dir: Direction, frame: Vec<u8>) -> Self {
+        match dir {
+            Direction::Tx => Self::Wire(frame),
+            Direction::Rx => Self::Host(frame),
+        }
+    }
+}
+
+/// Counters the engine keeps beyond [`CardGftStats`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineStats {
+    /// What the driver can query.
+    pub card: CardGftStats,
+    /// Packets dropped by a drop action.
+    pub dropped: u64,
+    /// Packets an action could not be applied to (dropped).
+    pub transform_errors: u64,
+    /// Reinjected packets handled.
+    pub reinjected: u64,
+    /// Reinjected packets with an invalid header (dropped).
+    pub bad_reinjects: u64,
+}
+
+/// The engine.
+#[derive(Debug)]
+pub struct Gft {
+    flags: u32,
+    generation: u32,
+    table: FlowTable,
+    /// Counters.
+    pub stats: EngineStats,
+}
+
+impl Default for Gft {
+    fn default() -> Self {
+        Self {
+            flags: 0,
+            generation: 0,
+            table: FlowTable::new(gft::DEFAULT_MAX_FLOWS),
+            stats: EngineStats::default(),
+        }
+    }
+}
+
+impl Gft {
+    /// Back to power-on state: off, empty, default capacity.
+    pub fn reset(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Whether packets go through the table at all.
+    pub fn enabled(&self) -> bool {
+        self.flags & config::ENABLE != 0
+    }
+
+    fn exception(&mut self, frame: &[u8], meta: ExceptionMeta) -> Output {
+        self.stats.card.exceptions += 1;
+        let mut out = Vec::with_capacity(META_LEN + frame.len());
+        out.extend_from_slice(&meta.to_bytes());
+        out.extend_from_slice(frame);
+        Output::Exception(out)
+    }
+
+    /// Runs a packet crossing the card `dir` through the table.
+    pub fn process(&mut self, frame: Vec<u8>, dir: Direction, now: Instant) -> Vec<Output> {
+        if !self.enabled() {
+            return vec![Output::onward(dir, frame)];
+        }
+        let Some(p) = parse::parse(&frame, dir) else {
+            // Not IP (ARP, LLDP, ...): the GFT does not apply.
+            return vec![Output::onward(dir, frame)];
+        };
+        let mut meta = ExceptionMeta {
+            reason: ExceptionReason::NoCache,
+            tcp_flags: p.tcp_flags,
+            key: p.key,
+            generation: 0,
+        };
+        if self.flags & config::CACHE == 0 {
+            return vec![self.exception(&frame, meta)];
+        }
+        self.stats.card.lookups += 1;
+        let generation = self.generation;
+        let Some(flow) = self.table.get_mut(&p.key) else {
+            self.stats.card.misses += 1;
+            meta.reason = ExceptionReason::Miss;
+            return vec![self.exception(&frame, meta)];
+        };
+        if flow.generation != generation {
+            meta.reason = ExceptionReason::Stale;
+            meta.generation = flow.generation;
+            self.stats.card.misses += 1;
+            return vec![self.exception(&frame, meta)];
+        }
+        flow.packets += 1;
+        flow.bytes += frame.len() as u64;
+        flow.last_seen = now;
+        let act = flow.action;
+        let conforms = flow
+            .meter
+            .as_mut()
+            .is_none_or(|m| m.admit(frame.len(), now));
+        if !conforms {
+            flow.meter_drops += 1;
+        }
+        self.stats.card.hits += 1;
+        let mut out = Vec::with_capacity(2);
+        let tcp_control = p.key.proto == gft::proto::TCP && p.tcp_flags & tcp_flags::CONTROL != 0;
+        if tcp_control {
+            self.stats.card.tcp_duplicates += 1;
+            meta.reason = ExceptionReason::TcpControl;
+            out.push(self.exception(&frame, meta));
+        }
+        if !conforms {
+            self.stats.card.meter_drops += 1;
+            return out;
+        }
+        out.extend(self.act(frame, &act, dir));
+        out
+    }
+
+    /// Applies `act` to a packet going `dir`.
+    fn act(&mut self, frame: Vec<u8>, act: &gft::Action, dir: Direction) -> Option<Output> {
+        if act.flags & action::DROP != 0 {
+            self.stats.dropped += 1;
+            return None;
+        }
+        match transform::apply(frame, act) {
+            Ok(frame) => Some(Output::onward(dir, frame)),
+            Err(e) => {
+                debug!("GFT action {:#x} failed: {e:?}", act.flags);
+                self.stats.transform_errors += 1;
+                None
+            }
+        }
+    }
+
+    /// A packet the host sends back after taking it as an exception:
+    /// [`ReinjectMeta`] then the frame. The action applies once, without a
+    /// lookup (or the meter, which is per flow).
+    pub fn reinject(&mut self, data: &[u8]) -> Option<Output> {
+        let meta = data.get(..META_LEN).and_then(ReinjectMeta::from_bytes);
+        let (Some(meta), Some(frame)) = (meta, data.get(META_LEN..)) else {
+            self.stats.bad_reinjects += 1;
+            return None;
+        };
+        self.stats.reinjected += 1;
+        self.act(frame.to_vec(), &meta.action, meta.dir)
+    }
+
+    /// The card's counters.
+    pub fn card_stats(&self) -> CardGftStats {
+        CardGftStats {
+            flows: self.table.len() as u32,
+            ..self.stats.card
+        }
+    }
+
+    /// Executes a GFT admin command.
+    pub fn execute(
+        &mut self,
+        dma: &DmaSpace,
+        cmd: AdminCmd,
+        entry: &mut [u8; AQ_ENTRY_SIZE],
+        now: Instant,
+    ) -> AdminStatus {
+        match cmd {
+            AdminCmd::GftConfig { flags, max_flows } => {
+                if flags & !(config::ENABLE | config::CACHE) != 0
+                    || !(1..=gft::MAX_FLOWS_LIMIT).contains(&max_flows)
+                {
+                    return AdminStatus::BadParam;
+                }
+                if self.table.set_capacity(max_flows).is_err() {
+                    return AdminStatus::BadState;
+                }
+                self.flags = flags;
+            }
+            AdminCmd::GftSetGeneration { generation } => self.generation = generation,
+            AdminCmd::GftInstall { record } => {
+                let mut b = [0u8; FLOW_RECORD_LEN];
+                if dma.read(record, &mut b).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let Some(rec) = FlowRecord::from_bytes(&b) else {
+                    return AdminStatus::BadParam;
+                };
+                if self.table.insert(&rec, now).is_err() {
+                    return AdminStatus::NoSpace;
+                }
+            }
+            AdminCmd::GftDelete { key } => {
+                let mut b = [0u8; KEY_LEN];
+                if dma.read(key, &mut b).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let Some(key) = FlowKey::from_bytes(&b) else {
+                    return AdminStatus::BadParam;
+                };
+                if !self.table.remove(&key) {
+                    return AdminStatus::NotFound;
+                }
+            }
+            AdminCmd::GftFlush => self.table.clear(),
+            AdminCmd::GftDump { buf, max, cursor } => {
+                if max == 0 || max > MAX_DUMP_RECORDS {
+                    return AdminStatus::BadParam;
+                }
+                let (flows, next) = self.table.walk(cursor, max as usize);
+                let mut block = Vec::with_capacity(flows.len() * DUMP_RECORD_LEN);
+                for f in &flows {
+                    block.extend_from_slice(&f.counters(now).to_bytes());
+                }
+                if !block.is_empty() && dma.write(buf, &block).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                GftDumpResult {
+                    count: flows.len() as u32,
+                    next,
+                }
+                .write_result(entry);
+            }
+            AdminCmd::GftQueryStats => self.card_stats().write_result(entry),
+            _ => return AdminStatus::BadOpcode,
+        }
+        AdminStatus::Ok
+    }
+
+    /// What the card holds, for the harness (`gft-flows`): one line, the
+    /// count then each flow after a `; `, sorted; independent of what the
+    /// driver believes.
+    pub fn describe_flows(&self, now: Instant) -> String {
+        let mut lines: Vec<String> = self
+            .table
+            .iter()
+            .map(|f| {
+                let c = f.counters(now);
+                let k = &f.key;
+                let addr = |a: &[u8; 16]| -> String {
+                    if k.ip_version == 4 {
+                        std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string()
+                    } else {
+                        std::net::Ipv6Addr::from(*a).to_string()
+                    }
+                };
+                let mut s = format!(
+                    "dir={} proto={} src={} dst={} sport={} dport={}",
+                    k.dir.name(),
+                    k.proto,
+                    addr(&k.src),
+                    addr(&k.dst),
+                    k.sport,
+                    k.dport
+                );
+                if let Some(t) = k.tunnel {
+                    let _ = write!(s, " tunnel={t}");
+                }
+                let _ = write!(
+                    s,
+                    " actions={:#x} gen={} packets={} bytes={} meter_drops={}",
+                    f.action.flags, f.generation, c.packets, c.bytes, c.meter_drops
+                );
+                s
+            })
+            .collect();
+        lines.sort();
+        let mut out = format!("flows={} max={}", self.table.len(), self.table.capacity());
+        for l in lines {
+            out.push_str("; ");
+            out.push_str(&l);
+        }
+        out
+    }
+
+    /// The engine's counters, for the harness (`gft-stats`).
+    pub fn describe_stats(&self) -> String {
+        let s = self.card_stats();
+        format!(
+            "enabled={} cache={} generation={} flows={} lookups={} hits={} misses={} exceptions={} tcp_duplicates={} meter_drops={} dropped={} transform_errors={} reinjected={} bad_reinjects={}",
+            u8::from(self.enabled()),
+            u8::from(self.flags & config::CACHE != 0),
+            self.generation,
+            s.flows,
+            s.lookups,
+            s.hits,
+            s.misses,
+            s.exceptions,
+            s.tcp_duplicates,
+            s.meter_drops,
+            self.stats.dropped,
+            self.stats.transform_errors,
+            self.stats.reinjected,
+            self.stats.bad_reinjects
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse::tests::{tcp6, udp4};
+    use super::*;
+
+    fn enabled() -> Gft {
+        Gft {
+            flags: config::ENABLE | config::CACHE,
+            ..Default::default()
+        }
+    }
+
+    fn install(g: &mut Gft, key: FlowKey, act: gft::Action) {
+        let rec = FlowRecord {
+            key,
+            generation: g.generation,
+            action: act,
+        };
+        g.table.insert(&rec, Instant::now()).unwrap();
+    }
+
+    fn exception_meta(o: &Output) -> ExceptionMeta {
+        match o {
+            Output::Exception(d) => ExceptionMeta::from_bytes(d).unwrap(),
+            other => panic!("not an exception: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn disabled_passes_everything() {
+        let mut g = Gft::default();
+        let f = udp4(1, 2, b"x");
+        assert_eq!(
+            g.process(f.clone(), Direction::Tx, Instant::now()),
+            vec![Output::Wire(f)]
+        );
+    }
+
+    #[test]
+    fn miss_then_hit_then_stale() {
+        let mut g = enabled();
+        let f = udp4(1, 2, b"x");
+        let now = Instant::now();
+        let out = g.process(f.clone(), Direction::Tx, now);
+        let meta = exception_meta(&out[0]);
+        assert_eq!(meta.reason, ExceptionReason::Miss);
+        install(&mut g, meta.key, gft::Action::default());
+        assert_eq!(
+            g.process(f.clone(), Direction::Tx, now),
+            vec![Output::Wire(f.clone())]
+        );
+        g.generation = 1;
+        let out = g.process(f.clone(), Direction::Tx, now);
+        assert_eq!(exception_meta(&out[0]).reason, ExceptionReason::Stale);
+        let s = g.card_stats();
+        assert_eq!((s.lookups, s.hits, s.misses, s.exceptions), (3, 1, 2, 2));
+        // The reverse direction is a different flow.
+        let out = g.process(f, Direction::Rx, now);
+        assert_eq!(exception_meta(&out[0]).key.dir, Direction::Rx);
+    }
+
+    #[test]
+    fn tcp_control_hits_are_forwarded_and_copied() {
+        let mut g = enabled();
+        let syn = tcp6(true, false);
+        let key = parse::parse(&syn, Direction::Rx).unwrap().key;
+        install(&mut g, key, gft::Action::default());
+        let out = g.process(syn.clone(), Direction::Rx, Instant::now());
+        assert_eq!(out.len(), 2);
+        assert_eq!(exception_meta(&out[0]).reason, ExceptionReason::TcpControl);
+        assert_eq!(out[1], Output::Host(syn));
+        let data = tcp6(false, false);
+        assert_eq!(g.process(data, Direction::Rx, Instant::now()).len(), 1);
+        assert_eq!(g.card_stats().tcp_duplicates, 1);
+    }
+
+    #[test]
+    fn uncached_sends_everything_to_the_host_and_reinject_applies_once() {
+        let mut g = Gft {
+            flags: config::ENABLE,
+            ..Default::default()
+        };
+        let f = udp4(7, 8, b"y");
+        let out = g.process(f.clone(), Direction::Tx, Instant::now());
+        assert_eq!(exception_meta(&out[0]).reason, ExceptionReason::NoCache);
+        let act = gft::Action {
+            flags: action::VLAN_PUSH,
+            vlan_tci: 5,
+            ..Default::default()
+        };
+        let mut data = ReinjectMeta {
+            dir: Direction::Tx,
+            action: act,
+        }
+        .to_bytes()
+        .to_vec();
+        data.extend_from_slice(&f);
+        match g.reinject(&data) {
+            Some(Output::Wire(w)) => assert_eq!(w.len(), f.len() + 4),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(g.reinject(&f), None, "no valid header");
+        assert_eq!(g.stats.bad_reinjects, 1);
+        assert_eq!(g.table.len(), 0, "reinjection installs nothing");
+    }
+
+    #[test]
+    fn drop_and_meter() {
+        let mut g = enabled();
+        let f = udp4(1, 2, &[0u8; 1000]);
+        let key = parse::parse(&f, Direction::Tx).unwrap().key;
+        let meter = gft::Action {
+            flags: action::METER,
+            meter_rate: 8000,
+            meter_burst: 2100,
+            ..Default::default()
+        };
+        install(&mut g, key, meter);
+        let now = Instant::now();
+        let sent: usize = (0..10)
+            .map(|_| g.process(f.clone(), Direction::Tx, now).len())
+            .sum();
+        assert_eq!(sent, 2, "the burst holds two frames");
+        assert_eq!(g.card_stats().meter_drops, 8);
+        let drop = gft::Action {
+            flags: action::DROP,
+            ..Default::default()
+        };
+        install(&mut g, key, drop);
+        assert!(g.process(f, Direction::Tx, now).is_empty());
+    }
+
+    #[test]
+    fn admin_install_capacity_delete_dump() {
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let mut g = enabled();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let now = Instant::now();
+        let cfg = |flags, max_flows| AdminCmd::GftConfig { flags, max_flows };
+        assert_eq!(
+            g.execute(&dma, cfg(0x10, 4), &mut e, now),
+            AdminStatus::BadParam
+        );
+        assert_eq!(
+            g.execute(&dma, cfg(1, 0), &mut e, now),
+            AdminStatus::BadParam
+        );
+        assert_eq!(g.execute(&dma, cfg(3, 2), &mut e, now), AdminStatus::Ok);
+        let key = parse::parse(&udp4(1, 2, b""), Direction::Tx).unwrap().key;
+        let mut install_status = |g: &mut Gft, sport| {
+            let rec = FlowRecord {
+                key: FlowKey { sport, ..key },
+                generation: 0,
+                action: gft::Action::default(),
+            };
+            dma.write(0x1000, &rec.to_bytes()).unwrap();
+            g.execute(&dma, AdminCmd::GftInstall { record: 0x1000 }, &mut e, now)
+        };
+        assert_eq!(install_status(&mut g, 1), AdminStatus::Ok);
+        assert_eq!(install_status(&mut g, 2), AdminStatus::Ok);
+        assert_eq!(install_status(&mut g, 2), AdminStatus::Ok, "update");
+        assert_eq!(install_status(&mut g, 3), AdminStatus::NoSpace);
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        assert_eq!(
+            g.execute(&dma, cfg(3, 1), &mut e, now),
+            AdminStatus::BadState
+        );
+        let dump = AdminCmd::GftDump {
+            buf: 0x2000,
+            max: 1,
+            cursor: 0,
+        };
+        assert_eq!(g.execute(&dma, dump, &mut e, now), AdminStatus::Ok);
+        let r = GftDumpResult::read_result(&e);
+        assert_eq!((r.count, r.next), (1, 1));
+        let mut rec = [0u8; DUMP_RECORD_LEN];
+        dma.read(0x2000, &mut rec).unwrap();
+        assert_eq!(gft::FlowCounters::from_bytes(&rec).unwrap().key.sport, 1);
+        dma.write(0x3000, &FlowKey { sport: 1, ..key }.to_bytes())
+            .unwrap();
+        let del = AdminCmd::GftDelete { key: 0x3000 };
+        assert_eq!(g.execute(&dma, del, &mut e, now), AdminStatus::Ok);
+        assert_eq!(g.execute(&dma, del, &mut e, now), AdminStatus::NotFound);
+        assert_eq!(g.card_stats().flows, 1);
+    }
+}

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Header transpositions: the packet rewrites a GFT action performs, in
+//! the order [`crate::hw::gft::action`] documents (the meter is the
+//! engine's, before these).
+
+use etherparse::{IpNumber, PacketBuilder};
+
+use super::parse::{parse, Layers};
+use crate::hw::gft::{action, proto, Action, Direction, VXLAN_PORT};
+
+/// 802.1Q TPID.
+const ETH_P_8021Q: u16 = 0x8100;
+
+/// Why an action could not be applied; the card drops the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransformError {
+    /// Decap of a packet that is not tunnelled.
+    NotTunnelled,
+    /// NAT or VLAN pop of a packet without the headers for it.
+    NoHeader,
+    /// Building the outer headers failed (too long).
+    Encap,
+}
+
+/// One's-complement sum fold of `data` as 16-bit big-endian words.
+fn sum16(data: &[u8]) -> u32 {
+    data.chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum()
+}
+
+/// The checksum `csum` after bytes `old` of its coverage became `new`
+/// (RFC 1624, equation 3); both even-length.
+fn csum_update(csum: u16, old: &[u8], new: &[u8]) -> u16 {
+    let mut sum = u32::from(!csum) + sum16(new) + (0xffff * old.len() as u32 / 2 - sum16(old));
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An L4 checksum field: its offset, and whether it is UDP's (which
+/// sends a computed zero as all ones).
+#[derive(Clone, Copy)]
+struct L4Csum {
+    at: usize,
+    udp: bool,
+}
+
+/// The L4 checksum of `l`, if the pseudo-header (`pseudo`) or the ports
+/// are in its coverage.
+fn l4_csum_at(frame: &[u8], l: &Layers, pseudo: bool) -> Option<L4Csum> {
+    if !l.has_l4 {
+        return None;
+    }
+    let at = match l.proto {
+        proto::TCP => l.l4 + 16,
+        // A zero UDP checksum over IPv4 means "none".
+        proto::UDP if l.ip_version == 6 || frame[l.l4 + 6..l.l4 + 8] != [0, 0] => l.l4 + 6,
+        proto::ICMPV6 if pseudo => l.l4 + 2,
+        _ => return None,
+    };
+    Some(L4Csum {
+        at,
+        udp: l.proto == proto::UDP,
+    })
+}
+
+/// Replaces `len` bytes at `at` with `new`, fixing the IP header checksum
+/// (`ip_csum`) and the L4 one (`l4_csum`) that cover them.
+fn rewrite(frame: &mut [u8], at: usize, new: &[u8], ip_csum: Option<usize>, l4: Option<L4Csum>) {
+    let old = frame[at..at + new.len()].to_vec();
+    let fix = |frame: &mut [u8], c: usize| {
+        let v = u16::from_be_bytes([frame[c], frame[c + 1]]);
+        let fixed = csum_update(v, &old, new);
+        frame[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
+        fixed
+    };
+    if let Some(c) = ip_csum {
+        fix(frame, c);
+    }
+    if let Some(l4) = l4 {
+        if fix(frame, l4.at) == 0 && l4.udp {
+            frame[l4.at..l4.at + 2].copy_from_slice(&[0xff, 0xff]);
+        }
+    }
+    frame[at..at + new.len()].copy_from_slice(new);
+}
+
+/// NAT on the outermost headers of `frame`.
+fn nat(frame: &mut [u8], a: &Action) -> Result<(), TransformError> {
+    let l = parse(frame, Direction::Tx)
+        .map(|p| p.outer)
+        .ok_or(TransformError::NoHeader)?;
+    let (addr_len, src_at, dst_at, ip_csum) = if l.ip_version == 4 {
+        (4, l.l3 + 12, l.l3 + 16, Some(l.l3 + 10))
+    } else {
+        (16, l.l3 + 8, l.l3 + 24, None)
+    };
+    let pseudo_csum = l4_csum_at(frame, &l, true);
+    if a.flags & action::NAT_SRC_IP != 0 {
+        rewrite(frame, src_at, &a.nat_sip[..addr_len], ip_csum, pseudo_csum);
+    }
+    if a.flags & action::NAT_DST_IP != 0 {
+        rewrite(frame, dst_at, &a.nat_dip[..addr_len], ip_csum, pseudo_csum);
+    }
+    let has_ports = l.has_l4 && matches!(l.proto, proto::TCP | proto::UDP);
+    if a.flags & (action::NAT_SRC_PORT | action::NAT_DST_PORT) != 0 && !has_ports {
+        return Err(TransformError::NoHeader);
+    }
+    let port_csum = l4_csum_at(frame, &l, false);
+    if a.flags & action::NAT_SRC_PORT != 0 {
+        rewrite(frame, l.l4, &a.nat_sport.to_be_bytes(), None, port_csum);
+    }
+    if a.flags & action::NAT_DST_PORT != 0 {
+        rewrite(frame, l.l4 + 2, &a.nat_dport.to_be_bytes(), None, port_csum);
+    }
+    Ok(())
+}
+
+/// A 16-bit hash of the inner flow, for the outer UDP source port (so the
+/// underlay can spread tunnelled flows as it would plain ones).
+fn flow_entropy(inner: &[u8]) -> u16 {
+    let p = parse(inner, Direction::Tx);
+    let key = p.map_or([0u8; 48], |p| p.key.to_bytes());
+    let h = crc32fast::hash(&key);
+    (h ^ (h >> 16)) as u16
+}
+
+/// Wraps `inner` in the outer headers of `a`.
+fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
+    let e = &a.encap;
+    let builder = PacketBuilder::ethernet2(e.smac, e.dmac);
+    let v6 = a.flags & action::ENCAP_IPV6 != 0;
+    let mut out = Vec::with_capacity(inner.len() + 70);
+    let sip4: [u8; 4] = e.sip[..4].try_into().expect("16 bytes");
+    let dip4: [u8; 4] = e.dip[..4].try_into().expect("16 bytes");
+    let result = if a.flags & action::VXLAN_ENCAP != 0 {
+        let mut payload = Vec::with_capacity(8 + inner.len());
+        payload.extend_from_slice(&[0x08, 0, 0, 0]);
+        payload.extend_from_slice(&(e.id << 8).to_be_bytes());
+        payload.extend_from_slice(&inner);
+        // Ephemeral range, as RFC 7348 recommends.
+        let sport = 49152 | (flow_entropy(&inner) & 0x3fff);
+        if v6 {
+            builder
+                .ipv6(e.sip, e.dip, 64)
+                .udp(sport, VXLAN_PORT)
+                .write(&mut out, &payload)
+        } else {
+            builder
+                .ipv4(sip4, dip4, 64)
+                .udp(sport, VXLAN_PORT)
+                .write(&mut out, &payload)
+        }
+    } else {
+        let mut payload = Vec::with_capacity(8 + inner.len());
+        payload.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
+        payload
+            .extend_from_slice(&(e.id << 8 | u32::from(flow_entropy(&inner) as u8)).to_be_bytes());
+        payload.extend_from_slice(&inner);
+        if v6 {
+            builder
+                .ipv6(e.sip, e.dip, 64)
+                .write(&mut out, IpNumber::GRE, &payload)
+        } else {
+            builder
+                .ipv4(sip4, dip4, 64)
+                .write(&mut out, IpNumber::GRE, &payload)
+        }
+    };
+    result.map_err(|_| TransformError::Encap)?;
+    Ok(out)
+}
+
+/// Applies `a`'s rewrites to `frame` (not drop or meter, which the engine
+/// handles). Returns the packet to send on.
+pub fn apply(mut frame: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
+    if a.flags & action::DECAP != 0 {
+        let inner = parse(&frame, Direction::Rx)
+            .and_then(|p| p.inner)
+            .ok_or(TransformError::NotTunnelled)?;
+        frame.drain(..inner.eth);
+    }
+    if a.flags & action::VLAN_POP != 0 {
+        let tagged = frame.len() >= 18 && frame[12..14] == ETH_P_8021Q.to_be_bytes();
+        if !tagged {
+            return Err(TransformError::NoHeader);
+        }
+        frame.drain(12..16);
+    }
+    if a.flags & action::NAT != 0 {
+        nat(&mut frame, a)?;
+    }
+    if a.flags & action::VLAN_PUSH != 0 {
+        if frame.len() < 14 {
+            return Err(TransformError::NoHeader);
+        }
+        let mut tag = ETH_P_8021Q.to_be_bytes().to_vec();
+        tag.extend_from_slice(&a.vlan_tci.to_be_bytes());
+        frame.splice(12..12, tag);
+    }
+    if a.flags & (action::VXLAN_ENCAP | action::NVGRE_ENCAP) != 0 {
+        frame = encap(frame, a)?;
+    }
+    Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::tests::{tcp6, udp4};
+    use super::*;
+    use etherparse::{PacketHeaders, TransportHeader};
+
+    fn checksums_ok(frame: &[u8]) -> bool {
+        let h = PacketHeaders::from_ethernet_slice(frame).unwrap();
+        let payload = h.payload.slice();
+        match (h.net.unwrap(), h.transport.unwrap()) {
+            (etherparse::NetHeaders::Ipv4(ip, _), TransportHeader::Tcp(t)) => {
+                ip.header_checksum == ip.calc_header_checksum()
+                    && t.checksum == t.calc_checksum_ipv4(&ip, payload).unwrap()
+            }
+            (etherparse::NetHeaders::Ipv4(ip, _), TransportHeader::Udp(u)) => {
+                ip.header_checksum == ip.calc_header_checksum()
+                    && u.checksum == u.calc_checksum_ipv4(&ip, payload).unwrap()
+            }
+            (etherparse::NetHeaders::Ipv6(ip, _), TransportHeader::Tcp(t)) => {
+                t.checksum == t.calc_checksum_ipv6(&ip, payload).unwrap()
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn nat_rewrites_addresses_and_ports_with_valid_checksums() {
+        let a = Action {
+            flags: action::NAT_DST_IP | action::NAT_DST_PORT | action::NAT_SRC_IP,
+            nat_dip: [10, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            nat_sip: [172, 16, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            nat_dport: 8080,
+            ..Default::default()
+        };
+        let f = apply(udp4(1000, 53, b"some data!"), &a).unwrap();
+        let p = parse(&f, Direction::Tx).unwrap();
+        assert_eq!(&p.key.dst[..4], &[10, 9, 9, 9]);
+        assert_eq!(&p.key.src[..4], &[172, 16, 0, 1]);
+        assert_eq!(p.key.dport, 8080);
+        assert!(checksums_ok(&f));
+
+        let mut a6 = a;
+        a6.flags = action::NAT_SRC_IP | action::NAT_SRC_PORT;
+        a6.nat_sip = [0x20; 16];
+        a6.nat_sport = 4444;
+        let f = apply(tcp6(true, false), &a6).unwrap();
+        let p = parse(&f, Direction::Tx).unwrap();
+        assert_eq!((p.key.src, p.key.sport), ([0x20; 16], 4444));
+        assert!(checksums_ok(&f));
+    }
+
+    #[test]
+    fn vxlan_encap_then_decap_is_identity() {
+        let inner = udp4(5000, 6000, b"inner payload");
+        let mut a = Action {
+            flags: action::VXLAN_ENCAP,
+            ..Default::default()
+        };
+        a.encap.id = 4242;
+        a.encap.sip[..4].copy_from_slice(&[192, 168, 1, 1]);
+        a.encap.dip[..4].copy_from_slice(&[192, 168, 1, 2]);
+        let outer = apply(inner.clone(), &a).unwrap();
+        let p = parse(&outer, Direction::Rx).unwrap();
+        assert_eq!(p.tunnel, Some(4242));
+        assert_eq!(outer.len(), inner.len() + 50);
+        let decap = Action {
+            flags: action::DECAP,
+            ..Default::default()
+        };
+        assert_eq!(apply(outer, &decap).unwrap(), inner);
+        a.flags = action::NVGRE_ENCAP | action::ENCAP_IPV6;
+        let outer = apply(inner.clone(), &a).unwrap();
+        assert_eq!(parse(&outer, Direction::Rx).unwrap().tunnel, Some(4242));
+        assert_eq!(apply(outer, &decap).unwrap(), inner);
+        assert_eq!(
+            apply(inner, &decap),
+            Err(TransformError::NotTunnelled),
+            "nothing to decap"
+        );
+    }
+
+    #[test]
+    fn vlan_push_then_pop() {
+        let f = udp4(1, 2, b"abc");
+        let push = Action {
+            flags: action::VLAN_PUSH,
+            vlan_tci: 100,
+            ..Default::default()
+        };
+        let tagged = apply(f.clone(), &push).unwrap();
+        assert!(parse(&tagged, Direction::Tx).unwrap().outer.vlan);
+        let pop = Action {
+            flags: action::VLAN_POP,
+            ..Default::default()
+        };
+        assert_eq!(apply(tagged, &pop).unwrap(), f);
+        assert_eq!(apply(f, &pop), Err(TransformError::NoHeader));
+    }
+}
