@@ -54,6 +54,8 @@ impl From<AdminError> for Error {
         match e {
             AdminError::Refused(AdminStatus::BadParam) => EINVAL,
             AdminError::Refused(AdminStatus::BadState) => EBUSY,
+            AdminError::Refused(AdminStatus::NoSpace) => ENOSPC,
+            AdminError::Refused(AdminStatus::NotFound) => ENOENT,
             AdminError::Refused(_) | AdminError::BadStatus(_) => EIO,
             AdminError::Timeout => ETIMEDOUT,
             AdminError::Io(e) => e,

@@ -17,6 +17,7 @@ use kernel::{
 
 use crate::admin::{AdminError, AdminQueue};
 use crate::bond::{self, Bond};
+use crate::gft::Gft;
 use crate::hw::{
     self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind,
     QpCardStats,
@@ -69,6 +70,11 @@ impl Config {
     }
 }
 
+/// [`NetDevWork`] id of the GFT exception work.
+const GFT_WORK: u8 = 1;
+/// GFT exceptions one run of the work decides before it yields.
+const GFT_WORK_BUDGET: u32 = 256;
+
 /// How long a function reset may take, in milliseconds.
 const RESET_POLLS: u32 = 100;
 
@@ -83,6 +89,9 @@ pub(crate) struct Nic {
     /// before anything it uses goes away.
     #[pin]
     reset_work: NetDevWork<Nic>,
+    /// PF: decides the GFT exceptions NAPI queued.
+    #[pin]
+    gft_work: NetDevWork<Nic, GFT_WORK>,
     /// Times the whole function was reset (the card lost track of an
     /// admin command).
     device_resets: Atomic<u64>,
@@ -107,6 +116,8 @@ pub(crate) struct Nic {
     /// PF: the VF bond.
     #[pin]
     bond: Bond,
+    /// PF: the GFT's policy, flows and exception path.
+    gft: Option<Arc<Gft>>,
     /// The RX filter the device's own address lists and flags ask for
     /// (`rx_mode` bits and multicast hash); see `apply_rx_filter`.
     rx_filter_flags: Atomic<u32>,
@@ -230,6 +241,7 @@ pub(crate) fn register(
             rx_csum: info.offloads & offload::RX_CSUM != 0,
             sg: true,
             tso: info.offloads & offload::TSO != 0,
+            hw_tc: kind == FuncKind::Pf,
         },
         tso_max_segs: hw::TSO_MAX_SEGS,
         // A PF's synthetic NIC transmits through its VF's NIC.
@@ -242,6 +254,10 @@ pub(crate) fn register(
     let n = name.len().min(bus_info.len() - 1);
     bus_info[..n].copy_from_slice(&name[..n]);
     let rss_mem = dma.alloc(hw::RSS_CONFIG_LEN)?;
+    let gft = match kind {
+        FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
+        FuncKind::Vf => None,
+    };
     let mut rss_key = [0u8; hw::RSS_KEY_LEN];
     rss_key_fill(&mut rss_key);
     let regs = regs.clone();
@@ -278,6 +294,7 @@ pub(crate) fn register(
             )?;
             Ok(try_pin_init!(Nic {
             reset_work <- NetDevWork::new(dev.clone()),
+            gft_work <- NetDevWork::new(dev.clone()),
             device_resets: Atomic::new(0),
             card_lost: Atomic::new(0),
             card_watch <- new_mutex!(CardWatch::default()),
@@ -292,6 +309,7 @@ pub(crate) fn register(
             card_id,
             perm_mac: mac,
             bond <- Bond::new(),
+            gft,
             rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
             rx_filter_mc: Atomic::new(0),
             fw_version: [fw[1], fw[2], fw[3]],
@@ -379,12 +397,41 @@ impl Nic {
         mtu + 14 + 4
     }
 
-    /// Ring and buffer sizes of every queue pair for `cfg` and `mtu`.
+    /// Ring and buffer sizes of every queue pair for `cfg` and `mtu`. A
+    /// PF's buffers also fit a GFT exception: its header, and a tunnelled
+    /// frame's outer headers.
     fn geometry(&self, cfg: &Config, mtu: u32) -> QueueGeometry {
+        let gft_room = match self.kind {
+            FuncKind::Pf => hw::gft::META_LEN as u32 + hw::gft::MAX_ENCAP_LEN,
+            FuncKind::Vf => 0,
+        };
         QueueGeometry {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
-            rx_frame: Self::max_frame(mtu),
+            rx_frame: Self::max_frame(mtu) + gft_room,
+        }
+    }
+
+    /// PF: the GFT.
+    pub(crate) fn gft(&self) -> Option<&Arc<Gft>> {
+        self.gft.as_ref()
+    }
+
+    /// NAPI of queue pair `queue` received a GFT exception: queued for the
+    /// GFT work. Only the PF's queue pair 0 is the exception queue; one
+    /// anywhere else is the card's mistake and is dropped.
+    pub(crate) fn gft_exception(&self, queue: u16, skb: SkBuff) {
+        match &self.gft {
+            Some(gft) if queue == 0 => {
+                if gft.queue_exception(skb) {
+                    self.gft_work.schedule();
+                }
+            }
+            _ => {
+                if let Some(q) = self.queues.get(usize::from(queue)) {
+                    bump(&q.stats.bad_completions, 1);
+                }
+            }
         }
     }
 
@@ -666,7 +713,13 @@ impl NetDevOps for Nic {
     }
 
     fn set_features(dev: &NetDev<Self>, features: Features) -> Result {
-        dev.data().set_card_offloads(features)?;
+        let nic = dev.data();
+        if let Some(gft) = &nic.gft {
+            if features.hw_tc != dev.features().hw_tc {
+                gft.set_cache(features.hw_tc)?;
+            }
+        }
+        nic.set_card_offloads(features)?;
         bond::features_changed(dev, features);
         Ok(())
     }
@@ -755,8 +808,36 @@ impl DeviceWork for Nic {
             dev.tx_wake(q);
         }
         if cfg.running {
+            if let Some(gft) = &nic.gft {
+                gft.age();
+            }
             nic.reset_work.schedule_after(next_run_ms);
         }
+    }
+}
+
+impl DeviceWork<GFT_WORK> for Nic {
+    /// Exceptions need no RTNL (admin commands and the exception queue
+    /// have their own locks), and must not wait behind configuration.
+    const RTNL: bool = false;
+
+    /// Decides the queued GFT exceptions and sends each back to the card
+    /// through queue pair 0, up to a budget per run.
+    fn run(dev: &NetDev<Self>) {
+        let nic = dev.data();
+        let Some(gft) = &nic.gft else {
+            return;
+        };
+        for _ in 0..GFT_WORK_BUDGET {
+            let Some(skb) = gft.next_exception() else {
+                return;
+            };
+            if let Some(skb) = gft.decide(skb) {
+                let sent = nic.queues.first().is_some_and(|q| q.reinject(skb));
+                gft.reinjected(sent);
+            }
+        }
+        nic.gft_work.schedule();
     }
 }
 
@@ -811,6 +892,9 @@ impl Nic {
                 dev.name(),
                 e
             );
+        }
+        if let Some(gft) = &self.gft {
+            gft.restore();
         }
         dev.attach();
         self.admin_irq.handler().set_running(cfg.running);
@@ -935,6 +1019,12 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("vf_rx_bytes"), vf.rx_bytes);
             sink.stat(format_args!("vf_tx_packets"), vf.tx_packets);
             sink.stat(format_args!("vf_tx_bytes"), vf.tx_bytes);
+        }
+        if let Some(gft) = &nic.gft {
+            let fetch = sink.wants_values();
+            gft.for_each_counter(fetch, |name, value| {
+                sink.stat(format_args!("gft_{name}"), value)
+            });
         }
         for (q, queue) in nic.queues.iter().enumerate() {
             let s = &queue.stats;

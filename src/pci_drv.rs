@@ -6,6 +6,7 @@
 use kernel::{debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
 
 use crate::bond::BondState;
+use crate::gft::{self, Gft};
 use crate::hw::{self, regs, FuncKind};
 use crate::kext::{
     debugfs_root,
@@ -27,6 +28,8 @@ const MAX_VECTORS: u32 = 64;
 /// registers. The MSI-X vectors are freed by devres after all of this.
 #[pin_data(PinnedDrop)]
 pub(crate) struct RsnicFunction {
+    /// PF: `gft/`. Removed first, so no write reaches a GFT going away.
+    gft_files: Option<Pin<KBox<GftFiles>>>,
     nic: Option<NicRegistration>,
     /// The VF bond of a PF's synthetic NIC (`bond`).
     #[pin]
@@ -43,9 +46,53 @@ pub(crate) struct RsnicFunction {
 impl PinnedDrop for RsnicFunction {
     fn drop(self: Pin<&mut Self>) {
         let this = self.project();
+        this.gft_files.take();
         this.nic.take();
         // Quiesce the card; it may already be gone, which is fine.
         let _ = this.regs.write(regs::DEV_CTRL, hw::ctrl::RESET);
+    }
+}
+
+/// The PF's `gft/` debugfs directory (its ABI: Documentation/rsnic/gft.rst).
+#[pin_data]
+struct GftFiles {
+    #[pin]
+    rules: debugfs::File<Arc<Gft>>,
+    #[pin]
+    flows: debugfs::File<Arc<Gft>>,
+    #[pin]
+    stats: debugfs::File<Arc<Gft>>,
+    #[pin]
+    max_flows: debugfs::File<Arc<Gft>>,
+    #[pin]
+    fail_installs: debugfs::File<Arc<Gft>>,
+    #[pin]
+    idle_timeout: debugfs::File<Arc<Gft>>,
+    _dir: debugfs::Dir,
+}
+
+impl GftFiles {
+    fn new(parent: &debugfs::Dir, gft: &Arc<Gft>) -> Result<Pin<KBox<Self>>> {
+        let dir = parent.subdir(c"gft");
+        KBox::pin_init(
+            try_pin_init!(Self {
+                rules <- dir.read_write_callback_file(
+                    c"rules", gft.clone(), &gft::show_rules, &gft::write_rules),
+                flows <- dir.read_write_callback_file(
+                    c"flows", gft.clone(), &gft::show_flows, &gft::write_flows),
+                stats <- dir.read_callback_file(c"stats", gft.clone(), &gft::show_stats),
+                max_flows <- dir.read_write_callback_file(
+                    c"max_flows", gft.clone(), &gft::show_max_flows, &gft::write_max_flows),
+                fail_installs <- dir.read_write_callback_file(
+                    c"fail_installs", gft.clone(), &gft::show_fail_installs,
+                    &gft::write_fail_installs),
+                idle_timeout <- dir.read_write_callback_file(
+                    c"idle_timeout_ms", gft.clone(), &gft::show_idle_timeout,
+                    &gft::write_idle_timeout),
+                _dir: dir,
+            }? Error),
+            GFP_KERNEL,
+        )
     }
 }
 
@@ -181,7 +228,13 @@ impl pci::Driver for RsnicDriver {
                 .as_ref()
                 .filter(|_| *kind == FuncKind::Pf)
                 .map(|n| n.dev().data().bond().shared_state());
+            let gft_files = nic
+                .as_ref()
+                .and_then(|n| n.dev().data().gft().cloned())
+                .map(|g| GftFiles::new(&dir, &g))
+                .transpose()?;
             Ok(try_pin_init!(RsnicFunction {
+                gft_files,
                 nic,
                 bond_file <- dir.read_callback_file(c"bond", bond, &show_bond),
                 regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),

@@ -566,6 +566,32 @@ impl QueuePair {
         self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
     }
 
+    /// Sends a GFT exception back to the card (its header already replaced
+    /// by the reinjection header). Process context. Returns whether it was
+    /// posted; a full or stopped ring drops it (the stack's frames keep
+    /// their room: the queue is not stopped for this).
+    pub(crate) fn reinject(&self, skb: SkBuff) -> bool {
+        let mut guard = lock_bh(&self.tx);
+        let Some(state) = &mut *guard else {
+            return false;
+        };
+        if state.ring.free() < 2 * TX_MAX_DESCS {
+            return false;
+        }
+        let offloads = TxDesc {
+            flags: TxDesc::GFT_REINJECT,
+            ..TxDesc::default()
+        };
+        let Ok(last) = state.post(&skb, offloads) else {
+            return false;
+        };
+        state.slots[usize::from(last.get())].skb = Some(skb);
+        let tail = state.ring.tail.get();
+        drop(guard);
+        self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
+        true
+    }
+
     /// Retires the TX frame whose last descriptor a completion names:
     /// unmaps its parts, frees its skb, and wakes the queue if it stopped
     /// for lack of room.
@@ -650,6 +676,10 @@ impl QueuePair {
             return;
         };
         match page.into_skb(len) {
+            Ok(skb) if cqe.flags & Cqe::GFT_EXCEPTION != 0 => {
+                // Not for the stack: the GFT's exception path decides it.
+                self.dev.get().data().gft_exception(self.index, skb);
+            }
             Ok(mut skb) => {
                 if cqe.flags & Cqe::HASH != 0 {
                     skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);

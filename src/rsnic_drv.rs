@@ -13,6 +13,7 @@ use kernel::{driver, pci, prelude::*};
 mod admin;
 mod bond;
 mod ffi;
+mod gft;
 // Shared verbatim with the emulator, hence `pub` items and some the driver
 // does not use.
 #[allow(dead_code, unreachable_pub)]

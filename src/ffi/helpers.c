@@ -142,6 +142,36 @@ unsigned int rsnic_skb_headlen(const struct sk_buff *skb)
 	return skb_headlen(skb);
 }
 
+u8 *rsnic_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+void rsnic_skb_queue_head_init(struct sk_buff_head *list)
+{
+	skb_queue_head_init(list);
+}
+
+void rsnic_skb_queue_tail(struct sk_buff_head *list, struct sk_buff *skb)
+{
+	skb_queue_tail(list, skb);
+}
+
+struct sk_buff *rsnic_skb_dequeue(struct sk_buff_head *list)
+{
+	return skb_dequeue(list);
+}
+
+u32 rsnic_skb_queue_len(const struct sk_buff_head *list)
+{
+	return skb_queue_len_lockless(list);
+}
+
+void rsnic_skb_queue_purge(struct sk_buff_head *list)
+{
+	skb_queue_purge(list);
+}
+
 
 unsigned int rsnic_skb_len(const struct sk_buff *skb)
 {

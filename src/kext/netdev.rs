@@ -70,15 +70,19 @@ pub(crate) struct Features {
     /// `tcp-segmentation-offload` for IPv4 and IPv6 (`NETIF_F_TSO`,
     /// `NETIF_F_TSO6`).
     pub(crate) tso: bool,
+    /// `hw-tc-offload` (`NETIF_F_HW_TC`): flows cached in the device.
+    pub(crate) hw_tc: bool,
 }
 
 impl Features {
-    /// Every offload this type names.
+    /// Every data-path offload this type names (what a lower device
+    /// follows; not `hw_tc`, which is the upper device's own).
     pub(crate) const ALL: Self = Self {
         tx_csum: true,
         rx_csum: true,
         sg: true,
         tso: true,
+        hw_tc: false,
     };
 
     pub(super) fn to_raw(self) -> ffi::netdev_features_t {
@@ -88,6 +92,7 @@ impl Features {
             | bit(self.sg, ffi::NETIF_F_SG_BIT)
             | bit(self.tso, ffi::NETIF_F_TSO_BIT)
             | bit(self.tso, ffi::NETIF_F_TSO6_BIT)
+            | bit(self.hw_tc, ffi::NETIF_F_HW_TC_BIT)
     }
 
     fn from_raw(raw: ffi::netdev_features_t) -> Self {
@@ -97,6 +102,7 @@ impl Features {
             rx_csum: has(ffi::NETIF_F_RXCSUM_BIT),
             sg: has(ffi::NETIF_F_SG_BIT),
             tso: has(ffi::NETIF_F_TSO_BIT) || has(ffi::NETIF_F_TSO6_BIT),
+            hw_tc: has(ffi::NETIF_F_HW_TC_BIT),
         }
     }
 }

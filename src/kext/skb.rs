@@ -72,6 +72,25 @@ impl SkBuff {
         unsafe { ffi::rsnic_skb_headlen(self.as_raw()) }
     }
 
+    /// The linear part's bytes.
+    pub(crate) fn head(&self) -> &[u8] {
+        // SAFETY: Valid skb: `data` points at `headlen` readable bytes,
+        // alive as long as the skb, which `&self` borrows.
+        unsafe {
+            core::slice::from_raw_parts(ffi::rsnic_skb_data(self.as_raw()), self.headlen() as usize)
+        }
+    }
+
+    /// The linear part's bytes, to rewrite in place. Only for an skb the
+    /// driver made itself (received, not cloned), whose data no one else
+    /// shares.
+    pub(crate) fn head_mut(&mut self) -> &mut [u8] {
+        let len = self.headlen() as usize;
+        // SAFETY: As `head`; `&mut self` and the skb being the driver's
+        // own unshared buffer make the access exclusive.
+        unsafe { core::slice::from_raw_parts_mut(ffi::rsnic_skb_data(self.as_raw()), len) }
+    }
+
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
         // SAFETY: Valid skb.
@@ -149,5 +168,62 @@ impl Drop for SkBuff {
     fn drop(&mut self) {
         // SAFETY: We own the skb; any context.
         unsafe { ffi::rsnic_dev_kfree_skb_any(self.as_raw()) };
+    }
+}
+
+/// A queue of socket buffers (`struct sk_buff_head`) with its own
+/// IRQ-safe lock: one context enqueues (NAPI), another dequeues (a work
+/// item). Frees what is left on drop.
+///
+/// # Invariants
+///
+/// `head` was initialised by `skb_queue_head_init` and holds only skbs
+/// the queue owns.
+#[pin_data(PinnedDrop)]
+pub(crate) struct SkbQueue {
+    #[pin]
+    head: kernel::types::Opaque<ffi::sk_buff_head>,
+}
+
+// SAFETY: `sk_buff_head` is used through its own lock from any context.
+unsafe impl Send for SkbQueue {}
+// SAFETY: As above.
+unsafe impl Sync for SkbQueue {}
+
+impl SkbQueue {
+    /// An empty queue.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: Initialises the pinned, embedded list head.
+            head <- kernel::types::Opaque::ffi_init(|h: *mut ffi::sk_buff_head| unsafe {
+                ffi::rsnic_skb_queue_head_init(h)
+            }),
+        })
+    }
+
+    /// Adds `skb` at the tail. Any context.
+    pub(crate) fn enqueue(&self, skb: SkBuff) {
+        // SAFETY: Initialised head (invariant); the queue takes the skb.
+        unsafe { ffi::rsnic_skb_queue_tail(self.head.get(), skb.into_raw()) };
+    }
+
+    /// Takes the skb at the head. Any context.
+    pub(crate) fn dequeue(&self) -> Option<SkBuff> {
+        // SAFETY: Initialised head; a dequeued skb is ours.
+        unsafe { SkBuff::from_raw(ffi::rsnic_skb_dequeue(self.head.get())) }
+    }
+
+    /// Skbs queued (a snapshot).
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: Initialised head; a racy read of its length is allowed.
+        unsafe { ffi::rsnic_skb_queue_len(self.head.get()) }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SkbQueue {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: Initialised head; frees every skb still queued.
+        unsafe { ffi::rsnic_skb_queue_purge(self.head.get()) };
     }
 }

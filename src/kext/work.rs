@@ -15,10 +15,14 @@ use kernel::{container_of, prelude::*, types::Opaque};
 use crate::ffi;
 use crate::kext::netdev::{NetDev, NetDevRef};
 
-/// What a net device's driver does when its [`NetDevWork`] runs.
-pub(crate) trait DeviceWork: Send + Sync + Sized + 'static {
-    /// Runs in process context with RTNL held (so it may reconfigure the
-    /// device as an `ndo_*` callback would), at most once per
+/// What a net device's driver does when its [`NetDevWork`] runs. A
+/// driver with several work items tells them apart by `ID`.
+pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
+    /// Whether `run` is called with RTNL held.
+    const RTNL: bool = true;
+
+    /// Runs in process context, with RTNL held if [`Self::RTNL`] (so it
+    /// may reconfigure the device as an `ndo_*` callback would), at most once per
     /// [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and never
     /// concurrently with itself. It may
     /// run after the device was stopped or unregistered, but never after
@@ -33,7 +37,7 @@ pub(crate) trait DeviceWork: Send + Sync + Sized + 'static {
 ///
 /// `work` was initialised with [`Self::run_raw`] as its function.
 #[pin_data(PinnedDrop)]
-pub(crate) struct NetDevWork<T: DeviceWork> {
+pub(crate) struct NetDevWork<T: DeviceWork<ID>, const ID: u8 = 0> {
     #[pin]
     work: Opaque<ffi::delayed_work>,
     dev: NetDevRef<T>,
@@ -42,11 +46,11 @@ pub(crate) struct NetDevWork<T: DeviceWork> {
 
 // SAFETY: Scheduling and cancelling a work item are allowed from any thread;
 // `NetDevRef<T>` is `Send + Sync` for a `Send + Sync` `T`.
-unsafe impl<T: DeviceWork> Send for NetDevWork<T> {}
+unsafe impl<T: DeviceWork<ID>, const ID: u8> Send for NetDevWork<T, ID> {}
 // SAFETY: As above.
-unsafe impl<T: DeviceWork> Sync for NetDevWork<T> {}
+unsafe impl<T: DeviceWork<ID>, const ID: u8> Sync for NetDevWork<T, ID> {}
 
-impl<T: DeviceWork> NetDevWork<T> {
+impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// A work item running `T::run` on `dev`. Like every [`NetDevRef`]
     /// holder, it must live inside the device's state.
     pub(crate) fn new(dev: NetDevRef<T>) -> impl PinInit<Self, Error> {
@@ -85,6 +89,10 @@ impl<T: DeviceWork> NetDevWork<T> {
         // the `delayed_work` in the `work` field of a `NetDevWork<T>` (so
         // has its address); `Opaque` is `repr(transparent)`.
         let this = unsafe { &*container_of!(w.cast::<Opaque<ffi::delayed_work>>(), Self, work) };
+        if !T::RTNL {
+            T::run(this.dev.get());
+            return;
+        }
         // SAFETY: Process context, no locks held: RTNL may be taken. The
         // state's drop (which cancels us) never runs under RTNL, so this
         // cannot deadlock with it.
@@ -96,7 +104,7 @@ impl<T: DeviceWork> NetDevWork<T> {
 }
 
 #[pinned_drop]
-impl<T: DeviceWork> PinnedDrop for NetDevWork<T> {
+impl<T: DeviceWork<ID>, const ID: u8> PinnedDrop for NetDevWork<T, ID> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: `work` is initialised; after this returns it is neither
         // pending nor running (even if it re-queues itself), so `run_raw`

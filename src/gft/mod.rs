@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The GFT on the driver side: the exception path (packets the card sends
+//! to the host because no flow matched, queued from NAPI and decided in a
+//! work item), and the debugfs interface of policy and flows.
+//!
+//! Documentation/rsnic/gft.rst is the ABI of the debugfs files.
+
+mod card;
+mod rule;
+mod vfp;
+
+use core::fmt;
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+    uaccess::UserSliceReader,
+};
+
+use crate::admin::AdminQueue;
+use crate::hw::gft::{ExceptionMeta, MAX_FLOWS_LIMIT, META_LEN};
+use crate::kext::{
+    dma_device::DmaDevice,
+    skb::{SkBuff, SkbQueue},
+};
+use card::GftCard;
+use vfp::{Vfp, WriteError};
+
+/// Exceptions waiting for the work item, at most; more are dropped.
+const BACKLOG_MAX: u32 = 1024;
+/// Longest debugfs write accepted.
+const MAX_WRITE: usize = 1024;
+
+/// The GFT state of a PF.
+#[pin_data]
+pub(crate) struct Gft {
+    #[pin]
+    vfp: Mutex<Vfp>,
+    /// Exception packets from NAPI, for the work item.
+    #[pin]
+    backlog: SkbQueue,
+    backlog_drops: Atomic<u64>,
+    bad_exceptions: Atomic<u64>,
+}
+
+impl Gft {
+    /// The GFT of the PF whose admin queue is `admin`; off until a rule
+    /// is added.
+    pub(crate) fn new(admin: Arc<AdminQueue>, dma: &DmaDevice) -> Result<Arc<Self>> {
+        let card = GftCard::new(admin, dma)?;
+        Arc::pin_init(
+            try_pin_init!(Self {
+                vfp <- new_mutex!(Vfp::new(card)),
+                backlog <- SkbQueue::new(),
+                backlog_drops: Atomic::new(0),
+                bad_exceptions: Atomic::new(0),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// NAPI received an exception. Returns whether the work item should
+    /// run (it was queued).
+    pub(crate) fn queue_exception(&self, skb: SkBuff) -> bool {
+        if skb.headlen() < (META_LEN + 14) as u32 {
+            self.bad_exceptions.fetch_add(1, Relaxed);
+            return false;
+        }
+        if self.backlog.len() >= BACKLOG_MAX {
+            self.backlog_drops.fetch_add(1, Relaxed);
+            return false;
+        }
+        self.backlog.enqueue(skb);
+        true
+    }
+
+    /// The next queued exception.
+    pub(crate) fn next_exception(&self) -> Option<SkBuff> {
+        self.backlog.dequeue()
+    }
+
+    /// Decides an exception: the skb rewritten for reinjection (its
+    /// exception header replaced by the reinjection header), or `None` if
+    /// it is done with (dropped or only tracked).
+    pub(crate) fn decide(&self, mut skb: SkBuff) -> Option<SkBuff> {
+        let Some(meta) = ExceptionMeta::from_bytes(skb.head()) else {
+            self.bad_exceptions.fetch_add(1, Relaxed);
+            return None;
+        };
+        let verdict = self.vfp.lock().decide(&meta)?;
+        skb.head_mut()[..META_LEN].copy_from_slice(&verdict.to_bytes());
+        Some(skb)
+    }
+
+    /// Counts a decided packet as sent back (or not).
+    pub(crate) fn reinjected(&self, sent: bool) {
+        let mut vfp = self.vfp.lock();
+        if sent {
+            vfp.stats.reinjected += 1;
+        } else {
+            vfp.stats.reinject_drops += 1;
+        }
+    }
+
+    /// `hw-tc-offload` changed.
+    pub(crate) fn set_cache(&self, on: bool) -> Result {
+        Ok(self.vfp.lock().set_cache(on)?)
+    }
+
+    /// The card was reset: configure its GFT again.
+    pub(crate) fn restore(&self) {
+        if let Err(e) = self.vfp.lock().restore() {
+            pr_warn!("GFT not restored after reset: {:?}\n", e);
+        }
+    }
+
+    /// Periodic aging of idle flows (from the health check).
+    pub(crate) fn age(&self) {
+        let _ = self.vfp.lock().age();
+    }
+
+    /// The counters, `gft_`-prefixed for `ethtool -S` (`fetch`: ask the
+    /// card for its own first).
+    pub(crate) fn for_each_counter(&self, fetch: bool, mut each: impl FnMut(&str, u64)) {
+        let mut vfp = self.vfp.lock();
+        if fetch {
+            let _ = vfp.query_card_stats();
+        }
+        vfp.stats.backlog_drops = self.backlog_drops.load(Relaxed);
+        vfp.stats.bad_exceptions = self.bad_exceptions.load(Relaxed);
+        for (name, value) in vfp.counters() {
+            each(name, value);
+        }
+    }
+}
+
+/// Reads a whole write from user space as text; `None` if it is too long,
+/// not UTF-8, or unreadable.
+fn read_text(reader: &mut UserSliceReader, buf: &mut [u8; MAX_WRITE]) -> Result<usize> {
+    let len = reader.len();
+    if len == 0 || len > MAX_WRITE {
+        pr_info!(
+            "rsnic: gft: write of {} bytes refused (1..={})\n",
+            len,
+            MAX_WRITE
+        );
+        return Err(EINVAL);
+    }
+    reader.read_slice(&mut buf[..len])?;
+    Ok(len)
+}
+
+/// Runs a debugfs write `op` on the text written; malformed input is
+/// `EINVAL` with the reason logged, and changes nothing.
+fn write_with(
+    gft: &Arc<Gft>,
+    file: &str,
+    reader: &mut UserSliceReader,
+    op: impl FnOnce(&mut Vfp, &str) -> Result<(), WriteError>,
+) -> Result {
+    let mut buf = [0u8; MAX_WRITE];
+    let len = read_text(reader, &mut buf)?;
+    let Ok(text) = core::str::from_utf8(&buf[..len]) else {
+        pr_info!("gft {}: not UTF-8\n", file);
+        return Err(EINVAL);
+    };
+    let result = op(&mut gft.vfp.lock(), text.trim());
+    match result {
+        Ok(()) => Ok(()),
+        Err(WriteError::Invalid(reason)) => {
+            pr_info!("gft {}: {}\n", file, reason);
+            Err(EINVAL)
+        }
+        Err(WriteError::Failed(e)) => Err(e),
+    }
+}
+
+fn parse_u32(text: &str) -> Result<u32, WriteError> {
+    text.parse()
+        .map_err(|_| WriteError::Invalid("expected a number"))
+}
+
+/// `rules`: list.
+pub(crate) fn show_rules(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    gft.vfp.lock().show_rules(f)
+}
+
+/// `rules`: add, del, flush.
+pub(crate) fn write_rules(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
+    write_with(gft, "rules", r, |v, t| v.write_rules(t))
+}
+
+/// `flows`: list, with the card's current counters.
+pub(crate) fn show_flows(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut vfp = gft.vfp.lock();
+    // A card that does not answer shows the last counters read.
+    let _ = vfp.refresh();
+    vfp.show_flows(f)
+}
+
+/// `flows`: del, flush.
+pub(crate) fn write_flows(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
+    write_with(gft, "flows", r, |v, t| v.write_flows(t))
+}
+
+/// `stats`: one `name value` line per counter.
+pub(crate) fn show_stats(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut result = Ok(());
+    gft.for_each_counter(true, |name, value| {
+        if result.is_ok() {
+            result = writeln!(f, "{name} {value}");
+        }
+    });
+    result
+}
+
+/// `max_flows`.
+pub(crate) fn show_max_flows(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "{}", gft.vfp.lock().max_flows())
+}
+
+/// `max_flows`: 1..=[`MAX_FLOWS_LIMIT`]; lowering it evicts the oldest flows.
+pub(crate) fn write_max_flows(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
+    const _: () = assert!(MAX_FLOWS_LIMIT > 0);
+    write_with(gft, "max_flows", r, |v, t| v.set_max_flows(parse_u32(t)?))
+}
+
+/// `fail_installs`: installs still to fail.
+pub(crate) fn show_fail_installs(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "{}", gft.vfp.lock().fail_installs())
+}
+
+/// `fail_installs`: make the next N installs fail (fault injection).
+pub(crate) fn write_fail_installs(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
+    write_with(gft, "fail_installs", r, |v, t| {
+        v.set_fail_installs(parse_u32(t)?)
+    })
+}
+
+/// `idle_timeout_ms`.
+pub(crate) fn show_idle_timeout(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "{}", gft.vfp.lock().idle_timeout_ms())
+}
+
+/// `idle_timeout_ms`: how long a flow may be idle before it is removed.
+pub(crate) fn write_idle_timeout(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
+    write_with(gft, "idle_timeout_ms", r, |v, t| {
+        v.set_idle_timeout_ms(parse_u32(t)?)
+    })
+}

@@ -1,0 +1,821 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The VFP role: host-side policy over the card's GFT.
+//!
+//! Rules are evaluated on the first packet of a flow (an exception); the
+//! result is installed in the card as an exact-match flow (and its
+//! reverse, where the action has one: NAT, encap) and the packet is sent
+//! back with its action. TCP SYN/FIN/RST copies keep per-flow connection
+//! state, so a closed connection's flows are retired; idle flows age out.
+//! A rule change bumps the generation: flows of older generations come
+//! back as exceptions on their next packet and are evaluated again.
+//!
+//! The driver's table mirrors what the card accepted; the card is the one
+//! that counts packets (read with a dump).
+
+use core::fmt;
+
+use kernel::{
+    prelude::*,
+    rbtree::RBTree,
+    time::{Instant, Monotonic},
+};
+
+use super::card::GftCard;
+use super::rule::{ActionText, Addr, ParseError, Proto, Rule, MAX_RULE_ID};
+use crate::admin::AdminError;
+use crate::hw::gft::{
+    action, config, proto, tcp_flags, Action, CardGftStats, Direction, ExceptionMeta,
+    ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DEFAULT_MAX_FLOWS, HOST_VPORT,
+    MAX_FLOWS_LIMIT,
+};
+
+/// Most rules.
+pub(crate) const MAX_RULES: usize = 4096;
+/// Idle time after which a flow is removed, unless set otherwise.
+pub(crate) const DEFAULT_IDLE_TIMEOUT_MS: u32 = 30_000;
+/// Range of the idle timeout a user may set.
+pub(crate) const IDLE_TIMEOUT_RANGE_MS: core::ops::RangeInclusive<u32> = 100..=3_600_000;
+/// How long a closed connection's flows are remembered: its last packets
+/// (the final ACK, retransmitted FINs) are forwarded with the old action
+/// instead of installing a flow again.
+const CLOSED_LINGER_MS: i64 = 5_000;
+/// Most installs fault injection may be asked to fail.
+pub(crate) const MAX_FAIL_INSTALLS: u32 = 1_000_000;
+
+/// A rule and its hit count.
+struct RuleEntry {
+    rule: Rule,
+    hits: u64,
+}
+
+/// An installed flow, as the driver knows it.
+#[derive(Clone, Copy)]
+struct FlowState {
+    /// The rule that decided it (0: none matched, the default allow).
+    rule: u32,
+    action: Action,
+    generation: u32,
+    /// The flow of the other direction installed with it (NAT, encap).
+    peer: Option<FlowKey>,
+    /// Whether this is the reverse flow of `peer` (installed because of it).
+    reverse: bool,
+    /// A FIN was seen this way.
+    fin: bool,
+    /// Install order (eviction takes the oldest).
+    seq: u64,
+    installed: Instant<Monotonic>,
+    // What the card counted, as of the last dump.
+    packets: u64,
+    bytes: u64,
+    idle_ms: u32,
+    meter_drops: u64,
+}
+
+/// A flow of a connection that closed.
+struct Closed {
+    action: Action,
+    since: Instant<Monotonic>,
+}
+
+/// The driver's GFT counters.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct VfpStats {
+    /// Exception packets handled.
+    pub(crate) exceptions: u64,
+    /// Exceptions with a header the driver could not use (dropped).
+    pub(crate) bad_exceptions: u64,
+    /// Exceptions dropped because the backlog was full.
+    pub(crate) backlog_drops: u64,
+    /// Packets sent back to the card.
+    pub(crate) reinjected: u64,
+    /// Packets that could not be sent back (TX ring full or stopped).
+    pub(crate) reinject_drops: u64,
+    /// Flows installed (or updated).
+    pub(crate) installs: u64,
+    /// Installs the card refused (full table) or fault injection failed.
+    pub(crate) install_failures: u64,
+    /// Flows removed to make room (`max_flows` lowered).
+    pub(crate) evictions: u64,
+    /// TCP SYN/FIN/RST seen (copies and misses).
+    pub(crate) tcp_control: u64,
+    /// Flows retired because their connection closed.
+    pub(crate) tcp_retired: u64,
+    /// Flows removed for being idle.
+    pub(crate) aged_out: u64,
+    /// Dump records the card garbled.
+    pub(crate) bad_dump_records: u64,
+}
+
+/// The policy engine and the driver's view of the card's table.
+pub(crate) struct Vfp {
+    card: GftCard,
+    rules: KVec<RuleEntry>,
+    next_rule_id: u32,
+    generation: u32,
+    flows: RBTree<FlowKey, FlowState>,
+    closed: RBTree<FlowKey, Closed>,
+    max_flows: u32,
+    /// Flows are cached in the card (`hw-tc-offload`).
+    cache: bool,
+    fail_installs: u32,
+    idle_timeout_ms: u32,
+    seq: u64,
+    /// The card's counters as of the last query.
+    card_stats: CardGftStats,
+    /// Counters.
+    pub(crate) stats: VfpStats,
+}
+
+/// Why a debugfs write was refused.
+pub(crate) enum WriteError {
+    /// Malformed: `EINVAL`, with the reason logged.
+    Invalid(ParseError),
+    /// Well-formed but failed (no such entry, card error).
+    Failed(Error),
+}
+
+impl From<ParseError> for WriteError {
+    fn from(e: ParseError) -> Self {
+        Self::Invalid(e)
+    }
+}
+
+impl From<AdminError> for WriteError {
+    fn from(e: AdminError) -> Self {
+        Self::Failed(e.into())
+    }
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        Self::Failed(e)
+    }
+}
+
+/// The flow of the other direction an action implies, if any: NAT's
+/// reverse translation, or decap for an encap (the reply comes back in
+/// the tunnel).
+fn reverse_flow(key: &FlowKey, a: &Action) -> Option<(FlowKey, Action)> {
+    let encap = a.flags & (action::VXLAN_ENCAP | action::NVGRE_ENCAP) != 0;
+    if a.flags & action::NAT == 0 && !encap {
+        return None;
+    }
+    // The packet as it leaves, then seen coming back.
+    let mut out = *key;
+    let mut rev = Action::default();
+    if a.flags & action::NAT_SRC_IP != 0 {
+        out.src = a.nat_sip;
+        rev.flags |= action::NAT_DST_IP;
+        rev.nat_dip = key.src;
+    }
+    if a.flags & action::NAT_DST_IP != 0 {
+        out.dst = a.nat_dip;
+        rev.flags |= action::NAT_SRC_IP;
+        rev.nat_sip = key.dst;
+    }
+    if a.flags & action::NAT_SRC_PORT != 0 {
+        out.sport = a.nat_sport;
+        rev.flags |= action::NAT_DST_PORT;
+        rev.nat_dport = key.sport;
+    }
+    if a.flags & action::NAT_DST_PORT != 0 {
+        out.dport = a.nat_dport;
+        rev.flags |= action::NAT_SRC_PORT;
+        rev.nat_sport = key.dport;
+    }
+    let mut back = out.reverse();
+    if encap {
+        back.tunnel = Some(a.encap.id);
+        rev.flags |= action::DECAP;
+    }
+    Some((back, rev))
+}
+
+impl Vfp {
+    /// No rules, GFT off, nothing installed.
+    pub(crate) fn new(card: GftCard) -> Self {
+        Self {
+            card,
+            rules: KVec::new(),
+            next_rule_id: 1,
+            generation: 1,
+            flows: RBTree::new(),
+            closed: RBTree::new(),
+            max_flows: DEFAULT_MAX_FLOWS,
+            cache: true,
+            fail_installs: 0,
+            idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            seq: 0,
+            card_stats: CardGftStats::default(),
+            stats: VfpStats::default(),
+        }
+    }
+
+    /// Whether the GFT is in the path: there is a policy (some rule).
+    pub(crate) fn enabled(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    fn config_flags(&self) -> u32 {
+        let mut flags = 0;
+        if self.enabled() {
+            flags |= config::ENABLE;
+        }
+        if self.cache {
+            flags |= config::CACHE;
+        }
+        flags
+    }
+
+    /// The card lost its state (function reset): configure it again. The
+    /// flows it held are gone; they come back as exceptions.
+    pub(crate) fn restore(&mut self) -> Result<(), AdminError> {
+        self.flows = RBTree::new();
+        self.card.set_generation(self.generation)?;
+        self.card.configure(self.config_flags(), self.max_flows)
+    }
+
+    /// Forgets every flow, in the card and here.
+    fn flush_all(&mut self) -> Result<(), AdminError> {
+        self.card.flush()?;
+        self.flows = RBTree::new();
+        self.closed = RBTree::new();
+        Ok(())
+    }
+
+    /// The policy changed: a new generation, and the GFT switched on or off
+    /// with the rule table's emptiness.
+    fn policy_changed(&mut self, was_enabled: bool) -> Result<(), AdminError> {
+        self.generation = self.generation.wrapping_add(1);
+        self.card.set_generation(self.generation)?;
+        if was_enabled != self.enabled() {
+            if !self.enabled() {
+                self.flush_all()?;
+            }
+            self.card.configure(self.config_flags(), self.max_flows)?;
+        }
+        Ok(())
+    }
+
+    /// Executes a write to `rules`: `add key=value...`, `del <id>`, `flush`.
+    pub(crate) fn write_rules(&mut self, text: &str) -> Result<(), WriteError> {
+        let mut words = text.split_whitespace();
+        let was_enabled = self.enabled();
+        match (words.next(), words.clone().next()) {
+            (Some("add"), _) => {
+                let rule = Rule::parse(words, self.next_rule_id)?;
+                if self.rules.iter().any(|r| r.rule.id == rule.id) {
+                    return Err(WriteError::Invalid("id in use"));
+                }
+                if self.rules.len() >= MAX_RULES {
+                    return Err(WriteError::Invalid("too many rules"));
+                }
+                self.rules
+                    .push(RuleEntry { rule, hits: 0 }, GFP_KERNEL)
+                    .map_err(|_| WriteError::Failed(ENOMEM))?;
+                if let Err(e) = self.policy_changed(was_enabled) {
+                    // Fully added or not at all.
+                    self.rules.pop();
+                    return Err(e.into());
+                }
+                self.next_rule_id = self.next_rule_id.max(rule.id % MAX_RULE_ID + 1);
+                self.rules
+                    .sort_unstable_by_key(|r| (r.rule.prio, r.rule.id));
+                Ok(())
+            }
+            (Some("del"), Some(id)) => {
+                let id: u32 = id.parse().map_err(|_| "bad id")?;
+                if words.nth(1).is_some() {
+                    return Err(WriteError::Invalid("del takes one id"));
+                }
+                let Some(at) = self.rules.iter().position(|r| r.rule.id == id) else {
+                    return Err(WriteError::Failed(ENOENT));
+                };
+                let removed = self
+                    .rules
+                    .remove(at)
+                    .map_err(|_| WriteError::Failed(EINVAL))?;
+                if let Err(e) = self.policy_changed(was_enabled) {
+                    self.rules.insert_within_capacity(at, removed).ok();
+                    return Err(e.into());
+                }
+                Ok(())
+            }
+            (Some("flush"), None) => {
+                let old = core::mem::take(&mut self.rules);
+                if let Err(e) = self.policy_changed(was_enabled) {
+                    self.rules = old;
+                    return Err(e.into());
+                }
+                Ok(())
+            }
+            _ => Err(WriteError::Invalid("expected add, del <id> or flush")),
+        }
+    }
+
+    /// Executes a write to `flows`: `del <key fields>` or `flush`.
+    pub(crate) fn write_flows(&mut self, text: &str) -> Result<(), WriteError> {
+        let mut words = text.split_whitespace();
+        match words.next() {
+            Some("flush") if words.next().is_none() => Ok(self.flush_all()?),
+            Some("del") => {
+                let key = parse_key(words)?;
+                if self.flows.get(&key).is_none() {
+                    return Err(WriteError::Failed(ENOENT));
+                }
+                self.card.delete(&key)?;
+                self.flows.remove(&key);
+                Ok(())
+            }
+            _ => Err(WriteError::Invalid("expected del <key> or flush")),
+        }
+    }
+
+    /// The flow capacity.
+    pub(crate) fn max_flows(&self) -> u32 {
+        self.max_flows
+    }
+
+    /// Resizes the table; the oldest flows are evicted if it holds more.
+    pub(crate) fn set_max_flows(&mut self, max: u32) -> Result<(), WriteError> {
+        if !(1..=MAX_FLOWS_LIMIT).contains(&max) {
+            return Err(WriteError::Invalid("max_flows out of range"));
+        }
+        while self.flows.iter().count() > max as usize {
+            let oldest = self
+                .flows
+                .iter()
+                .min_by_key(|(_, s)| s.seq)
+                .map(|(k, _)| *k);
+            let Some(key) = oldest else { break };
+            self.card.delete(&key)?;
+            self.flows.remove(&key);
+            self.stats.evictions += 1;
+        }
+        self.card.configure(self.config_flags(), max)?;
+        self.max_flows = max;
+        Ok(())
+    }
+
+    /// Installs pending to fail (fault injection).
+    pub(crate) fn fail_installs(&self) -> u32 {
+        self.fail_installs
+    }
+
+    /// Makes the next `n` installs fail.
+    pub(crate) fn set_fail_installs(&mut self, n: u32) -> Result<(), WriteError> {
+        if n > MAX_FAIL_INSTALLS {
+            return Err(WriteError::Invalid("fail_installs out of range"));
+        }
+        self.fail_installs = n;
+        Ok(())
+    }
+
+    /// The idle timeout.
+    pub(crate) fn idle_timeout_ms(&self) -> u32 {
+        self.idle_timeout_ms
+    }
+
+    /// Sets the idle timeout.
+    pub(crate) fn set_idle_timeout_ms(&mut self, ms: u32) -> Result<(), WriteError> {
+        if !IDLE_TIMEOUT_RANGE_MS.contains(&ms) {
+            return Err(WriteError::Invalid("idle_timeout_ms out of range"));
+        }
+        self.idle_timeout_ms = ms;
+        Ok(())
+    }
+
+    /// `hw-tc-offload` changed: with it off, nothing is cached and every
+    /// packet is an exception.
+    pub(crate) fn set_cache(&mut self, on: bool) -> Result<(), AdminError> {
+        if on == self.cache {
+            return Ok(());
+        }
+        if !on {
+            self.flush_all()?;
+        }
+        self.cache = on;
+        let configured = self.card.configure(self.config_flags(), self.max_flows);
+        if configured.is_err() {
+            self.cache = !on;
+        }
+        configured
+    }
+
+    /// The first matching rule's id and action (lowest priority, then
+    /// lowest id); without one, the default: allow.
+    fn evaluate(&mut self, key: &FlowKey) -> (u32, Action) {
+        match self.rules.iter_mut().find(|r| r.rule.m.matches(key)) {
+            Some(r) => {
+                r.hits += 1;
+                (r.rule.id, r.rule.action)
+            }
+            None => (0, Action::default()),
+        }
+    }
+
+    /// Installs one flow; the mirror follows what the card accepted.
+    fn install(
+        &mut self,
+        key: FlowKey,
+        rule: u32,
+        action: Action,
+        peer: Option<FlowKey>,
+        reverse: bool,
+    ) -> Result<(), AdminError> {
+        if self.fail_installs > 0 {
+            self.fail_installs -= 1;
+            self.stats.install_failures += 1;
+            return Err(AdminError::Refused(crate::hw::AdminStatus::DeviceError));
+        }
+        let rec = FlowRecord {
+            key,
+            generation: self.generation,
+            action,
+        };
+        if let Err(e) = self.card.install(&rec) {
+            self.stats.install_failures += 1;
+            return Err(e);
+        }
+        self.stats.installs += 1;
+        self.seq += 1;
+        let now = Instant::<Monotonic>::now();
+        if let Some(s) = self.flows.get_mut(&key) {
+            s.rule = rule;
+            s.action = action;
+            s.generation = self.generation;
+            s.peer = peer;
+            s.reverse = reverse;
+            return Ok(());
+        }
+        let state = FlowState {
+            rule,
+            action,
+            generation: self.generation,
+            peer,
+            reverse,
+            fin: false,
+            seq: self.seq,
+            installed: now,
+            packets: 0,
+            bytes: 0,
+            idle_ms: 0,
+            meter_drops: 0,
+        };
+        if self
+            .flows
+            .try_create_and_insert(key, state, GFP_KERNEL)
+            .is_err()
+        {
+            // No memory to remember it: do not leave it in the card.
+            let _ = self.card.delete(&key);
+            self.stats.install_failures += 1;
+            return Err(AdminError::Io(ENOMEM));
+        }
+        Ok(())
+    }
+
+    /// Installs the flow for `key` and the reverse flow its action implies.
+    fn install_pair(&mut self, key: FlowKey, rule: u32, action: Action) {
+        let rev = reverse_flow(&key, &action);
+        if self
+            .install(key, rule, action, rev.map(|(k, _)| k), false)
+            .is_ok()
+        {
+            if let Some((rk, ra)) = rev {
+                if self.install(rk, rule, ra, Some(key), true).is_err() {
+                    // Half a pair is worse than none: its packets would
+                    // miss NAT or decap on the way back.
+                    let _ = self.card.delete(&key);
+                    self.flows.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Removes a flow and its peer (connection over); they are remembered
+    /// as closed for a while.
+    fn retire(&mut self, key: &FlowKey) {
+        let peer = match self.flows.get(key) {
+            Some(s) => s.peer.unwrap_or_else(|| key.reverse()),
+            None => key.reverse(),
+        };
+        let now = Instant::<Monotonic>::now();
+        for k in [*key, peer] {
+            if let Some(s) = self.flows.remove(&k) {
+                let _ = self.card.delete(&k);
+                self.stats.tcp_retired += 1;
+                let closed = Closed {
+                    action: s.action,
+                    since: now,
+                };
+                // Without memory the flow is simply forgotten.
+                let _ = self.closed.try_create_and_insert(k, closed, GFP_KERNEL);
+            }
+        }
+    }
+
+    /// Connection tracking from a TCP packet's flags.
+    fn track_tcp(&mut self, key: &FlowKey, flags: u8) {
+        if key.proto != proto::TCP || flags & tcp_flags::CONTROL == 0 {
+            return;
+        }
+        self.stats.tcp_control += 1;
+        if flags & tcp_flags::RST != 0 {
+            self.retire(key);
+            return;
+        }
+        if flags & tcp_flags::FIN != 0 {
+            let Some(s) = self.flows.get_mut(key) else {
+                return;
+            };
+            s.fin = true;
+            let peer = s.peer.unwrap_or_else(|| key.reverse());
+            if self.flows.get(&peer).is_some_and(|p| p.fin) {
+                self.retire(key);
+            }
+        }
+    }
+
+    /// Decides an exception packet: what to do with it (`None`: drop it,
+    /// e.g. a TCP control copy, whose original the card forwarded).
+    pub(crate) fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
+        self.stats.exceptions += 1;
+        let key = meta.key;
+        if meta.reason == ExceptionReason::TcpControl {
+            self.track_tcp(&key, meta.tcp_flags);
+            return None;
+        }
+        let syn = key.proto == proto::TCP && meta.tcp_flags & tcp_flags::SYN != 0;
+        if let Some(c) = self.closed.get(&key) {
+            if !syn {
+                return Some(ReinjectMeta {
+                    dir: key.dir,
+                    action: c.action,
+                });
+            }
+            self.closed.remove(&key);
+        }
+        // A reverse flow is decided by the flow it is the reverse of.
+        let origin = self
+            .flows
+            .get(&key)
+            .filter(|s| s.reverse)
+            .and_then(|s| s.peer);
+        // What to do with this packet, and which flow (with its action)
+        // to install for it.
+        let (rule, act, fwd, fwd_act) = match origin {
+            Some(fwd) => {
+                let (rule, fwd_act) = self.evaluate(&fwd);
+                match reverse_flow(&fwd, &fwd_act) {
+                    Some((rk, ra)) if rk == key => (rule, ra, fwd, fwd_act),
+                    _ => {
+                        // Policy no longer makes this a reverse flow.
+                        let _ = self.card.delete(&key);
+                        self.flows.remove(&key);
+                        let (rule, act) = self.evaluate(&key);
+                        (rule, act, key, act)
+                    }
+                }
+            }
+            None => {
+                let (rule, act) = self.evaluate(&key);
+                (rule, act, key, act)
+            }
+        };
+        if self.cache && meta.reason != ExceptionReason::NoCache {
+            self.install_pair(fwd, rule, fwd_act);
+        }
+        self.track_tcp(&key, meta.tcp_flags);
+        Some(ReinjectMeta {
+            dir: key.dir,
+            action: act,
+        })
+    }
+
+    /// Reads the card's counters of every flow into the mirror. A flow the
+    /// card holds but the driver does not know is removed from the card.
+    pub(crate) fn refresh(&mut self) -> Result<(), AdminError> {
+        let mut unknown = KVec::new();
+        let flows = &mut self.flows;
+        let garbled = self.card.dump(|c| match flows.get_mut(&c.key) {
+            Some(s) => {
+                s.packets = c.packets;
+                s.bytes = c.bytes;
+                s.idle_ms = c.idle_ms;
+                s.meter_drops = c.meter_drops;
+            }
+            None => {
+                let _ = unknown.push(c.key, GFP_KERNEL);
+            }
+        })?;
+        self.stats.bad_dump_records += garbled;
+        for k in unknown.iter() {
+            let _ = self.card.delete(k);
+        }
+        self.card_stats = self.card.stats()?;
+        Ok(())
+    }
+
+    /// Removes idle flows and forgets closed connections past their linger.
+    /// Runs from the periodic health check.
+    pub(crate) fn age(&mut self) -> Result<(), AdminError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        self.refresh()?;
+        let timeout = self.idle_timeout_ms;
+        let mut idle = KVec::new();
+        for (k, s) in self.flows.iter() {
+            if s.idle_ms >= timeout {
+                let _ = idle.push(*k, GFP_KERNEL);
+            }
+        }
+        for k in idle.iter() {
+            self.card.delete(k)?;
+            self.flows.remove(k);
+            self.stats.aged_out += 1;
+        }
+        let mut expired = KVec::new();
+        for (k, c) in self.closed.iter() {
+            if c.since.elapsed().as_millis() >= CLOSED_LINGER_MS {
+                let _ = expired.push(*k, GFP_KERNEL);
+            }
+        }
+        for k in expired.iter() {
+            self.closed.remove(k);
+        }
+        Ok(())
+    }
+
+    /// Lists the rules for `rules`.
+    pub(crate) fn show_rules(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for r in self.rules.iter() {
+            writeln!(f, "{} hits={}", r.rule, r.hits)?;
+        }
+        Ok(())
+    }
+
+    /// Lists the flows for `flows` (key order). Call [`Self::refresh`]
+    /// first for current counters.
+    pub(crate) fn show_flows(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, s) in self.flows.iter() {
+            write!(f, "{}", KeyText(k))?;
+            writeln!(
+                f,
+                " rule={} {} packets={} bytes={} age_ms={} idle_ms={} gen={}{}",
+                s.rule,
+                ActionText(&s.action),
+                s.packets,
+                s.bytes,
+                s.installed.elapsed().as_millis(),
+                s.idle_ms,
+                s.generation,
+                if s.reverse { " reverse" } else { "" }
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Prints the counters for `stats` (and names them for `ethtool -S`).
+    pub(crate) fn counters(&self) -> [(&'static str, u64); 22] {
+        let c = &self.card_stats;
+        let s = &self.stats;
+        [
+            ("lookups", c.lookups),
+            ("hits", c.hits),
+            ("misses", c.misses),
+            ("exceptions", c.exceptions),
+            ("tcp_duplicates", c.tcp_duplicates),
+            ("meter_drops", c.meter_drops),
+            ("card_flows", u64::from(c.flows)),
+            ("flows", self.flows.iter().count() as u64),
+            ("rules", self.rules.len() as u64),
+            ("generation", u64::from(self.generation)),
+            ("exceptions_handled", s.exceptions),
+            ("bad_exceptions", s.bad_exceptions),
+            ("backlog_drops", s.backlog_drops),
+            ("reinjected", s.reinjected),
+            ("reinject_drops", s.reinject_drops),
+            ("installs", s.installs),
+            ("install_failures", s.install_failures),
+            ("evictions", s.evictions),
+            ("tcp_control", s.tcp_control),
+            ("tcp_retired", s.tcp_retired),
+            ("aged_out", s.aged_out),
+            ("bad_dump_records", s.bad_dump_records),
+        ]
+    }
+
+    /// Updates the card's counters (for `stats` and `ethtool -S`).
+    pub(crate) fn query_card_stats(&mut self) -> Result<(), AdminError> {
+        self.card_stats = self.card.stats()?;
+        Ok(())
+    }
+}
+
+/// A flow key in `flows` syntax.
+struct KeyText<'a>(&'a FlowKey);
+
+impl fmt::Display for KeyText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self.0;
+        write!(
+            f,
+            "dir={} proto={} src={} dst={} sport={} dport={}",
+            k.dir.name(),
+            Proto(k.proto),
+            Addr(&k.src, k.ip_version),
+            Addr(&k.dst, k.ip_version),
+            k.sport,
+            k.dport
+        )?;
+        if let Some(t) = k.tunnel {
+            write!(f, " tunnel={t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a flow key: `dir= proto= src= dst= [sport=] [dport=] [tunnel=]`.
+fn parse_key(words: core::str::SplitWhitespace<'_>) -> Result<FlowKey, ParseError> {
+    let mut dir = None;
+    let mut proto_num = None;
+    let mut src = None;
+    let mut dst = None;
+    let (mut sport, mut dport, mut tunnel) = (None, None, None);
+    for w in words {
+        let (k, v) = w.split_once('=').ok_or("expected key=value")?;
+        let slot_taken = match k {
+            "dir" => dir
+                .replace(match v {
+                    "tx" => Direction::Tx,
+                    "rx" => Direction::Rx,
+                    _ => return Err("dir is tx or rx"),
+                })
+                .is_some(),
+            "proto" => proto_num
+                .replace(match v {
+                    "tcp" => proto::TCP,
+                    "udp" => proto::UDP,
+                    "icmp" => proto::ICMP,
+                    "icmpv6" => proto::ICMPV6,
+                    n => n.parse().map_err(|_| "bad protocol")?,
+                })
+                .is_some(),
+            "src" => src.replace(v).is_some(),
+            "dst" => dst.replace(v).is_some(),
+            "sport" => sport
+                .replace(v.parse::<u16>().map_err(|_| "bad port")?)
+                .is_some(),
+            "dport" => dport
+                .replace(v.parse::<u16>().map_err(|_| "bad port")?)
+                .is_some(),
+            "tunnel" => {
+                let t: u32 = v.parse().map_err(|_| "bad tunnel id")?;
+                if t >= 1 << 24 {
+                    return Err("tunnel id out of range");
+                }
+                tunnel.replace(t).is_some()
+            }
+            _ => return Err("unknown key"),
+        };
+        if slot_taken {
+            return Err("key given twice");
+        }
+    }
+    let addr = |v: Option<&str>| -> Result<([u8; 16], u8), ParseError> {
+        let v = v.ok_or("src and dst are required")?;
+        let (a, fam) = match v.parse::<core::net::Ipv4Addr>() {
+            Ok(a) => {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&a.octets());
+                (b, 4)
+            }
+            Err(_) => (
+                v.parse::<core::net::Ipv6Addr>()
+                    .map_err(|_| "bad IP address")?
+                    .octets(),
+                6,
+            ),
+        };
+        Ok((a, fam))
+    };
+    let (src, fs) = addr(src)?;
+    let (dst, fd) = addr(dst)?;
+    if fs != fd {
+        return Err("IPv4 and IPv6 mixed");
+    }
+    Ok(FlowKey {
+        vport: HOST_VPORT,
+        dir: dir.ok_or("dir is required")?,
+        tunnel,
+        ip_version: fs,
+        proto: proto_num.ok_or("proto is required")?,
+        src,
+        dst,
+        sport: sport.unwrap_or(0),
+        dport: dport.unwrap_or(0),
+    })
+}
