@@ -100,8 +100,8 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
             card.set_link(false);
             "ok".into()
         }
-        ["gft-flows"] => card.lock_gft().describe_flows(Instant::now()),
-        ["gft-stats"] => card.lock_gft().describe_stats(),
+        ["gft-flows"] => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
+        ["gft-stats"] => format!("ok {}", card.lock_gft().describe_stats()),
         ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
         ["cqe-fault", kind, n, rest @ ..] if rest.is_empty() || rest == ["persist"] => {
             match CqeFault::from_name(kind) {

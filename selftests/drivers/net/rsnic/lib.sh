@@ -237,3 +237,54 @@ agree() {
 	echo "# qstats: $b ($1)"
 	return 1
 }
+
+# GFT: card A's debugfs directory, writes that report the errno, counters.
+GFT_PY="$(dirname "${BASH_SOURCE[0]}")/gft.py"
+gft_w() { "$GFT_PY" write "$GFT/$1" "$2"; } # FILE TEXT: prints OK or ENAME
+gft_stat() { awk -v n="$1" '$1 == n {print $2}' "$GFT/stats"; }
+gft_clear() { gft_w rules flush >/dev/null; gft_w flows flush >/dev/null; }
+# What card A's GFT really holds ("ok flows=N max=M; flow; flow..."), and
+# one of its counters ("gft-stats" key=value).
+card_gft_flows() { harness card A gft-flows; }
+card_gft_stat() { harness card A gft-stats | tr ' ' '\n' | awk -F= -v n="$1" '$1 == n {print $2}'; }
+# Flows of card A whose line has all the words given, as the card sees
+# them and as the driver lists them.
+card_flows_with() { card_gft_flows | tr ';' '\n' | grep -c -- "$(printf '%s.*' "$@")"; }
+drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
+# A flow's counter from the driver's listing.
+drv_flow_field() { # FIELD WORDS...
+	local field=$1
+	shift
+	grep -- "$(printf '%s.*' "$@")" "$GFT/flows" | head -n1 | tr ' ' '\n' |
+		awk -F= -v f="$field" '$1 == f {print $2}'
+}
+
+# The two-host network with quiet links for exact GFT counts: no IPv6
+# (router solicitations, MLD), static neighbours (ARP bypasses the GFT
+# anyway), card A's GFT empty.
+gft_setup() {
+	net_setup || echo "# no carrier after set-up"
+	GFT=$RSNIC_DEBUGFS/$(card_addr A)/gft
+	[ -d "$GFT" ] || skip_all "no $GFT (driver without GFT?)"
+	sysctl -qw "net.ipv6.conf.$NETIF_A.disable_ipv6=1"
+	ip netns exec $NS sysctl -qw "net.ipv6.conf.$NETIF_B.disable_ipv6=1"
+	MAC_A=$(cat "/sys/class/net/$NETIF_A/address")
+	MAC_B=$(ip netns exec $NS cat "/sys/class/net/$NETIF_B/address")
+	ip neigh replace $IP_B lladdr "$MAC_B" dev "$NETIF_A"
+	ip -n $NS neigh replace $IP_A lladdr "$MAC_A" dev "$NETIF_B"
+	gft_clear
+	ethtool -K "$NETIF_A" hw-tc-offload on
+}
+
+gft_cleanup() {
+	gft_clear
+	ethtool -K "$NETIF_A" hw-tc-offload on 2>/dev/null
+	"$GFT_PY" write "$GFT/max_flows" 65536 >/dev/null
+	"$GFT_PY" write "$GFT/idle_timeout_ms" 30000 >/dev/null
+	"$GFT_PY" write "$GFT/fail_installs" 0 >/dev/null
+	sysctl -qw "net.ipv6.conf.$NETIF_A.disable_ipv6=0"
+	net_cleanup
+}
+
+# No kernel warning, oops or sanitizer report since dmesg_mark.
+dmesg_clean() { ! dmesg_since_mark | grep -Eq 'WARNING|BUG|Oops|KASAN|UBSAN|lockdep|circular locking'; }

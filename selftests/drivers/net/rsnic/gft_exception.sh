@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The exception path: the first packet of a new UDP or TCP flow misses in
+# the card and goes to the driver, which installs the flow; later packets
+# hit in the card. Counters are checked exactly (IPv6 off, static
+# neighbours: nothing else crosses the GFT). With hw-tc-offload off every
+# packet takes the exception path, and still arrives.
+
+source "$(dirname "$0")/lib.sh"
+gft_setup
+trap gft_cleanup EXIT
+dmesg_mark
+
+# Card and driver counters as "lookups hits misses exceptions installs".
+counts() { echo "$(gft_stat lookups) $(gft_stat hits) $(gft_stat misses) $(gft_stat exceptions) $(gft_stat installs)"; }
+delta() { # BEFORE AFTER
+	local b=($1) a=($2)
+	echo $((a[0] - b[0])) $((a[1] - b[1])) $((a[2] - b[2])) $((a[3] - b[3])) $((a[4] - b[4]))
+}
+
+ktap_header 10
+check "rule added" test "$(gft_w rules "add prio=10 dir=tx proto=udp dport=5001 action=allow")" = OK
+
+before=$(counts)
+ip netns exec $NS "$GFT_PY" udp-recv 5001 10 5 >/tmp/gft_rx &
+sleep 0.5
+"$GFT_PY" udp-send $IP_B 5001 10 40001
+wait
+after=$(counts)
+echo "# UDP: lookups hits misses exceptions installs += $(delta "$before" "$after")"
+check "UDP: 10 lookups, 9 hits, 1 miss, 1 exception, 1 install" test "$(delta "$before" "$after")" = "10 9 1 1 1"
+check "UDP: all 10 datagrams arrived" test "$(cat /tmp/gft_rx)" = 10
+check "UDP: the flow counted the 9 hits, in the driver's and the card's view" \
+	test "$(drv_flow_field packets dir=tx proto=udp "sport=40001 dport=5001")" = 9 -a \
+	"$(card_flows_with dir=tx proto=17 "sport=40001 dport=5001" "packets=9 ")" = 1
+check "UDP: the rule counted one hit" grep -q 'dport=5001 action=allow hits=1$' "$GFT/rules"
+
+before=$(counts)
+ip netns exec $NS "$GFT_PY" tcp-sink 5002 >/tmp/gft_rx &
+"$GFT_PY" tcp-hold $IP_B 5002 3 &
+sleep 2
+after=$(counts)
+d=($(delta "$before" "$after"))
+echo "# TCP (open): lookups hits misses exceptions installs += ${d[*]}"
+flows_pkts=$(($(drv_flow_field packets dir=tx proto=tcp dport=5002) + $(drv_flow_field packets dir=rx proto=tcp sport=5002)))
+check "TCP: SYN and SYN-ACK missed (2 exceptions, 2 installs), the rest hit" \
+	test "${d[2]} ${d[3]} ${d[4]}" = "2 2 2" -a "${d[1]}" -eq $((d[0] - 2)) -a "${d[1]}" -gt 2
+check "TCP: the two flows' packets are the hits" test "$flows_pkts" = "${d[1]}"
+wait
+
+ethtool -K "$NETIF_A" hw-tc-offload off
+before=$(counts)
+ip netns exec $NS "$GFT_PY" udp-recv 5001 10 5 >/tmp/gft_rx &
+sleep 0.5
+"$GFT_PY" udp-send $IP_B 5001 10 40002
+wait
+after=$(counts)
+echo "# hw-tc-offload off: lookups hits misses exceptions installs += $(delta "$before" "$after")"
+check "offload off: no flows cached" test "$(card_gft_flows | sed 's/;.*//')" = "ok flows=0 max=65536"
+check "offload off: every packet an exception, none looked up or installed" \
+	test "$(delta "$before" "$after")" = "0 0 0 10 0"
+check "offload off: all 10 datagrams arrived" test "$(cat /tmp/gft_rx)" = 10
+rm -f /tmp/gft_rx
+ktap_finish
