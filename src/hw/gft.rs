@@ -121,14 +121,22 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
-    /// The key of the same conversation's packets the other way.
+    /// The key of the same conversation's packets the other way. ICMP's
+    /// echo identifier stays where it is (requests and replies carry it
+    /// alike).
     pub fn reverse(&self) -> Self {
+        let icmp = matches!(self.proto, proto::ICMP | proto::ICMPV6);
+        let (sport, dport) = if icmp {
+            (self.sport, self.dport)
+        } else {
+            (self.dport, self.sport)
+        };
         Self {
             dir: self.dir.reverse(),
             src: self.dst,
             dst: self.src,
-            sport: self.dport,
-            dport: self.sport,
+            sport,
+            dport,
             ..*self
         }
     }

@@ -157,8 +157,9 @@ fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
     } else {
         let mut payload = Vec::with_capacity(8 + inner.len());
         payload.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
-        payload
-            .extend_from_slice(&(e.id << 8 | u32::from(flow_entropy(&inner) as u8)).to_be_bytes());
+        // FlowID 0: RFC 7637 makes it optional, and a plain GRE peer
+        // (Linux gretap with key VSID << 8) then matches the key exactly.
+        payload.extend_from_slice(&(e.id << 8).to_be_bytes());
         payload.extend_from_slice(&inner);
         if v6 {
             builder

@@ -7,10 +7,14 @@ traffic with known contents, and the debugfs fuzzer.
   gft.py write-hex FILE HEX         the same with raw bytes
   gft.py udp-send DST PORT N [SPORT [SIZE]]
   gft.py udp-recv PORT N TIMEOUT    prints the datagrams received
-  gft.py tcp-sink PORT              one connection: prints "bytes sha256"
+  gft.py tcp-sink PORT              one connection: prints "bytes sha256 peer"
   gft.py tcp-source DST PORT BYTES  prints "bytes sha256" of what it sent
   gft.py tcp-hold DST PORT SECONDS  connects, sends a little, waits, closes
+  gft.py tcp-reset DST PORT SECONDS the same, but closes with a RST
+  gft.py udp-blast DST PORT SECONDS PPS SIZE SPORT   prints "sent seconds"
+  gft.py udp-count PORT IDLE        counts datagrams until IDLE s of quiet
   gft.py fuzz DIR N SEED            N random/mutated writes to DIR's files
+  gft.py readd DIR                  flush the rules, add each listed one again
 """
 
 import errno
@@ -18,6 +22,7 @@ import hashlib
 import os
 import random
 import socket
+import struct
 import sys
 import time
 
@@ -68,18 +73,21 @@ def tcp_sink(port):
     ls.bind(("::", port))
     ls.listen(1)
     ls.settimeout(30)
-    c, _ = ls.accept()
+    c, peer = ls.accept()
     c.settimeout(60)
     h = hashlib.sha256()
     total = 0
     while True:
-        d = c.recv(65536)
+        try:
+            d = c.recv(65536)
+        except ConnectionResetError:
+            break
         if not d:
             break
         h.update(d)
         total += len(d)
     c.close()
-    print(total, h.hexdigest())
+    print(total, h.hexdigest(), peer[0].removeprefix("::ffff:"))
 
 
 def connect(dst, port):
@@ -108,11 +116,53 @@ def tcp_source(dst, port, nbytes):
     print(sent, h.hexdigest())
 
 
-def tcp_hold(dst, port, seconds):
+def tcp_hold(dst, port, seconds, reset=False):
     s = connect(dst, port)
     s.sendall(b"x" * 1000)
     time.sleep(seconds)
+    if reset:
+        # Linger 0: close sends RST instead of FIN.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.close()
+
+
+def udp_blast(dst, port, seconds, pps, size, sport):
+    """Sends `pps` datagrams a second for `seconds`, in 10 ms bursts;
+    prints the datagrams sent and the time it took."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", sport))
+    payload = b"m" * size
+    per_tick = max(1, pps // 100)
+    start = time.monotonic()
+    sent = 0
+    tick = 0
+    while time.monotonic() - start < seconds:
+        for _ in range(per_tick):
+            s.sendto(payload, (dst, port))
+            sent += 1
+        tick += 1
+        delay = start + tick * 0.01 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    print(sent, round(time.monotonic() - start, 3))
+
+
+def udp_count(port, idle):
+    """Counts datagrams until none came for `idle` seconds (after the
+    first); prints the count."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(("", port))
+    s.settimeout(30)
+    got = 0
+    try:
+        while True:
+            s.recv(65536)
+            got += 1
+            s.settimeout(idle)
+    except socket.timeout:
+        pass
+    print(got)
 
 
 # The fuzzer: valid-looking and broken lines for every file.
@@ -195,6 +245,24 @@ def fuzz(directory, n, seed):
     write(os.path.join(directory, "idle_timeout_ms"), b"30000")
 
 
+def readd(directory):
+    """Flushes the rules and adds each listed one again (without its id
+    and hit count); prints the rules listed and the ones refused."""
+    path = os.path.join(directory, "rules")
+    with open(path) as f:
+        rules = [" ".join(w for w in line.split()
+                          if not w.startswith(("id=", "hits=")))
+                 for line in f if line.strip()]
+    write(path, b"flush")
+    refused = 0
+    for r in rules:
+        res = write(path, ("add " + r).encode())
+        if res != "OK":
+            print(f"# re-adding '{r}': {res}")
+            refused += 1
+    print(len(rules), refused)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "write":
@@ -211,6 +279,14 @@ def main():
         tcp_source(args[0], int(args[1]), int(args[2]))
     elif cmd == "tcp-hold":
         tcp_hold(args[0], int(args[1]), float(args[2]))
+    elif cmd == "tcp-reset":
+        tcp_hold(args[0], int(args[1]), float(args[2]), reset=True)
+    elif cmd == "udp-blast":
+        udp_blast(args[0], int(args[1]), float(args[2]), *map(int, args[3:6]))
+    elif cmd == "udp-count":
+        udp_count(int(args[0]), float(args[1]))
+    elif cmd == "readd":
+        readd(args[0])
     elif cmd == "fuzz":
         fuzz(args[0], int(args[1]), int(args[2]))
     else:

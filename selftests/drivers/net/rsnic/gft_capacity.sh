@@ -1,0 +1,55 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A full flow table. The policy (Documentation/rsnic/gft.rst): a full
+# card refuses new flows; each refusal is counted as an install failure
+# and the packet is still delivered through the exception path, so no
+# packet is lost. Lowering max_flows evicts the oldest flows; injected
+# install failures behave like a full table.
+
+source "$(dirname "$0")/lib.sh"
+gft_setup
+trap gft_cleanup EXIT
+dmesg_mark
+
+# One datagram from each of 80 source ports (42000..42079) to B:5040;
+# prints how many arrived.
+spray() { # FIRST_PORT COUNT
+	ip netns exec $NS "$GFT_PY" udp-count 5040 2 >/tmp/gft_rx &
+	sleep 0.5
+	python3 - "$IP_B" "$1" "$2" <<'PY'
+import socket, sys, time
+dst, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for p in range(first, first + n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("", p))
+    s.sendto(b"capacity", (dst, 5040))
+    s.close()
+    time.sleep(0.01)
+PY
+	wait
+	cat /tmp/gft_rx
+}
+card_count() { card_gft_flows | sed 's/^ok flows=\([0-9]*\).*/\1/'; }
+
+ktap_header 9
+check "max_flows 50, rule added" test "$(gft_w max_flows 50)$(gft_w rules "add prio=10 dir=tx proto=udp dport=5040 action=allow")" = OKOK
+fail0=$(gft_stat install_failures)
+check "80 new flows: all 80 datagrams arrive" test "$(spray 42000 80)" = 80
+check "the card holds 50 (its capacity), so does the driver" test "$(card_count)" = 50 -a "$(grep -c . "$GFT/flows")" = 50
+check "30 install failures counted" test $(($(gft_stat install_failures) - fail0)) = 30
+check "again: 80 arrive (50 hit, 30 take the exception path)" test "$(spray 42000 80)" = 80
+
+ev0=$(gft_stat evictions)
+check "max_flows 20 evicts the 30 oldest" test "$(gft_w max_flows 20)" = OK -a \
+	$(($(gft_stat evictions) - ev0)) = 30 -a "$(card_count)" = 20 -a "$(grep -c . "$GFT/flows")" = 20
+
+gft_w max_flows 100 >/dev/null
+fail0=$(gft_stat install_failures)
+gft_w fail_installs 5 >/dev/null
+check "5 injected install failures: 10 new flows all arrive" test "$(spray 43000 10)" = 10
+check "5 failures counted, 5 flows installed, none pending" test $(($(gft_stat install_failures) - fail0)) = 5 -a \
+	"$(card_count)" = 25 -a "$(cat "$GFT/fail_installs")" = 0
+check "no kernel warning" dmesg_clean
+rm -f /tmp/gft_rx
+ktap_finish
