@@ -7,6 +7,7 @@
 # Writes /run/rsnic/bench.json.
 
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
+source /rsnic/qemu/bench-gft-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
 
@@ -101,6 +102,7 @@ setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio pair doe
 read -r m0 p0 n0 < <(card_dma)
 rsnic=$(measure rsnic bench-rsnic 10.99.0.2)
 read -r m1 p1 n1 < <(card_dma)
+gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
 # VF bonding: TCP through card A's VF (same netdev, data path VF), then
 # the failover gap: ping at 100/s while the VF is unplugged and replugged
@@ -142,12 +144,13 @@ PY
 )
 fi
 
-python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" >"$out" <<'PY'
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
 rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
 rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
-print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6])}))
+print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6]),
+                  "gft": json.loads(sys.argv[7])}))
 PY
 cat "$out"

@@ -37,6 +37,17 @@ def main():
               f" p50 {bond['gap_p50_ms']}, max {bond['gap_max_ms']}")
     else:
         print("VF path: not measured (the VF did not come up)")
+    gft = result.get("gft") or {}
+    if gft:
+        print(f"{'GFT, UDP 64 B (packets/s)':42} off {gft['udp64_pps_gft_off']},"
+              f" fast path {gft['udp64_pps_fast_path']},"
+              f" exception path {gft['udp64_pps_exception_path']}")
+        print(f"{'GFT, us per packet (1 / rate)':42} fast path {gft['us_per_packet_fast_path']},"
+              f" exception path {gft['us_per_packet_exception_path']}")
+        print(f"{'GFT, request/response p50 (us)':42} new flow {gft['rr_new_flow_p50_us']},"
+              f" cached flow {gft['rr_cached_flow_p50_us']}")
+        print(f"{'GFT, new flows end to end':42} {gft['new_flows_per_s']}/s"
+              f" ({gft['new_flows']} installed, {gft['new_flow_backlog_drops']} backlog drops)")
     json.dump(result, open(f"{outdir}/bench.json", "w"), indent=2)
 
     import matplotlib

@@ -23,7 +23,7 @@ use kernel::{
 };
 
 use crate::admin::AdminQueue;
-use crate::hw::gft::{ExceptionMeta, MAX_FLOWS_LIMIT, META_LEN};
+use crate::hw::gft::{ExceptionMeta, META_LEN};
 use crate::kext::{
     dma_device::DmaDevice,
     skb::{SkBuff, SkbQueue},
@@ -224,9 +224,8 @@ pub(crate) fn show_max_flows(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt:
     writeln!(f, "{}", gft.vfp.lock().max_flows())
 }
 
-/// `max_flows`: 1..=[`MAX_FLOWS_LIMIT`]; lowering it evicts the oldest flows.
+/// `max_flows`: 1..=`MAX_FLOWS_LIMIT`; lowering it evicts the oldest flows.
 pub(crate) fn write_max_flows(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    const _: () = assert!(MAX_FLOWS_LIMIT > 0);
     write_with(gft, "max_flows", r, |v, t| v.set_max_flows(parse_u32(t)?))
 }
 

@@ -121,6 +121,8 @@ pub(crate) struct Vfp {
     fail_installs: u32,
     idle_timeout_ms: u32,
     seq: u64,
+    /// When flows were last aged.
+    last_aged: Option<Instant<Monotonic>>,
     /// The card's counters as of the last query.
     card_stats: CardGftStats,
     /// Counters.
@@ -144,6 +146,12 @@ impl From<ParseError> for WriteError {
 impl From<AdminError> for WriteError {
     fn from(e: AdminError) -> Self {
         Self::Failed(e.into())
+    }
+}
+
+impl From<kernel::alloc::AllocError> for WriteError {
+    fn from(_: kernel::alloc::AllocError) -> Self {
+        Self::Failed(ENOMEM)
     }
 }
 
@@ -207,6 +215,7 @@ impl Vfp {
             fail_installs: 0,
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
             seq: 0,
+            last_aged: None,
             card_stats: CardGftStats::default(),
             stats: VfpStats::default(),
         }
@@ -271,9 +280,7 @@ impl Vfp {
                 if self.rules.len() >= MAX_RULES {
                     return Err(WriteError::Invalid("too many rules"));
                 }
-                self.rules
-                    .push(RuleEntry { rule, hits: 0 }, GFP_KERNEL)
-                    .map_err(|_| WriteError::Failed(ENOMEM))?;
+                self.rules.push(RuleEntry { rule, hits: 0 }, GFP_KERNEL)?;
                 if let Err(e) = self.policy_changed(was_enabled) {
                     // Fully added or not at all.
                     self.rules.pop();
@@ -342,16 +349,19 @@ impl Vfp {
         if !(1..=MAX_FLOWS_LIMIT).contains(&max) {
             return Err(WriteError::Invalid("max_flows out of range"));
         }
-        while self.flows.iter().count() > max as usize {
-            let oldest = self
-                .flows
-                .iter()
-                .min_by_key(|(_, s)| s.seq)
-                .map(|(k, _)| *k);
-            let Some(key) = oldest else { break };
-            self.card.delete(&key)?;
-            self.flows.remove(&key);
-            self.stats.evictions += 1;
+        let held = self.flows.iter().count();
+        if held > max as usize {
+            // Oldest first: by install order.
+            let mut by_age = KVec::with_capacity(held, GFP_KERNEL)?;
+            for (k, st) in self.flows.iter() {
+                by_age.push((st.seq, *k), GFP_KERNEL)?;
+            }
+            by_age.sort_unstable_by_key(|(seq, _)| *seq);
+            for (_, key) in by_age.iter().take(held - max as usize) {
+                self.card.delete(key)?;
+                self.flows.remove(key);
+                self.stats.evictions += 1;
+            }
         }
         self.card.configure(self.config_flags(), max)?;
         self.max_flows = max;
@@ -619,11 +629,21 @@ impl Vfp {
     }
 
     /// Removes idle flows and forgets closed connections past their linger.
-    /// Runs from the periodic health check.
+    /// Called from the periodic health check; it reads the whole table
+    /// from the card, so it runs only every quarter of the idle timeout
+    /// (1 to 10 s).
     pub(crate) fn age(&mut self) -> Result<(), AdminError> {
         if !self.enabled() {
             return Ok(());
         }
+        let interval = i64::from(self.idle_timeout_ms / 4).clamp(1_000, 10_000);
+        if self
+            .last_aged
+            .is_some_and(|t| t.elapsed().as_millis() + 100 < interval)
+        {
+            return Ok(());
+        }
+        self.last_aged = Some(Instant::<Monotonic>::now());
         self.refresh()?;
         let timeout = self.idle_timeout_ms;
         let mut idle = KVec::new();

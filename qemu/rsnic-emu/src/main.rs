@@ -7,25 +7,6 @@
 //! a wire to a peer card, and takes harness commands (fault injection,
 //! cable, counters) on a control socket. It exits when QEMU disconnects.
 
-mod backend;
-mod card;
-mod config_space;
-mod control;
-mod dma;
-mod frame;
-mod function;
-mod gft;
-mod irq;
-mod nic;
-mod offload;
-mod queues;
-mod rss;
-mod wire;
-
-#[path = "../../../src/hw/mod.rs"]
-#[allow(dead_code)]
-mod hw;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,13 +14,14 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use log::{info, warn};
 
-use crate::backend::Backend;
-use crate::card::Card;
-use crate::control::{Fault, Faults};
-use crate::function::Function;
-use crate::nic::AdminFault;
-use crate::queues::CqeFault;
-use crate::wire::Wire;
+use rsnic_emu::backend::{self, Backend};
+use rsnic_emu::card::Card;
+use rsnic_emu::control::{self, Fault, Faults};
+use rsnic_emu::function::Function;
+use rsnic_emu::hw;
+use rsnic_emu::nic::AdminFault;
+use rsnic_emu::queues::CqeFault;
+use rsnic_emu::wire::Wire;
 
 /// Command line of the emulator.
 #[derive(Parser, Debug)]

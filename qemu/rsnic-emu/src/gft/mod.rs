@@ -91,6 +91,22 @@ impl Gft {
         *self = Self::default();
     }
 
+    /// Sets the configuration ([`config`] bits) and capacity, as
+    /// `GFT_CONFIG` does; false if the capacity is below the flows held.
+    pub fn configure(&mut self, flags: u32, max_flows: u32) -> bool {
+        if self.table.set_capacity(max_flows).is_err() {
+            return false;
+        }
+        self.flags = flags;
+        true
+    }
+
+    /// Adds or replaces a flow, as `GFT_INSTALL` does; false if the table
+    /// is full.
+    pub fn install(&mut self, rec: &FlowRecord, now: Instant) -> bool {
+        self.table.insert(rec, now).is_ok()
+    }
+
     /// Whether packets go through the table at all.
     pub fn enabled(&self) -> bool {
         self.flags & config::ENABLE != 0
@@ -214,10 +230,9 @@ impl Gft {
                 {
                     return AdminStatus::BadParam;
                 }
-                if self.table.set_capacity(max_flows).is_err() {
+                if !self.configure(flags, max_flows) {
                     return AdminStatus::BadState;
                 }
-                self.flags = flags;
             }
             AdminCmd::GftSetGeneration { generation } => self.generation = generation,
             AdminCmd::GftInstall { record } => {
@@ -228,7 +243,7 @@ impl Gft {
                 let Some(rec) = FlowRecord::from_bytes(&b) else {
                     return AdminStatus::BadParam;
                 };
-                if self.table.insert(&rec, now).is_err() {
+                if !self.install(&rec, now) {
                     return AdminStatus::NoSpace;
                 }
             }

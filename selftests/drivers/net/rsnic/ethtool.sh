@@ -127,7 +127,7 @@ card_sum() { ethtool -S "$NETIF_A" | awk -v k="_card_$1:" 'index($1, k) {n += $2
 ping -c 3 -i 0.2 -q $IP_B >/dev/null
 check "ethtool -S: the card's DMA counters (metadata and payload bytes) count" \
 	test "$(card_sum dma_meta_bytes)" -gt 0 -a "$(card_sum dma_payload_bytes)" -gt 0 \
-	-a "$(ethtool -S "$NETIF_A" | grep -c '_card_')" -eq 56
+	-a "$(ethtool -S "$NETIF_A" | grep -Ec '^ *q[0-9]+_card_')" -eq 56
 
 # Interrupt moderation: one completion queue per pair, so rx-usecs and
 # rx-frames moderate both directions.

@@ -19,18 +19,15 @@ delta() { # BEFORE AFTER
 	echo $((a[0] - b[0])) $((a[1] - b[1])) $((a[2] - b[2])) $((a[3] - b[3])) $((a[4] - b[4]))
 }
 
-ktap_header 10
+ktap_header 12
 check "rule added" test "$(gft_w rules "add prio=10 dir=tx proto=udp dport=5001 action=allow")" = OK
 
 before=$(counts)
-ip netns exec $NS "$GFT_PY" udp-recv 5001 10 5 >/tmp/gft_rx &
-sleep 0.5
-"$GFT_PY" udp-send $IP_B 5001 10 40001
-wait
+got=$(udp_burst 5001 10 40001)
 after=$(counts)
 echo "# UDP: lookups hits misses exceptions installs += $(delta "$before" "$after")"
 check "UDP: 10 lookups, 9 hits, 1 miss, 1 exception, 1 install" test "$(delta "$before" "$after")" = "10 9 1 1 1"
-check "UDP: all 10 datagrams arrived" test "$(cat /tmp/gft_rx)" = 10
+check "UDP: all 10 datagrams arrived" test "$got" = 10
 check "UDP: the flow counted the 9 hits, in the driver's and the card's view" \
 	test "$(drv_flow_field packets dir=tx proto=udp "sport=40001 dport=5001")" = 9 -a \
 	"$(card_flows_with dir=tx proto=17 "sport=40001 dport=5001" "packets=9 ")" = 1
@@ -51,15 +48,30 @@ wait
 
 ethtool -K "$NETIF_A" hw-tc-offload off
 before=$(counts)
-ip netns exec $NS "$GFT_PY" udp-recv 5001 10 5 >/tmp/gft_rx &
-sleep 0.5
-"$GFT_PY" udp-send $IP_B 5001 10 40002
-wait
+got=$(udp_burst 5001 10 40002)
 after=$(counts)
 echo "# hw-tc-offload off: lookups hits misses exceptions installs += $(delta "$before" "$after")"
 check "offload off: no flows cached" test "$(card_gft_flows | sed 's/;.*//')" = "ok flows=0 max=65536"
 check "offload off: every packet an exception, none looked up or installed" \
 	test "$(delta "$before" "$after")" = "0 0 0 10 0"
-check "offload off: all 10 datagrams arrived" test "$(cat /tmp/gft_rx)" = 10
+check "offload off: all 10 datagrams arrived" test "$got" = 10
+
+ethtool -K "$NETIF_A" hw-tc-offload on
+aged0=$(gft_stat aged_out)
+"$GFT_PY" udp-send $IP_B 5001 1 40003
+for _ in $(seq 20); do
+	[ "$(drv_flows_with "sport=40003")" = 1 ] && break
+	sleep 0.1
+done
+check "idle flows age out (idle_timeout_ms 1000): a new flow is installed" \
+	test "$(drv_flows_with "sport=40003")" = 1 -a "$(gft_w idle_timeout_ms 1000)" = OK
+for _ in $(seq 40); do
+	[ "$(drv_flows_with "sport=40003")" = 0 ] && break
+	sleep 0.25
+done
+echo "# aged_out += $(($(gft_stat aged_out) - aged0))"
+check "the idle flow is gone from the driver and the card" \
+	test "$(drv_flows_with "sport=40003")" = 0 -a "$(card_flows_with "sport=40003")" = 0 -a \
+	"$(($(gft_stat aged_out) - aged0))" -ge 1
 rm -f /tmp/gft_rx
 ktap_finish

@@ -4,7 +4,8 @@
 # TCP connection tracking: SYN, FIN and RST packets that hit a flow are
 # forwarded and copied to the driver; when a connection closes (FIN both
 # ways, or a RST) its two flows are retired from the card, and its last
-# packets do not install them again.
+# packets do not install them again. (Counts are at least, not exact:
+# late packets of earlier tests' connections may be retired meanwhile.)
 
 source "$(dirname "$0")/lib.sh"
 gft_setup
@@ -32,7 +33,7 @@ check "FIN both ways copied to the driver (forwarded too: the sink got its data)
 	test "$dups" -ge 2 -a "$(cut -d' ' -f1 /tmp/gft_rx)" = 1000
 check "SYN, SYN-ACK and the FINs tracked" test "$ctl" -ge 4
 check "after the close: both flows retired, none installed again" \
-	test "$ret" = 2 -a "$(drv_flows_with proto=tcp 5010)" = 0 -a "$(card_flows_with proto=6 5010)" = 0
+	test "$ret" -ge 2 -a "$(drv_flows_with proto=tcp 5010)" = 0 -a "$(card_flows_with proto=6 5010)" = 0
 
 dups0=$(gft_stat tcp_duplicates)
 ret0=$(gft_stat tcp_retired)
@@ -47,7 +48,7 @@ ret=$(($(gft_stat tcp_retired) - ret0))
 echo "# RST close: card copied $dups; driver retired $ret flows"
 check "the RST was copied" test "$dups" -ge 1
 check "after the RST: both flows retired" \
-	test "$ret" = 2 -a "$(drv_flows_with proto=tcp 5010)" = 0 -a "$(card_flows_with proto=6 5010)" = 0
+	test "$ret" -ge 2 -a "$(drv_flows_with proto=tcp 5010)" = 0 -a "$(card_flows_with proto=6 5010)" = 0
 check "no kernel warning" dmesg_clean
 rm -f /tmp/gft_rx
 ktap_finish

@@ -251,6 +251,18 @@ card_gft_stat() { harness card A gft-stats | tr ' ' '\n' | awk -F= -v n="$1" '$1
 # them and as the driver lists them.
 card_flows_with() { card_gft_flows | tr ';' '\n' | grep -c -- "$(printf '%s.*' "$@")"; }
 drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
+# Sends N datagrams from source port SPORT to B:PORT, 10 ms apart; prints
+# how many arrived.
+udp_burst() { # PORT N SPORT
+	local got
+	got=$(mktemp)
+	ip netns exec $NS "$GFT_PY" udp-recv "$1" "$2" 5 >"$got" &
+	sleep 0.5
+	"$GFT_PY" udp-send $IP_B "$1" "$2" "$3"
+	wait $!
+	cat "$got"
+	rm -f "$got"
+}
 # A flow's counter from the driver's listing.
 drv_flow_field() { # FIELD WORDS...
 	local field=$1

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The emulated rsnic card as a library: the binary (`main.rs`) serves it
+//! to QEMU over vfio-user; the benchmarks (`benches/`) drive its parts
+//! directly.
+
+pub mod backend;
+pub mod card;
+pub mod config_space;
+pub mod control;
+pub mod dma;
+pub mod frame;
+pub mod function;
+pub mod gft;
+pub mod irq;
+pub mod nic;
+pub mod offload;
+pub mod queues;
+pub mod rss;
+pub mod wire;
+
+#[path = "../../../src/hw/mod.rs"]
+#[allow(dead_code)]
+pub mod hw;
