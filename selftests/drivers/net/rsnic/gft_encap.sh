@@ -43,11 +43,11 @@ check "VXLAN and NVGRE encap rules added" test \
 check "decap rules for tunnels 42 and 7 added" test \
 	"$(gft_w rules "add prio=20 dir=rx tunnel=42 action=decap")$(gft_w rules "add prio=20 dir=rx tunnel=7 action=decap")" = OKOK
 
-ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c 4 "udp port 4789" >/tmp/gft_dump 2>/dev/null &
-sleep 1
+capture $NS "$NETIF_B" 4 "udp port 4789" /tmp/gft_dump
+dump=$!
 check "ping through VXLAN" ping -c 3 -W 2 -q 10.77.0.2
 sleep 0.5
-kill %1 2>/dev/null
+kill $dump 2>/dev/null
 wait 2>/dev/null
 check "B's wire: VXLAN, VNI 42, from A's underlay" \
 	grep -q "$IP_A\.[0-9]* > $IP_B\.4789: .*VXLAN, flags \[I\] (0x08), vni 42" /tmp/gft_dump

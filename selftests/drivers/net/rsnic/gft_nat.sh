@@ -24,8 +24,8 @@ check "NAT rule added" test "$(gft_w rules "add prio=10 dir=tx proto=tcp dst=$VI
 # While a connection is open, both flows are in the driver and the card
 # (when it closes they are retired).
 ip netns exec $NS "$GFT_PY" tcp-sink 5003 >/dev/null &
-"$GFT_PY" tcp-hold $VIP 8080 3 &
-sleep 2
+"$GFT_PY" tcp-hold $VIP 8080 $GFT_HOLD &
+wait_card_flows 1 dir=rx proto=6 "src=$IP_B" "dst=$SNAT"
 check "forward and reverse flows installed (driver)" \
 	test "$(drv_flows_with dir=tx proto=tcp "dst=$VIP" dport=8080 action=nat)" = 1 -a \
 	"$(drv_flows_with dir=rx proto=tcp "src=$IP_B" "dst=$SNAT" sport=5003 action=nat "nat_sip=$VIP" "nat_dip=$IP_A" nat_sport=8080 reverse)" = 1
@@ -38,16 +38,17 @@ wait
 # Only received packets: sent ones carry the checksum the card inserts
 # later. GRO off on B, so each captured packet is one from the wire.
 ip netns exec $NS ethtool -K "$NETIF_B" gro off
-ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c 30 "src host $SNAT and tcp" >/tmp/gft_dump_b 2>/dev/null &
-tcpdump -i "$NETIF_A" -nn -vv -c 30 "src host $VIP and tcp" >/tmp/gft_dump_a 2>/dev/null &
-sleep 1
+capture $NS "$NETIF_B" 30 "src host $SNAT and tcp" /tmp/gft_dump_b
+dump_b=$!
+capture "" "$NETIF_A" 30 "src host $VIP and tcp" /tmp/gft_dump_a
+dump_a=$!
 ip netns exec $NS "$GFT_PY" tcp-sink 5003 >/tmp/gft_rx &
 sink=$!
 sent=$("$GFT_PY" tcp-source $VIP 8080 $((4 << 20)))
 wait $sink
 received=$(cat /tmp/gft_rx)
 sleep 0.5
-kill %2 %3 2>/dev/null
+kill $dump_a $dump_b 2>/dev/null
 wait 2>/dev/null
 echo "# sent: $sent"
 echo "# received: $received"

@@ -19,12 +19,13 @@ dups0=$(gft_stat tcp_duplicates)
 ctl0=$(gft_stat tcp_control)
 ret0=$(gft_stat tcp_retired)
 ip netns exec $NS "$GFT_PY" tcp-sink 5010 >/tmp/gft_rx &
-"$GFT_PY" tcp-hold $IP_B 5010 3 &
-sleep 1.5
+"$GFT_PY" tcp-hold $IP_B 5010 $GFT_HOLD &
+wait_card_flows 2 proto=6 5010
 check "open connection: its two flows in the driver and the card" \
 	test "$(drv_flows_with proto=tcp 5010)" = 2 -a "$(card_flows_with proto=6 5010)" = 2
 wait
-sleep 1.5
+wait_card_flows 0 proto=6 5010
+sleep 0.5
 dups=$(($(gft_stat tcp_duplicates) - dups0))
 ctl=$(($(gft_stat tcp_control) - ctl0))
 ret=$(($(gft_stat tcp_retired) - ret0))
@@ -38,11 +39,12 @@ check "after the close: both flows retired, none installed again" \
 dups0=$(gft_stat tcp_duplicates)
 ret0=$(gft_stat tcp_retired)
 ip netns exec $NS "$GFT_PY" tcp-sink 5010 >/tmp/gft_rx &
-"$GFT_PY" tcp-reset $IP_B 5010 1.5 &
-sleep 1
+"$GFT_PY" tcp-reset $IP_B 5010 $GFT_HOLD &
+wait_card_flows 2 proto=6 5010
 check "second connection: flows installed" test "$(card_flows_with proto=6 5010)" = 2
 wait
-sleep 1.5
+wait_card_flows 0 proto=6 5010
+sleep 0.5
 dups=$(($(gft_stat tcp_duplicates) - dups0))
 ret=$(($(gft_stat tcp_retired) - ret0))
 echo "# RST close: card copied $dups; driver retired $ret flows"

@@ -240,6 +240,9 @@ agree() {
 
 # GFT: card A's debugfs directory, writes that report the errno, counters.
 GFT_PY="$(dirname "${BASH_SOURCE[0]}")/gft.py"
+# How long a test connection stays open while its flows are inspected.
+GFT_HOLD=4
+is_debug_kernel && GFT_HOLD=10
 gft_w() { "$GFT_PY" write "$GFT/$1" "$2"; } # FILE TEXT: prints OK or ENAME
 gft_stat() { awk -v n="$1" '$1 == n {print $2}' "$GFT/stats"; }
 gft_clear() { gft_w rules flush >/dev/null; gft_w flows flush >/dev/null; }
@@ -251,13 +254,45 @@ card_gft_stat() { harness card A gft-stats | tr ' ' '\n' | awk -F= -v n="$1" '$1
 # them and as the driver lists them.
 card_flows_with() { card_gft_flows | tr ';' '\n' | grep -c -- "$(printf '%s.*' "$@")"; }
 drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
+# Waits up to 10 s until a UDP socket in netns "remote" is bound to PORT
+# (a receiver started in the background is ready).
+wait_udp_port() { # PORT
+	local i
+	for i in $(seq 100); do
+		[ -n "$(ip netns exec $NS ss -Huln "sport = :$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# Waits up to 10 s until card A holds N flows whose line has all WORDS.
+wait_card_flows() { # N WORDS...
+	local n=$1 i
+	shift
+	for i in $(seq 50); do
+		[ "$(card_flows_with "$@")" = "$n" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# Starts tcpdump in the background (in netns NS if given, else "") and
+# returns once it listens. Its decoded packets go to OUT.
+capture() { # NS|"" IFACE COUNT FILTER OUT
+	local err i
+	err=$(mktemp)
+	${1:+ip netns exec "$1"} tcpdump -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
+	for i in $(seq 100); do
+		grep -q "listening on" "$err" && break
+		sleep 0.1
+	done
+	rm -f "$err"
+}
 # Sends N datagrams from source port SPORT to B:PORT, 10 ms apart; prints
 # how many arrived.
 udp_burst() { # PORT N SPORT
 	local got
 	got=$(mktemp)
 	ip netns exec $NS "$GFT_PY" udp-recv "$1" "$2" 5 >"$got" &
-	sleep 0.5
+	wait_udp_port "$1"
 	"$GFT_PY" udp-send $IP_B "$1" "$2" "$3"
 	wait $!
 	cat "$got"
