@@ -131,9 +131,11 @@ impl Gft {
         if fetch {
             let _ = vfp.query_card_stats();
         }
-        vfp.stats.backlog_drops = self.backlog_drops.load(Relaxed);
-        vfp.stats.bad_exceptions = self.bad_exceptions.load(Relaxed);
-        for (name, value) in vfp.counters() {
+        let queue = (
+            self.bad_exceptions.load(Relaxed),
+            self.backlog_drops.load(Relaxed),
+        );
+        for (name, value) in vfp.counters(queue.0, queue.1) {
             each(name, value);
         }
     }

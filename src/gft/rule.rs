@@ -126,7 +126,7 @@ const KEYS: [&str; 22] = [
 ];
 
 /// An address: IPv4 or IPv6, as 16 bytes and its version.
-fn parse_addr(s: &str) -> Result<([u8; 16], u8), ParseError> {
+pub(crate) fn parse_addr(s: &str) -> Result<([u8; 16], u8), ParseError> {
     if let Ok(v4) = s.parse::<Ipv4Addr>() {
         let mut a = [0u8; 16];
         a[..4].copy_from_slice(&v4.octets());
@@ -198,7 +198,8 @@ fn parse_rate(s: &str) -> Result<u64, ParseError> {
     }
 }
 
-fn parse_proto(s: &str) -> Result<u8, ParseError> {
+/// A protocol: a name (`tcp`, `udp`, `icmp`, `icmpv6`) or a number.
+pub(crate) fn parse_proto(s: &str) -> Result<u8, ParseError> {
     Ok(match s {
         "tcp" => proto::TCP,
         "udp" => proto::UDP,
@@ -206,6 +207,15 @@ fn parse_proto(s: &str) -> Result<u8, ParseError> {
         "icmpv6" => proto::ICMPV6,
         n => parse_num(n, "bad protocol")?,
     })
+}
+
+/// A direction: `tx` or `rx`.
+pub(crate) fn parse_dir(s: &str) -> Result<Direction, ParseError> {
+    match s {
+        "tx" => Ok(Direction::Tx),
+        "rx" => Ok(Direction::Rx),
+        _ => Err("dir is tx or rx"),
+    }
 }
 
 /// The `key=value` pairs of an `add` line, each key at most once.
@@ -277,11 +287,7 @@ impl Rule {
             Some(v) => parse_num(v, "bad priority")?,
             None => DEFAULT_PRIO,
         };
-        let dir = match f.take("dir").ok_or("dir is required")? {
-            "tx" => Direction::Tx,
-            "rx" => Direction::Rx,
-            _ => return Err("dir is tx or rx"),
-        };
+        let dir = parse_dir(f.take("dir").ok_or("dir is required")?)?;
         let mut family = None;
         let prefix = |v: Option<&str>, family: &mut Option<u8>| -> Result<_, ParseError> {
             v.map(|v| {

@@ -22,12 +22,13 @@ use kernel::{
 };
 
 use super::card::GftCard;
-use super::rule::{ActionText, Addr, ParseError, Proto, Rule, MAX_RULE_ID};
+use super::rule::{
+    parse_addr, parse_dir, parse_proto, ActionText, Addr, ParseError, Proto, Rule, MAX_RULE_ID,
+};
 use crate::admin::AdminError;
 use crate::hw::gft::{
-    action, config, proto, tcp_flags, Action, CardGftStats, Direction, ExceptionMeta,
-    ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DEFAULT_MAX_FLOWS, HOST_VPORT,
-    MAX_FLOWS_LIMIT,
+    action, config, proto, tcp_flags, Action, CardGftStats, ExceptionMeta, ExceptionReason,
+    FlowKey, FlowRecord, ReinjectMeta, DEFAULT_MAX_FLOWS, HOST_VPORT, MAX_FLOWS_LIMIT,
 };
 
 /// Most rules.
@@ -83,10 +84,6 @@ struct Closed {
 pub(crate) struct VfpStats {
     /// Exception packets handled.
     pub(crate) exceptions: u64,
-    /// Exceptions with a header the driver could not use (dropped).
-    pub(crate) bad_exceptions: u64,
-    /// Exceptions dropped because the backlog was full.
-    pub(crate) backlog_drops: u64,
     /// Packets sent back to the card.
     pub(crate) reinjected: u64,
     /// Packets that could not be sent back (TX ring full or stopped).
@@ -280,15 +277,25 @@ impl Vfp {
                 if self.rules.len() >= MAX_RULES {
                     return Err(WriteError::Invalid("too many rules"));
                 }
-                self.rules.push(RuleEntry { rule, hits: 0 }, GFP_KERNEL)?;
+                // Kept in evaluation order: priority, then id.
+                let order = |r: &Rule| (r.prio, r.id);
+                let at = self
+                    .rules
+                    .partition_point(|r| order(&r.rule) < order(&rule));
+                self.rules.reserve(1, GFP_KERNEL)?;
+                if self
+                    .rules
+                    .insert_within_capacity(at, RuleEntry { rule, hits: 0 })
+                    .is_err()
+                {
+                    return Err(WriteError::Failed(ENOMEM));
+                }
                 if let Err(e) = self.policy_changed(was_enabled) {
                     // Fully added or not at all.
-                    self.rules.pop();
+                    let _ = self.rules.remove(at);
                     return Err(e.into());
                 }
                 self.next_rule_id = self.next_rule_id.max(rule.id % MAX_RULE_ID + 1);
-                self.rules
-                    .sort_unstable_by_key(|r| (r.rule.prio, r.rule.id));
                 Ok(())
             }
             (Some("del"), Some(id)) => {
@@ -351,13 +358,27 @@ impl Vfp {
         }
         let held = self.flows.iter().count();
         if held > max as usize {
-            // Oldest first: by install order.
-            let mut by_age = KVec::with_capacity(held, GFP_KERNEL)?;
-            for (k, st) in self.flows.iter() {
-                by_age.push((st.seq, *k), GFP_KERNEL)?;
+            // The oldest by install order: the smallest sequence number
+            // `newest` such that `excess` flows were installed no later
+            // (sequence numbers are unique), found by bisection.
+            let excess = held - max as usize;
+            let installed_by = |t: u64| self.flows.iter().filter(|(_, s)| s.seq <= t).count();
+            let (mut lo, mut newest) = (0, self.seq);
+            while lo < newest {
+                let mid = lo + (newest - lo) / 2;
+                if installed_by(mid) >= excess {
+                    newest = mid;
+                } else {
+                    lo = mid + 1;
+                }
             }
-            by_age.sort_unstable_by_key(|(seq, _)| *seq);
-            for (_, key) in by_age.iter().take(held - max as usize) {
+            let mut victims = KVec::with_capacity(excess, GFP_KERNEL)?;
+            for (k, st) in self.flows.iter() {
+                if st.seq <= newest {
+                    victims.push(*k, GFP_KERNEL)?;
+                }
+            }
+            for key in victims.iter() {
                 self.card.delete(key)?;
                 self.flows.remove(key);
                 self.stats.evictions += 1;
@@ -698,8 +719,13 @@ impl Vfp {
         Ok(())
     }
 
-    /// Prints the counters for `stats` (and names them for `ethtool -S`).
-    pub(crate) fn counters(&self) -> [(&'static str, u64); 22] {
+    /// The counters `stats` and `ethtool -S` show, named; the exception
+    /// queue's own two (kept where NAPI counts them) are passed in.
+    pub(crate) fn counters(
+        &self,
+        bad_exceptions: u64,
+        backlog_drops: u64,
+    ) -> [(&'static str, u64); 22] {
         let c = &self.card_stats;
         let s = &self.stats;
         [
@@ -714,8 +740,8 @@ impl Vfp {
             ("rules", self.rules.len() as u64),
             ("generation", u64::from(self.generation)),
             ("exceptions_handled", s.exceptions),
-            ("bad_exceptions", s.bad_exceptions),
-            ("backlog_drops", s.backlog_drops),
+            ("bad_exceptions", bad_exceptions),
+            ("backlog_drops", backlog_drops),
             ("reinjected", s.reinjected),
             ("reinject_drops", s.reinject_drops),
             ("installs", s.installs),
@@ -768,22 +794,8 @@ fn parse_key(words: core::str::SplitWhitespace<'_>) -> Result<FlowKey, ParseErro
     for w in words {
         let (k, v) = w.split_once('=').ok_or("expected key=value")?;
         let slot_taken = match k {
-            "dir" => dir
-                .replace(match v {
-                    "tx" => Direction::Tx,
-                    "rx" => Direction::Rx,
-                    _ => return Err("dir is tx or rx"),
-                })
-                .is_some(),
-            "proto" => proto_num
-                .replace(match v {
-                    "tcp" => proto::TCP,
-                    "udp" => proto::UDP,
-                    "icmp" => proto::ICMP,
-                    "icmpv6" => proto::ICMPV6,
-                    n => n.parse().map_err(|_| "bad protocol")?,
-                })
-                .is_some(),
+            "dir" => dir.replace(parse_dir(v)?).is_some(),
+            "proto" => proto_num.replace(parse_proto(v)?).is_some(),
             "src" => src.replace(v).is_some(),
             "dst" => dst.replace(v).is_some(),
             "sport" => sport
@@ -805,23 +817,7 @@ fn parse_key(words: core::str::SplitWhitespace<'_>) -> Result<FlowKey, ParseErro
             return Err("key given twice");
         }
     }
-    let addr = |v: Option<&str>| -> Result<([u8; 16], u8), ParseError> {
-        let v = v.ok_or("src and dst are required")?;
-        let (a, fam) = match v.parse::<core::net::Ipv4Addr>() {
-            Ok(a) => {
-                let mut b = [0u8; 16];
-                b[..4].copy_from_slice(&a.octets());
-                (b, 4)
-            }
-            Err(_) => (
-                v.parse::<core::net::Ipv6Addr>()
-                    .map_err(|_| "bad IP address")?
-                    .octets(),
-                6,
-            ),
-        };
-        Ok((a, fam))
-    };
+    let addr = |v: Option<&str>| parse_addr(v.ok_or("src and dst are required")?);
     let (src, fs) = addr(src)?;
     let (dst, fd) = addr(dst)?;
     if fs != fd {
