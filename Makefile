@@ -77,7 +77,7 @@ lint: rustfmtcheck
 	@# Recompile the crate, or clippy has nothing to say about it.
 	rm -f src/rsnic_drv.o
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
-	@! grep -E '^(warning|error)' .lint.log
+	@! grep -E '^(warning|error)|: warning:' .lint.log
 	@rm -f .lint.log
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings
 
