@@ -10,6 +10,7 @@
 //! hardware.rst describes the same interface in prose.
 
 pub mod gft;
+pub mod rdma;
 
 /// PCI vendor ID of the card: Xilinx (AMD), the FPGA vendor, as FPGA
 /// SmartNICs built on vendor FPGAs (RecoNIC, NetFPGA) carry; the device IDs
@@ -496,6 +497,21 @@ pub enum AdminCmd {
     },
     /// PF only: the card's GFT counters; result: [`gft::CardGftStats`].
     GftQueryStats,
+    /// PF only: the RDMA engine's limits; result: [`rdma::RdmaCaps`].
+    RdmaQueryCaps,
+    /// PF only: set entry `index` of the RDMA engine's GID table (the
+    /// RoCEv2 addresses it sends from and accepts packets for).
+    RdmaSetGid {
+        /// Entry, below [`rdma::GID_TABLE_LEN`].
+        index: u32,
+        /// Address.
+        gid: rdma::Gid,
+    },
+    /// PF only: clear entry `index` of the GID table.
+    RdmaDelGid {
+        /// Entry, below [`rdma::GID_TABLE_LEN`].
+        index: u32,
+    },
 }
 
 /// Result of [`AdminCmd::GftDump`].
@@ -687,6 +703,9 @@ const OP_GFT_DELETE: u16 = 15;
 const OP_GFT_FLUSH: u16 = 16;
 const OP_GFT_DUMP: u16 = 17;
 const OP_GFT_QUERY_STATS: u16 = 18;
+const OP_RDMA_QUERY_CAPS: u16 = 19;
+const OP_RDMA_SET_GID: u16 = 20;
+const OP_RDMA_DEL_GID: u16 = 21;
 
 impl AdminCmd {
     /// The admin entry for this command (flags and status zero).
@@ -768,6 +787,16 @@ impl AdminCmd {
                 OP_GFT_DUMP
             }
             Self::GftQueryStats => OP_GFT_QUERY_STATS,
+            Self::RdmaQueryCaps => OP_RDMA_QUERY_CAPS,
+            Self::RdmaSetGid { index, gid } => {
+                put(&mut b, 8, &index.to_le_bytes());
+                put(&mut b, 16, &gid.0);
+                OP_RDMA_SET_GID
+            }
+            Self::RdmaDelGid { index } => {
+                put(&mut b, 8, &index.to_le_bytes());
+                OP_RDMA_DEL_GID
+            }
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -824,6 +853,16 @@ impl AdminCmd {
                 cursor: le32(b, 20),
             },
             OP_GFT_QUERY_STATS => Self::GftQueryStats,
+            OP_RDMA_QUERY_CAPS => Self::RdmaQueryCaps,
+            OP_RDMA_SET_GID => {
+                let mut gid = [0u8; rdma::GID_LEN];
+                gid.copy_from_slice(&b[16..32]);
+                Self::RdmaSetGid {
+                    index: le32(b, 8),
+                    gid: rdma::Gid(gid),
+                }
+            }
+            OP_RDMA_DEL_GID => Self::RdmaDelGid { index: le32(b, 8) },
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

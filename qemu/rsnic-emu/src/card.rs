@@ -13,15 +13,17 @@ use crate::gft::{Gft, Output};
 use crate::hw::gft::Direction;
 use crate::hw::{self, FuncKind};
 use crate::nic::Outgoing;
+use crate::rdma::RdmaEngine;
 use crate::wire::Wire;
 
-/// The card's functions and its GFT. Each has its own lock; the PF's may
-/// be held while the GFT's is taken (admin commands), no other two at
-/// once.
+/// The card's functions, its GFT and its RDMA engine. Each has its own
+/// lock; the PF's may be held while the GFT's or the RDMA engine's is
+/// taken (admin commands), no other two at once.
 pub struct Card {
     pf: Arc<Mutex<Function>>,
     vf: Arc<Mutex<Function>>,
     gft: Arc<Mutex<Gft>>,
+    rdma: Arc<Mutex<RdmaEngine>>,
     wire: OnceLock<Arc<Wire>>,
 }
 
@@ -47,10 +49,13 @@ impl Card {
         let gft = Arc::new(Mutex::new(Gft::default()));
         let mut pf = Function::new(pf, faults);
         pf.nic.set_gft(Arc::clone(&gft));
+        let rdma = Arc::new(Mutex::new(RdmaEngine::default()));
+        pf.nic.set_rdma(Arc::clone(&rdma));
         let card = Self {
             pf: Arc::new(Mutex::new(pf)),
             vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
             gft,
+            rdma,
             wire: OnceLock::new(),
         };
         for f in [&card.pf, &card.vf] {
@@ -87,6 +92,11 @@ impl Card {
     /// The GFT engine, locked.
     pub fn lock_gft(&self) -> MutexGuard<'_, Gft> {
         self.gft.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The RDMA engine, locked.
+    pub fn lock_rdma(&self) -> MutexGuard<'_, RdmaEngine> {
+        self.rdma.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Frames the host sent (through the PF or the VF): through the GFT,

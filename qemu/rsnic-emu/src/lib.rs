@@ -16,6 +16,7 @@ pub mod irq;
 pub mod nic;
 pub mod offload;
 pub mod queues;
+pub mod rdma;
 pub mod rss;
 pub mod wire;
 

@@ -18,6 +18,7 @@ use crate::hw::{
 };
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
+use crate::rdma::RdmaEngine;
 use crate::rss;
 
 /// Offloads this card performs (RSS is always on).
@@ -123,6 +124,8 @@ pub struct Nic {
     cqe_fault_new: Option<(CqeFault, u32)>,
     /// PF: the card's GFT engine, which its admin commands configure.
     gft: Option<Arc<Mutex<Gft>>>,
+    /// PF: the card's RDMA engine.
+    rdma: Option<Arc<Mutex<RdmaEngine>>>,
     /// Counters.
     pub stats: NicStats,
 }
@@ -151,6 +154,7 @@ impl Nic {
             admin_fault: None,
             cqe_fault_new: None,
             gft: None,
+            rdma: None,
             stats: NicStats::default(),
         }
     }
@@ -158,6 +162,11 @@ impl Nic {
     /// PF: gives the function the card's GFT to configure.
     pub fn set_gft(&mut self, gft: Arc<Mutex<Gft>>) {
         self.gft = Some(gft);
+    }
+
+    /// PF: gives the function the card's RDMA engine to configure.
+    pub fn set_rdma(&mut self, rdma: Arc<Mutex<RdmaEngine>>) {
+        self.rdma = Some(rdma);
     }
 
     fn lock_gft(&self) -> Option<std::sync::MutexGuard<'_, Gft>> {
@@ -188,11 +197,16 @@ impl Nic {
     pub fn reset(&mut self) {
         let link = self.link_up;
         let gft = self.gft.take();
+        let rdma = self.rdma.take();
         *self = Self::new(self.perm_mac, self.is_pf);
         self.link_up = link;
         if let Some(gft) = gft {
             gft.lock().unwrap_or_else(|e| e.into_inner()).reset();
             self.gft = Some(gft);
+        }
+        if let Some(rdma) = rdma {
+            rdma.lock().unwrap_or_else(|e| e.into_inner()).reset();
+            self.rdma = Some(rdma);
         }
     }
 
@@ -549,6 +563,15 @@ impl Nic {
             | AdminCmd::GftQueryStats => {
                 return match self.lock_gft() {
                     Some(mut gft) => gft.execute(dma, cmd, entry, Instant::now()),
+                    None => AdminStatus::BadOpcode,
+                };
+            }
+            AdminCmd::RdmaQueryCaps | AdminCmd::RdmaSetGid { .. } | AdminCmd::RdmaDelGid { .. } => {
+                return match &self.rdma {
+                    Some(rdma) => rdma
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .execute(cmd, entry),
                     None => AdminStatus::BadOpcode,
                 };
             }
