@@ -383,7 +383,7 @@ impl Nic {
     }
 
     /// The admin queue.
-    pub(crate) fn admin(&self) -> &AdminQueue {
+    pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
         &self.admin
     }
 

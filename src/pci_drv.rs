@@ -3,7 +3,7 @@
 //! The PCI driver: binds the card's PF and VF, maps BAR0, wires MSI-X,
 //! runs the self-test and publishes the function in debugfs.
 
-use kernel::{debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
+use kernel::{auxiliary, debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
 
 use crate::bond::BondState;
 use crate::gft::{self, Gft};
@@ -15,6 +15,7 @@ use crate::kext::{
     pci_dma,
 };
 use crate::nic::{self, NicRegistration};
+use crate::rdma::{self, RdmaLink, RdmaLinkData};
 use crate::regs::{Registers, DUMPED};
 use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
 
@@ -23,11 +24,14 @@ const MAX_VECTORS: u32 = 64;
 
 /// The driver's state for one bound function.
 ///
-/// On drop the network device goes first (it stops its queues through the
-/// admin queue), then the card is reset, then the debugfs files and the
-/// registers. The MSI-X vectors are freed by devres after all of this.
+/// On drop the RDMA device goes first (it uses the network device), then
+/// the network device (it stops its queues through the admin queue), then
+/// the card is reset, then the debugfs files and the registers. The MSI-X
+/// vectors are freed by devres after all of this.
 #[pin_data(PinnedDrop)]
-pub(crate) struct RsnicFunction {
+pub(crate) struct RsnicFunction<'bound> {
+    /// PF: the auxiliary device the RDMA driver binds.
+    rdma: Option<auxiliary::Registration<'bound, RdmaLinkData>>,
     /// PF: `gft/`. Removed first, so no write reaches a GFT going away.
     gft_files: Option<Pin<KBox<GftFiles>>>,
     nic: Option<NicRegistration>,
@@ -43,9 +47,10 @@ pub(crate) struct RsnicFunction {
 }
 
 #[pinned_drop]
-impl PinnedDrop for RsnicFunction {
+impl PinnedDrop for RsnicFunction<'_> {
     fn drop(self: Pin<&mut Self>) {
         let this = self.project();
+        this.rdma.take();
         this.gft_files.take();
         this.nic.take();
         // Quiesce the card; it may already be gone, which is fine.
@@ -177,7 +182,7 @@ fn request_selftest_irqs(
 
 impl pci::Driver for RsnicDriver {
     type IdInfo = FuncKind;
-    type Data<'bound> = RsnicFunction;
+    type Data<'bound> = RsnicFunction<'bound>;
     const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
 
     fn probe<'bound>(
@@ -233,7 +238,18 @@ impl pci::Driver for RsnicDriver {
                 .and_then(|n| n.dev().data().gft().cloned())
                 .map(|g| GftFiles::new(&dir, &g))
                 .transpose()?;
+            let rdma = match (*kind, &nic) {
+                (FuncKind::Pf, Some(n)) => Some(auxiliary::Registration::new(
+                    pdev.as_ref(),
+                    rdma::AUX_NAME,
+                    regs.read(regs::CARD_ID)?,
+                    crate::MODULE_NAME,
+                    RdmaLink::new(n.dev()),
+                )?),
+                _ => None,
+            };
             Ok(try_pin_init!(RsnicFunction {
+                rdma,
                 gft_files,
                 nic,
                 bond_file <- dir.read_callback_file(c"bond", bond, &show_bond),

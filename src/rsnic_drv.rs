@@ -8,7 +8,7 @@
 //! there), `ffi` the module's own generated bindings, and the rest is
 //! driver logic in safe Rust.
 
-use kernel::{driver, pci, prelude::*};
+use kernel::{auxiliary, driver, pci, prelude::*};
 
 mod admin;
 mod bond;
@@ -22,6 +22,7 @@ mod kext;
 mod nic;
 mod pci_drv;
 mod queue;
+mod rdma;
 mod recovery;
 mod regs;
 mod ring;
@@ -29,14 +30,22 @@ mod selftest;
 
 use kext::{debugfs_root::DebugfsRoot, lower::NetdevNotifier};
 
+/// The module's name, as auxiliary device names start with.
+pub(crate) const MODULE_NAME: &CStr = <LocalModule as kernel::ModuleMetadata>::NAME;
+
 /// Driver version, as `ethtool -i` shows it.
 pub(crate) const VERSION: &str = "0.2.0";
 
-/// The module: the debugfs root and the PCI driver registration.
+/// The module: the debugfs root and the PCI and auxiliary (RDMA) driver
+/// registrations.
 #[pin_data]
 struct RsnicModule {
-    // Unregistered first, so every device is unbound (and has removed its
-    // debugfs directory) before the root directory goes.
+    // Unregistered first, so every RDMA device leaves ib_core before its
+    // PF goes.
+    #[pin]
+    _rdma_driver: driver::Registration<auxiliary::Adapter<rdma::RdmaDriver>>,
+    // Then every function is unbound (and has removed its debugfs
+    // directory) before the root directory goes.
     #[pin]
     _driver: driver::Registration<pci::Adapter<pci_drv::RsnicDriver>>,
     // After the driver: it sees the devices' last events (VF release).
@@ -50,7 +59,8 @@ impl kernel::InPlaceModule for RsnicModule {
         try_pin_init!(Self {
             _debugfs: DebugfsRoot::new(c"rsnic"),
             _netdev_events <- NetdevNotifier::new(),
-            _driver <- driver::Registration::new(c"rsnic", module),
+            _driver <- driver::Registration::new(MODULE_NAME, module),
+            _rdma_driver <- driver::Registration::new(MODULE_NAME, module),
         })
     }
 }

@@ -14,6 +14,7 @@
 #include <net/netdev_lock.h>
 #include <net/sch_generic.h>
 #include <net/page_pool/helpers.h>
+#include <rdma/ib_verbs.h>
 #include "helpers.h"
 
 void *rsnic_netdev_priv(const struct net_device *dev)
@@ -525,4 +526,17 @@ void rsnic_features_sync(struct net_device *lower, netdev_features_t features,
 	ASSERT_RTNL();
 	lower->wanted_features = (lower->wanted_features & ~mask) | (features & mask);
 	netdev_update_features(lower);
+}
+
+/* ib_alloc_device() without the container macro: size covers the driver's
+ * struct, which starts with the struct ib_device. */
+struct ib_device *rsnic_ib_alloc_device(size_t size)
+{
+	return _ib_alloc_device(size, &init_net);
+}
+
+/* The ib_device's struct device sits in a union with its core device. */
+void rsnic_ib_set_parent(struct ib_device *ibdev, struct device *parent)
+{
+	ibdev->dev.parent = parent;
 }

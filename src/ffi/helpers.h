@@ -110,4 +110,9 @@ int rsnic_move_to_netns_of(struct net_device *dev, const struct net_device *othe
 void rsnic_features_sync(struct net_device *lower, netdev_features_t features,
 			 netdev_features_t mask);
 
+struct ib_device;
+struct device;
+struct ib_device *rsnic_ib_alloc_device(size_t size);
+void rsnic_ib_set_parent(struct ib_device *ibdev, struct device *parent);
+
 #endif

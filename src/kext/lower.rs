@@ -326,6 +326,8 @@ pub(crate) struct LowerRef<T> {
 // SAFETY: A held device may be used and released from any thread; `T` is
 // shared between threads by `NetDevOps`' bounds.
 unsafe impl<T: NetDevOps> Send for LowerRef<T> {}
+// SAFETY: Sharing the handle only shares `&NetDev<T>`, which is `Sync`.
+unsafe impl<T: NetDevOps> Sync for LowerRef<T> {}
 
 impl<T: NetDevOps> LowerRef<T> {
     /// Holds `dev`.

@@ -335,3 +335,57 @@ gft_cleanup() {
 
 # No kernel warning, oops or sanitizer report since dmesg_mark.
 dmesg_clean() { ! dmesg_since_mark | grep -Eq 'WARNING|BUG|Oops|KASAN|UBSAN|lockdep|circular locking'; }
+
+# RDMA ------------------------------------------------------------------
+
+# The auxiliary driver of the RDMA half (the kernel crate names an
+# auxiliary driver <module>.<name>).
+RDMA_AUX_DRV=/sys/bus/auxiliary/drivers/rsnic.rsnic
+
+# The RDMA device (ib_device name) of a PF, e.g. rsnic_0: it sits under
+# the PF's auxiliary device rsnic.rdma.<card>.
+ibdev_of() { ls /sys/bus/pci/devices/"$1"/rsnic.rdma.*/infiniband 2>/dev/null | head -n1; }
+
+# The auxiliary device of a PF's RDMA half, e.g. rsnic.rdma.1.
+rdma_aux_of() { basename "$(ls -d /sys/bus/pci/devices/"$1"/rsnic.rdma.* 2>/dev/null | head -n1)"; }
+
+# "STATE PHYS_STATE" of port 1 of an RDMA device, as `rdma link` shows them.
+rdma_port_state() { rdma link show "$1/1" | awk '{for (i = 1; i < NF; i++) if ($i == "state" || $i == "physical_state") printf "%s ", $(i + 1)}'; }
+
+# The GIDs ib_core lists for port 1 of an RDMA device, one per line,
+# sorted, as addresses (IPv4-mapped ones as dotted quads).
+sysfs_gids() {
+	local g
+	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do cat "$g"; done |
+		python3 -c 'import ipaddress, sys
+for line in sys.stdin:
+    a = ipaddress.IPv6Address(line.strip())
+    if int(a):
+        print(a.ipv4_mapped or a)' | sort
+}
+
+# The GIDs the card's RDMA engine holds, one per line, sorted.
+card_gids() { harness card "$1" rdma-gids | tr ' ' '\n' | sed -n 's/^[0-9]*=//p' | sort; }
+
+# wait_port IBDEV "STATE PHYS ": waits up to 5 s for port 1 to be so.
+wait_port() {
+	local i
+	for i in $(seq 50); do
+		[ "$(rdma_port_state "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_gids A|B IBDEV ADDR...: waits up to 5 s until ib_core lists the
+# addresses as GIDs and the card holds the same table.
+wait_gids() {
+	local card=$1 ibdev=$2 i
+	shift 2
+	for i in $(seq 50); do
+		[ "$(sysfs_gids "$ibdev" | grep -cxF "${@/#/-e}")" = $# ] &&
+			[ "$(sysfs_gids "$ibdev")" = "$(card_gids "$card")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}

@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: `struct ib_device` with a Rust driver state after it, and
+//! `ib_device_ops` dispatched to a Rust trait.
+//!
+//! The pattern of [`super::netdev`]: ib_core allocates the device
+//! (`ib_alloc_device`, which the driver's struct must start with), the
+//! driver state `T` is pinned-initialised in place behind it, and dropped
+//! in place once `ib_unregister_device` has returned, so every callback
+//! sees a live `T`. One port, RoCEv2 only: the link layer is Ethernet and
+//! the port's GIDs are the addresses of the net device bound to it.
+
+use core::{marker::PhantomData, ptr::NonNull};
+
+use kernel::{
+    device::Device,
+    error::from_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+    types::Opaque,
+};
+
+use crate::ffi;
+use crate::kext::netdev::NetDev;
+
+/// The device's limits, reported by `query_device` (`ib_device_attr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DeviceAttr {
+    /// Firmware version.
+    pub(crate) fw_ver: u64,
+    /// Vendor ID (the PCI vendor).
+    pub(crate) vendor_id: u32,
+    /// Vendor part ID.
+    pub(crate) vendor_part_id: u32,
+    /// Hardware version.
+    pub(crate) hw_ver: u32,
+    /// Largest memory region in bytes.
+    pub(crate) max_mr_size: u64,
+    /// Page sizes a memory region may use (bit n: 2^n bytes).
+    pub(crate) page_size_cap: u64,
+    /// Queue pairs.
+    pub(crate) max_qp: u32,
+    /// Work requests per queue.
+    pub(crate) max_qp_wr: u32,
+    /// Scatter/gather entries per work request.
+    pub(crate) max_sge: u32,
+    /// Completion queues.
+    pub(crate) max_cq: u32,
+    /// Entries per completion queue.
+    pub(crate) max_cqe: u32,
+    /// Memory regions.
+    pub(crate) max_mr: u32,
+    /// Protection domains.
+    pub(crate) max_pd: u32,
+    /// Address handles.
+    pub(crate) max_ah: u32,
+    /// Outstanding RDMA READs per QP (requester and responder).
+    pub(crate) max_qp_rd_atom: u32,
+    /// Pages of a fast-registration page list; 0 if the device has no
+    /// fast registration (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
+    pub(crate) max_fast_reg_page_list_len: u32,
+}
+
+/// What `query_port` reports beyond what the net device says.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PortAttr {
+    /// Entries of the GID table.
+    pub(crate) gid_tbl_len: u32,
+    /// Largest RoCE MTU in bytes (256..=4096, a power of two).
+    pub(crate) max_mtu: u32,
+}
+
+/// A RoCEv2 GID table entry ib_core asks the driver to program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GidEntry {
+    /// Index in the port's table.
+    pub(crate) index: u32,
+    /// The address (IPv6, or IPv4-mapped).
+    pub(crate) gid: [u8; 16],
+}
+
+/// What an RDMA device driver does, called by ib_core.
+pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
+    /// `query_device`: the device's limits.
+    fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
+    /// `query_port` of the only port.
+    fn query_port(dev: &IbDevice<Self>) -> PortAttr;
+    /// `add_gid`: program a RoCEv2 GID (process context, may sleep).
+    fn add_gid(dev: &IbDevice<Self>, entry: GidEntry) -> Result;
+    /// `del_gid`: clear entry `index`.
+    fn del_gid(dev: &IbDevice<Self>, index: u32) -> Result;
+}
+
+/// An RDMA device whose driver struct holds a `T` after the `ib_device`.
+///
+/// # Invariants
+///
+/// Allocated by [`Registration::new`] with `T` initialised in `data` for
+/// as long as a `&IbDevice<T>` exists.
+#[repr(C)]
+pub(crate) struct IbDevice<T> {
+    ib: Opaque<ffi::ib_device>,
+    data: T,
+}
+
+// SAFETY: ib_core serialises nothing for us, so `T` must be shareable;
+// the C part is used from any thread by ib_core itself.
+unsafe impl<T: Send + Sync> Sync for IbDevice<T> {}
+
+impl<T> IbDevice<T> {
+    /// # Safety
+    ///
+    /// `ptr` must be a device allocated by [`Registration::new`] for this
+    /// `T`, alive (with its `T`) for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut ffi::ib_device) -> &'a Self {
+        // SAFETY: The `ib_device` is the first field of the `repr(C)`
+        // struct; validity is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut ffi::ib_device {
+        self.ib.get()
+    }
+
+    /// The driver state.
+    pub(crate) fn data(&self) -> &T {
+        &self.data
+    }
+
+    /// The device's name, e.g. `rsnic_0` (empty before registration).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: `name` is a NUL-terminated array inside the live device.
+        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
+    }
+
+    /// Whether port 1 is usable: its net device is up with carrier
+    /// (`ib_get_curr_port_state`), and whether that device is up at all.
+    fn port_state(&self) -> (bool, bool) {
+        // SAFETY: Live device; the returned net device (if any) is held.
+        let ndev = unsafe { ffi::ib_device_get_netdev(self.as_raw(), 1) };
+        if ndev.is_null() {
+            return (false, false);
+        }
+        // SAFETY: `ndev` is held; reading its state is always allowed.
+        let running = unsafe { ffi::rsnic_netif_running(ndev) };
+        // SAFETY: As above.
+        let carrier = unsafe { ffi::rsnic_netif_carrier_ok(ndev) };
+        // SAFETY: Releases the hold `ib_device_get_netdev` took.
+        unsafe { ffi::rsnic_dev_put(ndev) };
+        (running && carrier, running)
+    }
+}
+
+/// `-EOPNOTSUPP`: the kernel crate has no constant for it.
+const EOPNOTSUPP_ERRNO: c_int = -(kernel::bindings::EOPNOTSUPP as c_int);
+/// `RDMA_NODE_IB_CA` (uapi/rdma/rdma_netlink.h): a channel adapter, as
+/// every RoCE device is.
+const RDMA_NODE_IB_CA: u8 = 1;
+/// `IB_PORT_CM_SUP` (rdma/ib_mad.h): the port runs the connection manager.
+const IB_PORT_CM_SUP: u32 = 1 << 16;
+/// `IB_MGMT_MAD_SIZE` (rdma/ib_mad.h): a MAD is 256 bytes.
+const IB_MGMT_MAD_SIZE: u32 = 256;
+
+/// The IB MTU enum value of `bytes` (rounded down; at least 256).
+fn ib_mtu(bytes: u32) -> ffi::ib_mtu {
+    match bytes {
+        4096.. => ffi::ib_mtu_IB_MTU_4096,
+        2048.. => ffi::ib_mtu_IB_MTU_2048,
+        1024.. => ffi::ib_mtu_IB_MTU_1024,
+        512.. => ffi::ib_mtu_IB_MTU_512,
+        _ => ffi::ib_mtu_IB_MTU_256,
+    }
+}
+
+/// Bytes of RoCE headers inside an Ethernet MTU (IPv4/IPv6, UDP, BTH,
+/// the largest extension header, ICRC), as `rdma_mtu_from_attr` and
+/// `ib_mtu_int_to_enum` callers account for them.
+const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 16 + 4;
+
+/// The EUI-64 node GUID of a MAC address (`addrconf_addr_eui48`), as the
+/// big-endian value `ib_device::node_guid` holds.
+pub(crate) fn node_guid(mac: &[u8; 6]) -> u64 {
+    u64::from_ne_bytes([
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ])
+}
+
+/// Settings applied to a device before it is registered.
+pub(crate) struct Setup<'a> {
+    /// Name pattern, e.g. `rsnic_%d`.
+    pub(crate) name: &'a CStr,
+    /// Node GUID, see [`node_guid`].
+    pub(crate) node_guid: u64,
+    /// Completion vectors.
+    pub(crate) comp_vectors: u32,
+}
+
+/// A registered RDMA device; unregistered and freed on drop.
+pub(crate) struct Registration<T: IbDeviceOps> {
+    ibdev: NonNull<ffi::ib_device>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: The registration only holds the device pointer; the device and
+// `T` may be used and dropped from any thread.
+unsafe impl<T: IbDeviceOps> Send for Registration<T> {}
+// SAFETY: As above.
+unsafe impl<T: IbDeviceOps> Sync for Registration<T> {}
+
+/// Alignment `kzalloc` guarantees (`ARCH_KMALLOC_MINALIGN` on x86-64).
+const KMALLOC_MIN_ALIGN: usize = 8;
+
+impl<T: IbDeviceOps> Registration<T> {
+    /// The registered device.
+    pub(crate) fn dev(&self) -> &IbDevice<T> {
+        // SAFETY: Registered by `new`, with its `T`, until we are dropped.
+        unsafe { IbDevice::from_raw(self.ibdev.as_ptr()) }
+    }
+
+    /// Allocates a device, applies `setup`, initialises `T` with `init`,
+    /// binds port 1 to `netdev` (its GIDs and state follow that device)
+    /// and registers it as a child of `parent` doing DMA as `dma`.
+    pub(crate) fn new<N>(
+        parent: &Device,
+        dma: &Device,
+        netdev: &NetDev<N>,
+        setup: Setup<'_>,
+        init: impl PinInit<T, Error>,
+    ) -> Result<Self> {
+        const { assert!(core::mem::align_of::<T>() <= KMALLOC_MIN_ALIGN) };
+        // SAFETY: Plain allocation of a zeroed `IbDevice<T>`-sized block
+        // that starts with an initialised `ib_device`; NULL on failure.
+        let raw = unsafe { ffi::rsnic_ib_alloc_device(core::mem::size_of::<IbDevice<T>>()) };
+        let ibdev = NonNull::new(raw).ok_or(ENOMEM)?;
+        let free = move || {
+            // SAFETY: Allocated above, not registered, `T` dropped or never
+            // initialised.
+            unsafe { ffi::ib_dealloc_device(raw) }
+        };
+        let mut ops = Adapter::<T>::OPS;
+        ops.owner = crate::THIS_MODULE.as_ptr().cast();
+        let parent_raw: *const Device = parent;
+        // SAFETY: `raw` is a live, unregistered device; `ops` is copied by
+        // `ib_set_device_ops`; `Device` is `repr(transparent)` over
+        // `struct device`.
+        unsafe {
+            ffi::ib_set_device_ops(raw, &ops);
+            ffi::rsnic_ib_set_parent(raw, parent_raw.cast_mut().cast());
+            (*raw).node_type = RDMA_NODE_IB_CA;
+            (*raw).phys_port_cnt = 1;
+            (*raw).num_comp_vectors = setup.comp_vectors as c_int;
+            (*raw).node_guid = setup.node_guid;
+        }
+        // SAFETY: `data` is inside the allocation, suitably aligned
+        // (asserted above), unused, and never moves while the device lives.
+        let slot = unsafe { &raw mut (*raw.cast::<IbDevice<T>>()).data };
+        // SAFETY: `slot` is valid for a `T` and pinned (see above).
+        if let Err(e) = unsafe { init.__pinned_init(slot) } {
+            free();
+            return Err(e);
+        }
+        let drop_data = || {
+            // SAFETY: `T` was initialised above and the device is not
+            // registered, so nothing else can reach it.
+            unsafe { core::ptr::drop_in_place(slot) };
+            free();
+        };
+        // SAFETY: Both devices are live; ib_core takes its own hold on
+        // the net device.
+        let ret = unsafe { ffi::ib_device_set_netdev(raw, netdev.as_raw(), 1) };
+        if ret != 0 {
+            drop_data();
+            return Err(Error::from_errno(ret));
+        }
+        let dma_raw: *const Device = dma;
+        // SAFETY: The device is fully set up and `T` initialised; `dma`
+        // is a bound bus device with DMA parameters, alive for as long as
+        // we are (the caller's driver data owns us).
+        let ret = unsafe {
+            ffi::ib_register_device(raw, setup.name.as_char_ptr(), dma_raw.cast_mut().cast())
+        };
+        if ret != 0 {
+            drop_data();
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self {
+            ibdev,
+            _t: PhantomData,
+        })
+    }
+}
+
+impl<T: IbDeviceOps> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let raw = self.ibdev.as_ptr();
+        // SAFETY: Registered in `new`. Unregistration removes every client
+        // (they destroy their objects through our callbacks, which still
+        // see `T`) and returns once no callback runs any more.
+        unsafe { ffi::ib_unregister_device(raw) };
+        // SAFETY: No callback can run now; `T` is dropped exactly once.
+        unsafe { core::ptr::drop_in_place(&raw mut (*raw.cast::<IbDevice<T>>()).data) };
+        // SAFETY: Unregistered and its `T` dropped; ib_core frees the
+        // memory when its last reference goes.
+        unsafe { ffi::ib_dealloc_device(raw) };
+    }
+}
+
+/// The C-ABI entry points of an [`IbDeviceOps`] implementation.
+struct Adapter<T>(PhantomData<T>);
+
+impl<T: IbDeviceOps> Adapter<T> {
+    const OPS: ffi::ib_device_ops = {
+        // SAFETY: All fields of `ib_device_ops` are nullable function
+        // pointers, plain integers or a nullable module pointer; zero is
+        // "not implemented".
+        let mut ops: ffi::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.driver_id = ffi::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.query_pkey = Some(Self::query_pkey);
+        ops.add_gid = Some(Self::add_gid);
+        ops.del_gid = Some(Self::del_gid);
+        // The verbs on queues and memory are mandatory for registration.
+        // The engine's queues are not driven yet, so they are refused
+        // (see Documentation/rsnic/rdma.rst); consumers see EOPNOTSUPP.
+        ops.alloc_pd = Some(Self::refuse_pd);
+        ops.dealloc_pd = Some(Self::refuse_pd);
+        ops.create_cq = Some(Self::refuse_create_cq);
+        ops.destroy_cq = Some(Self::refuse_destroy_cq);
+        ops.poll_cq = Some(Self::refuse_poll_cq);
+        ops.req_notify_cq = Some(Self::refuse_req_notify_cq);
+        ops.create_qp = Some(Self::refuse_create_qp);
+        ops.modify_qp = Some(Self::refuse_modify_qp);
+        ops.destroy_qp = Some(Self::refuse_destroy_qp);
+        ops.post_send = Some(Self::refuse_post_send);
+        ops.post_recv = Some(Self::refuse_post_recv);
+        ops.get_dma_mr = Some(Self::refuse_get_dma_mr);
+        ops.reg_user_mr = Some(Self::refuse_reg_user_mr);
+        ops.dereg_mr = Some(Self::refuse_dereg_mr);
+        // ib_core allocates these objects before calling us.
+        ops.size_ib_pd = core::mem::size_of::<ffi::ib_pd>();
+        ops.size_ib_cq = core::mem::size_of::<ffi::ib_cq>();
+        ops.size_ib_qp = core::mem::size_of::<ffi::ib_qp>();
+        ops
+    };
+
+    /// # Safety
+    ///
+    /// `ibdev` must be a registered device of this `T`.
+    unsafe fn dev<'a>(ibdev: *mut ffi::ib_device) -> &'a IbDevice<T> {
+        // SAFETY: ib_core only calls us for our registered devices, whose
+        // `T` lives until after unregistration (see `Registration`).
+        unsafe { IbDevice::from_raw(ibdev) }
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our registered devices; `props` is writable.
+    unsafe extern "C" fn query_device(
+        ibdev: *mut ffi::ib_device,
+        props: *mut ffi::ib_device_attr,
+        udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A registered device of ours.
+            let dev = unsafe { Self::dev(ibdev) };
+            if !udata.is_null() {
+                // No user-space provider: kernel consumers only.
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            let a = T::query_device(dev);
+            let int = |v: u32| v.min(c_int::MAX as u32) as c_int;
+            // SAFETY: ib_core passes a zeroed, writable attribute struct.
+            let p = unsafe { &mut *props };
+            p.fw_ver = a.fw_ver;
+            // SAFETY: Live device; the GUID is read-only after set-up.
+            p.sys_image_guid = unsafe { (*ibdev).node_guid };
+            p.vendor_id = a.vendor_id;
+            p.vendor_part_id = a.vendor_part_id;
+            p.hw_ver = a.hw_ver;
+            p.max_mr_size = a.max_mr_size;
+            p.page_size_cap = a.page_size_cap;
+            p.max_qp = int(a.max_qp);
+            p.max_qp_wr = int(a.max_qp_wr);
+            p.max_send_sge = int(a.max_sge);
+            p.max_recv_sge = int(a.max_sge);
+            p.max_sge_rd = int(a.max_sge);
+            p.max_cq = int(a.max_cq);
+            p.max_cqe = int(a.max_cqe);
+            p.max_mr = int(a.max_mr);
+            p.max_pd = int(a.max_pd);
+            p.max_ah = int(a.max_ah);
+            p.max_qp_rd_atom = int(a.max_qp_rd_atom);
+            p.max_qp_init_rd_atom = int(a.max_qp_rd_atom);
+            p.max_res_rd_atom = int(a.max_qp_rd_atom.saturating_mul(a.max_qp));
+            p.max_pkeys = 1;
+            p.local_ca_ack_delay = 15;
+            p.atomic_cap = ffi::ib_atomic_cap_IB_ATOMIC_NONE;
+            p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+            p.device_cap_flags = ffi::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+            if a.max_fast_reg_page_list_len != 0 {
+                p.device_cap_flags |= ffi::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our registered devices; `props` is writable.
+    unsafe extern "C" fn query_port(
+        ibdev: *mut ffi::ib_device,
+        port: u32,
+        props: *mut ffi::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            if port != 1 {
+                return Err(EINVAL);
+            }
+            // SAFETY: A registered device of ours.
+            let dev = unsafe { Self::dev(ibdev) };
+            let a = T::query_port(dev);
+            let (active, running) = dev.port_state();
+            // SAFETY: ib_core passes a zeroed, writable attribute struct.
+            let p = unsafe { &mut *props };
+            p.gid_tbl_len = a.gid_tbl_len as c_int;
+            p.max_mtu = ib_mtu(a.max_mtu);
+            p.active_mtu = p.max_mtu;
+            // SAFETY: Live device; the net device (if any) is held inside.
+            let ndev = unsafe { ffi::ib_device_get_netdev(ibdev, 1) };
+            if !ndev.is_null() {
+                // SAFETY: `ndev` is held; reading the MTU is always allowed.
+                let mtu = unsafe { (*ndev).mtu };
+                // SAFETY: Releases the hold taken just above.
+                unsafe { ffi::rsnic_dev_put(ndev) };
+                p.active_mtu = ib_mtu(mtu.saturating_sub(ROCE_OVERHEAD).min(a.max_mtu));
+            }
+            p.phys_mtu = a.max_mtu;
+            p.port_cap_flags = IB_PORT_CM_SUP;
+            p.max_msg_sz = 1 << 31;
+            p.pkey_tbl_len = 1;
+            (p.state, p.phys_state) = match (active, running) {
+                (true, _) => (
+                    ffi::ib_port_state_IB_PORT_ACTIVE,
+                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+                ),
+                (false, true) => (
+                    ffi::ib_port_state_IB_PORT_DOWN,
+                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
+                ),
+                (false, false) => (
+                    ffi::ib_port_state_IB_PORT_DOWN,
+                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
+                ),
+            };
+            // SAFETY: Live device and writable fields of `props`.
+            unsafe { ffi::ib_get_eth_speed(ibdev, port, &mut p.active_speed, &mut p.active_width) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our devices being registered; `immutable` is writable.
+    unsafe extern "C" fn get_port_immutable(
+        ibdev: *mut ffi::ib_device,
+        port: u32,
+        immutable: *mut ffi::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            if port != 1 {
+                return Err(EINVAL);
+            }
+            // SAFETY: A registered device of ours (during registration).
+            let dev = unsafe { Self::dev(ibdev) };
+            // SAFETY: ib_core passes a writable struct.
+            let im = unsafe { &mut *immutable };
+            im.pkey_tbl_len = 1;
+            im.gid_tbl_len = T::query_port(dev).gid_tbl_len as c_int;
+            im.core_cap_flags = ffi::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+            im.max_mad_size = IB_MGMT_MAD_SIZE;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for one of our devices.
+    unsafe extern "C" fn get_link_layer(
+        _ibdev: *mut ffi::ib_device,
+        _port: u32,
+    ) -> ffi::rdma_link_layer {
+        ffi::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    }
+
+    /// # Safety
+    ///
+    /// `pkey` is writable.
+    unsafe extern "C" fn query_pkey(
+        _ibdev: *mut ffi::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        if port != 1 || index != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: ib_core passes a writable `u16`.
+        unsafe { *pkey = 0xffff };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `attr` is a valid GID attribute of one of our registered devices.
+    unsafe extern "C" fn add_gid(
+        attr: *const ffi::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute of one of our devices.
+            let a = unsafe { &*attr };
+            if a.gid_type != ffi::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+                return Err(EINVAL);
+            }
+            // SAFETY: As above.
+            let dev = unsafe { Self::dev(a.device) };
+            // SAFETY: Every bit pattern of the union is a valid byte array.
+            let gid = unsafe { a.gid.raw };
+            T::add_gid(
+                dev,
+                GidEntry {
+                    index: a.index.into(),
+                    gid,
+                },
+            )?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `attr` is a valid GID attribute of one of our registered devices.
+    unsafe extern "C" fn del_gid(
+        attr: *const ffi::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute of one of our devices.
+            let a = unsafe { &*attr };
+            // SAFETY: As above.
+            let dev = unsafe { Self::dev(a.device) };
+            T::del_gid(dev, a.index.into())?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_pd(_pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_create_cq(
+        _cq: *mut ffi::ib_cq,
+        _attr: *const ffi::ib_cq_init_attr,
+        _attrs: *mut ffi::uverbs_attr_bundle,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_destroy_cq(
+        _cq: *mut ffi::ib_cq,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_poll_cq(
+        _cq: *mut ffi::ib_cq,
+        _num: c_int,
+        _wc: *mut ffi::ib_wc,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_req_notify_cq(
+        _cq: *mut ffi::ib_cq,
+        _flags: ffi::ib_cq_notify_flags,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_create_qp(
+        _qp: *mut ffi::ib_qp,
+        _attr: *mut ffi::ib_qp_init_attr,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_modify_qp(
+        _qp: *mut ffi::ib_qp,
+        _attr: *mut ffi::ib_qp_attr,
+        _mask: c_int,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_destroy_qp(
+        _qp: *mut ffi::ib_qp,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// `bad` is writable.
+    unsafe extern "C" fn refuse_post_send(
+        _qp: *mut ffi::ib_qp,
+        wr: *const ffi::ib_send_wr,
+        bad: *mut *const ffi::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: ib_core passes a writable pointer for the failed request.
+        unsafe { *bad = wr };
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// `bad` is writable.
+    unsafe extern "C" fn refuse_post_recv(
+        _qp: *mut ffi::ib_qp,
+        wr: *const ffi::ib_recv_wr,
+        bad: *mut *const ffi::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: ib_core passes a writable pointer for the failed request.
+        unsafe { *bad = wr };
+        EOPNOTSUPP_ERRNO
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_get_dma_mr(
+        _pd: *mut ffi::ib_pd,
+        _access: c_int,
+    ) -> *mut ffi::ib_mr {
+        err_ptr(EOPNOTSUPP_ERRNO)
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_reg_user_mr(
+        _pd: *mut ffi::ib_pd,
+        _start: u64,
+        _length: u64,
+        _virt: u64,
+        _access: c_int,
+        _dmah: *mut ffi::ib_dmah,
+        _udata: *mut ffi::ib_udata,
+    ) -> *mut ffi::ib_mr {
+        // No user-space provider: kernel consumers only, for good.
+        err_ptr(EOPNOTSUPP_ERRNO)
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_dereg_mr(
+        _mr: *mut ffi::ib_mr,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP_ERRNO
+    }
+}
+
+/// `ERR_PTR(errno)`.
+fn err_ptr<P>(errno: c_int) -> *mut P {
+    core::ptr::without_provenance_mut(errno as isize as usize)
+}
