@@ -512,6 +512,59 @@ pub enum AdminCmd {
         /// Entry, below [`rdma::GID_TABLE_LEN`].
         index: u32,
     },
+    /// PF only: set up the RDMA event queue (one per function).
+    RdmaCreateEq {
+        /// Bus address of the ring ([`rdma::EQE_LEN`]-byte entries).
+        ring: u64,
+        /// Entries (power of two, 64..=4096).
+        entries: u32,
+        /// MSI-X vector raised when an event is written.
+        vector: u16,
+    },
+    /// PF only: stop using the event queue.
+    RdmaDestroyEq,
+    /// PF only: create completion queue `cqn`.
+    RdmaCreateCq {
+        /// CQ number, below `max_cq`.
+        cqn: u32,
+        /// Bus address of the ring ([`rdma::CQE_LEN`]-byte entries).
+        ring: u64,
+        /// Entries (power of two, up to `max_cqe`).
+        entries: u32,
+    },
+    /// PF only: destroy a completion queue no QP uses.
+    RdmaDestroyCq {
+        /// CQ number.
+        cqn: u32,
+    },
+    /// PF only: create a queue pair in the reset state.
+    RdmaCreateQp(rdma::QpCreate),
+    /// PF only: change a queue pair's attributes and state from a
+    /// [`rdma::QP_MODIFY_LEN`]-byte [`rdma::QpModify`] block.
+    RdmaModifyQp {
+        /// QP number.
+        qpn: u32,
+        /// Bus address of the block.
+        block: u64,
+    },
+    /// PF only: a queue pair's state; result: [`rdma::QpState`] as the
+    /// byte at 8.
+    RdmaQueryQp {
+        /// QP number.
+        qpn: u32,
+    },
+    /// PF only: destroy a queue pair; its outstanding WQEs are dropped.
+    RdmaDestroyQp {
+        /// QP number.
+        qpn: u32,
+    },
+    /// PF only: create a memory region.
+    RdmaRegMr(rdma::MrReg),
+    /// PF only: destroy a memory region.
+    RdmaDeregMr {
+        /// Its key.
+        key: u32,
+    },
 }
 
 /// Result of [`AdminCmd::GftDump`].
@@ -706,8 +759,38 @@ const OP_GFT_QUERY_STATS: u16 = 18;
 const OP_RDMA_QUERY_CAPS: u16 = 19;
 const OP_RDMA_SET_GID: u16 = 20;
 const OP_RDMA_DEL_GID: u16 = 21;
+const OP_RDMA_CREATE_EQ: u16 = 22;
+const OP_RDMA_DESTROY_EQ: u16 = 23;
+const OP_RDMA_CREATE_CQ: u16 = 24;
+const OP_RDMA_DESTROY_CQ: u16 = 25;
+const OP_RDMA_CREATE_QP: u16 = 26;
+const OP_RDMA_MODIFY_QP: u16 = 27;
+const OP_RDMA_QUERY_QP: u16 = 28;
+const OP_RDMA_DESTROY_QP: u16 = 29;
+const OP_RDMA_REG_MR: u16 = 30;
+const OP_RDMA_DEREG_MR: u16 = 31;
 
 impl AdminCmd {
+    /// Whether it is one of the RDMA engine's commands.
+    pub fn is_rdma(&self) -> bool {
+        matches!(
+            self,
+            Self::RdmaQueryCaps
+                | Self::RdmaSetGid { .. }
+                | Self::RdmaDelGid { .. }
+                | Self::RdmaCreateEq { .. }
+                | Self::RdmaDestroyEq
+                | Self::RdmaCreateCq { .. }
+                | Self::RdmaDestroyCq { .. }
+                | Self::RdmaCreateQp(_)
+                | Self::RdmaModifyQp { .. }
+                | Self::RdmaQueryQp { .. }
+                | Self::RdmaDestroyQp { .. }
+                | Self::RdmaRegMr(_)
+                | Self::RdmaDeregMr { .. }
+        )
+    }
+
     /// The admin entry for this command (flags and status zero).
     pub fn to_bytes(self) -> [u8; AQ_ENTRY_SIZE] {
         let mut b = [0u8; AQ_ENTRY_SIZE];
@@ -797,6 +880,64 @@ impl AdminCmd {
                 put(&mut b, 8, &index.to_le_bytes());
                 OP_RDMA_DEL_GID
             }
+            Self::RdmaCreateEq {
+                ring,
+                entries,
+                vector,
+            } => {
+                put(&mut b, 8, &ring.to_le_bytes());
+                put(&mut b, 16, &entries.to_le_bytes());
+                put(&mut b, 20, &vector.to_le_bytes());
+                OP_RDMA_CREATE_EQ
+            }
+            Self::RdmaDestroyEq => OP_RDMA_DESTROY_EQ,
+            Self::RdmaCreateCq { cqn, ring, entries } => {
+                put(&mut b, 8, &cqn.to_le_bytes());
+                put(&mut b, 16, &ring.to_le_bytes());
+                put(&mut b, 24, &entries.to_le_bytes());
+                OP_RDMA_CREATE_CQ
+            }
+            Self::RdmaDestroyCq { cqn } => {
+                put(&mut b, 8, &cqn.to_le_bytes());
+                OP_RDMA_DESTROY_CQ
+            }
+            Self::RdmaCreateQp(q) => {
+                put(&mut b, 8, &q.qpn.to_le_bytes());
+                b[12] = q.qp_type;
+                put(&mut b, 16, &q.pd.to_le_bytes());
+                put(&mut b, 24, &q.sq.to_le_bytes());
+                put(&mut b, 32, &q.rq.to_le_bytes());
+                put(&mut b, 40, &q.sq_entries.to_le_bytes());
+                put(&mut b, 44, &q.rq_entries.to_le_bytes());
+                put(&mut b, 48, &q.send_cq.to_le_bytes());
+                put(&mut b, 52, &q.recv_cq.to_le_bytes());
+                OP_RDMA_CREATE_QP
+            }
+            Self::RdmaModifyQp { qpn, block } => {
+                put(&mut b, 8, &qpn.to_le_bytes());
+                put(&mut b, 16, &block.to_le_bytes());
+                OP_RDMA_MODIFY_QP
+            }
+            Self::RdmaQueryQp { qpn } => {
+                put(&mut b, 8, &qpn.to_le_bytes());
+                OP_RDMA_QUERY_QP
+            }
+            Self::RdmaDestroyQp { qpn } => {
+                put(&mut b, 8, &qpn.to_le_bytes());
+                OP_RDMA_DESTROY_QP
+            }
+            Self::RdmaRegMr(m) => {
+                put(&mut b, 8, &m.key.to_le_bytes());
+                put(&mut b, 12, &m.pd.to_le_bytes());
+                put(&mut b, 16, &m.access.to_le_bytes());
+                b[20] = m.kind;
+                put(&mut b, 24, &m.max_pages.to_le_bytes());
+                OP_RDMA_REG_MR
+            }
+            Self::RdmaDeregMr { key } => {
+                put(&mut b, 8, &key.to_le_bytes());
+                OP_RDMA_DEREG_MR
+            }
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -863,6 +1004,43 @@ impl AdminCmd {
                 }
             }
             OP_RDMA_DEL_GID => Self::RdmaDelGid { index: le32(b, 8) },
+            OP_RDMA_CREATE_EQ => Self::RdmaCreateEq {
+                ring: le64(b, 8),
+                entries: le32(b, 16),
+                vector: le16(b, 20),
+            },
+            OP_RDMA_DESTROY_EQ => Self::RdmaDestroyEq,
+            OP_RDMA_CREATE_CQ => Self::RdmaCreateCq {
+                cqn: le32(b, 8),
+                ring: le64(b, 16),
+                entries: le32(b, 24),
+            },
+            OP_RDMA_DESTROY_CQ => Self::RdmaDestroyCq { cqn: le32(b, 8) },
+            OP_RDMA_CREATE_QP => Self::RdmaCreateQp(rdma::QpCreate {
+                qpn: le32(b, 8),
+                qp_type: b[12],
+                pd: le32(b, 16),
+                sq: le64(b, 24),
+                rq: le64(b, 32),
+                sq_entries: le32(b, 40),
+                rq_entries: le32(b, 44),
+                send_cq: le32(b, 48),
+                recv_cq: le32(b, 52),
+            }),
+            OP_RDMA_MODIFY_QP => Self::RdmaModifyQp {
+                qpn: le32(b, 8),
+                block: le64(b, 16),
+            },
+            OP_RDMA_QUERY_QP => Self::RdmaQueryQp { qpn: le32(b, 8) },
+            OP_RDMA_DESTROY_QP => Self::RdmaDestroyQp { qpn: le32(b, 8) },
+            OP_RDMA_REG_MR => Self::RdmaRegMr(rdma::MrReg {
+                key: le32(b, 8),
+                pd: le32(b, 12),
+                access: le32(b, 16),
+                kind: b[20],
+                max_pages: le32(b, 24),
+            }),
+            OP_RDMA_DEREG_MR => Self::RdmaDeregMr { key: le32(b, 8) },
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

@@ -5,7 +5,7 @@
 //! switch that decides which function receives.
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::control::Faults;
 use crate::function::{Function, Identity};
@@ -24,7 +24,7 @@ pub struct Card {
     vf: Arc<Mutex<Function>>,
     gft: Arc<Mutex<Gft>>,
     rdma: Arc<Mutex<RdmaEngine>>,
-    wire: OnceLock<Arc<Wire>>,
+    wire: Arc<OnceLock<Arc<Wire>>>,
 }
 
 fn lock(f: &Mutex<Function>) -> MutexGuard<'_, Function> {
@@ -56,11 +56,12 @@ impl Card {
             vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
             gft,
             rdma,
-            wire: OnceLock::new(),
+            wire: Arc::new(OnceLock::new()),
         };
         for f in [&card.pf, &card.vf] {
             spawn_moderation_timer(f);
         }
+        spawn_rdma_timer(&card.pf, &card.wire);
         card
     }
 
@@ -106,6 +107,13 @@ impl Card {
             return;
         }
         let now = Instant::now();
+        let (rdma, frames): (Vec<Outgoing>, Vec<Outgoing>) =
+            frames.into_iter().partition(|o| o.rdma);
+        if let Some(wire) = self.wire.get() {
+            for o in rdma {
+                wire.send(&o.frame);
+            }
+        }
         let outputs: Vec<Output> = {
             let mut gft = self.lock_gft();
             frames
@@ -141,6 +149,18 @@ impl Card {
     /// GFT (a damaged frame cannot be parsed and goes straight to the host,
     /// flagged), then to the host.
     pub fn receive(&self, frame: &[u8], fcs_ok: bool) {
+        // RoCEv2 for this card goes to its RDMA engine, not through the
+        // GFT to the host.
+        if fcs_ok {
+            if let Some(replies) = lock(&self.pf).rdma_receive(frame) {
+                if let Some(wire) = self.wire.get() {
+                    for f in replies {
+                        wire.send(&f);
+                    }
+                }
+                return;
+            }
+        }
         let outputs = {
             let mut gft = self.lock_gft();
             if !fcs_ok || !gft.enabled() {
@@ -190,6 +210,25 @@ impl Card {
     pub fn vf_disconnected(&self) {
         lock(&self.vf).disconnected();
     }
+}
+
+/// Starts the thread that runs the RDMA engine's timers (retransmission,
+/// RNR waits) and sends what they produce.
+fn spawn_rdma_timer(pf: &Arc<Mutex<Function>>, wire: &Arc<OnceLock<Arc<Wire>>>) {
+    /// How often an idle engine is looked at.
+    const IDLE: Duration = Duration::from_millis(20);
+    let pf = Arc::clone(pf);
+    let wire = Arc::clone(wire);
+    std::thread::spawn(move || loop {
+        let (frames, next) = lock(&pf).rdma_tick(Instant::now());
+        if let Some(wire) = wire.get() {
+            for f in frames {
+                wire.send(&f);
+            }
+        }
+        let wait = next.map_or(IDLE, |t| t.saturating_duration_since(Instant::now()));
+        std::thread::sleep(wait.clamp(Duration::from_millis(1), IDLE));
+    });
 }
 
 /// Starts the thread that raises `func`'s moderated interrupts when they

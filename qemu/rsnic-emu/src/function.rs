@@ -147,6 +147,36 @@ impl Function {
         self.kick_moderation_timer();
     }
 
+    /// PF: a frame the RDMA engine may take. `Some(frames to send)` if it
+    /// took it, `None` if it is the NIC's.
+    pub fn rdma_receive(&mut self, frame: &[u8]) -> Option<Vec<Vec<u8>>> {
+        if self.faults.is(Fault::Gone) {
+            return None;
+        }
+        let mut fx = Effects::default();
+        if !self.nic.rdma_receive(&self.dma, frame, &mut fx) {
+            return None;
+        }
+        for vector in fx.raise {
+            self.raise_queue_irq(vector);
+        }
+        Some(fx.send.into_iter().map(|o| o.frame).collect())
+    }
+
+    /// PF: the RDMA engine's timers. Returns the frames to send and when
+    /// to call again.
+    pub fn rdma_tick(&mut self, now: Instant) -> (Vec<Vec<u8>>, Option<Instant>) {
+        if self.faults.is(Fault::Gone) {
+            return (Vec::new(), None);
+        }
+        let mut fx = Effects::default();
+        let next = self.nic.rdma_tick(&self.dma, now, &mut fx);
+        for vector in fx.raise {
+            self.raise_queue_irq(vector);
+        }
+        (fx.send.into_iter().map(|o| o.frame).collect(), next)
+    }
+
     /// PF: a GFT exception for the host's exception queue.
     pub fn deliver_exception(&mut self, data: &[u8]) {
         if self.faults.is(Fault::Gone) {

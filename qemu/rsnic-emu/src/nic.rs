@@ -18,7 +18,7 @@ use crate::hw::{
 };
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
-use crate::rdma::RdmaEngine;
+use crate::rdma::{Io, RdmaEngine};
 use crate::rss;
 
 /// Offloads this card performs (RSS is always on).
@@ -82,6 +82,9 @@ pub struct Outgoing {
     pub frame: Vec<u8>,
     /// A GFT reinjection: starts with a [`hw::gft::ReinjectMeta`].
     pub reinject: bool,
+    /// From the RDMA engine: goes to the wire directly, as RoCE traffic
+    /// bypasses the GFT.
+    pub rdma: bool,
 }
 
 /// What a register write asks the caller to do next.
@@ -167,6 +170,44 @@ impl Nic {
     /// PF: gives the function the card's RDMA engine to configure.
     pub fn set_rdma(&mut self, rdma: Arc<Mutex<RdmaEngine>>) {
         self.rdma = Some(rdma);
+    }
+
+    /// Runs `f` on the RDMA engine (PF only; `None` on a VF), passing on
+    /// the frames it sends and the event vector it raises.
+    fn with_rdma<R>(
+        &self,
+        dma: &DmaSpace,
+        now: Instant,
+        fx: &mut Effects,
+        f: impl FnOnce(&mut RdmaEngine, &mut Io<'_>) -> R,
+    ) -> Option<R> {
+        let mut engine = self
+            .rdma
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut io = Io::new(dma, self.mac, now);
+        let r = f(&mut engine, &mut io);
+        fx.send.extend(io.frames.into_iter().map(|frame| Outgoing {
+            frame,
+            reinject: false,
+            rdma: true,
+        }));
+        fx.raise.extend(io.raise);
+        Some(r)
+    }
+
+    /// A frame from the wire the RDMA engine may take (RoCEv2 for this
+    /// card); false if it is the NIC's.
+    pub fn rdma_receive(&mut self, dma: &DmaSpace, frame: &[u8], fx: &mut Effects) -> bool {
+        let now = Instant::now();
+        self.with_rdma(dma, now, fx, |e, io| e.receive(frame, io))
+            .unwrap_or(false)
+    }
+
+    /// The RDMA engine's timers; returns when to call again.
+    pub fn rdma_tick(&mut self, dma: &DmaSpace, now: Instant, fx: &mut Effects) -> Option<Instant> {
+        self.with_rdma(dma, now, fx, |e, io| e.tick(io)).flatten()
     }
 
     fn lock_gft(&self) -> Option<std::sync::MutexGuard<'_, Gft>> {
@@ -323,7 +364,11 @@ impl Nic {
                 };
                 self.aq_head = 0;
             }
-            hw::regs::AQ_TAIL => self.admin_doorbell(dma, value),
+            hw::regs::AQ_TAIL => self.admin_doorbell(dma, value, fx),
+            o if (hw::rdma::db::SQ..hw::rdma::db::END).contains(&o) => {
+                let now = Instant::now();
+                self.with_rdma(dma, now, fx, |e, io| e.doorbell(o, value, io));
+            }
             o if (hw::regs::QP_DOORBELLS
                 ..hw::regs::QP_DOORBELLS
                     + usize::from(MAX_QUEUE_PAIRS) * hw::regs::QP_DOORBELL_STRIDE)
@@ -366,6 +411,7 @@ impl Nic {
                             fx.send.push(Outgoing {
                                 frame: f.data,
                                 reinject: true,
+                                rdma: false,
                             });
                         } else if !is_pf {
                             stats.tx_bad_reinject += 1;
@@ -401,6 +447,7 @@ impl Nic {
                             fx.send.push(Outgoing {
                                 frame,
                                 reinject: false,
+                                rdma: false,
                             });
                         }
                     }
@@ -422,7 +469,7 @@ impl Nic {
         }
     }
 
-    fn admin_doorbell(&mut self, dma: &DmaSpace, tail: u32) {
+    fn admin_doorbell(&mut self, dma: &DmaSpace, tail: u32, fx: &mut Effects) {
         if self.aq_size == 0 || tail >= self.aq_size {
             debug!("admin doorbell {tail} with queue size {}", self.aq_size);
             return;
@@ -441,7 +488,7 @@ impl Nic {
                     continue;
                 }
                 (Some(AdminFault::Error), _) => AdminStatus::DeviceError,
-                (None, Ok(cmd)) => self.execute(dma, cmd, &mut entry),
+                (None, Ok(cmd)) => self.execute(dma, cmd, &mut entry, fx),
                 (None, Err(status)) => status,
             };
             hw::aq_complete(&mut entry, status);
@@ -459,6 +506,7 @@ impl Nic {
         dma: &DmaSpace,
         cmd: AdminCmd,
         entry: &mut [u8; AQ_ENTRY_SIZE],
+        fx: &mut Effects,
     ) -> AdminStatus {
         debug!("admin {cmd:?}");
         match cmd {
@@ -566,14 +614,23 @@ impl Nic {
                     None => AdminStatus::BadOpcode,
                 };
             }
-            AdminCmd::RdmaQueryCaps | AdminCmd::RdmaSetGid { .. } | AdminCmd::RdmaDelGid { .. } => {
-                return match &self.rdma {
-                    Some(rdma) => rdma
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .execute(cmd, entry),
-                    None => AdminStatus::BadOpcode,
-                };
+            AdminCmd::RdmaQueryCaps
+            | AdminCmd::RdmaSetGid { .. }
+            | AdminCmd::RdmaDelGid { .. }
+            | AdminCmd::RdmaCreateEq { .. }
+            | AdminCmd::RdmaDestroyEq
+            | AdminCmd::RdmaCreateCq { .. }
+            | AdminCmd::RdmaDestroyCq { .. }
+            | AdminCmd::RdmaCreateQp(_)
+            | AdminCmd::RdmaModifyQp { .. }
+            | AdminCmd::RdmaQueryQp { .. }
+            | AdminCmd::RdmaDestroyQp { .. }
+            | AdminCmd::RdmaRegMr(_)
+            | AdminCmd::RdmaDeregMr { .. } => {
+                let now = Instant::now();
+                return self
+                    .with_rdma(dma, now, fx, |e, io| e.execute(cmd, entry, io))
+                    .unwrap_or(AdminStatus::BadOpcode);
             }
             AdminCmd::SetRss { config } => {
                 let mut block = [0u8; hw::RSS_CONFIG_LEN];
@@ -707,13 +764,13 @@ mod tests {
                 .unwrap();
         }
         nic.fault_admin(AdminFault::Timeout, 1);
-        nic.admin_doorbell(&dma, 1);
+        nic.admin_doorbell(&dma, 1, &mut Effects::default());
         assert_eq!(status(&dma, 0).0 & hw::AQ_DONE, 0, "never completed");
         nic.fault_admin(AdminFault::Error, 1);
-        nic.admin_doorbell(&dma, 2);
+        nic.admin_doorbell(&dma, 2, &mut Effects::default());
         assert_eq!(status(&dma, 1).1, AdminStatus::DeviceError as u16);
         assert_eq!(nic.mtu, 1500, "a failed command has no effect");
-        nic.admin_doorbell(&dma, 3);
+        nic.admin_doorbell(&dma, 3, &mut Effects::default());
         assert_eq!(status(&dma, 2).1, AdminStatus::Ok as u16);
         assert_eq!(nic.mtu, 2000);
         assert_eq!(nic.stats.admin_faults_injected, 2);
@@ -724,7 +781,7 @@ mod tests {
         let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
         let mut e = [0u8; AQ_ENTRY_SIZE];
         let (dma, _f) = crate::dma::tests::two_region_space();
-        let mut run = |cmd| nic.execute(&dma, cmd, &mut e);
+        let mut run = |cmd| nic.execute(&dma, cmd, &mut e, &mut Effects::default());
         assert_eq!(run(AdminCmd::SetMtu { mtu: 67 }), AdminStatus::BadParam);
         assert_eq!(run(AdminCmd::SetMtu { mtu: 9001 }), AdminStatus::BadParam);
         assert_eq!(run(AdminCmd::SetMtu { mtu: 9000 }), AdminStatus::Ok);
@@ -762,13 +819,23 @@ mod tests {
         let mut e = [0u8; AQ_ENTRY_SIZE];
         let mut vf = Nic::new([2, 0, 0, 0, 0, 1], false);
         assert_eq!(
-            vf.execute(&dma, AdminCmd::SetDatapath { vf: true }, &mut e),
+            vf.execute(
+                &dma,
+                AdminCmd::SetDatapath { vf: true },
+                &mut e,
+                &mut Effects::default()
+            ),
             AdminStatus::BadOpcode
         );
         let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
         assert!(!pf.datapath_vf());
         assert_eq!(
-            pf.execute(&dma, AdminCmd::SetDatapath { vf: true }, &mut e),
+            pf.execute(
+                &dma,
+                AdminCmd::SetDatapath { vf: true },
+                &mut e,
+                &mut Effects::default()
+            ),
             AdminStatus::Ok
         );
         assert!(pf.datapath_vf());
@@ -781,12 +848,18 @@ mod tests {
             usecs: hw::MAX_COALESCE_USECS + 1,
             frames: 0,
         };
-        assert_eq!(pf.execute(&dma, bad, &mut e), AdminStatus::BadParam);
+        assert_eq!(
+            pf.execute(&dma, bad, &mut e, &mut Effects::default()),
+            AdminStatus::BadParam
+        );
         let good = AdminCmd::SetCoalesce {
             usecs: hw::MAX_COALESCE_USECS,
             frames: hw::MAX_COALESCE_FRAMES,
         };
-        assert_eq!(pf.execute(&dma, good, &mut e), AdminStatus::Ok);
+        assert_eq!(
+            pf.execute(&dma, good, &mut e, &mut Effects::default()),
+            AdminStatus::Ok
+        );
     }
 
     #[test]

@@ -6,14 +6,27 @@
 //! The PF configures it with the RDMA admin commands; what it holds is
 //! visible to the test harness (`rdma-gids`).
 
+pub mod mem;
+pub mod packet;
+pub mod qp;
+pub mod queues;
 pub mod wire;
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use log::debug;
 
-use crate::hw::rdma::{Gid, RdmaCaps, GID_TABLE_LEN};
+use crate::hw::rdma::{
+    arm, db, eqe_type, Gid, QpCreate, QpModify, QpState, QpType, RdmaCaps, GID_TABLE_LEN,
+    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+};
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
+use mem::{HostMem, MrTable};
+use packet::{RejectReason, Route};
+use qp::{Action, Incoming, Qp};
+use queues::{CompletionQueue, EventQueue, Posted, WorkQueue};
 
 /// The limits the engine reports. Queue and region counts are those of a
 /// small FPGA design; a page list covers 2 MiB in 4 KiB pages.
@@ -32,20 +45,97 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     page_size_cap: 0x0000_0000_4020_1000,
 };
 
+/// Counters of the engine (the harness shows them with `rdma-state`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RdmaStats {
+    /// RoCEv2 packets sent.
+    pub tx_packets: u64,
+    /// RoCEv2 packets received for a QP.
+    pub rx_packets: u64,
+    /// Received with a wrong ICRC (dropped).
+    pub rx_bad_icrc: u64,
+    /// Received for no QP, or malformed (dropped).
+    pub rx_dropped: u64,
+    /// Packets not sent: the source GID index is not set.
+    pub tx_no_gid: u64,
+    /// Completions lost to a full CQ.
+    pub cq_overflows: u64,
+    /// Doorbells naming no queue or an impossible index.
+    pub bad_doorbells: u64,
+    /// Events written.
+    pub events: u64,
+}
+
+/// The function's side of an engine call: host memory, the MAC packets
+/// go out from, and what the call asks the function to do afterwards.
+pub struct Io<'a> {
+    /// Host memory.
+    pub mem: &'a dyn HostMem,
+    /// The card's MAC address.
+    pub mac: [u8; 6],
+    /// Now.
+    pub now: Instant,
+    /// Frames to put on the wire.
+    pub frames: Vec<Vec<u8>>,
+    /// The event queue's vector, if an event was written.
+    pub raise: Option<u16>,
+}
+
+impl<'a> Io<'a> {
+    /// A call on `mem` from a card with address `mac`.
+    pub fn new(mem: &'a dyn HostMem, mac: [u8; 6], now: Instant) -> Self {
+        Self {
+            mem,
+            mac,
+            now,
+            frames: Vec::new(),
+            raise: None,
+        }
+    }
+}
+
 /// The RDMA engine of one card.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RdmaEngine {
     gids: [Option<Gid>; GID_TABLE_LEN as usize],
+    eq: Option<EventQueue>,
+    cqs: HashMap<u32, CompletionQueue>,
+    qps: HashMap<u32, Qp>,
+    mrs: MrTable,
+    /// Counters.
+    pub stats: RdmaStats,
+}
+
+impl Default for RdmaEngine {
+    fn default() -> Self {
+        Self {
+            gids: Default::default(),
+            eq: None,
+            cqs: HashMap::new(),
+            qps: HashMap::new(),
+            mrs: MrTable::new(CAPS.max_mr),
+            stats: RdmaStats::default(),
+        }
+    }
+}
+
+fn ring_ok(entries: u32, max: u32) -> bool {
+    entries.is_power_of_two() && entries <= max
 }
 
 impl RdmaEngine {
-    /// Back to power-on state: the GID table is empty.
+    /// Back to power-on state: no GIDs, queues or regions.
     pub fn reset(&mut self) {
         *self = Self::default();
     }
 
     /// Runs an RDMA admin command, writing its result into `entry`.
-    pub fn execute(&mut self, cmd: AdminCmd, entry: &mut [u8; AQ_ENTRY_SIZE]) -> AdminStatus {
+    pub fn execute(
+        &mut self,
+        cmd: AdminCmd,
+        entry: &mut [u8; AQ_ENTRY_SIZE],
+        io: &mut Io<'_>,
+    ) -> AdminStatus {
         debug!("rdma admin {cmd:?}");
         match cmd {
             AdminCmd::RdmaQueryCaps => CAPS.write_result(entry),
@@ -58,9 +148,271 @@ impl RdmaEngine {
                 Some(None) => return AdminStatus::NotFound,
                 None => return AdminStatus::BadParam,
             },
+            AdminCmd::RdmaCreateEq {
+                ring,
+                entries,
+                vector,
+            } => {
+                if !ring_ok(entries, 4096) || entries < 64 {
+                    return AdminStatus::BadParam;
+                }
+                if self.eq.is_some() {
+                    return AdminStatus::BadState;
+                }
+                self.eq = Some(EventQueue::new(ring, entries, vector));
+            }
+            AdminCmd::RdmaDestroyEq => {
+                if self.eq.take().is_none() {
+                    return AdminStatus::NotFound;
+                }
+            }
+            AdminCmd::RdmaCreateCq { cqn, ring, entries } => {
+                if cqn >= CAPS.max_cq || !ring_ok(entries, CAPS.max_cqe) || entries < 2 {
+                    return AdminStatus::BadParam;
+                }
+                if self.cqs.contains_key(&cqn) {
+                    return AdminStatus::BadState;
+                }
+                self.cqs.insert(cqn, CompletionQueue::new(ring, entries));
+            }
+            AdminCmd::RdmaDestroyCq { cqn } => match self.cqs.get(&cqn) {
+                None => return AdminStatus::NotFound,
+                Some(cq) if cq.users > 0 => return AdminStatus::BadState,
+                Some(_) => {
+                    self.cqs.remove(&cqn);
+                }
+            },
+            AdminCmd::RdmaCreateQp(c) => return self.create_qp(&c),
+            AdminCmd::RdmaModifyQp { qpn, block } => {
+                let mut raw = [0u8; QP_MODIFY_LEN];
+                if io.mem.read(block, &mut raw).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let m = QpModify::from_bytes(&raw);
+                let Some(qp) = self.qps.get_mut(&qpn) else {
+                    return AdminStatus::NotFound;
+                };
+                if m.mask & crate::hw::rdma::qp_attr::PATH != 0
+                    && self.gids.get(usize::from(m.av.sgid_index)).is_none()
+                {
+                    return AdminStatus::BadParam;
+                }
+                match qp.modify(&m, io.now) {
+                    Ok(actions) => self.apply(qpn, actions, io),
+                    Err(qp::BadModify) => return AdminStatus::BadState,
+                }
+            }
+            AdminCmd::RdmaQueryQp { qpn } => match self.qps.get(&qpn) {
+                Some(qp) => entry[8] = qp.state as u8,
+                None => return AdminStatus::NotFound,
+            },
+            AdminCmd::RdmaDestroyQp { qpn } => match self.qps.remove(&qpn) {
+                Some(qp) => {
+                    for cqn in [qp.send_cq, qp.recv_cq] {
+                        if let Some(cq) = self.cqs.get_mut(&cqn) {
+                            cq.users = cq.users.saturating_sub(1);
+                        }
+                    }
+                }
+                None => return AdminStatus::NotFound,
+            },
+            AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
+            AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
             _ => return AdminStatus::BadOpcode,
         }
         AdminStatus::Ok
+    }
+
+    fn create_qp(&mut self, c: &QpCreate) -> AdminStatus {
+        let Some(qp_type) = QpType::from_u8(c.qp_type) else {
+            return AdminStatus::BadParam;
+        };
+        let qpn_ok = match qp_type {
+            QpType::Gsi => c.qpn == crate::hw::rdma::GSI_QPN,
+            _ => (2..CAPS.max_qp).contains(&c.qpn),
+        };
+        if !qpn_ok
+            || !ring_ok(c.sq_entries, CAPS.max_qp_wr)
+            || !ring_ok(c.rq_entries, CAPS.max_qp_wr)
+            || c.pd >= CAPS.max_pd
+        {
+            return AdminStatus::BadParam;
+        }
+        if self.qps.contains_key(&c.qpn) {
+            return AdminStatus::BadState;
+        }
+        if !self.cqs.contains_key(&c.send_cq) || !self.cqs.contains_key(&c.recv_cq) {
+            return AdminStatus::NotFound;
+        }
+        for cqn in [c.send_cq, c.recv_cq] {
+            if let Some(cq) = self.cqs.get_mut(&cqn) {
+                cq.users += 1;
+            }
+        }
+        let qp = Qp::new(
+            c.qpn,
+            qp_type,
+            c.pd,
+            WorkQueue::new(c.sq, c.sq_entries, SQ_WQE_LEN),
+            WorkQueue::new(c.rq, c.rq_entries, RQ_WQE_LEN),
+            c.send_cq,
+            c.recv_cq,
+        );
+        self.qps.insert(c.qpn, qp);
+        AdminStatus::Ok
+    }
+
+    /// A write to one of the [`db`] registers.
+    pub fn doorbell(&mut self, offset: usize, value: u32, io: &mut Io<'_>) {
+        let id = value & 0xffff;
+        let arg = (value >> 16) as u16;
+        match offset {
+            db::SQ | db::RQ => {
+                let Some(qp) = self.qps.get_mut(&id) else {
+                    self.stats.bad_doorbells += 1;
+                    return;
+                };
+                let q = if offset == db::SQ {
+                    &mut qp.sq
+                } else {
+                    &mut qp.rq
+                };
+                if !q.ring(arg) {
+                    self.stats.bad_doorbells += 1;
+                    return;
+                }
+                let mut actions = Vec::new();
+                if offset == db::SQ || qp.state == QpState::Err {
+                    qp.process_sq(io.mem, &mut self.mrs, io.now, &mut actions);
+                }
+                self.apply(id, actions, io);
+            }
+            db::CQ_CI => match self.cqs.get_mut(&id) {
+                Some(cq) => cq.consumed_to(arg),
+                None => self.stats.bad_doorbells += 1,
+            },
+            db::CQ_ARM => match self.cqs.get_mut(&id) {
+                Some(cq) => cq.arm(u32::from(arg) & (arm::NEXT | arm::SOLICITED)),
+                None => self.stats.bad_doorbells += 1,
+            },
+            _ => self.stats.bad_doorbells += 1,
+        }
+    }
+
+    /// A frame from the wire: returns false if it is not RoCEv2 for one of
+    /// this card's GIDs (the NIC then delivers it as any other frame).
+    pub fn receive(&mut self, frame: &[u8], io: &mut Io<'_>) -> bool {
+        let rx = match packet::parse(frame) {
+            Ok(rx) => rx,
+            Err(RejectReason::NotRoce) => return false,
+            Err(RejectReason::BadIcrc) => {
+                self.stats.rx_bad_icrc += 1;
+                return true;
+            }
+        };
+        if !self.owns(&rx.dgid) || rx.dmac != io.mac {
+            return false;
+        }
+        let Ok(pkt) = wire::Packet::parse(rx.transport) else {
+            self.stats.rx_dropped += 1;
+            return true;
+        };
+        let qpn = pkt.bth.dest_qp;
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            self.stats.rx_dropped += 1;
+            return true;
+        };
+        let mut grh = [0u8; 40];
+        if rx.ipv4 {
+            let n = rx.ip_header.len().min(20);
+            grh[20..20 + n].copy_from_slice(&rx.ip_header[..n]);
+        } else {
+            let n = rx.ip_header.len().min(40);
+            grh[..n].copy_from_slice(&rx.ip_header[..n]);
+        }
+        self.stats.rx_packets += 1;
+        let inc = Incoming {
+            packet: pkt,
+            smac: rx.smac,
+            grh,
+            ipv4: rx.ipv4,
+        };
+        let mut actions = Vec::new();
+        qp.receive(&inc, io.mem, &mut self.mrs, io.now, &mut actions);
+        self.apply(qpn, actions, io);
+        true
+    }
+
+    /// Timers of every QP; returns when to call again.
+    pub fn tick(&mut self, io: &mut Io<'_>) -> Option<Instant> {
+        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        for qpn in qpns {
+            let mut actions = Vec::new();
+            if let Some(qp) = self.qps.get_mut(&qpn) {
+                qp.tick(io.mem, &mut self.mrs, io.now, &mut actions);
+            }
+            self.apply(qpn, actions, io);
+        }
+        self.qps.values().filter_map(Qp::deadline).min()
+    }
+
+    fn event(&mut self, kind: u16, id: u32, io: &mut Io<'_>) {
+        if let Some(eq) = self.eq.as_mut() {
+            if eq.post(io.mem, kind, id) {
+                self.stats.events += 1;
+                io.raise = Some(eq.vector);
+            }
+        }
+    }
+
+    /// Carries out what a QP asked for.
+    fn apply(&mut self, qpn: u32, actions: Vec<Action>, io: &mut Io<'_>) {
+        let Some((send_cq, recv_cq)) = self.qps.get(&qpn).map(|q| (q.send_cq, q.recv_cq)) else {
+            return;
+        };
+        for action in actions {
+            match action {
+                Action::Send { av, transport } => {
+                    let Some(sgid) = self.gid(u32::from(av.sgid_index)) else {
+                        self.stats.tx_no_gid += 1;
+                        continue;
+                    };
+                    let route = Route {
+                        smac: io.mac,
+                        dmac: av.dmac,
+                        sgid,
+                        dgid: av.dgid,
+                        traffic_class: av.traffic_class,
+                        hop_limit: av.hop_limit,
+                        flow_label: av.flow_label,
+                        sport: packet::udp_sport(qpn ^ av.flow_label),
+                    };
+                    io.frames.push(packet::build(&route, &transport));
+                    self.stats.tx_packets += 1;
+                }
+                Action::Complete {
+                    recv,
+                    cqe,
+                    solicited,
+                } => {
+                    let cqn = if recv { recv_cq } else { send_cq };
+                    let Some(cq) = self.cqs.get_mut(&cqn) else {
+                        continue;
+                    };
+                    match cq.post(io.mem, cqe, solicited) {
+                        Posted::Written { event: true } => {
+                            self.event(eqe_type::COMPLETION, cqn, io)
+                        }
+                        Posted::Written { event: false } => {}
+                        Posted::Overflow | Posted::Fault => {
+                            self.stats.cq_overflows += 1;
+                            self.event(eqe_type::CQ_ERROR, cqn, io);
+                        }
+                    }
+                }
+                Action::Fatal => self.event(eqe_type::QP_FATAL, qpn, io),
+            }
+        }
     }
 
     /// The GID at `index`, if set.
@@ -86,60 +438,691 @@ impl RdmaEngine {
         }
         out
     }
+
+    /// Resources and counters for the harness.
+    pub fn describe_state(&self) -> String {
+        let s = &self.stats;
+        let retransmits: u64 = self.qps.values().map(|q| q.counters.retransmits).sum();
+        let timeouts: u64 = self.qps.values().map(|q| q.counters.timeouts).sum();
+        let rnr: u64 = self.qps.values().map(|q| q.counters.rnr_naks_sent).sum();
+        let naks: u64 = self.qps.values().map(|q| q.counters.seq_naks_sent).sum();
+        let dups: u64 = self.qps.values().map(|q| q.counters.duplicates).sum();
+        let errs = self
+            .qps
+            .values()
+            .filter(|q| q.state == QpState::Err)
+            .count();
+        format!(
+            "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
+             rx_bad_icrc={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
+             events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={}",
+            u8::from(self.eq.is_some()),
+            self.cqs.len(),
+            self.qps.len(),
+            errs,
+            self.mrs.len(),
+            s.tx_packets,
+            s.rx_packets,
+            s.rx_bad_icrc,
+            s.rx_dropped,
+            s.tx_no_gid,
+            s.cq_overflows,
+            s.bad_doorbells,
+            s.events,
+            retransmits,
+            timeouts,
+            naks,
+            rnr,
+            dups,
+        )
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::dma::DmaFault;
+    use crate::hw::rdma::{
+        access, cqe_flag, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe,
+        Eqe, MrReg, RqWqe, Sge, SqWqe, CQE_LEN, EQE_LEN,
+    };
+    use std::cell::RefCell;
+    use std::time::Duration;
 
-    fn run(e: &mut RdmaEngine, cmd: AdminCmd) -> (AdminStatus, [u8; AQ_ENTRY_SIZE]) {
-        let mut entry = cmd.to_bytes();
-        let cmd = AdminCmd::from_bytes(&entry).unwrap();
-        (e.execute(cmd, &mut entry), entry)
+    /// Host memory for tests: one buffer from bus address 0.
+    pub(crate) struct Memory(RefCell<Vec<u8>>);
+
+    impl Memory {
+        pub(crate) fn new(len: usize) -> Self {
+            Self(RefCell::new(vec![0; len]))
+        }
+
+        pub(crate) fn get(&self, addr: u64, len: usize) -> Vec<u8> {
+            self.0.borrow()[addr as usize..addr as usize + len].to_vec()
+        }
+
+        pub(crate) fn set(&self, addr: u64, data: &[u8]) {
+            self.0.borrow_mut()[addr as usize..addr as usize + data.len()].copy_from_slice(data);
+        }
     }
 
-    #[test]
-    fn caps_are_reported() {
-        let mut e = RdmaEngine::default();
-        let (status, entry) = run(&mut e, AdminCmd::RdmaQueryCaps);
-        assert_eq!(status, AdminStatus::Ok);
-        assert_eq!(RdmaCaps::read_result(&entry), CAPS);
+    impl HostMem for Memory {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+            let m = self.0.borrow();
+            let end = (addr as usize)
+                .checked_add(buf.len())
+                .ok_or(DmaFault { addr })?;
+            buf.copy_from_slice(m.get(addr as usize..end).ok_or(DmaFault { addr })?);
+            Ok(())
+        }
+
+        fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault> {
+            let mut m = self.0.borrow_mut();
+            let end = (addr as usize)
+                .checked_add(buf.len())
+                .ok_or(DmaFault { addr })?;
+            m.get_mut(addr as usize..end)
+                .ok_or(DmaFault { addr })?
+                .copy_from_slice(buf);
+            Ok(())
+        }
     }
 
-    #[test]
-    fn gid_table() {
-        let mut e = RdmaEngine::default();
-        let a = Gid::from_ipv4([10, 99, 0, 1]);
-        let mut b = Gid::default();
-        b.0[0] = 0xfe;
-        b.0[1] = 0x80;
-        b.0[15] = 1;
-        assert_eq!(
-            run(&mut e, AdminCmd::RdmaSetGid { index: 0, gid: b }).0,
-            AdminStatus::Ok
-        );
-        assert_eq!(
-            run(&mut e, AdminCmd::RdmaSetGid { index: 3, gid: a }).0,
-            AdminStatus::Ok
-        );
-        let too_far = AdminCmd::RdmaSetGid {
-            index: GID_TABLE_LEN,
-            gid: a,
+    // Layout of each side's memory.
+    const EQ: u64 = 0x1000;
+    const SCQ: u64 = 0x2000;
+    const RCQ: u64 = 0x3000;
+    const SQ: u64 = 0x1_0000;
+    const RQ: u64 = 0x2_0000;
+    const MODIFY: u64 = 0x3_0000;
+    const DATA: u64 = 0x4_0000;
+    const REMOTE: u64 = 0x8_0000;
+    const QPN: u32 = 17;
+    const RKEY: u32 = 5 << 8;
+
+    /// One card of a back-to-back pair.
+    struct Side {
+        e: RdmaEngine,
+        mem: Memory,
+        mac: [u8; 6],
+        gid: Gid,
+        sq_tail: u16,
+        rq_tail: u16,
+        scq_seen: u32,
+        rcq_seen: u32,
+        now: Instant,
+    }
+
+    impl Side {
+        fn new(n: u8) -> Self {
+            Self {
+                e: RdmaEngine::default(),
+                mem: Memory::new(0x10_0000),
+                mac: [2, 0, 0, 0, 0, n],
+                gid: Gid::from_ipv4([10, 0, 0, n]),
+                sq_tail: 0,
+                rq_tail: 0,
+                scq_seen: 0,
+                rcq_seen: 0,
+                now: Instant::now(),
+            }
+        }
+
+        fn admin(&mut self, cmd: AdminCmd) -> AdminStatus {
+            let mut entry = cmd.to_bytes();
+            let cmd = AdminCmd::from_bytes(&entry).unwrap();
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            let status = self.e.execute(cmd, &mut entry, &mut io);
+            self.mem = mem;
+            status
+        }
+
+        fn modify(&mut self, qpn: u32, m: QpModify) -> AdminStatus {
+            self.mem.set(MODIFY, &m.to_bytes());
+            self.admin(AdminCmd::RdmaModifyQp { qpn, block: MODIFY })
+        }
+
+        /// EQ, CQs, a DMA MR for the peer and an RC (or GSI) QP.
+        fn setup(&mut self, qp_type: QpType, qpn: u32) {
+            let ok = AdminStatus::Ok;
+            let gid = self.gid;
+            assert_eq!(self.admin(AdminCmd::RdmaSetGid { index: 0, gid }), ok);
+            let eq = AdminCmd::RdmaCreateEq {
+                ring: EQ,
+                entries: 64,
+                vector: 9,
+            };
+            assert_eq!(self.admin(eq), ok);
+            for (cqn, ring) in [(1, SCQ), (2, RCQ)] {
+                assert_eq!(
+                    self.admin(AdminCmd::RdmaCreateCq {
+                        cqn,
+                        ring,
+                        entries: 128
+                    }),
+                    ok
+                );
+            }
+            let mr = MrReg {
+                key: RKEY,
+                pd: 3,
+                access: access::ALL,
+                kind: mr_kind::DMA,
+                max_pages: 0,
+            };
+            assert_eq!(self.admin(AdminCmd::RdmaRegMr(mr)), ok);
+            let create = QpCreate {
+                qpn,
+                qp_type: qp_type as u8,
+                pd: 3,
+                sq: SQ,
+                rq: RQ,
+                sq_entries: 64,
+                rq_entries: 64,
+                send_cq: 1,
+                recv_cq: 2,
+            };
+            assert_eq!(self.admin(AdminCmd::RdmaCreateQp(create)), ok);
+        }
+
+        /// Connects the RC QP to `peer` and moves it to RTS.
+        fn connect(&mut self, peer: &Side, retry: u8, rnr_retry: u8) {
+            let ok = AdminStatus::Ok;
+            let init = QpModify {
+                mask: qp_attr::STATE | qp_attr::ACCESS,
+                state: QpState::Init as u8,
+                access: access::ALL,
+                ..QpModify::default()
+            };
+            assert_eq!(self.modify(QPN, init), ok);
+            let rtr = QpModify {
+                mask: qp_attr::STATE
+                    | qp_attr::PATH
+                    | qp_attr::DEST_QPN
+                    | qp_attr::RQ_PSN
+                    | qp_attr::MIN_RNR_TIMER,
+                state: QpState::Rtr as u8,
+                path_mtu: 1024,
+                dest_qpn: QPN,
+                rq_psn: 100,
+                min_rnr_timer: 1,
+                av: AddressVector {
+                    dmac: peer.mac,
+                    dgid: peer.gid,
+                    ..AddressVector::default()
+                },
+                ..QpModify::default()
+            };
+            assert_eq!(self.modify(QPN, rtr), ok);
+            let rts = QpModify {
+                mask: qp_attr::STATE | qp_attr::SQ_PSN | qp_attr::RETRY | qp_attr::MAX_RD_ATOMIC,
+                state: QpState::Rts as u8,
+                sq_psn: 100,
+                timeout: 14,
+                retry_cnt: retry,
+                rnr_retry,
+                max_rd_atomic: 4,
+                ..QpModify::default()
+            };
+            assert_eq!(self.modify(QPN, rts), ok);
+        }
+
+        fn post_send(&mut self, _qpn: u32, wqe: SqWqe) {
+            let slot = u64::from(self.sq_tail % 64);
+            self.mem.set(SQ + slot * SQ_WQE_LEN as u64, &wqe.to_bytes());
+            self.sq_tail = self.sq_tail.wrapping_add(1);
+        }
+
+        fn ring_sq(&mut self, qpn: u32) -> Vec<Vec<u8>> {
+            let value = qpn | u32::from(self.sq_tail) << 16;
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            self.e.doorbell(db::SQ, value, &mut io);
+            let frames = io.frames;
+            self.mem = mem;
+            frames
+        }
+
+        fn post_recv(&mut self, qpn: u32, addr: u64, len: u32) {
+            let mut wqe = RqWqe {
+                num_sge: 1,
+                ..RqWqe::default()
+            };
+            wqe.sge[0] = Sge {
+                addr,
+                len,
+                lkey: mem::LOCAL_DMA_LKEY,
+            };
+            let slot = u64::from(self.rq_tail % 64);
+            self.mem.set(RQ + slot * RQ_WQE_LEN as u64, &wqe.to_bytes());
+            self.rq_tail = self.rq_tail.wrapping_add(1);
+            let value = qpn | u32::from(self.rq_tail) << 16;
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            self.e.doorbell(db::RQ, value, &mut io);
+            self.mem = mem;
+        }
+
+        fn receive(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            for f in frames {
+                assert!(self.e.receive(&f, &mut io));
+            }
+            let frames = io.frames;
+            self.mem = mem;
+            frames
+        }
+
+        fn tick(&mut self, later: Duration) -> Vec<Vec<u8>> {
+            self.now += later;
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            self.e.tick(&mut io);
+            let frames = io.frames;
+            self.mem = mem;
+            frames
+        }
+
+        /// New completions of a CQ.
+        fn completions(&mut self, recv: bool) -> Vec<Cqe> {
+            let (ring, seen) = if recv {
+                (RCQ, &mut self.rcq_seen)
+            } else {
+                (SCQ, &mut self.scq_seen)
+            };
+            let mut out = Vec::new();
+            loop {
+                let slot = u64::from(*seen % 128);
+                let raw = self.mem.get(ring + slot * CQE_LEN as u64, CQE_LEN);
+                let cqe = Cqe::from_bytes(&raw.try_into().unwrap());
+                let phase = (*seen / 128) % 2 == 0;
+                if (cqe.flags & cqe_flag::PHASE != 0) != phase {
+                    break;
+                }
+                out.push(cqe);
+                *seen += 1;
+            }
+            out
+        }
+
+        fn events(&self) -> Vec<Eqe> {
+            (0..64)
+                .map(|i| {
+                    Eqe::from_bytes(
+                        &self
+                            .mem
+                            .get(EQ + i * EQE_LEN as u64, EQE_LEN)
+                            .try_into()
+                            .unwrap(),
+                    )
+                })
+                .filter(|e| e.flags & cqe_flag::PHASE != 0)
+                .collect()
+        }
+
+        fn state(&mut self) -> QpState {
+            self.e.qps[&QPN].state
+        }
+    }
+
+    fn pair() -> (Side, Side) {
+        let mut a = Side::new(1);
+        let mut b = Side::new(2);
+        a.setup(QpType::Rc, QPN);
+        b.setup(QpType::Rc, QPN);
+        a.connect(&b, 7, 7);
+        b.connect(&a, 7, 7);
+        (a, b)
+    }
+
+    fn send_wqe(op: u8, addr: u64, len: u32) -> SqWqe {
+        let mut w = SqWqe {
+            opcode: op,
+            flags: wqe_flag::SIGNALED,
+            num_sge: 1,
+            ..SqWqe::default()
         };
-        assert_eq!(run(&mut e, too_far).0, AdminStatus::BadParam);
-        assert!(e.owns(&a) && e.owns(&b));
-        assert_eq!(e.gid(3), Some(a));
-        assert_eq!(e.describe_gids(), "gids=2 0=fe80::1 3=10.99.0.1");
+        w.sge[0] = Sge {
+            addr,
+            len,
+            lkey: mem::LOCAL_DMA_LKEY,
+        };
+        w
+    }
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    /// Delivers frames back and forth until both sides are quiet.
+    fn exchange(a: &mut Side, b: &mut Side, mut to_b: Vec<Vec<u8>>) {
+        for _ in 0..50 {
+            let to_a = b.receive(std::mem::take(&mut to_b));
+            to_b = a.receive(to_a);
+            if to_b.is_empty() {
+                return;
+            }
+        }
+        panic!("no quiet");
+    }
+
+    #[test]
+    fn caps_and_gids() {
+        let mut a = Side::new(1);
+        let mut entry = AdminCmd::RdmaQueryCaps.to_bytes();
+        let mut io = Io::new(&a.mem, a.mac, a.now);
         assert_eq!(
-            run(&mut e, AdminCmd::RdmaDelGid { index: 3 }).0,
+            a.e.execute(AdminCmd::RdmaQueryCaps, &mut entry, &mut io),
             AdminStatus::Ok
         );
+        assert_eq!(RdmaCaps::read_result(&entry), CAPS);
+        let g = Gid::from_ipv4([10, 99, 0, 1]);
         assert_eq!(
-            run(&mut e, AdminCmd::RdmaDelGid { index: 3 }).0,
+            a.admin(AdminCmd::RdmaSetGid { index: 3, gid: g }),
+            AdminStatus::Ok
+        );
+        let far = AdminCmd::RdmaSetGid {
+            index: GID_TABLE_LEN,
+            gid: g,
+        };
+        assert_eq!(a.admin(far), AdminStatus::BadParam);
+        assert_eq!(a.e.describe_gids(), "gids=1 3=10.99.0.1");
+        assert_eq!(a.admin(AdminCmd::RdmaDelGid { index: 3 }), AdminStatus::Ok);
+        assert_eq!(
+            a.admin(AdminCmd::RdmaDelGid { index: 3 }),
             AdminStatus::NotFound
         );
-        assert!(!e.owns(&a));
-        e.reset();
-        assert_eq!(e.describe_gids(), "gids=0");
+        assert!(!a.e.owns(&g));
+    }
+
+    #[test]
+    fn rc_send_of_three_packets() {
+        let (mut a, mut b) = pair();
+        let data = pattern(3000, 1);
+        a.mem.set(DATA, &data);
+        b.post_recv(QPN, DATA, 4096);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 3000));
+        let frames = a.ring_sq(QPN);
+        assert_eq!(frames.len(), 3);
+        // Every frame decodes as RoCEv2 with a correct ICRC.
+        for f in &frames {
+            assert!(packet::parse(f).is_ok());
+        }
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(DATA, 3000), data);
+        let r = b.completions(true);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            (r[0].status, r[0].opcode, r[0].byte_len),
+            (0, wc_op::RECV, 3000)
+        );
+        let s = a.completions(false);
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            (s[0].status, s[0].opcode),
+            (wc_status::SUCCESS, wc_op::SEND)
+        );
+    }
+
+    #[test]
+    fn write_with_immediate_then_read_back() {
+        let (mut a, mut b) = pair();
+        let data = pattern(5000, 7);
+        a.mem.set(DATA, &data);
+        b.post_recv(QPN, DATA, 16);
+        let mut w = send_wqe(wqe_op::WRITE_IMM, DATA, 5000);
+        w.remote_addr = REMOTE;
+        w.rkey = RKEY;
+        w.imm_or_key = 0x1234_5678;
+        a.post_send(QPN, w);
+        let mut r = send_wqe(wqe_op::READ, DATA + 0x4000, 5000);
+        r.remote_addr = REMOTE;
+        r.rkey = RKEY;
+        a.post_send(QPN, r);
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(REMOTE, 5000), data);
+        let rc = b.completions(true);
+        assert_eq!(rc.len(), 1);
+        assert_eq!(rc[0].opcode, wc_op::RECV_RDMA_WITH_IMM);
+        assert_eq!((rc[0].imm_or_key, rc[0].byte_len), (0x1234_5678, 5000));
+        assert_ne!(rc[0].flags & cqe_flag::WITH_IMM, 0);
+        assert_eq!(a.mem.get(DATA + 0x4000, 5000), data);
+        let sc = a.completions(false);
+        let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.status)).collect();
+        assert_eq!(ops, [(wc_op::RDMA_WRITE, 0), (wc_op::RDMA_READ, 0)]);
+        assert_eq!(sc[1].byte_len, 5000);
+    }
+
+    #[test]
+    fn lost_packet_is_resent_after_a_sequence_nak() {
+        let (mut a, mut b) = pair();
+        let data = pattern(4000, 3);
+        a.mem.set(DATA, &data);
+        b.post_recv(QPN, DATA, 4096);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 4000));
+        let mut frames = a.ring_sq(QPN);
+        assert_eq!(frames.len(), 4);
+        frames.remove(1);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(DATA, 4000), data);
+        assert_eq!(b.completions(true).len(), 1);
+        assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+        assert_eq!(b.e.qps[&QPN].counters.seq_naks_sent, 1);
+        assert!(a.e.qps[&QPN].counters.retransmits >= 3);
+    }
+
+    #[test]
+    fn lost_tail_is_resent_on_timeout_and_duplicates_are_harmless() {
+        let (mut a, mut b) = pair();
+        let data = pattern(2048, 9);
+        a.mem.set(DATA, &data);
+        b.post_recv(QPN, DATA, 4096);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 2048));
+        let mut frames = a.ring_sq(QPN);
+        frames.pop(); // The last packet, which asks for the ACK.
+        exchange(&mut a, &mut b, frames);
+        assert!(a.completions(false).is_empty());
+        // Not yet due; then due (timeout 14: 67 ms).
+        assert!(a.tick(Duration::from_millis(10)).is_empty());
+        let resent = a.tick(Duration::from_millis(100));
+        assert_eq!(resent.len(), 2);
+        exchange(&mut a, &mut b, resent);
+        assert_eq!(b.mem.get(DATA, 2048), data);
+        assert_eq!(b.completions(true).len(), 1);
+        assert_eq!(a.completions(false).len(), 1);
+        assert_eq!(b.e.qps[&QPN].counters.duplicates, 1);
+        assert_eq!(a.e.qps[&QPN].counters.timeouts, 1);
+    }
+
+    #[test]
+    fn retries_exhausted_fail_the_qp() {
+        let mut a = Side::new(1);
+        let mut b = Side::new(2);
+        a.setup(QpType::Rc, QPN);
+        a.connect(&b, 2, 7);
+        b.setup(QpType::Rc, QPN);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 64));
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 64));
+        assert_eq!(a.ring_sq(QPN).len(), 2);
+        for _ in 0..2 {
+            assert_eq!(a.tick(Duration::from_millis(100)).len(), 2);
+        }
+        assert!(a.tick(Duration::from_millis(100)).is_empty());
+        let c = a.completions(false);
+        let st: Vec<_> = c.iter().map(|c| c.status).collect();
+        assert_eq!(st, [wc_status::RETRY_EXC_ERR, wc_status::WR_FLUSH_ERR]);
+        assert_eq!(a.state(), QpState::Err);
+        assert!(a
+            .events()
+            .iter()
+            .any(|e| e.kind == eqe_type::QP_FATAL && e.id == QPN));
+        let _ = &mut b;
+    }
+
+    #[test]
+    fn receiver_not_ready_then_ready() {
+        let (mut a, mut b) = pair();
+        a.mem.set(DATA, b"hello");
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 5));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.e.qps[&QPN].counters.rnr_naks_sent, 1);
+        assert!(a.completions(false).is_empty());
+        b.post_recv(QPN, DATA + 0x100, 64);
+        // RNR timer code 1: 10 µs (the engine waits at least 1 ms).
+        let resent = a.tick(Duration::from_millis(2));
+        assert_eq!(resent.len(), 1);
+        exchange(&mut a, &mut b, resent);
+        assert_eq!(b.mem.get(DATA + 0x100, 5), b"hello");
+        assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+    }
+
+    #[test]
+    fn access_violation_fails_both_sides_and_touches_nothing() {
+        let (mut a, mut b) = pair();
+        a.mem.set(DATA, &pattern(64, 5));
+        b.mem.set(REMOTE, &[0xee; 64]);
+        let mut w = send_wqe(wqe_op::WRITE, DATA, 64);
+        w.remote_addr = REMOTE;
+        w.rkey = RKEY + 1; // Wrong variant byte.
+        a.post_send(QPN, w);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 8));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(REMOTE, 64), [0xee; 64]);
+        let st: Vec<_> = a.completions(false).iter().map(|c| c.status).collect();
+        assert_eq!(st, [wc_status::REM_ACCESS_ERR, wc_status::WR_FLUSH_ERR]);
+        assert_eq!((a.state(), b.state()), (QpState::Err, QpState::Err));
+        assert!(b.events().iter().any(|e| e.kind == eqe_type::QP_FATAL));
+        // New work on a failed QP is flushed, not executed.
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 8));
+        assert!(a.ring_sq(QPN).is_empty());
+        assert_eq!(a.completions(false)[0].status, wc_status::WR_FLUSH_ERR);
+    }
+
+    #[test]
+    fn bad_lkey_is_a_local_protection_error() {
+        let (mut a, _b) = pair();
+        let mut w = send_wqe(wqe_op::SEND, DATA, 8);
+        w.sge[0].lkey = 0x7700;
+        a.post_send(QPN, w);
+        assert!(a.ring_sq(QPN).is_empty());
+        assert_eq!(a.completions(false)[0].status, wc_status::LOC_PROT_ERR);
+        assert_eq!(a.state(), QpState::Err);
+    }
+
+    #[test]
+    fn gsi_datagrams_carry_a_grh() {
+        let mut a = Side::new(1);
+        let mut b = Side::new(2);
+        a.setup(QpType::Gsi, 1);
+        b.setup(QpType::Gsi, 1);
+        for s in [&mut a, &mut b] {
+            for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+                let m = QpModify {
+                    mask: qp_attr::STATE | qp_attr::SQ_PSN,
+                    state: state as u8,
+                    ..QpModify::default()
+                };
+                assert_eq!(s.modify(1, m), AdminStatus::Ok);
+            }
+        }
+        let mad = pattern(256, 2);
+        a.mem.set(DATA, &mad);
+        b.post_recv(1, DATA, 40 + 256);
+        let mut w = send_wqe(wqe_op::SEND, DATA, 256);
+        w.dest_qpn = 1;
+        w.qkey = crate::hw::rdma::GSI_QKEY;
+        w.av = AddressVector {
+            dmac: b.mac,
+            dgid: b.gid,
+            ..AddressVector::default()
+        };
+        a.post_send(1, w);
+        let frames = a.ring_sq(1);
+        assert_eq!(frames.len(), 1);
+        assert!(b.receive(frames).is_empty());
+        let c = b.completions(true);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].byte_len, c[0].src_qp, c[0].smac), (296, 1, a.mac));
+        assert_ne!(c[0].flags & cqe_flag::GRH, 0);
+        assert_ne!(c[0].flags & cqe_flag::IPV4, 0);
+        // The GRH area ends with the IPv4 header: source 10.0.0.1.
+        assert_eq!(b.mem.get(DATA + 20 + 12, 4), [10, 0, 0, 1]);
+        assert_eq!(b.mem.get(DATA + 40, 256), mad);
+        assert_eq!(a.completions(false).len(), 1);
+    }
+
+    #[test]
+    fn one_doorbell_runs_a_batch() {
+        let (mut a, mut b) = pair();
+        for i in 0..32u64 {
+            let mut w = send_wqe(wqe_op::WRITE, DATA + i * 64, 64);
+            w.remote_addr = REMOTE + i * 64;
+            w.rkey = RKEY;
+            if i != 31 {
+                w.flags = 0; // Unsignaled: only the last completes.
+            }
+            a.post_send(QPN, w);
+        }
+        a.mem.set(DATA, &pattern(32 * 64, 4));
+        let frames = a.ring_sq(QPN);
+        assert_eq!(frames.len(), 32);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(REMOTE, 32 * 64), pattern(32 * 64, 4));
+        assert_eq!(a.completions(false).len(), 1);
+    }
+
+    #[test]
+    fn damaged_frames_and_strangers_are_dropped() {
+        let (mut a, mut b) = pair();
+        a.mem.set(DATA, b"x");
+        b.post_recv(QPN, DATA, 64);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 1));
+        let mut frames = a.ring_sq(QPN);
+        let n = frames[0].len();
+        frames[0][n - 5] ^= 0x10;
+        assert!(b.receive(frames).is_empty());
+        assert_eq!(b.e.stats.rx_bad_icrc, 1);
+        assert!(b.completions(true).is_empty());
+        // Not RoCE, or not for this card: left to the NIC.
+        let mem = std::mem::replace(&mut b.mem, Memory::new(0));
+        let mut io = Io::new(&mem, b.mac, b.now);
+        assert!(!b.e.receive(&[0u8; 60], &mut io));
+        b.e.doorbell(db::SQ, 999, &mut io);
+        assert_eq!(b.e.stats.bad_doorbells, 1);
+    }
+
+    #[test]
+    fn admin_refuses_bad_objects() {
+        let mut a = Side::new(1);
+        a.setup(QpType::Rc, QPN);
+        assert_eq!(
+            a.admin(AdminCmd::RdmaDestroyCq { cqn: 1 }),
+            AdminStatus::BadState
+        );
+        let c = AdminCmd::RdmaCreateCq {
+            cqn: 9,
+            ring: 0,
+            entries: 3,
+        };
+        assert_eq!(a.admin(c), AdminStatus::BadParam);
+        let bad_jump = QpModify {
+            mask: qp_attr::STATE,
+            state: QpState::Rts as u8,
+            ..QpModify::default()
+        };
+        assert_eq!(a.modify(QPN, bad_jump), AdminStatus::BadState);
+        assert_eq!(
+            a.admin(AdminCmd::RdmaDestroyQp { qpn: QPN }),
+            AdminStatus::Ok
+        );
+        assert_eq!(a.admin(AdminCmd::RdmaDestroyCq { cqn: 1 }), AdminStatus::Ok);
+        assert!(a.e.describe_state().starts_with("eq=1 cqs=1 qps=0"));
     }
 }

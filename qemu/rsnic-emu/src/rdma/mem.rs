@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host memory as the RDMA engine reaches it: through memory regions,
+//! whose keys, protection domains, access rights and bounds are checked
+//! on every access, so a bad key or address fails before any byte moves.
+
+use std::collections::HashMap;
+
+use crate::dma::{DmaFault, DmaSpace};
+use crate::hw::rdma::{access, mr_kind, MrReg, RegMrParams};
+use crate::hw::AdminStatus;
+
+/// Host memory by bus address (the function's DMA space; a plain buffer
+/// in tests).
+pub trait HostMem {
+    /// Reads `buf.len()` bytes at `addr`.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
+    /// Writes `buf` at `addr`.
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault>;
+}
+
+impl HostMem for DmaSpace {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        DmaSpace::read(self, addr, buf)
+    }
+
+    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault> {
+        DmaSpace::write(self, addr, buf)
+    }
+}
+
+/// The reserved local key: every bus address, as is, for local access by
+/// any PD (the device's `local_dma_lkey`).
+pub const LOCAL_DMA_LKEY: u32 = 0;
+
+/// Why an access through a memory region is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// No MR has this key (or its variant byte is stale).
+    BadKey,
+    /// The MR is of another protection domain.
+    WrongPd,
+    /// The MR does not grant the access.
+    NoRights,
+    /// The range is outside the MR.
+    OutOfBounds,
+    /// A fast-registration MR not (or no longer) registered.
+    Invalid,
+}
+
+/// How a valid MR maps its addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Map {
+    /// Address = bus address.
+    Dma,
+    /// IOVA range over a page list.
+    Pages {
+        iova: u64,
+        len: u64,
+        page_shift: u8,
+        pages: Vec<u64>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Mr {
+    key: u32,
+    pd: u32,
+    access: u32,
+    kind: u8,
+    max_pages: u32,
+    /// `None`: a fast-registration MR that is not registered.
+    map: Option<Map>,
+}
+
+/// The engine's memory regions, by index (key bits 8-31).
+#[derive(Debug, Default)]
+pub struct MrTable {
+    mrs: HashMap<u32, Mr>,
+    limit: u32,
+}
+
+/// A piece of host memory: bus address and length.
+pub type Segment = (u64, u64);
+
+impl MrTable {
+    /// An empty table holding at most `limit` regions.
+    pub fn new(limit: u32) -> Self {
+        Self {
+            mrs: HashMap::new(),
+            limit,
+        }
+    }
+
+    /// `RDMA_REG_MR`.
+    pub fn register(&mut self, reg: &MrReg) -> AdminStatus {
+        let index = reg.key >> 8;
+        if reg.key == LOCAL_DMA_LKEY
+            || index >= self.limit
+            || reg.access & !access::ALL != 0
+            || !matches!(reg.kind, mr_kind::DMA | mr_kind::FAST_REG)
+        {
+            return AdminStatus::BadParam;
+        }
+        if self.mrs.contains_key(&index) {
+            return AdminStatus::BadState;
+        }
+        let map = (reg.kind == mr_kind::DMA).then_some(Map::Dma);
+        self.mrs.insert(
+            index,
+            Mr {
+                key: reg.key,
+                pd: reg.pd,
+                access: reg.access,
+                kind: reg.kind,
+                max_pages: reg.max_pages,
+                map,
+            },
+        );
+        AdminStatus::Ok
+    }
+
+    /// `RDMA_DEREG_MR`.
+    pub fn deregister(&mut self, key: u32) -> AdminStatus {
+        match self.mrs.get(&(key >> 8)) {
+            Some(mr) if mr.key == key => {
+                self.mrs.remove(&(key >> 8));
+                AdminStatus::Ok
+            }
+            _ => AdminStatus::NotFound,
+        }
+    }
+
+    /// Regions held.
+    pub fn len(&self) -> usize {
+        self.mrs.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.mrs.is_empty()
+    }
+
+    /// A REG_MR work request: maps `pages` (bus addresses of
+    /// `1 << page_shift`-byte pages) at `params.iova` into the
+    /// fast-registration MR whose index `key` names, which takes `key`
+    /// (its new variant byte) and `access`.
+    pub fn fast_register(
+        &mut self,
+        key: u32,
+        pd: u32,
+        access_bits: u32,
+        params: &RegMrParams,
+        pages: Vec<u64>,
+    ) -> Result<(), AccessError> {
+        let mr = self.mrs.get_mut(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        if mr.kind != mr_kind::FAST_REG {
+            return Err(AccessError::BadKey);
+        }
+        if mr.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        if mr.map.is_some() || access_bits & !access::ALL != 0 {
+            return Err(AccessError::Invalid);
+        }
+        let page = 1u64.checked_shl(u32::from(params.page_shift)).unwrap_or(0);
+        let covered = page.saturating_mul(pages.len() as u64);
+        let offset = params.iova & page.wrapping_sub(1);
+        if !(12..=30).contains(&params.page_shift)
+            || pages.len() != params.npages as usize
+            || params.npages > mr.max_pages
+            || params.len == 0
+            || offset + params.len > covered
+            || params.iova.checked_add(params.len).is_none()
+        {
+            return Err(AccessError::OutOfBounds);
+        }
+        mr.key = key;
+        mr.access = access_bits;
+        mr.map = Some(Map::Pages {
+            iova: params.iova,
+            len: params.len,
+            page_shift: params.page_shift,
+            pages,
+        });
+        Ok(())
+    }
+
+    /// LOCAL_INV, or a peer's SEND with invalidate: the fast-registration
+    /// MR `key` stops translating until registered again.
+    pub fn invalidate(&mut self, key: u32, pd: u32) -> Result<(), AccessError> {
+        let mr = self.mrs.get_mut(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        if mr.key != key || mr.kind != mr_kind::FAST_REG {
+            return Err(AccessError::BadKey);
+        }
+        if mr.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        mr.map = None;
+        Ok(())
+    }
+
+    /// The host memory behind `[addr, addr + len)` of the MR `key`, if
+    /// `pd` may use it with the `need` rights ([`access`] bits; 0 for a
+    /// local read).
+    pub fn resolve(
+        &self,
+        key: u32,
+        pd: u32,
+        addr: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<Vec<Segment>, AccessError> {
+        if key == LOCAL_DMA_LKEY {
+            if need & !access::LOCAL_WRITE != 0 {
+                return Err(AccessError::NoRights);
+            }
+            addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+            return Ok(vec![(addr, len)]);
+        }
+        let mr = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        if mr.key != key {
+            return Err(AccessError::BadKey);
+        }
+        if mr.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        if mr.access & need != need {
+            return Err(AccessError::NoRights);
+        }
+        match mr.map.as_ref().ok_or(AccessError::Invalid)? {
+            Map::Dma => {
+                addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+                Ok(vec![(addr, len)])
+            }
+            Map::Pages {
+                iova,
+                len: mr_len,
+                page_shift,
+                pages,
+            } => {
+                let end = addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+                if addr < *iova || end > iova + mr_len {
+                    return Err(AccessError::OutOfBounds);
+                }
+                let page = 1u64 << page_shift;
+                // Offsets count from the start of the first page.
+                let base = iova & !(page - 1);
+                let mut segs: Vec<Segment> = Vec::new();
+                let mut at = addr - base;
+                let stop = end - base;
+                while at < stop {
+                    let idx = (at >> page_shift) as usize;
+                    let in_page = at & (page - 1);
+                    let n = (page - in_page).min(stop - at);
+                    let bus = pages.get(idx).ok_or(AccessError::OutOfBounds)? + in_page;
+                    match segs.last_mut() {
+                        Some((b, l)) if *b + *l == bus => *l += n,
+                        _ => segs.push((bus, n)),
+                    }
+                    at += n;
+                }
+                Ok(segs)
+            }
+        }
+    }
+}
+
+/// Copies `data` into host memory along `segs` (which cover it).
+pub fn write_segments(mem: &dyn HostMem, segs: &[Segment], data: &[u8]) -> Result<(), DmaFault> {
+    let mut done = 0usize;
+    for &(addr, len) in segs {
+        let n = (len as usize).min(data.len() - done);
+        mem.write(addr, &data[done..done + n])?;
+        done += n;
+        if done == data.len() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Reads host memory along `segs` into a buffer of their total length.
+pub fn read_segments(mem: &dyn HostMem, segs: &[Segment]) -> Result<Vec<u8>, DmaFault> {
+    let total: u64 = segs.iter().map(|s| s.1).sum();
+    let mut out = vec![0u8; total as usize];
+    let mut done = 0usize;
+    for &(addr, len) in segs {
+        mem.read(addr, &mut out[done..done + len as usize])?;
+        done += len as usize;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fast_reg(table: &mut MrTable, key: u32) {
+        let reg = MrReg {
+            key,
+            pd: 1,
+            access: 0,
+            kind: mr_kind::FAST_REG,
+            max_pages: 4,
+        };
+        assert_eq!(table.register(&reg), AdminStatus::Ok);
+    }
+
+    #[test]
+    fn fast_registration_translates_pages() {
+        let mut t = MrTable::new(16);
+        fast_reg(&mut t, 0x100);
+        // Not registered yet: nothing translates.
+        assert_eq!(t.resolve(0x100, 1, 0, 1, 0), Err(AccessError::Invalid));
+        let params = RegMrParams {
+            iova: 0x7000_0800,
+            len: 0x1000,
+            npages: 2,
+            page_shift: 12,
+        };
+        let rights = access::LOCAL_WRITE | access::REMOTE_READ;
+        t.fast_register(0x101, 1, rights, &params, vec![0x10_0000, 0x30_0000])
+            .unwrap();
+        // Old variant byte: refused.
+        assert_eq!(
+            t.resolve(0x100, 1, 0x7000_0800, 4, 0),
+            Err(AccessError::BadKey)
+        );
+        // Across the page boundary: two pieces.
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_0f00, 0x200, access::REMOTE_READ),
+            Ok(vec![(0x10_0f00, 0x100), (0x30_0000, 0x100)])
+        );
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_1700, 0x200, 0),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_07ff, 1, 0),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_0800, 1, access::REMOTE_WRITE),
+            Err(AccessError::NoRights)
+        );
+        assert_eq!(
+            t.resolve(0x101, 2, 0x7000_0800, 1, 0),
+            Err(AccessError::WrongPd)
+        );
+        t.invalidate(0x101, 1).unwrap();
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_0800, 1, 0),
+            Err(AccessError::Invalid)
+        );
+        assert_eq!(t.deregister(0x101), AdminStatus::Ok);
+        assert_eq!(
+            t.resolve(0x101, 1, 0x7000_0800, 1, 0),
+            Err(AccessError::BadKey)
+        );
+    }
+
+    #[test]
+    fn bad_registrations_are_refused() {
+        let mut t = MrTable::new(16);
+        fast_reg(&mut t, 0x200);
+        let p = |npages, len| RegMrParams {
+            iova: 0,
+            len,
+            npages,
+            page_shift: 12,
+        };
+        // More pages than allocated, or the length beyond the pages.
+        assert!(t
+            .fast_register(0x200, 1, 0, &p(5, 4096), vec![0; 5])
+            .is_err());
+        assert!(t
+            .fast_register(0x200, 1, 0, &p(1, 4097), vec![0; 1])
+            .is_err());
+        assert!(t
+            .fast_register(0x200, 1, 0, &p(2, 4096), vec![0; 1])
+            .is_err());
+        assert_eq!(
+            t.fast_register(0x200, 2, 0, &p(1, 4096), vec![0]),
+            Err(AccessError::WrongPd)
+        );
+        let dma = MrReg {
+            key: 7 << 8,
+            pd: 1,
+            access: access::ALL,
+            kind: mr_kind::DMA,
+            max_pages: 0,
+        };
+        assert_eq!(t.register(&dma), AdminStatus::Ok);
+        assert_eq!(t.register(&dma), AdminStatus::BadState);
+        assert_eq!(t.register(&MrReg { key: 0, ..dma }), AdminStatus::BadParam);
+        assert_eq!(
+            t.register(&MrReg {
+                key: 99 << 8,
+                ..dma
+            }),
+            AdminStatus::BadParam
+        );
+        // The local DMA key is for local access only.
+        assert!(t
+            .resolve(LOCAL_DMA_LKEY, 9, 0x1000, 8, access::LOCAL_WRITE)
+            .is_ok());
+        assert_eq!(
+            t.resolve(LOCAL_DMA_LKEY, 9, 0x1000, 8, access::REMOTE_WRITE),
+            Err(AccessError::NoRights)
+        );
+    }
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RoCEv2 frames: Ethernet, IPv4 or IPv6 and UDP around the transport
+//! headers of [`super::wire`], built with etherparse and sealed with the
+//! ICRC; and the reverse, for frames from the wire.
+
+use etherparse::{
+    IpDscp, IpEcn, IpHeaders, IpNumber, Ipv4Header, Ipv6FlowLabel, Ipv6Header, NetSlice,
+    PacketBuilder, SlicedPacket, TransportSlice,
+};
+
+use super::wire;
+use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
+use crate::hw::rdma::{Gid, ROCE_V2_UDP_PORT};
+
+/// Both ends of a RoCEv2 packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    /// Source MAC (the card's).
+    pub smac: [u8; 6],
+    /// Destination MAC.
+    pub dmac: [u8; 6],
+    /// Source GID (one of the card's).
+    pub sgid: Gid,
+    /// Destination GID.
+    pub dgid: Gid,
+    /// TOS / traffic class.
+    pub traffic_class: u8,
+    /// TTL / hop limit (0 means 64).
+    pub hop_limit: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// UDP source port (RoCEv2 uses it for ECMP entropy).
+    pub sport: u16,
+}
+
+/// The UDP source port of a QP's packets: RoCEv2 wants 0xC000 and up,
+/// varied per flow (the kernel's `rdma_flow_label_to_udp_sport` idea).
+pub fn udp_sport(flow: u32) -> u16 {
+    let f = flow ^ (flow >> 14);
+    0xc000 | (f & 0x3fff) as u16
+}
+
+/// Wraps `transport` (BTH through ICRC, as [`wire::encode`] makes it) in
+/// Ethernet/IP/UDP and fills in the ICRC. IPv4 if both GIDs are
+/// IPv4-mapped, else IPv6.
+pub fn build(route: &Route, transport: &[u8]) -> Vec<u8> {
+    let hop = if route.hop_limit == 0 {
+        64
+    } else {
+        route.hop_limit
+    };
+    let ip = match (route.sgid.ipv4(), route.dgid.ipv4()) {
+        (Some(src), Some(dst)) => {
+            let mut h = Ipv4Header::new(0, hop, IpNumber::UDP, src, dst).unwrap_or_default();
+            h.dscp = IpDscp::try_new(route.traffic_class >> 2).unwrap_or_default();
+            h.ecn = IpEcn::try_new(route.traffic_class & 3).unwrap_or(IpEcn::NotEct);
+            h.dont_fragment = true;
+            IpHeaders::Ipv4(h, Default::default())
+        }
+        _ => IpHeaders::Ipv6(
+            Ipv6Header {
+                traffic_class: route.traffic_class,
+                flow_label: Ipv6FlowLabel::try_new(route.flow_label & 0xf_ffff).unwrap_or_default(),
+                payload_length: 0,
+                next_header: IpNumber::UDP,
+                hop_limit: hop,
+                source: route.sgid.0,
+                destination: route.dgid.0,
+            },
+            Default::default(),
+        ),
+    };
+    let ethertype = match ip {
+        IpHeaders::Ipv4(..) => ETH_P_IPV4,
+        IpHeaders::Ipv6(..) => ETH_P_IPV6,
+    };
+    let builder = PacketBuilder::ethernet2(route.smac, route.dmac)
+        .ip(ip)
+        .udp(route.sport, ROCE_V2_UDP_PORT);
+    let mut out = Vec::with_capacity(builder.size(transport.len()));
+    // Writing into a Vec cannot fail; a payload too big for IP is the
+    // caller's bug (the engine segments to the path MTU).
+    let _ = builder.write(&mut out, transport);
+    let _ = wire::seal(ethertype, &mut out[14..]);
+    out
+}
+
+/// A RoCEv2 frame from the wire, checked (UDP port 4791, ICRC correct).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received<'a> {
+    /// Sender's MAC.
+    pub smac: [u8; 6],
+    /// Destination MAC.
+    pub dmac: [u8; 6],
+    /// Sender's GID.
+    pub sgid: Gid,
+    /// Destination GID.
+    pub dgid: Gid,
+    /// IPv4 (else IPv6).
+    pub ipv4: bool,
+    /// The IP header as received (a UD receive copies it to the GRH area).
+    pub ip_header: &'a [u8],
+    /// The UDP payload: BTH through ICRC.
+    pub transport: &'a [u8],
+}
+
+/// Why a frame is not a RoCEv2 packet for the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// Not IP/UDP to port 4791: not for the engine at all.
+    NotRoce,
+    /// RoCEv2, but the ICRC is wrong: dropped and counted.
+    BadIcrc,
+}
+
+/// Parses a frame; `Err(NotRoce)` for everything the engine does not take.
+pub fn parse(frame: &[u8]) -> Result<Received<'_>, RejectReason> {
+    use RejectReason::*;
+    let sliced = SlicedPacket::from_ethernet(frame).map_err(|_| NotRoce)?;
+    let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
+        return Err(NotRoce);
+    };
+    if udp.destination_port() != ROCE_V2_UDP_PORT {
+        return Err(NotRoce);
+    }
+    let link = sliced.link.as_ref().ok_or(NotRoce)?.to_header();
+    let eth = link.and_then(|l| l.ethernet2()).ok_or(NotRoce)?;
+    // Offsets into `frame` of a slice etherparse handed out.
+    let offset = |part: &[u8]| part.as_ptr() as usize - frame.as_ptr() as usize;
+    let (sgid, dgid, ipv4, ip_start, ip_hlen, ethertype) = match &sliced.net {
+        Some(NetSlice::Ipv4(ip)) => {
+            let h = ip.header();
+            (
+                Gid::from_ipv4(h.source()),
+                Gid::from_ipv4(h.destination()),
+                true,
+                offset(h.slice()),
+                h.slice().len(),
+                ETH_P_IPV4,
+            )
+        }
+        Some(NetSlice::Ipv6(ip)) => {
+            let h = ip.header();
+            (
+                Gid(h.source()),
+                Gid(h.destination()),
+                false,
+                offset(h.slice()),
+                h.slice().len(),
+                ETH_P_IPV6,
+            )
+        }
+        _ => return Err(NotRoce),
+    };
+    let payload_start = offset(udp.payload());
+    let payload_len = udp.payload().len();
+    // The ICRC covers the IP packet from its header to the end.
+    let ip_packet = frame
+        .get(ip_start..payload_start + payload_len)
+        .ok_or(NotRoce)?;
+    if !wire::icrc_ok(ethertype, ip_packet) {
+        return Err(BadIcrc);
+    }
+    Ok(Received {
+        smac: eth.source,
+        dmac: eth.destination,
+        sgid,
+        dgid,
+        ipv4,
+        ip_header: &frame[ip_start..ip_start + ip_hlen],
+        transport: &frame[payload_start..payload_start + payload_len],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdma::wire::{Bth, Deth, Opcode, Packet};
+
+    fn ud_packet(payload: &[u8]) -> Vec<u8> {
+        wire::encode(&Packet {
+            bth: Bth {
+                pkey: 0xffff,
+                dest_qp: 1,
+                psn: 7,
+                ..Bth::default()
+            },
+            opcode: Opcode::UdSendOnly,
+            deth: Some(Deth {
+                qkey: 0x8001_0000,
+                src_qp: 1,
+            }),
+            reth: None,
+            aeth: None,
+            imm: None,
+            inv_rkey: None,
+            payload,
+        })
+    }
+
+    #[test]
+    fn build_then_parse_ipv4_and_ipv6() {
+        for (sgid, dgid) in [
+            (
+                Gid::from_ipv4([10, 99, 0, 1]),
+                Gid::from_ipv4([10, 99, 0, 2]),
+            ),
+            (
+                Gid([0xfd, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+                Gid([0xfd, 0x99, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]),
+            ),
+        ] {
+            let route = Route {
+                smac: [2, 0, 0, 0, 0, 1],
+                dmac: [2, 0, 0, 0, 0, 2],
+                sgid,
+                dgid,
+                traffic_class: 0x68,
+                hop_limit: 0,
+                flow_label: 5,
+                sport: udp_sport(0x1234),
+            };
+            let frame = build(&route, &ud_packet(b"mad!"));
+            let got = parse(&frame).unwrap();
+            assert_eq!((got.sgid, got.dgid), (sgid, dgid));
+            assert_eq!(got.smac, route.smac);
+            assert_eq!(got.ipv4, sgid.ipv4().is_some());
+            let pkt = Packet::parse(got.transport).unwrap();
+            assert_eq!(pkt.payload, b"mad!");
+            assert_eq!(pkt.deth.unwrap().qkey, 0x8001_0000);
+            // One flipped payload bit: the ICRC catches it.
+            let mut bad = frame.clone();
+            let n = bad.len();
+            bad[n - 6] ^= 1;
+            assert_eq!(parse(&bad), Err(RejectReason::BadIcrc));
+        }
+    }
+
+    #[test]
+    fn other_traffic_is_not_roce() {
+        let frame = {
+            let b = PacketBuilder::ethernet2([2; 6], [3; 6])
+                .ipv4([1, 1, 1, 1], [2, 2, 2, 2], 64)
+                .udp(1, 4789);
+            let mut out = Vec::new();
+            b.write(&mut out, &[0; 32]).unwrap();
+            out
+        };
+        assert_eq!(parse(&frame), Err(RejectReason::NotRoce));
+        assert_eq!(parse(&[0; 10]), Err(RejectReason::NotRoce));
+    }
+}

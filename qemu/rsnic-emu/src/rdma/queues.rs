@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The engine's rings in host memory: work queues it fetches from,
+//! completion queues it writes to, and the event queue that tells the
+//! driver which completion queue has news.
+//!
+//! Indices the driver writes to doorbells are 16-bit and free running;
+//! a value that would put more entries in flight than the ring holds is
+//! ignored (and counted), never trusted.
+
+use crate::hw::rdma::{arm, cqe_flag, Cqe, Eqe, CQE_LEN, EQE_LEN};
+
+use super::mem::HostMem;
+
+/// A free-running 16-bit ring index.
+fn distance(from: u16, to: u16) -> u32 {
+    u32::from(to.wrapping_sub(from))
+}
+
+/// A work queue (send or receive) the engine consumes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WorkQueue {
+    /// Bus address of entry 0.
+    pub base: u64,
+    /// Entries (power of two).
+    pub entries: u32,
+    /// Bytes per entry.
+    pub stride: u32,
+    /// Next entry to fetch.
+    pub head: u16,
+    /// One past the last entry posted (from the doorbell).
+    pub tail: u16,
+}
+
+impl WorkQueue {
+    /// A queue of `entries` `stride`-byte entries at `base`.
+    pub fn new(base: u64, entries: u32, stride: usize) -> Self {
+        Self {
+            base,
+            entries,
+            stride: stride as u32,
+            head: 0,
+            tail: 0,
+        }
+    }
+
+    /// A doorbell: the driver posted up to `tail`. Returns false (and
+    /// changes nothing) if that is more than the ring holds.
+    pub fn ring(&mut self, tail: u16) -> bool {
+        if distance(self.head, tail) > self.entries {
+            return false;
+        }
+        self.tail = tail;
+        true
+    }
+
+    /// Entries posted and not fetched.
+    pub fn pending(&self) -> u32 {
+        distance(self.head, self.tail)
+    }
+
+    /// Slot and bus address of the next entry, if one is posted.
+    pub fn peek(&self) -> Option<(u16, u64)> {
+        (self.pending() > 0).then(|| {
+            let slot = (u32::from(self.head) & (self.entries - 1)) as u16;
+            (slot, self.base + u64::from(slot) * u64::from(self.stride))
+        })
+    }
+
+    /// Moves past the next entry.
+    pub fn pop(&mut self) {
+        self.head = self.head.wrapping_add(1);
+    }
+}
+
+/// What happened to a completion written to a [`CompletionQueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Posted {
+    /// Written; `event`: the CQ was armed for it, raise an event.
+    Written {
+        /// Whether to raise a completion event.
+        event: bool,
+    },
+    /// The ring was full (the driver did not keep up): dropped.
+    Overflow,
+    /// The ring is not reachable: dropped.
+    Fault,
+}
+
+/// A completion queue.
+#[derive(Clone, Copy, Debug)]
+pub struct CompletionQueue {
+    base: u64,
+    entries: u32,
+    /// Completions written (free running).
+    produced: u32,
+    /// Completions the driver consumed (free running, from the doorbell).
+    consumed: u32,
+    /// [`arm`] bits.
+    armed: u32,
+    /// QPs using it.
+    pub users: u32,
+    /// Doorbells ignored as impossible.
+    pub bad_doorbells: u64,
+}
+
+impl CompletionQueue {
+    /// A CQ of `entries` entries at `base`.
+    pub fn new(base: u64, entries: u32) -> Self {
+        Self {
+            base,
+            entries,
+            produced: 0,
+            consumed: 0,
+            armed: 0,
+            users: 0,
+            bad_doorbells: 0,
+        }
+    }
+
+    /// The driver consumed up to `ci`.
+    pub fn consumed_to(&mut self, ci: u16) {
+        let back = distance(ci, self.produced as u16);
+        if back > self.entries || back > self.produced.wrapping_sub(self.consumed) {
+            self.bad_doorbells += 1;
+            return;
+        }
+        self.consumed = self.produced.wrapping_sub(back);
+    }
+
+    /// The driver armed it ([`arm`] bits).
+    pub fn arm(&mut self, bits: u32) {
+        self.armed |= bits & (arm::NEXT | arm::SOLICITED);
+    }
+
+    /// Writes a completion (the phase bit set here).
+    pub fn post(&mut self, mem: &dyn HostMem, mut cqe: Cqe, solicited: bool) -> Posted {
+        if self.produced.wrapping_sub(self.consumed) >= self.entries {
+            return Posted::Overflow;
+        }
+        let slot = self.produced & (self.entries - 1);
+        let lap = self.produced / self.entries;
+        cqe.flags &= !cqe_flag::PHASE;
+        if lap.is_multiple_of(2) {
+            cqe.flags |= cqe_flag::PHASE;
+        }
+        let addr = self.base + u64::from(slot) * CQE_LEN as u64;
+        if mem.write(addr, &cqe.to_bytes()).is_err() {
+            return Posted::Fault;
+        }
+        self.produced = self.produced.wrapping_add(1);
+        let wants = self.armed & arm::NEXT != 0
+            || (self.armed & arm::SOLICITED != 0 && (solicited || cqe.status != 0));
+        if wants {
+            self.armed = 0;
+        }
+        Posted::Written { event: wants }
+    }
+}
+
+/// The event queue: one per function, its vector raised per event.
+///
+/// It cannot overflow: an event is written only for an armed CQ (once per
+/// arming) or for a QP's fatal error (once per QP), and the driver sizes
+/// the ring for every CQ and QP at once.
+#[derive(Clone, Copy, Debug)]
+pub struct EventQueue {
+    base: u64,
+    entries: u32,
+    produced: u32,
+    /// MSI-X vector.
+    pub vector: u16,
+}
+
+impl EventQueue {
+    /// An event queue of `entries` entries at `base`, raising `vector`.
+    pub fn new(base: u64, entries: u32, vector: u16) -> Self {
+        Self {
+            base,
+            entries,
+            produced: 0,
+            vector,
+        }
+    }
+
+    /// Writes an event; returns whether it reached host memory.
+    pub fn post(&mut self, mem: &dyn HostMem, kind: u16, id: u32) -> bool {
+        let slot = self.produced & (self.entries - 1);
+        let lap = self.produced / self.entries;
+        let flags = if lap.is_multiple_of(2) {
+            cqe_flag::PHASE
+        } else {
+            0
+        };
+        let addr = self.base + u64::from(slot) * EQE_LEN as u64;
+        let eqe = Eqe { kind, flags, id };
+        if mem.write(addr, &eqe.to_bytes()).is_err() {
+            return false;
+        }
+        self.produced = self.produced.wrapping_add(1);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdma::tests::Memory;
+
+    #[test]
+    fn work_queue_refuses_impossible_doorbells() {
+        let mut q = WorkQueue::new(0x1000, 4, 128);
+        assert!(q.ring(4));
+        assert!(!q.ring(5));
+        assert_eq!(q.peek(), Some((0, 0x1000)));
+        q.pop();
+        assert_eq!(q.peek(), Some((1, 0x1080)));
+        for _ in 0..3 {
+            q.pop();
+        }
+        assert_eq!(q.peek(), None);
+        // Wraps around the 16-bit index.
+        let mut q = WorkQueue::new(0, 4, 128);
+        q.head = 0xfffe;
+        assert!(q.ring(1));
+        assert_eq!(q.pending(), 3);
+        assert_eq!(q.peek(), Some((2, 256)));
+    }
+
+    #[test]
+    fn completion_queue_phases_arming_and_overflow() {
+        let mem = Memory::new(0x1_0000);
+        let mut cq = CompletionQueue::new(0x100, 2);
+        let cqe = Cqe::default();
+        assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
+        cq.arm(arm::SOLICITED);
+        assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
+        assert_eq!(cq.post(&mem, cqe, false), Posted::Overflow);
+        let first = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
+        assert_ne!(first.flags & cqe_flag::PHASE, 0);
+        cq.consumed_to(2);
+        // Second lap: phase clear; a solicited completion fires the arm.
+        assert_eq!(cq.post(&mem, cqe, true), Posted::Written { event: true });
+        let again = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
+        assert_eq!(again.flags & cqe_flag::PHASE, 0);
+        // Disarmed after one event.
+        cq.consumed_to(3);
+        assert_eq!(cq.post(&mem, cqe, true), Posted::Written { event: false });
+        // A consumer index ahead of the producer is ignored.
+        cq.consumed_to(9);
+        assert_eq!(cq.bad_doorbells, 1);
+    }
+}
