@@ -11,6 +11,7 @@ pub(crate) mod dma_device;
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod ib_device;
+pub(crate) mod ib_verbs;
 pub(crate) mod lower;
 pub(crate) mod msix;
 pub(crate) mod napi;

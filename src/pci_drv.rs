@@ -244,7 +244,12 @@ impl pci::Driver for RsnicDriver {
                     rdma::AUX_NAME,
                     regs.read(regs::CARD_ID)?,
                     crate::MODULE_NAME,
-                    RdmaLink::new(n.dev()),
+                    RdmaLink::new(
+                        n.dev(),
+                        &regs,
+                        vectors.irq(rdma::EVENT_VECTOR.into())?,
+                        rdma::EVENT_VECTOR,
+                    ),
                 )?),
                 _ => None,
             };

@@ -540,3 +540,16 @@ void rsnic_ib_set_parent(struct ib_device *ibdev, struct device *parent)
 {
 	ibdev->dev.parent = parent;
 }
+
+unsigned long rsnic_local_irq_save(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	return flags;
+}
+
+void rsnic_local_irq_restore(unsigned long flags)
+{
+	local_irq_restore(flags);
+}

@@ -90,6 +90,8 @@ void rsnic_napi_schedule_from_task(struct napi_struct *napi);
 void rsnic_netdev_lockdep_set_classes(struct net_device *dev);
 void rsnic_local_bh_disable(void);
 void rsnic_local_bh_enable(void);
+unsigned long rsnic_local_irq_save(void);
+void rsnic_local_irq_restore(unsigned long flags);
 bool rsnic_net_ratelimit(void);
 void rsnic_rtnl_lock(void);
 void rsnic_rtnl_unlock(void);

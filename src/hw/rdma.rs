@@ -660,9 +660,9 @@ pub mod wc_status {
     /// Retries on RNR exhausted.
     pub const RNR_RETRY_EXC_ERR: u8 = 13;
     /// Fatal error.
-    pub const FATAL_ERR: u8 = 21;
+    pub const FATAL_ERR: u8 = 19;
     /// Other error.
-    pub const GENERAL_ERR: u8 = 22;
+    pub const GENERAL_ERR: u8 = 21;
 }
 
 /// Completion opcode (byte 9 of a CQE), as `enum ib_wc_opcode` numbers
@@ -677,7 +677,7 @@ pub mod wc_op {
     /// LOCAL_INV.
     pub const LOCAL_INV: u8 = 6;
     /// REG_MR.
-    pub const REG_MR: u8 = 8;
+    pub const REG_MR: u8 = 10;
     /// A receive.
     pub const RECV: u8 = 128;
     /// A receive of WRITE with immediate.

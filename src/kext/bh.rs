@@ -2,7 +2,9 @@
 
 //! Spinlocks that process context shares with softirq context (NAPI): held
 //! with bottom halves off, as `spin_lock_bh` does in C, so a softirq on the
-//! same CPU cannot spin on a lock its interrupted task holds.
+//! same CPU cannot spin on a lock its interrupted task holds. And spinlocks
+//! shared with a hard interrupt handler: held with interrupts off, as
+//! `spin_lock_irqsave` does.
 
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
@@ -57,6 +59,63 @@ impl<T> Deref for BhLocked<'_, T> {
 }
 
 impl<T: Unpin> DerefMut for BhLocked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+/// Interrupts off on this CPU until dropped (restored as they were).
+struct IrqsDisabled {
+    flags: kernel::ffi::c_ulong,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl IrqsDisabled {
+    fn new() -> Self {
+        // SAFETY: Any context; paired with the restore in `drop` on the
+        // same CPU (the type is neither `Send` nor `Sync`).
+        let flags = unsafe { ffi::rsnic_local_irq_save() };
+        Self {
+            flags,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for IrqsDisabled {
+    fn drop(&mut self) {
+        // SAFETY: Saved in `new` on this CPU; locks taken after it are
+        // released first (`IrqLocked` drops its guard first).
+        unsafe { ffi::rsnic_local_irq_restore(self.flags) };
+    }
+}
+
+/// A spinlock guard taken with interrupts off.
+pub(crate) struct IrqLocked<'a, T> {
+    // Field order is drop order: the lock goes first.
+    guard: Guard<'a, T, kernel::sync::lock::spinlock::SpinLockBackend>,
+    _irqs: IrqsDisabled,
+}
+
+/// Locks `lock`, which a hard interrupt handler also takes, from any
+/// context.
+pub(crate) fn lock_irqsave<T>(lock: &SpinLock<T>) -> IrqLocked<'_, T> {
+    let irqs = IrqsDisabled::new();
+    IrqLocked {
+        guard: lock.lock(),
+        _irqs: irqs,
+    }
+}
+
+impl<T> Deref for IrqLocked<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T: Unpin> DerefMut for IrqLocked<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
     }

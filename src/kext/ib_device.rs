@@ -21,6 +21,10 @@ use kernel::{
 };
 
 use crate::ffi;
+use crate::kext::ib_verbs::{
+    Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
+    RecvWrs, SendWrs, WcWriter,
+};
 use crate::kext::netdev::NetDev;
 
 /// The device's limits, reported by `query_device` (`ib_device_attr`).
@@ -59,6 +63,9 @@ pub(crate) struct DeviceAttr {
     /// Pages of a fast-registration page list; 0 if the device has no
     /// fast registration (`IB_DEVICE_MEM_MGT_EXTENSIONS`).
     pub(crate) max_fast_reg_page_list_len: u32,
+    /// Key 0 reaches all memory by bus address for local access, for
+    /// every PD (`IBK_LOCAL_DMA_LKEY`).
+    pub(crate) local_dma_lkey_0: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.
@@ -80,15 +87,94 @@ pub(crate) struct GidEntry {
 }
 
 /// What an RDMA device driver does, called by ib_core.
+///
+/// Objects ib_core allocates (PD, CQ, QP, AH) hold the driver's state
+/// ([`IbDeviceOps::Pd`]...) after the ib_core struct; memory regions are
+/// allocated by the kext. Process context unless a method says otherwise.
 pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
+    /// A protection domain's state.
+    type Pd: Send + Sync;
+    /// A completion queue's state.
+    type Cq: Send + Sync;
+    /// A queue pair's state.
+    type Qp: Send + Sync;
+    /// An address handle's state.
+    type Ah: Send + Sync;
+    /// A memory region's state.
+    type Mr: Send + Sync;
+
     /// `query_device`: the device's limits.
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
     /// `query_port` of the only port.
     fn query_port(dev: &IbDevice<Self>) -> PortAttr;
-    /// `add_gid`: program a RoCEv2 GID (process context, may sleep).
+    /// `add_gid`: program a RoCEv2 GID (may sleep).
     fn add_gid(dev: &IbDevice<Self>, entry: GidEntry) -> Result;
     /// `del_gid`: clear entry `index`.
     fn del_gid(dev: &IbDevice<Self>, index: u32) -> Result;
+
+    /// `alloc_pd`.
+    fn alloc_pd(dev: &IbDevice<Self>) -> Result<impl PinInit<Self::Pd, Error>>;
+    /// `dealloc_pd`.
+    fn dealloc_pd(dev: &IbDevice<Self>, pd: &Self::Pd);
+
+    /// `create_cq` with room for at least `entries` completions: the
+    /// state and the room granted. The driver keeps `cq` until
+    /// [`IbDeviceOps::destroy_cq`] gives it back.
+    fn create_cq(
+        dev: &IbDevice<Self>,
+        cq: CqHandle,
+        entries: u32,
+    ) -> Result<(impl PinInit<Self::Cq, Error>, u32)>;
+    /// `destroy_cq`: returns the handle given at creation (so nothing can
+    /// notify the CQ any more).
+    fn destroy_cq(dev: &IbDevice<Self>, cq: &Self::Cq) -> Result<CqHandle>;
+    /// `poll_cq`: moves completions into `out` (any context).
+    fn poll_cq(dev: &IbDevice<Self>, cq: &Self::Cq, out: &mut WcWriter<'_>);
+    /// `req_notify_cq`: arms the CQ; returns whether completions are
+    /// already waiting (for `IB_CQ_REPORT_MISSED_EVENTS`). Any context.
+    fn req_notify_cq(dev: &IbDevice<Self>, cq: &Self::Cq, solicited_only: bool) -> bool;
+
+    /// `create_qp`: the state, the QP number and the sizes granted. The
+    /// driver keeps `qp` until [`IbDeviceOps::destroy_qp`] gives it back.
+    fn create_qp(
+        dev: &IbDevice<Self>,
+        qp: QpHandle,
+        init: &QpInit<'_, Self>,
+    ) -> Result<(impl PinInit<Self::Qp, Error>, u32, QpCaps)>;
+    /// `modify_qp`.
+    fn modify_qp(dev: &IbDevice<Self>, qp: &Self::Qp, attrs: &QpAttrs) -> Result;
+    /// `destroy_qp`: returns the handle given at creation.
+    fn destroy_qp(dev: &IbDevice<Self>, qp: &Self::Qp) -> Result<QpHandle>;
+    /// `post_send` (any context): on failure, the request the iterator
+    /// yielded last is the one reported as failed.
+    fn post_send(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut SendWrs<'_, Self>) -> Result;
+    /// `post_recv` (any context), as `post_send`.
+    fn post_recv(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
+
+    /// `create_ah` (may be atomic context).
+    fn create_ah(dev: &IbDevice<Self>, path: &AddressPath)
+        -> Result<impl PinInit<Self::Ah, Error>>;
+    /// `destroy_ah`.
+    fn destroy_ah(dev: &IbDevice<Self>, ah: &Self::Ah);
+
+    /// `get_dma_mr`: a region over all memory by bus address.
+    fn get_dma_mr(
+        dev: &IbDevice<Self>,
+        pd: &Self::Pd,
+        access: Access,
+    ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)>;
+    /// `alloc_mr` of type `IB_MR_TYPE_MEM_REG` with up to `max_pages`.
+    fn alloc_mr(
+        dev: &IbDevice<Self>,
+        pd: &Self::Pd,
+        max_pages: u32,
+    ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)>;
+    /// `map_mr_sg` starts: forget the pages of the last mapping.
+    fn mr_clear_pages(mr: &Self::Mr);
+    /// `map_mr_sg` adds a page (bus address); fails when the MR is full.
+    fn mr_add_page(mr: &Self::Mr, addr: u64) -> Result;
+    /// `dereg_mr`.
+    fn dereg_mr(dev: &IbDevice<Self>, mr: &Self::Mr) -> Result;
 }
 
 /// An RDMA device whose driver struct holds a `T` after the `ib_device`.
@@ -329,27 +415,29 @@ impl<T: IbDeviceOps> Adapter<T> {
         ops.query_pkey = Some(Self::query_pkey);
         ops.add_gid = Some(Self::add_gid);
         ops.del_gid = Some(Self::del_gid);
-        // The verbs on queues and memory are mandatory for registration.
-        // The engine's queues are not driven yet, so they are refused
-        // (see Documentation/rsnic/rdma.rst); consumers see EOPNOTSUPP.
-        ops.alloc_pd = Some(Self::refuse_pd);
-        ops.dealloc_pd = Some(Self::refuse_pd);
-        ops.create_cq = Some(Self::refuse_create_cq);
-        ops.destroy_cq = Some(Self::refuse_destroy_cq);
-        ops.poll_cq = Some(Self::refuse_poll_cq);
-        ops.req_notify_cq = Some(Self::refuse_req_notify_cq);
-        ops.create_qp = Some(Self::refuse_create_qp);
-        ops.modify_qp = Some(Self::refuse_modify_qp);
-        ops.destroy_qp = Some(Self::refuse_destroy_qp);
-        ops.post_send = Some(Self::refuse_post_send);
-        ops.post_recv = Some(Self::refuse_post_recv);
-        ops.get_dma_mr = Some(Self::refuse_get_dma_mr);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.create_cq = Some(Self::create_cq);
+        ops.destroy_cq = Some(Self::destroy_cq);
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.create_qp = Some(Self::create_qp);
+        ops.modify_qp = Some(Self::modify_qp);
+        ops.destroy_qp = Some(Self::destroy_qp);
+        ops.post_send = Some(Self::post_send);
+        ops.post_recv = Some(Self::post_recv);
+        ops.create_ah = Some(Self::create_ah);
+        ops.destroy_ah = Some(Self::destroy_ah);
+        ops.get_dma_mr = Some(Self::get_dma_mr);
+        ops.alloc_mr = Some(Self::alloc_mr);
+        ops.map_mr_sg = Some(Self::map_mr_sg);
+        ops.dereg_mr = Some(Self::dereg_mr);
         ops.reg_user_mr = Some(Self::refuse_reg_user_mr);
-        ops.dereg_mr = Some(Self::refuse_dereg_mr);
-        // ib_core allocates these objects before calling us.
-        ops.size_ib_pd = core::mem::size_of::<ffi::ib_pd>();
-        ops.size_ib_cq = core::mem::size_of::<ffi::ib_cq>();
-        ops.size_ib_qp = core::mem::size_of::<ffi::ib_qp>();
+        // ib_core allocates these objects, with room for our state.
+        ops.size_ib_pd = core::mem::size_of::<IbObject<ffi::ib_pd, T::Pd>>();
+        ops.size_ib_cq = core::mem::size_of::<IbObject<ffi::ib_cq, T::Cq>>();
+        ops.size_ib_qp = core::mem::size_of::<IbObject<ffi::ib_qp, T::Qp>>();
+        ops.size_ib_ah = core::mem::size_of::<IbObject<ffi::ib_ah, T::Ah>>();
         ops
     };
 
@@ -407,6 +495,9 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.atomic_cap = ffi::ib_atomic_cap_IB_ATOMIC_NONE;
             p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
             p.device_cap_flags = ffi::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+            if a.local_dma_lkey_0 {
+                p.kernel_cap_flags |= ffi::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
+            }
             if a.max_fast_reg_page_list_len != 0 {
                 p.device_cap_flags |= ffi::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
             }
@@ -566,120 +657,408 @@ impl<T: IbDeviceOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_pd(_pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
-        EOPNOTSUPP_ERRNO
+    /// `pd` is a PD ib_core allocated for one of our devices.
+    unsafe extern "C" fn alloc_pd(pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*pd).device) };
+            let data = T::alloc_pd(dev)?;
+            // SAFETY: Allocated with `size_ib_pd`, state not initialised.
+            unsafe { IbObject::<ffi::ib_pd, T::Pd>::init(pd, data)? };
+            Ok(0)
+        })
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_create_cq(
-        _cq: *mut ffi::ib_cq,
-        _attr: *const ffi::ib_cq_init_attr,
-        _attrs: *mut ffi::uverbs_attr_bundle,
+    /// `pd` is a PD `alloc_pd` initialised.
+    unsafe extern "C" fn dealloc_pd(pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*pd).device) };
+        // SAFETY: Initialised by `alloc_pd`.
+        T::dealloc_pd(dev, unsafe { IbObject::<ffi::ib_pd, T::Pd>::data(pd) });
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<ffi::ib_pd, T::Pd>::drop_data(pd) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a CQ ib_core allocated for one of our devices; `attr` valid.
+    unsafe extern "C" fn create_cq(
+        cq: *mut ffi::ib_cq,
+        attr: *const ffi::ib_cq_init_attr,
+        attrs: *mut ffi::uverbs_attr_bundle,
     ) -> c_int {
-        EOPNOTSUPP_ERRNO
+        from_result(|| {
+            // Kernel consumers pass no attribute bundle; user CQs do.
+            if !attrs.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*cq).device) };
+            // SAFETY: Valid attribute (contract).
+            let entries = unsafe { (*attr).cqe };
+            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries)?;
+            // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
+            // ours to set in `create_cq`.
+            unsafe {
+                (*cq).cqe = granted.min(c_int::MAX as u32) as c_int;
+                IbObject::<ffi::ib_cq, T::Cq>::init(cq, data)?;
+            }
+            Ok(0)
+        })
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_destroy_cq(
-        _cq: *mut ffi::ib_cq,
-        _udata: *mut ffi::ib_udata,
+    /// `cq` is a CQ `create_cq` initialised.
+    unsafe extern "C" fn destroy_cq(cq: *mut ffi::ib_cq, _udata: *mut ffi::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let dev = unsafe { Self::dev((*cq).device) };
+            // SAFETY: Initialised by `create_cq`.
+            let handle = T::destroy_cq(dev, unsafe { IbObject::<ffi::ib_cq, T::Cq>::data(cq) })?;
+            debug_assert!(handle.as_raw() == cq);
+            drop(handle);
+            // SAFETY: Not used after this: the driver gave the handle back.
+            unsafe { IbObject::<ffi::ib_cq, T::Cq>::drop_data(cq) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of ours; `wc` has room for `num` completions.
+    unsafe extern "C" fn poll_cq(cq: *mut ffi::ib_cq, num: c_int, wc: *mut ffi::ib_wc) -> c_int {
+        let n = usize::try_from(num).unwrap_or(0);
+        if n == 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*cq).device),
+                IbObject::<ffi::ib_cq, T::Cq>::data(cq),
+            )
+        };
+        // SAFETY: `wc` has room for `n` entries, ours for the call.
+        let out = unsafe { core::slice::from_raw_parts_mut(wc, n) };
+        let mut writer = WcWriter::new(out);
+        T::poll_cq(dev, data, &mut writer);
+        writer.written() as c_int
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of ours.
+    unsafe extern "C" fn req_notify_cq(
+        cq: *mut ffi::ib_cq,
+        flags: ffi::ib_cq_notify_flags,
     ) -> c_int {
-        EOPNOTSUPP_ERRNO
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*cq).device),
+                IbObject::<ffi::ib_cq, T::Cq>::data(cq),
+            )
+        };
+        let solicited = flags & ffi::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == ffi::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let pending = T::req_notify_cq(dev, data, solicited);
+        c_int::from(pending && flags & ffi::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_poll_cq(
-        _cq: *mut ffi::ib_cq,
-        _num: c_int,
-        _wc: *mut ffi::ib_wc,
+    /// `qp` is a QP ib_core allocated (with `device`, `pd` set) for one of
+    /// our devices; `attr` is valid, its CQs ours.
+    unsafe extern "C" fn create_qp(
+        qp: *mut ffi::ib_qp,
+        attr: *mut ffi::ib_qp_init_attr,
+        udata: *mut ffi::ib_udata,
     ) -> c_int {
-        EOPNOTSUPP_ERRNO
+        from_result(|| {
+            if !udata.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: As the function's contract says.
+            let a = unsafe { &mut *attr };
+            let kind = QpKind::from_raw(a.qp_type).ok_or(Error::from_errno(EOPNOTSUPP_ERRNO))?;
+            if a.send_cq.is_null() || a.recv_cq.is_null() || !a.srq.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `device` and `pd` are set by ib_core; the CQs and PD
+            // are ours and initialised (ib_core holds references on them).
+            let (dev, init) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    QpInit {
+                        kind,
+                        pd: IbObject::<ffi::ib_pd, T::Pd>::data((*qp).pd),
+                        send_cq: IbObject::<ffi::ib_cq, T::Cq>::data(a.send_cq),
+                        recv_cq: IbObject::<ffi::ib_cq, T::Cq>::data(a.recv_cq),
+                        caps: QpCaps {
+                            max_send_wr: a.cap.max_send_wr,
+                            max_recv_wr: a.cap.max_recv_wr,
+                            max_send_sge: a.cap.max_send_sge,
+                            max_recv_sge: a.cap.max_recv_sge,
+                        },
+                        signal_all: a.sq_sig_type == ffi::ib_sig_type_IB_SIGNAL_ALL_WR,
+                    },
+                )
+            };
+            if a.cap.max_inline_data != 0 {
+                return Err(EINVAL);
+            }
+            let (data, qpn, caps) = T::create_qp(dev, QpHandle::new(qp), &init)?;
+            a.cap.max_send_wr = caps.max_send_wr;
+            a.cap.max_recv_wr = caps.max_recv_wr;
+            a.cap.max_send_sge = caps.max_send_sge;
+            a.cap.max_recv_sge = caps.max_recv_sge;
+            // SAFETY: Allocated with `size_ib_qp`; `qp_num` is ours to set.
+            unsafe {
+                (*qp).qp_num = qpn;
+                IbObject::<ffi::ib_qp, T::Qp>::init(qp, data)?;
+            }
+            Ok(0)
+        })
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_req_notify_cq(
-        _cq: *mut ffi::ib_cq,
-        _flags: ffi::ib_cq_notify_flags,
+    /// `qp` is a live QP of ours; `attr` valid for the fields `mask` names.
+    unsafe extern "C" fn modify_qp(
+        qp: *mut ffi::ib_qp,
+        attr: *mut ffi::ib_qp_attr,
+        mask: c_int,
+        udata: *mut ffi::ib_udata,
     ) -> c_int {
-        EOPNOTSUPP_ERRNO
+        from_result(|| {
+            if !udata.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: As the function's contract says.
+            let (dev, data, attrs) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                    QpAttrs::from_raw(attr, mask as u32),
+                )
+            };
+            T::modify_qp(dev, data, &attrs)?;
+            Ok(0)
+        })
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_create_qp(
-        _qp: *mut ffi::ib_qp,
-        _attr: *mut ffi::ib_qp_init_attr,
-        _udata: *mut ffi::ib_udata,
-    ) -> c_int {
-        EOPNOTSUPP_ERRNO
+    /// `qp` is a QP `create_qp` initialised.
+    unsafe extern "C" fn destroy_qp(qp: *mut ffi::ib_qp, _udata: *mut ffi::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let dev = unsafe { Self::dev((*qp).device) };
+            // SAFETY: Initialised by `create_qp`.
+            let handle = T::destroy_qp(dev, unsafe { IbObject::<ffi::ib_qp, T::Qp>::data(qp) })?;
+            debug_assert!(handle.as_raw() == qp);
+            drop(handle);
+            // SAFETY: Not used after this: the driver gave the handle back.
+            unsafe { IbObject::<ffi::ib_qp, T::Qp>::drop_data(qp) };
+            Ok(0)
+        })
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_modify_qp(
-        _qp: *mut ffi::ib_qp,
-        _attr: *mut ffi::ib_qp_attr,
-        _mask: c_int,
-        _udata: *mut ffi::ib_udata,
-    ) -> c_int {
-        EOPNOTSUPP_ERRNO
-    }
-
-    /// # Safety
-    ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_destroy_qp(
-        _qp: *mut ffi::ib_qp,
-        _udata: *mut ffi::ib_udata,
-    ) -> c_int {
-        EOPNOTSUPP_ERRNO
-    }
-
-    /// # Safety
-    ///
-    /// `bad` is writable.
-    unsafe extern "C" fn refuse_post_send(
-        _qp: *mut ffi::ib_qp,
+    /// `qp` is a live QP of ours; `wr` a valid chain; `bad` writable.
+    unsafe extern "C" fn post_send(
+        qp: *mut ffi::ib_qp,
         wr: *const ffi::ib_send_wr,
         bad: *mut *const ffi::ib_send_wr,
     ) -> c_int {
-        // SAFETY: ib_core passes a writable pointer for the failed request.
-        unsafe { *bad = wr };
-        EOPNOTSUPP_ERRNO
+        // SAFETY: As the function's contract says.
+        let (dev, data, kind) = unsafe {
+            (
+                Self::dev((*qp).device),
+                IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                QpKind::from_raw((*qp).qp_type).unwrap_or(QpKind::Rc),
+            )
+        };
+        // SAFETY: A valid chain for the call (contract).
+        let mut wrs = unsafe { SendWrs::<T>::new(wr, kind) };
+        match T::post_send(dev, data, &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: `bad` is writable (contract).
+                unsafe { *bad = wrs.current() };
+                e.to_errno()
+            }
+        }
     }
 
     /// # Safety
     ///
-    /// `bad` is writable.
-    unsafe extern "C" fn refuse_post_recv(
-        _qp: *mut ffi::ib_qp,
+    /// As `post_send`.
+    unsafe extern "C" fn post_recv(
+        qp: *mut ffi::ib_qp,
         wr: *const ffi::ib_recv_wr,
         bad: *mut *const ffi::ib_recv_wr,
     ) -> c_int {
-        // SAFETY: ib_core passes a writable pointer for the failed request.
-        unsafe { *bad = wr };
-        EOPNOTSUPP_ERRNO
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*qp).device),
+                IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+            )
+        };
+        // SAFETY: A valid chain for the call (contract).
+        let mut wrs = unsafe { RecvWrs::new(wr) };
+        match T::post_recv(dev, data, &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: `bad` is writable (contract).
+                unsafe { *bad = wrs.current() };
+                e.to_errno()
+            }
+        }
     }
 
     /// # Safety
     ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_get_dma_mr(
-        _pd: *mut ffi::ib_pd,
-        _access: c_int,
+    /// `ah` is an AH ib_core allocated for one of our devices; `attr`
+    /// valid.
+    unsafe extern "C" fn create_ah(
+        ah: *mut ffi::ib_ah,
+        attr: *mut ffi::rdma_ah_init_attr,
+        _udata: *mut ffi::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, path) = unsafe {
+                (
+                    Self::dev((*ah).device),
+                    AddressPath::from_raw((*attr).ah_attr),
+                )
+            };
+            let data = T::create_ah(dev, &path)?;
+            // SAFETY: Allocated with `size_ib_ah`, not initialised.
+            unsafe { IbObject::<ffi::ib_ah, T::Ah>::init(ah, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ah` is an AH `create_ah` initialised.
+    unsafe extern "C" fn destroy_ah(ah: *mut ffi::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*ah).device) };
+        // SAFETY: Initialised by `create_ah`.
+        T::destroy_ah(dev, unsafe { IbObject::<ffi::ib_ah, T::Ah>::data(ah) });
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<ffi::ib_ah, T::Ah>::drop_data(ah) };
+        0
+    }
+
+    /// Publishes a new MR: a kext allocation whose `ib_mr` ib_core
+    /// completes.
+    fn new_mr(made: Result<(impl PinInit<T::Mr, Error>, MrKeys)>) -> *mut ffi::ib_mr {
+        match made
+            .and_then(|(data, keys)| IbObject::<ffi::ib_mr, T::Mr>::boxed(data).map(|p| (p, keys)))
+        {
+            Ok((mr, keys)) => {
+                // SAFETY: Just allocated, zeroed, ours until returned.
+                unsafe {
+                    (*mr).lkey = keys.lkey;
+                    (*mr).rkey = keys.rkey;
+                }
+                mr
+            }
+            Err(e) => err_ptr(e.to_errno()),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours.
+    unsafe extern "C" fn get_dma_mr(pd: *mut ffi::ib_pd, access: c_int) -> *mut ffi::ib_mr {
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<ffi::ib_pd, T::Pd>::data(pd),
+            )
+        };
+        Self::new_mr(T::get_dma_mr(dev, data, Access::from_raw(access as u32)))
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut ffi::ib_pd,
+        mr_type: ffi::ib_mr_type,
+        max_num_sg: u32,
     ) -> *mut ffi::ib_mr {
-        err_ptr(EOPNOTSUPP_ERRNO)
+        if mr_type != ffi::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return err_ptr(EINVAL.to_errno());
+        }
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<ffi::ib_pd, T::Pd>::data(pd),
+            )
+        };
+        Self::new_mr(T::alloc_mr(dev, data, max_num_sg))
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs (from `new_mr`).
+    unsafe extern "C" fn set_page(mr: *mut ffi::ib_mr, addr: u64) -> c_int {
+        // SAFETY: As the function's contract says.
+        let data = unsafe { IbObject::<ffi::ib_mr, T::Mr>::data(mr) };
+        match T::mr_add_page(data, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs; `sg` a valid list of `sg_nents` entries;
+    /// `sg_offset` NULL or valid.
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut ffi::ib_mr,
+        sg: *mut ffi::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut core::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        T::mr_clear_pages(unsafe { IbObject::<ffi::ib_mr, T::Mr>::data(mr) });
+        // SAFETY: As the function's contract says; `set_page` is called
+        // synchronously for this MR only.
+        unsafe { ffi::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs (from `new_mr`); nothing uses it afterwards.
+    unsafe extern "C" fn dereg_mr(mr: *mut ffi::ib_mr, _udata: *mut ffi::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*mr).device),
+                    IbObject::<ffi::ib_mr, T::Mr>::data(mr),
+                )
+            };
+            T::dereg_mr(dev, data)?;
+            // SAFETY: Allocated by `new_mr`; freed once.
+            unsafe { IbObject::<ffi::ib_mr, T::Mr>::free_boxed(mr) };
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -694,18 +1073,8 @@ impl<T: IbDeviceOps> Adapter<T> {
         _dmah: *mut ffi::ib_dmah,
         _udata: *mut ffi::ib_udata,
     ) -> *mut ffi::ib_mr {
-        // No user-space provider: kernel consumers only, for good.
+        // No user-space provider: kernel consumers only.
         err_ptr(EOPNOTSUPP_ERRNO)
-    }
-
-    /// # Safety
-    ///
-    /// Called by ib_core; nothing is dereferenced.
-    unsafe extern "C" fn refuse_dereg_mr(
-        _mr: *mut ffi::ib_mr,
-        _udata: *mut ffi::ib_udata,
-    ) -> c_int {
-        EOPNOTSUPP_ERRNO
     }
 }
 

@@ -1,35 +1,91 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RDMA device's driver state and the ib_core callbacks on it: the
-//! engine's limits and its GID table.
+//! engine's limits, its GID table, and the verbs on its objects, which
+//! the submodules implement.
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    device::{Bound, Device},
+    prelude::*,
+    sync::{Arc, Mutex, SpinLock},
+};
 
+use super::cq::RdmaCq;
+use super::eq::{EqIrq, EQ_ENTRIES};
+use super::ids::IdPool;
+use super::mr::RdmaMr;
+use super::qp::{self, access_bits, address_vector, RdmaQp};
+use super::tables::{QpEntry, Tables, WorkRing};
 use crate::admin::AdminQueue;
-use crate::hw::rdma::{Gid, RdmaCaps, GID_TABLE_LEN, HW_VERSION, VENDOR_PART_ID};
+use crate::hw::rdma::{
+    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpType, RdmaCaps, CQE_LEN, EQE_LEN,
+    GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    VENDOR_PART_ID,
+};
 use crate::hw::{AdminCmd, PCI_VENDOR_ID};
-use crate::kext::ib_device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr};
+use crate::kext::{
+    bh::lock_irqsave,
+    dma_buf::DmaBuffer,
+    dma_device::DmaDevice,
+    ib_device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
+    ib_verbs::{
+        Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, RecvWrs,
+        SendWrs, WcWriter,
+    },
+    msix::IrqHandlerRegistration,
+};
+use crate::regs::Registers;
 
 /// Largest RoCE MTU the engine segments to.
 const MAX_MTU: u32 = 4096;
+/// Smallest ring the driver gives the card.
+const MIN_RING: u32 = 16;
 
-/// The driver state of one RDMA device.
-#[pin_data]
-pub(crate) struct RdmaDev {
-    admin: Arc<AdminQueue>,
-    caps: RdmaCaps,
+/// What the engine's objects are numbered by.
+struct Ids {
+    pds: IdPool,
+    cqs: IdPool,
+    qps: IdPool,
+    mrs: IdPool,
 }
 
-impl RdmaDev {
-    /// Reads the engine's limits; fails if it does not answer.
-    pub(crate) fn new(admin: &Arc<AdminQueue>) -> Result<impl PinInit<Self, Error>> {
-        let entry = admin.exec(AdminCmd::RdmaQueryCaps)?;
-        let admin = admin.clone();
-        Ok(try_pin_init!(Self {
-            admin,
-            caps: sane_caps(RdmaCaps::read_result(&entry)),
-        }? Error))
+/// The driver state of one RDMA device.
+#[pin_data(PinnedDrop)]
+pub(crate) struct RdmaDev {
+    admin: Arc<AdminQueue>,
+    regs: Arc<Registers>,
+    dma: DmaDevice,
+    caps: RdmaCaps,
+    #[pin]
+    ids: Mutex<Ids>,
+    tables: Arc<SpinLock<Tables>>,
+    /// The block `RDMA_MODIFY_QP` reads.
+    #[pin]
+    modify_block: Mutex<DmaBuffer>,
+    eq_irq: Pin<KBox<IrqHandlerRegistration<EqIrq>>>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for RdmaDev {
+    fn drop(self: Pin<&mut Self>) {
+        // Every object is gone (ib_core destroyed them before we are
+        // dropped); stop the event queue before its ring is freed.
+        let _ = self.admin.exec(AdminCmd::RdmaDestroyEq);
     }
+}
+
+/// What the PF gives for the engine's use.
+pub(crate) struct EngineAccess<'a> {
+    /// Admin queue.
+    pub(crate) admin: &'a Arc<AdminQueue>,
+    /// Registers (doorbells).
+    pub(crate) regs: &'a Arc<Registers>,
+    /// The PCI function (DMA).
+    pub(crate) pci: &'a Device<Bound>,
+    /// Linux IRQ and MSI-X index of the event vector.
+    pub(crate) irq: u32,
+    /// MSI-X index of the event vector.
+    pub(crate) vector: u16,
 }
 
 /// The card's limits bounded by what the driver supports: a card that
@@ -37,11 +93,137 @@ impl RdmaDev {
 fn sane_caps(c: RdmaCaps) -> RdmaCaps {
     RdmaCaps {
         gid_table_len: c.gid_table_len.min(GID_TABLE_LEN),
+        max_qp: c.max_qp.clamp(2, 1 << 16),
+        max_cq: c.max_cq.min(1 << 16),
+        max_sge: c.max_sge.min(MAX_SGE as u32),
+        max_qp_wr: c.max_qp_wr.min(1 << 15),
+        max_cqe: c.max_cqe.min(1 << 15),
+        max_mr: c.max_mr.min(1 << 24),
         ..c
     }
 }
 
+impl RdmaDev {
+    /// Reads the engine's limits and sets up its event queue; fails if
+    /// the engine does not answer.
+    pub(crate) fn new(e: EngineAccess<'_>) -> Result<impl PinInit<Self, Error>> {
+        let entry = e.admin.exec(AdminCmd::RdmaQueryCaps)?;
+        let caps = sane_caps(RdmaCaps::read_result(&entry));
+        let dma = DmaDevice::new(e.pci);
+        let ids = Ids {
+            pds: IdPool::new(1, caps.max_pd)?,
+            cqs: IdPool::new(0, caps.max_cq)?,
+            qps: IdPool::new(GSI_QPN, caps.max_qp)?,
+            mrs: IdPool::new(1, caps.max_mr)?,
+        };
+        let tables = Arc::pin_init(
+            kernel::new_spinlock!(Tables::new(caps.max_cq, caps.max_qp)?),
+            GFP_KERNEL,
+        )?;
+        let ring = dma.alloc(EQ_ENTRIES as usize * EQE_LEN)?;
+        let ring_addr = ring.dma_addr(0)?;
+        let eq_irq = KBox::pin_init(
+            IrqHandlerRegistration::new(e.irq, c"rsnic-rdma", EqIrq::new(ring, tables.clone())),
+            GFP_KERNEL,
+        )?;
+        e.admin.exec(AdminCmd::RdmaCreateEq {
+            ring: ring_addr,
+            entries: EQ_ENTRIES,
+            vector: e.vector,
+        })?;
+        let modify = dma.alloc(QP_MODIFY_LEN)?;
+        let admin = e.admin.clone();
+        let regs = e.regs.clone();
+        Ok(try_pin_init!(Self {
+            admin,
+            regs,
+            dma,
+            caps,
+            ids <- kernel::new_mutex!(ids),
+            tables,
+            modify_block <- kernel::new_mutex!(modify),
+            eq_irq,
+        }? Error))
+    }
+
+    /// The tables completions and events are resolved against.
+    pub(crate) fn tables(&self) -> &SpinLock<Tables> {
+        &self.tables
+    }
+
+    /// Entries of the GID table.
+    pub(crate) fn gid_table_len(&self) -> u32 {
+        self.caps.gid_table_len
+    }
+
+    /// Writes an RDMA doorbell.
+    pub(crate) fn doorbell(&self, reg: usize, value: u32) -> Result {
+        self.regs.write(reg, value)
+    }
+
+    /// Has the card apply a modify.
+    pub(crate) fn modify_qp_on_card(&self, qpn: u32, m: &QpModify) -> Result {
+        let block = self.modify_block.lock();
+        block.write(0, &m.to_bytes())?;
+        let addr = block.dma_addr(0)?;
+        self.admin
+            .exec(AdminCmd::RdmaModifyQp { qpn, block: addr })?;
+        Ok(())
+    }
+
+    /// Counts of live objects: PDs, CQs, QPs, MRs.
+    pub(crate) fn objects(&self) -> [usize; 4] {
+        let ids = self.ids.lock();
+        [
+            ids.pds.in_use(),
+            ids.cqs.in_use(),
+            ids.qps.in_use(),
+            ids.mrs.in_use(),
+        ]
+    }
+
+    /// Completions and events the driver did not believe.
+    pub(crate) fn bogus(&self) -> u64 {
+        lock_irqsave(&self.tables).bogus
+    }
+
+    /// Events handled.
+    pub(crate) fn events(&self) -> u64 {
+        self.eq_irq
+            .handler()
+            .events
+            .load(kernel::sync::atomic::Relaxed)
+    }
+}
+
+/// A ring's size: what was asked for, rounded up to a power of two.
+fn ring_size(asked: u32, max: u32) -> Result<u32> {
+    if asked > max {
+        return Err(EINVAL);
+    }
+    Ok(asked.max(MIN_RING).next_power_of_two().min(max))
+}
+
+/// A protection domain's driver state.
+#[pin_data]
+pub(crate) struct RdmaPd {
+    pdn: u32,
+}
+
+/// An address handle's driver state: where its datagrams go.
+#[pin_data]
+pub(crate) struct RdmaAh {
+    /// The card's address vector.
+    pub(crate) av: AddressVector,
+}
+
 impl IbDeviceOps for RdmaDev {
+    type Pd = RdmaPd;
+    type Cq = RdmaCq;
+    type Qp = RdmaQp;
+    type Ah = RdmaAh;
+    type Mr = RdmaMr;
+
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
         DeviceAttr {
@@ -58,9 +240,10 @@ impl IbDeviceOps for RdmaDev {
             max_cqe: c.max_cqe,
             max_mr: c.max_mr,
             max_pd: c.max_pd,
-            max_ah: 0,
+            max_ah: 1 << 16,
             max_qp_rd_atom: c.max_qp_rd_atom,
-            max_fast_reg_page_list_len: 0,
+            max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
+            local_dma_lkey_0: true,
         }
     }
 
@@ -86,6 +269,241 @@ impl IbDeviceOps for RdmaDev {
             return Err(EINVAL);
         }
         dev.data().admin.exec(AdminCmd::RdmaDelGid { index })?;
+        Ok(())
+    }
+
+    fn alloc_pd(dev: &IbDevice<Self>) -> Result<impl PinInit<RdmaPd, Error>> {
+        let pdn = dev.data().ids.lock().pds.alloc()?;
+        Ok(try_pin_init!(RdmaPd { pdn }? Error))
+    }
+
+    fn dealloc_pd(dev: &IbDevice<Self>, pd: &RdmaPd) {
+        dev.data().ids.lock().pds.free(pd.pdn);
+    }
+
+    fn create_cq(
+        dev: &IbDevice<Self>,
+        cq: CqHandle,
+        entries: u32,
+    ) -> Result<(impl PinInit<RdmaCq, Error>, u32)> {
+        let d = dev.data();
+        // One more than asked: a full ring is told from an empty one by
+        // the card's count, but the user may have exactly `entries` out.
+        let n = ring_size(entries.saturating_add(1), d.caps.max_cqe)?;
+        let ring = d.dma.alloc(n as usize * CQE_LEN)?;
+        let addr = ring.dma_addr(0)?;
+        let cqn = d.ids.lock().cqs.alloc()?;
+        let created = d.admin.exec(AdminCmd::RdmaCreateCq {
+            cqn,
+            ring: addr,
+            entries: n,
+        });
+        if let Err(e) = created {
+            d.ids.lock().cqs.free(cqn);
+            return Err(e.into());
+        }
+        if let Some(slot) = lock_irqsave(&d.tables).cqs.get_mut(cqn as usize) {
+            *slot = Some(cq);
+        }
+        Ok((RdmaCq::new(cqn, ring, n), n - 1))
+    }
+
+    fn destroy_cq(dev: &IbDevice<Self>, cq: &RdmaCq) -> Result<CqHandle> {
+        let d = dev.data();
+        // A card that does not answer keeps nothing of ours alive that we
+        // free: its ring goes with the CQ only after the card let go, or
+        // after the function is reset.
+        let _ = d.admin.exec(AdminCmd::RdmaDestroyCq { cqn: cq.cqn });
+        let handle = lock_irqsave(&d.tables)
+            .cqs
+            .get_mut(cq.cqn as usize)
+            .and_then(Option::take)
+            .ok_or(EINVAL)?;
+        d.ids.lock().cqs.free(cq.cqn);
+        Ok(handle)
+    }
+
+    fn poll_cq(dev: &IbDevice<Self>, cq: &RdmaCq, out: &mut WcWriter<'_>) {
+        cq.poll(dev.data(), out);
+    }
+
+    fn req_notify_cq(dev: &IbDevice<Self>, cq: &RdmaCq, solicited_only: bool) -> bool {
+        cq.arm(dev.data(), solicited_only)
+    }
+
+    fn create_qp(
+        dev: &IbDevice<Self>,
+        qp: QpHandle,
+        init: &QpInit<'_, Self>,
+    ) -> Result<(impl PinInit<RdmaQp, Error>, u32, QpCaps)> {
+        let d = dev.data();
+        let c = &init.caps;
+        if c.max_send_sge > d.caps.max_sge || c.max_recv_sge > d.caps.max_sge {
+            return Err(EINVAL);
+        }
+        let sq_n = ring_size(c.max_send_wr, d.caps.max_qp_wr)?;
+        let rq_n = ring_size(c.max_recv_wr, d.caps.max_qp_wr)?;
+        let sq = d.dma.alloc(sq_n as usize * SQ_WQE_LEN)?;
+        let rq = d.dma.alloc(rq_n as usize * RQ_WQE_LEN)?;
+        let entry = QpEntry {
+            handle: qp,
+            sq: WorkRing::new(sq_n)?,
+            rq: WorkRing::new(rq_n)?,
+        };
+        let qpn = {
+            let mut ids = d.ids.lock();
+            match init.kind {
+                QpKind::Gsi => ids.qps.take(GSI_QPN).map(|()| GSI_QPN)?,
+                _ => loop {
+                    // QP1 is the GSI's, whether it exists yet or not.
+                    let n = ids.qps.alloc()?;
+                    if n != GSI_QPN {
+                        break n;
+                    }
+                },
+            }
+        };
+        let qp_type = match init.kind {
+            QpKind::Rc => QpType::Rc,
+            QpKind::Ud => QpType::Ud,
+            QpKind::Gsi => QpType::Gsi,
+        };
+        let create = QpCreate {
+            qpn,
+            qp_type: qp_type as u8,
+            pd: init.pd.pdn,
+            sq: sq.dma_addr(0)?,
+            rq: rq.dma_addr(0)?,
+            sq_entries: sq_n,
+            rq_entries: rq_n,
+            send_cq: init.send_cq.cqn,
+            recv_cq: init.recv_cq.cqn,
+        };
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaCreateQp(create)) {
+            let mut ids = d.ids.lock();
+            ids.qps.free(qpn);
+            if init.kind == QpKind::Gsi {
+                // Keep QP1 reserved from regular allocation.
+                let _ = ids.qps.take(GSI_QPN);
+                ids.qps.free(GSI_QPN);
+            }
+            return Err(e.into());
+        }
+        if let Some(slot) = lock_irqsave(&d.tables).qps.get_mut(qpn as usize) {
+            *slot = Some(entry);
+        }
+        let caps = QpCaps {
+            max_send_wr: sq_n,
+            max_recv_wr: rq_n,
+            max_send_sge: d.caps.max_sge,
+            max_recv_sge: d.caps.max_sge,
+        };
+        let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq);
+        Ok((state, qpn, caps))
+    }
+
+    fn modify_qp(dev: &IbDevice<Self>, qp: &RdmaQp, attrs: &QpAttrs) -> Result {
+        qp::modify(dev.data(), qp, attrs)
+    }
+
+    fn destroy_qp(dev: &IbDevice<Self>, qp: &RdmaQp) -> Result<QpHandle> {
+        let d = dev.data();
+        let _ = d.admin.exec(AdminCmd::RdmaDestroyQp { qpn: qp.qpn });
+        let entry = lock_irqsave(&d.tables)
+            .qps
+            .get_mut(qp.qpn as usize)
+            .and_then(Option::take)
+            .ok_or(EINVAL)?;
+        d.ids.lock().qps.free(qp.qpn);
+        Ok(entry.handle)
+    }
+
+    fn post_send(dev: &IbDevice<Self>, qp: &RdmaQp, wrs: &mut SendWrs<'_, Self>) -> Result {
+        qp::post_send(dev.data(), qp, wrs)
+    }
+
+    fn post_recv(dev: &IbDevice<Self>, qp: &RdmaQp, wrs: &mut RecvWrs<'_>) -> Result {
+        qp::post_recv(dev.data(), qp, wrs)
+    }
+
+    fn create_ah(dev: &IbDevice<Self>, path: &AddressPath) -> Result<impl PinInit<RdmaAh, Error>> {
+        if u32::from(path.sgid_index) >= dev.data().caps.gid_table_len {
+            return Err(EINVAL);
+        }
+        let av = address_vector(path);
+        Ok(try_pin_init!(RdmaAh { av }? Error))
+    }
+
+    fn destroy_ah(_dev: &IbDevice<Self>, _ah: &RdmaAh) {}
+
+    fn get_dma_mr(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        access: Access,
+    ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
+        let d = dev.data();
+        let key = d.ids.lock().mrs.alloc()? << 8;
+        let reg = MrReg {
+            key,
+            pd: pd.pdn,
+            access: access_bits(access) | crate::hw::rdma::access::LOCAL_WRITE,
+            kind: mr_kind::DMA,
+            max_pages: 0,
+        };
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
+            d.ids.lock().mrs.free(key >> 8);
+            return Err(e.into());
+        }
+        let keys = MrKeys {
+            lkey: key,
+            rkey: key,
+        };
+        Ok((RdmaMr::dma(key), keys))
+    }
+
+    fn alloc_mr(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        max_pages: u32,
+    ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
+        let d = dev.data();
+        if max_pages == 0 || max_pages > d.caps.max_fast_reg_page_list_len {
+            return Err(EINVAL);
+        }
+        let list = d.dma.alloc(max_pages as usize * 8)?;
+        let key = d.ids.lock().mrs.alloc()? << 8;
+        let reg = MrReg {
+            key,
+            pd: pd.pdn,
+            access: 0,
+            kind: mr_kind::FAST_REG,
+            max_pages,
+        };
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
+            d.ids.lock().mrs.free(key >> 8);
+            return Err(e.into());
+        }
+        let keys = MrKeys {
+            lkey: key,
+            rkey: key,
+        };
+        Ok((RdmaMr::fast_reg(key, list, max_pages), keys))
+    }
+
+    fn mr_clear_pages(mr: &RdmaMr) {
+        mr.clear_pages();
+    }
+
+    fn mr_add_page(mr: &RdmaMr, addr: u64) -> Result {
+        mr.add_page(addr)
+    }
+
+    fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {
+        let d = dev.data();
+        // The key the card knows may have a newer variant byte (fast
+        // registration); the index is what names the region.
+        let _ = d.admin.exec(AdminCmd::RdmaDeregMr { key: mr.key });
+        d.ids.lock().mrs.free(mr.key >> 8);
         Ok(())
     }
 }

@@ -8,30 +8,54 @@
 //! net device); the RDMA device's GIDs and port state follow that net
 //! device.
 
+mod cq;
 mod device;
+mod eq;
+mod ids;
+mod mr;
+mod qp;
+mod tables;
 
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 
 use crate::admin::AdminQueue;
 use crate::kext::{ib_device, lower::LowerRef};
 use crate::nic::Nic;
-use device::RdmaDev;
+use crate::regs::Registers;
+use device::{EngineAccess, RdmaDev};
+
+/// The PF's MSI-X vector of RDMA events: the last of the card's 16, past
+/// those of the NIC's queue pairs.
+pub(crate) const EVENT_VECTOR: u16 = crate::hw::PF_MSIX_VECTORS - 1;
 
 /// Name of the auxiliary device a PF creates (`rsnic.rdma.<n>`).
 pub(crate) const AUX_NAME: &CStr = c"rdma";
 
-/// What the PF gives its RDMA device.
+/// What the PF gives its RDMA device: its admin queue and registers, its
+/// synthetic NIC, and the MSI-X vector of the engine's events.
 pub(crate) struct RdmaLink {
     admin: Arc<AdminQueue>,
+    regs: Arc<Registers>,
     netdev: LowerRef<Nic>,
+    irq: u32,
+    vector: u16,
 }
 
 impl RdmaLink {
-    /// The link of a PF's synthetic NIC.
-    pub(crate) fn new(nic: &crate::kext::netdev::NetDev<Nic>) -> Self {
+    /// The link of a PF's synthetic NIC, with event vector `vector`
+    /// (Linux IRQ `irq`).
+    pub(crate) fn new(
+        nic: &crate::kext::netdev::NetDev<Nic>,
+        regs: &Arc<Registers>,
+        irq: u32,
+        vector: u16,
+    ) -> Self {
         Self {
             admin: nic.data().admin().clone(),
+            regs: regs.clone(),
             netdev: LowerRef::new(nic),
+            irq,
+            vector,
         }
     }
 }
@@ -67,7 +91,14 @@ impl auxiliary::Driver for RdmaDriver {
         pin_init::pin_init_scope(move || {
             let link = adev.registration_data::<RdmaLinkData>()?;
             let netdev = link.netdev.get();
-            let init = RdmaDev::new(&link.admin).inspect_err(|e| {
+            let access = EngineAccess {
+                admin: &link.admin,
+                regs: &link.regs,
+                pci: adev.parent(),
+                irq: link.irq,
+                vector: link.vector,
+            };
+            let init = RdmaDev::new(access).inspect_err(|e| {
                 dev_err!(adev, "RDMA engine does not answer: {e:?}\n");
             })?;
             let setup = ib_device::Setup {

@@ -84,6 +84,7 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
         }
         ["gft-flows"] => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
         ["rdma-gids"] => format!("ok {}", card.lock_rdma().describe_gids()),
+        ["rdma-state"] => format!("ok {}", card.lock_rdma().describe_state()),
         ["gft-stats"] => format!("ok {}", card.lock_gft().describe_stats()),
         ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
         ["cqe-fault", kind, n, rest @ ..] if rest.is_empty() || rest == ["persist"] => {

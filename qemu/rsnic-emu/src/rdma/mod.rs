@@ -447,6 +447,12 @@ impl RdmaEngine {
         let rnr: u64 = self.qps.values().map(|q| q.counters.rnr_naks_sent).sum();
         let naks: u64 = self.qps.values().map(|q| q.counters.seq_naks_sent).sum();
         let dups: u64 = self.qps.values().map(|q| q.counters.duplicates).sum();
+        let dropped: u64 = self.qps.values().map(|q| q.counters.dropped).sum();
+        let states: Vec<String> = self
+            .qps
+            .values()
+            .map(|q| format!("{}:{:?}", q.qpn, q.state))
+            .collect();
         let errs = self
             .qps
             .values()
@@ -455,7 +461,8 @@ impl RdmaEngine {
         format!(
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
              rx_bad_icrc={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
-             events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={}",
+             events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
+             qp_drops={} states={}",
             u8::from(self.eq.is_some()),
             self.cqs.len(),
             self.qps.len(),
@@ -474,6 +481,8 @@ impl RdmaEngine {
             naks,
             rnr,
             dups,
+            dropped,
+            states.join(","),
         )
     }
 }

@@ -144,6 +144,9 @@ pub struct QpCounters {
     pub rnr_naks_sent: u64,
     /// Duplicate requests received.
     pub duplicates: u64,
+    /// Packets dropped: QP not ready to receive, wrong Q_Key, or (UD) no
+    /// receive posted.
+    pub dropped: u64,
 }
 
 /// A queue pair.
@@ -597,8 +600,9 @@ impl Qp {
 
     fn send_ud(&mut self, wqe: &SqWqe, data: &[u8], out: &mut Vec<Action>) {
         let imm = wqe.opcode == wqe_op::SEND_IMM;
-        // A Q_Key with the top bit set means "use the QP's own".
-        let qkey = if wqe.qkey & 0x8000_0000 != 0 && self.qp_type != QpType::Gsi {
+        // A Q_Key with the top bit set means "use the QP's own"
+        // (`IB_QP_SET_QKEY`, which the MAD layer sends with).
+        let qkey = if wqe.qkey & 0x8000_0000 != 0 {
             self.qkey
         } else {
             wqe.qkey
@@ -983,6 +987,7 @@ impl Qp {
         out: &mut Vec<Action>,
     ) {
         if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            self.counters.dropped += 1;
             return;
         }
         if self.is_rc() {
@@ -1014,10 +1019,13 @@ impl Qp {
         let pkt = &inc.packet;
         let Some(deth) = pkt.deth else { return };
         if deth.qkey != self.qkey {
+            self.counters.dropped += 1;
             return;
         }
         let Some((slot, addr)) = self.rq.peek() else {
-            return; // UD drops what it has no buffer for.
+            // UD drops what it has no buffer for.
+            self.counters.dropped += 1;
+            return;
         };
         let mut raw = [0u8; RQ_WQE_LEN];
         if mem.read(addr, &mut raw).is_err() {

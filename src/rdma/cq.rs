@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: a ring the card writes completions into, polled by
+//! phase bit. Everything in a completion is checked against what the
+//! driver posted before ib_core's user sees it.
+
+use kernel::{prelude::*, sync::SpinLock};
+
+use super::device::RdmaDev;
+use crate::ffi;
+use crate::hw::rdma::{arm, cqe_flag, db, wc_op, wc_status, Cqe, CQE_LEN};
+use crate::kext::{
+    bh::lock_irqsave,
+    dma_buf::DmaBuffer,
+    ib_verbs::{NetworkHdr, WcStatus, WcWriter, WorkCompletion},
+};
+
+/// A completion queue's driver state.
+#[pin_data]
+pub(crate) struct RdmaCq {
+    /// CQ number.
+    pub(crate) cqn: u32,
+    ring: DmaBuffer,
+    entries: u32,
+    /// Completions consumed (free running).
+    #[pin]
+    consumed: SpinLock<u32>,
+}
+
+impl RdmaCq {
+    /// A CQ over `ring` of `entries` entries.
+    pub(crate) fn new(cqn: u32, ring: DmaBuffer, entries: u32) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            cqn,
+            ring,
+            entries,
+            consumed <- kernel::new_spinlock!(0),
+        }? Error)
+    }
+
+    /// The completion at `consumed`, if the card wrote it.
+    fn peek(&self, consumed: u32) -> Option<Cqe> {
+        let slot = (consumed & (self.entries - 1)) as usize;
+        let mut raw = [0u8; CQE_LEN];
+        self.ring.read(slot * CQE_LEN, &mut raw).ok()?;
+        let cqe = Cqe::from_bytes(&raw);
+        let lap_phase = (consumed / self.entries).is_multiple_of(2);
+        ((cqe.flags & cqe_flag::PHASE != 0) == lap_phase).then_some(cqe)
+    }
+
+    /// Moves completions into `out`; tells the card how far it got.
+    pub(crate) fn poll(&self, dev: &RdmaDev, out: &mut WcWriter<'_>) {
+        let mut consumed = lock_irqsave(&self.consumed);
+        let start = *consumed;
+        let mut tables = lock_irqsave(dev.tables());
+        while out.has_room() {
+            let Some(cqe) = self.peek(*consumed) else {
+                break;
+            };
+            *consumed = consumed.wrapping_add(1);
+            let recv = cqe.flags & cqe_flag::RECV != 0;
+            let Some(entry) = tables.qp(cqe.qpn) else {
+                // A QP destroyed since: nobody to report to.
+                tables.bogus += 1;
+                continue;
+            };
+            let ring = if recv { &mut entry.rq } else { &mut entry.sq };
+            let Some(wr_id) = ring.complete(cqe.wqe_index) else {
+                tables.bogus += 1;
+                continue;
+            };
+            let (status, opcode) = decode(&cqe, recv);
+            let grh = (cqe.flags & cqe_flag::GRH != 0).then(|| {
+                if cqe.flags & cqe_flag::IPV4 != 0 {
+                    NetworkHdr::Ipv4
+                } else {
+                    NetworkHdr::Ipv6
+                }
+            });
+            let imm = (cqe.flags & cqe_flag::WITH_IMM != 0).then_some(cqe.imm_or_key);
+            let invalidated = (cqe.flags & cqe_flag::WITH_INV != 0).then_some(cqe.imm_or_key);
+            let entry = tables.qp(cqe.qpn);
+            let Some(entry) = entry else { continue };
+            out.push(WorkCompletion {
+                wr_id,
+                status,
+                opcode,
+                byte_len: cqe.byte_len,
+                qp: &entry.handle,
+                imm,
+                invalidated,
+                src_qp: cqe.src_qp & 0xff_ffff,
+                grh,
+                smac: grh.map(|_| cqe.smac),
+            });
+        }
+        drop(tables);
+        if *consumed != start {
+            let value = self.cqn | u32::from(*consumed as u16) << 16;
+            let _ = dev.doorbell(db::CQ_CI, value);
+        }
+    }
+
+    /// Arms the CQ; returns whether a completion is already waiting.
+    pub(crate) fn arm(&self, dev: &RdmaDev, solicited_only: bool) -> bool {
+        let bits = if solicited_only {
+            arm::SOLICITED
+        } else {
+            arm::NEXT
+        };
+        let _ = dev.doorbell(db::CQ_ARM, self.cqn | bits << 16);
+        let consumed = lock_irqsave(&self.consumed);
+        self.peek(*consumed).is_some()
+    }
+}
+
+/// The status and opcode of a completion, as ib_core numbers them; a
+/// value the card should not have written is a general error.
+fn decode(cqe: &Cqe, recv: bool) -> (WcStatus, ffi::ib_wc_opcode) {
+    let status = match cqe.status {
+        s @ wc_status::SUCCESS..=wc_status::RNR_RETRY_EXC_ERR => WcStatus::from(s),
+        wc_status::FATAL_ERR => ffi::ib_wc_status_IB_WC_FATAL_ERR,
+        _ => ffi::ib_wc_status_IB_WC_GENERAL_ERR,
+    };
+    let opcode = match (cqe.opcode, recv) {
+        (wc_op::SEND, false) => ffi::ib_wc_opcode_IB_WC_SEND,
+        (wc_op::RDMA_WRITE, false) => ffi::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        (wc_op::RDMA_READ, false) => ffi::ib_wc_opcode_IB_WC_RDMA_READ,
+        (wc_op::LOCAL_INV, false) => ffi::ib_wc_opcode_IB_WC_LOCAL_INV,
+        (wc_op::REG_MR, false) => ffi::ib_wc_opcode_IB_WC_REG_MR,
+        (wc_op::RECV_RDMA_WITH_IMM, true) => ffi::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+        (_, true) => ffi::ib_wc_opcode_IB_WC_RECV,
+        (_, false) => {
+            return (
+                ffi::ib_wc_status_IB_WC_GENERAL_ERR,
+                ffi::ib_wc_opcode_IB_WC_SEND,
+            );
+        }
+    };
+    (status, opcode)
+}

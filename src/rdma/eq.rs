@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The event queue: the card writes an entry when an armed CQ got a
+//! completion, a QP failed by itself or a CQ overflowed, and raises the
+//! RDMA vector. The interrupt handler resolves each entry against the
+//! tables and tells ib_core's user.
+
+use kernel::{
+    prelude::*,
+    sync::{atomic::Atomic, atomic::Relaxed, Arc, SpinLock},
+};
+
+use super::tables::Tables;
+use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
+use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer, msix::IrqHandler};
+
+/// Entries of the event queue: more than all CQs and QPs together, so it
+/// cannot overflow (an event is written once per arming or per failure).
+pub(crate) const EQ_ENTRIES: u32 = 1024;
+
+/// The event interrupt's state.
+#[pin_data]
+pub(crate) struct EqIrq {
+    ring: DmaBuffer,
+    /// Entries consumed (free running); only the handler changes it.
+    consumed: Atomic<u32>,
+    tables: Arc<SpinLock<Tables>>,
+    /// Events seen.
+    pub(crate) events: Atomic<u64>,
+}
+
+impl EqIrq {
+    /// A handler over `ring` ([`EQ_ENTRIES`] entries).
+    pub(crate) fn new(ring: DmaBuffer, tables: Arc<SpinLock<Tables>>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            ring,
+            consumed: Atomic::new(0),
+            tables,
+            events: Atomic::new(0),
+        }? Error)
+    }
+
+    /// The next entry, if the card wrote it (its phase is this lap's).
+    fn next(&self, consumed: u32) -> Option<Eqe> {
+        let slot = (consumed % EQ_ENTRIES) as usize;
+        let mut raw = [0u8; EQE_LEN];
+        self.ring.read(slot * EQE_LEN, &mut raw).ok()?;
+        let eqe = Eqe::from_bytes(&raw);
+        let lap_phase = (consumed / EQ_ENTRIES).is_multiple_of(2);
+        ((eqe.flags & cqe_flag::PHASE != 0) == lap_phase).then_some(eqe)
+    }
+
+    fn dispatch(&self, eqe: &Eqe) {
+        let mut tables = lock_irqsave(&self.tables);
+        match eqe.kind {
+            eqe_type::COMPLETION | eqe_type::CQ_ERROR => {
+                let Some(Some(cq)) = tables.cqs.get(eqe.id as usize) else {
+                    tables.bogus += 1;
+                    return;
+                };
+                if eqe.kind == eqe_type::COMPLETION {
+                    cq.notify();
+                } else {
+                    cq.error_event();
+                }
+            }
+            eqe_type::QP_FATAL => match tables.qp(eqe.id) {
+                Some(qp) => qp.handle.fatal_event(),
+                None => tables.bogus += 1,
+            },
+            _ => tables.bogus += 1,
+        }
+    }
+}
+
+impl IrqHandler for EqIrq {
+    fn handle(&self) -> bool {
+        let mut consumed = self.consumed.load(Relaxed);
+        let mut any = false;
+        // At most one lap per interrupt: a card writing faster than we
+        // read cannot keep us here.
+        for _ in 0..EQ_ENTRIES {
+            let Some(eqe) = self.next(consumed) else {
+                break;
+            };
+            self.dispatch(&eqe);
+            consumed = consumed.wrapping_add(1);
+            any = true;
+        }
+        self.consumed.store(consumed, Relaxed);
+        if any {
+            self.events.fetch_add(1, Relaxed);
+        }
+        any
+    }
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: DMA regions (all memory by bus address) and
+//! fast-registration regions, whose page list `map_mr_sg` fills and a
+//! REG_MR work request hands to the card.
+
+use kernel::{prelude::*, sync::SpinLock};
+
+use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer};
+
+/// A memory region's driver state.
+#[pin_data]
+pub(crate) struct RdmaMr {
+    /// Its key (index in bits 8-31; the variant byte changes with each
+    /// fast registration, under ib_core's control).
+    pub(crate) key: u32,
+    /// Fast registration: the page list the card reads, and the pages in
+    /// it.
+    #[pin]
+    pages: SpinLock<Option<PageList>>,
+}
+
+struct PageList {
+    buf: DmaBuffer,
+    max: u32,
+    count: u32,
+}
+
+impl RdmaMr {
+    /// A DMA region.
+    pub(crate) fn dma(key: u32) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            key,
+            pages <- kernel::new_spinlock!(None),
+        }? Error)
+    }
+
+    /// A fast-registration region of up to `max` pages listed in `buf`.
+    pub(crate) fn fast_reg(key: u32, buf: DmaBuffer, max: u32) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            key,
+            pages <- kernel::new_spinlock!(Some(PageList { buf, max, count: 0 })),
+        }? Error)
+    }
+
+    /// Forgets the pages of the last mapping.
+    pub(crate) fn clear_pages(&self) {
+        if let Some(p) = lock_irqsave(&self.pages).as_mut() {
+            p.count = 0;
+        }
+    }
+
+    /// Adds a page; `ENOMEM` once the list is full.
+    pub(crate) fn add_page(&self, addr: u64) -> Result {
+        let mut pages = lock_irqsave(&self.pages);
+        let p = pages.as_mut().ok_or(EINVAL)?;
+        if p.count >= p.max {
+            return Err(ENOMEM);
+        }
+        p.buf.write(p.count as usize * 8, &addr.to_le_bytes())?;
+        p.count += 1;
+        Ok(())
+    }
+
+    /// The page list's bus address and its length, for a REG_MR.
+    pub(crate) fn page_list(&self) -> Result<(u64, u32)> {
+        let pages = lock_irqsave(&self.pages);
+        let p = pages.as_ref().ok_or(EINVAL)?;
+        Ok((p.buf.dma_addr(0)?, p.count))
+    }
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What completions and events are resolved against: the CQs and QPs by
+//! number, and each QP's work queue bookkeeping (which request sits in
+//! which slot). Shared by the verbs, the CQ poller and the event
+//! interrupt, so it lives under one spinlock taken with interrupts off.
+
+use kernel::prelude::*;
+
+use crate::kext::ib_verbs::{CqHandle, QpHandle};
+
+/// A free-running 16-bit ring index.
+pub(crate) type RingIndex = u16;
+
+/// One work queue as the driver tracks it: where the next request goes
+/// (`head`), what the card finished (`tail`), and each slot's `wr_id`.
+pub(crate) struct WorkRing {
+    /// Entries (power of two).
+    pub(crate) entries: u32,
+    /// Next slot to fill.
+    pub(crate) head: RingIndex,
+    /// Oldest slot not completed.
+    pub(crate) tail: RingIndex,
+    /// The `wr_id` of each slot.
+    pub(crate) wr_ids: KVec<u64>,
+}
+
+impl WorkRing {
+    /// A ring of `entries` slots.
+    pub(crate) fn new(entries: u32) -> Result<Self> {
+        let mut wr_ids = KVec::with_capacity(entries as usize, GFP_KERNEL)?;
+        wr_ids.resize(entries as usize, 0, GFP_KERNEL)?;
+        Ok(Self {
+            entries,
+            head: 0,
+            tail: 0,
+            wr_ids,
+        })
+    }
+
+    /// Requests posted and not completed.
+    pub(crate) fn in_flight(&self) -> u32 {
+        u32::from(self.head.wrapping_sub(self.tail))
+    }
+
+    /// Whether another request fits.
+    pub(crate) fn has_room(&self) -> bool {
+        self.in_flight() < self.entries
+    }
+
+    /// The slot of `index`.
+    pub(crate) fn slot(&self, index: RingIndex) -> usize {
+        (u32::from(index) & (self.entries - 1)) as usize
+    }
+
+    /// The card completed the request in `slot` (and, as queues complete
+    /// in order, every one before it). Returns its `wr_id`, or `None` if
+    /// no posted request sits there: a completion the driver cannot
+    /// believe.
+    pub(crate) fn complete(&mut self, slot: u16) -> Option<u64> {
+        let slot = u32::from(slot);
+        if slot >= self.entries {
+            return None;
+        }
+        let ahead = (slot.wrapping_sub(u32::from(self.tail))) & (self.entries - 1);
+        if ahead >= self.in_flight() {
+            return None;
+        }
+        self.tail = self.tail.wrapping_add(ahead as u16 + 1);
+        self.wr_ids.get(slot as usize).copied()
+    }
+}
+
+/// A QP's entry.
+pub(crate) struct QpEntry {
+    /// ib_core's QP.
+    pub(crate) handle: QpHandle,
+    /// Send queue.
+    pub(crate) sq: WorkRing,
+    /// Receive queue.
+    pub(crate) rq: WorkRing,
+}
+
+/// The CQs and QPs of a device, by number.
+pub(crate) struct Tables {
+    /// CQs.
+    pub(crate) cqs: KVec<Option<CqHandle>>,
+    /// QPs.
+    pub(crate) qps: KVec<Option<QpEntry>>,
+    /// Completions and events naming no object, or a slot with nothing
+    /// posted: the card's word not taken.
+    pub(crate) bogus: u64,
+}
+
+impl Tables {
+    /// Room for `cqs` CQs and `qps` QPs.
+    pub(crate) fn new(cqs: u32, qps: u32) -> Result<Self> {
+        let mut c = KVec::with_capacity(cqs as usize, GFP_KERNEL)?;
+        for _ in 0..cqs {
+            c.push(None, GFP_KERNEL)?;
+        }
+        let mut q = KVec::with_capacity(qps as usize, GFP_KERNEL)?;
+        for _ in 0..qps {
+            q.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            cqs: c,
+            qps: q,
+            bogus: 0,
+        })
+    }
+
+    /// The QP `qpn`, if it exists.
+    pub(crate) fn qp(&mut self, qpn: u32) -> Option<&mut QpEntry> {
+        self.qps.get_mut(qpn as usize).and_then(Option::as_mut)
+    }
+}
