@@ -14,7 +14,7 @@ use crate::hw::gft::Direction;
 use crate::hw::{self, FuncKind};
 use crate::nic::Outgoing;
 use crate::rdma::RdmaEngine;
-use crate::wire::Wire;
+use crate::wire::{Wait, Wire};
 
 /// The card's functions, its GFT and its RDMA engine. Each has its own
 /// lock; the PF's may be held while the GFT's or the RDMA engine's is
@@ -111,7 +111,7 @@ impl Card {
             frames.into_iter().partition(|o| o.rdma);
         if let Some(wire) = self.wire.get() {
             for o in rdma {
-                wire.send(&o.frame);
+                wire.send(&o.frame, Wait::Yes);
             }
         }
         let outputs: Vec<Output> = {
@@ -127,16 +127,17 @@ impl Card {
                 })
                 .collect()
         };
-        self.dispatch(outputs);
+        self.dispatch(outputs, Wait::Yes);
     }
 
-    /// Sends what the GFT decided where it goes.
-    fn dispatch(&self, outputs: Vec<Output>) {
+    /// Sends what the GFT decided where it goes (`wait`: whether this
+    /// thread may wait for room on the wire).
+    fn dispatch(&self, outputs: Vec<Output>, wait: Wait) {
         for out in outputs {
             match out {
                 Output::Wire(frame) => {
                     if let Some(wire) = self.wire.get() {
-                        wire.send(&frame);
+                        wire.send(&frame, wait);
                     }
                 }
                 Output::Host(frame) => self.deliver(&frame, true),
@@ -152,10 +153,11 @@ impl Card {
         // RoCEv2 for this card goes to its RDMA engine, not through the
         // GFT to the host.
         if fcs_ok {
-            if let Some(replies) = lock(&self.pf).rdma_receive(frame) {
+            let replies = lock(&self.pf).rdma_receive(frame);
+            if let Some(replies) = replies {
                 if let Some(wire) = self.wire.get() {
                     for f in replies {
-                        wire.send(&f);
+                        wire.send(&f, Wait::No);
                     }
                 }
                 return;
@@ -170,7 +172,7 @@ impl Card {
             }
             gft.process(frame.to_vec(), Direction::Rx, Instant::now())
         };
-        self.dispatch(outputs);
+        self.dispatch(outputs, Wait::No);
     }
 
     /// A frame for the host. It goes to the VF while the PF's data path
@@ -223,7 +225,7 @@ fn spawn_rdma_timer(pf: &Arc<Mutex<Function>>, wire: &Arc<OnceLock<Arc<Wire>>>) 
         let (frames, next) = lock(&pf).rdma_tick(Instant::now());
         if let Some(wire) = wire.get() {
             for f in frames {
-                wire.send(&f);
+                wire.send(&f, Wait::No);
             }
         }
         let wait = next.map_or(IDLE, |t| t.saturating_duration_since(Instant::now()));

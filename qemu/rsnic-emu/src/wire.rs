@@ -7,6 +7,9 @@
 //! emulator processes (in one VM or two) form a point-to-point link. The
 //! cable's plugged state is per card end; the harness unplugs both ends.
 //!
+//! A transmit thread per end does the sending; see [`Wait`] for who may
+//! wait for it.
+//!
 //! Every frame carries its Ethernet frame check sequence (CRC-32, 4 bytes
 //! at the end), so damage on the way is seen by the receiving card. Fault
 //! injection can impair the sending direction: drop, duplicate, reorder or
@@ -14,9 +17,10 @@
 
 use std::io;
 use std::os::unix::net::UnixDatagram;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, Mutex};
 
 /// Length of the frame check sequence.
 const FCS_LEN: usize = 4;
@@ -82,28 +86,67 @@ impl Sender {
     }
 }
 
+/// Frames waiting for the transmit thread, at most.
+const TX_QUEUE_LEN: usize = 8192;
+
+/// Whether a sender may wait for room in the transmit queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// The host's transmit path: waits (backpressure on the host's rings).
+    Yes,
+    /// The receive path and the timers: never waits; a frame that finds
+    /// the queue full is lost, as on a congested wire. The receive thread
+    /// is what drains this card's socket: were it to block on the peer
+    /// while the peer blocks on it, both cards would stop.
+    No,
+}
+
 /// One end of the cable.
+///
+/// Frames go out through a transmit thread, so no caller ever blocks on
+/// the peer's socket itself.
 pub struct Wire {
-    sock: UnixDatagram,
-    peer: PathBuf,
+    sock: Arc<UnixDatagram>,
+    queue: SyncSender<Vec<u8>>,
     sender: Mutex<Sender>,
-    /// Frames that could not be sent (peer absent or busy).
-    pub send_errors: AtomicU64,
+    /// Frames that could not be sent (peer absent or its socket gone).
+    pub send_errors: Arc<AtomicU64>,
+    /// Frames lost because the transmit queue was full.
+    pub queue_drops: AtomicU64,
 }
 
 impl Wire {
     /// Binds `local` and sends to `peer`.
     pub fn bind(local: &Path, peer: &Path) -> io::Result<Self> {
+        let sock = Arc::new(UnixDatagram::bind(local)?);
+        let (queue, frames) = sync_channel::<Vec<u8>>(TX_QUEUE_LEN);
+        let send_errors = Arc::new(AtomicU64::new(0));
+        let (tx_sock, errors, peer) = (
+            Arc::clone(&sock),
+            Arc::clone(&send_errors),
+            peer.to_path_buf(),
+        );
+        std::thread::Builder::new()
+            .name("wire-tx".into())
+            .spawn(move || {
+                // Ends when the wire is dropped.
+                for frame in frames {
+                    if tx_sock.send_to(&frame, &peer).is_err() {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })?;
         Ok(Self {
-            sock: UnixDatagram::bind(local)?,
-            peer: peer.to_path_buf(),
+            sock,
+            queue,
             sender: Mutex::new(Sender {
                 impair: Impairments::default(),
                 rng: fastrand::Rng::with_seed(0x5eed),
                 held: None,
                 stats: ImpairmentStats::default(),
             }),
-            send_errors: AtomicU64::new(0),
+            send_errors,
+            queue_drops: AtomicU64::new(0),
         })
     }
 
@@ -114,12 +157,15 @@ impl Wire {
     /// Changes one impairment of the sending direction (see
     /// [`Impairments::set`]). A frame held back is sent at once.
     pub fn impair(&self, name: &str, per_mille: u32) -> bool {
-        let mut tx = self.sender();
-        if !tx.impair.set(name, per_mille) {
-            return false;
-        }
-        if let Some(frame) = tx.held.take() {
-            self.send_raw(&frame);
+        let held = {
+            let mut tx = self.sender();
+            if !tx.impair.set(name, per_mille) {
+                return false;
+            }
+            tx.held.take()
+        };
+        if let Some(frame) = held {
+            self.enqueue(frame, Wait::No);
         }
         true
     }
@@ -131,39 +177,49 @@ impl Wire {
 
     /// Sends one frame (with its FCS), impaired as configured; a frame the
     /// peer cannot take is lost, as on a wire.
-    pub fn send(&self, frame: &[u8]) {
+    pub fn send(&self, frame: &[u8], wait: Wait) {
         let mut out = Vec::with_capacity(frame.len() + FCS_LEN);
         out.extend_from_slice(frame);
         out.extend_from_slice(&crc32fast::hash(frame).to_le_bytes());
-        let mut guard = self.sender();
-        let tx = &mut *guard;
-        if tx.roll(tx.impair.drop) {
-            tx.stats.dropped += 1;
-            return;
+        // Decided under the lock, queued after it: a waiting sender must
+        // not hold up one that may not wait.
+        let mut ready = Vec::new();
+        {
+            let mut guard = self.sender();
+            let tx = &mut *guard;
+            if tx.roll(tx.impair.drop) {
+                tx.stats.dropped += 1;
+                return;
+            }
+            if !frame.is_empty() && tx.roll(tx.impair.corrupt) {
+                let byte = tx.rng.usize(0..frame.len());
+                out[byte] ^= 1 << tx.rng.u8(0..8);
+                tx.stats.corrupted += 1;
+            }
+            if tx.held.is_none() && tx.roll(tx.impair.reorder) {
+                tx.stats.reordered += 1;
+                tx.held = Some(out);
+                return;
+            }
+            if tx.roll(tx.impair.duplicate) {
+                tx.stats.duplicated += 1;
+                ready.push(out.clone());
+            }
+            ready.insert(0, out);
+            ready.extend(tx.held.take());
         }
-        if !frame.is_empty() && tx.roll(tx.impair.corrupt) {
-            let byte = tx.rng.usize(0..frame.len());
-            out[byte] ^= 1 << tx.rng.u8(0..8);
-            tx.stats.corrupted += 1;
-        }
-        if tx.held.is_none() && tx.roll(tx.impair.reorder) {
-            tx.stats.reordered += 1;
-            tx.held = Some(out);
-            return;
-        }
-        self.send_raw(&out);
-        if tx.roll(tx.impair.duplicate) {
-            tx.stats.duplicated += 1;
-            self.send_raw(&out);
-        }
-        if let Some(held) = tx.held.take() {
-            self.send_raw(&held);
+        for frame in ready {
+            self.enqueue(frame, wait);
         }
     }
 
-    fn send_raw(&self, bytes: &[u8]) {
-        if self.sock.send_to(bytes, &self.peer).is_err() {
-            self.send_errors.fetch_add(1, Ordering::Relaxed);
+    fn enqueue(&self, frame: Vec<u8>, wait: Wait) {
+        let queued = match wait {
+            Wait::Yes => self.queue.send(frame).is_ok(),
+            Wait::No => self.queue.try_send(frame).is_ok(),
+        };
+        if !queued {
+            self.queue_drops.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -182,6 +238,7 @@ impl Wire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn pair(name: &str) -> (Wire, Wire, PathBuf) {
         let dir = std::env::temp_dir().join(format!("rsnic-wire-{name}-{}", std::process::id()));
@@ -203,10 +260,14 @@ mod tests {
     #[test]
     fn two_ends_exchange_frames() {
         let (wa, wb, dir) = pair("exchange");
-        wa.send(b"frame from a");
+        wa.send(b"frame from a", Wait::Yes);
         assert_eq!(recv(&wb), (b"frame from a".to_vec(), true));
         std::fs::remove_file(dir.join("b")).unwrap();
-        wa.send(b"lost");
+        wa.send(b"lost", Wait::Yes);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while wa.send_errors.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         assert_eq!(wa.send_errors.load(Ordering::Relaxed), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -218,31 +279,31 @@ mod tests {
         assert!(!wa.impair("melt", 1));
 
         assert!(wa.impair("corrupt", 1000));
-        wa.send(b"damaged");
+        wa.send(b"damaged", Wait::Yes);
         let (frame, ok) = recv(&wb);
         assert!(!ok && frame != b"damaged" && frame.len() == 7);
         assert!(wa.impair("corrupt", 0));
 
         assert!(wa.impair("dup", 1000));
-        wa.send(b"twice");
+        wa.send(b"twice", Wait::Yes);
         assert_eq!(recv(&wb), (b"twice".to_vec(), true));
         assert_eq!(recv(&wb), (b"twice".to_vec(), true));
         assert!(wa.impair("dup", 0));
 
         assert!(wa.impair("reorder", 1000));
-        wa.send(b"first");
-        wa.send(b"second");
+        wa.send(b"first", Wait::Yes);
+        wa.send(b"second", Wait::Yes);
         assert_eq!(recv(&wb).0, b"second");
         assert_eq!(recv(&wb).0, b"first");
         // A frame held back when reordering stops goes out then.
-        wa.send(b"held");
+        wa.send(b"held", Wait::Yes);
         assert!(wa.impair("reorder", 0));
         assert_eq!(recv(&wb).0, b"held");
 
         assert!(wa.impair("drop", 1000));
-        wa.send(b"gone");
+        wa.send(b"gone", Wait::Yes);
         assert!(wa.impair("drop", 0));
-        wa.send(b"after");
+        wa.send(b"after", Wait::Yes);
         assert_eq!(recv(&wb).0, b"after");
 
         let s = wa.impairment_stats();
@@ -250,6 +311,21 @@ mod tests {
             (s.corrupted, s.duplicated, s.reordered, s.dropped),
             (1, 1, 2, 1)
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_sender_that_may_not_wait_never_blocks_on_a_stalled_peer() {
+        // b never reads: its socket fills after a few frames, the transmit
+        // thread blocks on it, then the queue fills.
+        let (wa, _wb, dir) = pair("stalled");
+        let start = std::time::Instant::now();
+        for _ in 0..TX_QUEUE_LEN + 100 {
+            wa.send(&[0u8; 64], Wait::No);
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        // All but what the queue and b's socket hold (a handful) is lost.
+        assert!(wa.queue_drops.load(Ordering::Relaxed) >= 50);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
