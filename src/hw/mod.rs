@@ -565,6 +565,8 @@ pub enum AdminCmd {
         /// Its key.
         key: u32,
     },
+    /// PF only: the RDMA engine's counters; result: [`rdma::RdmaCounters`].
+    RdmaQueryStats,
 }
 
 /// Result of [`AdminCmd::GftDump`].
@@ -769,6 +771,7 @@ const OP_RDMA_QUERY_QP: u16 = 28;
 const OP_RDMA_DESTROY_QP: u16 = 29;
 const OP_RDMA_REG_MR: u16 = 30;
 const OP_RDMA_DEREG_MR: u16 = 31;
+const OP_RDMA_QUERY_STATS: u16 = 32;
 
 impl AdminCmd {
     /// Whether it is one of the RDMA engine's commands.
@@ -788,6 +791,7 @@ impl AdminCmd {
                 | Self::RdmaDestroyQp { .. }
                 | Self::RdmaRegMr(_)
                 | Self::RdmaDeregMr { .. }
+                | Self::RdmaQueryStats
         )
     }
 
@@ -938,6 +942,7 @@ impl AdminCmd {
                 put(&mut b, 8, &key.to_le_bytes());
                 OP_RDMA_DEREG_MR
             }
+            Self::RdmaQueryStats => OP_RDMA_QUERY_STATS,
         };
         put(&mut b, 0, &op.to_le_bytes());
         b
@@ -1041,6 +1046,7 @@ impl AdminCmd {
                 max_pages: le32(b, 24),
             }),
             OP_RDMA_DEREG_MR => Self::RdmaDeregMr { key: le32(b, 8) },
+            OP_RDMA_QUERY_STATS => Self::RdmaQueryStats,
             _ => return Err(AdminStatus::BadOpcode),
         })
     }

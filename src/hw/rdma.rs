@@ -302,7 +302,7 @@ pub const AV_LEN: usize = 32;
 
 impl AddressVector {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; AV_LEN] {
+    pub fn to_bytes(self) -> [u8; AV_LEN] {
         let mut b = [0u8; AV_LEN];
         b[0..6].copy_from_slice(&self.dmac);
         b[6] = self.sgid_index;
@@ -370,7 +370,7 @@ pub const QP_MODIFY_LEN: usize = 80;
 
 impl QpModify {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; QP_MODIFY_LEN] {
+    pub fn to_bytes(self) -> [u8; QP_MODIFY_LEN] {
         let mut b = [0u8; QP_MODIFY_LEN];
         put(&mut b, 0, &self.mask.to_le_bytes());
         b[4] = self.state;
@@ -543,7 +543,7 @@ pub struct RegMrParams {
 
 impl SqWqe {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; SQ_WQE_LEN] {
+    pub fn to_bytes(self) -> [u8; SQ_WQE_LEN] {
         let mut b = [0u8; SQ_WQE_LEN];
         b[0] = self.opcode;
         b[1] = self.flags;
@@ -608,7 +608,7 @@ pub struct RqWqe {
 
 impl RqWqe {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; RQ_WQE_LEN] {
+    pub fn to_bytes(self) -> [u8; RQ_WQE_LEN] {
         let mut b = [0u8; RQ_WQE_LEN];
         b[0] = self.num_sge;
         for (i, sge) in self.sge.iter().enumerate() {
@@ -730,7 +730,7 @@ pub struct Cqe {
 
 impl Cqe {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; CQE_LEN] {
+    pub fn to_bytes(self) -> [u8; CQE_LEN] {
         let mut b = [0u8; CQE_LEN];
         put(&mut b, 0, &self.wqe_index.to_le_bytes());
         put(&mut b, 2, &self.flags.to_le_bytes());
@@ -786,7 +786,7 @@ pub struct Eqe {
 
 impl Eqe {
     /// Encodes it.
-    pub fn to_bytes(&self) -> [u8; EQE_LEN] {
+    pub fn to_bytes(self) -> [u8; EQE_LEN] {
         let mut b = [0u8; EQE_LEN];
         put(&mut b, 0, &self.kind.to_le_bytes());
         put(&mut b, 2, &self.flags.to_le_bytes());
@@ -800,6 +800,61 @@ impl Eqe {
             kind: u16::from_le_bytes([b[0], b[1]]),
             flags: u16::from_le_bytes([b[2], b[3]]),
             id: le32(b, 4),
+        }
+    }
+}
+
+/// The RDMA engine's counters since reset, the result of
+/// [`super::AdminCmd::RdmaQueryStats`] (seven u64 from byte 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RdmaCounters {
+    /// RoCEv2 packets sent.
+    pub tx_packets: u64,
+    /// RoCEv2 packets received for a QP.
+    pub rx_packets: u64,
+    /// Packets received with a wrong ICRC (dropped).
+    pub rx_icrc_errors: u64,
+    /// Packets received for no QP, malformed, or dropped by a QP.
+    pub rx_dropped: u64,
+    /// Packets sent again (timeout, sequence NAK, RNR NAK).
+    pub retransmits: u64,
+    /// Sequence-error NAKs sent.
+    pub seq_naks: u64,
+    /// RNR NAKs sent.
+    pub rnr_naks: u64,
+}
+
+impl RdmaCounters {
+    fn words(&self) -> [u64; 7] {
+        [
+            self.tx_packets,
+            self.rx_packets,
+            self.rx_icrc_errors,
+            self.rx_dropped,
+            self.retransmits,
+            self.seq_naks,
+            self.rnr_naks,
+        ]
+    }
+
+    /// Writes the result into an admin entry.
+    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
+        for (i, w) in self.words().iter().enumerate() {
+            put(b, 8 + 8 * i, &w.to_le_bytes());
+        }
+    }
+
+    /// Reads the result from a completed admin entry.
+    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
+        let w = |i: usize| le64(b, 8 + 8 * i);
+        Self {
+            tx_packets: w(0),
+            rx_packets: w(1),
+            rx_icrc_errors: w(2),
+            rx_dropped: w(3),
+            retransmits: w(4),
+            seq_naks: w(5),
+            rnr_naks: w(6),
         }
     }
 }
@@ -827,6 +882,17 @@ mod tests {
         let mut b = [0u8; AQ_ENTRY_SIZE];
         caps.write_result(&mut b);
         assert_eq!(RdmaCaps::read_result(&b), caps);
+        let c = RdmaCounters {
+            tx_packets: 1,
+            rx_packets: 2,
+            rx_icrc_errors: 3,
+            rx_dropped: 4,
+            retransmits: 5,
+            seq_naks: 6,
+            rnr_naks: 7,
+        };
+        c.write_result(&mut b);
+        assert_eq!(RdmaCounters::read_result(&b), c);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use kernel::{
 
 use crate::ffi;
 use crate::kext::ib_verbs::{
-    Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
-    RecvWrs, SendWrs, WcWriter,
+    ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
+    QpKind, QpQuery, RecvWrs, SendWrs, StatDesc, WcWriter,
 };
 use crate::kext::netdev::NetDev;
 
@@ -143,6 +143,8 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     ) -> Result<(impl PinInit<Self::Qp, Error>, u32, QpCaps)>;
     /// `modify_qp`.
     fn modify_qp(dev: &IbDevice<Self>, qp: &Self::Qp, attrs: &QpAttrs) -> Result;
+    /// `query_qp`.
+    fn query_qp(dev: &IbDevice<Self>, qp: &Self::Qp) -> Result<QpQuery>;
     /// `destroy_qp`: returns the handle given at creation.
     fn destroy_qp(dev: &IbDevice<Self>, qp: &Self::Qp) -> Result<QpHandle>;
     /// `post_send` (any context): on failure, the request the iterator
@@ -175,6 +177,12 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn mr_add_page(mr: &Self::Mr, addr: u64) -> Result;
     /// `dereg_mr`.
     fn dereg_mr(dev: &IbDevice<Self>, mr: &Self::Mr) -> Result;
+
+    /// The port's hardware counters (`rdma statistic`), by name.
+    const HW_STATS: &'static [StatDesc];
+    /// Their values, in [`IbDeviceOps::HW_STATS`] order (`out` has one
+    /// slot per name). Process context.
+    fn hw_stats(dev: &IbDevice<Self>, out: &mut [u64]);
 }
 
 /// An RDMA device whose driver struct holds a `T` after the `ib_device`.
@@ -246,17 +254,6 @@ const RDMA_NODE_IB_CA: u8 = 1;
 const IB_PORT_CM_SUP: u32 = 1 << 16;
 /// `IB_MGMT_MAD_SIZE` (rdma/ib_mad.h): a MAD is 256 bytes.
 const IB_MGMT_MAD_SIZE: u32 = 256;
-
-/// The IB MTU enum value of `bytes` (rounded down; at least 256).
-fn ib_mtu(bytes: u32) -> ffi::ib_mtu {
-    match bytes {
-        4096.. => ffi::ib_mtu_IB_MTU_4096,
-        2048.. => ffi::ib_mtu_IB_MTU_2048,
-        1024.. => ffi::ib_mtu_IB_MTU_1024,
-        512.. => ffi::ib_mtu_IB_MTU_512,
-        _ => ffi::ib_mtu_IB_MTU_256,
-    }
-}
 
 /// Bytes of RoCE headers inside an Ethernet MTU (IPv4/IPv6, UDP, BTH,
 /// the largest extension header, ICRC), as `rdma_mtu_from_attr` and
@@ -433,6 +430,9 @@ impl<T: IbDeviceOps> Adapter<T> {
         ops.map_mr_sg = Some(Self::map_mr_sg);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.reg_user_mr = Some(Self::refuse_reg_user_mr);
+        ops.query_qp = Some(Self::query_qp);
+        ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+        ops.get_hw_stats = Some(Self::get_hw_stats);
         // ib_core allocates these objects, with room for our state.
         ops.size_ib_pd = core::mem::size_of::<IbObject<ffi::ib_pd, T::Pd>>();
         ops.size_ib_cq = core::mem::size_of::<IbObject<ffi::ib_cq, T::Cq>>();
@@ -496,7 +496,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
             p.device_cap_flags = ffi::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
             if a.local_dma_lkey_0 {
-                p.kernel_cap_flags |= ffi::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
+                p.kernel_cap_flags |= u64::from(ffi::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
             }
             if a.max_fast_reg_page_list_len != 0 {
                 p.device_cap_flags |= ffi::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
@@ -719,8 +719,8 @@ impl<T: IbDeviceOps> Adapter<T> {
             let dev = unsafe { Self::dev((*cq).device) };
             // SAFETY: Initialised by `create_cq`.
             let handle = T::destroy_cq(dev, unsafe { IbObject::<ffi::ib_cq, T::Cq>::data(cq) })?;
+            // The handle proves the driver let go of the object.
             debug_assert!(handle.as_raw() == cq);
-            drop(handle);
             // SAFETY: Not used after this: the driver gave the handle back.
             unsafe { IbObject::<ffi::ib_cq, T::Cq>::drop_data(cq) };
             Ok(0)
@@ -860,8 +860,8 @@ impl<T: IbDeviceOps> Adapter<T> {
             let dev = unsafe { Self::dev((*qp).device) };
             // SAFETY: Initialised by `create_qp`.
             let handle = T::destroy_qp(dev, unsafe { IbObject::<ffi::ib_qp, T::Qp>::data(qp) })?;
+            // The handle proves the driver let go of the object.
             debug_assert!(handle.as_raw() == qp);
-            drop(handle);
             // SAFETY: Not used after this: the driver gave the handle back.
             unsafe { IbObject::<ffi::ib_qp, T::Qp>::drop_data(qp) };
             Ok(0)
@@ -1059,6 +1059,99 @@ impl<T: IbDeviceOps> Adapter<T> {
             unsafe { IbObject::<ffi::ib_mr, T::Mr>::free_boxed(mr) };
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a live QP of ours; `attr` and `init` are writable.
+    unsafe extern "C" fn query_qp(
+        qp: *mut ffi::ib_qp,
+        attr: *mut ffi::ib_qp_attr,
+        _mask: c_int,
+        init: *mut ffi::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                )
+            };
+            let q = T::query_qp(dev, data)?;
+            let cap = ffi::ib_qp_cap {
+                max_send_wr: q.caps.max_send_wr,
+                max_recv_wr: q.caps.max_recv_wr,
+                max_send_sge: q.caps.max_send_sge,
+                max_recv_sge: q.caps.max_recv_sge,
+                max_inline_data: 0,
+                max_rdma_ctxs: 0,
+            };
+            // SAFETY: Writable (contract); all-zero is valid for both.
+            unsafe {
+                *attr = core::mem::zeroed();
+                *init = core::mem::zeroed();
+                let a = &mut *attr;
+                a.qp_state = q.state.to_raw();
+                a.cur_qp_state = q.state.to_raw();
+                a.path_mtu = ib_mtu(q.path_mtu);
+                a.dest_qp_num = q.dest_qpn;
+                a.rq_psn = q.rq_psn;
+                a.sq_psn = q.sq_psn;
+                a.port_num = 1;
+                a.cap = cap;
+                let i = &mut *init;
+                i.qp_type = q.kind.to_raw();
+                i.cap = cap;
+                i.send_cq = (*qp).send_cq;
+                i.recv_cq = (*qp).recv_cq;
+                i.port_num = 1;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for one of our devices.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ibdev: *mut ffi::ib_device,
+        _port: u32,
+    ) -> *mut ffi::rdma_hw_stats {
+        let descs: *const StatDesc = T::HW_STATS.as_ptr();
+        // SAFETY: The descriptors are `'static`; `StatDesc` is
+        // `repr(transparent)` over `rdma_stat_desc`. Lifespan: 10 ms.
+        unsafe {
+            ffi::rdma_alloc_hw_stats_struct(
+                descs.cast(),
+                T::HW_STATS.len() as c_int,
+                kernel::time::msecs_to_jiffies(10),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a registered device of ours; `stats` came from
+    /// `alloc_hw_port_stats`.
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut ffi::ib_device,
+        stats: *mut ffi::rdma_hw_stats,
+        _port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev(ibdev) };
+        let n = T::HW_STATS.len();
+        // SAFETY: The struct was allocated with `n` values after it.
+        let values = unsafe { (*stats).value.as_mut_slice(n) };
+        let mut out = [0u64; 32];
+        let n = n.min(out.len());
+        T::hw_stats(dev, &mut out[..n]);
+        for (v, o) in values.iter_mut().zip(&out[..n]) {
+            *v = *o;
+        }
+        n as c_int
     }
 
     /// # Safety

@@ -852,3 +852,53 @@ pub(crate) struct MrKeys {
     /// Remote key.
     pub(crate) rkey: u32,
 }
+
+/// What `query_qp` reports.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QpQuery {
+    /// State (the card's).
+    pub(crate) state: QpStateKind,
+    /// Path MTU in bytes.
+    pub(crate) path_mtu: u32,
+    /// Remote QP.
+    pub(crate) dest_qpn: u32,
+    /// Receive PSN as set.
+    pub(crate) rq_psn: u32,
+    /// Send PSN as set.
+    pub(crate) sq_psn: u32,
+    /// Queue sizes.
+    pub(crate) caps: QpCaps,
+    /// Transport.
+    pub(crate) kind: QpKind,
+}
+
+/// The IB MTU enum value of `bytes` (rounded down; at least 256).
+pub(super) fn ib_mtu(bytes: u32) -> ffi::ib_mtu {
+    match bytes {
+        4096.. => ffi::ib_mtu_IB_MTU_4096,
+        2048.. => ffi::ib_mtu_IB_MTU_2048,
+        1024.. => ffi::ib_mtu_IB_MTU_1024,
+        512.. => ffi::ib_mtu_IB_MTU_512,
+        _ => ffi::ib_mtu_IB_MTU_256,
+    }
+}
+
+/// The name of a hardware counter `rdma statistic` shows.
+#[repr(transparent)]
+pub(crate) struct StatDesc(ffi::rdma_stat_desc);
+
+// SAFETY: It points only at a `'static` string, never written.
+unsafe impl Sync for StatDesc {}
+
+impl StatDesc {
+    /// A counter named `name`.
+    // `as_char_ptr` is not `const`; the cast below does what it does.
+    #[allow(clippy::disallowed_methods)]
+    pub(crate) const fn new(name: &'static CStr) -> Self {
+        Self(ffi::rdma_stat_desc {
+            name: name.as_ptr().cast(),
+            flags: 0,
+            priv_: core::ptr::null(),
+        })
+    }
+}

@@ -70,13 +70,12 @@ impl RdmaCq {
                 continue;
             };
             let (status, opcode) = decode(&cqe, recv);
-            let grh = (cqe.flags & cqe_flag::GRH != 0).then(|| {
-                if cqe.flags & cqe_flag::IPV4 != 0 {
-                    NetworkHdr::Ipv4
-                } else {
-                    NetworkHdr::Ipv6
-                }
-            });
+            let network = if cqe.flags & cqe_flag::IPV4 != 0 {
+                NetworkHdr::Ipv4
+            } else {
+                NetworkHdr::Ipv6
+            };
+            let grh = (cqe.flags & cqe_flag::GRH != 0).then_some(network);
             let imm = (cqe.flags & cqe_flag::WITH_IMM != 0).then_some(cqe.imm_or_key);
             let invalidated = (cqe.flags & cqe_flag::WITH_INV != 0).then_some(cqe.imm_or_key);
             let entry = tables.qp(cqe.qpn);

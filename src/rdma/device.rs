@@ -18,9 +18,9 @@ use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::tables::{QpEntry, Tables, WorkRing};
 use crate::admin::AdminQueue;
 use crate::hw::rdma::{
-    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpType, RdmaCaps, CQE_LEN, EQE_LEN,
-    GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
-    VENDOR_PART_ID,
+    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpState, QpType, RdmaCaps,
+    RdmaCounters, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN,
+    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, PCI_VENDOR_ID};
 use crate::kext::{
@@ -29,8 +29,8 @@ use crate::kext::{
     dma_device::DmaDevice,
     ib_device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
     ib_verbs::{
-        Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, RecvWrs,
-        SendWrs, WcWriter,
+        Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
+        QpStateKind, RecvWrs, SendWrs, StatDesc, WcWriter,
     },
     msix::IrqHandlerRegistration,
 };
@@ -171,17 +171,6 @@ impl RdmaDev {
         Ok(())
     }
 
-    /// Counts of live objects: PDs, CQs, QPs, MRs.
-    pub(crate) fn objects(&self) -> [usize; 4] {
-        let ids = self.ids.lock();
-        [
-            ids.pds.in_use(),
-            ids.cqs.in_use(),
-            ids.qps.in_use(),
-            ids.mrs.in_use(),
-        ]
-    }
-
     /// Completions and events the driver did not believe.
     pub(crate) fn bogus(&self) -> u64 {
         lock_irqsave(&self.tables).bogus
@@ -203,6 +192,20 @@ fn ring_size(asked: u32, max: u32) -> Result<u32> {
     }
     Ok(asked.max(MIN_RING).next_power_of_two().min(max))
 }
+
+/// The port counters `rdma statistic` shows: the engine's, then the
+/// driver's.
+static HW_STATS: [StatDesc; 9] = [
+    StatDesc::new(c"tx_packets"),
+    StatDesc::new(c"rx_packets"),
+    StatDesc::new(c"rx_icrc_errors"),
+    StatDesc::new(c"rx_dropped"),
+    StatDesc::new(c"retransmits"),
+    StatDesc::new(c"seq_naks_sent"),
+    StatDesc::new(c"rnr_naks_sent"),
+    StatDesc::new(c"events"),
+    StatDesc::new(c"bogus_completions"),
+];
 
 /// A protection domain's driver state.
 #[pin_data]
@@ -398,12 +401,39 @@ impl IbDeviceOps for RdmaDev {
             max_send_sge: d.caps.max_sge,
             max_recv_sge: d.caps.max_sge,
         };
-        let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq);
+        let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq, caps);
         Ok((state, qpn, caps))
     }
 
     fn modify_qp(dev: &IbDevice<Self>, qp: &RdmaQp, attrs: &QpAttrs) -> Result {
         qp::modify(dev.data(), qp, attrs)
+    }
+
+    fn query_qp(dev: &IbDevice<Self>, qp: &RdmaQp) -> Result<QpQuery> {
+        let s = *qp.settings.lock();
+        // The state is the card's: a QP fails by itself.
+        let entry = dev
+            .data()
+            .admin
+            .exec(AdminCmd::RdmaQueryQp { qpn: qp.qpn })?;
+        let state = match QpState::from_u8(entry[8]) {
+            Some(QpState::Reset) => QpStateKind::Reset,
+            Some(QpState::Init) => QpStateKind::Init,
+            Some(QpState::Rtr) => QpStateKind::Rtr,
+            Some(QpState::Rts) => QpStateKind::Rts,
+            Some(QpState::Sqd) => QpStateKind::Sqd,
+            Some(QpState::Sqe) => QpStateKind::Sqe,
+            Some(QpState::Err) | None => QpStateKind::Err,
+        };
+        Ok(QpQuery {
+            state,
+            path_mtu: s.path_mtu,
+            dest_qpn: s.dest_qpn,
+            rq_psn: s.rq_psn,
+            sq_psn: s.sq_psn,
+            caps: qp.caps,
+            kind: qp.kind,
+        })
     }
 
     fn destroy_qp(dev: &IbDevice<Self>, qp: &RdmaQp) -> Result<QpHandle> {
@@ -496,6 +526,31 @@ impl IbDeviceOps for RdmaDev {
 
     fn mr_add_page(mr: &RdmaMr, addr: u64) -> Result {
         mr.add_page(addr)
+    }
+
+    const HW_STATS: &'static [StatDesc] = &HW_STATS;
+
+    fn hw_stats(dev: &IbDevice<Self>, out: &mut [u64]) {
+        let d = dev.data();
+        let c = d
+            .admin
+            .exec(AdminCmd::RdmaQueryStats)
+            .map(|e| RdmaCounters::read_result(&e))
+            .unwrap_or_default();
+        let values = [
+            c.tx_packets,
+            c.rx_packets,
+            c.rx_icrc_errors,
+            c.rx_dropped,
+            c.retransmits,
+            c.seq_naks,
+            c.rnr_naks,
+            d.events(),
+            d.bogus(),
+        ];
+        for (o, v) in out.iter_mut().zip(values) {
+            *o = v;
+        }
     }
 
     fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {

@@ -49,9 +49,4 @@ impl IdPool {
             *slot = false;
         }
     }
-
-    /// Numbers in use.
-    pub(crate) fn in_use(&self) -> usize {
-        self.used.iter().filter(|u| **u).count()
-    }
 }

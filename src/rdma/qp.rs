@@ -16,8 +16,8 @@ use crate::kext::{
     bh::lock_irqsave,
     dma_buf::DmaBuffer,
     ib_verbs::{
-        modify_is_ok, Access, AddressPath, QpAttrs, QpKind, QpStateKind, RecvWrs, SendOp, SendWr,
-        SendWrs,
+        modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpStateKind, RecvWrs, SendOp,
+        SendWr, SendWrs,
     },
 };
 
@@ -34,9 +34,27 @@ pub(crate) struct RdmaQp {
     pub(crate) sq: DmaBuffer,
     /// Receive queue ring.
     pub(crate) rq: DmaBuffer,
-    /// The state as the driver last set it.
+    /// Queue sizes granted.
+    pub(crate) caps: QpCaps,
+    /// What the driver last set.
     #[pin]
-    pub(crate) state: Mutex<QpStateKind>,
+    pub(crate) settings: Mutex<QpSettings>,
+}
+
+/// A QP's attributes as last set (what `query_qp` reports besides the
+/// card's state).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QpSettings {
+    /// State.
+    pub(crate) state: QpStateKind,
+    /// Path MTU in bytes.
+    pub(crate) path_mtu: u32,
+    /// Remote QP.
+    pub(crate) dest_qpn: u32,
+    /// Receive PSN.
+    pub(crate) rq_psn: u32,
+    /// Send PSN.
+    pub(crate) sq_psn: u32,
 }
 
 impl RdmaQp {
@@ -47,14 +65,23 @@ impl RdmaQp {
         signal_all: bool,
         sq: DmaBuffer,
         rq: DmaBuffer,
+        caps: QpCaps,
     ) -> impl PinInit<Self, Error> {
+        let settings = QpSettings {
+            state: QpStateKind::Reset,
+            path_mtu: 1024,
+            dest_qpn: 0,
+            rq_psn: 0,
+            sq_psn: 0,
+        };
         try_pin_init!(Self {
             qpn,
             kind,
             signal_all,
             sq,
             rq,
-            state <- kernel::new_mutex!(QpStateKind::Reset),
+            caps,
+            settings <- kernel::new_mutex!(settings),
         }? Error)
     }
 }
@@ -101,8 +128,8 @@ fn card_state(s: QpStateKind) -> QpState {
 /// `modify_qp`: checks the transition against the verbs' table, then
 /// has the card apply it.
 pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
-    let mut state = qp.state.lock();
-    let cur = a.cur_state.unwrap_or(*state);
+    let mut settings = qp.settings.lock();
+    let cur = a.cur_state.unwrap_or(settings.state);
     let next = a.state.unwrap_or(cur);
     if !modify_is_ok(cur, next, qp.kind, a.mask) {
         return Err(EINVAL);
@@ -162,7 +189,19 @@ pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
         m.max_dest_rd_atomic = n;
     }
     dev.modify_qp_on_card(qp.qpn, &m)?;
-    *state = next;
+    settings.state = next;
+    if m.mask & qp_attr::PATH != 0 {
+        settings.path_mtu = m.path_mtu;
+    }
+    if let Some(d) = a.dest_qpn {
+        settings.dest_qpn = d;
+    }
+    if let Some(p) = a.rq_psn {
+        settings.rq_psn = p;
+    }
+    if let Some(p) = a.sq_psn {
+        settings.sq_psn = p;
+    }
     if next == QpStateKind::Reset {
         // The card forgot the queues' contents; so do we.
         let mut tables = lock_irqsave(dev.tables());

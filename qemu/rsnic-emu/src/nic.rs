@@ -626,7 +626,8 @@ impl Nic {
             | AdminCmd::RdmaQueryQp { .. }
             | AdminCmd::RdmaDestroyQp { .. }
             | AdminCmd::RdmaRegMr(_)
-            | AdminCmd::RdmaDeregMr { .. } => {
+            | AdminCmd::RdmaDeregMr { .. }
+            | AdminCmd::RdmaQueryStats => {
                 let now = Instant::now();
                 return self
                     .with_rdma(dma, now, fx, |e, io| e.execute(cmd, entry, io))

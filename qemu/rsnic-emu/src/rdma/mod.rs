@@ -19,8 +19,8 @@ use std::time::Instant;
 use log::debug;
 
 use crate::hw::rdma::{
-    arm, db, eqe_type, Gid, QpCreate, QpModify, QpState, QpType, RdmaCaps, GID_TABLE_LEN,
-    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    arm, db, eqe_type, Gid, QpCreate, QpModify, QpState, QpType, RdmaCaps, RdmaCounters,
+    GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use mem::{HostMem, MrTable};
@@ -64,6 +64,8 @@ pub struct RdmaStats {
     pub bad_doorbells: u64,
     /// Events written.
     pub events: u64,
+    /// Counters of QPs destroyed since reset.
+    pub retired: qp::QpCounters,
 }
 
 /// The function's side of an engine call: host memory, the MAC packets
@@ -208,6 +210,7 @@ impl RdmaEngine {
             },
             AdminCmd::RdmaDestroyQp { qpn } => match self.qps.remove(&qpn) {
                 Some(qp) => {
+                    self.stats.retired.add(&qp.counters);
                     for cqn in [qp.send_cq, qp.recv_cq] {
                         if let Some(cq) = self.cqs.get_mut(&cqn) {
                             cq.users = cq.users.saturating_sub(1);
@@ -218,6 +221,7 @@ impl RdmaEngine {
             },
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
             AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
+            AdminCmd::RdmaQueryStats => self.counters().write_result(entry),
             _ => return AdminStatus::BadOpcode,
         }
         AdminStatus::Ok
@@ -292,7 +296,11 @@ impl RdmaEngine {
                 None => self.stats.bad_doorbells += 1,
             },
             db::CQ_ARM => match self.cqs.get_mut(&id) {
-                Some(cq) => cq.arm(u32::from(arg) & (arm::NEXT | arm::SOLICITED)),
+                Some(cq) => {
+                    if cq.arm(u32::from(arg) & (arm::NEXT | arm::SOLICITED)) {
+                        self.event(eqe_type::COMPLETION, id, io);
+                    }
+                }
                 None => self.stats.bad_doorbells += 1,
             },
             _ => self.stats.bad_doorbells += 1,
@@ -439,19 +447,55 @@ impl RdmaEngine {
         out
     }
 
+    /// Counters of live and destroyed QPs together.
+    fn qp_totals(&self) -> qp::QpCounters {
+        let mut t = self.stats.retired;
+        for q in self.qps.values() {
+            t.add(&q.counters);
+        }
+        t
+    }
+
+    /// The counters `RDMA_QUERY_STATS` reports.
+    pub fn counters(&self) -> RdmaCounters {
+        let q = self.qp_totals();
+        RdmaCounters {
+            tx_packets: self.stats.tx_packets,
+            rx_packets: self.stats.rx_packets,
+            rx_icrc_errors: self.stats.rx_bad_icrc,
+            rx_dropped: self.stats.rx_dropped + q.dropped,
+            retransmits: q.retransmits,
+            seq_naks: q.seq_naks_sent,
+            rnr_naks: q.rnr_naks_sent,
+        }
+    }
+
     /// Resources and counters for the harness.
     pub fn describe_state(&self) -> String {
         let s = &self.stats;
-        let retransmits: u64 = self.qps.values().map(|q| q.counters.retransmits).sum();
-        let timeouts: u64 = self.qps.values().map(|q| q.counters.timeouts).sum();
-        let rnr: u64 = self.qps.values().map(|q| q.counters.rnr_naks_sent).sum();
-        let naks: u64 = self.qps.values().map(|q| q.counters.seq_naks_sent).sum();
-        let dups: u64 = self.qps.values().map(|q| q.counters.duplicates).sum();
-        let dropped: u64 = self.qps.values().map(|q| q.counters.dropped).sum();
+        let t = self.qp_totals();
+        let (retransmits, timeouts, rnr, naks, dups, dropped) = (
+            t.retransmits,
+            t.timeouts,
+            t.rnr_naks_sent,
+            t.seq_naks_sent,
+            t.duplicates,
+            t.dropped,
+        );
         let states: Vec<String> = self
             .qps
             .values()
-            .map(|q| format!("{}:{:?}", q.qpn, q.state))
+            .map(|q| {
+                format!(
+                    "{}:{:?}:sq{}/{}:rq{}/{}",
+                    q.qpn, q.state, q.sq.head, q.sq.tail, q.rq.head, q.rq.tail
+                )
+            })
+            .collect();
+        let cqs: Vec<String> = self
+            .cqs
+            .iter()
+            .map(|(id, cq)| format!("{id}:{}", cq.describe()))
             .collect();
         let errs = self
             .qps
@@ -462,7 +506,7 @@ impl RdmaEngine {
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
              rx_bad_icrc={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
              events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
-             qp_drops={} states={}",
+             qp_drops={} states={} cq_positions={}",
             u8::from(self.eq.is_some()),
             self.cqs.len(),
             self.qps.len(),
@@ -483,6 +527,7 @@ impl RdmaEngine {
             dups,
             dropped,
             states.join(","),
+            cqs.join(","),
         )
     }
 }

@@ -149,6 +149,18 @@ pub struct QpCounters {
     pub dropped: u64,
 }
 
+impl QpCounters {
+    /// Adds `o` to these.
+    pub fn add(&mut self, o: &Self) {
+        self.retransmits += o.retransmits;
+        self.timeouts += o.timeouts;
+        self.seq_naks_sent += o.seq_naks_sent;
+        self.rnr_naks_sent += o.rnr_naks_sent;
+        self.duplicates += o.duplicates;
+        self.dropped += o.dropped;
+    }
+}
+
 /// A queue pair.
 #[derive(Debug)]
 pub struct Qp {

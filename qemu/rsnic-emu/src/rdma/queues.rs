@@ -118,6 +118,11 @@ impl CompletionQueue {
         }
     }
 
+    /// Positions for the harness: `produced/consumed` and the arm bits.
+    pub fn describe(&self) -> String {
+        format!("{}/{}:arm{}", self.produced, self.consumed, self.armed)
+    }
+
     /// The driver consumed up to `ci`.
     pub fn consumed_to(&mut self, ci: u16) {
         let back = distance(ci, self.produced as u16);
@@ -128,9 +133,18 @@ impl CompletionQueue {
         self.consumed = self.produced.wrapping_sub(back);
     }
 
-    /// The driver armed it ([`arm`] bits).
-    pub fn arm(&mut self, bits: u32) {
+    /// The driver armed it ([`arm`] bits). Returns true if completions
+    /// the driver has not consumed are already there: the event is due
+    /// now (and the arming spent), or the driver, which read the ring
+    /// before the card wrote them, would wait for an event that never
+    /// comes.
+    pub fn arm(&mut self, bits: u32) -> bool {
+        if self.produced != self.consumed {
+            self.armed = 0;
+            return true;
+        }
         self.armed |= bits & (arm::NEXT | arm::SOLICITED);
+        false
     }
 
     /// Writes a completion (the phase bit set here).
@@ -233,12 +247,14 @@ mod tests {
         let mut cq = CompletionQueue::new(0x100, 2);
         let cqe = Cqe::default();
         assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
-        cq.arm(arm::SOLICITED);
+        // Armed over an unconsumed completion: the event is due at once.
+        assert!(cq.arm(arm::NEXT));
         assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
         assert_eq!(cq.post(&mem, cqe, false), Posted::Overflow);
         let first = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
         assert_ne!(first.flags & cqe_flag::PHASE, 0);
         cq.consumed_to(2);
+        assert!(!cq.arm(arm::SOLICITED));
         // Second lap: phase clear; a solicited completion fires the arm.
         assert_eq!(cq.post(&mem, cqe, true), Posted::Written { event: true });
         let again = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
