@@ -389,3 +389,105 @@ wait_gids() {
 	done
 	return 1
 }
+
+# NVMe over RDMA -----------------------------------------------------------
+
+# nvmet and nvme-rdma open their RDMA endpoints in init_net only, so for
+# them card B's netdev stays in the default namespace, in a VRF of its own
+# (table 20): 10.99.0.2 is then not a local address for card A's side and
+# the traffic crosses the cable between the cards, as with two hosts.
+VRF_B=vrf-b
+rdma_vrf_setup() {
+	local a b
+	a=$(card_addr A)
+	b=$(card_addr B)
+	[ -n "$a" ] && [ -n "$b" ] || skip_all "expected 2 rsnic PFs (not in the rsnic VM?)"
+	NETIF_A=$(netif_of "$a")
+	NETIF_B=$(netif_of "$b")
+	[ -n "$NETIF_A" ] && [ -n "$NETIF_B" ] || skip_all "a card has no netdev"
+	ip link add $VRF_B type vrf table 20 || skip_all "no VRF support in this kernel"
+	# The VRF's table before the local one, or card B would find card A's
+	# address local and drop its packets as martians.
+	ip rule add pref 32765 table local
+	ip rule del pref 0
+	ip link set $VRF_B up
+	ip link set "$NETIF_B" master $VRF_B
+	for dev in "$NETIF_A" "$NETIF_B"; do ip addr flush dev "$dev"; done
+	ip addr add $IP_A/24 dev "$NETIF_A"
+	ip addr add $IP_B/24 dev "$NETIF_B"
+	ip link set "$NETIF_A" up
+	ip link set "$NETIF_B" up
+	wait_carrier "$NETIF_A" 1 && wait_carrier "$NETIF_B" 1
+}
+
+rdma_vrf_cleanup() {
+	ip link set "$NETIF_B" nomaster 2>/dev/null
+	ip link del $VRF_B 2>/dev/null
+	ip rule add pref 0 table local 2>/dev/null && ip rule del pref 32765 table local 2>/dev/null
+	ip addr flush dev "$NETIF_A" 2>/dev/null
+	ip addr flush dev "$NETIF_B" 2>/dev/null
+}
+
+NVMET=/sys/kernel/config/nvmet
+NVME_NQN=rsnic-test
+
+# nvmet_setup FILE: an NVMe/RDMA target on card B's address, exporting
+# FILE as namespace 1.
+nvmet_setup() {
+	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+	modprobe nvmet-rdma || return 1
+	mkdir $NVMET/subsystems/$NVME_NQN &&
+		echo 1 > $NVMET/subsystems/$NVME_NQN/attr_allow_any_host &&
+		mkdir $NVMET/subsystems/$NVME_NQN/namespaces/1 &&
+		echo "$1" > $NVMET/subsystems/$NVME_NQN/namespaces/1/device_path &&
+		echo 1 > $NVMET/subsystems/$NVME_NQN/namespaces/1/enable &&
+		mkdir $NVMET/ports/1 &&
+		echo rdma > $NVMET/ports/1/addr_trtype &&
+		echo ipv4 > $NVMET/ports/1/addr_adrfam &&
+		echo $IP_B > $NVMET/ports/1/addr_traddr &&
+		echo 4420 > $NVMET/ports/1/addr_trsvcid &&
+		ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/1/subsystems/$NVME_NQN
+}
+
+nvmet_cleanup() {
+	rm -f $NVMET/ports/1/subsystems/$NVME_NQN 2>/dev/null
+	rmdir $NVMET/ports/1 2>/dev/null
+	[ -e $NVMET/subsystems/$NVME_NQN/namespaces/1 ] &&
+		echo 0 > $NVMET/subsystems/$NVME_NQN/namespaces/1/enable
+	rmdir $NVMET/subsystems/$NVME_NQN/namespaces/1 2>/dev/null
+	rmdir $NVMET/subsystems/$NVME_NQN 2>/dev/null
+}
+
+# The block device of the NVMe controller connected to $NVME_NQN.
+nvme_disk() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] || continue
+		ls "$c" | grep -m1 '^nvme[0-9]*n[0-9]*$' && return 0
+	done
+	return 1
+}
+
+# nvme_connect: the host on card A connects to the target through rdma_cm.
+nvme_connect() {
+	modprobe nvme-rdma || return 1
+	echo "transport=rdma,traddr=$IP_B,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$IP_A" > /dev/nvme-fabrics
+}
+
+nvme_disconnect() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] && echo 1 > "$c/delete_controller"
+	done
+	return 0
+}
+
+# rdma_counter IBDEV NAME: a port counter of `rdma statistic`.
+rdma_counter() { rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'p {print; exit} $0 == n {p = 1}'; }
+
+# rdma_cqs_in_use IBDEV: CQs some QP uses (ib_core keeps pooled CQs after
+# their last user leaves, until the device goes).
+rdma_cqs_in_use() { rdma res show cq dev "$1" | grep -c 'users [1-9]'; }
+
+# rdma_res IBDEV KIND: how many objects of KIND (pd, cq, qp, mr) `rdma res` counts.
+rdma_res() { rdma res show | awk -v d="$1:" -v k="$2" '$2 == d {for (i = 3; i < NF; i++) if ($i == k) print $(i + 1)}'; }
