@@ -44,7 +44,18 @@ kernel: rootfs
 
 setup: kernel
 
+# Kbuild does not notice the kernel tree changing under an external
+# module: objects built against another configuration (a rebuilt cached
+# kernel, or KERNEL=debug after normal) would link and then crash on
+# load. The stamp records which configuration they were built against.
+KERNEL_CONFIG := $(if $(KDIR),$(KDIR),$(RSNIC_CACHE)/kernel/$(KERNEL))/.config
+
 modules: $(SETUP)
+	@k="$$(cksum < $(KERNEL_CONFIG))"; \
+	if [ "$$k" != "$$(cat .kernel-stamp 2>/dev/null)" ]; then \
+		[ ! -e .kernel-stamp ] || echo "[rsnic] kernel configuration changed: rebuilding the module from scratch"; \
+		$(MAKE) -s clean >/dev/null; echo "$$k" > .kernel-stamp; \
+	fi
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) $(if $(CLIPPY),CLIPPY=1) modules
 
 emu: rootfs
@@ -92,4 +103,4 @@ rustfmtcheck: rootfs
 
 clean:
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) clean
-	rm -f src/ffi/bindings_generated.rs
+	rm -f src/ffi/bindings_generated.rs .kernel-stamp
