@@ -1145,12 +1145,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         let n = T::HW_STATS.len();
         // SAFETY: The struct was allocated with `n` values after it.
         let values = unsafe { (*stats).value.as_mut_slice(n) };
-        let mut out = [0u64; 32];
-        let n = n.min(out.len());
-        T::hw_stats(dev, &mut out[..n]);
-        for (v, o) in values.iter_mut().zip(&out[..n]) {
-            *v = *o;
-        }
+        T::hw_stats(dev, values);
         n as c_int
     }
 

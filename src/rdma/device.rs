@@ -18,9 +18,9 @@ use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::tables::{QpEntry, Tables, WorkRing};
 use crate::admin::AdminQueue;
 use crate::hw::rdma::{
-    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpState, QpType, RdmaCaps,
-    RdmaCounters, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN,
-    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpType, RdmaCaps, RdmaCounters,
+    CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN, RQ_WQE_LEN,
+    SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, PCI_VENDOR_ID};
 use crate::kext::{
@@ -30,7 +30,7 @@ use crate::kext::{
     ib_device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
     ib_verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
-        QpStateKind, RecvWrs, SendWrs, StatDesc, WcWriter,
+        RecvWrs, SendWrs, StatDesc, WcWriter,
     },
     msix::IrqHandlerRegistration,
 };
@@ -416,17 +416,8 @@ impl IbDeviceOps for RdmaDev {
             .data()
             .admin
             .exec(AdminCmd::RdmaQueryQp { qpn: qp.qpn })?;
-        let state = match QpState::from_u8(entry[8]) {
-            Some(QpState::Reset) => QpStateKind::Reset,
-            Some(QpState::Init) => QpStateKind::Init,
-            Some(QpState::Rtr) => QpStateKind::Rtr,
-            Some(QpState::Rts) => QpStateKind::Rts,
-            Some(QpState::Sqd) => QpStateKind::Sqd,
-            Some(QpState::Sqe) => QpStateKind::Sqe,
-            Some(QpState::Err) | None => QpStateKind::Err,
-        };
         Ok(QpQuery {
-            state,
+            state: qp::verbs_state(entry[8]),
             path_mtu: s.path_mtu,
             dest_qpn: s.dest_qpn,
             rq_psn: s.rq_psn,

@@ -125,6 +125,20 @@ fn card_state(s: QpStateKind) -> QpState {
     }
 }
 
+/// The verbs state of a state byte the card reported; one it should not
+/// have reported counts as an error.
+pub(crate) fn verbs_state(card: u8) -> QpStateKind {
+    match QpState::from_u8(card) {
+        Some(QpState::Reset) => QpStateKind::Reset,
+        Some(QpState::Init) => QpStateKind::Init,
+        Some(QpState::Rtr) => QpStateKind::Rtr,
+        Some(QpState::Rts) => QpStateKind::Rts,
+        Some(QpState::Sqd) => QpStateKind::Sqd,
+        Some(QpState::Sqe) => QpStateKind::Sqe,
+        Some(QpState::Err) | None => QpStateKind::Err,
+    }
+}
+
 /// `modify_qp`: checks the transition against the verbs' table, then
 /// has the card apply it.
 pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
