@@ -16,7 +16,7 @@ dmesg_mark
 # prints how many arrived.
 spray() { # FIRST_PORT COUNT
 	ip netns exec $NS "$GFT_PY" udp-count 5040 2 >/tmp/gft_rx &
-	wait_udp_port 5040
+	wait_listening udp 5040
 	python3 - "$IP_B" "$1" "$2" <<'PY'
 import socket, sys, time
 dst, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

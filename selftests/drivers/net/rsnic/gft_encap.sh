@@ -59,12 +59,14 @@ check "encap flow and its decap reverse flow installed" \
 
 ip netns exec $NS "$GFT_PY" tcp-sink 5004 >/tmp/gft_rx &
 sink=$!
+wait_listening tcp 5004
 sent=$("$GFT_PY" tcp-source 10.77.0.2 5004 $((1 << 20)))
 wait $sink
 echo "# A->B sent $sent; received $(cat /tmp/gft_rx)"
 check "1 MiB A -> B through VXLAN intact" test -n "$sent" -a "$sent" = "$(cut -d' ' -f1,2 /tmp/gft_rx)"
 "$GFT_PY" tcp-sink 5005 >/tmp/gft_rx &
 sink=$!
+wait_listening tcp 5005 ""
 sent=$(ip netns exec $NS "$GFT_PY" tcp-source 10.77.0.1 5005 $((1 << 20)))
 wait $sink
 echo "# B->A sent $sent; received $(cat /tmp/gft_rx)"

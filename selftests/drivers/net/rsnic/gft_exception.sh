@@ -35,6 +35,7 @@ check "UDP: the rule counted one hit" grep -q 'dport=5001 action=allow hits=1$' 
 
 before=$(counts)
 ip netns exec $NS "$GFT_PY" tcp-sink 5002 >/tmp/gft_rx &
+wait_listening tcp 5002
 "$GFT_PY" tcp-hold $IP_B 5002 $GFT_HOLD &
 wait_card_flows 2 proto=6 5002
 sleep 0.5

@@ -15,7 +15,7 @@ FRAME=$((SIZE + 8 + 20 + 14))
 ktap_header 4
 check "meter rule added" test "$(gft_w rules "add prio=10 dir=tx proto=udp dport=5030 action=meter rate=8m burst=16000")" = OK
 ip netns exec $NS "$GFT_PY" udp-count 5030 1 >/tmp/gft_rx &
-wait_udp_port 5030
+wait_listening udp 5030
 read -r sent secs < <("$GFT_PY" udp-blast $IP_B 5030 4 2500 $SIZE 41005)
 wait
 got=$(cat /tmp/gft_rx)

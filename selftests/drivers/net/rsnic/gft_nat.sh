@@ -24,6 +24,7 @@ check "NAT rule added" test "$(gft_w rules "add prio=10 dir=tx proto=tcp dst=$VI
 # While a connection is open, both flows are in the driver and the card
 # (when it closes they are retired).
 ip netns exec $NS "$GFT_PY" tcp-sink 5003 >/dev/null &
+wait_listening tcp 5003
 "$GFT_PY" tcp-hold $VIP 8080 $GFT_HOLD &
 wait_card_flows 1 dir=rx proto=6 "src=$IP_B" "dst=$SNAT"
 check "forward and reverse flows installed (driver)" \
@@ -44,6 +45,7 @@ capture "" "$NETIF_A" 30 "src host $VIP and tcp" /tmp/gft_dump_a
 dump_a=$!
 ip netns exec $NS "$GFT_PY" tcp-sink 5003 >/tmp/gft_rx &
 sink=$!
+wait_listening tcp 5003
 sent=$("$GFT_PY" tcp-source $VIP 8080 $((4 << 20)))
 wait $sink
 received=$(cat /tmp/gft_rx)

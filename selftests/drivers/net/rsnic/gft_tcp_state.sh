@@ -19,6 +19,7 @@ dups0=$(gft_stat tcp_duplicates)
 ctl0=$(gft_stat tcp_control)
 ret0=$(gft_stat tcp_retired)
 ip netns exec $NS "$GFT_PY" tcp-sink 5010 >/tmp/gft_rx &
+wait_listening tcp 5010
 "$GFT_PY" tcp-hold $IP_B 5010 $GFT_HOLD &
 wait_card_flows 2 proto=6 5010
 check "open connection: its two flows in the driver and the card" \
@@ -39,6 +40,7 @@ check "after the close: both flows retired, none installed again" \
 dups0=$(gft_stat tcp_duplicates)
 ret0=$(gft_stat tcp_retired)
 ip netns exec $NS "$GFT_PY" tcp-sink 5010 >/tmp/gft_rx &
+wait_listening tcp 5010
 "$GFT_PY" tcp-reset $IP_B 5010 $GFT_HOLD &
 wait_card_flows 2 proto=6 5010
 check "second connection: flows installed" test "$(card_flows_with proto=6 5010)" = 2

@@ -254,12 +254,14 @@ card_gft_stat() { harness card A gft-stats | tr ' ' '\n' | awk -F= -v n="$1" '$1
 # them and as the driver lists them.
 card_flows_with() { card_gft_flows | tr ';' '\n' | grep -c -- "$(printf '%s.*' "$@")"; }
 drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
-# Waits up to 10 s until a UDP socket in netns "remote" is bound to PORT
-# (a receiver started in the background is ready).
-wait_udp_port() { # PORT
-	local i
+# Waits up to 10 s until a receiver started in the background is ready: a
+# UDP socket bound to PORT, or a TCP socket listening on it, in netns
+# "remote" (or in NETNS; "" for this one). A TCP connect before then is
+# refused, and the SYN and RST would cross the GFT too.
+wait_listening() { # udp|tcp PORT [NETNS]
+	local ns=${3-$NS} i
 	for i in $(seq 100); do
-		[ -n "$(ip netns exec $NS ss -Huln "sport = :$1")" ] && return 0
+		[ -n "$(${ns:+ip netns exec "$ns"} ss -Hl"${1:0:1}"n "sport = :$2")" ] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -292,7 +294,7 @@ udp_burst() { # PORT N SPORT
 	local got
 	got=$(mktemp)
 	ip netns exec $NS "$GFT_PY" udp-recv "$1" "$2" 5 >"$got" &
-	wait_udp_port "$1"
+	wait_listening udp "$1"
 	"$GFT_PY" udp-send $IP_B "$1" "$2" "$3"
 	wait $!
 	cat "$got"
