@@ -7,6 +7,7 @@
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::device::RdmaDev;
+use super::entry::read_entry;
 use crate::ffi;
 use crate::hw::rdma::{arm, cqe_flag, db, wc_op, wc_status, Cqe, CQE_LEN};
 use crate::kext::{
@@ -40,12 +41,9 @@ impl RdmaCq {
 
     /// The completion at `consumed`, if the card wrote it.
     fn peek(&self, consumed: u32) -> Option<Cqe> {
-        let slot = (consumed & (self.entries - 1)) as usize;
-        let mut raw = [0u8; CQE_LEN];
-        self.ring.read(slot * CQE_LEN, &mut raw).ok()?;
-        let cqe = Cqe::from_bytes(&raw);
+        let offset = (consumed & (self.entries - 1)) as usize * CQE_LEN;
         let lap_phase = (consumed / self.entries).is_multiple_of(2);
-        ((cqe.flags & cqe_flag::PHASE != 0) == lap_phase).then_some(cqe)
+        read_entry(&self.ring, offset, lap_phase).map(|raw| Cqe::from_bytes(&raw))
     }
 
     /// Moves completions into `out`; tells the card how far it got.

@@ -10,8 +10,9 @@ use kernel::{
     sync::{atomic::Atomic, atomic::Relaxed, Arc, SpinLock},
 };
 
+use super::entry::read_entry;
 use super::tables::Tables;
-use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
+use crate::hw::rdma::{eqe_type, Eqe, EQE_LEN};
 use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer, msix::IrqHandler};
 
 /// Entries of the event queue: more than all CQs and QPs together, so it
@@ -42,12 +43,9 @@ impl EqIrq {
 
     /// The next entry, if the card wrote it (its phase is this lap's).
     fn next(&self, consumed: u32) -> Option<Eqe> {
-        let slot = (consumed % EQ_ENTRIES) as usize;
-        let mut raw = [0u8; EQE_LEN];
-        self.ring.read(slot * EQE_LEN, &mut raw).ok()?;
-        let eqe = Eqe::from_bytes(&raw);
+        let offset = (consumed % EQ_ENTRIES) as usize * EQE_LEN;
         let lap_phase = (consumed / EQ_ENTRIES).is_multiple_of(2);
-        ((eqe.flags & cqe_flag::PHASE != 0) == lap_phase).then_some(eqe)
+        read_entry(&self.ring, offset, lap_phase).map(|raw| Eqe::from_bytes(&raw))
     }
 
     fn dispatch(&self, eqe: &Eqe) {

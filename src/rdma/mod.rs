@@ -10,6 +10,7 @@
 
 mod cq;
 mod device;
+mod entry;
 mod eq;
 mod ids;
 mod mr;

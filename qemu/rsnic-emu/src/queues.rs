@@ -6,13 +6,13 @@
 //! Indices written by the driver (doorbells) are untrusted: a tail outside
 //! the ring is ignored and counted, never used to address memory.
 
-use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace};
 use crate::hw::{
     Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
+use crate::rdma::mem::HostMem as _;
 
 /// Per-queue-pair counters, as the card counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -218,13 +218,7 @@ impl QueuePair {
             cqe.flags |= Cqe::PHASE;
         }
         let addr = self.cfg.cq + u64::from(self.cq_tail) * Cqe::SIZE as u64;
-        let bytes = cqe.to_bytes();
-        // The flags word (with PHASE) goes last: once the driver sees the
-        // new phase, the rest of the entry must already be there.
-        dma.write(addr, &bytes[..2])?;
-        dma.write(addr + 4, &bytes[4..])?;
-        fence(Ordering::Release);
-        dma.write(addr + 2, &bytes[2..4])?;
+        dma.write_flags_last(addr, &cqe.to_bytes())?;
         self.stats.dma_meta_bytes += Cqe::SIZE as u64;
         self.oldest_unsignalled.get_or_insert_with(Instant::now);
         self.cq_tail += 1;

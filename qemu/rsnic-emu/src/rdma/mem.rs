@@ -5,6 +5,7 @@
 //! on every access, so a bad key or address fails before any byte moves.
 
 use std::collections::HashMap;
+use std::sync::atomic::{fence, Ordering};
 
 use crate::dma::{DmaFault, DmaSpace};
 use crate::hw::rdma::{access, mr_kind, MrReg, RegMrParams};
@@ -17,6 +18,18 @@ pub trait HostMem {
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
     /// Writes `buf` at `addr`.
     fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault>;
+
+    /// Writes a ring entry (CQE, EQE) whose flags word, bytes 2 and 3,
+    /// holds the phase bit that tells the driver it is there: that word
+    /// last, behind a release fence, so a driver that sees the new phase
+    /// finds the whole entry (written the other way, it may pair the new
+    /// phase with the previous lap's slot and queue number).
+    fn write_flags_last(&self, addr: u64, entry: &[u8]) -> Result<(), DmaFault> {
+        self.write(addr, &entry[..2])?;
+        self.write(addr + 4, &entry[4..])?;
+        fence(Ordering::Release);
+        self.write(addr + 2, &entry[2..4])
+    }
 }
 
 impl HostMem for DmaSpace {

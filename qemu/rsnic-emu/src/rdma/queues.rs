@@ -159,7 +159,7 @@ impl CompletionQueue {
             cqe.flags |= cqe_flag::PHASE;
         }
         let addr = self.base + u64::from(slot) * CQE_LEN as u64;
-        if mem.write(addr, &cqe.to_bytes()).is_err() {
+        if mem.write_flags_last(addr, &cqe.to_bytes()).is_err() {
             return Posted::Fault;
         }
         self.produced = self.produced.wrapping_add(1);
@@ -208,7 +208,7 @@ impl EventQueue {
         };
         let addr = self.base + u64::from(slot) * EQE_LEN as u64;
         let eqe = Eqe { kind, flags, id };
-        if mem.write(addr, &eqe.to_bytes()).is_err() {
+        if mem.write_flags_last(addr, &eqe.to_bytes()).is_err() {
             return false;
         }
         self.produced = self.produced.wrapping_add(1);
@@ -239,6 +239,38 @@ mod tests {
         assert!(q.ring(1));
         assert_eq!(q.pending(), 3);
         assert_eq!(q.peek(), Some((2, 256)));
+    }
+
+    /// Host memory that records where each write went.
+    #[derive(Default)]
+    struct WriteLog(std::cell::RefCell<Vec<(u64, usize)>>);
+
+    impl HostMem for WriteLog {
+        fn read(&self, _addr: u64, _buf: &mut [u8]) -> Result<(), crate::dma::DmaFault> {
+            Ok(())
+        }
+        fn write(&self, addr: u64, buf: &[u8]) -> Result<(), crate::dma::DmaFault> {
+            self.0.borrow_mut().push((addr, buf.len()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn entries_are_written_with_the_phase_word_last() {
+        let log = WriteLog::default();
+        let mut cq = CompletionQueue::new(0x100, 4);
+        assert!(matches!(
+            cq.post(&log, Cqe::default(), false),
+            Posted::Written { .. }
+        ));
+        let mut eq = EventQueue::new(0x800, 4, 0);
+        assert!(eq.post(&log, 1, 7));
+        let writes = log.0.into_inner();
+        // Each entry: its body, then the flags word at offset 2 alone.
+        assert_eq!(writes[2], (0x102, 2));
+        assert_eq!(writes[5], (0x802, 2));
+        let body: usize = writes[..2].iter().map(|w| w.1).sum();
+        assert_eq!(body, CQE_LEN - 2);
     }
 
     #[test]
