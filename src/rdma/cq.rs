@@ -57,6 +57,15 @@ impl RdmaCq {
             };
             *consumed = consumed.wrapping_add(1);
             let recv = cqe.flags & cqe_flag::RECV != 0;
+            let (status, opcode) = decode(&cqe, recv);
+            let network = if cqe.flags & cqe_flag::IPV4 != 0 {
+                NetworkHdr::Ipv4
+            } else {
+                NetworkHdr::Ipv6
+            };
+            let grh = (cqe.flags & cqe_flag::GRH != 0).then_some(network);
+            let imm = (cqe.flags & cqe_flag::WITH_IMM != 0).then_some(cqe.imm_or_key);
+            let invalidated = (cqe.flags & cqe_flag::WITH_INV != 0).then_some(cqe.imm_or_key);
             let Some(entry) = tables.qp(cqe.qpn) else {
                 // A QP destroyed since: nobody to report to.
                 tables.bogus += 1;
@@ -67,17 +76,6 @@ impl RdmaCq {
                 tables.bogus += 1;
                 continue;
             };
-            let (status, opcode) = decode(&cqe, recv);
-            let network = if cqe.flags & cqe_flag::IPV4 != 0 {
-                NetworkHdr::Ipv4
-            } else {
-                NetworkHdr::Ipv6
-            };
-            let grh = (cqe.flags & cqe_flag::GRH != 0).then_some(network);
-            let imm = (cqe.flags & cqe_flag::WITH_IMM != 0).then_some(cqe.imm_or_key);
-            let invalidated = (cqe.flags & cqe_flag::WITH_INV != 0).then_some(cqe.imm_or_key);
-            let entry = tables.qp(cqe.qpn);
-            let Some(entry) = entry else { continue };
             out.push(WorkCompletion {
                 wr_id,
                 status,
@@ -90,6 +88,7 @@ impl RdmaCq {
                 grh,
                 smac: grh.map(|_| cqe.smac),
             });
+            tables.cqe_errors.count(recv, cqe.status);
         }
         drop(tables);
         if *consumed != start {

@@ -15,14 +15,14 @@ use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
 use super::mr::RdmaMr;
 use super::qp::{self, access_bits, address_vector, RdmaQp};
-use super::tables::{QpEntry, Tables, WorkRing};
-use crate::admin::AdminQueue;
+use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
+use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpType, RdmaCaps, RdmaCounters,
     CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN, RQ_WQE_LEN,
     SQ_WQE_LEN, VENDOR_PART_ID,
 };
-use crate::hw::{AdminCmd, PCI_VENDOR_ID};
+use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::kext::{
     bh::lock_irqsave,
     dma_buf::DmaBuffer,
@@ -161,19 +161,24 @@ impl RdmaDev {
         self.regs.write(reg, value)
     }
 
-    /// Has the card apply a modify.
+    /// Has the card apply a modify. A transition the card refuses is
+    /// `EINVAL`, as verbs drivers report an illegal one.
     pub(crate) fn modify_qp_on_card(&self, qpn: u32, m: &QpModify) -> Result {
         let block = self.modify_block.lock();
         block.write(0, &m.to_bytes())?;
         let addr = block.dma_addr(0)?;
-        self.admin
-            .exec(AdminCmd::RdmaModifyQp { qpn, block: addr })?;
-        Ok(())
+        match self.admin.exec(AdminCmd::RdmaModifyQp { qpn, block: addr }) {
+            Ok(_) => Ok(()),
+            Err(AdminError::Refused(AdminStatus::BadState)) => Err(EINVAL),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// Completions and events the driver did not believe.
-    pub(crate) fn bogus(&self) -> u64 {
-        lock_irqsave(&self.tables).bogus
+    /// Completions and events the driver did not believe, and the
+    /// completions it reported with an error status.
+    pub(crate) fn completion_counts(&self) -> (u64, CqeErrors) {
+        let t = lock_irqsave(&self.tables);
+        (t.bogus, t.cqe_errors)
     }
 
     /// Events handled.
@@ -193,9 +198,12 @@ fn ring_size(asked: u32, max: u32) -> Result<u32> {
     Ok(asked.max(MIN_RING).next_power_of_two().min(max))
 }
 
+/// How many counters [`HW_STATS`] names.
+const HW_STAT_COUNT: usize = 13;
+
 /// The port counters `rdma statistic` shows: the engine's, then the
 /// driver's.
-static HW_STATS: [StatDesc; 9] = [
+static HW_STATS: [StatDesc; HW_STAT_COUNT] = [
     StatDesc::new(c"tx_packets"),
     StatDesc::new(c"rx_packets"),
     StatDesc::new(c"rx_icrc_errors"),
@@ -205,6 +213,10 @@ static HW_STATS: [StatDesc; 9] = [
     StatDesc::new(c"rnr_naks_sent"),
     StatDesc::new(c"events"),
     StatDesc::new(c"bogus_completions"),
+    StatDesc::new(c"req_cqe_error"),
+    StatDesc::new(c"req_cqe_flush_error"),
+    StatDesc::new(c"resp_cqe_error"),
+    StatDesc::new(c"resp_cqe_flush_error"),
 ];
 
 /// A protection domain's driver state.
@@ -528,7 +540,9 @@ impl IbDeviceOps for RdmaDev {
             .exec(AdminCmd::RdmaQueryStats)
             .map(|e| RdmaCounters::read_result(&e))
             .unwrap_or_default();
-        let values = [
+        let (bogus, errors) = d.completion_counts();
+        // One value per name in `HW_STATS`, in its order.
+        let values: [u64; HW_STAT_COUNT] = [
             c.tx_packets,
             c.rx_packets,
             c.rx_icrc_errors,
@@ -537,7 +551,11 @@ impl IbDeviceOps for RdmaDev {
             c.seq_naks,
             c.rnr_naks,
             d.events(),
-            d.bogus(),
+            bogus,
+            errors.req,
+            errors.req_flush,
+            errors.resp,
+            errors.resp_flush,
         ];
         for (o, v) in out.iter_mut().zip(values) {
             *o = v;

@@ -7,6 +7,7 @@
 
 use kernel::prelude::*;
 
+use crate::hw::rdma::wc_status;
 use crate::kext::ib_verbs::{CqHandle, QpHandle};
 
 /// A free-running 16-bit ring index.
@@ -81,6 +82,35 @@ pub(crate) struct QpEntry {
     pub(crate) rq: WorkRing,
 }
 
+/// Completions with an error status, as mlx5 counts them: requester
+/// (send queue) and responder (receive queue), flushes apart.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CqeErrors {
+    /// Send completions that failed.
+    pub(crate) req: u64,
+    /// Send completions flushed (the QP was in error).
+    pub(crate) req_flush: u64,
+    /// Receive completions that failed.
+    pub(crate) resp: u64,
+    /// Receive completions flushed.
+    pub(crate) resp_flush: u64,
+}
+
+impl CqeErrors {
+    /// Counts a completion of a send (`recv` false) or receive WQE that
+    /// ended with `status` (the card's [`wc_status`] number).
+    pub(crate) fn count(&mut self, recv: bool, status: u8) {
+        let counter = match (recv, status) {
+            (_, wc_status::SUCCESS) => return,
+            (false, wc_status::WR_FLUSH_ERR) => &mut self.req_flush,
+            (false, _) => &mut self.req,
+            (true, wc_status::WR_FLUSH_ERR) => &mut self.resp_flush,
+            (true, _) => &mut self.resp,
+        };
+        *counter += 1;
+    }
+}
+
 /// The CQs and QPs of a device, by number.
 pub(crate) struct Tables {
     /// CQs.
@@ -90,6 +120,8 @@ pub(crate) struct Tables {
     /// Completions and events naming no object, or a slot with nothing
     /// posted: the card's word not taken.
     pub(crate) bogus: u64,
+    /// Completions reported with an error status.
+    pub(crate) cqe_errors: CqeErrors,
 }
 
 impl Tables {
@@ -107,6 +139,7 @@ impl Tables {
             cqs: c,
             qps: q,
             bogus: 0,
+            cqe_errors: CqeErrors::default(),
         })
     }
 
