@@ -192,7 +192,7 @@ impl pci::Driver for RsnicDriver {
         pin_init::pin_init_scope(move || {
             pdev.enable_device_mem()?;
             pdev.set_master();
-            pci_dma::set_dma_mask_64(pdev)?;
+            pci_dma::set_dma_limits(pdev)?;
 
             let bar = pdev.iomap_region_sized::<{ hw::BAR0_SIZE }>(0, c"rsnic/bar0")?;
             let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
