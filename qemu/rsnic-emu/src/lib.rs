@@ -5,6 +5,7 @@
 //! directly.
 
 pub mod backend;
+pub mod capture;
 pub mod card;
 pub mod config_space;
 pub mod control;

@@ -7,7 +7,7 @@
 //! a wire to a peer card, and takes harness commands (fault injection,
 //! cable, counters) on a control socket. It exits when QEMU disconnects.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,19 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                     format!("error: '{kind} {rate}': drop, dup, reorder or corrupt, 0..=1000")
                 }
             }),
+            None => "error: no wire".into(),
+        },
+        ["capture", "stop"] => match wire.map(|w| w.capture.stop()) {
+            Some(Ok(Some(frames))) => format!("ok frames={frames}"),
+            Some(Ok(None)) => "error: no capture running".into(),
+            Some(Err(e)) => format!("error: capture: {e}"),
+            None => "error: no wire".into(),
+        },
+        ["capture", path] => match wire {
+            Some(wire) => match wire.capture.start(Path::new(path)) {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("error: capture to '{path}': {e}"),
+            },
             None => "error: no wire".into(),
         },
         ["wire-stats"] => match wire {

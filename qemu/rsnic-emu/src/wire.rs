@@ -14,6 +14,8 @@
 //! at the end), so damage on the way is seen by the receiving card. Fault
 //! injection can impair the sending direction: drop, duplicate, reorder or
 //! corrupt a share of the frames.
+//!
+//! A [`Capture`] on the wire records what this end sends and receives.
 
 use std::io;
 use std::os::unix::net::UnixDatagram;
@@ -21,6 +23,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
+
+use crate::capture::Capture;
 
 /// Length of the frame check sequence.
 const FCS_LEN: usize = 4;
@@ -113,6 +117,8 @@ pub struct Wire {
     pub send_errors: Arc<AtomicU64>,
     /// Frames lost because the transmit queue was full.
     pub queue_drops: AtomicU64,
+    /// The tap on this end of the cable.
+    pub capture: Arc<Capture>,
 }
 
 impl Wire {
@@ -121,9 +127,11 @@ impl Wire {
         let sock = Arc::new(UnixDatagram::bind(local)?);
         let (queue, frames) = sync_channel::<Vec<u8>>(TX_QUEUE_LEN);
         let send_errors = Arc::new(AtomicU64::new(0));
-        let (tx_sock, errors, peer) = (
+        let capture = Arc::new(Capture::default());
+        let (tx_sock, errors, tap, peer) = (
             Arc::clone(&sock),
             Arc::clone(&send_errors),
+            Arc::clone(&capture),
             peer.to_path_buf(),
         );
         std::thread::Builder::new()
@@ -131,6 +139,7 @@ impl Wire {
             .spawn(move || {
                 // Ends when the wire is dropped.
                 for frame in frames {
+                    tap.record(&frame[..frame.len() - FCS_LEN]);
                     if tx_sock.send_to(&frame, &peer).is_err() {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
@@ -147,6 +156,7 @@ impl Wire {
             }),
             send_errors,
             queue_drops: AtomicU64::new(0),
+            capture,
         })
     }
 
@@ -230,6 +240,7 @@ impl Wire {
         let Some(len) = n.checked_sub(FCS_LEN) else {
             return Ok((0, false));
         };
+        self.capture.record(&buf[..len]);
         let fcs = u32::from_le_bytes(buf[len..n].try_into().expect("four bytes"));
         Ok((len, crc32fast::hash(&buf[..len]) == fcs))
     }
@@ -311,6 +322,26 @@ mod tests {
             (s.corrupted, s.duplicated, s.reordered, s.dropped),
             (1, 1, 2, 1)
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_capture_records_both_directions_without_fcs() {
+        let (wa, wb, dir) = pair("capture");
+        let file = dir.join("a.pcap");
+        wa.capture.start(&file).unwrap();
+        wa.send(b"a to b", Wait::Yes);
+        assert_eq!(recv(&wb).0, b"a to b");
+        wb.send(b"b to a", Wait::Yes);
+        assert_eq!(recv(&wa).0, b"b to a");
+        assert_eq!(wa.capture.stop().unwrap(), Some(2));
+        let mut reader =
+            pcap_file::pcap::PcapReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+        let mut frames = Vec::new();
+        while let Some(p) = reader.next_packet() {
+            frames.push(p.unwrap().data.into_owned());
+        }
+        assert_eq!(frames, [b"a to b".to_vec(), b"b to a".to_vec()]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
