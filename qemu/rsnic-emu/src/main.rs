@@ -21,6 +21,7 @@ use rsnic_emu::function::Function;
 use rsnic_emu::hw;
 use rsnic_emu::nic::AdminFault;
 use rsnic_emu::queues::CqeFault;
+use rsnic_emu::rdma::faults::RdmaFault;
 use rsnic_emu::wire::Wire;
 
 /// Command line of the emulator.
@@ -148,6 +149,14 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                 )
             }
             None => "error: no wire".into(),
+        },
+        ["rdma-fault"] => format!("ok {}", card.lock_rdma().faults.describe()),
+        ["rdma-fault", kind, n] => match RdmaFault::from_name(kind) {
+            Some(fault) => with_count(n, &|n| {
+                card.lock_rdma().faults.arm(fault, n);
+                "ok".into()
+            }),
+            None => format!("error: '{kind}' is not bad-rkey or reject-modify"),
         },
         ["spurious-irq", n] => with_count(n, &|n| {
             format!("ok delivered={}", card.lock_pf().spurious_irqs(n))

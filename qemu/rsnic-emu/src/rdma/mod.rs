@@ -6,6 +6,7 @@
 //! The PF configures it with the RDMA admin commands; what it holds is
 //! visible to the test harness (`rdma-gids`).
 
+pub mod faults;
 pub mod mem;
 pub mod packet;
 pub mod qp;
@@ -14,6 +15,7 @@ pub mod wire;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use log::debug;
@@ -23,6 +25,7 @@ use crate::hw::rdma::{
     GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
+use faults::{RdmaFault, RdmaFaults};
 use mem::{HostMem, MrTable};
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
@@ -106,6 +109,8 @@ pub struct RdmaEngine {
     mrs: MrTable,
     /// Counters.
     pub stats: RdmaStats,
+    /// Faults the harness armed (kept across a reset).
+    pub faults: Arc<RdmaFaults>,
 }
 
 impl Default for RdmaEngine {
@@ -117,6 +122,7 @@ impl Default for RdmaEngine {
             qps: HashMap::new(),
             mrs: MrTable::new(CAPS.max_mr),
             stats: RdmaStats::default(),
+            faults: Arc::default(),
         }
     }
 }
@@ -128,7 +134,10 @@ fn ring_ok(entries: u32, max: u32) -> bool {
 impl RdmaEngine {
     /// Back to power-on state: no GIDs, queues or regions.
     pub fn reset(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            faults: Arc::clone(&self.faults),
+            ..Self::default()
+        };
     }
 
     /// Runs an RDMA admin command, writing its result into `entry`.
@@ -199,6 +208,9 @@ impl RdmaEngine {
                 {
                     return AdminStatus::BadParam;
                 }
+                if self.faults.take(RdmaFault::RejectModify) {
+                    return AdminStatus::BadState;
+                }
                 match qp.modify(&m, io.now) {
                     Ok(actions) => self.apply(qpn, actions, io),
                     Err(qp::BadModify) => return AdminStatus::BadState,
@@ -261,7 +273,8 @@ impl RdmaEngine {
             WorkQueue::new(c.rq, c.rq_entries, RQ_WQE_LEN),
             c.send_cq,
             c.recv_cq,
-        );
+        )
+        .with_faults(Arc::clone(&self.faults));
         self.qps.insert(c.qpn, qp);
         AdminStatus::Ok
     }
@@ -1057,6 +1070,32 @@ pub(crate) mod tests {
         a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 8));
         assert!(a.ring_sq(QPN).is_empty());
         assert_eq!(a.completions(false)[0].status, wc_status::WR_FLUSH_ERR);
+    }
+
+    #[test]
+    fn injected_faults_spoil_one_rkey_and_refuse_one_modify() {
+        let (mut a, mut b) = pair();
+        b.mem.set(REMOTE, &[0xee; 64]);
+        a.e.faults.arm(RdmaFault::BadRkey, 1);
+        let mut r = send_wqe(wqe_op::READ, DATA, 64);
+        r.remote_addr = REMOTE;
+        r.rkey = RKEY;
+        a.post_send(QPN, r);
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(a.completions(false)[0].status, wc_status::REM_ACCESS_ERR);
+        assert_ne!(a.mem.get(DATA, 64), [0xee; 64]);
+        assert!(a.e.faults.describe().ends_with("injected=1"));
+
+        let reset = QpModify {
+            mask: qp_attr::STATE,
+            state: QpState::Reset as u8,
+            ..QpModify::default()
+        };
+        a.e.faults.arm(RdmaFault::RejectModify, 1);
+        assert_eq!(a.modify(QPN, reset), AdminStatus::BadState);
+        assert_eq!(a.state(), QpState::Err);
+        assert_eq!(a.modify(QPN, reset), AdminStatus::Ok);
     }
 
     #[test]

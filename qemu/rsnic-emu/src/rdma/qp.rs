@@ -9,6 +9,7 @@
 //! [`Action`]s for the engine to carry out.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::hw::rdma::{
@@ -16,6 +17,7 @@ use crate::hw::rdma::{
     QpState, QpType, RqWqe, SqWqe, GSI_QKEY, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 
+use super::faults::{RdmaFault, RdmaFaults};
 use super::mem::{read_segments, write_segments, AccessError, HostMem, MrTable, Segment};
 use super::queues::WorkQueue;
 use super::wire::{AckKind, Aeth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
@@ -205,6 +207,8 @@ pub struct Qp {
     nak_sent: bool,
     /// Counters.
     pub counters: QpCounters,
+    /// The engine's fault injection.
+    faults: Arc<RdmaFaults>,
 }
 
 impl Qp {
@@ -249,7 +253,13 @@ impl Qp {
             writing: None,
             nak_sent: false,
             counters: QpCounters::default(),
+            faults: Arc::default(),
         }
+    }
+
+    /// The QP with the engine's fault injection.
+    pub fn with_faults(self, faults: Arc<RdmaFaults>) -> Self {
+        Self { faults, ..self }
     }
 
     /// Whether the state machine allows `from` -> `to` (the verbs' table;
@@ -480,6 +490,12 @@ impl Qp {
         now: Instant,
         out: &mut Vec<Action>,
     ) -> bool {
+        let mut wqe = wqe;
+        if matches!(wqe.opcode, wqe_op::READ | wqe_op::WRITE | wqe_op::WRITE_IMM)
+            && self.faults.take(RdmaFault::BadRkey)
+        {
+            wqe.rkey = !wqe.rkey;
+        }
         let wc = send_wc_op(wqe.opcode);
         let signaled = wqe.flags & wqe_flag::SIGNALED != 0;
         let ok = |out: &mut Vec<Action>, qpn: u32, len: u32| {
