@@ -22,6 +22,15 @@ fi
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 n=0
+# dmesg_since MARK: the kernel log after the line holding MARK (all of
+# it if the mark has scrolled out).
+dmesg_since() {
+	dmesg | awk -v m="$1" '
+		{ lines[NR] = $0 }
+		index($0, m) { start = NR }
+		END { for (i = start + 1; i <= NR; i++) print lines[i] }'
+}
+
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	t=$(basename "$t")
@@ -31,7 +40,9 @@ for t in "${tests[@]}"; do
 		continue
 	fi
 	echo "# running $t"
-	before=$(dmesg | wc -l)
+	# A mark in the kernel log, not a line count: the ring buffer wraps.
+	mark="rsnic-check-mark $n $RANDOM$RANDOM"
+	echo "$mark" >/dev/kmsg
 	start=$SECONDS
 	(cd "$dir" && timeout "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
 	rc=$?
@@ -49,10 +60,10 @@ for t in "${tests[@]}"; do
 		cat /sys/kernel/debug/kmemleak >/tmp/kmemleak.out
 		[ -s /tmp/kmemleak.out ] && dmesg_extra=$(cat /tmp/kmemleak.out) || dmesg_extra=
 	fi
-	reports=$( (dmesg | tail -n +$((before + 1)); echo "${dmesg_extra:-}") | grep -E "$bad")
+	reports=$( (dmesg_since "$mark"; echo "${dmesg_extra:-}") | grep -E "$bad")
 	if [ -n "$reports" ]; then
 		echo "# kernel reported problems during $t:"
-		dmesg | tail -n +$((before + 1)) | sed 's/^/#   /' | head -n 200
+		dmesg_since "$mark" | sed 's/^/#   /' | head -n 200
 		rc=1
 	fi
 	took=$((SECONDS - start))

@@ -223,7 +223,9 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False):
         accel = ["-accel", "tcg,thread=multi", "-cpu", "max"]
     append = ("console=ttyS0 root=rootfs rootfstype=9p "
               "rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro "
-              f"init={REPO}/qemu/guest-init.sh panic=-1 loglevel=4")
+              # Room for a whole test run's kernel log (the default 128 KiB
+              # wraps within it).
+              f"init={REPO}/qemu/guest-init.sh panic=-1 loglevel=4 log_buf_len=8M")
     cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
            "-machine", "q35,memory-backend=mem", *accel, "-smp", cpus, "-m", mem,
            "-object", f"memory-backend-memfd,id=mem,size={mem},share=on",

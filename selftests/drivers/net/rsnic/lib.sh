@@ -134,9 +134,20 @@ harness() {
 	[[ $reply == ok* ]]
 }
 
-# Kernel log lines since the mark set by dmesg_mark.
-dmesg_mark() { dmesg_mark_lines=$(dmesg | wc -l); }
-dmesg_since_mark() { dmesg | tail -n +$((dmesg_mark_lines + 1)); }
+# Kernel log lines since the mark set by dmesg_mark: a line of its own
+# in the log, not a line count, which the ring buffer's wrapping makes
+# wrong. Should the mark have scrolled out, the whole log is returned:
+# a false alarm rather than a missed warning.
+dmesg_mark() {
+	dmesg_mark_text="rsnic-selftest-mark $$ $RANDOM$RANDOM"
+	echo "$dmesg_mark_text" >/dev/kmsg
+}
+dmesg_since_mark() {
+	dmesg | awk -v m="$dmesg_mark_text" '
+		{ lines[NR] = $0 }
+		index($0, m) { start = NR }
+		END { for (i = start + 1; i <= NR; i++) print lines[i] }'
+}
 
 # Network set-up of the two-card VM: card A's netdev stays in the default
 # netns as $NETIF_A (10.99.0.1, fd99::1), card B's moves into netns
