@@ -135,6 +135,9 @@ class HarnessControl(threading.Thread):
 
     One request per line, one reply line each:
       card <A|B> <command...>   forwarded to that card's control socket
+      card <A|B> capture <name> the card records its wire into a pcap file,
+                                /run/rsnic/<name> in the guest (the shared
+                                run directory); `capture stop` finishes it
       cable <up|down>           plug or unplug the A-B cable (both ends)
       vf <A|B> plug             hot-plug the card's VF (QMP device_add), once
                                 per VM: QEMU 11.1 aborts on device_del of a
@@ -145,9 +148,10 @@ class HarnessControl(threading.Thread):
       ping                      answers "ok pong"
     """
 
-    def __init__(self, path, cards, qmp):
+    def __init__(self, path, cards, qmp, share):
         super().__init__(daemon=True)
         self.path = path
+        self.share = share
         self.cards = cards
         self.qmp = qmp
 
@@ -176,6 +180,13 @@ class HarnessControl(threading.Thread):
             card = self.cards.get(words[1])
             if card is None:
                 return f"error: no card {words[1]}"
+            if len(words) == 4 and words[2] == "capture" and words[3] != "stop":
+                # The card writes on the host; the guest sees the file in
+                # the shared run directory.
+                name = words[3]
+                if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+                    return f"error: capture file name '{name}': letters, digits, '.-_' only"
+                words[3] = os.path.join(self.share, name)
             try:
                 return card.control(" ".join(words[2:]))
             except OSError as e:
@@ -282,7 +293,7 @@ def run(args):
         interactive = args.cmd is None
         cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
-        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock")).start()
+        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share).start()
         try:
             qemu.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
