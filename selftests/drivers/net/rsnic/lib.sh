@@ -160,19 +160,31 @@ IP6_B=fd99::2
 
 netif_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n1; }
 
-# Finds the netdevs and builds the two-host network; skips the whole test
-# if the cards are missing.
-net_setup() {
+# The virtio-net netdevs (the benchmarks' reference pair), one a line.
+virtio_ifs() {
+	local d
+	for d in /sys/bus/virtio/drivers/virtio_net/virtio*/net/*; do basename "$d"; done
+}
+
+# find_netifs: sets NETIF_A and NETIF_B, the two cards' netdevs (both in
+# the default netns); skips the whole test if a card or netdev is missing.
+find_netifs() {
 	local a b
 	a=$(card_addr A)
 	b=$(card_addr B)
 	[ -n "$a" ] && [ -n "$b" ] || skip_all "expected 2 rsnic PFs (not in the rsnic VM?)"
 	NETIF_A=$(netif_of "$a")
 	[ -n "$NETIF_A" ] || skip_all "card A has no netdev"
-	ip netns del $NS 2>/dev/null
-	ip netns add $NS
 	NETIF_B=$(netif_of "$b")
 	[ -n "$NETIF_B" ] || skip_all "card B has no netdev"
+}
+
+# Finds the netdevs and builds the two-host network; skips the whole test
+# if the cards are missing.
+net_setup() {
+	find_netifs
+	ip netns del $NS 2>/dev/null
+	ip netns add $NS
 	ip link set "$NETIF_B" netns $NS
 	ip -n $NS link set lo up
 	ip addr flush dev "$NETIF_A"
@@ -411,13 +423,7 @@ wait_gids() {
 # the traffic crosses the cable between the cards, as with two hosts.
 VRF_B=vrf-b
 rdma_vrf_setup() {
-	local a b
-	a=$(card_addr A)
-	b=$(card_addr B)
-	[ -n "$a" ] && [ -n "$b" ] || skip_all "expected 2 rsnic PFs (not in the rsnic VM?)"
-	NETIF_A=$(netif_of "$a")
-	NETIF_B=$(netif_of "$b")
-	[ -n "$NETIF_A" ] && [ -n "$NETIF_B" ] || skip_all "a card has no netdev"
+	find_netifs
 	ip link add $VRF_B type vrf table 20 || skip_all "no VRF support in this kernel"
 	# The VRF's table before the local one, or card B would find card A's
 	# address local and drop its packets as martians.
@@ -493,6 +499,44 @@ nvme_disconnect() {
 		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $NVME_NQN ] && echo 1 > "$c/delete_controller"
 	done
 	return 0
+}
+
+# nvme_rdma_require: sets IB_A and IB_B (the cards' RDMA devices), or
+# skips the test when they or the NVMe over RDMA modules are missing.
+nvme_rdma_require() {
+	IB_A=$(ibdev_of "$(card_addr A)")
+	IB_B=$(ibdev_of "$(card_addr B)")
+	[ -n "$IB_A" ] && [ -n "$IB_B" ] || skip_all "no RDMA device under the PFs"
+	modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1 ||
+		skip_all "the kernel has no NVMe over RDMA modules"
+}
+
+# nvme_rdma_cleanup: what the nvme-rdma tests undo, whatever they got to.
+nvme_rdma_cleanup() {
+	nvme_disconnect
+	nvmet_cleanup
+	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null
+}
+
+# rdma_objects: PDs, CQs in use, QPs and MRs of $IB_A and $IB_B.
+rdma_objects() {
+	local d
+	for d in $IB_A $IB_B; do
+		echo -n "$d: $(rdma_res $d pd) $(rdma_cqs_in_use $d) $(rdma_res $d qp) $(rdma_res $d mr); "
+	done
+}
+
+# wait_rdma_objects EXPECTED: waits up to 5 s for rdma_objects to be
+# EXPECTED again (ib_core frees some objects from work items).
+wait_rdma_objects() {
+	local i
+	for i in $(seq 50); do
+		[ "$(rdma_objects)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "# PDs, CQs in use, QPs, MRs: $(rdma_objects)"
+	echo "#                  expected: $1"
+	return 1
 }
 
 # rdma_counter IBDEV NAME: a port counter of `rdma statistic`.

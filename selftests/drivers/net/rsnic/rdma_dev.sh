@@ -4,16 +4,24 @@
 # The RDMA device of each PF as the rdma tool and sysfs show it: one
 # rsnic_N per card, RoCEv2 on the synthetic netdev, port state following
 # the interface and the cable, and the card's GID table equal to the one
-# ib_core derives from the netdev's addresses.
+# ib_core derives from the netdev's addresses. Last, a ULP (nvme-rdma
+# against nvmet-rdma) connects: `rdma res` counts its objects and gives
+# them back, `rdma statistic` counts its traffic.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 cleanup() {
+	if $ulp_set_up; then
+		nvme_rdma_cleanup
+		rm -f /tmp/dev-backing
+		rdma_vrf_cleanup
+	fi
 	ip addr del 10.98.0.1/24 dev "$NETIF_A" 2>/dev/null
 	[ -n "$AUX_A" ] && [ ! -e $RDMA_AUX_DRV/"$AUX_A" ] &&
 		echo "$AUX_A" > $RDMA_AUX_DRV/bind 2>/dev/null
 	net_cleanup
 }
+ulp_set_up=false
 trap cleanup EXIT
 dmesg_mark
 
@@ -34,7 +42,7 @@ g = [m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]]
 print(":".join("%02x%02x" % (g[i], g[i + 1]) for i in range(0, 8, 2)))' "$1"
 }
 
-ktap_header 13
+ktap_header 16
 check "each PF has its RDMA device, named rsnic_N" \
 	test "${IB_A#rsnic_}" != "$IB_A" -a "${IB_B#rsnic_}" != "$IB_B" -a "$IB_A" != "$IB_B"
 dev=$(rdma dev show "$IB_A")
@@ -90,5 +98,55 @@ for i in $(seq 30); do
 done
 check "bound again: device back, ACTIVE, GIDs back on the card" \
 	eval '$ok && wait_port "$IB_A" "ACTIVE LINK_UP "'
+
+# The ULP: nvme-rdma and nvmet-rdma open their endpoints in init_net, so
+# card B leaves the netns for a VRF (see rdma_vrf_setup).
+if modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; then
+	net_cleanup
+	ulp_set_up=true
+	rdma_vrf_setup || echo "# no carrier after the VRF set-up"
+	# QPs and CQs in use on both devices, and card A's MRs (the host
+	# registers its buffers; the target reads and writes through the
+	# device's DMA key, without MRs).
+	objects() {
+		echo -n "$(rdma_res $IB_A qp) $(rdma_cqs_in_use $IB_A) $(rdma_res $IB_A mr)"
+		echo -n " $(rdma_res $IB_B qp) $(rdma_cqs_in_use $IB_B)"
+	}
+	before=$(objects)
+	tx=$(rdma_counter "$IB_A" tx_packets)
+	rx=$(rdma_counter "$IB_A" rx_packets)
+	rx_b=$(rdma_counter "$IB_B" rx_packets)
+	truncate -s 8M /tmp/dev-backing
+	disk=
+	if nvmet_setup /tmp/dev-backing && nvme_connect; then
+		for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
+	fi
+	during=$(objects)
+	echo "# rdma res (qp, cq in use, mr of $IB_A; qp, cq in use of $IB_B): before $before, connected $during"
+	check "rdma res: the ULP's QPs and CQs appear on both devices, its MRs on card A" \
+		eval '[ -n "$disk" ] && python3 -c "import sys; b, d = (list(map(int, a.split())) for a in sys.argv[1:]); sys.exit(not all(y > x for x, y in zip(b, d)))" "$before" "$during"'
+	[ -n "$disk" ] && head -c 1M /dev/urandom | dd of=/dev/$disk bs=1M oflag=direct status=none
+	tx=$(($(rdma_counter "$IB_A" tx_packets) - tx))
+	rx=$(($(rdma_counter "$IB_A" rx_packets) - rx))
+	rx_b=$(($(rdma_counter "$IB_B" rx_packets) - rx_b))
+	echo "# 1 MiB written: $IB_A sent $tx packets, received $rx; $IB_B received $rx_b"
+	# 1 MiB in 1 KiB packets (the path MTU) from A to B, acknowledged.
+	check "rdma statistic: the ULP's traffic is counted on both devices" \
+		test "$tx" -ge 1024 -a "$rx" -gt 0 -a "$rx_b" -ge 1024
+	nvme_disconnect
+	nvmet_cleanup
+	modprobe -r nvme-rdma nvmet-rdma
+	after=
+	for i in $(seq 50); do
+		after=$(objects)
+		[ "$after" = "$before" ] && break
+		sleep 0.1
+	done
+	check "rdma res: all of them given back after the disconnect ($after)" test "$after" = "$before"
+else
+	for what in "rdma res: objects appear" "rdma statistic: traffic counted" "rdma res: objects given back"; do
+		ktap_result skip "$what" "the kernel has no NVMe over RDMA modules"
+	done
+fi
 check "no kernel warnings" dmesg_clean
 ktap_finish

@@ -12,34 +12,21 @@ rdma_vrf_setup || echo "# no carrier after set-up"
 DATA_MB=${RSNIC_NVME_MB:-64}
 is_debug_kernel && DATA_MB=16
 cleanup() {
-	nvme_disconnect
-	nvmet_cleanup
-	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null
+	nvme_rdma_cleanup
 	rm -f /tmp/nvme-backing /tmp/nvme-data /tmp/nvme-back
 	rdma_vrf_cleanup
 }
 trap cleanup EXIT
 dmesg_mark
 
-IB_A=$(ibdev_of "$(card_addr A)")
-IB_B=$(ibdev_of "$(card_addr B)")
-[ -n "$IB_A" ] && [ -n "$IB_B" ] || skip_all "no RDMA device under the PFs"
-modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1 ||
-	skip_all "the kernel has no NVMe over RDMA modules"
+nvme_rdma_require
 echo "# $IB_A on $NETIF_A ($IP_A), $IB_B on $NETIF_B ($IP_B, $VRF_B)"
 
 ktap_header 9
 check "card A reaches card B over the cable (not locally)" \
 	eval 'ping -c 2 -W 2 -q $IP_B >/dev/null && ip neigh show $IP_B dev $NETIF_A | grep -q lladdr'
 
-# PDs, CQs in use, QPs and MRs of both devices.
-resources() {
-	local d
-	for d in $IB_A $IB_B; do
-		echo -n "$d: $(rdma_res $d pd) $(rdma_cqs_in_use $d) $(rdma_res $d qp) $(rdma_res $d mr); "
-	done
-}
-res0=$(resources)
+res0=$(rdma_objects)
 tx0=$(rdma_counter "$IB_A" tx_packets)
 rx0=$(rdma_counter "$IB_A" rx_packets)
 truncate -s $((DATA_MB + 16))M /tmp/nvme-backing
@@ -78,14 +65,7 @@ check "the traffic went through card A's engine (rdma statistic)" \
 nvme_disconnect
 nvmet_cleanup
 check "disconnected; nvme-rdma and nvmet-rdma unload" modprobe -r nvme-rdma nvmet-rdma
-res1=
-for i in $(seq 50); do
-	res1=$(resources)
-	[ "$res1" = "$res0" ] && break
-	sleep 0.1
-done
-echo "# resources (pd, CQs in use, qp, mr) before: $res0"
-echo "#                                    after: $res1"
-check "every PD, CQ, QP and MR given back" test "$res1" = "$res0"
+echo "# PDs, CQs in use, QPs and MRs before: $res0"
+check "every PD, CQ, QP and MR given back" wait_rdma_objects "$res0"
 check "no kernel warnings" dmesg_clean
 ktap_finish

@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# RDMA errors are reported, recovered from and leak nothing, with
+# nvme-rdma (card A) against nvmet-rdma (card B) as the ULPs:
+#
+# - a QP state change the card refuses (harness `rdma-fault
+#   reject-modify`): the driver's modify_qp fails with EINVAL, rdma_cm's
+#   connect fails with it, and every object is given back;
+# - an access violation (`rdma-fault bad-rkey`: card B's engine sends
+#   its next RDMA READ with a wrong R_Key): card A's responder refuses
+#   it, NAKs, and its QP fails; card B's QP completes the READ with a
+#   remote access error and fails too; both ULPs see it, nvme-rdma
+#   reconnects, and no byte of the data is lost or changed.
+
+source "$(dirname "$0")/lib.sh"
+rdma_vrf_setup || echo "# no carrier after set-up"
+cleanup() {
+	harness card A rdma-fault reject-modify 0 >/dev/null 2>&1
+	harness card B rdma-fault bad-rkey 0 >/dev/null 2>&1
+	nvme_rdma_cleanup
+	rm -f /tmp/err-backing /tmp/err-data /tmp/err-back
+	rdma_vrf_cleanup
+}
+trap cleanup EXIT
+dmesg_mark
+
+nvme_rdma_require
+
+# connect_error: the error message a connect fails with (empty: it worked).
+connect_error() {
+	modprobe nvme-rdma || return
+	{ echo "transport=rdma,traddr=$IP_B,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$IP_A,reconnect_delay=1" \
+		> /dev/nvme-fabrics; } 2>&1 | sed 's/.*write error: //'
+}
+
+ktap_header 11
+truncate -s 16M /tmp/err-backing
+nvmet_setup /tmp/err-backing || echo "# nvmet set-up failed"
+res0=$(rdma_objects)
+
+harness card A rdma-fault reject-modify 1 >/dev/null
+err=$(connect_error)
+echo "# connect with a refused QP state change: ${err:-connected}"
+check "a QP state change the card refuses fails rdma_cm's connect with EINVAL" \
+	test "$err" = "Invalid argument"
+check "the card refused exactly one state change" \
+	eval 'harness card A rdma-fault | grep -q "reject_modify=0 injected=1"'
+check "nvme-rdma reports the failed connection" \
+	eval 'dmesg_since_mark | grep -q "rdma connection establishment failed (-22)"'
+check "the failed connect gave every object back" wait_rdma_objects "$res0"
+
+err=$(connect_error)
+disk=
+for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
+check "the next connect works (${disk:-no disk}${err:+: $err})" test -n "$disk"
+
+head -c 4M /dev/urandom > /tmp/err-data
+[ -n "$disk" ] && dd if=/tmp/err-data of=/dev/$disk bs=1M oflag=direct status=none
+
+counter() { rdma_counter "$1" "$2"; }
+req_err_b=$(counter $IB_B req_cqe_error)
+resp_flush_a=$(counter $IB_A resp_cqe_flush_error)
+harness card B rdma-fault bad-rkey 1 >/dev/null
+# nvmet fetches written data with RDMA READ: the first one fails.
+ok=false
+[ -n "$disk" ] &&
+	dd if=/tmp/err-data of=/dev/$disk bs=1M count=1 seek=4 oflag=direct status=none && ok=true
+echo "# card B: $(harness card B rdma-fault)"
+check "card B's engine sent one RDMA READ with a wrong R_Key" \
+	eval 'harness card B rdma-fault | grep -q "bad_rkey=0 reject_modify=0 injected=1"'
+req_err_b=$(($(counter $IB_B req_cqe_error) - req_err_b))
+resp_flush_a=$(($(counter $IB_A resp_cqe_flush_error) - resp_flush_a))
+echo "# $IB_B req_cqe_error +$req_err_b, $IB_A resp_cqe_flush_error +$resp_flush_a"
+echo "# $(dmesg_since_mark | grep -E 'nvmet_rdma|nvme nvme' | grep -Ev 'Created|adding|enabling|MULTIPATH|queues' | sed 's/^\[[^]]*\] //' | tr '\n' ';')"
+check "card B's requester completed the READ in error and its QP failed (req_cqe_error, QP fatal event)" \
+	eval '[ $req_err_b -ge 1 ] && dmesg_since_mark | grep -q "nvmet_rdma: received IB QP event: QP fatal error"'
+check "card A's responder refused it and its QP failed, flushing the receives" \
+	eval '[ $resp_flush_a -ge 1 ] && dmesg_since_mark | grep -q "nvme nvme[0-9]*: starting error recovery"'
+
+ok2=false
+if $ok; then
+	for i in $(seq 100); do
+		dmesg_since_mark | grep -q "Successfully reconnected" && break
+		sleep 0.1
+	done
+	dd if=/dev/$disk of=/tmp/err-back bs=1M count=5 iflag=direct status=none &&
+		cmp -s /tmp/err-back <(cat /tmp/err-data; head -c 1M /tmp/err-data) && ok2=true
+fi
+check "nvme-rdma reconnected, the write completed, and all 5 MiB read back unchanged" $ok2
+
+nvme_disconnect
+nvmet_cleanup
+modprobe -r nvme-rdma nvmet-rdma
+check "after the disconnect, every PD, CQ, QP and MR is given back" wait_rdma_objects "$res0"
+check "no kernel warnings" dmesg_clean
+ktap_finish
