@@ -5,7 +5,8 @@
 #   make                 build rsnic.ko (against KDIR, default: the cached kernel)
 #   make run [CMD=...]   boot the VM with two cards and the driver loaded
 #   make check [T=...]   cargo test + every selftest in the VM
-#   make bench           rsnic vs virtio-net, side by side
+#   make bench           rsnic vs virtio-net, side by side (then the RDMA part)
+#   make bench-rdma      only the RDMA part: nvme-rdma on rsnic vs rdma_rxe
 #   make rust-analyzer   write rust-project.json
 #
 # Everything the project needs (Debian sid toolchain rootfs, kernel 7.2,
@@ -32,7 +33,7 @@ BUILD_M := $(CURDIR)
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel emu run check bench clean rust-analyzer rustfmt rustfmtcheck lint
+.PHONY: all modules setup rootfs kernel emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint
 
 all: modules
 
@@ -72,7 +73,10 @@ check: setup
 
 # Benchmark: rsnic vs virtio-net in the same VM (not part of check).
 bench: setup
-	qemu/bench.sh
+	qemu/bench.sh all
+
+bench-rdma: setup
+	qemu/bench.sh rdma
 
 rust-analyzer: $(SETUP)
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) rust-analyzer

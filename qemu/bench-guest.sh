@@ -11,11 +11,6 @@ source /rsnic/qemu/bench-gft-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
 
-virtio_ifs() {
-	local d
-	for d in /sys/bus/virtio/drivers/virtio_net/virtio*/net/*; do basename "$d"; done
-}
-
 # setup NAME IF_LOCAL IF_REMOTE SUBNET: IF_REMOTE into netns bench-NAME.
 setup() {
 	ip netns add "bench-$1"

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Prints the benchmark table (rsnic next to virtio-net, with the ratio)
-and writes it as JSON and a PNG chart.  bench-report.py RESULT.json OUTDIR"""
+"""Prints the benchmark tables (rsnic next to virtio-net, with the ratio;
+the RDMA part: nvme-rdma on rsnic next to rdma_rxe, and the doorbell
+batching) and writes them as JSON and a PNG chart.
+
+bench-report.py RESULT.json OUTDIR [RDMA.json]"""
 
 import json
 import os
@@ -16,10 +19,44 @@ ROWS = [
 ]
 
 
+RDMA_ROWS = [
+    ("iops_4k_qd32", "nvme-rdma 4 KiB random read, QD 32 (IOPS)", True),
+    ("mib_s_128k_qd8", "nvme-rdma 128 KiB read, QD 8 (MiB/s)", True),
+    ("lat_4k_qd1_p50_us", "nvme-rdma 4 KiB read, QD 1, p50 (us)", False),
+    ("lat_4k_qd1_p99_us", "nvme-rdma 4 KiB read, QD 1, p99 (us)", False),
+]
+
+
+def print_rdma(rdma):
+    """The RDMA tables: fio on both transports, then doorbell batching."""
+    rsnic, rxe = rdma["rsnic"], rdma["rxe"]
+    print(f"{'':44} {'rsnic':>10} {'rdma_rxe':>10} {'ratio':>7}")
+    for key, label, higher_better in RDMA_ROWS:
+        r, x = rsnic[key], rxe[key]
+        ratio = r / x if x else float("nan")
+        note = "" if higher_better else " (lower is better)"
+        print(f"{label:44} {r:>10} {x:>10} {ratio:>7.2f}{note}")
+    print()
+    print(f"{'RDMA WRITE, one doorbell per WQE vs per 32':44} {'batch 1':>10} {'batch 32':>10} {'gain':>7}")
+    for name in ("rsnic", "rxe"):
+        w = rdma[f"write_{name}"]
+        for size in (64, 4096):
+            one, many = w[f"wqe_per_s_{size}b_batch1"], w[f"wqe_per_s_{size}b_batch32"]
+            label = f"{'rsnic engine' if name == 'rsnic' else 'rdma_rxe'}, {size} B (WQE/s)"
+            print(f"{label:44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}")
+
+
 def main():
     result = json.load(open(sys.argv[1]))
     outdir = sys.argv[2]
     os.makedirs(outdir, exist_ok=True)
+    if len(sys.argv) > 3:
+        result["rdma"] = json.load(open(sys.argv[3]))
+    if "rsnic" not in result:
+        print_rdma(result["rdma"])
+        json.dump(result, open(f"{outdir}/bench.json", "w"), indent=2)
+        print(f"results: {outdir}/bench.json")
+        return
     rsnic, virtio = result["rsnic"], result["virtio"]
     print(f"{'':34} {'rsnic':>10} {'virtio-net':>11} {'ratio':>7}")
     for key, label, higher_better in ROWS:
@@ -48,6 +85,9 @@ def main():
               f" cached flow {gft['rr_cached_flow_p50_us']}")
         print(f"{'GFT, new flows end to end':42} {gft['new_flows_per_s']}/s"
               f" ({gft['new_flows']} installed, {gft['new_flow_backlog_drops']} backlog drops)")
+    if "rdma" in result:
+        print()
+        print_rdma(result["rdma"])
     json.dump(result, open(f"{outdir}/bench.json", "w"), indent=2)
 
     import matplotlib

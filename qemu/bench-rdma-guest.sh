@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The RDMA benchmark, inside the VM: fio over nvme-rdma on the rsnic
+# engines (card A host, card B target) and the same over rdma_rxe on the
+# virtio-net pair, in the same VM and run. The target exports a null_blk
+# device (no backing memory to copy), so the transport is what is timed.
+# Then RDMA WRITE throughput with one doorbell per WQE and one per batch
+# of 32 (qemu/rdma-bench/rdma_write_bench.ko), on both pairs.
+# Writes /run/rsnic/bench-rdma.json.
+#
+# nvme-rdma and nvmet-rdma open their endpoints in init_net, so both
+# pairs stay there and routing sends each pair's traffic over its cable:
+# card B sits in a VRF (rdma_vrf_setup in lib.sh). rxe cannot take a
+# VRF's packets (it looks its device up by skb->dev, which the VRF
+# replaces), so the virtio pair uses policy routing instead: locally
+# sent packets between the two addresses leave by the sender's NIC, and
+# the receiver accepts a source address that is its own host's.
+
+source /rsnic/selftests/drivers/net/rsnic/lib.sh
+out=/run/rsnic/bench-rdma.json
+DURATION=${RSNIC_BENCH_SECONDS:-5}
+VIP_A=10.98.0.1
+VIP_B=10.98.0.2
+
+# Also inside $(...): the message goes to stderr, the caller checks the status.
+fail() { echo "bench-rdma: $*" >&2; exit 1; }
+
+rdma_vrf_setup || fail "the rsnic pair has no carrier"
+vifs=($(virtio_ifs))
+[ ${#vifs[@]} -eq 2 ] || fail "need 2 virtio-net interfaces (make bench boots them)"
+ip addr add $VIP_A/24 dev "${vifs[0]}"
+ip addr add $VIP_B/24 dev "${vifs[1]}"
+ip link set "${vifs[0]}" up
+ip link set "${vifs[1]}" up
+# (rdma_vrf_setup has moved the local table's rule after these.)
+ip route add $VIP_B/32 dev "${vifs[0]}" table 30
+ip route add $VIP_A/32 dev "${vifs[1]}" table 31
+ip rule add pref 100 iif lo from $VIP_A to $VIP_B table 30
+ip rule add pref 101 iif lo from $VIP_B to $VIP_A table 31
+for d in all "${vifs[0]}" "${vifs[1]}"; do
+	sysctl -qw net.ipv4.conf.$d.accept_local=1 net.ipv4.conf.$d.rp_filter=0
+done
+modprobe rdma_rxe || fail "no rdma_rxe module"
+rdma link add rxe_a type rxe netdev "${vifs[0]}"
+rdma link add rxe_b type rxe netdev "${vifs[1]}"
+for ip in $IP_B $VIP_B; do
+	for _ in $(seq 50); do ping -c1 -W1 -q $ip >/dev/null 2>&1 && break; sleep 0.2; done
+done
+
+modprobe null_blk nr_devices=1 gb=4 bs=4096 queue_mode=2 irqmode=0 || fail "no null_blk module"
+nvmet_setup /dev/nullb0 || fail "nvmet set-up failed"
+# A second port for the rxe target.
+mkdir $NVMET/ports/2
+echo rdma > $NVMET/ports/2/addr_trtype
+echo ipv4 > $NVMET/ports/2/addr_adrfam
+echo $VIP_B > $NVMET/ports/2/addr_traddr
+echo 4420 > $NVMET/ports/2/addr_trsvcid
+ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/2/subsystems/$NVME_NQN
+
+# fio_run NAME DISK RW BS IODEPTH: one job's JSON in /tmp/fio-NAME.json.
+fio_run() {
+	fio --name="$1" --filename="/dev/$2" --rw="$3" --bs="$4" --iodepth="$5" \
+		--ioengine=libaio --direct=1 --time_based --runtime="$DURATION" --ramp_time=1 \
+		--output-format=json --output="/tmp/fio-$1.json" >/dev/null 2>&1
+}
+
+# measure NAME TRADDR HOST_TRADDR IBDEV: prints one JSON object.
+measure() {
+	local disk= tx0 tx1
+	modprobe nvme-rdma
+	echo "transport=rdma,traddr=$2,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$3" > /dev/nvme-fabrics ||
+		fail "$1: nvme connect to $2 failed"
+	for _ in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
+	[ -n "$disk" ] || fail "$1: no namespace"
+	# Which device carried it: the host's QPs are on IBDEV.
+	rdma res show qp link "$4" | grep -q "type RC" || fail "$1: no RC QP on $4"
+	fio_run "$1-iops" "$disk" randread 4k 32
+	fio_run "$1-bw" "$disk" read 128k 8
+	fio_run "$1-lat" "$disk" randread 4k 1
+	nvme_disconnect
+	python3 - "$1" <<'PY'
+import json, sys
+name = sys.argv[1]
+def job(kind):
+    return json.load(open(f"/tmp/fio-{name}-{kind}.json"))["jobs"][0]["read"]
+iops, bw, lat = job("iops"), job("bw"), job("lat")
+print(json.dumps({
+    "name": name,
+    "iops_4k_qd32": round(iops["iops"]),
+    "mib_s_128k_qd8": round(bw["bw_bytes"] / 2**20, 1),
+    "lat_4k_qd1_p50_us": round(lat["clat_ns"]["percentile"]["50.000000"] / 1000),
+    "lat_4k_qd1_p99_us": round(lat["clat_ns"]["percentile"]["99.000000"] / 1000),
+}))
+PY
+}
+
+rsnic=$(measure rsnic $IP_B $IP_A "$(ibdev_of "$(card_addr A)")") || exit 1
+rxe=$(measure rxe $VIP_B $VIP_A rxe_a) || exit 1
+nvmet_cleanup
+rm -f $NVMET/ports/2/subsystems/$NVME_NQN
+rmdir $NVMET/ports/2
+
+# write_bench NAME SRC DST: WQEs/s and MiB/s of RDMA WRITEs of 64 B and
+# 4 KiB, batches of 1 and 32, as one JSON object (the netdevs name the
+# RDMA devices).
+BENCH_KO=/rsnic/qemu/rdma-bench/rdma_write_bench.ko
+write_bench() {
+	local size batch line json="{\"name\": \"$1\""
+	for size in 64 4096; do
+		for batch in 1 32; do
+			# Best of two runs: TCG's timing is noisy.
+			for _ in 1 2; do
+				insmod $BENCH_KO src="$2" dst="$3" size=$size batch=$batch count=8192 ||
+					fail "$1: rdma_write_bench size=$size batch=$batch failed"
+				rmmod rdma_write_bench
+			done
+			line=$(dmesg | grep "rdma_write_bench: .* batch=$batch size=$size " | tail -n2 |
+				sort -t= -k7 -n | tail -n1)
+			json+=", \"wqe_per_s_${size}b_batch$batch\": $(sed 's/.*wqe_per_s=\([0-9]*\).*/\1/' <<<"$line")"
+			json+=", \"mib_per_s_${size}b_batch$batch\": $(sed 's/.*mib_per_s=\([0-9]*\).*/\1/' <<<"$line")"
+		done
+	done
+	echo "$json}"
+}
+[ -f $BENCH_KO ] || fail "no $BENCH_KO (make bench builds it)"
+wr_rsnic=$(write_bench rsnic "$NETIF_A" "$NETIF_B") || exit 1
+wr_rxe=$(write_bench rxe "${vifs[0]}" "${vifs[1]}") || exit 1
+
+python3 -c '
+import json, sys
+r = [json.loads(a) for a in sys.argv[1:]]
+print(json.dumps({"rsnic": r[0], "rxe": r[1], "write_rsnic": r[2], "write_rxe": r[3]}))' \
+	"$rsnic" "$rxe" "$wr_rsnic" "$wr_rxe" > "$out"
+cat "$out"
