@@ -16,13 +16,12 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        barrier::smp_rmb,
         Arc, Mutex,
     },
     time::{delay::fsleep, Delta},
 };
 
-use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE};
+use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE, ENTRY_FLAGS_OFFSET};
 use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice, netdev::net_ratelimit};
 use crate::regs::Registers;
 
@@ -147,14 +146,11 @@ impl AdminQueue {
         ring.mem.write(slot, &raw)?;
         ring.tail = (ring.tail + 1) % ENTRIES;
         self.regs.write(regs::AQ_TAIL, ring.tail)?;
-        let mut entry = [0u8; AQ_ENTRY_SIZE];
         for poll in 0..TIMEOUT_POLLS {
-            // The card sets DONE last: check it first, the rest after a barrier.
-            ring.mem.read(slot, &mut entry[..4])?;
-            let (flags, _) = hw::aq_entry_state(&entry);
-            if flags & AQ_DONE != 0 {
-                smp_rmb();
-                ring.mem.read(slot, &mut entry)?;
+            let done = ring
+                .mem
+                .read_published(slot, ENTRY_FLAGS_OFFSET, |flags| flags & AQ_DONE != 0);
+            if let Some(entry) = done {
                 let (_, status) = hw::aq_entry_state(&entry);
                 return match AdminStatus::from_raw(status) {
                     Some(AdminStatus::Ok) => Ok(entry),

@@ -15,13 +15,12 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        barrier::smp_rmb,
         Arc, Mutex, SpinLock,
     },
     time::{Delta, Instant, Monotonic},
 };
 
-use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
+use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM, ENTRY_FLAGS_OFFSET};
 use crate::kext::{
     bh::lock_bh,
     dma_buf::DmaBuffer,
@@ -699,21 +698,15 @@ impl QueuePair {
     }
 }
 
-/// The next completion, if the card has written it.
-///
-/// The card writes an entry's flags word (with PHASE) last, so the driver
-/// reads it first and the rest only after a read barrier.
+/// The next completion, if the card has written it (its phase is this
+/// lap's).
 fn read_cqe(cq: &CompletionQueue) -> Option<Cqe> {
     let offset = cq.head as usize * Cqe::SIZE;
-    let mut flags = [0u8; 2];
-    cq.mem.read(offset + 2, &mut flags).ok()?;
-    if (u16::from_le_bytes(flags) & Cqe::PHASE != 0) != cq.phase {
-        return None;
-    }
-    smp_rmb();
-    let mut raw = [0u8; Cqe::SIZE];
-    cq.mem.read(offset, &mut raw).ok()?;
-    Some(Cqe::from_bytes(&raw))
+    cq.mem
+        .read_published(offset, ENTRY_FLAGS_OFFSET, |flags| {
+            (flags & Cqe::PHASE != 0) == cq.phase
+        })
+        .map(|raw| Cqe::from_bytes(&raw))
 }
 
 impl NapiPoll for QueuePair {

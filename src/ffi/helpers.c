@@ -553,3 +553,8 @@ void rsnic_local_irq_restore(unsigned long flags)
 {
 	local_irq_restore(flags);
 }
+
+void rsnic_dma_rmb(void)
+{
+	dma_rmb();
+}

@@ -117,4 +117,7 @@ struct device;
 struct ib_device *rsnic_ib_alloc_device(size_t size);
 void rsnic_ib_set_parent(struct ib_device *ibdev, struct device *parent);
 
+/* dma_rmb(): orders reads of memory a device writes (a macro). */
+void rsnic_dma_rmb(void);
+
 #endif

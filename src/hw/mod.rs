@@ -339,6 +339,11 @@ impl Cqe {
 /// requests (the driver tells the stack, which splits before).
 pub const TSO_MAX_SEGS: u32 = 64;
 
+/// Where every entry the card writes into a ring (NIC [`Cqe`], admin
+/// entry, RDMA CQE and EQE) holds its 16-bit flags word, with the bit that
+/// says the entry is there. The card writes that word last.
+pub const ENTRY_FLAGS_OFFSET: usize = 2;
+
 /// Size of an admin queue entry.
 pub const AQ_ENTRY_SIZE: usize = 64;
 /// Admin entry flag the card sets when it has written the result.

@@ -60,6 +60,33 @@ impl DmaBuffer {
         Ok(())
     }
 
+    /// The `N`-byte entry at `offset` (a completion or event the device
+    /// writes into a ring), if the device has published it.
+    ///
+    /// The device writes the entry's 16-bit little-endian flags word, at
+    /// `offset + flags_at`, last. That word is read first and handed to
+    /// `published`; only if it says yes is the entry read, after a DMA
+    /// read barrier, so no byte of it is older than the word that
+    /// announced it (read in one copy, a new flags word may come with the
+    /// previous lap's contents). `None` too if the entry is out of bounds.
+    pub(crate) fn read_published<const N: usize>(
+        &self,
+        offset: usize,
+        flags_at: usize,
+        published: impl FnOnce(u16) -> bool,
+    ) -> Option<[u8; N]> {
+        let mut flags = [0u8; 2];
+        self.read(offset.checked_add(flags_at)?, &mut flags).ok()?;
+        if !published(u16::from_le_bytes(flags)) {
+            return None;
+        }
+        // SAFETY: `dma_rmb` has no preconditions.
+        unsafe { crate::ffi::rsnic_dma_rmb() };
+        let mut entry = [0u8; N];
+        self.read(offset, &mut entry).ok()?;
+        Some(entry)
+    }
+
     /// Copies `data` into the buffer starting at `offset`.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.check(offset, data.len())?;

@@ -7,9 +7,9 @@
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::device::RdmaDev;
-use super::entry::read_entry;
 use crate::ffi;
 use crate::hw::rdma::{arm, cqe_flag, db, wc_op, wc_status, Cqe, CQE_LEN};
+use crate::hw::ENTRY_FLAGS_OFFSET;
 use crate::kext::{
     bh::lock_irqsave,
     dma_buf::DmaBuffer,
@@ -43,7 +43,11 @@ impl RdmaCq {
     fn peek(&self, consumed: u32) -> Option<Cqe> {
         let offset = (consumed & (self.entries - 1)) as usize * CQE_LEN;
         let lap_phase = (consumed / self.entries).is_multiple_of(2);
-        read_entry(&self.ring, offset, lap_phase).map(|raw| Cqe::from_bytes(&raw))
+        self.ring
+            .read_published(offset, ENTRY_FLAGS_OFFSET, |flags| {
+                (flags & cqe_flag::PHASE != 0) == lap_phase
+            })
+            .map(|raw| Cqe::from_bytes(&raw))
     }
 
     /// Moves completions into `out`; tells the card how far it got.

@@ -10,9 +10,9 @@ use kernel::{
     sync::{atomic::Atomic, atomic::Relaxed, Arc, SpinLock},
 };
 
-use super::entry::read_entry;
 use super::tables::Tables;
-use crate::hw::rdma::{eqe_type, Eqe, EQE_LEN};
+use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
+use crate::hw::ENTRY_FLAGS_OFFSET;
 use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer, msix::IrqHandler};
 
 /// Entries of the event queue: more than all CQs and QPs together, so it
@@ -45,7 +45,11 @@ impl EqIrq {
     fn next(&self, consumed: u32) -> Option<Eqe> {
         let offset = (consumed % EQ_ENTRIES) as usize * EQE_LEN;
         let lap_phase = (consumed / EQ_ENTRIES).is_multiple_of(2);
-        read_entry(&self.ring, offset, lap_phase).map(|raw| Eqe::from_bytes(&raw))
+        self.ring
+            .read_published(offset, ENTRY_FLAGS_OFFSET, |flags| {
+                (flags & cqe_flag::PHASE != 0) == lap_phase
+            })
+            .map(|raw| Eqe::from_bytes(&raw))
     }
 
     fn dispatch(&self, eqe: &Eqe) {

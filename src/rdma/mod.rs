@@ -10,7 +10,6 @@
 
 mod cq;
 mod device;
-mod entry;
 mod eq;
 mod ids;
 mod mr;

@@ -3,7 +3,6 @@
 //! The card's network function: admin commands, queue pairs, RX filter and
 //! link state. [`crate::function::Function`] routes register accesses here.
 
-use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -18,6 +17,7 @@ use crate::hw::{
 };
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
+use crate::rdma::mem::HostMem as _;
 use crate::rdma::{Io, RdmaEngine};
 use crate::rss;
 
@@ -493,9 +493,7 @@ impl Nic {
             };
             hw::aq_complete(&mut entry, status);
             // The result goes back into the same entry; the done flag last.
-            let _ = dma.write(addr + 4, &entry[4..]);
-            fence(Ordering::Release);
-            let _ = dma.write(addr, &entry[..4]);
+            let _ = dma.write_flags_last(addr, &entry);
             self.stats.admin_cmds += 1;
             self.aq_head = (self.aq_head + 1) & (self.aq_size - 1);
         }

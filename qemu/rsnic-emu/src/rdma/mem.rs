@@ -10,6 +10,7 @@ use std::sync::atomic::{fence, Ordering};
 use crate::dma::{DmaFault, DmaSpace};
 use crate::hw::rdma::{access, mr_kind, MrReg, RegMrParams};
 use crate::hw::AdminStatus;
+use crate::hw::ENTRY_FLAGS_OFFSET;
 
 /// Host memory by bus address (the function's DMA space; a plain buffer
 /// in tests).
@@ -19,16 +20,18 @@ pub trait HostMem {
     /// Writes `buf` at `addr`.
     fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault>;
 
-    /// Writes a ring entry (CQE, EQE) whose flags word, bytes 2 and 3,
-    /// holds the phase bit that tells the driver it is there: that word
-    /// last, behind a release fence, so a driver that sees the new phase
-    /// finds the whole entry (written the other way, it may pair the new
-    /// phase with the previous lap's slot and queue number).
+    /// Writes a ring entry (CQE, EQE, admin entry) whose flags word, at
+    /// [`ENTRY_FLAGS_OFFSET`], holds the bit that tells the driver it is
+    /// there: that word last, behind a release fence, so a driver that
+    /// sees the new phase finds the whole entry (written the other way, it
+    /// may pair the new phase with the previous lap's slot and queue
+    /// number).
     fn write_flags_last(&self, addr: u64, entry: &[u8]) -> Result<(), DmaFault> {
-        self.write(addr, &entry[..2])?;
-        self.write(addr + 4, &entry[4..])?;
+        let flags = ENTRY_FLAGS_OFFSET..ENTRY_FLAGS_OFFSET + 2;
+        self.write(addr, &entry[..flags.start])?;
+        self.write(addr + flags.end as u64, &entry[flags.end..])?;
         fence(Ordering::Release);
-        self.write(addr + 2, &entry[2..4])
+        self.write(addr + flags.start as u64, &entry[flags])
     }
 }
 
