@@ -27,15 +27,20 @@ RDMA_ROWS = [
 ]
 
 
-def print_rdma(rdma):
-    """The RDMA tables: fio on both transports, then doorbell batching."""
-    rsnic, rxe = rdma["rsnic"], rdma["rxe"]
-    print(f"{'':44} {'rsnic':>10} {'rdma_rxe':>10} {'ratio':>7}")
-    for key, label, higher_better in RDMA_ROWS:
-        r, x = rsnic[key], rxe[key]
+def print_side_by_side(rows, rsnic, reference, ref_name, width):
+    """One line per (key, label, higher_better) row: rsnic's number, the
+    reference's, and their ratio."""
+    print(f"{'':{width}} {'rsnic':>10} {ref_name:>10} {'ratio':>7}")
+    for key, label, higher_better in rows:
+        r, x = rsnic[key], reference[key]
         ratio = r / x if x else float("nan")
         note = "" if higher_better else " (lower is better)"
-        print(f"{label:44} {r:>10} {x:>10} {ratio:>7.2f}{note}")
+        print(f"{label:{width}} {r:>10} {x:>10} {ratio:>7.2f}{note}")
+
+
+def print_rdma(rdma):
+    """The RDMA tables: fio on both transports, then doorbell batching."""
+    print_side_by_side(RDMA_ROWS, rdma["rsnic"], rdma["rxe"], "rdma_rxe", 44)
     print()
     print(f"{'RDMA WRITE, one doorbell per WQE vs per 32':44} {'batch 1':>10} {'batch 32':>10} {'gain':>7}")
     for name in ("rsnic", "rxe"):
@@ -58,12 +63,7 @@ def main():
         print(f"results: {outdir}/bench.json")
         return
     rsnic, virtio = result["rsnic"], result["virtio"]
-    print(f"{'':34} {'rsnic':>10} {'virtio-net':>11} {'ratio':>7}")
-    for key, label, higher_better in ROWS:
-        r, v = rsnic[key], virtio[key]
-        ratio = r / v if v else float("nan")
-        note = "" if higher_better else " (lower is better)"
-        print(f"{label:34} {r:>10} {v:>11} {ratio:>7.2f}{note}")
+    print_side_by_side(ROWS, rsnic, virtio, "virtio-net", 34)
     print(f"{'rsnic descriptor+completion bytes/packet':42} {rsnic['meta_bytes_per_packet']}"
           f" (payload {rsnic['payload_bytes_per_packet']} bytes/packet)")
     bond = result.get("bond") or {}
