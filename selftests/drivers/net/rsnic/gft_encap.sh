@@ -46,9 +46,7 @@ check "decap rules for tunnels 42 and 7 added" test \
 capture $NS "$NETIF_B" 4 "udp port 4789" /tmp/gft_dump
 dump=$!
 check "ping through VXLAN" ping -c 3 -W 2 -q 10.77.0.2
-sleep 0.5
-kill $dump 2>/dev/null
-wait 2>/dev/null
+capture_stop $dump
 check "B's wire: VXLAN, VNI 42, from A's underlay" \
 	grep -q "$IP_A\.[0-9]* > $IP_B\.4789: .*VXLAN, flags \[I\] (0x08), vni 42" /tmp/gft_dump
 check "B's wire: the inner frame intact (echo request 10.77.0.1 > 10.77.0.2)" \

@@ -49,9 +49,7 @@ wait_listening tcp 5003
 sent=$("$GFT_PY" tcp-source $VIP 8080 $((4 << 20)))
 wait $sink
 received=$(cat /tmp/gft_rx)
-sleep 0.5
-kill $dump_a $dump_b 2>/dev/null
-wait 2>/dev/null
+capture_stop $dump_a $dump_b
 echo "# sent: $sent"
 echo "# received: $received"
 check "4 MiB arrived intact (SHA-256 equal)" test -n "$sent" -a "$sent" = "${received% *}"

@@ -300,16 +300,33 @@ wait_card_flows() { # N WORDS...
 	return 1
 }
 # Starts tcpdump in the background (in netns NS if given, else "") and
-# returns once it listens. Its decoded packets go to OUT.
+# returns once it listens. Its decoded packets go to OUT, a line each as
+# it arrives: in immediate mode, as the kernel otherwise hands captured
+# packets over in blocks, up to a second late, and a capture stopped
+# before then has seen none of them.
 capture() { # NS|"" IFACE COUNT FILTER OUT
 	local err i
 	err=$(mktemp)
-	${1:+ip netns exec "$1"} tcpdump -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
+	${1:+ip netns exec "$1"} tcpdump --immediate-mode -l -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
 	for i in $(seq 100); do
 		grep -q "listening on" "$err" && break
 		sleep 0.1
 	done
 	rm -f "$err"
+}
+# Stops the captures whose PIDs are given: each may run up to 5 s more to
+# reach its COUNT and end by itself; what is left is ended then.
+capture_stop() { # PID...
+	local i p alive
+	for i in $(seq 50); do
+		alive=
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ -z "$alive" ] && break
+		sleep 0.1
+	done
+	kill "$@" 2>/dev/null
+	wait "$@" 2>/dev/null
+	return 0
 }
 # Sends N datagrams from source port SPORT to B:PORT, 10 ms apart; prints
 # how many arrived.
