@@ -92,7 +92,7 @@ impl RdmaCq {
                 grh,
                 smac: grh.map(|_| cqe.smac),
             });
-            tables.cqe_errors.count(recv, cqe.status);
+            tables.cqe_errors.count(recv, status);
         }
         drop(tables);
         if *consumed != start {

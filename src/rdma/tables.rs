@@ -7,8 +7,8 @@
 
 use kernel::prelude::*;
 
-use crate::hw::rdma::wc_status;
-use crate::kext::ib_verbs::{CqHandle, QpHandle};
+use crate::ffi;
+use crate::kext::ib_verbs::{CqHandle, QpHandle, WcStatus};
 
 /// A free-running 16-bit ring index.
 pub(crate) type RingIndex = u16;
@@ -98,13 +98,13 @@ pub(crate) struct CqeErrors {
 
 impl CqeErrors {
     /// Counts a completion of a send (`recv` false) or receive WQE that
-    /// ended with `status` (the card's [`wc_status`] number).
-    pub(crate) fn count(&mut self, recv: bool, status: u8) {
+    /// was reported to the ULP with `status`.
+    pub(crate) fn count(&mut self, recv: bool, status: WcStatus) {
         let counter = match (recv, status) {
-            (_, wc_status::SUCCESS) => return,
-            (false, wc_status::WR_FLUSH_ERR) => &mut self.req_flush,
+            (_, ffi::ib_wc_status_IB_WC_SUCCESS) => return,
+            (false, ffi::ib_wc_status_IB_WC_WR_FLUSH_ERR) => &mut self.req_flush,
             (false, _) => &mut self.req,
-            (true, wc_status::WR_FLUSH_ERR) => &mut self.resp_flush,
+            (true, ffi::ib_wc_status_IB_WC_WR_FLUSH_ERR) => &mut self.resp_flush,
             (true, _) => &mut self.resp,
         };
         *counter += 1;
