@@ -80,9 +80,19 @@ fn finish(open: Open) -> io::Result<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use pcap_file::pcap::PcapReader;
+
+    /// The frames of the pcap file at `path`, in order.
+    pub(crate) fn read_frames(path: &Path) -> Vec<Vec<u8>> {
+        let mut reader = PcapReader::new(File::open(path).unwrap()).unwrap();
+        let mut frames = Vec::new();
+        while let Some(packet) = reader.next_packet() {
+            frames.push(packet.unwrap().data.into_owned());
+        }
+        frames
+    }
 
     #[test]
     fn frames_recorded_while_running_are_read_back() {
@@ -96,17 +106,16 @@ mod tests {
         assert_eq!(tap.stop().unwrap(), Some(2));
         tap.record(b"after the capture");
 
-        let mut reader = PcapReader::new(File::open(&path).unwrap()).unwrap();
+        let reader = PcapReader::new(File::open(&path).unwrap()).unwrap();
         assert_eq!(
             reader.header().datalink,
             pcap_file::DataLink::ETHERNET,
             "tcpdump must decode the frames as Ethernet"
         );
-        let mut frames = Vec::new();
-        while let Some(packet) = reader.next_packet() {
-            frames.push(packet.unwrap().data.into_owned());
-        }
-        assert_eq!(frames, [b"first frame".to_vec(), b"second".to_vec()]);
+        assert_eq!(
+            read_frames(&path),
+            [b"first frame".to_vec(), b"second".to_vec()]
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use log::{debug, info};
 
-use crate::dma::DmaSpace;
+use crate::dma::{DmaSpace, HostMem as _};
 use crate::gft::Gft;
 use crate::hw::Cqe;
 use crate::hw::{
@@ -17,7 +17,6 @@ use crate::hw::{
 };
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
-use crate::rdma::mem::HostMem as _;
 use crate::rdma::{Io, RdmaEngine};
 use crate::rss;
 

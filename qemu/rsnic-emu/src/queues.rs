@@ -8,11 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::dma::{DmaFault, DmaSpace};
+use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::hw::{
     Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
-use crate::rdma::mem::HostMem as _;
 
 /// Per-queue-pair counters, as the card counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -335,13 +335,10 @@ mod tests {
         wb.send(b"b to a", Wait::Yes);
         assert_eq!(recv(&wa).0, b"b to a");
         assert_eq!(wa.capture.stop().unwrap(), Some(2));
-        let mut reader =
-            pcap_file::pcap::PcapReader::new(std::fs::File::open(&file).unwrap()).unwrap();
-        let mut frames = Vec::new();
-        while let Some(p) = reader.next_packet() {
-            frames.push(p.unwrap().data.into_owned());
-        }
-        assert_eq!(frames, [b"a to b".to_vec(), b"b to a".to_vec()]);
+        assert_eq!(
+            crate::capture::tests::read_frames(&file),
+            [b"a to b".to_vec(), b"b to a".to_vec()]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -5,45 +5,10 @@
 //! on every access, so a bad key or address fails before any byte moves.
 
 use std::collections::HashMap;
-use std::sync::atomic::{fence, Ordering};
 
-use crate::dma::{DmaFault, DmaSpace};
+use crate::dma::{DmaFault, HostMem};
 use crate::hw::rdma::{access, mr_kind, MrReg, RegMrParams};
 use crate::hw::AdminStatus;
-use crate::hw::ENTRY_FLAGS_OFFSET;
-
-/// Host memory by bus address (the function's DMA space; a plain buffer
-/// in tests).
-pub trait HostMem {
-    /// Reads `buf.len()` bytes at `addr`.
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
-    /// Writes `buf` at `addr`.
-    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault>;
-
-    /// Writes a ring entry (CQE, EQE, admin entry) whose flags word, at
-    /// [`ENTRY_FLAGS_OFFSET`], holds the bit that tells the driver it is
-    /// there: that word last, behind a release fence, so a driver that
-    /// sees the new phase finds the whole entry (written the other way, it
-    /// may pair the new phase with the previous lap's slot and queue
-    /// number).
-    fn write_flags_last(&self, addr: u64, entry: &[u8]) -> Result<(), DmaFault> {
-        let flags = ENTRY_FLAGS_OFFSET..ENTRY_FLAGS_OFFSET + 2;
-        self.write(addr, &entry[..flags.start])?;
-        self.write(addr + flags.end as u64, &entry[flags.end..])?;
-        fence(Ordering::Release);
-        self.write(addr + flags.start as u64, &entry[flags])
-    }
-}
-
-impl HostMem for DmaSpace {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
-        DmaSpace::read(self, addr, buf)
-    }
-
-    fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault> {
-        DmaSpace::write(self, addr, buf)
-    }
-}
 
 /// The reserved local key: every bus address, as is, for local access by
 /// any PD (the device's `local_dma_lkey`).

@@ -20,13 +20,14 @@ use std::time::Instant;
 
 use log::debug;
 
+use crate::dma::HostMem;
 use crate::hw::rdma::{
     arm, db, eqe_type, Gid, QpCreate, QpModify, QpState, QpType, RdmaCaps, RdmaCounters,
     GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
-use mem::{HostMem, MrTable};
+use mem::MrTable;
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
 use queues::{CompletionQueue, EventQueue, Posted, WorkQueue};

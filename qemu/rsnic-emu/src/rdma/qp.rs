@@ -18,9 +18,10 @@ use crate::hw::rdma::{
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
-use super::mem::{read_segments, write_segments, AccessError, HostMem, MrTable, Segment};
+use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment};
 use super::queues::WorkQueue;
 use super::wire::{AckKind, Aeth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
+use crate::dma::HostMem;
 
 /// Shortest retransmission timeout the engine uses, whatever the QP asks:
 /// the emulated card runs under a slow VM, where a few tens of ms of delay

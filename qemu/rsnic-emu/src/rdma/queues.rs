@@ -10,7 +10,7 @@
 
 use crate::hw::rdma::{arm, cqe_flag, Cqe, Eqe, CQE_LEN, EQE_LEN};
 
-use super::mem::HostMem;
+use crate::dma::HostMem;
 
 /// A free-running 16-bit ring index.
 fn distance(from: u16, to: u16) -> u32 {
