@@ -50,13 +50,7 @@ done
 
 modprobe null_blk nr_devices=1 gb=4 bs=4096 queue_mode=2 irqmode=0 || fail "no null_blk module"
 nvmet_setup /dev/nullb0 || fail "nvmet set-up failed"
-# A second port for the rxe target.
-mkdir $NVMET/ports/2
-echo rdma > $NVMET/ports/2/addr_trtype
-echo ipv4 > $NVMET/ports/2/addr_adrfam
-echo $VIP_B > $NVMET/ports/2/addr_traddr
-echo 4420 > $NVMET/ports/2/addr_trsvcid
-ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/2/subsystems/$NVME_NQN
+nvmet_port 2 $VIP_B || fail "nvmet port for the rxe target failed"
 
 # fio_run NAME DISK RW BS IODEPTH: one job's JSON in /tmp/fio-NAME.json.
 fio_run() {
@@ -67,12 +61,9 @@ fio_run() {
 
 # measure NAME TRADDR HOST_TRADDR IBDEV: prints one JSON object.
 measure() {
-	local disk= tx0 tx1
-	modprobe nvme-rdma
-	echo "transport=rdma,traddr=$2,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$3" > /dev/nvme-fabrics ||
-		fail "$1: nvme connect to $2 failed"
-	for _ in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
-	[ -n "$disk" ] || fail "$1: no namespace"
+	local disk
+	nvme_connect "$2" "$3" || fail "$1: nvme connect to $2 failed"
+	disk=$(wait_nvme_disk) || fail "$1: no namespace"
 	# Which device carried it: the host's QPs are on IBDEV.
 	rdma res show qp link "$4" | grep -q "type RC" || fail "$1: no RC QP on $4"
 	fio_run "$1-iops" "$disk" randread 4k 32
@@ -97,9 +88,8 @@ PY
 
 rsnic=$(measure rsnic $IP_B $IP_A "$(ibdev_of "$(card_addr A)")") || exit 1
 rxe=$(measure rxe $VIP_B $VIP_A rxe_a) || exit 1
+nvmet_port_del 2
 nvmet_cleanup
-rm -f $NVMET/ports/2/subsystems/$NVME_NQN
-rmdir $NVMET/ports/2
 
 # write_bench NAME SRC DST: WQEs/s and MiB/s of RDMA WRITEs of 64 B and
 # 4 KiB, batches of 1 and 32, as one JSON object (the netdevs name the

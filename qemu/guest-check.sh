@@ -11,6 +11,9 @@ dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
 bad='BUG:|WARNING:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|unreferenced object|Kernel panic'
 timeout=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
+# dmesg_mark and dmesg_since_mark: the kernel log from a mark line on (a
+# mark, not a line count: the ring buffer wraps).
+source "$dir/lib.sh"
 
 if [ $# -gt 0 ]; then
 	tests=("$@")
@@ -22,15 +25,6 @@ fi
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 n=0
-# dmesg_since MARK: the kernel log after the line holding MARK (all of
-# it if the mark has scrolled out).
-dmesg_since() {
-	dmesg | awk -v m="$1" '
-		{ lines[NR] = $0 }
-		index($0, m) { start = NR }
-		END { for (i = start + 1; i <= NR; i++) print lines[i] }'
-}
-
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	t=$(basename "$t")
@@ -40,9 +34,7 @@ for t in "${tests[@]}"; do
 		continue
 	fi
 	echo "# running $t"
-	# A mark in the kernel log, not a line count: the ring buffer wraps.
-	mark="rsnic-check-mark $n $RANDOM$RANDOM"
-	echo "$mark" >/dev/kmsg
+	dmesg_mark
 	start=$SECONDS
 	(cd "$dir" && timeout "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
 	rc=$?
@@ -60,10 +52,10 @@ for t in "${tests[@]}"; do
 		cat /sys/kernel/debug/kmemleak >/tmp/kmemleak.out
 		[ -s /tmp/kmemleak.out ] && dmesg_extra=$(cat /tmp/kmemleak.out) || dmesg_extra=
 	fi
-	reports=$( (dmesg_since "$mark"; echo "${dmesg_extra:-}") | grep -E "$bad")
+	reports=$( (dmesg_since_mark; echo "${dmesg_extra:-}") | grep -E "$bad")
 	if [ -n "$reports" ]; then
 		echo "# kernel reported problems during $t:"
-		dmesg_since "$mark" | sed 's/^/#   /' | head -n 200
+		dmesg_since_mark | sed 's/^/#   /' | head -n 200
 		rc=1
 	fi
 	took=$((SECONDS - start))

@@ -477,17 +477,28 @@ nvmet_setup() {
 		mkdir $NVMET/subsystems/$NVME_NQN/namespaces/1 &&
 		echo "$1" > $NVMET/subsystems/$NVME_NQN/namespaces/1/device_path &&
 		echo 1 > $NVMET/subsystems/$NVME_NQN/namespaces/1/enable &&
-		mkdir $NVMET/ports/1 &&
-		echo rdma > $NVMET/ports/1/addr_trtype &&
-		echo ipv4 > $NVMET/ports/1/addr_adrfam &&
-		echo $IP_B > $NVMET/ports/1/addr_traddr &&
-		echo 4420 > $NVMET/ports/1/addr_trsvcid &&
-		ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/1/subsystems/$NVME_NQN
+		nvmet_port 1 $IP_B
+}
+
+# nvmet_port N TRADDR: port N serves the subsystem over RDMA on
+# TRADDR:4420.
+nvmet_port() {
+	mkdir $NVMET/ports/$1 &&
+		echo rdma > $NVMET/ports/$1/addr_trtype &&
+		echo ipv4 > $NVMET/ports/$1/addr_adrfam &&
+		echo $2 > $NVMET/ports/$1/addr_traddr &&
+		echo 4420 > $NVMET/ports/$1/addr_trsvcid &&
+		ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/$1/subsystems/$NVME_NQN
+}
+
+# nvmet_port_del N: port N gone.
+nvmet_port_del() {
+	rm -f $NVMET/ports/$1/subsystems/$NVME_NQN 2>/dev/null
+	rmdir $NVMET/ports/$1 2>/dev/null
 }
 
 nvmet_cleanup() {
-	rm -f $NVMET/ports/1/subsystems/$NVME_NQN 2>/dev/null
-	rmdir $NVMET/ports/1 2>/dev/null
+	nvmet_port_del 1
 	[ -e $NVMET/subsystems/$NVME_NQN/namespaces/1 ] &&
 		echo 0 > $NVMET/subsystems/$NVME_NQN/namespaces/1/enable
 	rmdir $NVMET/subsystems/$NVME_NQN/namespaces/1 2>/dev/null
@@ -504,10 +515,23 @@ nvme_disk() {
 	return 1
 }
 
-# nvme_connect: the host on card A connects to the target through rdma_cm.
+# wait_nvme_disk: prints the block device of the controller connected to
+# $NVME_NQN once it is there (up to 10 s); fails if it does not come.
+wait_nvme_disk() {
+	local i
+	for i in $(seq 100); do
+		nvme_disk && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# nvme_connect [TRADDR HOST_TRADDR]: the host connects to the target at
+# TRADDR from HOST_TRADDR through rdma_cm (default: card B's address,
+# from card A's).
 nvme_connect() {
 	modprobe nvme-rdma || return 1
-	echo "transport=rdma,traddr=$IP_B,trsvcid=4420,nqn=$NVME_NQN,host_traddr=$IP_A" > /dev/nvme-fabrics
+	echo "transport=rdma,traddr=${1:-$IP_B},trsvcid=4420,nqn=$NVME_NQN,host_traddr=${2:-$IP_A}" > /dev/nvme-fabrics
 }
 
 nvme_disconnect() {
@@ -524,9 +548,11 @@ nvme_rdma_require() {
 	IB_A=$(ibdev_of "$(card_addr A)")
 	IB_B=$(ibdev_of "$(card_addr B)")
 	[ -n "$IB_A" ] && [ -n "$IB_B" ] || skip_all "no RDMA device under the PFs"
-	modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1 ||
-		skip_all "the kernel has no NVMe over RDMA modules"
+	have_nvme_rdma || skip_all "the kernel has no NVMe over RDMA modules"
 }
+
+# have_nvme_rdma: whether the kernel has nvme-rdma and nvmet-rdma.
+have_nvme_rdma() { modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; }
 
 # nvme_rdma_cleanup: what the nvme-rdma tests undo, whatever they got to.
 nvme_rdma_cleanup() {

@@ -101,7 +101,7 @@ check "bound again: device back, ACTIVE, GIDs back on the card" \
 
 # The ULP: nvme-rdma and nvmet-rdma open their endpoints in init_net, so
 # card B leaves the netns for a VRF (see rdma_vrf_setup).
-if modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; then
+if have_nvme_rdma; then
 	net_cleanup
 	ulp_set_up=true
 	rdma_vrf_setup || echo "# no carrier after the VRF set-up"
@@ -113,14 +113,13 @@ if modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; then
 		echo -n " $(rdma_res $IB_B qp) $(rdma_cqs_in_use $IB_B)"
 	}
 	before=$(objects)
+	res0=$(rdma_objects)
 	tx=$(rdma_counter "$IB_A" tx_packets)
 	rx=$(rdma_counter "$IB_A" rx_packets)
 	rx_b=$(rdma_counter "$IB_B" rx_packets)
 	truncate -s 8M /tmp/dev-backing
 	disk=
-	if nvmet_setup /tmp/dev-backing && nvme_connect; then
-		for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
-	fi
+	nvmet_setup /tmp/dev-backing && nvme_connect && disk=$(wait_nvme_disk)
 	during=$(objects)
 	echo "# rdma res (qp, cq in use, mr of $IB_A; qp, cq in use of $IB_B): before $before, connected $during"
 	check "rdma res: the ULP's QPs and CQs appear on both devices, its MRs on card A" \
@@ -133,16 +132,9 @@ if modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; then
 	# 1 MiB in 1 KiB packets (the path MTU) from A to B, acknowledged.
 	check "rdma statistic: the ULP's traffic is counted on both devices" \
 		test "$tx" -ge 1024 -a "$rx" -gt 0 -a "$rx_b" -ge 1024
-	nvme_disconnect
-	nvmet_cleanup
-	modprobe -r nvme-rdma nvmet-rdma
-	after=
-	for i in $(seq 50); do
-		after=$(objects)
-		[ "$after" = "$before" ] && break
-		sleep 0.1
-	done
-	check "rdma res: all of them given back after the disconnect ($after)" test "$after" = "$before"
+	nvme_rdma_cleanup
+	check "rdma res: every PD, CQ, QP and MR given back after the disconnect" \
+		wait_rdma_objects "$res0"
 else
 	for what in "rdma res: objects appear" "rdma statistic: traffic counted" "rdma res: objects given back"; do
 		ktap_result skip "$what" "the kernel has no NVMe over RDMA modules"

@@ -51,8 +51,7 @@ check "nvme-rdma reports the failed connection" \
 check "the failed connect gave every object back" wait_rdma_objects "$res0"
 
 err=$(connect_error)
-disk=
-for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
+disk=$(wait_nvme_disk)
 check "the next connect works (${disk:-no disk}${err:+: $err})" test -n "$disk"
 
 head -c 4M /dev/urandom > /tmp/err-data
@@ -89,9 +88,7 @@ if $ok; then
 fi
 check "nvme-rdma reconnected, the write completed, and all 5 MiB read back unchanged" $ok2
 
-nvme_disconnect
-nvmet_cleanup
-modprobe -r nvme-rdma nvmet-rdma
+nvme_rdma_cleanup
 check "after the disconnect, every PD, CQ, QP and MR is given back" wait_rdma_objects "$res0"
 check "no kernel warnings" dmesg_clean
 ktap_finish

@@ -33,9 +33,7 @@ truncate -s $((DATA_MB + 16))M /tmp/nvme-backing
 ok=true
 nvmet_setup /tmp/nvme-backing || ok=false
 nvme_connect || ok=false
-disk=
-for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
-[ -n "$disk" ] || ok=false
+disk=$(wait_nvme_disk) || ok=false
 check "nvme-rdma connects to the target through rdma_cm ($disk)" $ok
 echo "# $(rdma res show qp link $IB_A 2>&1 | head -3 | tr '\n' ';')"
 check "both devices hold RC queue pairs while connected" \

@@ -39,9 +39,7 @@ truncate -s $((DATA_MB + 8))M /tmp/wire-backing
 head -c ${DATA_MB}M /dev/urandom > /tmp/wire-data
 ok=false
 if nvmet_setup /tmp/wire-backing && nvme_connect; then
-	disk=
-	for i in $(seq 100); do disk=$(nvme_disk) && break; sleep 0.1; done
-	[ -n "$disk" ] &&
+	disk=$(wait_nvme_disk) &&
 		dd if=/tmp/wire-data of=/dev/$disk bs=1M oflag=direct status=none &&
 		dd if=/dev/$disk of=/tmp/wire-back bs=1M count=$DATA_MB iflag=direct status=none &&
 		cmp -s /tmp/wire-data /tmp/wire-back && ok=true
