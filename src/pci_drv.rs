@@ -16,7 +16,7 @@ use crate::kext::{
 };
 use crate::nic::{self, NicRegistration};
 use crate::rdma::{self, RdmaLink, RdmaLinkData};
-use crate::regs::{Registers, DUMPED};
+use crate::regs::Registers;
 use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
@@ -122,7 +122,9 @@ kernel::pci_device_table!(
 );
 
 fn dump_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    for &(name, offset) in DUMPED {
+    // Every register software can read; reading one has no side effect.
+    for reg in hw::regs::ALL.iter().filter(|r| r.access != hw::Access::Wo) {
+        let (name, offset) = (reg.name, reg.offset);
         match regs.read(offset) {
             Ok(value) => writeln!(f, "{offset:#06x} {name:<16} {value:#010x}")?,
             Err(_) => writeln!(f, "{offset:#06x} {name:<16} unavailable")?,

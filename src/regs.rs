@@ -53,30 +53,9 @@ impl Registers {
 
     /// The card's permanent MAC address.
     pub(crate) fn mac(&self) -> Result<[u8; 6]> {
-        let lo = self.read(hw::regs::MAC_LO)?.to_le_bytes();
-        let hi = self.read(hw::regs::MAC_HI)?.to_le_bytes();
-        Ok([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]])
+        Ok(hw::mac_from_regs(
+            self.read(hw::regs::MAC_LO)?,
+            self.read(hw::regs::MAC_HI)?,
+        ))
     }
 }
-
-/// Named registers shown by the debugfs `regs` dump, in address order.
-pub(crate) const DUMPED: &[(&str, usize)] = &[
-    ("MAGIC", hw::regs::MAGIC),
-    ("HW_VERSION", hw::regs::HW_VERSION),
-    ("FW_VERSION", hw::regs::FW_VERSION),
-    ("FUNC_KIND", hw::regs::FUNC_KIND),
-    ("CARD_ID", hw::regs::CARD_ID),
-    ("NUM_VECTORS", hw::regs::NUM_VECTORS),
-    ("MAC_LO", hw::regs::MAC_LO),
-    ("MAC_HI", hw::regs::MAC_HI),
-    ("DEV_CTRL", hw::regs::DEV_CTRL),
-    ("DEV_STATUS", hw::regs::DEV_STATUS),
-    ("SCRATCH", hw::regs::SCRATCH),
-    ("TEST_IRQ_COUNT", hw::regs::TEST_IRQ_COUNT),
-    ("DMA_ADDR_LO", hw::regs::DMA_ADDR_LO),
-    ("DMA_ADDR_HI", hw::regs::DMA_ADDR_HI),
-    ("DMA_LEN", hw::regs::DMA_LEN),
-    ("DMA_SEED", hw::regs::DMA_SEED),
-    ("DMA_STATUS", hw::regs::DMA_STATUS),
-    ("DMA_MISMATCHES", hw::regs::DMA_MISMATCHES),
-];

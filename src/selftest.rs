@@ -235,7 +235,7 @@ pub(crate) fn identify(regs: &Registers) -> Result<FuncKind, SelfTestError> {
         return Err(SelfTestError::BadVersion(version));
     }
     let kind = regs.read(regs::FUNC_KIND)?;
-    FuncKind::from_reg(kind).ok_or(SelfTestError::BadFuncKind(kind))
+    FuncKind::from_raw(kind).ok_or(SelfTestError::BadFuncKind(kind))
 }
 
 fn check_scratch(regs: &Registers) -> Result<(), SelfTestError> {
@@ -285,9 +285,9 @@ fn start_dma(
     let mut status = 0;
     let done = wait_for(|| {
         status = regs.read(regs::DMA_STATUS)?;
-        Ok(DmaTestStatus::from_reg(status) != Some(DmaTestStatus::Busy))
+        Ok(DmaTestStatus::from_raw(status) != Some(DmaTestStatus::Busy))
     })?;
-    if !done || DmaTestStatus::from_reg(status) != Some(DmaTestStatus::Done) {
+    if !done || DmaTestStatus::from_raw(status) != Some(DmaTestStatus::Done) {
         return Err(SelfTestError::DmaStatus { case, cmd, status });
     }
     Ok(())

@@ -7,7 +7,7 @@
 //! Shared by the driver and the emulator like the rest of [`super`];
 //! Documentation/rsnic/rdma.rst describes the same in prose.
 
-use super::{le32, le64, put, AQ_ENTRY_SIZE};
+use super::layout::Field;
 
 /// UDP destination port of RoCEv2 (IANA).
 pub const ROCE_V2_UDP_PORT: u16 = 4791;
@@ -42,75 +42,47 @@ impl Gid {
     }
 }
 
-/// The engine's limits, the result of
-/// [`super::AdminCmd::RdmaQueryCaps`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RdmaCaps {
-    /// Queue pairs, QP0 and QP1 included.
-    pub max_qp: u32,
-    /// Work requests one send or receive queue holds.
-    pub max_qp_wr: u32,
-    /// Scatter/gather entries of one work request.
-    pub max_sge: u32,
-    /// Completion queues.
-    pub max_cq: u32,
-    /// Entries of one completion queue.
-    pub max_cqe: u32,
-    /// Memory regions.
-    pub max_mr: u32,
-    /// Protection domains.
-    pub max_pd: u32,
-    /// RDMA READs one QP has outstanding as requester and as responder.
-    pub max_qp_rd_atom: u32,
-    /// Pages of one fast-registration page list.
-    pub max_fast_reg_page_list_len: u32,
-    /// Entries of the GID table.
-    pub gid_table_len: u32,
-    /// Largest memory region in bytes.
-    pub max_mr_size: u64,
-    /// Page sizes a memory region may use: bit n set means 2^n bytes.
-    pub page_size_cap: u64,
-}
+impl Field for Gid {
+    const LEN: usize = GID_LEN;
 
-impl RdmaCaps {
-    /// Writes the result into an admin entry.
-    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
-        let words = [
-            self.max_qp,
-            self.max_qp_wr,
-            self.max_sge,
-            self.max_cq,
-            self.max_cqe,
-            self.max_mr,
-            self.max_pd,
-            self.max_qp_rd_atom,
-            self.max_fast_reg_page_list_len,
-            self.gid_table_len,
-        ];
-        for (i, w) in words.iter().enumerate() {
-            put(b, 8 + 4 * i, &w.to_le_bytes());
-        }
-        put(b, 48, &self.max_mr_size.to_le_bytes());
-        put(b, 56, &self.page_size_cap.to_le_bytes());
+    fn put(&self, out: &mut [u8]) {
+        self.0.put(out);
     }
 
-    /// Reads the result from a completed admin entry.
-    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
-        let w = |i: usize| le32(b, 8 + 4 * i);
-        Self {
-            max_qp: w(0),
-            max_qp_wr: w(1),
-            max_sge: w(2),
-            max_cq: w(3),
-            max_cqe: w(4),
-            max_mr: w(5),
-            max_pd: w(6),
-            max_qp_rd_atom: w(7),
-            max_fast_reg_page_list_len: w(8),
-            gid_table_len: w(9),
-            max_mr_size: le64(b, 48),
-            page_size_cap: le64(b, 56),
-        }
+    fn get(b: &[u8]) -> Self {
+        Self(Field::get(b))
+    }
+}
+
+admin_result! {
+    /// The engine's limits, the result of
+    /// [`super::AdminCmd::RdmaQueryCaps`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RdmaCaps {
+        /// Queue pairs, QP0 and QP1 included.
+        pub max_qp @ 8: u32,
+        /// Work requests one send or receive queue holds.
+        pub max_qp_wr @ 12: u32,
+        /// Scatter/gather entries of one work request.
+        pub max_sge @ 16: u32,
+        /// Completion queues.
+        pub max_cq @ 20: u32,
+        /// Entries of one completion queue.
+        pub max_cqe @ 24: u32,
+        /// Memory regions.
+        pub max_mr @ 28: u32,
+        /// Protection domains.
+        pub max_pd @ 32: u32,
+        /// RDMA READs one QP has outstanding as requester and as responder.
+        pub max_qp_rd_atom @ 36: u32,
+        /// Pages of one fast-registration page list.
+        pub max_fast_reg_page_list_len @ 40: u32,
+        /// Entries of the GID table.
+        pub gid_table_len @ 44: u32,
+        /// Largest memory region in bytes.
+        pub max_mr_size @ 48: u64,
+        /// Page sizes a memory region may use: bit n set means 2^n bytes.
+        pub page_size_cap @ 56: u64,
     }
 }
 
@@ -157,64 +129,47 @@ pub const GSI_QPN: u32 = 1;
 /// The well-known Q_Key of QP1.
 pub const GSI_QKEY: u32 = 0x8001_0000;
 
-/// A queue pair's transport.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum QpType {
-    /// Reliable connection.
-    Rc = 0,
-    /// Unreliable datagram.
-    Ud = 1,
-    /// QP1: unreliable datagrams for management (MADs).
-    Gsi = 2,
-}
-
-impl QpType {
-    /// Decodes a byte.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Rc),
-            1 => Some(Self::Ud),
-            2 => Some(Self::Gsi),
-            _ => None,
-        }
+wire_enum! {
+    /// A queue pair's transport.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QpType: u8 {
+        /// Reliable connection.
+        Rc = 0,
+        /// Unreliable datagram.
+        Ud = 1,
+        /// QP1: unreliable datagrams for management (MADs).
+        Gsi = 2,
     }
 }
 
-/// A queue pair's state (the verbs' state machine).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(u8)]
-pub enum QpState {
-    /// Reset.
-    #[default]
-    Reset = 0,
-    /// Initialised: receives may be posted.
-    Init = 1,
-    /// Ready to receive.
-    Rtr = 2,
-    /// Ready to send.
-    Rts = 3,
-    /// Send queue drained.
-    Sqd = 4,
-    /// Send queue error (UD/GSI).
-    Sqe = 5,
-    /// Error: every WQE completes flushed.
-    Err = 6,
+wire_enum! {
+    /// A queue pair's state (the verbs' state machine).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub enum QpState: u8 {
+        /// Reset.
+        #[default]
+        Reset = 0,
+        /// Initialised: receives may be posted.
+        Init = 1,
+        /// Ready to receive.
+        Rtr = 2,
+        /// Ready to send.
+        Rts = 3,
+        /// Send queue drained.
+        Sqd = 4,
+        /// Send queue error (UD/GSI).
+        Sqe = 5,
+        /// Error: every WQE completes flushed.
+        Err = 6,
+    }
 }
 
-impl QpState {
-    /// Decodes a byte.
-    pub const fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            0 => Some(Self::Reset),
-            1 => Some(Self::Init),
-            2 => Some(Self::Rtr),
-            3 => Some(Self::Rts),
-            4 => Some(Self::Sqd),
-            5 => Some(Self::Sqe),
-            6 => Some(Self::Err),
-            _ => None,
-        }
+admin_result! {
+    /// The result of [`super::AdminCmd::RdmaQueryQp`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpQueryResult {
+        /// The QP's [`QpState`] as a byte.
+        pub state @ 8: u8,
     }
 }
 
@@ -231,27 +186,30 @@ pub mod access {
     pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
 }
 
-/// Arguments of [`super::AdminCmd::RdmaCreateQp`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpCreate {
-    /// QP number: 1 for the GSI QP, else 2..max_qp.
-    pub qpn: u32,
-    /// [`QpType`] as a byte.
-    pub qp_type: u8,
-    /// Protection domain.
-    pub pd: u32,
-    /// Bus address of the send queue ([`SQ_WQE_LEN`]-byte entries).
-    pub sq: u64,
-    /// Bus address of the receive queue ([`RQ_WQE_LEN`]-byte entries).
-    pub rq: u64,
-    /// Send queue entries (power of two).
-    pub sq_entries: u32,
-    /// Receive queue entries (power of two).
-    pub rq_entries: u32,
-    /// CQ of send completions.
-    pub send_cq: u32,
-    /// CQ of receive completions.
-    pub recv_cq: u32,
+wire_struct! {
+    /// Arguments of [`super::AdminCmd::RdmaCreateQp`] (offsets from
+    /// [`super::AQ_PARAMS`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpCreate[48] {
+        /// QP number: 1 for the GSI QP, else 2..max_qp.
+        pub qpn @ 0: u32,
+        /// [`QpType`] as a byte.
+        pub qp_type @ 4: u8,
+        /// Protection domain.
+        pub pd @ 8: u32,
+        /// Bus address of the send queue ([`SQ_WQE_LEN`]-byte entries).
+        pub sq @ 16: u64,
+        /// Bus address of the receive queue ([`RQ_WQE_LEN`]-byte entries).
+        pub rq @ 24: u64,
+        /// Send queue entries (power of two).
+        pub sq_entries @ 32: u32,
+        /// Receive queue entries (power of two).
+        pub rq_entries @ 36: u32,
+        /// CQ of send completions.
+        pub send_cq @ 40: u32,
+        /// CQ of receive completions.
+        pub recv_cq @ 44: u32,
+    }
 }
 
 /// Bits of [`QpModify::mask`]: which attributes a modify sets.
@@ -280,151 +238,84 @@ pub mod qp_attr {
     pub const MAX_DEST_RD_ATOMIC: u32 = 1 << 10;
 }
 
-/// Where packets of a QP (or one UD send) go.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AddressVector {
-    /// Destination MAC.
-    pub dmac: [u8; 6],
-    /// Source GID table index.
-    pub sgid_index: u8,
-    /// IP hop limit / TTL.
-    pub hop_limit: u8,
-    /// IP traffic class / TOS.
-    pub traffic_class: u8,
-    /// IPv6 flow label (20 bits); also the seed of the UDP source port.
-    pub flow_label: u32,
-    /// Destination GID.
-    pub dgid: Gid,
-}
-
 /// Length of an encoded [`AddressVector`].
 pub const AV_LEN: usize = 32;
 
-impl AddressVector {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; AV_LEN] {
-        let mut b = [0u8; AV_LEN];
-        b[0..6].copy_from_slice(&self.dmac);
-        b[6] = self.sgid_index;
-        b[7] = self.hop_limit;
-        b[8] = self.traffic_class;
-        put(&mut b, 12, &self.flow_label.to_le_bytes());
-        b[16..32].copy_from_slice(&self.dgid.0);
-        b
+wire_struct! {
+    /// Where packets of a QP (or one UD send) go.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AddressVector[AV_LEN] {
+        /// Destination MAC.
+        pub dmac @ 0: [u8; 6],
+        /// Source GID table index.
+        pub sgid_index @ 6: u8,
+        /// IP hop limit / TTL.
+        pub hop_limit @ 7: u8,
+        /// IP traffic class / TOS.
+        pub traffic_class @ 8: u8,
+        /// IPv6 flow label (20 bits); also the seed of the UDP source port.
+        pub flow_label @ 12: u32,
+        /// Destination GID.
+        pub dgid @ 16: Gid,
     }
-
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8]) -> Self {
-        let mut dmac = [0u8; 6];
-        dmac.copy_from_slice(&b[0..6]);
-        let mut dgid = [0u8; GID_LEN];
-        dgid.copy_from_slice(&b[16..32]);
-        Self {
-            dmac,
-            sgid_index: b[6],
-            hop_limit: b[7],
-            traffic_class: b[8],
-            flow_label: le32(b, 12) & 0xf_ffff,
-            dgid: Gid(dgid),
-        }
-    }
-}
-
-/// The block [`super::AdminCmd::RdmaModifyQp`] points at.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpModify {
-    /// [`qp_attr`] bits: what to set.
-    pub mask: u32,
-    /// New [`QpState`] as a byte.
-    pub state: u8,
-    /// Path MTU in bytes (256..=4096, a power of two).
-    pub path_mtu: u32,
-    /// Q_Key (UD, GSI).
-    pub qkey: u32,
-    /// [`access`] bits the responder allows (RC).
-    pub access: u32,
-    /// Remote QP number (RC).
-    pub dest_qpn: u32,
-    /// First PSN expected from the peer.
-    pub rq_psn: u32,
-    /// First PSN sent.
-    pub sq_psn: u32,
-    /// Local ACK timeout exponent: 4.096 µs * 2^timeout (0: none).
-    pub timeout: u8,
-    /// Retries on timeout or sequence error (0..=7).
-    pub retry_cnt: u8,
-    /// Retries on RNR NAK (0..=7; 7: forever).
-    pub rnr_retry: u8,
-    /// RNR NAK timer code this responder advertises.
-    pub min_rnr_timer: u8,
-    /// RDMA READs outstanding as requester.
-    pub max_rd_atomic: u8,
-    /// RDMA READs outstanding as responder.
-    pub max_dest_rd_atomic: u8,
-    /// Where the peer is (RC).
-    pub av: AddressVector,
 }
 
 /// Length of an encoded [`QpModify`].
 pub const QP_MODIFY_LEN: usize = 80;
 
-impl QpModify {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; QP_MODIFY_LEN] {
-        let mut b = [0u8; QP_MODIFY_LEN];
-        put(&mut b, 0, &self.mask.to_le_bytes());
-        b[4] = self.state;
-        b[5] = self.timeout;
-        b[6] = self.retry_cnt;
-        b[7] = self.rnr_retry;
-        b[8] = self.min_rnr_timer;
-        b[9] = self.max_rd_atomic;
-        b[10] = self.max_dest_rd_atomic;
-        put(&mut b, 12, &self.path_mtu.to_le_bytes());
-        put(&mut b, 16, &self.qkey.to_le_bytes());
-        put(&mut b, 20, &self.access.to_le_bytes());
-        put(&mut b, 24, &self.dest_qpn.to_le_bytes());
-        put(&mut b, 28, &self.rq_psn.to_le_bytes());
-        put(&mut b, 32, &self.sq_psn.to_le_bytes());
-        b[48..80].copy_from_slice(&self.av.to_bytes());
-        b
-    }
-
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8; QP_MODIFY_LEN]) -> Self {
-        Self {
-            mask: le32(b, 0),
-            state: b[4],
-            timeout: b[5],
-            retry_cnt: b[6],
-            rnr_retry: b[7],
-            min_rnr_timer: b[8],
-            max_rd_atomic: b[9],
-            max_dest_rd_atomic: b[10],
-            path_mtu: le32(b, 12),
-            qkey: le32(b, 16),
-            access: le32(b, 20),
-            dest_qpn: le32(b, 24),
-            rq_psn: le32(b, 28),
-            sq_psn: le32(b, 32),
-            av: AddressVector::from_bytes(&b[48..80]),
-        }
+wire_struct! {
+    /// The block [`super::AdminCmd::RdmaModifyQp`] points at.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpModify[QP_MODIFY_LEN] {
+        /// [`qp_attr`] bits: what to set.
+        pub mask @ 0: u32,
+        /// New [`QpState`] as a byte.
+        pub state @ 4: u8,
+        /// Path MTU in bytes (256..=4096, a power of two).
+        pub path_mtu @ 12: u32,
+        /// Q_Key (UD, GSI).
+        pub qkey @ 16: u32,
+        /// [`access`] bits the responder allows (RC).
+        pub access @ 20: u32,
+        /// Remote QP number (RC).
+        pub dest_qpn @ 24: u32,
+        /// First PSN expected from the peer.
+        pub rq_psn @ 28: u32,
+        /// First PSN sent.
+        pub sq_psn @ 32: u32,
+        /// Local ACK timeout exponent: 4.096 µs * 2^timeout (0: none).
+        pub timeout @ 5: u8,
+        /// Retries on timeout or sequence error (0..=7).
+        pub retry_cnt @ 6: u8,
+        /// Retries on RNR NAK (0..=7; 7: forever).
+        pub rnr_retry @ 7: u8,
+        /// RNR NAK timer code this responder advertises.
+        pub min_rnr_timer @ 8: u8,
+        /// RDMA READs outstanding as requester.
+        pub max_rd_atomic @ 9: u8,
+        /// RDMA READs outstanding as responder.
+        pub max_dest_rd_atomic @ 10: u8,
+        /// Where the peer is (RC).
+        pub av @ 48: AddressVector,
     }
 }
 
-/// Arguments of [`super::AdminCmd::RdmaRegMr`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MrReg {
-    /// Key: index (bits 8-31) and a variant byte; lkey and rkey alike.
-    pub key: u32,
-    /// Protection domain.
-    pub pd: u32,
-    /// [`access`] bits.
-    pub access: u32,
-    /// [`mr_kind`] value.
-    pub kind: u8,
-    /// Fast-registration MRs: most pages a REG_MR may map.
-    pub max_pages: u32,
+wire_struct! {
+    /// Arguments of [`super::AdminCmd::RdmaRegMr`] (offsets from
+    /// [`super::AQ_PARAMS`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct MrReg[24] {
+        /// Key: index (bits 8-31) and a variant byte; lkey and rkey alike.
+        pub key @ 0: u32,
+        /// Protection domain.
+        pub pd @ 4: u32,
+        /// [`access`] bits.
+        pub access @ 8: u32,
+        /// [`mr_kind`] value.
+        pub kind @ 12: u8,
+        /// Fast-registration MRs: most pages a REG_MR may map.
+        pub max_pages @ 16: u32,
+    }
 }
 
 /// Kinds of memory region.
@@ -465,168 +356,96 @@ pub mod wqe_flag {
     pub const FENCE: u8 = 1 << 2;
 }
 
-/// One scatter/gather entry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sge {
-    /// Address in the MR's address space.
-    pub addr: u64,
-    /// Bytes.
-    pub len: u32,
-    /// Local key of the MR.
-    pub lkey: u32,
-}
-
-impl Sge {
-    fn put(&self, b: &mut [u8], off: usize) {
-        put(b, off, &self.addr.to_le_bytes());
-        put(b, off + 8, &self.len.to_le_bytes());
-        put(b, off + 12, &self.lkey.to_le_bytes());
-    }
-
-    fn get(b: &[u8], off: usize) -> Self {
-        Self {
-            addr: le64(b, off),
-            len: le32(b, off + 8),
-            lkey: le32(b, off + 12),
-        }
+wire_struct! {
+    /// One scatter/gather entry.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Sge[16] {
+        /// Address in the MR's address space.
+        pub addr @ 0: u64,
+        /// Bytes.
+        pub len @ 8: u32,
+        /// Local key of the MR.
+        pub lkey @ 12: u32,
     }
 }
 
-/// A send queue entry.
-///
-/// Layout: opcode (0), flags (1), SGE count (2), immediate data or key
-/// to invalidate (u32 4, immediate in network order as the verbs hold it),
-/// remote address (u64 8), rkey (u32 16), UD destination QP (u32 20) and
-/// Q_Key (u32 24), the UD address vector (32..64), SGEs (64..128). A
-/// REG_MR carries the MR's key in `rkey`, its access in `remote_qkey`,
-/// the page list's bus address in `remote_addr`, and in the address
-/// vector's place: IOVA (u64 32), length (u64 40), page count (u32 48),
-/// page shift (u8 52).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SqWqe {
-    /// [`wqe_op`].
-    pub opcode: u8,
-    /// [`wqe_flag`] bits.
-    pub flags: u8,
-    /// SGEs used.
-    pub num_sge: u8,
-    /// Immediate data, or the key SEND_INV / LOCAL_INV invalidates.
-    pub imm_or_key: u32,
-    /// WRITE/READ: remote address. REG_MR: page list address.
-    pub remote_addr: u64,
-    /// WRITE/READ: remote key. REG_MR: the MR's key.
-    pub rkey: u32,
-    /// UD: destination QP.
-    pub dest_qpn: u32,
-    /// UD: Q_Key. REG_MR: access bits.
-    pub qkey: u32,
-    /// UD: where to.
-    pub av: AddressVector,
-    /// REG_MR: IOVA, length, pages, page shift.
-    pub reg: RegMrParams,
-    /// Gather list.
-    pub sge: [Sge; MAX_SGE],
+wire_struct! {
+    /// A send queue entry. Bytes 32..64 ([`SqWqe::ext`]) hold the UD
+    /// address vector, or for a REG_MR its [`RegMrParams`]; a REG_MR
+    /// carries the MR's key in `rkey`, its access in `qkey` and the page
+    /// list's bus address in `remote_addr`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct SqWqe[SQ_WQE_LEN] {
+        /// [`wqe_op`].
+        pub opcode @ 0: u8,
+        /// [`wqe_flag`] bits.
+        pub flags @ 1: u8,
+        /// SGEs used.
+        pub num_sge @ 2: u8,
+        /// Immediate data (in network order, as the verbs hold it), or the
+        /// key SEND_INV / LOCAL_INV invalidates.
+        pub imm_or_key @ 4: u32,
+        /// WRITE/READ: remote address. REG_MR: page list address.
+        pub remote_addr @ 8: u64,
+        /// WRITE/READ: remote key. REG_MR: the MR's key.
+        pub rkey @ 16: u32,
+        /// UD: destination QP.
+        pub dest_qpn @ 20: u32,
+        /// UD: Q_Key. REG_MR: access bits.
+        pub qkey @ 24: u32,
+        /// The [`AddressVector`] (UD) or the [`RegMrParams`] (REG_MR).
+        pub ext @ 32: [u8; AV_LEN],
+        /// Gather list.
+        pub sge @ 64: [Sge; MAX_SGE],
+    }
 }
 
-/// What a REG_MR WQE maps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RegMrParams {
-    /// First address of the region.
-    pub iova: u64,
-    /// Bytes.
-    pub len: u64,
-    /// Pages in the page list.
-    pub npages: u32,
-    /// log2 of the page size.
-    pub page_shift: u8,
+wire_struct! {
+    /// What a REG_MR WQE maps (in [`SqWqe::ext`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RegMrParams[24] {
+        /// First address of the region.
+        pub iova @ 0: u64,
+        /// Bytes.
+        pub len @ 8: u64,
+        /// Pages in the page list.
+        pub npages @ 16: u32,
+        /// log2 of the page size.
+        pub page_shift @ 20: u8,
+    }
 }
 
 impl SqWqe {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; SQ_WQE_LEN] {
-        let mut b = [0u8; SQ_WQE_LEN];
-        b[0] = self.opcode;
-        b[1] = self.flags;
-        b[2] = self.num_sge;
-        put(&mut b, 4, &self.imm_or_key.to_le_bytes());
-        put(&mut b, 8, &self.remote_addr.to_le_bytes());
-        put(&mut b, 16, &self.rkey.to_le_bytes());
-        put(&mut b, 20, &self.dest_qpn.to_le_bytes());
-        put(&mut b, 24, &self.qkey.to_le_bytes());
-        if self.opcode == wqe_op::REG_MR {
-            put(&mut b, 32, &self.reg.iova.to_le_bytes());
-            put(&mut b, 40, &self.reg.len.to_le_bytes());
-            put(&mut b, 48, &self.reg.npages.to_le_bytes());
-            b[52] = self.reg.page_shift;
-        } else {
-            b[32..64].copy_from_slice(&self.av.to_bytes());
-        }
-        for (i, sge) in self.sge.iter().enumerate() {
-            sge.put(&mut b, 64 + 16 * i);
-        }
-        b
+    /// The UD destination in [`SqWqe::ext`].
+    pub fn av(&self) -> AddressVector {
+        AddressVector::from_bytes(&self.ext)
     }
 
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8; SQ_WQE_LEN]) -> Self {
-        let mut w = Self {
-            opcode: b[0],
-            flags: b[1],
-            num_sge: b[2],
-            imm_or_key: le32(b, 4),
-            remote_addr: le64(b, 8),
-            rkey: le32(b, 16),
-            dest_qpn: le32(b, 20),
-            qkey: le32(b, 24),
-            ..Self::default()
-        };
-        if w.opcode == wqe_op::REG_MR {
-            w.reg = RegMrParams {
-                iova: le64(b, 32),
-                len: le64(b, 40),
-                npages: le32(b, 48),
-                page_shift: b[52],
-            };
-        } else {
-            w.av = AddressVector::from_bytes(&b[32..64]);
-        }
-        for i in 0..MAX_SGE {
-            w.sge[i] = Sge::get(b, 64 + 16 * i);
-        }
-        w
+    /// Puts a UD destination in [`SqWqe::ext`].
+    pub fn set_av(&mut self, av: &AddressVector) {
+        self.ext = av.to_bytes();
+    }
+
+    /// The REG_MR parameters in [`SqWqe::ext`].
+    pub fn reg(&self) -> RegMrParams {
+        Field::get(&self.ext[..RegMrParams::SIZE])
+    }
+
+    /// Puts REG_MR parameters in [`SqWqe::ext`].
+    pub fn set_reg(&mut self, reg: &RegMrParams) {
+        self.ext = [0; AV_LEN];
+        reg.put(&mut self.ext[..RegMrParams::SIZE]);
     }
 }
 
-/// A receive queue entry: SGE count (0), SGEs from 16.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RqWqe {
-    /// SGEs used.
-    pub num_sge: u8,
-    /// Scatter list.
-    pub sge: [Sge; MAX_SGE],
-}
-
-impl RqWqe {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; RQ_WQE_LEN] {
-        let mut b = [0u8; RQ_WQE_LEN];
-        b[0] = self.num_sge;
-        for (i, sge) in self.sge.iter().enumerate() {
-            sge.put(&mut b, 16 + 16 * i);
-        }
-        b
-    }
-
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8; RQ_WQE_LEN]) -> Self {
-        let mut w = Self {
-            num_sge: b[0],
-            ..Self::default()
-        };
-        for i in 0..MAX_SGE {
-            w.sge[i] = Sge::get(b, 16 + 16 * i);
-        }
-        w
+wire_struct! {
+    /// A receive queue entry.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RqWqe[RQ_WQE_LEN] {
+        /// SGEs used.
+        pub num_sge @ 0: u8,
+        /// Scatter list.
+        pub sge @ 16: [Sge; MAX_SGE],
     }
 }
 
@@ -701,64 +520,29 @@ pub mod cqe_flag {
     pub const PHASE: u16 = 1 << 15;
 }
 
-/// A completion queue entry.
-///
-/// Layout: WQE index in its queue (u16 0), flags (u16 2), QP number (u32
-/// 4), status (8), opcode (9), byte count (u32 12), immediate data or
-/// invalidated key (u32 16), UD source QP (u32 20), UD source MAC (24..30).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Cqe {
-    /// Slot of the WQE in its queue.
-    pub wqe_index: u16,
-    /// [`cqe_flag`] bits.
-    pub flags: u16,
-    /// Local QP.
-    pub qpn: u32,
-    /// [`wc_status`].
-    pub status: u8,
-    /// [`wc_op`].
-    pub opcode: u8,
-    /// Bytes received (or read).
-    pub byte_len: u32,
-    /// Immediate data or invalidated key.
-    pub imm_or_key: u32,
-    /// UD: sending QP.
-    pub src_qp: u32,
-    /// UD: sender's MAC.
-    pub smac: [u8; 6],
-}
-
-impl Cqe {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; CQE_LEN] {
-        let mut b = [0u8; CQE_LEN];
-        put(&mut b, 0, &self.wqe_index.to_le_bytes());
-        put(&mut b, 2, &self.flags.to_le_bytes());
-        put(&mut b, 4, &self.qpn.to_le_bytes());
-        b[8] = self.status;
-        b[9] = self.opcode;
-        put(&mut b, 12, &self.byte_len.to_le_bytes());
-        put(&mut b, 16, &self.imm_or_key.to_le_bytes());
-        put(&mut b, 20, &self.src_qp.to_le_bytes());
-        b[24..30].copy_from_slice(&self.smac);
-        b
-    }
-
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8; CQE_LEN]) -> Self {
-        let mut smac = [0u8; 6];
-        smac.copy_from_slice(&b[24..30]);
-        Self {
-            wqe_index: u16::from_le_bytes([b[0], b[1]]),
-            flags: u16::from_le_bytes([b[2], b[3]]),
-            qpn: le32(b, 4),
-            status: b[8],
-            opcode: b[9],
-            byte_len: le32(b, 12),
-            imm_or_key: le32(b, 16),
-            src_qp: le32(b, 20),
-            smac,
-        }
+wire_struct! {
+    /// A completion queue entry. The flags word is at
+    /// [`super::ENTRY_FLAGS_OFFSET`] and written last.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Cqe[CQE_LEN] {
+        /// Slot of the WQE in its queue.
+        pub wqe_index @ 0: u16,
+        /// [`cqe_flag`] bits.
+        pub flags @ 2: u16,
+        /// Local QP.
+        pub qpn @ 4: u32,
+        /// [`wc_status`].
+        pub status @ 8: u8,
+        /// [`wc_op`].
+        pub opcode @ 9: u8,
+        /// Bytes received (or read).
+        pub byte_len @ 12: u32,
+        /// Immediate data or invalidated key.
+        pub imm_or_key @ 16: u32,
+        /// UD: sending QP.
+        pub src_qp @ 20: u32,
+        /// UD: sender's MAC.
+        pub smac @ 24: [u8; 6],
     }
 }
 
@@ -772,96 +556,46 @@ pub mod eqe_type {
     pub const CQ_ERROR: u16 = 3;
 }
 
-/// An event queue entry: type (u16 0), flags (u16 2: [`cqe_flag::PHASE`]),
-/// id (u32 4).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Eqe {
-    /// [`eqe_type`].
-    pub kind: u16,
-    /// Phase bit.
-    pub flags: u16,
-    /// CQ or QP number.
-    pub id: u32,
-}
-
-impl Eqe {
-    /// Encodes it.
-    pub fn to_bytes(self) -> [u8; EQE_LEN] {
-        let mut b = [0u8; EQE_LEN];
-        put(&mut b, 0, &self.kind.to_le_bytes());
-        put(&mut b, 2, &self.flags.to_le_bytes());
-        put(&mut b, 4, &self.id.to_le_bytes());
-        b
-    }
-
-    /// Decodes it.
-    pub fn from_bytes(b: &[u8; EQE_LEN]) -> Self {
-        Self {
-            kind: u16::from_le_bytes([b[0], b[1]]),
-            flags: u16::from_le_bytes([b[2], b[3]]),
-            id: le32(b, 4),
-        }
+wire_struct! {
+    /// An event queue entry. The flags word holds the phase
+    /// ([`cqe_flag::PHASE`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Eqe[EQE_LEN] {
+        /// [`eqe_type`].
+        pub kind @ 0: u16,
+        /// Phase bit.
+        pub flags @ 2: u16,
+        /// CQ or QP number.
+        pub id @ 4: u32,
     }
 }
 
-/// The RDMA engine's counters since reset, the result of
-/// [`super::AdminCmd::RdmaQueryStats`] (seven u64 from byte 8).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RdmaCounters {
-    /// RoCEv2 packets sent.
-    pub tx_packets: u64,
-    /// RoCEv2 packets received for a QP.
-    pub rx_packets: u64,
-    /// Packets received with a wrong ICRC (dropped).
-    pub rx_icrc_errors: u64,
-    /// Packets received for no QP, malformed, or dropped by a QP.
-    pub rx_dropped: u64,
-    /// Packets sent again (timeout, sequence NAK, RNR NAK).
-    pub retransmits: u64,
-    /// Sequence-error NAKs sent.
-    pub seq_naks: u64,
-    /// RNR NAKs sent.
-    pub rnr_naks: u64,
-}
-
-impl RdmaCounters {
-    fn words(&self) -> [u64; 7] {
-        [
-            self.tx_packets,
-            self.rx_packets,
-            self.rx_icrc_errors,
-            self.rx_dropped,
-            self.retransmits,
-            self.seq_naks,
-            self.rnr_naks,
-        ]
-    }
-
-    /// Writes the result into an admin entry.
-    pub fn write_result(&self, b: &mut [u8; AQ_ENTRY_SIZE]) {
-        for (i, w) in self.words().iter().enumerate() {
-            put(b, 8 + 8 * i, &w.to_le_bytes());
-        }
-    }
-
-    /// Reads the result from a completed admin entry.
-    pub fn read_result(b: &[u8; AQ_ENTRY_SIZE]) -> Self {
-        let w = |i: usize| le64(b, 8 + 8 * i);
-        Self {
-            tx_packets: w(0),
-            rx_packets: w(1),
-            rx_icrc_errors: w(2),
-            rx_dropped: w(3),
-            retransmits: w(4),
-            seq_naks: w(5),
-            rnr_naks: w(6),
-        }
+admin_result! {
+    /// The RDMA engine's counters since reset, the result of
+    /// [`super::AdminCmd::RdmaQueryStats`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RdmaCounters {
+        /// RoCEv2 packets sent.
+        pub tx_packets @ 8: u64,
+        /// RoCEv2 packets received for a QP.
+        pub rx_packets @ 16: u64,
+        /// Packets received with a wrong ICRC (dropped).
+        pub rx_icrc_errors @ 24: u64,
+        /// Packets received for no QP, malformed, or dropped by a QP.
+        pub rx_dropped @ 32: u64,
+        /// Packets sent again (timeout, sequence NAK, RNR NAK).
+        pub retransmits @ 40: u64,
+        /// Sequence-error NAKs sent.
+        pub seq_naks @ 48: u64,
+        /// RNR NAKs sent.
+        pub rnr_naks @ 56: u64,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::AQ_ENTRY_SIZE;
 
     #[test]
     fn caps_round_trip() {

@@ -18,9 +18,9 @@ use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
-    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpType, RdmaCaps, RdmaCounters,
-    CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN, RQ_WQE_LEN,
-    SQ_WQE_LEN, VENDOR_PART_ID,
+    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
+    RdmaCounters, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN,
+    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::kext::{
@@ -429,7 +429,7 @@ impl IbDeviceOps for RdmaDev {
             .admin
             .exec(AdminCmd::RdmaQueryQp { qpn: qp.qpn })?;
         Ok(QpQuery {
-            state: qp::verbs_state(entry[8]),
+            state: qp::verbs_state(QpQueryResult::read_result(&entry).state),
             path_mtu: s.path_mtu,
             dest_qpn: s.dest_qpn,
             rq_psn: s.rq_psn,

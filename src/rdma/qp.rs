@@ -128,7 +128,7 @@ fn card_state(s: QpStateKind) -> QpState {
 /// The verbs state of a state byte the card reported; one it should not
 /// have reported counts as an error.
 pub(crate) fn verbs_state(card: u8) -> QpStateKind {
-    match QpState::from_u8(card) {
+    match QpState::from_raw(card) {
         Some(QpState::Reset) => QpStateKind::Reset,
         Some(QpState::Init) => QpStateKind::Init,
         Some(QpState::Rtr) => QpStateKind::Rtr,
@@ -302,12 +302,12 @@ fn send_wqe(qp: &RdmaQp, wr: &SendWr<'_, RdmaDev>) -> Result<SqWqe> {
             w.remote_addr = list;
             w.rkey = *key;
             w.qkey = access_bits(*access);
-            w.reg = RegMrParams {
+            w.set_reg(&RegMrParams {
                 iova: *iova,
                 len: *len,
                 npages,
                 page_shift: page_size.trailing_zeros() as u8,
-            };
+            });
         }
         SendOp::Ud {
             ah,
@@ -323,7 +323,7 @@ fn send_wqe(qp: &RdmaQp, wr: &SendWr<'_, RdmaDev>) -> Result<SqWqe> {
             w.imm_or_key = imm.unwrap_or(0);
             w.dest_qpn = *remote_qpn;
             w.qkey = *remote_qkey;
-            w.av = ah.av;
+            w.set_av(&ah.av);
         }
         SendOp::Unsupported => return Err(EINVAL),
     }

@@ -250,8 +250,8 @@ impl Function {
             regs::FUNC_KIND => self.id.kind as u32,
             regs::CARD_ID => self.id.card_id,
             regs::NUM_VECTORS => self.msix.count(),
-            regs::MAC_LO => u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
-            regs::MAC_HI => u32::from_le_bytes([mac[4], mac[5], 0, 0]),
+            regs::MAC_LO => hw::mac_to_regs(mac).0,
+            regs::MAC_HI => hw::mac_to_regs(mac).1,
             regs::DEV_CTRL => 0,
             regs::DEV_STATUS => hw::status::READY,
             regs::SCRATCH if self.faults.is(Fault::Scratch) => self.test.scratch ^ 0x0000_0100,
@@ -339,7 +339,7 @@ impl Function {
     fn dma_test(&mut self, cmd: u32) -> DmaTestStatus {
         self.test.dma_mismatches = 0;
         let (Some(cmd), true) = (
-            DmaTestCmd::from_reg(cmd),
+            DmaTestCmd::from_raw(cmd),
             self.test.dma_len <= hw::DMA_TEST_MAX_LEN,
         ) else {
             return DmaTestStatus::Invalid;
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(f.read_reg(regs::MAC_LO), 0x0053_5202);
         assert_eq!(f.read_reg(regs::MAC_HI), 0x0900);
         assert_eq!(
-            FuncKind::from_reg(f.read_reg(regs::FUNC_KIND)),
+            FuncKind::from_raw(f.read_reg(regs::FUNC_KIND)),
             Some(FuncKind::Pf)
         );
     }
@@ -464,7 +464,7 @@ mod tests {
         f.write_reg(regs::DMA_LEN, len);
         f.write_reg(regs::DMA_SEED, seed);
         f.write_reg(regs::DMA_CMD, cmd as u32);
-        DmaTestStatus::from_reg(f.read_reg(regs::DMA_STATUS)).unwrap()
+        DmaTestStatus::from_raw(f.read_reg(regs::DMA_STATUS)).unwrap()
     }
 
     #[test]

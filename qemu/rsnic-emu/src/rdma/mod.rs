@@ -22,8 +22,8 @@ use log::debug;
 
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, db, eqe_type, Gid, QpCreate, QpModify, QpState, QpType, RdmaCaps, RdmaCounters,
-    GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    arm, db, eqe_type, Gid, QpCreate, QpModify, QpQueryResult, QpState, QpType, RdmaCaps,
+    RdmaCounters, GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -218,7 +218,10 @@ impl RdmaEngine {
                 }
             }
             AdminCmd::RdmaQueryQp { qpn } => match self.qps.get(&qpn) {
-                Some(qp) => entry[8] = qp.state as u8,
+                Some(qp) => QpQueryResult {
+                    state: qp.state as u8,
+                }
+                .write_result(entry),
                 None => return AdminStatus::NotFound,
             },
             AdminCmd::RdmaDestroyQp { qpn } => match self.qps.remove(&qpn) {
@@ -241,7 +244,7 @@ impl RdmaEngine {
     }
 
     fn create_qp(&mut self, c: &QpCreate) -> AdminStatus {
-        let Some(qp_type) = QpType::from_u8(c.qp_type) else {
+        let Some(qp_type) = QpType::from_raw(c.qp_type) else {
             return AdminStatus::BadParam;
         };
         let qpn_ok = match qp_type {
@@ -1132,11 +1135,11 @@ pub(crate) mod tests {
         let mut w = send_wqe(wqe_op::SEND, DATA, 256);
         w.dest_qpn = 1;
         w.qkey = crate::hw::rdma::GSI_QKEY;
-        w.av = AddressVector {
+        w.set_av(&AddressVector {
             dmac: b.mac,
             dgid: b.gid,
             ..AddressVector::default()
-        };
+        });
         a.post_send(1, w);
         let frames = a.ring_sq(1);
         assert_eq!(frames.len(), 1);

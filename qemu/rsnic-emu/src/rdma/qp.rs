@@ -288,7 +288,7 @@ impl Qp {
     /// the error state (flushes).
     pub fn modify(&mut self, m: &QpModify, now: Instant) -> Result<Vec<Action>, BadModify> {
         let to = if m.mask & qp_attr::STATE != 0 {
-            QpState::from_u8(m.state).ok_or(BadModify)?
+            QpState::from_raw(m.state).ok_or(BadModify)?
         } else {
             self.state
         };
@@ -523,7 +523,7 @@ impl Qp {
                 }
             },
             wqe_op::REG_MR => {
-                let n = wqe.reg.npages as usize;
+                let n = wqe.reg().npages as usize;
                 let mut raw = vec![0u8; n.saturating_mul(8).min(1 << 20)];
                 let pages =
                     (n <= (1 << 17) && mem.read(wqe.remote_addr, &mut raw).is_ok()).then(|| {
@@ -532,7 +532,7 @@ impl Qp {
                             .collect::<Vec<_>>()
                     });
                 let done = pages.ok_or(AccessError::OutOfBounds).and_then(|pages| {
-                    mrs.fast_register(wqe.rkey, self.pd, wqe.qkey, &wqe.reg, pages)
+                    mrs.fast_register(wqe.rkey, self.pd, wqe.qkey, &wqe.reg(), pages)
                 });
                 match done {
                     Ok(()) => ok(out, self.qpn, 0),
@@ -661,7 +661,7 @@ impl Qp {
         };
         self.next_psn = psn_add(self.next_psn, 1);
         out.push(Action::Send {
-            av: wqe.av,
+            av: wqe.av(),
             transport: super::wire::encode(&pkt),
         });
     }

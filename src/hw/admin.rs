@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The admin queue: its entries, the commands, their parameters and
+//! results, and the status the card answers with.
+
+use super::rdma;
+
+/// Most entries in the admin queue.
+pub const AQ_MAX_ENTRIES: u32 = 64;
+/// Size of an admin queue entry.
+pub const AQ_ENTRY_SIZE: usize = 64;
+/// Where an entry's parameters (and results) start: after the opcode (u16
+/// at 0), the flags (u16 at 2, [`AQ_DONE`] set by the card) and the status
+/// (u16 at 4, an [`AdminStatus`] written by the card).
+pub const AQ_PARAMS: usize = 8;
+/// Admin entry flag the card sets when it has written the result.
+pub const AQ_DONE: u16 = 1 << 15;
+
+wire_enum! {
+    /// Status the card writes into an admin entry.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum AdminStatus: u16 {
+        /// Done.
+        Ok = 0,
+        /// Unknown opcode.
+        BadOpcode = 1,
+        /// A parameter is out of range.
+        BadParam = 2,
+        /// The queue pair exists (create) or does not (destroy).
+        BadState = 3,
+        /// The card failed internally; the command had no effect.
+        DeviceError = 4,
+        /// The table is full.
+        NoSpace = 5,
+        /// No such entry.
+        NotFound = 6,
+    }
+}
+
+/// Fails to compile if two values of `ops` are equal.
+pub const fn check_distinct(ops: &[u16]) {
+    let mut i = 0;
+    while i < ops.len() {
+        let mut j = i + 1;
+        while j < ops.len() {
+            assert!(ops[i] != ops[j], "two commands share an opcode");
+            j += 1;
+        }
+        i += 1;
+    }
+}
+
+/// Declares the admin commands: each variant with its opcode and its
+/// parameters at their byte offsets in the entry (a tuple variant's one
+/// structure goes at [`AQ_PARAMS`]). Generates the enum, `opcode`,
+/// `to_bytes` and `from_bytes`, and proves at compile time that no
+/// parameter overlaps the entry's header or another parameter and that
+/// opcodes are distinct.
+macro_rules! admin_commands {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident
+                $( ( $tname:ident : $tty:ty ) )?
+                $( { $( $(#[$fmeta:meta])* $field:ident @ $off:literal : $fty:ty ),* $(,)? } )?
+                = $op:literal
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                $variant $( ($tty) )? $( { $( $(#[$fmeta])* $field: $fty, )* } )?,
+            )*
+        }
+
+        impl $name {
+            /// The command's opcode.
+            pub const fn opcode(&self) -> u16 {
+                match self {
+                    $( Self::$variant { .. } => $op, )*
+                }
+            }
+
+            /// The admin entry for this command (flags and status zero).
+            #[allow(clippy::wrong_self_convention)]
+            pub fn to_bytes(&self) -> [u8; AQ_ENTRY_SIZE] {
+                use $crate::hw::layout::{CheckedField, Field};
+                let mut b = [0u8; AQ_ENTRY_SIZE];
+                Field::put(&self.opcode(), &mut b[..2]);
+                match self {
+                    $(
+                        Self::$variant $( ($tname) )? $( { $( $field ),* } )? => {
+                            $(
+                                CheckedField::put(
+                                    $tname,
+                                    &mut b[AQ_PARAMS..AQ_PARAMS + <$tty as CheckedField>::LEN],
+                                );
+                            )?
+                            $($(
+                                CheckedField::put(
+                                    $field,
+                                    &mut b[$off..$off + <$fty as CheckedField>::LEN],
+                                );
+                            )*)?
+                        }
+                    )*
+                }
+                b
+            }
+
+            /// Decodes an admin entry: [`AdminStatus::BadOpcode`] for an
+            /// unknown opcode, [`AdminStatus::BadParam`] for a parameter
+            /// the interface does not define.
+            pub fn from_bytes(b: &[u8; AQ_ENTRY_SIZE]) -> Result<Self, AdminStatus> {
+                use $crate::hw::layout::{CheckedField, Field};
+                let op = <u16 as Field>::get(&b[..2]);
+                $(
+                    if op == $op {
+                        return Ok(Self::$variant
+                            $( (
+                                <$tty as CheckedField>::get(
+                                    &b[AQ_PARAMS..AQ_PARAMS + <$tty as CheckedField>::LEN],
+                                )
+                                .ok_or(AdminStatus::BadParam)?
+                            ) )?
+                            $( { $(
+                                $field: <$fty as CheckedField>::get(
+                                    &b[$off..$off + <$fty as CheckedField>::LEN],
+                                )
+                                .ok_or(AdminStatus::BadParam)?,
+                            )* } )?
+                        );
+                    }
+                )*
+                Err(AdminStatus::BadOpcode)
+            }
+        }
+
+        const _: () = {
+            use $crate::hw::layout::{check_layout, CheckedField};
+            $(
+                check_layout(AQ_ENTRY_SIZE, &[
+                    (0, AQ_PARAMS),
+                    $( (AQ_PARAMS, <$tty as CheckedField>::LEN), )?
+                    $($( ($off, <$fty as CheckedField>::LEN), )*)?
+                ]);
+            )*
+            check_distinct(&[$($op),*]);
+        };
+    };
+}
+
+/// Declares a command's result, which the card writes into the admin
+/// entry from [`AQ_PARAMS`] on: a structure laid over the whole entry
+/// whose fields (at entry offsets) are proved to lie past the header.
+macro_rules! admin_result {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident @ $off:literal : $fty:ty ),* $(,)?
+        }
+    ) => {
+        wire_struct! {
+            $(#[$meta])*
+            pub struct $name[$crate::hw::admin::AQ_ENTRY_SIZE] {
+                $( $(#[$fmeta])* pub $field @ $off : $fty, )*
+            }
+        }
+
+        impl $name {
+            /// Reads the result from a completed admin entry.
+            pub fn read_result(entry: &[u8; $crate::hw::admin::AQ_ENTRY_SIZE]) -> Self {
+                <Self as $crate::hw::layout::Field>::get(entry)
+            }
+
+            /// Writes the result into an admin entry (card side), before
+            /// the card sets [`AQ_DONE`]; the header is left as it is.
+            pub fn write_result(&self, entry: &mut [u8; $crate::hw::admin::AQ_ENTRY_SIZE]) {
+                $crate::hw::layout::Field::put(self, entry);
+            }
+        }
+
+        const _: () = $crate::hw::layout::check_layout(
+            $crate::hw::admin::AQ_ENTRY_SIZE,
+            &[
+                (0, $crate::hw::admin::AQ_PARAMS),
+                $(($off, <$fty as $crate::hw::layout::Field>::LEN)),*
+            ],
+        );
+    };
+}
+
+admin_commands! {
+    /// An admin command, encoded in an [`AQ_ENTRY_SIZE`]-byte entry.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum AdminCmd {
+        /// Read the card's limits and features; result: [`DeviceInfo`].
+        QueryDevice = 1,
+        /// Create and start a queue pair.
+        CreateQp(config: QpConfig) = 2,
+        /// Stop and forget a queue pair; in-flight buffers are abandoned.
+        DestroyQp {
+            /// Queue pair index.
+            qp @ 8: u16,
+        } = 3,
+        /// Set the station MAC address RX filters on.
+        SetMac {
+            /// New address.
+            mac @ 8: [u8; 6],
+        } = 4,
+        /// Set the largest frame payload the card sends and accepts.
+        SetMtu {
+            /// MTU in bytes, [`super::MIN_MTU`]..=[`super::MAX_MTU`].
+            mtu @ 8: u32,
+        } = 5,
+        /// Set the RX filter.
+        SetRxMode {
+            /// [`super::rx_mode`] bits.
+            flags @ 8: u32,
+            /// Multicast filter, see [`super::mc_filter_bit`].
+            mc_filter @ 16: u64,
+        } = 6,
+        /// Enable offloads ([`super::offload`] bits); others are disabled.
+        SetOffloads {
+            /// [`super::offload`] bits.
+            flags @ 8: u32,
+        } = 7,
+        /// Set the RSS key and indirection table from a
+        /// [`super::RSS_CONFIG_LEN`]-byte block in host memory.
+        SetRss {
+            /// Bus address of the block.
+            config @ 8: u64,
+        } = 8,
+        /// Set interrupt moderation of every queue pair (running and
+        /// future): an armed pair raises its vector once `frames`
+        /// completions are pending or the oldest has waited `usecs`,
+        /// whichever comes first.
+        SetCoalesce {
+            /// Longest wait in microseconds,
+            /// 0..=[`super::MAX_COALESCE_USECS`]; 0: at once.
+            usecs @ 8: u32,
+            /// Pending completions that raise at once,
+            /// 0..=[`super::MAX_COALESCE_FRAMES`] (0: no count limit).
+            frames @ 12: u32,
+        } = 9,
+        /// Read the card's counters of a queue pair (running or not; they
+        /// survive destroy and create, and reset with the function).
+        /// Result: [`QpCardStats`].
+        QueryQpStats {
+            /// Queue pair index.
+            qp @ 8: u16,
+        } = 10,
+        /// PF only: where the card delivers received frames. With `vf`
+        /// set, frames go to the card's VF while the VF has a running
+        /// queue pair (and back to the PF the moment it has none, e.g.
+        /// when unplugged); otherwise to the PF's queues (the synthetic
+        /// data path). The completion is the acknowledgement: once it is
+        /// seen, no further frame goes the old way.
+        SetDatapath {
+            /// Deliver to the VF (0 or 1).
+            vf @ 8: bool,
+        } = 11,
+        /// PF only: turn the GFT on or off and size its table. Shrinking
+        /// below the flows held is [`AdminStatus::BadState`].
+        GftConfig {
+            /// [`super::gft::config`] bits.
+            flags @ 8: u32,
+            /// Capacity, 1..=[`super::gft::MAX_FLOWS_LIMIT`].
+            max_flows @ 12: u32,
+        } = 12,
+        /// PF only: the current policy generation; a hit on a flow of
+        /// another generation is an exception
+        /// ([`super::gft::ExceptionReason::Stale`]).
+        GftSetGeneration {
+            /// Generation.
+            generation @ 8: u32,
+        } = 13,
+        /// PF only: add a flow, or replace the flow with the same key, from
+        /// a [`super::gft::FLOW_RECORD_LEN`]-byte block ([`super::gft::FlowRecord`]). A
+        /// full table is [`AdminStatus::NoSpace`].
+        GftInstall {
+            /// Bus address of the block.
+            record @ 8: u64,
+        } = 14,
+        /// PF only: remove the flow whose [`super::gft::KEY_LEN`]-byte key is at
+        /// `key`; [`AdminStatus::NotFound`] if there is none.
+        GftDelete {
+            /// Bus address of the key.
+            key @ 8: u64,
+        } = 15,
+        /// PF only: remove every flow.
+        GftFlush = 16,
+        /// PF only: write up to `max` [`super::gft::FlowCounters`] records to
+        /// `buf`, from table slot `cursor` on. Result: [`GftDumpResult`].
+        GftDump {
+            /// Bus address of the buffer.
+            buf @ 8: u64,
+            /// Records it holds.
+            max @ 16: u32,
+            /// Slot to start at (0, then the previous result's `next`).
+            cursor @ 20: u32,
+        } = 17,
+        /// PF only: the card's GFT counters; result: [`super::gft::CardGftStats`].
+        GftQueryStats = 18,
+        /// PF only: the RDMA engine's limits; result: [`rdma::RdmaCaps`].
+        RdmaQueryCaps = 19,
+        /// PF only: set entry `index` of the RDMA engine's GID table (the
+        /// RoCEv2 addresses it sends from and accepts packets for).
+        RdmaSetGid {
+            /// Entry, below [`rdma::GID_TABLE_LEN`].
+            index @ 8: u32,
+            /// Address.
+            gid @ 16: rdma::Gid,
+        } = 20,
+        /// PF only: clear entry `index` of the GID table.
+        RdmaDelGid {
+            /// Entry, below [`rdma::GID_TABLE_LEN`].
+            index @ 8: u32,
+        } = 21,
+        /// PF only: set up the RDMA event queue (one per function).
+        RdmaCreateEq {
+            /// Bus address of the ring ([`rdma::EQE_LEN`]-byte entries).
+            ring @ 8: u64,
+            /// Entries (power of two, 64..=4096).
+            entries @ 16: u32,
+            /// MSI-X vector raised when an event is written.
+            vector @ 20: u16,
+        } = 22,
+        /// PF only: stop using the event queue.
+        RdmaDestroyEq = 23,
+        /// PF only: create completion queue `cqn`.
+        RdmaCreateCq {
+            /// CQ number, below `max_cq`.
+            cqn @ 8: u32,
+            /// Bus address of the ring ([`rdma::CQE_LEN`]-byte entries).
+            ring @ 16: u64,
+            /// Entries (power of two, up to `max_cqe`).
+            entries @ 24: u32,
+        } = 24,
+        /// PF only: destroy a completion queue no QP uses.
+        RdmaDestroyCq {
+            /// CQ number.
+            cqn @ 8: u32,
+        } = 25,
+        /// PF only: create a queue pair in the reset state.
+        RdmaCreateQp(create: rdma::QpCreate) = 26,
+        /// PF only: change a queue pair's attributes and state from a
+        /// [`rdma::QP_MODIFY_LEN`]-byte [`rdma::QpModify`] block.
+        RdmaModifyQp {
+            /// QP number.
+            qpn @ 8: u32,
+            /// Bus address of the block.
+            block @ 16: u64,
+        } = 27,
+        /// PF only: a queue pair's state; result: [`rdma::QpQueryResult`].
+        RdmaQueryQp {
+            /// QP number.
+            qpn @ 8: u32,
+        } = 28,
+        /// PF only: destroy a queue pair; its outstanding WQEs are dropped.
+        RdmaDestroyQp {
+            /// QP number.
+            qpn @ 8: u32,
+        } = 29,
+        /// PF only: create a memory region.
+        RdmaRegMr(reg: rdma::MrReg) = 30,
+        /// PF only: destroy a memory region.
+        RdmaDeregMr {
+            /// Its key.
+            key @ 8: u32,
+        } = 31,
+        /// PF only: the RDMA engine's counters; result:
+        /// [`rdma::RdmaCounters`].
+        RdmaQueryStats = 32,
+    }
+}
+
+wire_struct! {
+    /// Rings of one queue pair, the parameters of [`AdminCmd::CreateQp`]
+    /// (offsets from [`AQ_PARAMS`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpConfig[40] {
+        /// Queue pair index, below [`super::MAX_QUEUE_PAIRS`].
+        pub qp @ 0: u16,
+        /// MSI-X vector of the pair's completions.
+        pub vector @ 2: u16,
+        /// TX ring entries (power of two,
+        /// [`super::MIN_RING_ENTRIES`]..=[`super::MAX_RING_ENTRIES`]).
+        pub tx_entries @ 4: u16,
+        /// RX ring entries (as `tx_entries`).
+        pub rx_entries @ 6: u16,
+        /// Bus address of the TX ring.
+        pub tx_ring @ 8: u64,
+        /// Bus address of the RX ring.
+        pub rx_ring @ 16: u64,
+        /// Bus address of the completion queue.
+        pub cq @ 24: u64,
+        /// Completion queue entries: at least `tx_entries + rx_entries`,
+        /// power of two.
+        pub cq_entries @ 32: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::QueryDevice`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DeviceInfo {
+        /// Queue pairs available.
+        pub max_qps @ 8: u32,
+        /// Largest ring.
+        pub max_ring_entries @ 12: u32,
+        /// Link speed in Mbit/s.
+        pub speed_mbps @ 16: u32,
+        /// [`super::offload`] bits the card supports.
+        pub offloads @ 20: u32,
+        /// Largest MTU.
+        pub max_mtu @ 24: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::QueryQpStats`]: what the card counted for a
+    /// queue pair, independent of the driver's own counters.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct QpCardStats {
+        /// RX frames dropped for lack of a posted buffer.
+        pub rx_no_buffer @ 8: u64,
+        /// Bytes of descriptors and completions the card moved.
+        pub dma_meta_bytes @ 16: u64,
+        /// Bytes of frame data the card moved (TX read plus RX written).
+        pub dma_payload_bytes @ 24: u64,
+        /// Doorbells or descriptors the card rejected.
+        pub bad_requests @ 32: u64,
+        /// Interrupts raised.
+        pub irqs @ 40: u64,
+        /// Of those, raised while interrupt moderation was on.
+        pub irqs_moderated @ 48: u64,
+        /// TCP segments the card cut from TSO frames.
+        pub tso_segments @ 56: u64,
+    }
+}
+
+impl QpCardStats {
+    /// The counters in result order, with their `ethtool -S` names.
+    pub fn named(&self) -> [(&'static str, u64); 7] {
+        [
+            ("card_rx_no_buffer", self.rx_no_buffer),
+            ("card_dma_meta_bytes", self.dma_meta_bytes),
+            ("card_dma_payload_bytes", self.dma_payload_bytes),
+            ("card_bad_requests", self.bad_requests),
+            ("card_irqs", self.irqs),
+            ("card_irqs_moderated", self.irqs_moderated),
+            ("card_tso_segments", self.tso_segments),
+        ]
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::GftDump`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct GftDumpResult {
+        /// Records written.
+        pub count @ 8: u32,
+        /// Cursor of the next call; 0 when the table has been walked.
+        pub next @ 12: u32,
+    }
+}
+
+/// Reads the flags and status of a completed admin entry.
+pub fn aq_entry_state(b: &[u8; AQ_ENTRY_SIZE]) -> (u16, u16) {
+    (
+        u16::from_le_bytes([b[2], b[3]]),
+        u16::from_le_bytes([b[4], b[5]]),
+    )
+}
+
+/// Marks an admin entry done with `status` (card side).
+pub fn aq_complete(b: &mut [u8; AQ_ENTRY_SIZE], status: AdminStatus) {
+    b[2..4].copy_from_slice(&AQ_DONE.to_le_bytes());
+    b[4..6].copy_from_slice(&(status as u16).to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_round_trip() {
+        let cmds = [
+            AdminCmd::QueryDevice,
+            AdminCmd::CreateQp(QpConfig {
+                qp: 3,
+                vector: 4,
+                tx_entries: 256,
+                rx_entries: 512,
+                tx_ring: 0x1000,
+                rx_ring: 0x2000,
+                cq: 0x3000,
+                cq_entries: 1024,
+            }),
+            AdminCmd::SetMac {
+                mac: [2, 0, 0, 0, 0, 1],
+            },
+            AdminCmd::SetRxMode {
+                flags: 5,
+                mc_filter: 1 << 63,
+            },
+            AdminCmd::SetDatapath { vf: true },
+            AdminCmd::GftDump {
+                buf: 0xdead_beef_0000,
+                max: 7,
+                cursor: 9,
+            },
+            AdminCmd::RdmaSetGid {
+                index: 2,
+                gid: rdma::Gid::from_ipv4([10, 0, 0, 1]),
+            },
+            AdminCmd::RdmaQueryStats,
+        ];
+        for cmd in cmds {
+            assert_eq!(AdminCmd::from_bytes(&cmd.to_bytes()), Ok(cmd));
+        }
+    }
+
+    #[test]
+    fn entry_offsets_are_the_documented_ones() {
+        let b = AdminCmd::CreateQp(QpConfig {
+            qp: 0x0102,
+            cq_entries: 0x0a0b_0c0d,
+            ..QpConfig::default()
+        })
+        .to_bytes();
+        assert_eq!(&b[0..2], &[2, 0]);
+        assert_eq!(&b[8..10], &[0x02, 0x01]);
+        assert_eq!(&b[40..44], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        let b = AdminCmd::RdmaCreateEq {
+            ring: 1,
+            entries: 2,
+            vector: 3,
+        }
+        .to_bytes();
+        assert_eq!((b[8], b[16], b[20]), (1, 2, 3));
+    }
+
+    #[test]
+    fn bad_entries_are_refused() {
+        let mut b = AdminCmd::SetDatapath { vf: false }.to_bytes();
+        b[8] = 2;
+        assert_eq!(AdminCmd::from_bytes(&b), Err(AdminStatus::BadParam));
+        b[0] = 0xff;
+        assert_eq!(AdminCmd::from_bytes(&b), Err(AdminStatus::BadOpcode));
+    }
+
+    #[test]
+    fn results_leave_the_header_alone() {
+        let mut b = [0xaau8; AQ_ENTRY_SIZE];
+        let info = DeviceInfo {
+            max_qps: 8,
+            max_mtu: 9000,
+            ..DeviceInfo::default()
+        };
+        info.write_result(&mut b);
+        assert_eq!(&b[..AQ_PARAMS], &[0xaa; AQ_PARAMS]);
+        assert_eq!(DeviceInfo::read_result(&b), info);
+        let stats = QpCardStats {
+            tso_segments: 77,
+            ..QpCardStats::default()
+        };
+        stats.write_result(&mut b);
+        assert_eq!(&b[..AQ_PARAMS], &[0xaa; AQ_PARAMS]);
+        assert_eq!(QpCardStats::read_result(&b).tso_segments, 77);
+    }
+}

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The NIC's queue pairs: descriptor and completion formats, the limits of
+//! rings, frames and interrupt moderation, offloads, RSS and the RX
+//! filter.
+
+/// Most queue pairs of a function.
+pub const MAX_QUEUE_PAIRS: u16 = 8;
+/// Fewest descriptors in a TX or RX ring.
+pub const MIN_RING_ENTRIES: u16 = 64;
+/// Most descriptors in a TX or RX ring.
+pub const MAX_RING_ENTRIES: u16 = 4096;
+/// Smallest MTU the card accepts.
+pub const MIN_MTU: u32 = 68;
+/// Largest MTU the card accepts.
+pub const MAX_MTU: u32 = 9000;
+/// Largest frame on the wire: MTU plus Ethernet header and one VLAN tag.
+pub const MAX_FRAME: u32 = MAX_MTU + 14 + 4;
+
+/// Written with [`super::regs::DB_CQ_HEAD`]: raise the pair's vector at
+/// the next completion (or at once if completions are already pending).
+pub const CQ_ARM: u32 = 1 << 31;
+
+wire_struct! {
+    /// A TX descriptor: one buffer of an outgoing frame.
+    ///
+    /// A frame is one or more descriptors; the last has [`TxDesc::EOP`].
+    /// The first carries the frame's offload requests.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct TxDesc[32] {
+        /// Bus address of the buffer.
+        pub addr @ 0: u64,
+        /// Bytes in the buffer.
+        pub len @ 8: u32,
+        /// [`TxDesc::EOP`], [`TxDesc::CSUM`], [`TxDesc::TSO`],
+        /// [`TxDesc::GFT_REINJECT`].
+        pub flags @ 12: u16,
+        /// TSO: payload bytes per segment.
+        pub mss @ 14: u16,
+        /// CSUM: offset of the checksummed area from the frame start.
+        pub csum_start @ 16: u16,
+        /// CSUM: where the checksum goes, from `csum_start`.
+        pub csum_offset @ 18: u16,
+        /// TSO: bytes of headers (L2 + L3 + L4) replicated in each segment.
+        pub hdr_len @ 20: u16,
+    }
+}
+
+impl TxDesc {
+    /// Last buffer of the frame.
+    pub const EOP: u16 = 1 << 0;
+    /// Fill in the L4 checksum (`csum_start`, `csum_offset`).
+    pub const CSUM: u16 = 1 << 1;
+    /// Segment the TCP frame into `mss`-byte segments.
+    pub const TSO: u16 = 1 << 2;
+    /// First descriptor, PF only: the frame starts with a
+    /// [`super::gft::META_LEN`]-byte [`super::gft::ReinjectMeta`] (a
+    /// packet the host took as a GFT exception, sent back with the action
+    /// to apply).
+    pub const GFT_REINJECT: u16 = 1 << 3;
+}
+
+wire_struct! {
+    /// An RX descriptor: one empty buffer for the card to fill with a frame.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RxDesc[16] {
+        /// Bus address of the buffer.
+        pub addr @ 0: u64,
+        /// Buffer size in bytes.
+        pub len @ 8: u32,
+    }
+}
+
+wire_struct! {
+    /// A completion: the card finished a TX frame or filled an RX buffer.
+    ///
+    /// The card writes entries in order and flips [`Cqe::PHASE`] each time
+    /// it wraps around the queue, starting with the bit set; an entry is
+    /// new when its phase matches the driver's expected phase. The flags
+    /// word is at [`super::ENTRY_FLAGS_OFFSET`] and written last.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Cqe[16] {
+        /// TX: ring index of the frame's last descriptor. RX: ring index of
+        /// the filled buffer.
+        pub index @ 0: u16,
+        /// [`Cqe::PHASE`], [`Cqe::RX`], [`Cqe::CSUM_OK`], [`Cqe::HASH`],
+        /// [`Cqe::HASH_L4`], [`Cqe::FCS_ERR`], [`Cqe::GFT_EXCEPTION`].
+        pub flags @ 2: u16,
+        /// RX: frame length in bytes.
+        pub len @ 4: u32,
+        /// RX: RSS hash of the frame, when [`Cqe::HASH`].
+        pub hash @ 8: u32,
+    }
+}
+
+impl Cqe {
+    /// Phase of the pass over the queue that wrote this entry.
+    pub const PHASE: u16 = 1 << 15;
+    /// An RX completion (else TX).
+    pub const RX: u16 = 1 << 0;
+    /// RX: the card verified the L4 checksum.
+    pub const CSUM_OK: u16 = 1 << 1;
+    /// RX: `hash` is valid.
+    pub const HASH: u16 = 1 << 2;
+    /// RX: the hash covers L4 ports (else only addresses).
+    pub const HASH_L4: u16 = 1 << 3;
+    /// RX: the frame arrived with a bad frame check sequence (corrupted on
+    /// the wire); the driver drops it and counts a CRC error.
+    pub const FCS_ERR: u16 = 1 << 4;
+    /// RX: a GFT exception: the buffer starts with a
+    /// [`super::gft::META_LEN`]-byte [`super::gft::ExceptionMeta`], the
+    /// frame follows (`len` counts both). Only on the PF's queue pair 0.
+    pub const GFT_EXCEPTION: u16 = 1 << 5;
+}
+
+/// Most segments the card cuts one TSO frame into; it drops larger
+/// requests (the driver tells the stack, which splits before).
+pub const TSO_MAX_SEGS: u32 = 64;
+
+/// Bits of [`super::AdminCmd::SetRxMode`].
+pub mod rx_mode {
+    /// Accept every frame.
+    pub const PROMISC: u32 = 1 << 0;
+    /// Accept every multicast frame.
+    pub const ALLMULTI: u32 = 1 << 1;
+    /// Accept broadcast frames.
+    pub const BROADCAST: u32 = 1 << 2;
+}
+
+/// Bits of [`super::AdminCmd::SetOffloads`] and [`super::DeviceInfo::offloads`].
+pub mod offload {
+    /// TX L4 checksum insertion.
+    pub const TX_CSUM: u32 = 1 << 0;
+    /// RX L4 checksum validation.
+    pub const RX_CSUM: u32 = 1 << 1;
+    /// TCP segmentation.
+    pub const TSO: u32 = 1 << 2;
+    /// Receive-side scaling.
+    pub const RSS: u32 = 1 << 3;
+}
+
+/// Bytes of the RSS (Toeplitz) hash key.
+pub const RSS_KEY_LEN: usize = 40;
+/// Entries of the RSS indirection table (one queue pair index each).
+pub const RSS_TABLE_LEN: usize = 128;
+/// Size of the RSS configuration block [`super::AdminCmd::SetRss`] points
+/// at: the key, then the table.
+pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN;
+
+/// Bit of the 64-bit multicast filter that `mac` selects: the card accepts
+/// a multicast frame when its destination's bit is set in the filter.
+pub const fn mc_filter_bit(mac: &[u8; 6]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < 6 {
+        h = (h ^ mac[i] as u32).wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    h % 64
+}
+
+/// Longest interrupt moderation delay the card supports, in microseconds.
+pub const MAX_COALESCE_USECS: u32 = 1000;
+/// Largest interrupt moderation frame count the card supports.
+pub const MAX_COALESCE_FRAMES: u32 = 256;
