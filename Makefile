@@ -107,4 +107,4 @@ rustfmtcheck: rootfs
 
 clean:
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) clean
-	rm -f src/ffi/bindings_generated.rs .kernel-stamp
+	rm -f src/linux/bindings/bindings_generated.rs .kernel-stamp

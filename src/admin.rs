@@ -22,7 +22,7 @@ use kernel::{
 };
 
 use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE, ENTRY_FLAGS_OFFSET};
-use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice, netdev::net_ratelimit};
+use crate::linux::{dma::DmaBuffer, dma::DmaDevice, net::netdev::net_ratelimit};
 use crate::regs::Registers;
 
 /// Entries in the driver's admin queue.

@@ -21,9 +21,9 @@ use kernel::{
 };
 
 use crate::hw::{AdminCmd, FuncKind};
-use crate::kext::{
-    lower::{find_ours, LowerRef, NetdevEvent, TxLower, WatchNetdevs},
-    netdev::{Features, LinkStats, NetDev, QueueCounters},
+use crate::linux::{
+    net::netdev::{Features, LinkStats, NetDev, QueueCounters},
+    net::upper::{find_ours, LowerRef, NetdevEvent, TxLower, WatchNetdevs},
 };
 use crate::nic::Nic;
 

@@ -22,17 +22,17 @@ use crate::hw::{
     self, mc_filter_bit, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind,
     QpCardStats,
 };
-use crate::kext::{
-    dma_buf::DmaBuffer,
-    dma_device::DmaDevice,
-    ethtool::{Coalesce, DrvInfo, EthtoolOps, StatsSink},
-    msix::{IrqHandler, IrqHandlerRegistration, MsixVectors},
-    netdev::{
+use crate::linux::{
+    dma::DmaBuffer,
+    dma::DmaDevice,
+    irq::{IrqHandler, IrqHandlerRegistration, MsixVectors},
+    net::ethtool::{Coalesce, DrvInfo, EthtoolOps, StatsSink},
+    net::netdev::{
         is_valid_ether_addr, random_ether_addr, rss_key_fill, Features, HwAddrList, LinkStats,
         NetDev, NetDevOps, NetDevRef, QueueCounters, Registration, Setup,
     },
-    skb::SkBuff,
-    work::{DeviceWork, NetDevWork},
+    net::skbuff::SkBuff,
+    net::work::{DeviceWork, NetDevWork},
 };
 use crate::queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use crate::recovery::{CardChange, CardWatch, HEALTH_CHECK_MS};

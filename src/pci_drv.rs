@@ -8,15 +8,14 @@ use kernel::{auxiliary, debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
 use crate::bond::BondState;
 use crate::gft::{self, Gft};
 use crate::hw::{self, regs, FuncKind};
-use crate::kext::{
-    debugfs_root,
-    dma_buf::DmaBuffer,
-    msix::{IrqHandlerRegistration, MsixVectors},
-    pci_dma,
+use crate::linux::{
+    debugfs as debugfs_root,
+    dma::{self, DmaBuffer},
+    irq::{IrqHandlerRegistration, MsixVectors},
 };
 use crate::nic::{self, NicRegistration};
 use crate::rdma::{self, RdmaLink, RdmaLinkData};
-use crate::regs::Registers;
+use crate::regs::{Registers, ResetOnDrop};
 use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
@@ -28,13 +27,19 @@ const MAX_VECTORS: u32 = 64;
 /// the network device (it stops its queues through the admin queue), then
 /// the card is reset, then the debugfs files and the registers. The MSI-X
 /// vectors are freed by devres after all of this.
-#[pin_data(PinnedDrop)]
+///
+/// Field order is drop order.
+#[pin_data]
 pub(crate) struct RsnicFunction<'bound> {
     /// PF: the auxiliary device the RDMA driver binds.
     rdma: Option<auxiliary::Registration<'bound, RdmaLinkData>>,
-    /// PF: `gft/`. Removed first, so no write reaches a GFT going away.
+    /// PF: `gft/`. Removed before the NIC, so no write reaches a GFT
+    /// going away.
     gft_files: Option<Pin<KBox<GftFiles>>>,
     nic: Option<NicRegistration>,
+    /// Quiesces the card once the NIC is gone (it may already be gone
+    /// itself, which is fine).
+    _reset: ResetOnDrop,
     /// The VF bond of a PF's synthetic NIC (`bond`).
     #[pin]
     bond_file: debugfs::File<Option<Arc<BondState>>>,
@@ -44,18 +49,6 @@ pub(crate) struct RsnicFunction<'bound> {
     selftest_file: debugfs::File<SelfTestReport>,
     _dir: debugfs::Dir,
     regs: Arc<Registers>,
-}
-
-#[pinned_drop]
-impl PinnedDrop for RsnicFunction<'_> {
-    fn drop(self: Pin<&mut Self>) {
-        let this = self.project();
-        this.rdma.take();
-        this.gft_files.take();
-        this.nic.take();
-        // Quiesce the card; it may already be gone, which is fine.
-        let _ = this.regs.write(regs::DEV_CTRL, hw::ctrl::RESET);
-    }
 }
 
 /// The PF's `gft/` debugfs directory (its ABI: Documentation/rsnic/gft.rst).
@@ -194,7 +187,7 @@ impl pci::Driver for RsnicDriver {
         pin_init::pin_init_scope(move || {
             pdev.enable_device_mem()?;
             pdev.set_master();
-            pci_dma::set_dma_limits(pdev)?;
+            dma::set_dma_limits(pdev)?;
 
             let bar = pdev.iomap_region_sized::<{ hw::BAR0_SIZE }>(0, c"rsnic/bar0")?;
             let regs = Arc::new(Registers::new(bar.into_devres()?), GFP_KERNEL)?;
@@ -259,6 +252,7 @@ impl pci::Driver for RsnicDriver {
                 rdma,
                 gft_files,
                 nic,
+                _reset: ResetOnDrop(regs.clone()),
                 bond_file <- dir.read_callback_file(c"bond", bond, &show_bond),
                 regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),
                 selftest_file <- dir.read_callback_file(c"selftest", report, &show_selftest),

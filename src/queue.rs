@@ -21,16 +21,16 @@ use kernel::{
 };
 
 use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM, ENTRY_FLAGS_OFFSET};
-use crate::kext::{
-    bh::lock_bh,
-    dma_buf::DmaBuffer,
-    dma_device::DmaDevice,
-    dma_map::TxMapping,
-    msix::IrqHandler,
-    napi::{Napi, NapiPoll, WithNapi},
-    netdev::{net_ratelimit, NetDev, NetDevRef, QueueCounters},
-    page_pool::{PagePool, RxPage},
-    skb::SkBuff,
+use crate::linux::{
+    dma::DmaBuffer,
+    dma::DmaDevice,
+    irq::IrqHandler,
+    net::dma_map::TxMapping,
+    net::napi::{Napi, NapiPoll, WithNapi},
+    net::netdev::{net_ratelimit, NetDev, NetDevRef, QueueCounters},
+    net::page_pool::{PagePool, RxPage},
+    net::skbuff::SkBuff,
+    sync::lock_bh,
 };
 use crate::nic::Nic;
 use crate::recovery::QueueHealth;

@@ -6,7 +6,7 @@
 //! decode it through the `hw` types, which reject what the interface does
 //! not define.
 
-use kernel::{devres::Devres, io::Io, pci, prelude::*};
+use kernel::{devres::Devres, io::Io, pci, prelude::*, sync::Arc};
 
 use crate::hw;
 
@@ -57,5 +57,16 @@ impl Registers {
             self.read(hw::regs::MAC_LO)?,
             self.read(hw::regs::MAC_HI)?,
         ))
+    }
+}
+
+/// Resets the function when dropped: the card stops using every queue and
+/// buffer the driver gave it.
+pub(crate) struct ResetOnDrop(pub(crate) Arc<Registers>);
+
+impl Drop for ResetOnDrop {
+    fn drop(&mut self) {
+        // A card that is gone needs no reset; the write then fails.
+        let _ = self.0.write(hw::regs::DEV_CTRL, hw::ctrl::RESET);
     }
 }

@@ -4,31 +4,43 @@
 //! a synthetic NIC, a VF data path, a GFT flow table and a RoCEv2 engine.
 //!
 //! Layout: `hw` is the hardware interface (shared with the emulator),
-//! `kext` the abstraction layer over kernel C APIs (all `unsafe` lives
-//! there), `ffi` the module's own generated bindings, and the rest is
-//! driver logic in safe Rust.
+//! `linux` the abstraction layer over kernel C APIs (all `unsafe` lives
+//! there, with the generated bindings), and the rest is driver logic in
+//! safe Rust: the compiler refuses `unsafe` in every driver module.
 
 use kernel::{auxiliary, driver, pci, prelude::*};
 
-mod admin;
-mod bond;
-mod ffi;
-mod gft;
 // Shared verbatim with the emulator, hence `pub` items and some the driver
 // does not use.
 #[allow(dead_code, unreachable_pub)]
+#[deny(unsafe_code)]
 mod hw;
-mod kext;
+mod linux;
+
+#[deny(unsafe_code)]
+mod admin;
+#[deny(unsafe_code)]
+mod bond;
+#[deny(unsafe_code)]
+mod gft;
+#[deny(unsafe_code)]
 mod nic;
+#[deny(unsafe_code)]
 mod pci_drv;
+#[deny(unsafe_code)]
 mod queue;
+#[deny(unsafe_code)]
 mod rdma;
+#[deny(unsafe_code)]
 mod recovery;
+#[deny(unsafe_code)]
 mod regs;
+#[deny(unsafe_code)]
 mod ring;
+#[deny(unsafe_code)]
 mod selftest;
 
-use kext::{debugfs_root::DebugfsRoot, lower::NetdevNotifier};
+use linux::{debugfs::DebugfsRoot, net::upper::NetdevNotifier};
 
 /// The module's name, as auxiliary device names start with.
 pub(crate) const MODULE_NAME: &CStr = <LocalModule as kernel::ModuleMetadata>::NAME;

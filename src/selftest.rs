@@ -19,8 +19,8 @@ use kernel::{
 };
 
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
-use crate::kext::dma_buf::DmaBuffer;
-use crate::kext::msix::{IrqHandler, IrqHandlerRegistration};
+use crate::linux::dma::DmaBuffer;
+use crate::linux::irq::{IrqHandler, IrqHandlerRegistration};
 use crate::regs::Registers;
 
 /// Patterns written to the scratch register.

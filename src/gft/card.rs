@@ -10,7 +10,7 @@ use crate::hw::gft::{
     CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN, FLOW_RECORD_LEN,
 };
 use crate::hw::{AdminCmd, GftDumpResult};
-use crate::kext::{dma_buf::DmaBuffer, dma_device::DmaDevice};
+use crate::linux::{dma::DmaBuffer, dma::DmaDevice};
 
 /// Records one dump command fetches.
 pub(crate) const DUMP_BATCH: usize = 64;

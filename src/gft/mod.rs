@@ -24,9 +24,9 @@ use kernel::{
 
 use crate::admin::AdminQueue;
 use crate::hw::gft::{ExceptionMeta, META_LEN};
-use crate::kext::{
-    dma_device::DmaDevice,
-    skb::{SkBuff, SkbQueue},
+use crate::linux::{
+    dma::DmaDevice,
+    net::skbuff::{SkBuff, SkbQueue},
 };
 use card::GftCard;
 use vfp::{Vfp, WriteError};

@@ -7,13 +7,12 @@
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::device::RdmaDev;
-use crate::ffi;
-use crate::hw::rdma::{arm, cqe_flag, db, wc_op, wc_status, Cqe, CQE_LEN};
+use crate::hw::rdma::{arm, cqe_flag, db, wc_op, Cqe, CQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
-use crate::kext::{
-    bh::lock_irqsave,
-    dma_buf::DmaBuffer,
-    ib_verbs::{NetworkHdr, WcStatus, WcWriter, WorkCompletion},
+use crate::linux::{
+    dma::DmaBuffer,
+    rdma::verbs::{NetworkHdr, WcOpcode, WcStatus, WcWriter, WorkCompletion},
+    sync::lock_irqsave,
 };
 
 /// A completion queue's driver state.
@@ -114,28 +113,20 @@ impl RdmaCq {
     }
 }
 
-/// The status and opcode of a completion, as ib_core numbers them; a
-/// value the card should not have written is a general error.
-fn decode(cqe: &Cqe, recv: bool) -> (WcStatus, ffi::ib_wc_opcode) {
-    let status = match cqe.status {
-        s @ wc_status::SUCCESS..=wc_status::RNR_RETRY_EXC_ERR => WcStatus::from(s),
-        wc_status::FATAL_ERR => ffi::ib_wc_status_IB_WC_FATAL_ERR,
-        _ => ffi::ib_wc_status_IB_WC_GENERAL_ERR,
-    };
+/// The status and opcode of a completion; a value the card should not
+/// have written is a general error.
+fn decode(cqe: &Cqe, recv: bool) -> (WcStatus, WcOpcode) {
+    // The card numbers statuses as the verbs do (`hw::rdma::wc_status`).
+    let status = WcStatus::from_raw(cqe.status.into()).unwrap_or(WcStatus::GeneralErr);
     let opcode = match (cqe.opcode, recv) {
-        (wc_op::SEND, false) => ffi::ib_wc_opcode_IB_WC_SEND,
-        (wc_op::RDMA_WRITE, false) => ffi::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        (wc_op::RDMA_READ, false) => ffi::ib_wc_opcode_IB_WC_RDMA_READ,
-        (wc_op::LOCAL_INV, false) => ffi::ib_wc_opcode_IB_WC_LOCAL_INV,
-        (wc_op::REG_MR, false) => ffi::ib_wc_opcode_IB_WC_REG_MR,
-        (wc_op::RECV_RDMA_WITH_IMM, true) => ffi::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
-        (_, true) => ffi::ib_wc_opcode_IB_WC_RECV,
-        (_, false) => {
-            return (
-                ffi::ib_wc_status_IB_WC_GENERAL_ERR,
-                ffi::ib_wc_opcode_IB_WC_SEND,
-            );
-        }
+        (wc_op::SEND, false) => WcOpcode::Send,
+        (wc_op::RDMA_WRITE, false) => WcOpcode::RdmaWrite,
+        (wc_op::RDMA_READ, false) => WcOpcode::RdmaRead,
+        (wc_op::LOCAL_INV, false) => WcOpcode::LocalInv,
+        (wc_op::REG_MR, false) => WcOpcode::RegMr,
+        (wc_op::RECV_RDMA_WITH_IMM, true) => WcOpcode::RecvRdmaWithImm,
+        (_, true) => WcOpcode::Recv,
+        (_, false) => return (WcStatus::GeneralErr, WcOpcode::Send),
     };
     (status, opcode)
 }

@@ -23,16 +23,16 @@ use crate::hw::rdma::{
     RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
-use crate::kext::{
-    bh::lock_irqsave,
-    dma_buf::DmaBuffer,
-    dma_device::DmaDevice,
-    ib_device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
-    ib_verbs::{
+use crate::linux::{
+    dma::DmaBuffer,
+    dma::DmaDevice,
+    irq::IrqHandlerRegistration,
+    rdma::device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
+    rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
         RecvWrs, SendWrs, StatDesc, WcWriter,
     },
-    msix::IrqHandlerRegistration,
+    sync::lock_irqsave,
 };
 use crate::regs::Registers;
 
@@ -49,9 +49,11 @@ struct Ids {
     mrs: IdPool,
 }
 
-/// The driver state of one RDMA device.
-#[pin_data(PinnedDrop)]
+/// The driver state of one RDMA device. Field order is drop order.
+#[pin_data]
 pub(crate) struct RdmaDev {
+    /// Stops the event queue before its ring (in `eq_irq`) is freed.
+    _eq: EventQueueOwner,
     admin: Arc<AdminQueue>,
     regs: Arc<Registers>,
     dma: DmaDevice,
@@ -65,12 +67,14 @@ pub(crate) struct RdmaDev {
     eq_irq: Pin<KBox<IrqHandlerRegistration<EqIrq>>>,
 }
 
-#[pinned_drop]
-impl PinnedDrop for RdmaDev {
-    fn drop(self: Pin<&mut Self>) {
-        // Every object is gone (ib_core destroyed them before we are
-        // dropped); stop the event queue before its ring is freed.
-        let _ = self.admin.exec(AdminCmd::RdmaDestroyEq);
+/// The card's use of the event queue: ended on drop.
+struct EventQueueOwner(Arc<AdminQueue>);
+
+impl Drop for EventQueueOwner {
+    fn drop(&mut self) {
+        // Every object is gone (ib_core destroyed them before the device's
+        // state is dropped); the card stops writing events.
+        let _ = self.0.exec(AdminCmd::RdmaDestroyEq);
     }
 }
 
@@ -135,6 +139,7 @@ impl RdmaDev {
         let admin = e.admin.clone();
         let regs = e.regs.clone();
         Ok(try_pin_init!(Self {
+            _eq: EventQueueOwner(admin.clone()),
             admin,
             regs,
             dma,

@@ -13,7 +13,7 @@ use kernel::{
 use super::tables::Tables;
 use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
-use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer, msix::IrqHandler};
+use crate::linux::{dma::DmaBuffer, irq::IrqHandler, sync::lock_irqsave};
 
 /// Entries of the event queue: more than all CQs and QPs together, so it
 /// cannot overflow (an event is written once per arming or per failure).

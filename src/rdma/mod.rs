@@ -19,7 +19,7 @@ mod tables;
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 
 use crate::admin::AdminQueue;
-use crate::kext::{ib_device, lower::LowerRef};
+use crate::linux::{net::upper::LowerRef, rdma::device as ib_device};
 use crate::nic::Nic;
 use crate::regs::Registers;
 use device::{EngineAccess, RdmaDev};
@@ -45,7 +45,7 @@ impl RdmaLink {
     /// The link of a PF's synthetic NIC, with event vector `vector`
     /// (Linux IRQ `irq`).
     pub(crate) fn new(
-        nic: &crate::kext::netdev::NetDev<Nic>,
+        nic: &crate::linux::net::netdev::NetDev<Nic>,
         regs: &Arc<Registers>,
         irq: u32,
         vector: u16,

@@ -6,7 +6,7 @@
 
 use kernel::{prelude::*, sync::SpinLock};
 
-use crate::kext::{bh::lock_irqsave, dma_buf::DmaBuffer};
+use crate::linux::{dma::DmaBuffer, sync::lock_irqsave};
 
 /// A memory region's driver state.
 #[pin_data]

@@ -12,13 +12,13 @@ use crate::hw::rdma::{
     access, db, qp_attr, wqe_flag, wqe_op, AddressVector, Gid, QpModify, QpState, RegMrParams,
     RqWqe, Sge, SqWqe, MAX_SGE, RQ_WQE_LEN, SQ_WQE_LEN,
 };
-use crate::kext::{
-    bh::lock_irqsave,
-    dma_buf::DmaBuffer,
-    ib_verbs::{
+use crate::linux::{
+    dma::DmaBuffer,
+    rdma::verbs::{
         modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpStateKind, RecvWrs, SendOp,
         SendWr, SendWrs,
     },
+    sync::lock_irqsave,
 };
 
 /// A queue pair's driver state.

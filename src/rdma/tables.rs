@@ -7,8 +7,7 @@
 
 use kernel::prelude::*;
 
-use crate::ffi;
-use crate::kext::ib_verbs::{CqHandle, QpHandle, WcStatus};
+use crate::linux::rdma::verbs::{CqHandle, QpHandle, WcStatus};
 
 /// A free-running 16-bit ring index.
 pub(crate) type RingIndex = u16;
@@ -101,10 +100,10 @@ impl CqeErrors {
     /// was reported to the ULP with `status`.
     pub(crate) fn count(&mut self, recv: bool, status: WcStatus) {
         let counter = match (recv, status) {
-            (_, ffi::ib_wc_status_IB_WC_SUCCESS) => return,
-            (false, ffi::ib_wc_status_IB_WC_WR_FLUSH_ERR) => &mut self.req_flush,
+            (_, WcStatus::Success) => return,
+            (false, WcStatus::WrFlushErr) => &mut self.req_flush,
             (false, _) => &mut self.req,
-            (true, ffi::ib_wc_status_IB_WC_WR_FLUSH_ERR) => &mut self.resp_flush,
+            (true, WcStatus::WrFlushErr) => &mut self.resp_flush,
             (true, _) => &mut self.resp,
         };
         *counter += 1;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A coherent DMA buffer the device and the driver share, with bounded
-//! copies in and out.
+//! DMA for a bound device: its addressing limits (set at probe), coherent
+//! buffers shared with the device ([`DmaBuffer`]), and the handle that
+//! allocates them after probe ([`DmaDevice`]).
 //!
 //! Unlike `dma::Coherent::as_ref`, nothing here hands out references into
 //! memory the device may be writing: every access is a bounds-checked
@@ -9,10 +10,31 @@
 //! data but never make the driver's Rust code unsound.
 
 use kernel::{
-    device::{Bound, Device},
-    dma::{Coherent, DmaAddress},
+    device::{Bound, Core, Device},
+    dma::{self, Coherent, Device as _, DmaAddress},
+    pci,
     prelude::*,
+    sync::aref::ARef,
 };
+
+use super::bindings;
+
+/// Declares what `pdev` can do for DMA: address all 64 bits (streaming and
+/// coherent), and take a mapped segment of any 32-bit length (an RDMA
+/// SGE's; ULPs map scatterlists for the RDMA engine through the PF, and
+/// without this the DMA layer assumes 64 KiB, which the block layer's
+/// merged segments exceed). Call from `probe`, before any DMA allocation
+/// for the device.
+pub(crate) fn set_dma_limits(pdev: &pci::Device<Core<'_>>) -> Result {
+    // SAFETY: Called from probe before the driver allocates or maps any DMA
+    // memory for this device, and probe is not run concurrently for one
+    // device, so nothing races with the mask change.
+    unsafe { pdev.dma_set_mask_and_coherent(dma::DmaMask::new::<64>()) }?;
+    // SAFETY: As above: no DMA allocation or mapping for this device can
+    // run concurrently with probe.
+    unsafe { pdev.dma_set_max_seg_size(u32::MAX) };
+    Ok(())
+}
 
 /// A byte buffer in coherent DMA memory.
 pub(crate) struct DmaBuffer {
@@ -81,7 +103,7 @@ impl DmaBuffer {
             return None;
         }
         // SAFETY: `dma_rmb` has no preconditions.
-        unsafe { crate::ffi::rsnic_dma_rmb() };
+        unsafe { bindings::rsnic_dma_rmb() };
         let mut entry = [0u8; N];
         self.read(offset, &mut entry).ok()?;
         Some(entry)
@@ -97,5 +119,44 @@ impl DmaBuffer {
             unsafe { base.add(offset + i).write_volatile(byte) };
         }
         Ok(())
+    }
+}
+
+/// DMA access to a device the driver is bound to.
+///
+/// The upstream allocator wants a `&Device<Bound>`, which only probe
+/// holds; the network device calls back later. A `DmaDevice` (and every
+/// mapping or pool made through it) lives in the network device's driver
+/// state, which unbind drops before the device unbinds, so the device is
+/// bound whenever it is used.
+#[derive(Clone)]
+pub(crate) struct DmaDevice {
+    dev: ARef<Device>,
+}
+
+impl DmaDevice {
+    /// DMA access for `dev`; keep it only in state dropped at unbind.
+    pub(crate) fn new(dev: &Device<Bound>) -> Self {
+        let dev: &Device = dev;
+        Self { dev: dev.into() }
+    }
+
+    /// Allocates `len` zeroed bytes of coherent memory.
+    pub(crate) fn alloc(&self, len: usize) -> Result<DmaBuffer> {
+        let dev: *const Device = &*self.dev;
+        // SAFETY: `Device<Ctx>` is `repr(transparent)` over the same
+        // `struct device` for every context; by the type's contract the
+        // driver is bound while a `DmaDevice` exists.
+        let bound = unsafe { &*dev.cast::<Device<Bound>>() };
+        DmaBuffer::alloc(bound, len)
+    }
+
+    /// The `struct device`, for the mapping and page-pool wrappers.
+    ///
+    /// `Device` is `repr(transparent)` over `struct device`, so the cast
+    /// pointer is the device's `struct device`.
+    pub(super) fn as_raw(&self) -> *mut bindings::device {
+        let dev: *const Device = &*self.dev;
+        dev.cast_mut().cast()
     }
 }

@@ -8,8 +8,11 @@ use core::ptr::NonNull;
 
 use kernel::{dma::DmaAddress, page::PAGE_SIZE, prelude::*};
 
-use crate::ffi;
-use crate::kext::{dma_device::DmaDevice, napi::Napi, skb::SkBuff};
+use crate::linux::bindings;
+use crate::linux::{
+    dma::DmaDevice,
+    net::{napi::Napi, skbuff::SkBuff},
+};
 
 /// The page pool of one RX queue.
 ///
@@ -17,7 +20,7 @@ use crate::kext::{dma_device::DmaDevice, napi::Napi, skb::SkBuff};
 ///
 /// `pool` is a live page pool this value created and destroys on drop.
 pub(crate) struct PagePool {
-    pool: NonNull<ffi::page_pool>,
+    pool: NonNull<bindings::page_pool>,
     /// Bytes per buffer (`PAGE_SIZE << order`).
     size: u32,
     /// Bytes in front of the frame, for the stack's headers.
@@ -44,8 +47,12 @@ impl PagePool {
         frame_len: u32,
     ) -> Result<Self> {
         // SAFETY: Pure functions of the kernel configuration.
-        let (headroom, tailroom) =
-            unsafe { (ffi::rsnic_rx_headroom(), ffi::rsnic_skb_shinfo_room()) };
+        let (headroom, tailroom) = unsafe {
+            (
+                bindings::rsnic_rx_headroom(),
+                bindings::rsnic_skb_shinfo_room(),
+            )
+        };
         let need = headroom as usize + frame_len as usize + tailroom as usize;
         let order = need
             .div_ceil(PAGE_SIZE)
@@ -57,7 +64,7 @@ impl PagePool {
         // context of the net device `napi.dev_raw()`; the parameters are
         // plain values. The result is a pool or an `ERR_PTR`.
         let pool = unsafe {
-            ffi::rsnic_page_pool_create(
+            bindings::rsnic_page_pool_create(
                 dma.as_raw(),
                 napi.as_raw(),
                 napi.dev_raw(),
@@ -88,7 +95,7 @@ impl PagePool {
         // SAFETY: Live pool; `&mut self` makes this the only allocator
         // right now, as the pool's lockless cache needs.
         let page =
-            NonNull::new(unsafe { ffi::rsnic_page_pool_dev_alloc_pages(self.pool.as_ptr()) })?;
+            NonNull::new(unsafe { bindings::rsnic_page_pool_dev_alloc_pages(self.pool.as_ptr()) })?;
         // INVARIANT: a page just taken from `pool`.
         Some(RxPage {
             page,
@@ -103,7 +110,7 @@ impl Drop for PagePool {
     fn drop(&mut self) {
         // SAFETY: Live pool by the type invariant, destroyed once. Pages
         // still out (in skbs) keep it alive internally until they return.
-        unsafe { ffi::rsnic_page_pool_destroy(self.pool.as_ptr()) };
+        unsafe { bindings::rsnic_page_pool_destroy(self.pool.as_ptr()) };
     }
 }
 
@@ -115,8 +122,8 @@ impl Drop for PagePool {
 /// `page` came from `pool` and nothing else owns it; `pool` stays valid
 /// while its pages are out (page pools outlive their pages).
 pub(crate) struct RxPage {
-    page: NonNull<ffi::page>,
-    pool: NonNull<ffi::page_pool>,
+    page: NonNull<bindings::page>,
+    pool: NonNull<bindings::page_pool>,
     size: u32,
     headroom: u32,
 }
@@ -129,7 +136,8 @@ impl RxPage {
     pub(crate) fn frame_addr(&self) -> DmaAddress {
         // SAFETY: A page of a pool mapping its pages (`PP_FLAG_DMA_MAP`).
         unsafe {
-            ffi::rsnic_page_pool_get_dma_addr(self.page.as_ptr()) + DmaAddress::from(self.headroom)
+            bindings::rsnic_page_pool_get_dma_addr(self.page.as_ptr())
+                + DmaAddress::from(self.headroom)
         }
     }
 
@@ -142,7 +150,7 @@ impl RxPage {
         // SAFETY: We own the page, mapped by its pool; the range synced is
         // the frame the device wrote.
         unsafe {
-            ffi::rsnic_page_pool_dma_sync_for_cpu(
+            bindings::rsnic_page_pool_dma_sync_for_cpu(
                 self.pool.as_ptr(),
                 self.page.as_ptr(),
                 self.headroom,
@@ -153,7 +161,12 @@ impl RxPage {
         // bytes at `headroom` and room for `skb_shared_info` at the end
         // (the pool was sized so). On success the skb owns the page.
         let skb = unsafe {
-            ffi::rsnic_napi_build_skb_from_page(self.page.as_ptr(), self.size, self.headroom, len)
+            bindings::rsnic_napi_build_skb_from_page(
+                self.page.as_ptr(),
+                self.size,
+                self.headroom,
+                len,
+            )
         };
         // SAFETY: NULL or a new skb that we own.
         match unsafe { SkBuff::from_raw(skb) } {
@@ -169,6 +182,6 @@ impl RxPage {
 impl Drop for RxPage {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own a page of `pool`; returned once.
-        unsafe { ffi::rsnic_page_pool_put_full_page(self.pool.as_ptr(), self.page.as_ptr()) };
+        unsafe { bindings::rsnic_page_pool_put_full_page(self.pool.as_ptr(), self.page.as_ptr()) };
     }
 }

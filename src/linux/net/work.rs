@@ -12,8 +12,8 @@ use core::marker::PhantomData;
 
 use kernel::{container_of, prelude::*, types::Opaque};
 
-use crate::ffi;
-use crate::kext::netdev::{NetDev, NetDevRef};
+use crate::linux::bindings;
+use crate::linux::net::netdev::{NetDev, NetDevRef};
 
 /// What a net device's driver does when its [`NetDevWork`] runs. A
 /// driver with several work items tells them apart by `ID`.
@@ -39,7 +39,7 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
 #[pin_data(PinnedDrop)]
 pub(crate) struct NetDevWork<T: DeviceWork<ID>, const ID: u8 = 0> {
     #[pin]
-    work: Opaque<ffi::delayed_work>,
+    work: Opaque<bindings::delayed_work>,
     dev: NetDevRef<T>,
     _t: PhantomData<T>,
 }
@@ -56,8 +56,8 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     pub(crate) fn new(dev: NetDevRef<T>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             // SAFETY: `INIT_DELAYED_WORK` on the embedded, pinned `delayed_work`.
-            work <- Opaque::ffi_init(|w: *mut ffi::delayed_work| unsafe {
-                ffi::rsnic_init_delayed_work(w, Some(Self::run_raw))
+            work <- Opaque::ffi_init(|w: *mut bindings::delayed_work| unsafe {
+                bindings::rsnic_init_delayed_work(w, Some(Self::run_raw))
             }),
             dev,
             _t: PhantomData,
@@ -68,14 +68,14 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// run, which it replaces). Any context.
     pub(crate) fn schedule(&self) {
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { ffi::rsnic_run_delayed_work_now(self.work.get()) };
+        unsafe { bindings::rsnic_run_delayed_work_now(self.work.get()) };
     }
 
     /// Runs the work after `msecs` unless a run is already pending. Any
     /// context.
     pub(crate) fn schedule_after(&self, msecs: u32) {
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { ffi::rsnic_run_delayed_work_after(self.work.get(), msecs) };
+        unsafe { bindings::rsnic_run_delayed_work_after(self.work.get(), msecs) };
     }
 
     /// # Safety
@@ -83,12 +83,13 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// `w` is the `work` member of the `delayed_work` in a live
     /// `NetDevWork<T>` (the workqueue calls this only for initialised
     /// items, which are cancelled before they are dropped).
-    unsafe extern "C" fn run_raw(w: *mut ffi::work_struct) {
-        const { assert!(core::mem::offset_of!(ffi::delayed_work, work) == 0) };
+    unsafe extern "C" fn run_raw(w: *mut bindings::work_struct) {
+        const { assert!(core::mem::offset_of!(bindings::delayed_work, work) == 0) };
         // SAFETY: Per the function's contract `w` is the first member of
         // the `delayed_work` in the `work` field of a `NetDevWork<T>` (so
         // has its address); `Opaque` is `repr(transparent)`.
-        let this = unsafe { &*container_of!(w.cast::<Opaque<ffi::delayed_work>>(), Self, work) };
+        let this =
+            unsafe { &*container_of!(w.cast::<Opaque<bindings::delayed_work>>(), Self, work) };
         if !T::RTNL {
             T::run(this.dev.get());
             return;
@@ -96,10 +97,10 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
         // SAFETY: Process context, no locks held: RTNL may be taken. The
         // state's drop (which cancels us) never runs under RTNL, so this
         // cannot deadlock with it.
-        unsafe { ffi::rsnic_rtnl_lock() };
+        unsafe { bindings::rsnic_rtnl_lock() };
         T::run(this.dev.get());
         // SAFETY: Taken above.
-        unsafe { ffi::rsnic_rtnl_unlock() };
+        unsafe { bindings::rsnic_rtnl_unlock() };
     }
 }
 
@@ -109,6 +110,6 @@ impl<T: DeviceWork<ID>, const ID: u8> PinnedDrop for NetDevWork<T, ID> {
         // SAFETY: `work` is initialised; after this returns it is neither
         // pending nor running (even if it re-queues itself), so `run_raw`
         // cannot see a dropped `self`.
-        unsafe { ffi::rsnic_cancel_delayed_work_sync(self.work.get()) };
+        unsafe { bindings::rsnic_cancel_delayed_work_sync(self.work.get()) };
     }
 }

@@ -10,8 +10,8 @@ use kernel::{
     types::Opaque,
 };
 
-use crate::ffi;
-use crate::kext::netdev::{NetDev, NetDevRef};
+use crate::linux::bindings;
+use crate::linux::net::netdev::{NetDev, NetDevRef};
 
 /// What a NAPI context polls.
 pub(crate) trait NapiPoll: Send + Sync {
@@ -33,8 +33,8 @@ pub(crate) trait NapiPoll: Send + Sync {
 #[pin_data(PinnedDrop)]
 pub(crate) struct Napi {
     #[pin]
-    napi: Opaque<ffi::napi_struct>,
-    dev: *mut ffi::net_device,
+    napi: Opaque<bindings::napi_struct>,
+    dev: *mut bindings::net_device,
     owner: *const c_void,
     poll: fn(*const c_void, &Napi, u32) -> u32,
     #[pin]
@@ -62,13 +62,13 @@ impl Napi {
         owner: *const P,
     ) -> impl PinInit<Self> + '_ {
         pin_init!(Self {
-            napi <- Opaque::ffi_init(|slot: *mut ffi::napi_struct| {
+            napi <- Opaque::ffi_init(|slot: *mut bindings::napi_struct| {
                 // SAFETY: `slot` is zeroed-or-uninit storage for a
                 // napi_struct that stays pinned in `this`; the device is
                 // alive. `netif_napi_add` initialises it.
                 unsafe {
                     core::ptr::write_bytes(slot, 0, 1);
-                    ffi::rsnic_netif_napi_add_config(
+                    bindings::rsnic_netif_napi_add_config(
                         dev.as_raw(),
                         slot,
                         Some(Self::poll_trampoline),
@@ -84,12 +84,12 @@ impl Napi {
     }
 
     /// The raw context.
-    pub(crate) fn as_raw(&self) -> *mut ffi::napi_struct {
+    pub(crate) fn as_raw(&self) -> *mut bindings::napi_struct {
         self.napi.get()
     }
 
     /// The device's raw pointer.
-    pub(crate) fn dev_raw(&self) -> *mut ffi::net_device {
+    pub(crate) fn dev_raw(&self) -> *mut bindings::net_device {
         self.dev
     }
 
@@ -97,7 +97,7 @@ impl Napi {
     /// netlink family). Call before the device is registered.
     pub(crate) fn set_irq(&self, irq: u32) {
         // SAFETY: Added in `new`; the helper takes the device's lock.
-        unsafe { ffi::rsnic_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+        unsafe { bindings::rsnic_netif_napi_set_irq(self.as_raw(), irq as c_int) };
     }
 
     /// Links (or with `false`, unlinks) RX and TX queue `queue` of the
@@ -111,16 +111,16 @@ impl Napi {
         };
         // SAFETY: Added in `new`; RTNL held by the caller's contract.
         unsafe {
-            ffi::netif_queue_set_napi(
+            bindings::netif_queue_set_napi(
                 self.dev,
                 queue,
-                ffi::netdev_queue_type_NETDEV_QUEUE_TYPE_RX,
+                bindings::netdev_queue_type_NETDEV_QUEUE_TYPE_RX,
                 napi,
             );
-            ffi::netif_queue_set_napi(
+            bindings::netif_queue_set_napi(
                 self.dev,
                 queue,
-                ffi::netdev_queue_type_NETDEV_QUEUE_TYPE_TX,
+                bindings::netdev_queue_type_NETDEV_QUEUE_TYPE_TX,
                 napi,
             );
         }
@@ -129,19 +129,19 @@ impl Napi {
     /// Allows polling (ndo_open). Must be paired with [`Napi::disable`].
     pub(crate) fn enable(&self) {
         // SAFETY: Added in `new`; process context under RTNL.
-        unsafe { ffi::napi_enable(self.as_raw()) };
+        unsafe { bindings::napi_enable(self.as_raw()) };
     }
 
     /// Waits for a running poll and prevents new ones (ndo_stop).
     pub(crate) fn disable(&self) {
         // SAFETY: Added and enabled; process context.
-        unsafe { ffi::napi_disable(self.as_raw()) };
+        unsafe { bindings::napi_disable(self.as_raw()) };
     }
 
     /// Schedules a poll (from the interrupt handler).
     pub(crate) fn schedule(&self) {
         // SAFETY: Added in `new`; any context.
-        unsafe { ffi::rsnic_napi_schedule(self.as_raw()) };
+        unsafe { bindings::rsnic_napi_schedule(self.as_raw()) };
     }
 
     /// Schedules a poll from process context (a lost interrupt found by a
@@ -149,7 +149,7 @@ impl Napi {
     pub(crate) fn schedule_from_task(&self) {
         // SAFETY: Added in `new`; the helper disables bottom halves around
         // `napi_schedule`, as process context requires.
-        unsafe { ffi::rsnic_napi_schedule_from_task(self.as_raw()) };
+        unsafe { bindings::rsnic_napi_schedule_from_task(self.as_raw()) };
     }
 
     /// Ends a poll that did `work_done` (< budget) frames. Returns false if
@@ -157,7 +157,7 @@ impl Napi {
     /// the driver re-arm the interrupt.
     pub(crate) fn complete_done(&self, work_done: u32) -> bool {
         // SAFETY: Called from this context's poll.
-        unsafe { ffi::napi_complete_done(self.as_raw(), work_done as c_int) }
+        unsafe { bindings::napi_complete_done(self.as_raw(), work_done as c_int) }
     }
 
     fn call_poll<P: NapiPoll>(owner: *const c_void, napi: &Napi, budget: u32) -> u32 {
@@ -170,7 +170,7 @@ impl Napi {
     /// # Safety
     ///
     /// Called by the kernel with a context added by [`Napi::new`].
-    unsafe extern "C" fn poll_trampoline(napi: *mut ffi::napi_struct, budget: c_int) -> c_int {
+    unsafe extern "C" fn poll_trampoline(napi: *mut bindings::napi_struct, budget: c_int) -> c_int {
         // SAFETY: `napi` is the first field of a `repr(C)` `Napi`, which
         // is pinned and alive while the context is added.
         let this = unsafe { &*napi.cast::<Napi>() };
@@ -183,7 +183,7 @@ impl PinnedDrop for Napi {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Added in `new` and (by the driver's contract) disabled;
         // the device is still alive.
-        unsafe { ffi::rsnic_netif_napi_del(self.as_raw()) };
+        unsafe { bindings::rsnic_netif_napi_del(self.as_raw()) };
     }
 }
 

@@ -5,8 +5,8 @@
 
 use kernel::{dma::DmaAddress, prelude::*};
 
-use crate::ffi;
-use crate::kext::{dma_device::DmaDevice, skb::SkBuff};
+use crate::linux::bindings;
+use crate::linux::{dma::DmaDevice, net::skbuff::SkBuff};
 
 /// Which part of an skb a mapping covers (they unmap differently).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ enum Part {
 /// while the mapping exists (the `DmaDevice` contract), and `addr`/`len`
 /// describe a live `DMA_TO_DEVICE` mapping of the kind `part` on it.
 pub(crate) struct TxMapping {
-    dev: *mut ffi::device,
+    dev: *mut bindings::device,
     addr: DmaAddress,
     len: u32,
     part: Part,
@@ -47,7 +47,7 @@ impl TxMapping {
         // caller, so its head stays put until the caller frees it, which
         // happens only after this mapping is dropped (documented above).
         kernel::error::to_result(unsafe {
-            ffi::rsnic_skb_map_head(dma.as_raw(), skb.as_raw(), &mut addr)
+            bindings::rsnic_skb_map_head(dma.as_raw(), skb.as_raw(), &mut addr)
         })?;
         // INVARIANT: mapped just now on `dma`'s device.
         Ok(Some(Self {
@@ -66,7 +66,7 @@ impl TxMapping {
         let (mut addr, mut len) = (0, 0);
         // SAFETY: As in `head`; `i < nr_frags` was checked.
         kernel::error::to_result(unsafe {
-            ffi::rsnic_skb_map_frag(dma.as_raw(), skb.as_raw(), i, &mut addr, &mut len)
+            bindings::rsnic_skb_map_frag(dma.as_raw(), skb.as_raw(), i, &mut addr, &mut len)
         })?;
         // INVARIANT: mapped just now on `dma`'s device.
         Ok(Self {
@@ -94,8 +94,12 @@ impl Drop for TxMapping {
         // device and of kind `part`; it is unmapped exactly once, here.
         unsafe {
             match self.part {
-                Part::Head => ffi::rsnic_dma_unmap_single_to_device(self.dev, self.addr, self.len),
-                Part::Frag => ffi::rsnic_dma_unmap_page_to_device(self.dev, self.addr, self.len),
+                Part::Head => {
+                    bindings::rsnic_dma_unmap_single_to_device(self.dev, self.addr, self.len)
+                }
+                Part::Frag => {
+                    bindings::rsnic_dma_unmap_page_to_device(self.dev, self.addr, self.len)
+                }
             }
         }
     }

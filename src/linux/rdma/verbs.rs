@@ -13,15 +13,15 @@ use core::marker::PhantomData;
 
 use kernel::{prelude::*, types::Opaque};
 
-use crate::ffi;
-use crate::kext::ib_device::IbDeviceOps;
+use crate::linux::bindings;
+use crate::linux::rdma::device::IbDeviceOps;
 
 /// An ib_core object (`C`) followed by the driver's state for it (`D`).
 ///
 /// # Invariants
 ///
 /// `data` is initialised from the end of the create callback until the
-/// destroy callback drops it; only then does the kext hand out `&D`.
+/// destroy callback drops it; only then does the layer hand out `&D`.
 #[repr(C)]
 pub(crate) struct IbObject<C, D> {
     ib: Opaque<C>,
@@ -107,7 +107,7 @@ impl<C, D> IbObject<C, D> {
 /// `ptr` is a live `ib_cq` of the driver's device until the handle is
 /// returned from `destroy_cq`.
 pub(crate) struct CqHandle {
-    ptr: *mut ffi::ib_cq,
+    ptr: *mut bindings::ib_cq,
 }
 
 // SAFETY: ib_core's CQ callbacks may be called from any context and CPU.
@@ -116,11 +116,11 @@ unsafe impl Send for CqHandle {}
 unsafe impl Sync for CqHandle {}
 
 impl CqHandle {
-    pub(super) fn new(ptr: *mut ffi::ib_cq) -> Self {
+    pub(super) fn new(ptr: *mut bindings::ib_cq) -> Self {
         Self { ptr }
     }
 
-    pub(super) fn as_raw(&self) -> *mut ffi::ib_cq {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_cq {
         self.ptr
     }
 
@@ -142,9 +142,9 @@ impl CqHandle {
         // the handler only reads during the call.
         unsafe {
             if let Some(handler) = (*self.ptr).event_handler {
-                let mut ev: ffi::ib_event = core::mem::zeroed();
+                let mut ev: bindings::ib_event = core::mem::zeroed();
                 ev.device = (*self.ptr).device;
-                ev.event = ffi::ib_event_type_IB_EVENT_CQ_ERR;
+                ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
                 ev.element.cq = self.ptr;
                 handler(&mut ev, (*self.ptr).cq_context);
             }
@@ -160,7 +160,7 @@ impl CqHandle {
 /// `ptr` is a live `ib_qp` of the driver's device until the handle is
 /// returned from `destroy_qp`.
 pub(crate) struct QpHandle {
-    ptr: *mut ffi::ib_qp,
+    ptr: *mut bindings::ib_qp,
 }
 
 // SAFETY: The QP's event handler may be called from any context.
@@ -169,11 +169,11 @@ unsafe impl Send for QpHandle {}
 unsafe impl Sync for QpHandle {}
 
 impl QpHandle {
-    pub(super) fn new(ptr: *mut ffi::ib_qp) -> Self {
+    pub(super) fn new(ptr: *mut bindings::ib_qp) -> Self {
         Self { ptr }
     }
 
-    pub(super) fn as_raw(&self) -> *mut ffi::ib_qp {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_qp {
         self.ptr
     }
 
@@ -183,9 +183,9 @@ impl QpHandle {
         // for the call.
         unsafe {
             if let Some(handler) = (*self.ptr).event_handler {
-                let mut ev: ffi::ib_event = core::mem::zeroed();
+                let mut ev: bindings::ib_event = core::mem::zeroed();
                 ev.device = (*self.ptr).device;
-                ev.event = ffi::ib_event_type_IB_EVENT_QP_FATAL;
+                ev.event = bindings::ib_event_type_IB_EVENT_QP_FATAL;
                 ev.element.qp = self.ptr;
                 handler(&mut ev, (*self.ptr).qp_context);
             }
@@ -205,20 +205,20 @@ pub(crate) enum QpKind {
 }
 
 impl QpKind {
-    pub(super) fn from_raw(t: ffi::ib_qp_type) -> Option<Self> {
+    pub(super) fn from_raw(t: bindings::ib_qp_type) -> Option<Self> {
         match t {
-            ffi::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
-            ffi::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
-            ffi::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
+            bindings::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
+            bindings::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
+            bindings::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
             _ => None,
         }
     }
 
-    pub(super) fn to_raw(self) -> ffi::ib_qp_type {
+    pub(super) fn to_raw(self) -> bindings::ib_qp_type {
         match self {
-            Self::Rc => ffi::ib_qp_type_IB_QPT_RC,
-            Self::Ud => ffi::ib_qp_type_IB_QPT_UD,
-            Self::Gsi => ffi::ib_qp_type_IB_QPT_GSI,
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
         }
     }
 }
@@ -274,7 +274,7 @@ impl AddressPath {
     /// # Safety
     ///
     /// `a` must point at a valid `rdma_ah_attr` of a RoCE port.
-    pub(super) unsafe fn from_raw(a: *const ffi::rdma_ah_attr) -> Self {
+    pub(super) unsafe fn from_raw(a: *const bindings::rdma_ah_attr) -> Self {
         // SAFETY: Valid attribute (caller's promise); for a RoCE port the
         // union holds `roce`.
         unsafe {
@@ -311,7 +311,7 @@ pub(crate) enum QpStateKind {
 }
 
 impl QpStateKind {
-    pub(super) fn from_raw(s: ffi::ib_qp_state) -> Option<Self> {
+    pub(super) fn from_raw(s: bindings::ib_qp_state) -> Option<Self> {
         Some(match s {
             0 => Self::Reset,
             1 => Self::Init,
@@ -324,8 +324,8 @@ impl QpStateKind {
         })
     }
 
-    pub(super) fn to_raw(self) -> ffi::ib_qp_state {
-        self as ffi::ib_qp_state
+    pub(super) fn to_raw(self) -> bindings::ib_qp_state {
+        self as bindings::ib_qp_state
     }
 }
 
@@ -343,9 +343,9 @@ pub(crate) struct Access {
 impl Access {
     pub(super) fn from_raw(flags: u32) -> Self {
         Self {
-            local_write: flags & ffi::ib_access_flags_IB_ACCESS_LOCAL_WRITE != 0,
-            remote_write: flags & ffi::ib_access_flags_IB_ACCESS_REMOTE_WRITE != 0,
-            remote_read: flags & ffi::ib_access_flags_IB_ACCESS_REMOTE_READ != 0,
+            local_write: flags & bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE != 0,
+            remote_write: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE != 0,
+            remote_read: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_READ != 0,
         }
     }
 }
@@ -392,45 +392,46 @@ impl QpAttrs {
     ///
     /// `a` must point at a valid `ib_qp_attr` whose fields `mask` names
     /// are set.
-    pub(super) unsafe fn from_raw(a: *const ffi::ib_qp_attr, mask: u32) -> Self {
+    pub(super) unsafe fn from_raw(a: *const bindings::ib_qp_attr, mask: u32) -> Self {
         // SAFETY: Valid attribute (caller's promise).
         let a = unsafe { &*a };
         let has = |bit: u32| mask & bit != 0;
         let mtu = match a.path_mtu {
-            ffi::ib_mtu_IB_MTU_256 => Some(256),
-            ffi::ib_mtu_IB_MTU_512 => Some(512),
-            ffi::ib_mtu_IB_MTU_1024 => Some(1024),
-            ffi::ib_mtu_IB_MTU_2048 => Some(2048),
-            ffi::ib_mtu_IB_MTU_4096 => Some(4096),
+            bindings::ib_mtu_IB_MTU_256 => Some(256),
+            bindings::ib_mtu_IB_MTU_512 => Some(512),
+            bindings::ib_mtu_IB_MTU_1024 => Some(1024),
+            bindings::ib_mtu_IB_MTU_2048 => Some(2048),
+            bindings::ib_mtu_IB_MTU_4096 => Some(4096),
             _ => None,
         };
         Self {
             mask,
-            state: has(ffi::ib_qp_attr_mask_IB_QP_STATE)
+            state: has(bindings::ib_qp_attr_mask_IB_QP_STATE)
                 .then(|| QpStateKind::from_raw(a.qp_state))
                 .flatten(),
-            cur_state: has(ffi::ib_qp_attr_mask_IB_QP_CUR_STATE)
+            cur_state: has(bindings::ib_qp_attr_mask_IB_QP_CUR_STATE)
                 .then(|| QpStateKind::from_raw(a.cur_qp_state))
                 .flatten(),
-            qkey: has(ffi::ib_qp_attr_mask_IB_QP_QKEY).then_some(a.qkey),
-            access: has(ffi::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+            qkey: has(bindings::ib_qp_attr_mask_IB_QP_QKEY).then_some(a.qkey),
+            access: has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
                 .then(|| Access::from_raw(a.qp_access_flags as u32)),
             // SAFETY: The mask says the address vector is set.
-            path: has(ffi::ib_qp_attr_mask_IB_QP_AV)
+            path: has(bindings::ib_qp_attr_mask_IB_QP_AV)
                 .then(|| unsafe { AddressPath::from_raw(&a.ah_attr) }),
-            path_mtu: has(ffi::ib_qp_attr_mask_IB_QP_PATH_MTU)
+            path_mtu: has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU)
                 .then_some(mtu)
                 .flatten(),
-            dest_qpn: has(ffi::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(a.dest_qp_num),
-            rq_psn: has(ffi::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(a.rq_psn),
-            sq_psn: has(ffi::ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(a.sq_psn),
-            timeout: has(ffi::ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(a.timeout),
-            retry_cnt: has(ffi::ib_qp_attr_mask_IB_QP_RETRY_CNT).then_some(a.retry_cnt),
-            rnr_retry: has(ffi::ib_qp_attr_mask_IB_QP_RNR_RETRY).then_some(a.rnr_retry),
-            min_rnr_timer: has(ffi::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER).then_some(a.min_rnr_timer),
-            max_rd_atomic: has(ffi::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
+            dest_qpn: has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(a.dest_qp_num),
+            rq_psn: has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(a.rq_psn),
+            sq_psn: has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(a.sq_psn),
+            timeout: has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(a.timeout),
+            retry_cnt: has(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT).then_some(a.retry_cnt),
+            rnr_retry: has(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY).then_some(a.rnr_retry),
+            min_rnr_timer: has(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER)
+                .then_some(a.min_rnr_timer),
+            max_rd_atomic: has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC)
                 .then_some(a.max_rd_atomic),
-            max_dest_rd_atomic: has(ffi::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+            max_dest_rd_atomic: has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
                 .then_some(a.max_dest_rd_atomic),
         }
     }
@@ -440,7 +441,7 @@ impl QpAttrs {
 /// `kind` with the attributes in `mask` (`ib_modify_qp_is_ok`).
 pub(crate) fn modify_is_ok(cur: QpStateKind, next: QpStateKind, kind: QpKind, mask: u32) -> bool {
     // SAFETY: A pure function of its arguments.
-    unsafe { ffi::ib_modify_qp_is_ok(cur.to_raw(), next.to_raw(), kind.to_raw(), mask) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur.to_raw(), next.to_raw(), kind.to_raw(), mask) }
 }
 
 /// One scatter/gather entry of a work request.
@@ -524,7 +525,7 @@ pub(crate) struct SendWr<'a, T: IbDeviceOps> {
     /// What to do.
     pub(crate) op: SendOp<'a, T>,
     /// Gather list.
-    pub(crate) sges: &'a [ffi::ib_sge],
+    pub(crate) sges: &'a [bindings::ib_sge],
     /// Complete even on success.
     pub(crate) signaled: bool,
     /// Solicited event at the receiver.
@@ -552,8 +553,8 @@ impl<T: IbDeviceOps> SendWr<'_, T> {
 ///
 /// `next` is NULL or a valid work request chain for the call's duration.
 pub(crate) struct SendWrs<'a, T: IbDeviceOps> {
-    next: *const ffi::ib_send_wr,
-    current: *const ffi::ib_send_wr,
+    next: *const bindings::ib_send_wr,
+    current: *const bindings::ib_send_wr,
     qp_kind: QpKind,
     _t: PhantomData<&'a T>,
 }
@@ -562,7 +563,7 @@ impl<'a, T: IbDeviceOps> SendWrs<'a, T> {
     /// # Safety
     ///
     /// `first` must be a valid chain, alive for `'a`, of a QP of `kind`.
-    pub(super) unsafe fn new(first: *const ffi::ib_send_wr, kind: QpKind) -> Self {
+    pub(super) unsafe fn new(first: *const bindings::ib_send_wr, kind: QpKind) -> Self {
         Self {
             next: first,
             current: first,
@@ -572,7 +573,7 @@ impl<'a, T: IbDeviceOps> SendWrs<'a, T> {
     }
 
     /// The request the driver took last (where a failure stopped).
-    pub(super) fn current(&self) -> *const ffi::ib_send_wr {
+    pub(super) fn current(&self) -> *const bindings::ib_send_wr {
         self.current
     }
 }
@@ -600,52 +601,55 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
         // the extended structs start with this `ib_send_wr` (ib_core's
         // `rdma_wr()`, `ud_wr()`, `reg_wr()` casts).
         let op = unsafe {
-            let rdma = || &*self.current.cast::<ffi::ib_rdma_wr>();
+            let rdma = || &*self.current.cast::<bindings::ib_rdma_wr>();
             match (wr.opcode, self.qp_kind) {
-                (ffi::ib_wr_opcode_IB_WR_SEND | ffi::ib_wr_opcode_IB_WR_SEND_WITH_IMM, k)
-                    if k != QpKind::Rc =>
-                {
-                    let ud = &*self.current.cast::<ffi::ib_ud_wr>();
+                (
+                    bindings::ib_wr_opcode_IB_WR_SEND | bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
+                    k,
+                ) if k != QpKind::Rc => {
+                    let ud = &*self.current.cast::<bindings::ib_ud_wr>();
                     if ud.ah.is_null() {
                         SendOp::Unsupported
                     } else {
                         SendOp::Ud {
-                            ah: IbObject::<ffi::ib_ah, T::Ah>::data(ud.ah),
+                            ah: IbObject::<bindings::ib_ah, T::Ah>::data(ud.ah),
                             remote_qpn: ud.remote_qpn,
                             remote_qkey: ud.remote_qkey,
-                            imm: (wr.opcode == ffi::ib_wr_opcode_IB_WR_SEND_WITH_IMM)
+                            imm: (wr.opcode == bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM)
                                 .then_some(wr.ex.imm_data),
                         }
                     }
                 }
                 (_, k) if k != QpKind::Rc => SendOp::Unsupported,
-                (ffi::ib_wr_opcode_IB_WR_SEND, _) => SendOp::Send,
-                (ffi::ib_wr_opcode_IB_WR_SEND_WITH_IMM, _) => SendOp::SendImm(wr.ex.imm_data),
-                (ffi::ib_wr_opcode_IB_WR_SEND_WITH_INV, _) => {
+                (bindings::ib_wr_opcode_IB_WR_SEND, _) => SendOp::Send,
+                (bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM, _) => SendOp::SendImm(wr.ex.imm_data),
+                (bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV, _) => {
                     SendOp::SendInv(wr.ex.invalidate_rkey)
                 }
-                (ffi::ib_wr_opcode_IB_WR_RDMA_WRITE, _) => SendOp::Write {
+                (bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, _) => SendOp::Write {
                     remote_addr: rdma().remote_addr,
                     rkey: rdma().rkey,
                 },
-                (ffi::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM, _) => SendOp::WriteImm {
+                (bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM, _) => SendOp::WriteImm {
                     remote_addr: rdma().remote_addr,
                     rkey: rdma().rkey,
                     imm: wr.ex.imm_data,
                 },
-                (ffi::ib_wr_opcode_IB_WR_RDMA_READ, _) => SendOp::Read {
+                (bindings::ib_wr_opcode_IB_WR_RDMA_READ, _) => SendOp::Read {
                     remote_addr: rdma().remote_addr,
                     rkey: rdma().rkey,
                 },
-                (ffi::ib_wr_opcode_IB_WR_LOCAL_INV, _) => SendOp::LocalInv(wr.ex.invalidate_rkey),
-                (ffi::ib_wr_opcode_IB_WR_REG_MR, _) => {
-                    let reg = &*self.current.cast::<ffi::ib_reg_wr>();
+                (bindings::ib_wr_opcode_IB_WR_LOCAL_INV, _) => {
+                    SendOp::LocalInv(wr.ex.invalidate_rkey)
+                }
+                (bindings::ib_wr_opcode_IB_WR_REG_MR, _) => {
+                    let reg = &*self.current.cast::<bindings::ib_reg_wr>();
                     if reg.mr.is_null() {
                         SendOp::Unsupported
                     } else {
                         let mr = &*reg.mr;
                         SendOp::RegMr {
-                            mr: IbObject::<ffi::ib_mr, T::Mr>::data(reg.mr),
+                            mr: IbObject::<bindings::ib_mr, T::Mr>::data(reg.mr),
                             key: reg.key,
                             access: Access::from_raw(reg.access as u32),
                             iova: mr.iova,
@@ -663,10 +667,10 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
             op,
             sges,
-            signaled: flags & ffi::ib_send_flags_IB_SEND_SIGNALED != 0,
-            solicited: flags & ffi::ib_send_flags_IB_SEND_SOLICITED != 0,
-            fence: flags & ffi::ib_send_flags_IB_SEND_FENCE != 0,
-            inline: flags & ffi::ib_send_flags_IB_SEND_INLINE != 0,
+            signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
+            solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
+            fence: flags & bindings::ib_send_flags_IB_SEND_FENCE != 0,
+            inline: flags & bindings::ib_send_flags_IB_SEND_INLINE != 0,
         })
     }
 }
@@ -675,7 +679,7 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
 pub(crate) struct RecvWr<'a> {
     /// The user's cookie.
     pub(crate) wr_id: u64,
-    sges: &'a [ffi::ib_sge],
+    sges: &'a [bindings::ib_sge],
 }
 
 impl RecvWr<'_> {
@@ -700,8 +704,8 @@ impl RecvWr<'_> {
 ///
 /// As [`SendWrs`].
 pub(crate) struct RecvWrs<'a> {
-    next: *const ffi::ib_recv_wr,
-    current: *const ffi::ib_recv_wr,
+    next: *const bindings::ib_recv_wr,
+    current: *const bindings::ib_recv_wr,
     _l: PhantomData<&'a ()>,
 }
 
@@ -709,7 +713,7 @@ impl RecvWrs<'_> {
     /// # Safety
     ///
     /// `first` must be a valid chain for the lifetime.
-    pub(super) unsafe fn new(first: *const ffi::ib_recv_wr) -> Self {
+    pub(super) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
         Self {
             next: first,
             current: first,
@@ -717,7 +721,7 @@ impl RecvWrs<'_> {
         }
     }
 
-    pub(super) fn current(&self) -> *const ffi::ib_recv_wr {
+    pub(super) fn current(&self) -> *const bindings::ib_recv_wr {
         self.current
     }
 }
@@ -748,8 +752,109 @@ impl<'a> Iterator for RecvWrs<'a> {
     }
 }
 
-/// Completion status (`enum ib_wc_status`).
-pub(crate) type WcStatus = ffi::ib_wc_status;
+/// Declares a Rust enum mirroring a C enum: each variant with the C
+/// constant it stands for, and the conversions both ways.
+macro_rules! c_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident: $raw:ty {
+            $( $(#[$vmeta:meta])* $variant:ident = $c:path, )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        impl $name {
+            /// The value, if it is one of this enum's.
+            #[allow(dead_code)]
+            pub(crate) fn from_raw(v: $raw) -> Option<Self> {
+                match v {
+                    $( $c => Some(Self::$variant), )*
+                    _ => None,
+                }
+            }
+
+            pub(super) fn to_raw(self) -> $raw {
+                match self {
+                    $( Self::$variant => $c, )*
+                }
+            }
+        }
+    };
+}
+
+c_enum! {
+    /// Completion status (`enum ib_wc_status`).
+    WcStatus: bindings::ib_wc_status {
+        /// Success.
+        Success = bindings::ib_wc_status_IB_WC_SUCCESS,
+        /// Local length error.
+        LocLenErr = bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        /// Local QP operation error.
+        LocQpOpErr = bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        /// Local EE context operation error.
+        LocEecOpErr = bindings::ib_wc_status_IB_WC_LOC_EEC_OP_ERR,
+        /// Local protection error.
+        LocProtErr = bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+        /// Flushed: the QP is in error.
+        WrFlushErr = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        /// Memory window bind error.
+        MwBindErr = bindings::ib_wc_status_IB_WC_MW_BIND_ERR,
+        /// Bad response.
+        BadRespErr = bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+        /// Local access error.
+        LocAccessErr = bindings::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
+        /// Remote invalid request.
+        RemInvReqErr = bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+        /// Remote access error.
+        RemAccessErr = bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+        /// Remote operation error.
+        RemOpErr = bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+        /// Transport retries exhausted.
+        RetryExcErr = bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+        /// RNR retries exhausted.
+        RnrRetryExcErr = bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+        /// Local RDD violation.
+        LocRddViolErr = bindings::ib_wc_status_IB_WC_LOC_RDD_VIOL_ERR,
+        /// Remote invalid RD request.
+        RemInvRdReqErr = bindings::ib_wc_status_IB_WC_REM_INV_RD_REQ_ERR,
+        /// Remote aborted.
+        RemAbortErr = bindings::ib_wc_status_IB_WC_REM_ABORT_ERR,
+        /// Invalid EE context number.
+        InvEecnErr = bindings::ib_wc_status_IB_WC_INV_EECN_ERR,
+        /// Invalid EE context state.
+        InvEecStateErr = bindings::ib_wc_status_IB_WC_INV_EEC_STATE_ERR,
+        /// Fatal error.
+        FatalErr = bindings::ib_wc_status_IB_WC_FATAL_ERR,
+        /// Response timeout.
+        RespTimeoutErr = bindings::ib_wc_status_IB_WC_RESP_TIMEOUT_ERR,
+        /// Other error.
+        GeneralErr = bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+    }
+}
+
+c_enum! {
+    /// What a completed work request did (`enum ib_wc_opcode`).
+    WcOpcode: bindings::ib_wc_opcode {
+        /// SEND.
+        Send = bindings::ib_wc_opcode_IB_WC_SEND,
+        /// RDMA WRITE.
+        RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        /// RDMA READ.
+        RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+        /// Local invalidate.
+        LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+        /// Memory registration.
+        RegMr = bindings::ib_wc_opcode_IB_WC_REG_MR,
+        /// A receive.
+        Recv = bindings::ib_wc_opcode_IB_WC_RECV,
+        /// A receive of RDMA WRITE with immediate data.
+        RecvRdmaWithImm = bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+    }
+}
 
 /// The network header of a UD receive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -764,10 +869,10 @@ pub(crate) enum NetworkHdr {
 pub(crate) struct WorkCompletion<'a> {
     /// The work request's cookie.
     pub(crate) wr_id: u64,
-    /// Status (`IB_WC_*`).
+    /// Status.
     pub(crate) status: WcStatus,
-    /// Opcode (`IB_WC_SEND`...).
-    pub(crate) opcode: ffi::ib_wc_opcode,
+    /// What the request did.
+    pub(crate) opcode: WcOpcode,
     /// Bytes.
     pub(crate) byte_len: u32,
     /// The QP.
@@ -786,12 +891,12 @@ pub(crate) struct WorkCompletion<'a> {
 
 /// The completion array of one `poll_cq`.
 pub(crate) struct WcWriter<'a> {
-    out: &'a mut [ffi::ib_wc],
+    out: &'a mut [bindings::ib_wc],
     written: usize,
 }
 
 impl<'a> WcWriter<'a> {
-    pub(super) fn new(out: &'a mut [ffi::ib_wc]) -> Self {
+    pub(super) fn new(out: &'a mut [bindings::ib_wc]) -> Self {
         Self { out, written: 0 }
     }
 
@@ -812,8 +917,8 @@ impl<'a> WcWriter<'a> {
         // SAFETY: Plain C struct; all-zero is a valid value of it.
         *wc = unsafe { core::mem::zeroed() };
         wc.__bindgen_anon_1.wr_id = c.wr_id;
-        wc.status = c.status;
-        wc.opcode = c.opcode;
+        wc.status = c.status.to_raw();
+        wc.opcode = c.opcode.to_raw();
         wc.byte_len = c.byte_len;
         wc.qp = c.qp.as_raw();
         wc.src_qp = c.src_qp;
@@ -821,22 +926,23 @@ impl<'a> WcWriter<'a> {
         let mut flags = 0;
         if let Some(imm) = c.imm {
             wc.ex.imm_data = imm;
-            flags |= ffi::ib_wc_flags_IB_WC_WITH_IMM;
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM;
         }
         if let Some(key) = c.invalidated {
             wc.ex.invalidate_rkey = key;
-            flags |= ffi::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE;
         }
         if let Some(hdr) = c.grh {
-            flags |= ffi::ib_wc_flags_IB_WC_GRH | ffi::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
+            flags |=
+                bindings::ib_wc_flags_IB_WC_GRH | bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
             wc.network_hdr_type = match hdr {
-                NetworkHdr::Ipv4 => ffi::rdma_network_type_RDMA_NETWORK_IPV4 as u8,
-                NetworkHdr::Ipv6 => ffi::rdma_network_type_RDMA_NETWORK_IPV6 as u8,
+                NetworkHdr::Ipv4 => bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8,
+                NetworkHdr::Ipv6 => bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8,
             };
         }
         if let Some(mac) = c.smac {
             wc.smac = mac;
-            flags |= ffi::ib_wc_flags_IB_WC_WITH_SMAC;
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_SMAC;
         }
         wc.wc_flags = flags as i32;
         self.written += 1;
@@ -873,19 +979,19 @@ pub(crate) struct QpQuery {
 }
 
 /// The IB MTU enum value of `bytes` (rounded down; at least 256).
-pub(super) fn ib_mtu(bytes: u32) -> ffi::ib_mtu {
+pub(super) fn ib_mtu(bytes: u32) -> bindings::ib_mtu {
     match bytes {
-        4096.. => ffi::ib_mtu_IB_MTU_4096,
-        2048.. => ffi::ib_mtu_IB_MTU_2048,
-        1024.. => ffi::ib_mtu_IB_MTU_1024,
-        512.. => ffi::ib_mtu_IB_MTU_512,
-        _ => ffi::ib_mtu_IB_MTU_256,
+        4096.. => bindings::ib_mtu_IB_MTU_4096,
+        2048.. => bindings::ib_mtu_IB_MTU_2048,
+        1024.. => bindings::ib_mtu_IB_MTU_1024,
+        512.. => bindings::ib_mtu_IB_MTU_512,
+        _ => bindings::ib_mtu_IB_MTU_256,
     }
 }
 
 /// The name of a hardware counter `rdma statistic` shows.
 #[repr(transparent)]
-pub(crate) struct StatDesc(ffi::rdma_stat_desc);
+pub(crate) struct StatDesc(bindings::rdma_stat_desc);
 
 // SAFETY: It points only at a `'static` string, never written.
 unsafe impl Sync for StatDesc {}
@@ -895,7 +1001,7 @@ impl StatDesc {
     // `as_char_ptr` is not `const`; the cast below does what it does.
     #[allow(clippy::disallowed_methods)]
     pub(crate) const fn new(name: &'static CStr) -> Self {
-        Self(ffi::rdma_stat_desc {
+        Self(bindings::rdma_stat_desc {
             name: name.as_ptr().cast(),
             flags: 0,
             priv_: core::ptr::null(),

@@ -20,12 +20,12 @@ use kernel::{
     types::Opaque,
 };
 
-use crate::ffi;
-use crate::kext::ib_verbs::{
+use crate::linux::bindings;
+use crate::linux::net::netdev::NetDev;
+use crate::linux::rdma::verbs::{
     ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
     QpKind, QpQuery, RecvWrs, SendWrs, StatDesc, WcWriter,
 };
-use crate::kext::netdev::NetDev;
 
 /// The device's limits, reported by `query_device` (`ib_device_attr`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,7 +90,7 @@ pub(crate) struct GidEntry {
 ///
 /// Objects ib_core allocates (PD, CQ, QP, AH) hold the driver's state
 /// ([`IbDeviceOps::Pd`]...) after the ib_core struct; memory regions are
-/// allocated by the kext. Process context unless a method says otherwise.
+/// allocated by this layer. Process context unless a method says otherwise.
 pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     /// A protection domain's state.
     type Pd: Send + Sync;
@@ -193,7 +193,7 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
 /// as long as a `&IbDevice<T>` exists.
 #[repr(C)]
 pub(crate) struct IbDevice<T> {
-    ib: Opaque<ffi::ib_device>,
+    ib: Opaque<bindings::ib_device>,
     data: T,
 }
 
@@ -206,13 +206,13 @@ impl<T> IbDevice<T> {
     ///
     /// `ptr` must be a device allocated by [`Registration::new`] for this
     /// `T`, alive (with its `T`) for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut ffi::ib_device) -> &'a Self {
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: The `ib_device` is the first field of the `repr(C)`
         // struct; validity is the caller's promise.
         unsafe { &*ptr.cast() }
     }
 
-    fn as_raw(&self) -> *mut ffi::ib_device {
+    fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -231,16 +231,16 @@ impl<T> IbDevice<T> {
     /// (`ib_get_curr_port_state`), and whether that device is up at all.
     fn port_state(&self) -> (bool, bool) {
         // SAFETY: Live device; the returned net device (if any) is held.
-        let ndev = unsafe { ffi::ib_device_get_netdev(self.as_raw(), 1) };
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), 1) };
         if ndev.is_null() {
             return (false, false);
         }
         // SAFETY: `ndev` is held; reading its state is always allowed.
-        let running = unsafe { ffi::rsnic_netif_running(ndev) };
+        let running = unsafe { bindings::rsnic_netif_running(ndev) };
         // SAFETY: As above.
-        let carrier = unsafe { ffi::rsnic_netif_carrier_ok(ndev) };
+        let carrier = unsafe { bindings::rsnic_netif_carrier_ok(ndev) };
         // SAFETY: Releases the hold `ib_device_get_netdev` took.
-        unsafe { ffi::rsnic_dev_put(ndev) };
+        unsafe { bindings::rsnic_dev_put(ndev) };
         (running && carrier, running)
     }
 }
@@ -287,7 +287,7 @@ pub(crate) struct Setup<'a> {
 
 /// A registered RDMA device; unregistered and freed on drop.
 pub(crate) struct Registration<T: IbDeviceOps> {
-    ibdev: NonNull<ffi::ib_device>,
+    ibdev: NonNull<bindings::ib_device>,
     _t: PhantomData<T>,
 }
 
@@ -320,12 +320,12 @@ impl<T: IbDeviceOps> Registration<T> {
         const { assert!(core::mem::align_of::<T>() <= KMALLOC_MIN_ALIGN) };
         // SAFETY: Plain allocation of a zeroed `IbDevice<T>`-sized block
         // that starts with an initialised `ib_device`; NULL on failure.
-        let raw = unsafe { ffi::rsnic_ib_alloc_device(core::mem::size_of::<IbDevice<T>>()) };
+        let raw = unsafe { bindings::rsnic_ib_alloc_device(core::mem::size_of::<IbDevice<T>>()) };
         let ibdev = NonNull::new(raw).ok_or(ENOMEM)?;
         let free = move || {
             // SAFETY: Allocated above, not registered, `T` dropped or never
             // initialised.
-            unsafe { ffi::ib_dealloc_device(raw) }
+            unsafe { bindings::ib_dealloc_device(raw) }
         };
         let mut ops = Adapter::<T>::OPS;
         ops.owner = crate::THIS_MODULE.as_ptr().cast();
@@ -334,8 +334,8 @@ impl<T: IbDeviceOps> Registration<T> {
         // `ib_set_device_ops`; `Device` is `repr(transparent)` over
         // `struct device`.
         unsafe {
-            ffi::ib_set_device_ops(raw, &ops);
-            ffi::rsnic_ib_set_parent(raw, parent_raw.cast_mut().cast());
+            bindings::ib_set_device_ops(raw, &ops);
+            bindings::rsnic_ib_set_parent(raw, parent_raw.cast_mut().cast());
             (*raw).node_type = RDMA_NODE_IB_CA;
             (*raw).phys_port_cnt = 1;
             (*raw).num_comp_vectors = setup.comp_vectors as c_int;
@@ -357,7 +357,7 @@ impl<T: IbDeviceOps> Registration<T> {
         };
         // SAFETY: Both devices are live; ib_core takes its own hold on
         // the net device.
-        let ret = unsafe { ffi::ib_device_set_netdev(raw, netdev.as_raw(), 1) };
+        let ret = unsafe { bindings::ib_device_set_netdev(raw, netdev.as_raw(), 1) };
         if ret != 0 {
             drop_data();
             return Err(Error::from_errno(ret));
@@ -367,7 +367,7 @@ impl<T: IbDeviceOps> Registration<T> {
         // is a bound bus device with DMA parameters, alive for as long as
         // we are (the caller's driver data owns us).
         let ret = unsafe {
-            ffi::ib_register_device(raw, setup.name.as_char_ptr(), dma_raw.cast_mut().cast())
+            bindings::ib_register_device(raw, setup.name.as_char_ptr(), dma_raw.cast_mut().cast())
         };
         if ret != 0 {
             drop_data();
@@ -386,12 +386,12 @@ impl<T: IbDeviceOps> Drop for Registration<T> {
         // SAFETY: Registered in `new`. Unregistration removes every client
         // (they destroy their objects through our callbacks, which still
         // see `T`) and returns once no callback runs any more.
-        unsafe { ffi::ib_unregister_device(raw) };
+        unsafe { bindings::ib_unregister_device(raw) };
         // SAFETY: No callback can run now; `T` is dropped exactly once.
         unsafe { core::ptr::drop_in_place(&raw mut (*raw.cast::<IbDevice<T>>()).data) };
         // SAFETY: Unregistered and its `T` dropped; ib_core frees the
         // memory when its last reference goes.
-        unsafe { ffi::ib_dealloc_device(raw) };
+        unsafe { bindings::ib_dealloc_device(raw) };
     }
 }
 
@@ -399,12 +399,12 @@ impl<T: IbDeviceOps> Drop for Registration<T> {
 struct Adapter<T>(PhantomData<T>);
 
 impl<T: IbDeviceOps> Adapter<T> {
-    const OPS: ffi::ib_device_ops = {
+    const OPS: bindings::ib_device_ops = {
         // SAFETY: All fields of `ib_device_ops` are nullable function
         // pointers, plain integers or a nullable module pointer; zero is
         // "not implemented".
-        let mut ops: ffi::ib_device_ops = unsafe { core::mem::zeroed() };
-        ops.driver_id = ffi::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+        let mut ops: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.driver_id = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
         ops.query_device = Some(Self::query_device);
         ops.query_port = Some(Self::query_port);
         ops.get_port_immutable = Some(Self::get_port_immutable);
@@ -434,17 +434,17 @@ impl<T: IbDeviceOps> Adapter<T> {
         ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
         ops.get_hw_stats = Some(Self::get_hw_stats);
         // ib_core allocates these objects, with room for our state.
-        ops.size_ib_pd = core::mem::size_of::<IbObject<ffi::ib_pd, T::Pd>>();
-        ops.size_ib_cq = core::mem::size_of::<IbObject<ffi::ib_cq, T::Cq>>();
-        ops.size_ib_qp = core::mem::size_of::<IbObject<ffi::ib_qp, T::Qp>>();
-        ops.size_ib_ah = core::mem::size_of::<IbObject<ffi::ib_ah, T::Ah>>();
+        ops.size_ib_pd = core::mem::size_of::<IbObject<bindings::ib_pd, T::Pd>>();
+        ops.size_ib_cq = core::mem::size_of::<IbObject<bindings::ib_cq, T::Cq>>();
+        ops.size_ib_qp = core::mem::size_of::<IbObject<bindings::ib_qp, T::Qp>>();
+        ops.size_ib_ah = core::mem::size_of::<IbObject<bindings::ib_ah, T::Ah>>();
         ops
     };
 
     /// # Safety
     ///
     /// `ibdev` must be a registered device of this `T`.
-    unsafe fn dev<'a>(ibdev: *mut ffi::ib_device) -> &'a IbDevice<T> {
+    unsafe fn dev<'a>(ibdev: *mut bindings::ib_device) -> &'a IbDevice<T> {
         // SAFETY: ib_core only calls us for our registered devices, whose
         // `T` lives until after unregistration (see `Registration`).
         unsafe { IbDevice::from_raw(ibdev) }
@@ -454,9 +454,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `ibdev` is one of our registered devices; `props` is writable.
     unsafe extern "C" fn query_device(
-        ibdev: *mut ffi::ib_device,
-        props: *mut ffi::ib_device_attr,
-        udata: *mut ffi::ib_udata,
+        ibdev: *mut bindings::ib_device,
+        props: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
             // SAFETY: A registered device of ours.
@@ -492,14 +492,15 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_res_rd_atom = int(a.max_qp_rd_atom.saturating_mul(a.max_qp));
             p.max_pkeys = 1;
             p.local_ca_ack_delay = 15;
-            p.atomic_cap = ffi::ib_atomic_cap_IB_ATOMIC_NONE;
+            p.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_NONE;
             p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
-            p.device_cap_flags = ffi::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+            p.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
             if a.local_dma_lkey_0 {
-                p.kernel_cap_flags |= u64::from(ffi::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
+                p.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
             }
             if a.max_fast_reg_page_list_len != 0 {
-                p.device_cap_flags |= ffi::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+                p.device_cap_flags |=
+                    bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
             }
             Ok(0)
         })
@@ -509,9 +510,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `ibdev` is one of our registered devices; `props` is writable.
     unsafe extern "C" fn query_port(
-        ibdev: *mut ffi::ib_device,
+        ibdev: *mut bindings::ib_device,
         port: u32,
-        props: *mut ffi::ib_port_attr,
+        props: *mut bindings::ib_port_attr,
     ) -> c_int {
         from_result(|| {
             if port != 1 {
@@ -527,12 +528,12 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_mtu = ib_mtu(a.max_mtu);
             p.active_mtu = p.max_mtu;
             // SAFETY: Live device; the net device (if any) is held inside.
-            let ndev = unsafe { ffi::ib_device_get_netdev(ibdev, 1) };
+            let ndev = unsafe { bindings::ib_device_get_netdev(ibdev, 1) };
             if !ndev.is_null() {
                 // SAFETY: `ndev` is held; reading the MTU is always allowed.
                 let mtu = unsafe { (*ndev).mtu };
                 // SAFETY: Releases the hold taken just above.
-                unsafe { ffi::rsnic_dev_put(ndev) };
+                unsafe { bindings::rsnic_dev_put(ndev) };
                 p.active_mtu = ib_mtu(mtu.saturating_sub(ROCE_OVERHEAD).min(a.max_mtu));
             }
             p.phys_mtu = a.max_mtu;
@@ -541,20 +542,22 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.pkey_tbl_len = 1;
             (p.state, p.phys_state) = match (active, running) {
                 (true, _) => (
-                    ffi::ib_port_state_IB_PORT_ACTIVE,
-                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+                    bindings::ib_port_state_IB_PORT_ACTIVE,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
                 ),
                 (false, true) => (
-                    ffi::ib_port_state_IB_PORT_DOWN,
-                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
+                    bindings::ib_port_state_IB_PORT_DOWN,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
                 ),
                 (false, false) => (
-                    ffi::ib_port_state_IB_PORT_DOWN,
-                    ffi::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
+                    bindings::ib_port_state_IB_PORT_DOWN,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
                 ),
             };
             // SAFETY: Live device and writable fields of `props`.
-            unsafe { ffi::ib_get_eth_speed(ibdev, port, &mut p.active_speed, &mut p.active_width) };
+            unsafe {
+                bindings::ib_get_eth_speed(ibdev, port, &mut p.active_speed, &mut p.active_width)
+            };
             Ok(0)
         })
     }
@@ -563,9 +566,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `ibdev` is one of our devices being registered; `immutable` is writable.
     unsafe extern "C" fn get_port_immutable(
-        ibdev: *mut ffi::ib_device,
+        ibdev: *mut bindings::ib_device,
         port: u32,
-        immutable: *mut ffi::ib_port_immutable,
+        immutable: *mut bindings::ib_port_immutable,
     ) -> c_int {
         from_result(|| {
             if port != 1 {
@@ -577,7 +580,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             let im = unsafe { &mut *immutable };
             im.pkey_tbl_len = 1;
             im.gid_tbl_len = T::query_port(dev).gid_tbl_len as c_int;
-            im.core_cap_flags = ffi::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+            im.core_cap_flags = bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
             im.max_mad_size = IB_MGMT_MAD_SIZE;
             Ok(0)
         })
@@ -587,17 +590,17 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// Called by ib_core for one of our devices.
     unsafe extern "C" fn get_link_layer(
-        _ibdev: *mut ffi::ib_device,
+        _ibdev: *mut bindings::ib_device,
         _port: u32,
-    ) -> ffi::rdma_link_layer {
-        ffi::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    ) -> bindings::rdma_link_layer {
+        bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
     }
 
     /// # Safety
     ///
     /// `pkey` is writable.
     unsafe extern "C" fn query_pkey(
-        _ibdev: *mut ffi::ib_device,
+        _ibdev: *mut bindings::ib_device,
         port: u32,
         index: u16,
         pkey: *mut u16,
@@ -614,13 +617,13 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `attr` is a valid GID attribute of one of our registered devices.
     unsafe extern "C" fn add_gid(
-        attr: *const ffi::ib_gid_attr,
+        attr: *const bindings::ib_gid_attr,
         _context: *mut *mut c_void,
     ) -> c_int {
         from_result(|| {
             // SAFETY: ib_core passes a valid attribute of one of our devices.
             let a = unsafe { &*attr };
-            if a.gid_type != ffi::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+            if a.gid_type != bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
                 return Err(EINVAL);
             }
             // SAFETY: As above.
@@ -642,7 +645,7 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `attr` is a valid GID attribute of one of our registered devices.
     unsafe extern "C" fn del_gid(
-        attr: *const ffi::ib_gid_attr,
+        attr: *const bindings::ib_gid_attr,
         _context: *mut *mut c_void,
     ) -> c_int {
         from_result(|| {
@@ -658,13 +661,16 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `pd` is a PD ib_core allocated for one of our devices.
-    unsafe extern "C" fn alloc_pd(pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*pd).device) };
             let data = T::alloc_pd(dev)?;
             // SAFETY: Allocated with `size_ib_pd`, state not initialised.
-            unsafe { IbObject::<ffi::ib_pd, T::Pd>::init(pd, data)? };
+            unsafe { IbObject::<bindings::ib_pd, T::Pd>::init(pd, data)? };
             Ok(0)
         })
     }
@@ -672,13 +678,16 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `pd` is a PD `alloc_pd` initialised.
-    unsafe extern "C" fn dealloc_pd(pd: *mut ffi::ib_pd, _udata: *mut ffi::ib_udata) -> c_int {
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: As the function's contract says.
         let dev = unsafe { Self::dev((*pd).device) };
         // SAFETY: Initialised by `alloc_pd`.
-        T::dealloc_pd(dev, unsafe { IbObject::<ffi::ib_pd, T::Pd>::data(pd) });
+        T::dealloc_pd(dev, unsafe { IbObject::<bindings::ib_pd, T::Pd>::data(pd) });
         // SAFETY: Not used after this.
-        unsafe { IbObject::<ffi::ib_pd, T::Pd>::drop_data(pd) };
+        unsafe { IbObject::<bindings::ib_pd, T::Pd>::drop_data(pd) };
         0
     }
 
@@ -686,9 +695,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `cq` is a CQ ib_core allocated for one of our devices; `attr` valid.
     unsafe extern "C" fn create_cq(
-        cq: *mut ffi::ib_cq,
-        attr: *const ffi::ib_cq_init_attr,
-        attrs: *mut ffi::uverbs_attr_bundle,
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
     ) -> c_int {
         from_result(|| {
             // Kernel consumers pass no attribute bundle; user CQs do.
@@ -704,7 +713,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             // ours to set in `create_cq`.
             unsafe {
                 (*cq).cqe = granted.min(c_int::MAX as u32) as c_int;
-                IbObject::<ffi::ib_cq, T::Cq>::init(cq, data)?;
+                IbObject::<bindings::ib_cq, T::Cq>::init(cq, data)?;
             }
             Ok(0)
         })
@@ -713,16 +722,20 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `cq` is a CQ `create_cq` initialised.
-    unsafe extern "C" fn destroy_cq(cq: *mut ffi::ib_cq, _udata: *mut ffi::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: As the function's contract says.
             let dev = unsafe { Self::dev((*cq).device) };
             // SAFETY: Initialised by `create_cq`.
-            let handle = T::destroy_cq(dev, unsafe { IbObject::<ffi::ib_cq, T::Cq>::data(cq) })?;
+            let handle =
+                T::destroy_cq(dev, unsafe { IbObject::<bindings::ib_cq, T::Cq>::data(cq) })?;
             // The handle proves the driver let go of the object.
             debug_assert!(handle.as_raw() == cq);
             // SAFETY: Not used after this: the driver gave the handle back.
-            unsafe { IbObject::<ffi::ib_cq, T::Cq>::drop_data(cq) };
+            unsafe { IbObject::<bindings::ib_cq, T::Cq>::drop_data(cq) };
             Ok(0)
         })
     }
@@ -730,7 +743,11 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `cq` is a live CQ of ours; `wc` has room for `num` completions.
-    unsafe extern "C" fn poll_cq(cq: *mut ffi::ib_cq, num: c_int, wc: *mut ffi::ib_wc) -> c_int {
+    unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
         let n = usize::try_from(num).unwrap_or(0);
         if n == 0 || wc.is_null() {
             return 0;
@@ -739,7 +756,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         let (dev, data) = unsafe {
             (
                 Self::dev((*cq).device),
-                IbObject::<ffi::ib_cq, T::Cq>::data(cq),
+                IbObject::<bindings::ib_cq, T::Cq>::data(cq),
             )
         };
         // SAFETY: `wc` has room for `n` entries, ours for the call.
@@ -753,20 +770,20 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `cq` is a live CQ of ours.
     unsafe extern "C" fn req_notify_cq(
-        cq: *mut ffi::ib_cq,
-        flags: ffi::ib_cq_notify_flags,
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
     ) -> c_int {
         // SAFETY: As the function's contract says.
         let (dev, data) = unsafe {
             (
                 Self::dev((*cq).device),
-                IbObject::<ffi::ib_cq, T::Cq>::data(cq),
+                IbObject::<bindings::ib_cq, T::Cq>::data(cq),
             )
         };
-        let solicited = flags & ffi::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
-            == ffi::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let solicited = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
         let pending = T::req_notify_cq(dev, data, solicited);
-        c_int::from(pending && flags & ffi::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
+        c_int::from(pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
     }
 
     /// # Safety
@@ -774,9 +791,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// `qp` is a QP ib_core allocated (with `device`, `pd` set) for one of
     /// our devices; `attr` is valid, its CQs ours.
     unsafe extern "C" fn create_qp(
-        qp: *mut ffi::ib_qp,
-        attr: *mut ffi::ib_qp_init_attr,
-        udata: *mut ffi::ib_udata,
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
             if !udata.is_null() {
@@ -795,16 +812,16 @@ impl<T: IbDeviceOps> Adapter<T> {
                     Self::dev((*qp).device),
                     QpInit {
                         kind,
-                        pd: IbObject::<ffi::ib_pd, T::Pd>::data((*qp).pd),
-                        send_cq: IbObject::<ffi::ib_cq, T::Cq>::data(a.send_cq),
-                        recv_cq: IbObject::<ffi::ib_cq, T::Cq>::data(a.recv_cq),
+                        pd: IbObject::<bindings::ib_pd, T::Pd>::data((*qp).pd),
+                        send_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.send_cq),
+                        recv_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.recv_cq),
                         caps: QpCaps {
                             max_send_wr: a.cap.max_send_wr,
                             max_recv_wr: a.cap.max_recv_wr,
                             max_send_sge: a.cap.max_send_sge,
                             max_recv_sge: a.cap.max_recv_sge,
                         },
-                        signal_all: a.sq_sig_type == ffi::ib_sig_type_IB_SIGNAL_ALL_WR,
+                        signal_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
                     },
                 )
             };
@@ -819,7 +836,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: Allocated with `size_ib_qp`; `qp_num` is ours to set.
             unsafe {
                 (*qp).qp_num = qpn;
-                IbObject::<ffi::ib_qp, T::Qp>::init(qp, data)?;
+                IbObject::<bindings::ib_qp, T::Qp>::init(qp, data)?;
             }
             Ok(0)
         })
@@ -829,10 +846,10 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `qp` is a live QP of ours; `attr` valid for the fields `mask` names.
     unsafe extern "C" fn modify_qp(
-        qp: *mut ffi::ib_qp,
-        attr: *mut ffi::ib_qp_attr,
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
         mask: c_int,
-        udata: *mut ffi::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
             if !udata.is_null() {
@@ -842,7 +859,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             let (dev, data, attrs) = unsafe {
                 (
                     Self::dev((*qp).device),
-                    IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
                     QpAttrs::from_raw(attr, mask as u32),
                 )
             };
@@ -854,16 +871,20 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `qp` is a QP `create_qp` initialised.
-    unsafe extern "C" fn destroy_qp(qp: *mut ffi::ib_qp, _udata: *mut ffi::ib_udata) -> c_int {
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: As the function's contract says.
             let dev = unsafe { Self::dev((*qp).device) };
             // SAFETY: Initialised by `create_qp`.
-            let handle = T::destroy_qp(dev, unsafe { IbObject::<ffi::ib_qp, T::Qp>::data(qp) })?;
+            let handle =
+                T::destroy_qp(dev, unsafe { IbObject::<bindings::ib_qp, T::Qp>::data(qp) })?;
             // The handle proves the driver let go of the object.
             debug_assert!(handle.as_raw() == qp);
             // SAFETY: Not used after this: the driver gave the handle back.
-            unsafe { IbObject::<ffi::ib_qp, T::Qp>::drop_data(qp) };
+            unsafe { IbObject::<bindings::ib_qp, T::Qp>::drop_data(qp) };
             Ok(0)
         })
     }
@@ -872,15 +893,15 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `qp` is a live QP of ours; `wr` a valid chain; `bad` writable.
     unsafe extern "C" fn post_send(
-        qp: *mut ffi::ib_qp,
-        wr: *const ffi::ib_send_wr,
-        bad: *mut *const ffi::ib_send_wr,
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
     ) -> c_int {
         // SAFETY: As the function's contract says.
         let (dev, data, kind) = unsafe {
             (
                 Self::dev((*qp).device),
-                IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                IbObject::<bindings::ib_qp, T::Qp>::data(qp),
                 QpKind::from_raw((*qp).qp_type).unwrap_or(QpKind::Rc),
             )
         };
@@ -900,15 +921,15 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// As `post_send`.
     unsafe extern "C" fn post_recv(
-        qp: *mut ffi::ib_qp,
-        wr: *const ffi::ib_recv_wr,
-        bad: *mut *const ffi::ib_recv_wr,
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
         // SAFETY: As the function's contract says.
         let (dev, data) = unsafe {
             (
                 Self::dev((*qp).device),
-                IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                IbObject::<bindings::ib_qp, T::Qp>::data(qp),
             )
         };
         // SAFETY: A valid chain for the call (contract).
@@ -928,9 +949,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// `ah` is an AH ib_core allocated for one of our devices; `attr`
     /// valid.
     unsafe extern "C" fn create_ah(
-        ah: *mut ffi::ib_ah,
-        attr: *mut ffi::rdma_ah_init_attr,
-        _udata: *mut ffi::ib_udata,
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_init_attr,
+        _udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
             // SAFETY: As the function's contract says.
@@ -942,7 +963,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             };
             let data = T::create_ah(dev, &path)?;
             // SAFETY: Allocated with `size_ib_ah`, not initialised.
-            unsafe { IbObject::<ffi::ib_ah, T::Ah>::init(ah, data)? };
+            unsafe { IbObject::<bindings::ib_ah, T::Ah>::init(ah, data)? };
             Ok(0)
         })
     }
@@ -950,22 +971,22 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `ah` is an AH `create_ah` initialised.
-    unsafe extern "C" fn destroy_ah(ah: *mut ffi::ib_ah, _flags: u32) -> c_int {
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: As the function's contract says.
         let dev = unsafe { Self::dev((*ah).device) };
         // SAFETY: Initialised by `create_ah`.
-        T::destroy_ah(dev, unsafe { IbObject::<ffi::ib_ah, T::Ah>::data(ah) });
+        T::destroy_ah(dev, unsafe { IbObject::<bindings::ib_ah, T::Ah>::data(ah) });
         // SAFETY: Not used after this.
-        unsafe { IbObject::<ffi::ib_ah, T::Ah>::drop_data(ah) };
+        unsafe { IbObject::<bindings::ib_ah, T::Ah>::drop_data(ah) };
         0
     }
 
-    /// Publishes a new MR: a kext allocation whose `ib_mr` ib_core
+    /// Publishes a new MR: an allocation of this layer whose `ib_mr` ib_core
     /// completes.
-    fn new_mr(made: Result<(impl PinInit<T::Mr, Error>, MrKeys)>) -> *mut ffi::ib_mr {
-        match made
-            .and_then(|(data, keys)| IbObject::<ffi::ib_mr, T::Mr>::boxed(data).map(|p| (p, keys)))
-        {
+    fn new_mr(made: Result<(impl PinInit<T::Mr, Error>, MrKeys)>) -> *mut bindings::ib_mr {
+        match made.and_then(|(data, keys)| {
+            IbObject::<bindings::ib_mr, T::Mr>::boxed(data).map(|p| (p, keys))
+        }) {
             Ok((mr, keys)) => {
                 // SAFETY: Just allocated, zeroed, ours until returned.
                 unsafe {
@@ -981,12 +1002,15 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `pd` is a live PD of ours.
-    unsafe extern "C" fn get_dma_mr(pd: *mut ffi::ib_pd, access: c_int) -> *mut ffi::ib_mr {
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
         // SAFETY: As the function's contract says.
         let (dev, data) = unsafe {
             (
                 Self::dev((*pd).device),
-                IbObject::<ffi::ib_pd, T::Pd>::data(pd),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
             )
         };
         Self::new_mr(T::get_dma_mr(dev, data, Access::from_raw(access as u32)))
@@ -996,18 +1020,18 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `pd` is a live PD of ours.
     unsafe extern "C" fn alloc_mr(
-        pd: *mut ffi::ib_pd,
-        mr_type: ffi::ib_mr_type,
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
         max_num_sg: u32,
-    ) -> *mut ffi::ib_mr {
-        if mr_type != ffi::ib_mr_type_IB_MR_TYPE_MEM_REG {
+    ) -> *mut bindings::ib_mr {
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
             return err_ptr(EINVAL.to_errno());
         }
         // SAFETY: As the function's contract says.
         let (dev, data) = unsafe {
             (
                 Self::dev((*pd).device),
-                IbObject::<ffi::ib_pd, T::Pd>::data(pd),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
             )
         };
         Self::new_mr(T::alloc_mr(dev, data, max_num_sg))
@@ -1016,9 +1040,9 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// # Safety
     ///
     /// `mr` is one of our MRs (from `new_mr`).
-    unsafe extern "C" fn set_page(mr: *mut ffi::ib_mr, addr: u64) -> c_int {
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
         // SAFETY: As the function's contract says.
-        let data = unsafe { IbObject::<ffi::ib_mr, T::Mr>::data(mr) };
+        let data = unsafe { IbObject::<bindings::ib_mr, T::Mr>::data(mr) };
         match T::mr_add_page(data, addr) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -1030,33 +1054,36 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// `mr` is one of our MRs; `sg` a valid list of `sg_nents` entries;
     /// `sg_offset` NULL or valid.
     unsafe extern "C" fn map_mr_sg(
-        mr: *mut ffi::ib_mr,
-        sg: *mut ffi::scatterlist,
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
         sg_nents: c_int,
         sg_offset: *mut core::ffi::c_uint,
     ) -> c_int {
         // SAFETY: As the function's contract says.
-        T::mr_clear_pages(unsafe { IbObject::<ffi::ib_mr, T::Mr>::data(mr) });
+        T::mr_clear_pages(unsafe { IbObject::<bindings::ib_mr, T::Mr>::data(mr) });
         // SAFETY: As the function's contract says; `set_page` is called
         // synchronously for this MR only.
-        unsafe { ffi::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+        unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
     }
 
     /// # Safety
     ///
     /// `mr` is one of our MRs (from `new_mr`); nothing uses it afterwards.
-    unsafe extern "C" fn dereg_mr(mr: *mut ffi::ib_mr, _udata: *mut ffi::ib_udata) -> c_int {
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: As the function's contract says.
             let (dev, data) = unsafe {
                 (
                     Self::dev((*mr).device),
-                    IbObject::<ffi::ib_mr, T::Mr>::data(mr),
+                    IbObject::<bindings::ib_mr, T::Mr>::data(mr),
                 )
             };
             T::dereg_mr(dev, data)?;
             // SAFETY: Allocated by `new_mr`; freed once.
-            unsafe { IbObject::<ffi::ib_mr, T::Mr>::free_boxed(mr) };
+            unsafe { IbObject::<bindings::ib_mr, T::Mr>::free_boxed(mr) };
             Ok(0)
         })
     }
@@ -1065,21 +1092,21 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// `qp` is a live QP of ours; `attr` and `init` are writable.
     unsafe extern "C" fn query_qp(
-        qp: *mut ffi::ib_qp,
-        attr: *mut ffi::ib_qp_attr,
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
         _mask: c_int,
-        init: *mut ffi::ib_qp_init_attr,
+        init: *mut bindings::ib_qp_init_attr,
     ) -> c_int {
         from_result(|| {
             // SAFETY: As the function's contract says.
             let (dev, data) = unsafe {
                 (
                     Self::dev((*qp).device),
-                    IbObject::<ffi::ib_qp, T::Qp>::data(qp),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
                 )
             };
             let q = T::query_qp(dev, data)?;
-            let cap = ffi::ib_qp_cap {
+            let cap = bindings::ib_qp_cap {
                 max_send_wr: q.caps.max_send_wr,
                 max_recv_wr: q.caps.max_recv_wr,
                 max_send_sge: q.caps.max_send_sge,
@@ -1115,14 +1142,14 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// Called by ib_core for one of our devices.
     unsafe extern "C" fn alloc_hw_port_stats(
-        _ibdev: *mut ffi::ib_device,
+        _ibdev: *mut bindings::ib_device,
         _port: u32,
-    ) -> *mut ffi::rdma_hw_stats {
+    ) -> *mut bindings::rdma_hw_stats {
         let descs: *const StatDesc = T::HW_STATS.as_ptr();
         // SAFETY: The descriptors are `'static`; `StatDesc` is
         // `repr(transparent)` over `rdma_stat_desc`. Lifespan: 10 ms.
         unsafe {
-            ffi::rdma_alloc_hw_stats_struct(
+            bindings::rdma_alloc_hw_stats_struct(
                 descs.cast(),
                 T::HW_STATS.len() as c_int,
                 kernel::time::msecs_to_jiffies(10),
@@ -1135,8 +1162,8 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// `ibdev` is a registered device of ours; `stats` came from
     /// `alloc_hw_port_stats`.
     unsafe extern "C" fn get_hw_stats(
-        ibdev: *mut ffi::ib_device,
-        stats: *mut ffi::rdma_hw_stats,
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
         _port: u32,
         _index: c_int,
     ) -> c_int {
@@ -1153,14 +1180,14 @@ impl<T: IbDeviceOps> Adapter<T> {
     ///
     /// Called by ib_core; nothing is dereferenced.
     unsafe extern "C" fn refuse_reg_user_mr(
-        _pd: *mut ffi::ib_pd,
+        _pd: *mut bindings::ib_pd,
         _start: u64,
         _length: u64,
         _virt: u64,
         _access: c_int,
-        _dmah: *mut ffi::ib_dmah,
-        _udata: *mut ffi::ib_udata,
-    ) -> *mut ffi::ib_mr {
+        _dmah: *mut bindings::ib_dmah,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
         // No user-space provider: kernel consumers only.
         err_ptr(EOPNOTSUPP_ERRNO)
     }

@@ -6,8 +6,8 @@ use core::ptr::NonNull;
 
 use kernel::prelude::*;
 
-use crate::ffi;
-use crate::kext::napi::Napi;
+use crate::linux::bindings;
+use crate::linux::net::napi::Napi;
 
 /// A socket buffer the driver owns: it must send, hand up or free it.
 /// Dropping it frees it (counted as a drop by the kernel's tracing).
@@ -15,7 +15,7 @@ use crate::kext::napi::Napi;
 /// # Invariants
 ///
 /// Points at a valid `sk_buff` that nothing else owns.
-pub(crate) struct SkBuff(NonNull<ffi::sk_buff>);
+pub(crate) struct SkBuff(NonNull<bindings::sk_buff>);
 
 // SAFETY: An owned skb may move between CPUs.
 unsafe impl Send for SkBuff {}
@@ -46,30 +46,30 @@ impl SkBuff {
     /// # Safety
     ///
     /// `ptr` must be NULL or a valid skb that the caller owns and gives up.
-    pub(crate) unsafe fn from_raw(ptr: *mut ffi::sk_buff) -> Option<Self> {
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::sk_buff) -> Option<Self> {
         NonNull::new(ptr).map(Self)
     }
 
-    pub(super) fn as_raw(&self) -> *mut ffi::sk_buff {
+    pub(super) fn as_raw(&self) -> *mut bindings::sk_buff {
         self.0.as_ptr()
     }
 
     /// Total length in bytes.
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: Valid skb by the type invariant.
-        unsafe { ffi::rsnic_skb_len(self.as_raw()) }
+        unsafe { bindings::rsnic_skb_len(self.as_raw()) }
     }
 
     /// Makes all data linear (one buffer); fails on allocation failure.
     pub(crate) fn linearize(&mut self) -> Result {
         // SAFETY: Valid, owned skb.
-        kernel::error::to_result(unsafe { ffi::rsnic_skb_linearize(self.as_raw()) })
+        kernel::error::to_result(unsafe { bindings::rsnic_skb_linearize(self.as_raw()) })
     }
 
     /// Bytes in the linear part.
     pub(crate) fn headlen(&self) -> u32 {
         // SAFETY: Valid skb.
-        unsafe { ffi::rsnic_skb_headlen(self.as_raw()) }
+        unsafe { bindings::rsnic_skb_headlen(self.as_raw()) }
     }
 
     /// The linear part's bytes.
@@ -77,7 +77,10 @@ impl SkBuff {
         // SAFETY: Valid skb: `data` points at `headlen` readable bytes,
         // alive as long as the skb, which `&self` borrows.
         unsafe {
-            core::slice::from_raw_parts(ffi::rsnic_skb_data(self.as_raw()), self.headlen() as usize)
+            core::slice::from_raw_parts(
+                bindings::rsnic_skb_data(self.as_raw()),
+                self.headlen() as usize,
+            )
         }
     }
 
@@ -88,34 +91,34 @@ impl SkBuff {
         let len = self.headlen() as usize;
         // SAFETY: As `head`; `&mut self` and the skb being the driver's
         // own unshared buffer make the access exclusive.
-        unsafe { core::slice::from_raw_parts_mut(ffi::rsnic_skb_data(self.as_raw()), len) }
+        unsafe { core::slice::from_raw_parts_mut(bindings::rsnic_skb_data(self.as_raw()), len) }
     }
 
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
         // SAFETY: Valid skb.
-        unsafe { ffi::rsnic_skb_nr_frags(self.as_raw()) }
+        unsafe { bindings::rsnic_skb_nr_frags(self.as_raw()) }
     }
 
     /// The TCP segmentation the stack wants the device to do, if any.
     pub(crate) fn tso_request(&self) -> Option<TsoRequest> {
         let (mut mss, mut hdr_len, mut segs) = (0u16, 0u16, 0u16);
         // SAFETY: Valid skb; the out-pointers are valid.
-        unsafe { ffi::rsnic_skb_tso(self.as_raw(), &mut mss, &mut hdr_len, &mut segs) }
+        unsafe { bindings::rsnic_skb_tso(self.as_raw(), &mut mss, &mut hdr_len, &mut segs) }
             .then_some(TsoRequest { mss, hdr_len, segs })
     }
 
     /// The TX queue the stack picked.
     pub(crate) fn queue_mapping(&self) -> u16 {
         // SAFETY: Valid skb.
-        unsafe { ffi::rsnic_skb_get_queue_mapping(self.as_raw()) }
+        unsafe { bindings::rsnic_skb_get_queue_mapping(self.as_raw()) }
     }
 
     /// The checksum the stack wants the device to insert, if any.
     pub(crate) fn csum_request(&self) -> Option<CsumRequest> {
         let (mut start, mut offset) = (0u16, 0u16);
         // SAFETY: Valid skb; the out-pointers are valid.
-        unsafe { ffi::rsnic_skb_csum_partial(self.as_raw(), &mut start, &mut offset) }
+        unsafe { bindings::rsnic_skb_csum_partial(self.as_raw(), &mut start, &mut offset) }
             .then_some(CsumRequest { start, offset })
     }
 
@@ -125,39 +128,39 @@ impl SkBuff {
         // SAFETY: We own `skb`, filled with an Ethernet frame; `napi` is the
         // context polling right now, bound to the device.
         unsafe {
-            ffi::rsnic_skb_set_eth_protocol(skb, napi.dev_raw());
-            ffi::rsnic_skb_record_rx_queue(skb, queue);
-            ffi::rsnic_napi_gro_receive(napi.as_raw(), skb);
+            bindings::rsnic_skb_set_eth_protocol(skb, napi.dev_raw());
+            bindings::rsnic_skb_record_rx_queue(skb, queue);
+            bindings::rsnic_napi_gro_receive(napi.as_raw(), skb);
         }
     }
 
     /// Marks the L4 checksum as verified by the device.
     pub(crate) fn set_csum_unnecessary(&mut self) {
         // SAFETY: Valid, owned skb.
-        unsafe { ffi::rsnic_skb_set_csum_unnecessary(self.as_raw()) };
+        unsafe { bindings::rsnic_skb_set_csum_unnecessary(self.as_raw()) };
     }
 
     /// Records the RSS hash the card computed (`l4`: it covers ports).
     pub(crate) fn set_hash(&mut self, hash: u32, l4: bool) {
         // SAFETY: Valid, owned skb.
-        unsafe { ffi::rsnic_skb_set_hash(self.as_raw(), hash, l4) };
+        unsafe { bindings::rsnic_skb_set_hash(self.as_raw(), hash, l4) };
     }
 
     /// Transmits the skb on another device (a slave), on the queue the
     /// stack picked for it. Consumes it whatever happens.
-    pub(super) fn xmit_on(self, dev: *mut ffi::net_device) {
+    pub(super) fn xmit_on(self, dev: *mut bindings::net_device) {
         // SAFETY: We own the skb and give it up; the caller passes a live,
         // held device (see `TxLower::xmit`), in the TX path (RCU-BH).
-        unsafe { ffi::rsnic_skb_xmit_on(self.into_raw(), dev) };
+        unsafe { bindings::rsnic_skb_xmit_on(self.into_raw(), dev) };
     }
 
     /// Frees a sent skb (not counted as a drop).
     pub(crate) fn consume(self) {
         // SAFETY: We own the skb; any context.
-        unsafe { ffi::rsnic_dev_consume_skb_any(self.into_raw()) };
+        unsafe { bindings::rsnic_dev_consume_skb_any(self.into_raw()) };
     }
 
-    fn into_raw(self) -> *mut ffi::sk_buff {
+    fn into_raw(self) -> *mut bindings::sk_buff {
         let ptr = self.as_raw();
         core::mem::forget(self);
         ptr
@@ -167,7 +170,7 @@ impl SkBuff {
 impl Drop for SkBuff {
     fn drop(&mut self) {
         // SAFETY: We own the skb; any context.
-        unsafe { ffi::rsnic_dev_kfree_skb_any(self.as_raw()) };
+        unsafe { bindings::rsnic_dev_kfree_skb_any(self.as_raw()) };
     }
 }
 
@@ -182,7 +185,7 @@ impl Drop for SkBuff {
 #[pin_data(PinnedDrop)]
 pub(crate) struct SkbQueue {
     #[pin]
-    head: kernel::types::Opaque<ffi::sk_buff_head>,
+    head: kernel::types::Opaque<bindings::sk_buff_head>,
 }
 
 // SAFETY: `sk_buff_head` is used through its own lock from any context.
@@ -195,8 +198,8 @@ impl SkbQueue {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             // SAFETY: Initialises the pinned, embedded list head.
-            head <- kernel::types::Opaque::ffi_init(|h: *mut ffi::sk_buff_head| unsafe {
-                ffi::rsnic_skb_queue_head_init(h)
+            head <- kernel::types::Opaque::ffi_init(|h: *mut bindings::sk_buff_head| unsafe {
+                bindings::rsnic_skb_queue_head_init(h)
             }),
         })
     }
@@ -204,19 +207,19 @@ impl SkbQueue {
     /// Adds `skb` at the tail. Any context.
     pub(crate) fn enqueue(&self, skb: SkBuff) {
         // SAFETY: Initialised head (invariant); the queue takes the skb.
-        unsafe { ffi::rsnic_skb_queue_tail(self.head.get(), skb.into_raw()) };
+        unsafe { bindings::rsnic_skb_queue_tail(self.head.get(), skb.into_raw()) };
     }
 
     /// Takes the skb at the head. Any context.
     pub(crate) fn dequeue(&self) -> Option<SkBuff> {
         // SAFETY: Initialised head; a dequeued skb is ours.
-        unsafe { SkBuff::from_raw(ffi::rsnic_skb_dequeue(self.head.get())) }
+        unsafe { SkBuff::from_raw(bindings::rsnic_skb_dequeue(self.head.get())) }
     }
 
     /// Skbs queued (a snapshot).
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: Initialised head; a racy read of its length is allowed.
-        unsafe { ffi::rsnic_skb_queue_len(self.head.get()) }
+        unsafe { bindings::rsnic_skb_queue_len(self.head.get()) }
     }
 }
 
@@ -224,6 +227,6 @@ impl SkbQueue {
 impl PinnedDrop for SkbQueue {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Initialised head; frees every skb still queued.
-        unsafe { ffi::rsnic_skb_queue_purge(self.head.get()) };
+        unsafe { bindings::rsnic_skb_queue_purge(self.head.get()) };
     }
 }

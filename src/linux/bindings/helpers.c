@@ -2,7 +2,7 @@
 /*
  * Out-of-line copies of static inline kernel functions and macros that
  * bindgen cannot turn into callable symbols. One kernel inline each; the
- * Rust abstraction layer (src/kext/) is their only caller.
+ * Rust abstraction layer (src/linux/) is their only caller.
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>

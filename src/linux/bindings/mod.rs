@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Raw bindings generated at build time from `ffi/bindings_helper.h`: the
-//! net device, ethtool and ib_verbs interfaces the kernel crate does not
-//! bind, and the module's C helpers. Only the abstraction layer
-//! ([`crate::kext`]) uses this module.
+//! Raw bindings generated at build time from `bindings_helper.h`: the net
+//! device, ethtool and ib_verbs interfaces the kernel crate does not bind,
+//! and the C helpers (`helpers.c`: one-line wrappers of static inline
+//! functions and macros, as upstream's `rust/helpers/`). Private to the
+//! abstraction layer ([`crate::linux`]).
 
 #![allow(
     dead_code,
@@ -31,4 +32,4 @@ type __kernel_size_t = usize;
 type __kernel_ssize_t = isize;
 type __kernel_ptrdiff_t = isize;
 
-include!("ffi/bindings_generated.rs");
+include!("bindings_generated.rs");

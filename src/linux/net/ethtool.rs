@@ -6,9 +6,9 @@ use core::{fmt, marker::PhantomData};
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
-use crate::ffi;
 use crate::hw;
-use crate::kext::netdev::NetDev;
+use crate::linux::bindings;
+use crate::linux::net::netdev::NetDev;
 
 /// Length of an ethtool string (`ETH_GSTRING_LEN`).
 const GSTRING_LEN: usize = 32;
@@ -161,12 +161,12 @@ pub(crate) struct EthtoolAdapter<T>(PhantomData<T>);
 
 impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// The ops table to install in the net device.
-    pub(crate) const OPS: ffi::ethtool_ops = {
+    pub(crate) const OPS: bindings::ethtool_ops = {
         // SAFETY: All-zero is a valid `ethtool_ops`: null callbacks and no
         // supported parameters.
-        let mut ops: ffi::ethtool_ops = unsafe { core::mem::zeroed() };
+        let mut ops: bindings::ethtool_ops = unsafe { core::mem::zeroed() };
         ops.get_drvinfo = Some(Self::get_drvinfo);
-        ops.get_link = Some(ffi::ethtool_op_get_link);
+        ops.get_link = Some(bindings::ethtool_op_get_link);
         ops.get_link_ksettings = Some(Self::get_link_ksettings);
         ops.get_sset_count = Some(Self::get_sset_count);
         ops.get_strings = Some(Self::get_strings);
@@ -191,10 +191,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `ec` is valid for writes.
     unsafe extern "C" fn get_coalesce(
-        ndev: *mut ffi::net_device,
-        ec: *mut ffi::ethtool_coalesce,
-        _kec: *mut ffi::kernel_ethtool_coalesce,
-        _extack: *mut ffi::netlink_ext_ack,
+        ndev: *mut bindings::net_device,
+        ec: *mut bindings::ethtool_coalesce,
+        _kec: *mut bindings::kernel_ethtool_coalesce,
+        _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let c = T::coalesce(unsafe { Self::dev(ndev) });
@@ -210,10 +210,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`; `ec` is valid for reads. The core has already refused
     /// parameters outside `supported_coalesce_params`.
     unsafe extern "C" fn set_coalesce(
-        ndev: *mut ffi::net_device,
-        ec: *mut ffi::ethtool_coalesce,
-        _kec: *mut ffi::kernel_ethtool_coalesce,
-        _extack: *mut ffi::netlink_ext_ack,
+        ndev: *mut bindings::net_device,
+        ec: *mut bindings::ethtool_coalesce,
+        _kec: *mut bindings::kernel_ethtool_coalesce,
+        _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: `ec` is valid for reads.
         let ec = unsafe { &*ec };
@@ -234,13 +234,13 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`; `test` is valid for reads and writes and `data` has room
     /// for `get_sset_count(ETH_SS_TEST)` results.
     unsafe extern "C" fn self_test(
-        ndev: *mut ffi::net_device,
-        test: *mut ffi::ethtool_test,
+        ndev: *mut bindings::net_device,
+        test: *mut bindings::ethtool_test,
         data: *mut u64,
     ) {
         // SAFETY: `test` is valid for reads and writes.
         let test = unsafe { &mut *test };
-        let offline = test.flags & ffi::ethtool_test_flags_ETH_TEST_FL_OFFLINE != 0;
+        let offline = test.flags & bindings::ethtool_test_flags_ETH_TEST_FL_OFFLINE != 0;
         // SAFETY: The core sized `data` from `get_sset_count(ETH_SS_TEST)`,
         // which is `SELF_TESTS.len()`.
         let results = unsafe { core::slice::from_raw_parts_mut(data, T::SELF_TESTS.len()) };
@@ -248,23 +248,23 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: Per the function's contract.
         T::self_test(unsafe { Self::dev(ndev) }, offline, results);
         if results.iter().any(|&r| r != 0) {
-            test.flags |= ffi::ethtool_test_flags_ETH_TEST_FL_FAILED;
+            test.flags |= bindings::ethtool_test_flags_ETH_TEST_FL_FAILED;
         }
     }
 
     /// # Safety
     ///
     /// As `dev`.
-    unsafe extern "C" fn rx_ring_count(ndev: *mut ffi::net_device) -> u32 {
+    unsafe extern "C" fn rx_ring_count(ndev: *mut bindings::net_device) -> u32 {
         // SAFETY: Per the function's contract.
         T::channels(unsafe { Self::dev(ndev) }).1
     }
 
-    extern "C" fn rss_key_size(_ndev: *mut ffi::net_device) -> u32 {
+    extern "C" fn rss_key_size(_ndev: *mut bindings::net_device) -> u32 {
         hw::RSS_KEY_LEN as u32
     }
 
-    extern "C" fn rss_table_size(_ndev: *mut ffi::net_device) -> u32 {
+    extern "C" fn rss_table_size(_ndev: *mut bindings::net_device) -> u32 {
         hw::RSS_TABLE_LEN as u32
     }
 
@@ -273,8 +273,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`; `param` is valid, its non-null `indir` and `key` point at
     /// the sizes reported above.
     unsafe extern "C" fn get_rxfh(
-        ndev: *mut ffi::net_device,
-        param: *mut ffi::ethtool_rxfh_param,
+        ndev: *mut bindings::net_device,
+        param: *mut bindings::ethtool_rxfh_param,
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let (table, key) = T::rss(unsafe { Self::dev(ndev) });
@@ -300,9 +300,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `get_rxfh`, for reads.
     unsafe extern "C" fn set_rxfh(
-        ndev: *mut ffi::net_device,
-        param: *mut ffi::ethtool_rxfh_param,
-        _extack: *mut ffi::netlink_ext_ack,
+        ndev: *mut bindings::net_device,
+        param: *mut bindings::ethtool_rxfh_param,
+        _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: `param` is valid for reads.
         let param = unsafe { &*param };
@@ -344,7 +344,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// # Safety
     ///
     /// `ndev` is a device registered by `Registration<T>`, alive for the call.
-    unsafe fn dev<'a>(ndev: *mut ffi::net_device) -> &'a NetDev<T> {
+    unsafe fn dev<'a>(ndev: *mut bindings::net_device) -> &'a NetDev<T> {
         // SAFETY: Per the function's contract; ethtool calls run under RTNL
         // on a registered device.
         unsafe { NetDev::from_raw(ndev) }
@@ -353,7 +353,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// # Safety
     ///
     /// As `dev`; `info` is valid for writes.
-    unsafe extern "C" fn get_drvinfo(ndev: *mut ffi::net_device, info: *mut ffi::ethtool_drvinfo) {
+    unsafe extern "C" fn get_drvinfo(
+        ndev: *mut bindings::net_device,
+        info: *mut bindings::ethtool_drvinfo,
+    ) {
         // SAFETY: Per the function's contract.
         let d = T::drvinfo(unsafe { Self::dev(ndev) });
         // SAFETY: `info` is valid for writes per the contract.
@@ -373,31 +376,31 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `ks` is valid for writes.
     unsafe extern "C" fn get_link_ksettings(
-        ndev: *mut ffi::net_device,
-        ks: *mut ffi::ethtool_link_ksettings,
+        ndev: *mut bindings::net_device,
+        ks: *mut bindings::ethtool_link_ksettings,
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { Self::dev(ndev) };
         // SAFETY: `ks` is valid for writes per the contract.
         let base = unsafe { &mut (*ks).base };
         // SAFETY: The device is alive.
-        let up = unsafe { ffi::rsnic_netif_carrier_ok(dev.as_raw()) };
+        let up = unsafe { bindings::rsnic_netif_carrier_ok(dev.as_raw()) };
         if up {
             base.speed = T::speed_mbps(dev);
-            base.duplex = ffi::DUPLEX_FULL as u8;
+            base.duplex = bindings::DUPLEX_FULL as u8;
         } else {
-            base.speed = ffi::SPEED_UNKNOWN as u32;
-            base.duplex = ffi::DUPLEX_UNKNOWN as u8;
+            base.speed = bindings::SPEED_UNKNOWN as u32;
+            base.duplex = bindings::DUPLEX_UNKNOWN as u8;
         }
-        base.port = ffi::PORT_DA as u8;
-        base.autoneg = ffi::AUTONEG_DISABLE as u8;
+        base.port = bindings::PORT_DA as u8;
+        base.autoneg = bindings::AUTONEG_DISABLE as u8;
         0
     }
 
     /// # Safety
     ///
     /// As `dev`.
-    unsafe extern "C" fn get_sset_count(ndev: *mut ffi::net_device, sset: c_int) -> c_int {
+    unsafe extern "C" fn get_sset_count(ndev: *mut bindings::net_device, sset: c_int) -> c_int {
         if sset as u32 == SS_TEST {
             return T::SELF_TESTS.len() as c_int;
         }
@@ -413,7 +416,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// # Safety
     ///
     /// As `dev`; `data` has room for `get_sset_count` strings.
-    unsafe extern "C" fn get_strings(ndev: *mut ffi::net_device, sset: u32, data: *mut u8) {
+    unsafe extern "C" fn get_strings(ndev: *mut bindings::net_device, sset: u32, data: *mut u8) {
         if sset == SS_TEST {
             // SAFETY: ethtool sized `data` from `get_sset_count`.
             let names =
@@ -447,8 +450,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `data` has room for `get_sset_count` values.
     unsafe extern "C" fn get_ethtool_stats(
-        ndev: *mut ffi::net_device,
-        _stats: *mut ffi::ethtool_stats,
+        ndev: *mut bindings::net_device,
+        _stats: *mut bindings::ethtool_stats,
         data: *mut u64,
     ) {
         // SAFETY: Per the function's contract.
@@ -470,7 +473,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// # Safety
     ///
     /// As `dev`; `ch` is valid for writes.
-    unsafe extern "C" fn get_channels(ndev: *mut ffi::net_device, ch: *mut ffi::ethtool_channels) {
+    unsafe extern "C" fn get_channels(
+        ndev: *mut bindings::net_device,
+        ch: *mut bindings::ethtool_channels,
+    ) {
         // SAFETY: Per the function's contract.
         let (max, current) = T::channels(unsafe { Self::dev(ndev) });
         // SAFETY: `ch` is valid for writes.
@@ -483,8 +489,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `ch` is valid for reads.
     unsafe extern "C" fn set_channels(
-        ndev: *mut ffi::net_device,
-        ch: *mut ffi::ethtool_channels,
+        ndev: *mut bindings::net_device,
+        ch: *mut bindings::ethtool_channels,
     ) -> c_int {
         // SAFETY: `ch` is valid for reads.
         let ch = unsafe { &*ch };
@@ -504,10 +510,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `ring` is valid for reads.
     unsafe extern "C" fn set_ringparam(
-        ndev: *mut ffi::net_device,
-        ring: *mut ffi::ethtool_ringparam,
-        _kring: *mut ffi::kernel_ethtool_ringparam,
-        _extack: *mut ffi::netlink_ext_ack,
+        ndev: *mut bindings::net_device,
+        ring: *mut bindings::ethtool_ringparam,
+        _kring: *mut bindings::kernel_ethtool_ringparam,
+        _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: `ring` is valid for reads.
         let ring = unsafe { &*ring };
@@ -526,10 +532,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ///
     /// As `dev`; `ring` is valid for writes.
     unsafe extern "C" fn get_ringparam(
-        ndev: *mut ffi::net_device,
-        ring: *mut ffi::ethtool_ringparam,
-        _kring: *mut ffi::kernel_ethtool_ringparam,
-        _extack: *mut ffi::netlink_ext_ack,
+        ndev: *mut bindings::net_device,
+        ring: *mut bindings::ethtool_ringparam,
+        _kring: *mut bindings::kernel_ethtool_ringparam,
+        _extack: *mut bindings::netlink_ext_ack,
     ) {
         // SAFETY: Per the function's contract.
         let (max, rx, tx) = T::rings(unsafe { Self::dev(ndev) });

@@ -19,10 +19,10 @@ use kernel::{
     types::Opaque,
 };
 
-use crate::ffi;
-use crate::kext::{
+use crate::linux::bindings;
+use crate::linux::net::{
     ethtool::{EthtoolAdapter, EthtoolOps},
-    skb::SkBuff,
+    skbuff::SkBuff,
 };
 
 /// Link counters reported to `ip -s link` (`struct rtnl_link_stats64`).
@@ -85,24 +85,24 @@ impl Features {
         hw_tc: false,
     };
 
-    pub(super) fn to_raw(self) -> ffi::netdev_features_t {
+    pub(super) fn to_raw(self) -> bindings::netdev_features_t {
         let bit = |on: bool, b: u32| if on { 1u64 << b } else { 0 };
-        bit(self.tx_csum, ffi::NETIF_F_HW_CSUM_BIT)
-            | bit(self.rx_csum, ffi::NETIF_F_RXCSUM_BIT)
-            | bit(self.sg, ffi::NETIF_F_SG_BIT)
-            | bit(self.tso, ffi::NETIF_F_TSO_BIT)
-            | bit(self.tso, ffi::NETIF_F_TSO6_BIT)
-            | bit(self.hw_tc, ffi::NETIF_F_HW_TC_BIT)
+        bit(self.tx_csum, bindings::NETIF_F_HW_CSUM_BIT)
+            | bit(self.rx_csum, bindings::NETIF_F_RXCSUM_BIT)
+            | bit(self.sg, bindings::NETIF_F_SG_BIT)
+            | bit(self.tso, bindings::NETIF_F_TSO_BIT)
+            | bit(self.tso, bindings::NETIF_F_TSO6_BIT)
+            | bit(self.hw_tc, bindings::NETIF_F_HW_TC_BIT)
     }
 
-    fn from_raw(raw: ffi::netdev_features_t) -> Self {
+    fn from_raw(raw: bindings::netdev_features_t) -> Self {
         let has = |b: u32| raw & (1u64 << b) != 0;
         Self {
-            tx_csum: has(ffi::NETIF_F_HW_CSUM_BIT),
-            rx_csum: has(ffi::NETIF_F_RXCSUM_BIT),
-            sg: has(ffi::NETIF_F_SG_BIT),
-            tso: has(ffi::NETIF_F_TSO_BIT) || has(ffi::NETIF_F_TSO6_BIT),
-            hw_tc: has(ffi::NETIF_F_HW_TC_BIT),
+            tx_csum: has(bindings::NETIF_F_HW_CSUM_BIT),
+            rx_csum: has(bindings::NETIF_F_RXCSUM_BIT),
+            sg: has(bindings::NETIF_F_SG_BIT),
+            tso: has(bindings::NETIF_F_TSO_BIT) || has(bindings::NETIF_F_TSO6_BIT),
+            hw_tc: has(bindings::NETIF_F_HW_TC_BIT),
         }
     }
 }
@@ -145,7 +145,7 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
 /// private area holds an initialised `T` for as long as a `&NetDev<T>`
 /// exists.
 #[repr(transparent)]
-pub(crate) struct NetDev<T>(Opaque<ffi::net_device>, PhantomData<T>);
+pub(crate) struct NetDev<T>(Opaque<bindings::net_device>, PhantomData<T>);
 
 // SAFETY: The net_device is usable from any thread; `T` is `Send + Sync`.
 unsafe impl<T: Send + Sync> Sync for NetDev<T> {}
@@ -155,21 +155,21 @@ impl<T> NetDev<T> {
     ///
     /// `ptr` must be a net_device allocated by [`Registration::new`] for
     /// this `T`, alive (with its `T`) for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ptr: *mut ffi::net_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
         // SAFETY: `NetDev<T>` is `repr(transparent)` over the opaque C
         // struct; validity is the caller's promise.
         unsafe { &*ptr.cast() }
     }
 
     /// The raw `struct net_device`.
-    pub(crate) fn as_raw(&self) -> *mut ffi::net_device {
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.0.get()
     }
 
     /// The driver state in the private area.
     pub(crate) fn data(&self) -> &T {
         // SAFETY: By the type invariant the private area holds a live `T`.
-        unsafe { &*ffi::rsnic_netdev_priv(self.as_raw()).cast::<T>() }
+        unsafe { &*bindings::rsnic_netdev_priv(self.as_raw()).cast::<T>() }
     }
 
     /// The interface name, e.g. `eth0`.
@@ -182,7 +182,7 @@ impl<T> NetDev<T> {
     /// and set-up before registration are).
     pub(crate) fn set_mac(&self, mac: &[u8; 6]) {
         // SAFETY: The device is alive; `mac` is 6 bytes, the Ethernet addr_len.
-        unsafe { ffi::rsnic_eth_hw_addr_set(self.as_raw(), mac.as_ptr()) };
+        unsafe { bindings::rsnic_eth_hw_addr_set(self.as_raw(), mac.as_ptr()) };
     }
 
     /// The current unicast address. RTNL held (it changes only under it).
@@ -223,8 +223,8 @@ impl<T> NetDev<T> {
         // SAFETY: The device is alive (both read `dev->flags` once).
         unsafe {
             (
-                ffi::rsnic_netdev_promisc(self.as_raw()),
-                ffi::rsnic_netdev_allmulti(self.as_raw()),
+                bindings::rsnic_netdev_promisc(self.as_raw()),
+                bindings::rsnic_netdev_allmulti(self.as_raw()),
             )
         }
     }
@@ -232,33 +232,37 @@ impl<T> NetDev<T> {
     /// Reports carrier up.
     pub(crate) fn carrier_on(&self) {
         // SAFETY: The device is alive; callable from any context.
-        unsafe { ffi::netif_carrier_on(self.as_raw()) };
+        unsafe { bindings::netif_carrier_on(self.as_raw()) };
     }
 
     /// Reports carrier down.
     pub(crate) fn carrier_off(&self) {
         // SAFETY: As `carrier_on`.
-        unsafe { ffi::netif_carrier_off(self.as_raw()) };
+        unsafe { bindings::netif_carrier_off(self.as_raw()) };
     }
 
     /// Whether the carrier is up.
     pub(crate) fn carrier_ok(&self) -> bool {
         // SAFETY: The device is alive; reading its state bit is always allowed.
-        unsafe { ffi::rsnic_netif_carrier_ok(self.as_raw()) }
+        unsafe { bindings::rsnic_netif_carrier_ok(self.as_raw()) }
     }
 
     /// Sets how many TX and RX queues are in use (at most those allocated).
     pub(crate) fn set_real_num_queues(&self, n: u32) -> Result {
         // SAFETY: The device is alive; called under RTNL or before registration.
-        kernel::error::to_result(unsafe { ffi::netif_set_real_num_tx_queues(self.as_raw(), n) })?;
+        kernel::error::to_result(unsafe {
+            bindings::netif_set_real_num_tx_queues(self.as_raw(), n)
+        })?;
         // SAFETY: As above.
-        kernel::error::to_result(unsafe { ffi::netif_set_real_num_rx_queues(self.as_raw(), n) })
+        kernel::error::to_result(unsafe {
+            bindings::netif_set_real_num_rx_queues(self.as_raw(), n)
+        })
     }
 
     /// Allows transmission on every queue.
     pub(crate) fn tx_start_all(&self) {
         // SAFETY: The device is alive.
-        unsafe { ffi::rsnic_netif_tx_start_all_queues(self.as_raw()) };
+        unsafe { bindings::rsnic_netif_tx_start_all_queues(self.as_raw()) };
     }
 
     /// Marks the device absent while its queues are rebuilt, so the TX
@@ -266,7 +270,7 @@ impl<T> NetDev<T> {
     /// transmission on every queue, waiting for running xmits. RTNL held.
     pub(crate) fn detach(&self) {
         // SAFETY: The device is alive; process context.
-        unsafe { ffi::netif_device_detach(self.as_raw()) };
+        unsafe { bindings::netif_device_detach(self.as_raw()) };
         self.tx_disable();
     }
 
@@ -274,32 +278,32 @@ impl<T> NetDev<T> {
     /// restarts the watchdog. RTNL held.
     pub(crate) fn attach(&self) {
         // SAFETY: The device is alive; process context.
-        unsafe { ffi::netif_device_attach(self.as_raw()) };
+        unsafe { bindings::netif_device_attach(self.as_raw()) };
     }
 
     /// Stops transmission on every queue and waits for running xmits.
     pub(crate) fn tx_disable(&self) {
         // SAFETY: The device is alive; process context (ndo_stop).
-        unsafe { ffi::rsnic_netif_tx_disable(self.as_raw()) };
+        unsafe { bindings::rsnic_netif_tx_disable(self.as_raw()) };
     }
 
     /// Stops TX queue `q` (ring full).
     pub(crate) fn tx_stop(&self, q: u16) {
         // SAFETY: The device is alive; the helper bounds nothing, so the
         // driver only passes queue numbers below its real TX queue count.
-        unsafe { ffi::rsnic_netif_tx_stop_queue(self.as_raw(), q) };
+        unsafe { bindings::rsnic_netif_tx_stop_queue(self.as_raw(), q) };
     }
 
     /// Restarts TX queue `q` if stopped.
     pub(crate) fn tx_wake(&self, q: u16) {
         // SAFETY: As `tx_stop`.
-        unsafe { ffi::rsnic_netif_tx_wake_queue(self.as_raw(), q) };
+        unsafe { bindings::rsnic_netif_tx_wake_queue(self.as_raw(), q) };
     }
 
     /// Whether TX queue `q` is stopped.
     pub(crate) fn tx_stopped(&self, q: u16) -> bool {
         // SAFETY: As `tx_stop`.
-        unsafe { ffi::rsnic_netif_tx_queue_stopped(self.as_raw(), q) }
+        unsafe { bindings::rsnic_netif_tx_queue_stopped(self.as_raw(), q) }
     }
 }
 
@@ -313,7 +317,7 @@ pub(crate) fn is_valid_ether_addr(mac: &[u8; 6]) -> bool {
 pub(crate) fn random_ether_addr() -> [u8; 6] {
     let mut mac = [0u8; 6];
     // SAFETY: `mac` is valid for writes of the 6 bytes the helper fills.
-    unsafe { ffi::rsnic_eth_random_addr(mac.as_mut_ptr()) };
+    unsafe { bindings::rsnic_eth_random_addr(mac.as_mut_ptr()) };
     mac
 }
 
@@ -321,12 +325,12 @@ pub(crate) fn random_ether_addr() -> [u8; 6] {
 /// so that all devices of the host hash alike.
 pub(crate) fn rss_key_fill(key: &mut [u8]) {
     // SAFETY: `key` is valid for writes of its length.
-    unsafe { ffi::netdev_rss_key_fill(key.as_mut_ptr().cast(), key.len()) };
+    unsafe { bindings::netdev_rss_key_fill(key.as_mut_ptr().cast(), key.len()) };
 }
 
 /// A snapshot of a device address list, as `ndo_set_rx_mode_async` gets it.
 #[repr(transparent)]
-pub(crate) struct HwAddrList(Opaque<ffi::netdev_hw_addr_list>);
+pub(crate) struct HwAddrList(Opaque<bindings::netdev_hw_addr_list>);
 
 impl HwAddrList {
     /// Copies the addresses into `out` (as many as fit); returns how many
@@ -335,7 +339,9 @@ impl HwAddrList {
         let max = out.len() as c_uint;
         // SAFETY: The list is a live snapshot for the callback's duration;
         // `out` has room for `max` 6-byte addresses.
-        unsafe { ffi::rsnic_hw_addr_list_copy(self.0.get(), out.as_mut_ptr().cast(), max) as usize }
+        unsafe {
+            bindings::rsnic_hw_addr_list_copy(self.0.get(), out.as_mut_ptr().cast(), max) as usize
+        }
     }
 }
 
@@ -348,7 +354,7 @@ impl HwAddrList {
 /// builds the device's `T`; it stays valid as long as that `T`, which the
 /// driver must ensure by keeping the handle only inside `T`.
 pub(crate) struct NetDevRef<T> {
-    ptr: NonNull<ffi::net_device>,
+    ptr: NonNull<bindings::net_device>,
     _t: PhantomData<T>,
 }
 
@@ -397,7 +403,7 @@ pub(crate) struct Setup {
 
 /// A registered network device; unregistered and freed on drop.
 pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
-    ndev: NonNull<ffi::net_device>,
+    ndev: NonNull<bindings::net_device>,
     _t: PhantomData<T>,
 }
 
@@ -433,7 +439,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         const { assert!(core::mem::align_of::<T>() <= NETDEV_ALIGN) };
         // SAFETY: Plain allocation; returns NULL on failure.
         let raw = unsafe {
-            ffi::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)
+            bindings::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)
         };
         let ndev = NonNull::new(raw).ok_or(ENOMEM)?;
         // SAFETY: `raw` was just allocated for `T`; `T` is not initialised
@@ -442,13 +448,13 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         let free = move || {
             // SAFETY: Allocated above, never registered, `T` dropped or
             // never initialised.
-            unsafe { ffi::free_netdev(raw) }
+            unsafe { bindings::free_netdev(raw) }
         };
         let parent_raw: *const Device = parent;
         // SAFETY: `raw` is alive; `Device` is `repr(transparent)` over
         // `struct device`, so the cast pointer is the parent's `struct device`.
         unsafe {
-            ffi::rsnic_set_netdev_dev(raw, parent_raw.cast_mut().cast());
+            bindings::rsnic_set_netdev_dev(raw, parent_raw.cast_mut().cast());
             (*raw).netdev_ops = &Adapter::<T>::OPS;
             (*raw).ethtool_ops = &EthtoolAdapter::<T>::OPS;
             (*raw).stat_ops = &Adapter::<T>::STAT_OPS;
@@ -458,10 +464,10 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).hw_features = setup.features.to_raw();
             (*raw).features = setup.features.to_raw();
             if setup.tso_max_segs != 0 {
-                ffi::netif_set_tso_max_segs(raw, setup.tso_max_segs);
+                bindings::netif_set_tso_max_segs(raw, setup.tso_max_segs);
             }
             if setup.stacked {
-                ffi::rsnic_netdev_lockdep_set_classes(raw);
+                bindings::rsnic_netdev_lockdep_set_classes(raw);
             }
         }
         dev.set_mac(&setup.mac);
@@ -488,14 +494,14 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         // SAFETY: The private area is `size_of::<T>()` bytes aligned to
         // NETDEV_ALIGN (>= align_of::<T>(), asserted above), unused, and
         // never moves while the device exists.
-        let slot = unsafe { ffi::rsnic_netdev_priv(raw) }.cast::<T>();
+        let slot = unsafe { bindings::rsnic_netdev_priv(raw) }.cast::<T>();
         // SAFETY: `slot` is valid for a `T` and pinned (see above).
         if let Err(e) = unsafe { initializer.__pinned_init(slot) } {
             free();
             return Err(e);
         }
         // SAFETY: The device is fully set up and `T` initialised.
-        let ret = unsafe { ffi::register_netdev(raw) };
+        let ret = unsafe { bindings::register_netdev(raw) };
         if ret != 0 {
             // SAFETY: `T` was initialised above and the device was never
             // registered, so nothing else can reach it.
@@ -516,11 +522,11 @@ impl<T: NetDevOps + EthtoolOps> Drop for Registration<T> {
         // SAFETY: Registered in `new`. `unregister_netdev` stops the device
         // (calling `ndo_stop`, which still sees `T`) and waits until no
         // callback runs any more.
-        unsafe { ffi::unregister_netdev(raw) };
+        unsafe { bindings::unregister_netdev(raw) };
         // SAFETY: No callback can run now; `T` is dropped exactly once.
-        unsafe { core::ptr::drop_in_place(ffi::rsnic_netdev_priv(raw).cast::<T>()) };
+        unsafe { core::ptr::drop_in_place(bindings::rsnic_netdev_priv(raw).cast::<T>()) };
         // SAFETY: Unregistered and its `T` dropped.
-        unsafe { ffi::free_netdev(raw) };
+        unsafe { bindings::free_netdev(raw) };
     }
 }
 
@@ -528,24 +534,24 @@ impl<T: NetDevOps + EthtoolOps> Drop for Registration<T> {
 pub(crate) struct Adapter<T>(PhantomData<T>);
 
 impl<T: NetDevOps> Adapter<T> {
-    const OPS: ffi::net_device_ops = {
+    const OPS: bindings::net_device_ops = {
         // SAFETY: All fields of `net_device_ops` are nullable function
         // pointers or integers, for which zero is valid ("not implemented").
-        let mut ops: ffi::net_device_ops = unsafe { core::mem::zeroed() };
+        let mut ops: bindings::net_device_ops = unsafe { core::mem::zeroed() };
         ops.ndo_open = Some(Self::open);
         ops.ndo_stop = Some(Self::stop);
         ops.ndo_start_xmit = Some(Self::start_xmit);
         ops.ndo_get_stats64 = Some(Self::get_stats64);
         ops.ndo_set_rx_mode_async = Some(Self::set_rx_mode);
         ops.ndo_set_mac_address = Some(Self::set_mac_address);
-        ops.ndo_validate_addr = Some(ffi::eth_validate_addr);
+        ops.ndo_validate_addr = Some(bindings::eth_validate_addr);
         ops.ndo_change_mtu = Some(Self::change_mtu);
         ops.ndo_tx_timeout = Some(Self::tx_timeout);
         ops.ndo_set_features = Some(Self::set_features);
         ops
     };
 
-    const STAT_OPS: ffi::netdev_stat_ops = ffi::netdev_stat_ops {
+    const STAT_OPS: bindings::netdev_stat_ops = bindings::netdev_stat_ops {
         get_queue_stats_rx: Some(Self::queue_stats_rx),
         get_queue_stats_tx: Some(Self::queue_stats_tx),
         get_base_stats: Some(Self::base_stats),
@@ -555,9 +561,9 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`; `out` is valid for writes.
     unsafe extern "C" fn queue_stats_rx(
-        ndev: *mut ffi::net_device,
+        ndev: *mut bindings::net_device,
         idx: c_int,
-        out: *mut ffi::netdev_queue_stats_rx,
+        out: *mut bindings::netdev_queue_stats_rx,
     ) {
         // SAFETY: Per the function's contract.
         let (rx, _) = T::queue_stats(unsafe { NetDev::<T>::from_raw(ndev) }, idx.max(0) as u32);
@@ -573,9 +579,9 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`; `out` is valid for writes.
     unsafe extern "C" fn queue_stats_tx(
-        ndev: *mut ffi::net_device,
+        ndev: *mut bindings::net_device,
         idx: c_int,
-        out: *mut ffi::netdev_queue_stats_tx,
+        out: *mut bindings::netdev_queue_stats_tx,
     ) {
         // SAFETY: Per the function's contract.
         let (_, tx) = T::queue_stats(unsafe { NetDev::<T>::from_raw(ndev) }, idx.max(0) as u32);
@@ -590,9 +596,9 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`; `rx` and `tx` are valid for writes.
     unsafe extern "C" fn base_stats(
-        ndev: *mut ffi::net_device,
-        rx: *mut ffi::netdev_queue_stats_rx,
-        tx: *mut ffi::netdev_queue_stats_tx,
+        ndev: *mut bindings::net_device,
+        rx: *mut bindings::netdev_queue_stats_rx,
+        tx: *mut bindings::netdev_queue_stats_tx,
     ) {
         // SAFETY: Per the function's contract.
         let (r, t) = T::base_stats(unsafe { NetDev::<T>::from_raw(ndev) });
@@ -608,7 +614,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// # Safety
     ///
     /// Called by the networking core with a device set up by [`Registration`].
-    unsafe extern "C" fn open(ndev: *mut ffi::net_device) -> c_int {
+    unsafe extern "C" fn open(ndev: *mut bindings::net_device) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
         from_result(|| {
@@ -620,7 +626,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// # Safety
     ///
     /// As `open`.
-    unsafe extern "C" fn stop(ndev: *mut ffi::net_device) -> c_int {
+    unsafe extern "C" fn stop(ndev: *mut bindings::net_device) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
         from_result(|| {
@@ -633,24 +639,24 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`; `skb` is a socket buffer the core hands over.
     unsafe extern "C" fn start_xmit(
-        skb: *mut ffi::sk_buff,
-        ndev: *mut ffi::net_device,
-    ) -> ffi::netdev_tx_t {
+        skb: *mut bindings::sk_buff,
+        ndev: *mut bindings::net_device,
+    ) -> bindings::netdev_tx_t {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
         // SAFETY: The core passes ownership of a valid skb.
         if let Some(skb) = unsafe { SkBuff::from_raw(skb) } {
             T::start_xmit(dev, skb);
         }
-        ffi::netdev_tx_NETDEV_TX_OK
+        bindings::netdev_tx_NETDEV_TX_OK
     }
 
     /// # Safety
     ///
     /// As `open`; `stats` is valid for writes.
     unsafe extern "C" fn get_stats64(
-        ndev: *mut ffi::net_device,
-        stats: *mut ffi::rtnl_link_stats64,
+        ndev: *mut bindings::net_device,
+        stats: *mut bindings::rtnl_link_stats64,
     ) {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
@@ -673,9 +679,9 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`; `mc` is a live address-list snapshot.
     unsafe extern "C" fn set_rx_mode(
-        ndev: *mut ffi::net_device,
-        _uc: *mut ffi::netdev_hw_addr_list,
-        mc: *mut ffi::netdev_hw_addr_list,
+        ndev: *mut bindings::net_device,
+        _uc: *mut bindings::netdev_hw_addr_list,
+        mc: *mut bindings::netdev_hw_addr_list,
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
@@ -691,11 +697,14 @@ impl<T: NetDevOps> Adapter<T> {
     /// # Safety
     ///
     /// As `open`; `addr` is a `struct sockaddr`.
-    unsafe extern "C" fn set_mac_address(ndev: *mut ffi::net_device, addr: *mut c_void) -> c_int {
+    unsafe extern "C" fn set_mac_address(
+        ndev: *mut bindings::net_device,
+        addr: *mut c_void,
+    ) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
         // SAFETY: `addr` is a `struct sockaddr` whose data holds the address.
-        let sa = unsafe { &*addr.cast::<ffi::sockaddr>() };
+        let sa = unsafe { &*addr.cast::<bindings::sockaddr>() };
         let mut mac = [0u8; 6];
         for (m, &b) in mac.iter_mut().zip(sa.sa_data.iter()) {
             *m = b;
@@ -713,7 +722,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// # Safety
     ///
     /// As `open`.
-    unsafe extern "C" fn change_mtu(ndev: *mut ffi::net_device, mtu: c_int) -> c_int {
+    unsafe extern "C" fn change_mtu(ndev: *mut bindings::net_device, mtu: c_int) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
         from_result(|| {
@@ -728,8 +737,8 @@ impl<T: NetDevOps> Adapter<T> {
     ///
     /// As `open`.
     unsafe extern "C" fn set_features(
-        ndev: *mut ffi::net_device,
-        features: ffi::netdev_features_t,
+        ndev: *mut bindings::net_device,
+        features: bindings::netdev_features_t,
     ) -> c_int {
         // SAFETY: Per the function's contract.
         let dev = unsafe { NetDev::<T>::from_raw(ndev) };
@@ -742,7 +751,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// # Safety
     ///
     /// As `open`.
-    unsafe extern "C" fn tx_timeout(ndev: *mut ffi::net_device, queue: c_uint) {
+    unsafe extern "C" fn tx_timeout(ndev: *mut bindings::net_device, queue: c_uint) {
         // SAFETY: Per the function's contract.
         T::tx_timeout(unsafe { NetDev::<T>::from_raw(ndev) }, queue);
     }
@@ -752,5 +761,5 @@ impl<T: NetDevOps> Adapter<T> {
 /// rate limit every driver shares for warnings about traffic.
 pub(crate) fn net_ratelimit() -> bool {
     // SAFETY: No preconditions; any context.
-    unsafe { ffi::rsnic_net_ratelimit() }
+    unsafe { bindings::rsnic_net_ratelimit() }
 }

@@ -17,10 +17,10 @@ use core::{
 
 use kernel::{ffi::c_void, prelude::*, types::Opaque};
 
-use crate::ffi;
-use crate::kext::{
+use crate::linux::bindings;
+use crate::linux::net::{
     netdev::{Features, NetDev, NetDevOps},
-    skb::SkBuff,
+    skbuff::SkBuff,
 };
 
 /// `NOTIFY_DONE`: the event is of no further interest to this notifier.
@@ -47,11 +47,11 @@ pub(crate) enum NetdevEvent {
 impl NetdevEvent {
     fn from_raw(event: u64) -> Option<Self> {
         Some(match u32::try_from(event).ok()? {
-            ffi::netdev_cmd_NETDEV_REGISTER => Self::Register,
-            ffi::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
-            ffi::netdev_cmd_NETDEV_UP => Self::Up,
-            ffi::netdev_cmd_NETDEV_GOING_DOWN => Self::GoingDown,
-            ffi::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            bindings::netdev_cmd_NETDEV_REGISTER => Self::Register,
+            bindings::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
+            bindings::netdev_cmd_NETDEV_UP => Self::Up,
+            bindings::netdev_cmd_NETDEV_GOING_DOWN => Self::GoingDown,
+            bindings::netdev_cmd_NETDEV_CHANGE => Self::Change,
             _ => return None,
         })
     }
@@ -69,9 +69,9 @@ pub(crate) trait WatchNetdevs: NetDevOps {
 /// # Safety
 ///
 /// `raw` is a live net device.
-unsafe fn is_ours(raw: *mut ffi::net_device) -> bool {
+unsafe fn is_ours(raw: *mut bindings::net_device) -> bool {
     // SAFETY: `raw` is live; the name is a NUL-terminated string.
-    unsafe { ffi::rsnic_netdev_parent_driver_is(raw, OUR_DRIVER.as_char_ptr()) }
+    unsafe { bindings::rsnic_netdev_parent_driver_is(raw, OUR_DRIVER.as_char_ptr()) }
 }
 
 /// A registered netdevice notifier that forwards our devices' events to
@@ -79,7 +79,7 @@ unsafe fn is_ours(raw: *mut ffi::net_device) -> bool {
 #[pin_data(PinnedDrop)]
 pub(crate) struct NetdevNotifier<T: WatchNetdevs> {
     #[pin]
-    nb: Opaque<ffi::notifier_block>,
+    nb: Opaque<bindings::notifier_block>,
     _t: PhantomData<T>,
 }
 
@@ -94,7 +94,7 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
     /// devices that already exist).
     pub(crate) fn new() -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            nb <- Opaque::try_ffi_init(|nb: *mut ffi::notifier_block| {
+            nb <- Opaque::try_ffi_init(|nb: *mut bindings::notifier_block| {
                 // SAFETY: `nb` points at the block's pinned, writable
                 // storage; zero is a valid `notifier_block`.
                 unsafe {
@@ -103,7 +103,7 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
                 }
                 // SAFETY: Initialised above, registered once, at its final
                 // address; `drop` unregisters it.
-                kernel::error::to_result(unsafe { ffi::register_netdevice_notifier(nb) })
+                kernel::error::to_result(unsafe { bindings::register_netdevice_notifier(nb) })
             }),
             _t: PhantomData,
         }? Error)
@@ -113,7 +113,7 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
     ///
     /// Called by the netdevice notifier chain with a `netdev_notifier_info`.
     unsafe extern "C" fn call(
-        _nb: *mut ffi::notifier_block,
+        _nb: *mut bindings::notifier_block,
         event: usize,
         ptr: *mut c_void,
     ) -> kernel::ffi::c_int {
@@ -121,7 +121,7 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
             return NOTIFY_DONE;
         };
         // SAFETY: For netdevice events `ptr` is a `netdev_notifier_info`.
-        let raw = unsafe { ffi::rsnic_netdev_notifier_info_to_dev(ptr.cast()) };
+        let raw = unsafe { bindings::rsnic_netdev_notifier_info_to_dev(ptr.cast()) };
         // SAFETY: The chain passes a live device.
         if raw.is_null() || !unsafe { is_ours(raw) } {
             return NOTIFY_DONE;
@@ -138,7 +138,7 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
 impl<T: WatchNetdevs> PinnedDrop for NetdevNotifier<T> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Registered in `new`.
-        unsafe { ffi::unregister_netdevice_notifier(self.nb.get()) };
+        unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
     }
 }
 
@@ -151,7 +151,7 @@ pub(crate) fn find_ours<T: NetDevOps, F: FnMut(&NetDev<T>) -> bool>(
     ///
     /// `raw` is a live net device and `ctx` the `&mut F` passed below.
     unsafe extern "C" fn visit<T: NetDevOps, F: FnMut(&NetDev<T>) -> bool>(
-        raw: *mut ffi::net_device,
+        raw: *mut bindings::net_device,
         ctx: *mut c_void,
     ) -> bool {
         // SAFETY: `ctx` is the `&mut F` below; `raw` is a live device,
@@ -160,7 +160,7 @@ pub(crate) fn find_ours<T: NetDevOps, F: FnMut(&NetDev<T>) -> bool>(
     }
     // SAFETY: The helper walks every device under RCU and calls `visit`
     // with `ctx`, which lives across the call.
-    let raw = unsafe { ffi::rsnic_find_netdev(Some(visit::<T, F>), (&raw mut pred).cast()) };
+    let raw = unsafe { bindings::rsnic_find_netdev(Some(visit::<T, F>), (&raw mut pred).cast()) };
     // SAFETY: Found under RCU; with RTNL held (the caller's duty) it cannot
     // be unregistered, so the reference is good while RTNL is.
     (!raw.is_null()).then(|| unsafe { NetDev::from_raw(raw) })
@@ -173,19 +173,19 @@ impl<T: NetDevOps> NetDev<T> {
     pub(crate) fn enslave(&self, lower: &NetDev<T>) -> Result {
         // SAFETY: Both devices are registered and RTNL is held (the
         // caller's duty, as for every notifier-time call).
-        kernel::error::to_result(unsafe { ffi::rsnic_enslave(lower.as_raw(), self.as_raw()) })
+        kernel::error::to_result(unsafe { bindings::rsnic_enslave(lower.as_raw(), self.as_raw()) })
     }
 
     /// Undoes [`NetDev::enslave`]. RTNL held.
     pub(crate) fn release(&self, lower: &NetDev<T>) {
         // SAFETY: Enslaved by `enslave`; RTNL held.
-        unsafe { ffi::rsnic_release(lower.as_raw(), self.as_raw()) };
+        unsafe { bindings::rsnic_release(lower.as_raw(), self.as_raw()) };
     }
 
     /// Whether both devices are in the same network namespace.
     pub(crate) fn same_netns(&self, other: &NetDev<T>) -> bool {
         // SAFETY: Both devices are live; reading their namespace is allowed.
-        unsafe { ffi::rsnic_same_netns(self.as_raw(), other.as_raw()) }
+        unsafe { bindings::rsnic_same_netns(self.as_raw(), other.as_raw()) }
     }
 
     /// Moves the device into `other`'s namespace (named `eth%d` there).
@@ -194,7 +194,7 @@ impl<T: NetDevOps> NetDev<T> {
     pub(crate) fn move_to_netns_of(&self, other: &NetDev<T>) -> Result {
         // SAFETY: Both registered; RTNL held (the caller's duty).
         kernel::error::to_result(unsafe {
-            ffi::rsnic_move_to_netns_of(self.as_raw(), other.as_raw())
+            bindings::rsnic_move_to_netns_of(self.as_raw(), other.as_raw())
         })
     }
 
@@ -203,27 +203,29 @@ impl<T: NetDevOps> NetDev<T> {
     pub(crate) fn want_features(&self, features: Features) {
         // SAFETY: Registered; RTNL held (the caller's duty).
         unsafe {
-            ffi::rsnic_features_sync(self.as_raw(), features.to_raw(), Features::ALL.to_raw())
+            bindings::rsnic_features_sync(self.as_raw(), features.to_raw(), Features::ALL.to_raw())
         };
     }
 
     /// Whether the device is up (`IFF_UP`, `netif_running`).
     pub(crate) fn is_running(&self) -> bool {
         // SAFETY: Reading the state bit is always allowed.
-        unsafe { ffi::rsnic_netif_running(self.as_raw()) }
+        unsafe { bindings::rsnic_netif_running(self.as_raw()) }
     }
 
     /// Opens the device, as `ip link set up` would. RTNL held.
     pub(crate) fn open(&self) -> Result {
         // SAFETY: Registered; RTNL held.
-        kernel::error::to_result(unsafe { ffi::dev_open(self.as_raw(), core::ptr::null_mut()) })
+        kernel::error::to_result(unsafe {
+            bindings::dev_open(self.as_raw(), core::ptr::null_mut())
+        })
     }
 
     /// Sets the MTU, as `ip link set mtu` would. RTNL held.
     pub(crate) fn change_mtu_to(&self, mtu: u32) -> Result {
         let mtu = i32::try_from(mtu)?;
         // SAFETY: Registered; RTNL held.
-        kernel::error::to_result(unsafe { ffi::dev_set_mtu(self.as_raw(), mtu) })
+        kernel::error::to_result(unsafe { bindings::dev_set_mtu(self.as_raw(), mtu) })
     }
 }
 
@@ -234,7 +236,7 @@ impl<T: NetDevOps> NetDev<T> {
 /// `ptr` is null or a net device of ours with a `T`, held (`dev_hold`)
 /// from [`TxLower::set`] until [`TxLower::clear`] returned.
 pub(crate) struct TxLower<T> {
-    ptr: AtomicPtr<ffi::net_device>,
+    ptr: AtomicPtr<bindings::net_device>,
     _t: PhantomData<T>,
 }
 
@@ -250,14 +252,14 @@ impl<T: NetDevOps> TxLower<T> {
     /// Starts transmitting through `lower`.
     pub(crate) fn set(&self, lower: &NetDev<T>) {
         // SAFETY: `lower` is registered; the reference is dropped in `clear`.
-        unsafe { ffi::rsnic_dev_hold(lower.as_raw()) };
+        unsafe { bindings::rsnic_dev_hold(lower.as_raw()) };
         let old = self.ptr.swap(lower.as_raw(), Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: Held by the `set` that stored it (type invariant);
             // no new reader can load it now. Wait for current ones.
             unsafe {
-                ffi::synchronize_net();
-                ffi::rsnic_dev_put(old);
+                bindings::synchronize_net();
+                bindings::rsnic_dev_put(old);
             }
         }
     }
@@ -270,8 +272,8 @@ impl<T: NetDevOps> TxLower<T> {
             // SAFETY: As in `set`: transmits run under RCU, which
             // `synchronize_net` waits out; then the hold is dropped.
             unsafe {
-                ffi::synchronize_net();
-                ffi::rsnic_dev_put(old);
+                bindings::synchronize_net();
+                bindings::rsnic_dev_put(old);
             }
         }
     }
@@ -304,7 +306,7 @@ impl<T> Drop for TxLower<T> {
         if !old.is_null() {
             // SAFETY: Held by `set` (type invariant); nothing can load it
             // once we are dropped.
-            unsafe { ffi::rsnic_dev_put(old) };
+            unsafe { bindings::rsnic_dev_put(old) };
         }
     }
 }
@@ -317,7 +319,7 @@ impl<T> Drop for TxLower<T> {
 ///
 /// `ptr` is one of our net devices with a `T`, held by this value.
 pub(crate) struct LowerRef<T> {
-    ptr: core::ptr::NonNull<ffi::net_device>,
+    ptr: core::ptr::NonNull<bindings::net_device>,
     // Not `PhantomData<T>`: the device's state is pinned, the handle to
     // it need not be.
     _t: PhantomData<fn() -> T>,
@@ -333,7 +335,7 @@ impl<T: NetDevOps> LowerRef<T> {
     /// Holds `dev`.
     pub(crate) fn new(dev: &NetDev<T>) -> Self {
         // SAFETY: `dev` is registered; the hold is dropped in `drop`.
-        unsafe { ffi::rsnic_dev_hold(dev.as_raw()) };
+        unsafe { bindings::rsnic_dev_hold(dev.as_raw()) };
         // INVARIANT: held just now; ours because a `NetDev<T>` is.
         Self {
             ptr: core::ptr::NonNull::from(dev).cast(),
@@ -352,6 +354,6 @@ impl<T: NetDevOps> LowerRef<T> {
 impl<T> Drop for LowerRef<T> {
     fn drop(&mut self) {
         // SAFETY: Held by this value (type invariant); any context.
-        unsafe { ffi::rsnic_dev_put(self.ptr.as_ptr()) };
+        unsafe { bindings::rsnic_dev_put(self.ptr.as_ptr()) };
     }
 }

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The abstraction layer: safe Rust interfaces to the kernel C APIs the
+//! upstream `kernel` crate does not cover yet, laid out as they would be
+//! in `rust/kernel/` (`net` for `kernel::net`, `rdma` for an RDMA
+//! counterpart, and small additions to DMA, IRQ, locking and debugfs).
+//!
+//! The rules that make this a layer:
+//! - all of the module's `unsafe` code lives here, each block with a
+//!   `// SAFETY:` comment; the driver modules are compiled with
+//!   `#[deny(unsafe_code)]`;
+//! - the generated bindings and the C helpers ([`bindings`]) are private
+//!   to it;
+//! - it knows no driver: no driver name, hardware size or module object
+//!   appears here; drivers pass them in through traits' associated
+//!   constants, generic parameters and arguments.
+
+mod bindings;
+
+pub(crate) mod debugfs;
+pub(crate) mod dma;
+pub(crate) mod irq;
+pub(crate) mod net;
+pub(crate) mod rdma;
+pub(crate) mod sync;

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Networking: net devices and their operations, ethtool, NAPI, socket
+//! buffers, page pools, the RTNL lock, upper/lower device links and the
+//! netdevice notifier.
+
+pub(crate) mod dma_map;
+pub(crate) mod ethtool;
+pub(crate) mod napi;
+pub(crate) mod netdev;
+pub(crate) mod page_pool;
+pub(crate) mod skbuff;
+pub(crate) mod upper;
+pub(crate) mod work;

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA: devices registered with ib_core (`struct ib_device`) and the
+//! verbs' objects and messages.
+
+pub(crate) mod device;
+pub(crate) mod verbs;
