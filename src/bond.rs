@@ -21,40 +21,35 @@ use kernel::{
 };
 
 use crate::hw::{AdminCmd, FuncKind};
-use crate::linux::{
-    net::netdev::{Features, LinkStats, NetDev, QueueCounters},
-    net::upper::{find_ours, LowerRef, NetdevEvent, TxLower, WatchNetdevs},
+use crate::linux::net::{
+    netdev::{Feature, Features, LinkStats, NetDev, RxQueueStats, TxQueueStats},
+    rtnl::Rtnl,
+    upper::{NetDevHold, NetdevEvent, TxLower, WatchNetdevs},
 };
-use crate::nic::Nic;
+use crate::nic::{Nic, NIC_VTABLE};
 
 /// The VF's share of the synthetic NIC's counters.
 struct VfCounters {
     /// What VFs that left had counted when they left.
     base: LinkStats,
     /// The enslaved VF, whose live counters are added to `base`.
-    vf: Option<LowerRef<Nic>>,
+    vf: Option<NetDevHold<Nic>>,
 }
 
 impl VfCounters {
     fn total(&self) -> LinkStats {
         let mut total = self.base;
         if let Some(vf) = &self.vf {
-            add(&mut total, &vf.get().data().own_link_stats());
+            total += &vf.get().data().own_link_stats();
         }
         total
     }
 }
 
-/// `total += more`, field by field.
-pub(crate) fn add(total: &mut LinkStats, more: &LinkStats) {
-    total.rx_packets += more.rx_packets;
-    total.tx_packets += more.tx_packets;
-    total.rx_bytes += more.rx_bytes;
-    total.tx_bytes += more.tx_bytes;
-    total.rx_errors += more.rx_errors;
-    total.tx_errors += more.tx_errors;
-    total.rx_dropped += more.rx_dropped;
-    total.tx_dropped += more.tx_dropped;
+/// The offloads a VF follows its synthetic NIC in: the data path's, not
+/// `hw-tc-offload`, which is the synthetic NIC's own (the GFT).
+fn followed_features() -> Features {
+    Feature::Sg | Feature::HwCsum | Feature::RxCsum | Feature::Tso | Feature::Tso6
 }
 
 /// A PF's view of its VF.
@@ -83,18 +78,12 @@ pub(crate) struct BondState {
 }
 
 impl BondState {
-    /// `vf_present=0|1 datapath=synthetic|vf switches=N`, one line.
-    pub(crate) fn show(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
-        writeln!(
-            f,
-            "vf_present={} datapath={} switches={}",
-            self.vf_present.load(Relaxed),
-            if self.datapath_vf.load(Relaxed) != 0 {
-                "vf"
-            } else {
-                "synthetic"
-            },
-            self.switches.load(Relaxed)
+    /// (VF present, data path is VF, switches so far).
+    pub(crate) fn get(&self) -> (bool, bool, u64) {
+        (
+            self.vf_present.load(Relaxed) != 0,
+            self.datapath_vf.load(Relaxed) != 0,
+            self.switches.load(Relaxed),
         )
     }
 }
@@ -131,16 +120,18 @@ impl Bond {
     }
 
     /// The same as RX and TX packets and bytes, for qstats.
-    pub(crate) fn vf_queue_counters(&self) -> (QueueCounters, QueueCounters) {
+    pub(crate) fn vf_queue_counters(&self) -> (RxQueueStats, TxQueueStats) {
         let t = self.vf_link_stats();
         (
-            QueueCounters {
-                packets: t.rx_packets,
-                bytes: t.rx_bytes,
+            RxQueueStats {
+                packets: Some(t.rx_packets),
+                bytes: Some(t.rx_bytes),
+                ..Default::default()
             },
-            QueueCounters {
-                packets: t.tx_packets,
-                bytes: t.tx_bytes,
+            TxQueueStats {
+                packets: Some(t.tx_packets),
+                bytes: Some(t.tx_bytes),
+                ..Default::default()
             },
         )
     }
@@ -148,11 +139,7 @@ impl Bond {
     /// (VF present, data path is VF, switches so far), for debugfs and
     /// ethtool.
     pub(crate) fn state(&self) -> (bool, bool, u64) {
-        (
-            self.has_vf(),
-            self.state.datapath_vf.load(Relaxed) != 0,
-            self.state.switches.load(Relaxed),
-        )
+        self.state.get()
     }
 
     /// Whether a VF is enslaved.
@@ -167,27 +154,27 @@ impl Bond {
 }
 
 /// The NIC of the function of `kind` on `dev`'s card (same card ID, same
-/// MAC), if it exists. RTNL held.
-fn sibling(dev: &NetDev<Nic>, kind: FuncKind) -> Option<&'static NetDev<Nic>> {
+/// MAC), if it exists.
+fn sibling<'r>(dev: &NetDev<Nic>, rtnl: &'r Rtnl, kind: FuncKind) -> Option<&'r NetDev<Nic>> {
     let (card, mac) = (dev.data().card_id(), *dev.data().perm_mac());
-    find_ours(|d: &NetDev<Nic>| {
+    NIC_VTABLE.find(rtnl, |d| {
         d.data().kind() == kind && d.data().card_id() == card && *d.data().perm_mac() == mac
     })
 }
 
-/// The VF of `pf`'s card, if its NIC exists. RTNL held.
-fn vf_of(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
-    sibling(pf, FuncKind::Vf)
+/// The VF of `pf`'s card, if its NIC exists.
+fn vf_of<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+    sibling(pf, rtnl, FuncKind::Vf)
 }
 
-/// The PF whose synthetic NIC `vf` belongs to. RTNL held.
-fn pf_of(vf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
-    sibling(vf, FuncKind::Pf)
+/// The PF whose synthetic NIC `vf` belongs to.
+fn pf_of<'r>(vf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+    sibling(vf, rtnl, FuncKind::Pf)
 }
 
-/// `pf`'s VF, if it is enslaved. RTNL held.
-fn enslaved_vf(pf: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
-    pf.data().bond().has_vf().then(|| vf_of(pf)).flatten()
+/// `pf`'s VF, if it is enslaved.
+fn enslaved_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+    pf.data().bond().has_vf().then(|| vf_of(pf, rtnl)).flatten()
 }
 
 /// Has `pf`'s work item bring its VF in line.
@@ -197,8 +184,8 @@ fn request_sync(pf: &NetDev<Nic>) {
 }
 
 /// Gives `vf` the MTU `mtu` of its master `pf`.
-fn follow_mtu(pf: &NetDev<Nic>, vf: &NetDev<Nic>, mtu: u32) {
-    if let Err(e) = vf.change_mtu_to(mtu) {
+fn follow_mtu(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl, mtu: u32) {
+    if let Err(e) = vf.change_mtu_to(rtnl, mtu) {
         pr_warn!(
             "{}: VF {} refused MTU {}: {:?}\n",
             pf.name(),
@@ -265,13 +252,13 @@ fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
 /// namespace): enslave it and let the PF's work open it. A VF in another
 /// namespace than its synthetic NIC is moved there first (as hv_netvsc
 /// does); it registers again in that namespace and joins then.
-fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     let bond = pf.data().bond();
     if bond.has_vf() {
         return;
     }
     if !pf.same_netns(vf) {
-        match vf.move_to_netns_of(pf) {
+        match vf.move_to_netns_of(rtnl, pf) {
             Ok(()) => pr_info!(
                 "{}: VF moved to the namespace of {}\n",
                 vf.name(),
@@ -286,26 +273,26 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
         }
         return;
     }
-    if let Err(e) = pf.enslave(vf) {
+    if let Err(e) = pf.enslave(rtnl, vf) {
         pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
         return;
     }
-    bond.counters.lock().vf = Some(LowerRef::new(vf));
+    bond.counters.lock().vf = Some(NetDevHold::new(vf));
     bond.state.vf_present.store(1, Relaxed);
-    vf.want_features(pf.features());
+    vf.sync_features(rtnl, pf.features(), followed_features());
     follow_rx_filter(pf, vf);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     request_sync(pf);
 }
 
 /// The VF is going away: data path back to synthetic first, then release.
-fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     let bond = pf.data().bond();
     if !bond.has_vf() {
         return;
     }
     switch_datapath(pf, vf, false);
-    pf.release(vf);
+    pf.release(rtnl, vf);
     {
         // In one step, so a reader sees the VF's counts in the base or
         // live, never both or neither.
@@ -318,47 +305,46 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
 }
 
 /// The PF's work item: brings an enslaved VF in line with its master (MTU,
-/// up if the master is up) and the data path with both. RTNL held.
-pub(crate) fn sync(pf: &NetDev<Nic>) {
-    let Some(vf) = vf_of(pf) else {
+/// up if the master is up) and the data path with both.
+pub(crate) fn sync(pf: &NetDev<Nic>, rtnl: &Rtnl) {
+    let Some(vf) = vf_of(pf, rtnl) else {
         return;
     };
     if !pf.data().bond().has_vf() {
         // The synthetic NIC came back (a namespace move): take the VF again.
-        join(pf, vf);
+        join(pf, vf, rtnl);
         return;
     }
     if vf.mtu() != pf.mtu() {
-        follow_mtu(pf, vf, pf.mtu());
+        follow_mtu(pf, vf, rtnl, pf.mtu());
     }
     if pf.is_running() && !vf.is_running() {
-        if let Err(e) = vf.open() {
+        if let Err(e) = vf.open(rtnl) {
             pr_warn!("{}: cannot open VF {}: {:?}\n", pf.name(), vf.name(), e);
         }
     }
     update_datapath(pf, vf);
 }
 
-/// The synthetic NIC's MTU changed: the VF follows. RTNL held.
-pub(crate) fn mtu_changed(pf: &NetDev<Nic>, mtu: u32) {
-    if let Some(vf) = enslaved_vf(pf) {
-        follow_mtu(pf, vf, mtu);
+/// The synthetic NIC's MTU changed: the VF follows.
+pub(crate) fn mtu_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, mtu: u32) {
+    if let Some(vf) = enslaved_vf(pf, rtnl) {
+        follow_mtu(pf, vf, rtnl, mtu);
     }
 }
 
 /// The RX filter a function's card should apply: its own, and for an
 /// enslaved VF also its master's (the synthetic NIC's addresses are the
-/// ones the stack subscribed to; the VF now receives for it). RTNL held.
-pub(crate) fn rx_filter_master(dev: &NetDev<Nic>) -> Option<&'static NetDev<Nic>> {
+/// ones the stack subscribed to; the VF now receives for it).
+pub(crate) fn rx_filter_master<'r>(dev: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
     match dev.data().kind() {
         FuncKind::Pf => None,
-        FuncKind::Vf => pf_of(dev).filter(|pf| pf.data().bond().has_vf()),
+        FuncKind::Vf => pf_of(dev, rtnl).filter(|pf| pf.data().bond().has_vf()),
     }
 }
 
 /// The card reset the PF's function, which forgot the data path (it is
 /// synthetic again): the sync switches back if the VF still qualifies.
-/// RTNL held.
 pub(crate) fn card_reset(pf: &NetDev<Nic>) {
     let bond = pf.data().bond();
     if bond.state.datapath_vf.xchg(0, Relaxed) != 0 {
@@ -368,41 +354,39 @@ pub(crate) fn card_reset(pf: &NetDev<Nic>) {
 }
 
 /// The synthetic NIC's RX filter changed: its VF's card takes it too.
-/// RTNL held.
-pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>) {
-    if let Some(vf) = enslaved_vf(pf) {
+pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
+    if let Some(vf) = enslaved_vf(pf, rtnl) {
         follow_rx_filter(pf, vf);
     }
 }
 
-/// The synthetic NIC's offloads become `features`: the VF's follow. RTNL
-/// held.
-pub(crate) fn features_changed(pf: &NetDev<Nic>, features: Features) {
-    if let Some(vf) = enslaved_vf(pf) {
-        vf.want_features(features);
+/// The synthetic NIC's offloads become `features`: the VF's follow.
+pub(crate) fn features_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, features: Features) {
+    if let Some(vf) = enslaved_vf(pf, rtnl) {
+        vf.sync_features(rtnl, features, followed_features());
     }
 }
 
 impl WatchNetdevs for Nic {
-    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>) {
+    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>, rtnl: &Rtnl) {
         match dev.data().kind() {
             FuncKind::Vf => {
-                let Some(pf) = pf_of(dev) else {
+                let Some(pf) = pf_of(dev, rtnl) else {
                     return;
                 };
                 match event {
-                    NetdevEvent::Register => join(pf, dev),
-                    NetdevEvent::Unregister => leave(pf, dev),
+                    NetdevEvent::Register => join(pf, dev, rtnl),
+                    NetdevEvent::Unregister => leave(pf, dev, rtnl),
                     NetdevEvent::GoingDown => switch_datapath(pf, dev, false),
                     NetdevEvent::Up | NetdevEvent::Change => update_datapath(pf, dev),
                 }
             }
             FuncKind::Pf => {
-                let Some(vf) = vf_of(dev) else {
+                let Some(vf) = vf_of(dev, rtnl) else {
                     return;
                 };
                 match event {
-                    NetdevEvent::Unregister => leave(dev, vf),
+                    NetdevEvent::Unregister => leave(dev, vf, rtnl),
                     NetdevEvent::GoingDown => switch_datapath(dev, vf, false),
                     // Up: open the VF too. Register: the synthetic NIC
                     // moved namespace; its work takes the VF back (not

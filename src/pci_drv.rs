@@ -3,20 +3,18 @@
 //! The PCI driver: binds the card's PF and VF, maps BAR0, wires MSI-X,
 //! runs the self-test and publishes the function in debugfs.
 
-use kernel::{auxiliary, debugfs, device::Core, fmt, pci, prelude::*, sync::Arc};
+use kernel::{auxiliary, device::Core, pci, prelude::*, sync::Arc};
 
-use crate::bond::BondState;
-use crate::gft::{self, Gft};
+use crate::debugfs::{FunctionFiles, GftFiles};
 use crate::hw::{self, regs, FuncKind};
 use crate::linux::{
-    debugfs as debugfs_root,
     dma::{self, DmaBuffer},
     irq::{IrqHandlerRegistration, MsixVectors},
 };
 use crate::nic::{self, NicRegistration};
 use crate::rdma::{self, RdmaLink, RdmaLinkData};
 use crate::regs::{Registers, ResetOnDrop};
-use crate::selftest::{self, SelfTestError, SelfTestReport, VectorIrq};
+use crate::selftest::{self, SelfTestError, VectorIrq};
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
 const MAX_VECTORS: u32 = 64;
@@ -25,7 +23,7 @@ const MAX_VECTORS: u32 = 64;
 ///
 /// On drop the RDMA device goes first (it uses the network device), then
 /// the network device (it stops its queues through the admin queue), then
-/// the card is reset, then the debugfs files and the registers. The MSI-X
+/// the card is reset, then the debugfs files. The MSI-X
 /// vectors are freed by devres after all of this.
 ///
 /// Field order is drop order.
@@ -40,58 +38,8 @@ pub(crate) struct RsnicFunction<'bound> {
     /// Quiesces the card once the NIC is gone (it may already be gone
     /// itself, which is fine).
     _reset: ResetOnDrop,
-    /// The VF bond of a PF's synthetic NIC (`bond`).
-    #[pin]
-    bond_file: debugfs::File<Option<Arc<BondState>>>,
-    #[pin]
-    regs_file: debugfs::File<Arc<Registers>>,
-    #[pin]
-    selftest_file: debugfs::File<SelfTestReport>,
-    _dir: debugfs::Dir,
-    regs: Arc<Registers>,
-}
-
-/// The PF's `gft/` debugfs directory (its ABI: Documentation/rsnic/gft.rst).
-#[pin_data]
-struct GftFiles {
-    #[pin]
-    rules: debugfs::File<Arc<Gft>>,
-    #[pin]
-    flows: debugfs::File<Arc<Gft>>,
-    #[pin]
-    stats: debugfs::File<Arc<Gft>>,
-    #[pin]
-    max_flows: debugfs::File<Arc<Gft>>,
-    #[pin]
-    fail_installs: debugfs::File<Arc<Gft>>,
-    #[pin]
-    idle_timeout: debugfs::File<Arc<Gft>>,
-    _dir: debugfs::Dir,
-}
-
-impl GftFiles {
-    fn new(parent: &debugfs::Dir, gft: &Arc<Gft>) -> Result<Pin<KBox<Self>>> {
-        let dir = parent.subdir(c"gft");
-        KBox::pin_init(
-            try_pin_init!(Self {
-                rules <- dir.read_write_callback_file(
-                    c"rules", gft.clone(), &gft::show_rules, &gft::write_rules),
-                flows <- dir.read_write_callback_file(
-                    c"flows", gft.clone(), &gft::show_flows, &gft::write_flows),
-                stats <- dir.read_callback_file(c"stats", gft.clone(), &gft::show_stats),
-                max_flows <- dir.read_write_callback_file(
-                    c"max_flows", gft.clone(), &gft::show_max_flows, &gft::write_max_flows),
-                fail_installs <- dir.read_write_callback_file(
-                    c"fail_installs", gft.clone(), &gft::show_fail_installs,
-                    &gft::write_fail_installs),
-                idle_timeout <- dir.read_write_callback_file(
-                    c"idle_timeout_ms", gft.clone(), &gft::show_idle_timeout,
-                    &gft::write_idle_timeout),
-                _dir: dir,
-            }? Error),
-            GFP_KERNEL,
-        )
-    }
+    /// The function's debugfs directory (after `gft/`, inside it).
+    files: Pin<KBox<FunctionFiles>>,
 }
 
 /// The PCI driver of rsnic functions.
@@ -113,35 +61,6 @@ kernel::pci_device_table!(
         ),
     ]
 );
-
-fn dump_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    // Every register software can read; reading one has no side effect.
-    for reg in hw::regs::ALL.iter().filter(|r| r.access != hw::Access::Wo) {
-        let (name, offset) = (reg.name, reg.offset);
-        match regs.read(offset) {
-            Ok(value) => writeln!(f, "{offset:#06x} {name:<16} {value:#010x}")?,
-            Err(_) => writeln!(f, "{offset:#06x} {name:<16} unavailable")?,
-        }
-    }
-    Ok(())
-}
-
-fn show_bond(bond: &Option<Arc<BondState>>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    match bond {
-        Some(state) => state.show(f),
-        None => writeln!(f, "a VF: its bond state is in its PF's directory"),
-    }
-}
-
-fn show_selftest(report: &SelfTestReport, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    writeln!(
-        f,
-        "passed kind={} vectors={} dma_cases={}",
-        report.kind.name(),
-        report.vectors,
-        report.dma_cases
-    )
-}
 
 /// Logs why the card is refused; probe then fails with `EIO`.
 fn refuse(pdev: &pci::Device<Core<'_>>, e: SelfTestError) -> Error {
@@ -223,15 +142,18 @@ impl pci::Driver for RsnicDriver {
 
             // Both kinds get a network device; a VF's joins its PF's.
             let nic = Some(nic::register(pdev.as_ref(), &regs, &vectors, *kind)?);
-            let dir = debugfs_root::subdir(pdev.as_ref().name())?;
             let bond = nic
                 .as_ref()
                 .filter(|_| *kind == FuncKind::Pf)
                 .map(|n| n.dev().data().bond().shared_state());
+            let files = KBox::pin_init(
+                FunctionFiles::new(pdev.as_ref().name(), regs.clone(), report, bond)?,
+                GFP_KERNEL,
+            )?;
             let gft_files = nic
                 .as_ref()
                 .and_then(|n| n.dev().data().gft().cloned())
-                .map(|g| GftFiles::new(&dir, &g))
+                .map(|g| GftFiles::new(&files, &g))
                 .transpose()?;
             let rdma = match (*kind, &nic) {
                 (FuncKind::Pf, Some(n)) => Some(auxiliary::Registration::new(
@@ -252,12 +174,8 @@ impl pci::Driver for RsnicDriver {
                 rdma,
                 gft_files,
                 nic,
-                _reset: ResetOnDrop(regs.clone()),
-                bond_file <- dir.read_callback_file(c"bond", bond, &show_bond),
-                regs_file <- dir.read_callback_file(c"regs", regs.clone(), &dump_regs),
-                selftest_file <- dir.read_callback_file(c"selftest", report, &show_selftest),
-                _dir: dir,
-                regs,
+                _reset: ResetOnDrop(regs),
+                files,
             }))
         })
     }

@@ -22,21 +22,17 @@ mod admin;
 #[deny(unsafe_code)]
 mod bond;
 #[deny(unsafe_code)]
+mod debugfs;
+#[deny(unsafe_code)]
 mod gft;
 #[deny(unsafe_code)]
 mod nic;
 #[deny(unsafe_code)]
 mod pci_drv;
 #[deny(unsafe_code)]
-mod queue;
-#[deny(unsafe_code)]
 mod rdma;
 #[deny(unsafe_code)]
-mod recovery;
-#[deny(unsafe_code)]
 mod regs;
-#[deny(unsafe_code)]
-mod ring;
 #[deny(unsafe_code)]
 mod selftest;
 
@@ -70,7 +66,7 @@ impl kernel::InPlaceModule for RsnicModule {
     fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             _debugfs: DebugfsRoot::new(c"rsnic"),
-            _netdev_events <- NetdevNotifier::new(),
+            _netdev_events <- NetdevNotifier::new(&nic::NIC_VTABLE),
             _driver <- driver::Registration::new(MODULE_NAME, module),
             _rdma_driver <- driver::Registration::new(MODULE_NAME, module),
         })

@@ -2,7 +2,8 @@
 
 //! The GFT on the driver side: the exception path (packets the card sends
 //! to the host because no flow matched, queued from NAPI and decided in a
-//! work item), and the debugfs interface of policy and flows.
+//! work item), and the operations behind the debugfs interface of policy
+//! and flows (`crate::debugfs` publishes them).
 //!
 //! Documentation/rsnic/gft.rst is the ABI of the debugfs files.
 
@@ -19,7 +20,6 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
-    uaccess::UserSliceReader,
 };
 
 use crate::admin::AdminQueue;
@@ -29,12 +29,11 @@ use crate::linux::{
     net::skbuff::{SkBuff, SkbQueue},
 };
 use card::GftCard;
-use vfp::{Vfp, WriteError};
+use vfp::Vfp;
+pub(crate) use vfp::WriteError;
 
 /// Exceptions waiting for the work item, at most; more are dropped.
 const BACKLOG_MAX: u32 = 1024;
-/// Longest debugfs write accepted.
-const MAX_WRITE: usize = 1024;
 
 /// The GFT state of a PF.
 #[pin_data]
@@ -141,116 +140,63 @@ impl Gft {
     }
 }
 
-/// Reads a whole write from user space as text; `None` if it is too long,
-/// not UTF-8, or unreadable.
-fn read_text(reader: &mut UserSliceReader, buf: &mut [u8; MAX_WRITE]) -> Result<usize> {
-    let len = reader.len();
-    if len == 0 || len > MAX_WRITE {
-        pr_info!(
-            "rsnic: gft: write of {} bytes refused (1..={})\n",
-            len,
-            MAX_WRITE
-        );
-        return Err(EINVAL);
+impl Gft {
+    /// `rules`: the policy, one rule a line.
+    pub(crate) fn show_rules(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.vfp.lock().show_rules(f)
     }
-    reader.read_slice(&mut buf[..len])?;
-    Ok(len)
-}
 
-/// Runs a debugfs write `op` on the text written; malformed input is
-/// `EINVAL` with the reason logged, and changes nothing.
-fn write_with(
-    gft: &Arc<Gft>,
-    file: &str,
-    reader: &mut UserSliceReader,
-    op: impl FnOnce(&mut Vfp, &str) -> Result<(), WriteError>,
-) -> Result {
-    let mut buf = [0u8; MAX_WRITE];
-    let len = read_text(reader, &mut buf)?;
-    let Ok(text) = core::str::from_utf8(&buf[..len]) else {
-        pr_info!("gft {}: not UTF-8\n", file);
-        return Err(EINVAL);
-    };
-    let result = op(&mut gft.vfp.lock(), text.trim());
-    match result {
-        Ok(()) => Ok(()),
-        Err(WriteError::Invalid(reason)) => {
-            pr_info!("gft {}: {}\n", file, reason);
-            Err(EINVAL)
-        }
-        Err(WriteError::Failed(e)) => Err(e),
+    /// `rules`: add, del, flush.
+    pub(crate) fn write_rules(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp.lock().write_rules(text)
+    }
+
+    /// `flows`: the flows, with the card's current counters.
+    pub(crate) fn show_flows(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut vfp = self.vfp.lock();
+        // A card that does not answer shows the last counters read.
+        let _ = vfp.refresh();
+        vfp.show_flows(f)
+    }
+
+    /// `flows`: del, flush.
+    pub(crate) fn write_flows(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp.lock().write_flows(text)
+    }
+
+    /// `max_flows`.
+    pub(crate) fn max_flows(&self) -> u32 {
+        self.vfp.lock().max_flows()
+    }
+
+    /// `max_flows`: 1..=`MAX_FLOWS_LIMIT`; lowering it evicts the oldest
+    /// flows.
+    pub(crate) fn set_max_flows(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp.lock().set_max_flows(parse_u32(text)?)
+    }
+
+    /// `fail_installs`: installs still to fail.
+    pub(crate) fn fail_installs(&self) -> u32 {
+        self.vfp.lock().fail_installs()
+    }
+
+    /// `fail_installs`: make the next N installs fail (fault injection).
+    pub(crate) fn set_fail_installs(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp.lock().set_fail_installs(parse_u32(text)?)
+    }
+
+    /// `idle_timeout_ms`.
+    pub(crate) fn idle_timeout_ms(&self) -> u32 {
+        self.vfp.lock().idle_timeout_ms()
+    }
+
+    /// `idle_timeout_ms`: how long a flow may be idle before it is removed.
+    pub(crate) fn set_idle_timeout_ms(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp.lock().set_idle_timeout_ms(parse_u32(text)?)
     }
 }
 
 fn parse_u32(text: &str) -> Result<u32, WriteError> {
     text.parse()
         .map_err(|_| WriteError::Invalid("expected a number"))
-}
-
-/// `rules`: list.
-pub(crate) fn show_rules(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    gft.vfp.lock().show_rules(f)
-}
-
-/// `rules`: add, del, flush.
-pub(crate) fn write_rules(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    write_with(gft, "rules", r, |v, t| v.write_rules(t))
-}
-
-/// `flows`: list, with the card's current counters.
-pub(crate) fn show_flows(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let mut vfp = gft.vfp.lock();
-    // A card that does not answer shows the last counters read.
-    let _ = vfp.refresh();
-    vfp.show_flows(f)
-}
-
-/// `flows`: del, flush.
-pub(crate) fn write_flows(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    write_with(gft, "flows", r, |v, t| v.write_flows(t))
-}
-
-/// `stats`: one `name value` line per counter.
-pub(crate) fn show_stats(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let mut result = Ok(());
-    gft.for_each_counter(true, |name, value| {
-        if result.is_ok() {
-            result = writeln!(f, "{name} {value}");
-        }
-    });
-    result
-}
-
-/// `max_flows`.
-pub(crate) fn show_max_flows(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    writeln!(f, "{}", gft.vfp.lock().max_flows())
-}
-
-/// `max_flows`: 1..=`MAX_FLOWS_LIMIT`; lowering it evicts the oldest flows.
-pub(crate) fn write_max_flows(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    write_with(gft, "max_flows", r, |v, t| v.set_max_flows(parse_u32(t)?))
-}
-
-/// `fail_installs`: installs still to fail.
-pub(crate) fn show_fail_installs(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    writeln!(f, "{}", gft.vfp.lock().fail_installs())
-}
-
-/// `fail_installs`: make the next N installs fail (fault injection).
-pub(crate) fn write_fail_installs(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    write_with(gft, "fail_installs", r, |v, t| {
-        v.set_fail_installs(parse_u32(t)?)
-    })
-}
-
-/// `idle_timeout_ms`.
-pub(crate) fn show_idle_timeout(gft: &Arc<Gft>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    writeln!(f, "{}", gft.vfp.lock().idle_timeout_ms())
-}
-
-/// `idle_timeout_ms`: how long a flow may be idle before it is removed.
-pub(crate) fn write_idle_timeout(gft: &Arc<Gft>, r: &mut UserSliceReader) -> Result {
-    write_with(gft, "idle_timeout_ms", r, |v, t| {
-        v.set_idle_timeout_ms(parse_u32(t)?)
-    })
 }

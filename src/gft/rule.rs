@@ -5,6 +5,9 @@
 //!
 //! A rule is written as `add key=value ...` and listed in the same form
 //! (plus its hit count), so a listed rule can be added again as it is.
+//!
+//! Longer than most files: it is one grammar (parser, checks and the text
+//! it prints back), which reads best in one place.
 
 use core::fmt;
 use core::net::{Ipv4Addr, Ipv6Addr};

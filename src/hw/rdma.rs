@@ -6,6 +6,9 @@
 //!
 //! Shared by the driver and the emulator like the rest of [`super`];
 //! Documentation/rsnic/rdma.rst describes the same in prose.
+//!
+//! One file, as rdma.rst is one chapter: the engine's commands, queue
+//! entries and counters are read together, and each is a short declaration.
 
 use super::layout::Field;
 

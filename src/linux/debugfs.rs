@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The module's debugfs root, `/sys/kernel/debug/rsnic/`.
+//! The module's debugfs root, `/sys/kernel/debug/<name>/`.
 //!
 //! Devices create their directories under it from `probe`, which has no
 //! access to the module object, so the root lives in a global slot that
@@ -14,7 +14,7 @@ kernel::sync::global_lock! {
     unsafe(uninit) static ROOT: Mutex<Option<Dir>> = None;
 }
 
-/// Owns `/sys/kernel/debug/rsnic/` for the lifetime of the module.
+/// Owns the module's debugfs root for the lifetime of the module.
 pub(crate) struct DebugfsRoot(());
 
 impl DebugfsRoot {

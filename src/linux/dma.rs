@@ -103,7 +103,7 @@ impl DmaBuffer {
             return None;
         }
         // SAFETY: `dma_rmb` has no preconditions.
-        unsafe { bindings::rsnic_dma_rmb() };
+        unsafe { bindings::rust_ext_dma_rmb() };
         let mut entry = [0u8; N];
         self.read(offset, &mut entry).ok()?;
         Some(entry)

@@ -14,13 +14,14 @@ use kernel::sync::{lock::Guard, SpinLock};
 use crate::linux::bindings;
 
 /// Bottom halves off on this CPU until dropped.
-struct BhDisabled(PhantomData<*mut ()>);
+pub(crate) struct BhDisabled(PhantomData<*mut ()>);
 
 impl BhDisabled {
-    fn new() -> Self {
+    /// Disables bottom halves. Process context.
+    pub(crate) fn new() -> Self {
         // SAFETY: Process context; paired with the enable in `drop`, on the
         // same task (the type is neither `Send` nor `Sync`).
-        unsafe { bindings::rsnic_local_bh_disable() };
+        unsafe { bindings::rust_ext_local_bh_disable() };
         Self(PhantomData)
     }
 }
@@ -29,7 +30,7 @@ impl Drop for BhDisabled {
     fn drop(&mut self) {
         // SAFETY: Disabled in `new` on this task; no spinlock taken after
         // that is still held (`BhLocked` drops its guard first).
-        unsafe { bindings::rsnic_local_bh_enable() };
+        unsafe { bindings::rust_ext_local_bh_enable() };
     }
 }
 
@@ -74,7 +75,7 @@ impl IrqsDisabled {
     fn new() -> Self {
         // SAFETY: Any context; paired with the restore in `drop` on the
         // same CPU (the type is neither `Send` nor `Sync`).
-        let flags = unsafe { bindings::rsnic_local_irq_save() };
+        let flags = unsafe { bindings::rust_ext_local_irq_save() };
         Self {
             flags,
             _not_send: PhantomData,
@@ -86,7 +87,7 @@ impl Drop for IrqsDisabled {
     fn drop(&mut self) {
         // SAFETY: Saved in `new` on this CPU; locks taken after it are
         // released first (`IrqLocked` drops its guard first).
-        unsafe { bindings::rsnic_local_irq_restore(self.flags) };
+        unsafe { bindings::rust_ext_local_irq_restore(self.flags) };
     }
 }
 

@@ -27,7 +27,7 @@ use crate::linux::{
     dma::DmaBuffer,
     dma::DmaDevice,
     irq::IrqHandlerRegistration,
-    rdma::device::{DeviceAttr, GidEntry, IbDevice, IbDeviceOps, PortAttr},
+    rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
         RecvWrs, SendWrs, StatDesc, WcWriter,
@@ -237,7 +237,10 @@ pub(crate) struct RdmaAh {
     pub(crate) av: AddressVector,
 }
 
+#[vtable]
 impl IbDeviceOps for RdmaDev {
+    const HW_STATS: &'static [StatDesc] = &HW_STATS;
+
     type Pd = RdmaPd;
     type Cq = RdmaCq;
     type Qp = RdmaQp;
@@ -267,7 +270,7 @@ impl IbDeviceOps for RdmaDev {
         }
     }
 
-    fn query_port(dev: &IbDevice<Self>) -> PortAttr {
+    fn query_port(dev: &IbDevice<Self>, _port: u32) -> PortAttr {
         PortAttr {
             gid_tbl_len: dev.data().caps.gid_table_len,
             max_mtu: MAX_MTU,
@@ -276,7 +279,8 @@ impl IbDeviceOps for RdmaDev {
 
     fn add_gid(dev: &IbDevice<Self>, entry: GidEntry) -> Result {
         let index = entry.index;
-        if index >= dev.data().caps.gid_table_len {
+        // One port; the engine speaks RoCEv2 only.
+        if entry.kind != GidType::RoceV2 || index >= dev.data().caps.gid_table_len {
             return Err(EINVAL);
         }
         let gid = Gid(entry.gid);
@@ -284,7 +288,7 @@ impl IbDeviceOps for RdmaDev {
         Ok(())
     }
 
-    fn del_gid(dev: &IbDevice<Self>, index: u32) -> Result {
+    fn del_gid(dev: &IbDevice<Self>, _port: u32, index: u32) -> Result {
         if index >= dev.data().caps.gid_table_len {
             return Err(EINVAL);
         }
@@ -536,9 +540,7 @@ impl IbDeviceOps for RdmaDev {
         mr.add_page(addr)
     }
 
-    const HW_STATS: &'static [StatDesc] = &HW_STATS;
-
-    fn hw_stats(dev: &IbDevice<Self>, out: &mut [u64]) {
+    fn hw_stats(dev: &IbDevice<Self>, _port: u32, out: &mut [u64]) {
         let d = dev.data();
         let c = d
             .admin

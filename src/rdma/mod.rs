@@ -19,7 +19,10 @@ mod tables;
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 
 use crate::admin::AdminQueue;
-use crate::linux::{net::upper::LowerRef, rdma::device as ib_device};
+use crate::linux::{
+    net::{netdev::NetDev, upper::NetDevHold},
+    rdma::device as ib_device,
+};
 use crate::nic::Nic;
 use crate::regs::Registers;
 use device::{EngineAccess, RdmaDev};
@@ -36,7 +39,7 @@ pub(crate) const AUX_NAME: &CStr = c"rdma";
 pub(crate) struct RdmaLink {
     admin: Arc<AdminQueue>,
     regs: Arc<Registers>,
-    netdev: LowerRef<Nic>,
+    netdev: NetDevHold<Nic>,
     irq: u32,
     vector: u16,
 }
@@ -44,16 +47,11 @@ pub(crate) struct RdmaLink {
 impl RdmaLink {
     /// The link of a PF's synthetic NIC, with event vector `vector`
     /// (Linux IRQ `irq`).
-    pub(crate) fn new(
-        nic: &crate::linux::net::netdev::NetDev<Nic>,
-        regs: &Arc<Registers>,
-        irq: u32,
-        vector: u16,
-    ) -> Self {
+    pub(crate) fn new(nic: &NetDev<Nic>, regs: &Arc<Registers>, irq: u32, vector: u16) -> Self {
         Self {
             admin: nic.data().admin().clone(),
             regs: regs.clone(),
-            netdev: LowerRef::new(nic),
+            netdev: NetDevHold::new(nic),
             irq,
             vector,
         }
@@ -105,9 +103,10 @@ impl auxiliary::Driver for RdmaDriver {
                 name: c"rsnic_%d",
                 node_guid: ib_device::node_guid(netdev.data().perm_mac()),
                 comp_vectors: 1,
+                module: &crate::THIS_MODULE,
             };
             let ib =
-                ib_device::Registration::new(adev.as_ref(), adev.parent(), netdev, setup, init)?;
+                ib_device::Registration::new(adev.as_ref(), adev.parent(), &[netdev], setup, init)?;
             dev_info!(adev, "{}: RoCEv2 on {}\n", ib.dev().name(), netdev.name());
             Ok(try_pin_init!(RdmaBinding { _ib: ib }? Error))
         })

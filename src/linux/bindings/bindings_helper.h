@@ -6,6 +6,10 @@
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
+#include <linux/rtnetlink.h>
+#include <linux/workqueue.h>
 #include <net/netdev_queues.h>
+#include <net/net_namespace.h>
+#include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>
 #include "helpers.h"

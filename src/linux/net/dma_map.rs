@@ -35,6 +35,15 @@ pub(crate) struct TxMapping {
 // from any CPU and any context.
 unsafe impl Send for TxMapping {}
 
+/// `ENOMEM` if `addr` is the device's mapping-error address.
+fn check_mapping(dma: &DmaDevice, addr: DmaAddress) -> Result {
+    // SAFETY: `dma` is a bound device; `addr` came from a mapping call.
+    match unsafe { bindings::rust_ext_dma_mapping_error(dma.as_raw(), addr) } {
+        0 => Ok(()),
+        _ => Err(ENOMEM),
+    }
+}
+
 impl TxMapping {
     /// Maps the linear part of `skb`; `None` if it is empty.
     pub(crate) fn head(dma: &DmaDevice, skb: &SkBuff) -> Result<Option<Self>> {
@@ -42,13 +51,17 @@ impl TxMapping {
         if len == 0 {
             return Ok(None);
         }
-        let mut addr = 0;
         // SAFETY: `dma` is a bound device; `skb` is valid and owned by the
         // caller, so its head stays put until the caller frees it, which
         // happens only after this mapping is dropped (documented above).
-        kernel::error::to_result(unsafe {
-            bindings::rsnic_skb_map_head(dma.as_raw(), skb.as_raw(), &mut addr)
-        })?;
+        let addr = unsafe {
+            bindings::rust_ext_dma_map_single_to_device(
+                dma.as_raw(),
+                (*skb.as_raw()).data.cast(),
+                len,
+            )
+        };
+        check_mapping(dma, addr)?;
         // INVARIANT: mapped just now on `dma`'s device.
         Ok(Some(Self {
             dev: dma.as_raw(),
@@ -63,11 +76,14 @@ impl TxMapping {
         if i >= skb.nr_frags() {
             return Err(EINVAL);
         }
-        let (mut addr, mut len) = (0, 0);
         // SAFETY: As in `head`; `i < nr_frags` was checked.
-        kernel::error::to_result(unsafe {
-            bindings::rsnic_skb_map_frag(dma.as_raw(), skb.as_raw(), i, &mut addr, &mut len)
-        })?;
+        let (addr, len) = unsafe {
+            (
+                bindings::rust_ext_skb_frag_dma_map(dma.as_raw(), skb.as_raw(), i),
+                bindings::rust_ext_skb_frag_size(skb.as_raw(), i),
+            )
+        };
+        check_mapping(dma, addr)?;
         // INVARIANT: mapped just now on `dma`'s device.
         Ok(Self {
             dev: dma.as_raw(),
@@ -95,10 +111,10 @@ impl Drop for TxMapping {
         unsafe {
             match self.part {
                 Part::Head => {
-                    bindings::rsnic_dma_unmap_single_to_device(self.dev, self.addr, self.len)
+                    bindings::rust_ext_dma_unmap_single_to_device(self.dev, self.addr, self.len)
                 }
                 Part::Frag => {
-                    bindings::rsnic_dma_unmap_page_to_device(self.dev, self.addr, self.len)
+                    bindings::rust_ext_dma_unmap_page_to_device(self.dev, self.addr, self.len)
                 }
             }
         }

@@ -6,9 +6,14 @@
 
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
+pub(crate) mod ethtool_adapter;
+pub(crate) mod features;
 pub(crate) mod napi;
 pub(crate) mod netdev;
+pub(crate) mod netdev_ops;
 pub(crate) mod page_pool;
+pub(crate) mod rtnl;
 pub(crate) mod skbuff;
+pub(crate) mod stats;
 pub(crate) mod upper;
 pub(crate) mod work;

@@ -68,7 +68,7 @@ impl Napi {
                 // alive. `netif_napi_add` initialises it.
                 unsafe {
                     core::ptr::write_bytes(slot, 0, 1);
-                    bindings::rsnic_netif_napi_add_config(
+                    bindings::rust_ext_netif_napi_add_config(
                         dev.as_raw(),
                         slot,
                         Some(Self::poll_trampoline),
@@ -97,7 +97,7 @@ impl Napi {
     /// netlink family). Call before the device is registered.
     pub(crate) fn set_irq(&self, irq: u32) {
         // SAFETY: Added in `new`; the helper takes the device's lock.
-        unsafe { bindings::rsnic_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+        unsafe { bindings::rust_ext_netif_napi_set_irq(self.as_raw(), irq as c_int) };
     }
 
     /// Links (or with `false`, unlinks) RX and TX queue `queue` of the
@@ -141,15 +141,16 @@ impl Napi {
     /// Schedules a poll (from the interrupt handler).
     pub(crate) fn schedule(&self) {
         // SAFETY: Added in `new`; any context.
-        unsafe { bindings::rsnic_napi_schedule(self.as_raw()) };
+        unsafe { bindings::rust_ext_napi_schedule(self.as_raw()) };
     }
 
     /// Schedules a poll from process context (a lost interrupt found by a
     /// health check); the poll runs before this returns or on ksoftirqd.
     pub(crate) fn schedule_from_task(&self) {
-        // SAFETY: Added in `new`; the helper disables bottom halves around
-        // `napi_schedule`, as process context requires.
-        unsafe { bindings::rsnic_napi_schedule_from_task(self.as_raw()) };
+        // Process context must disable bottom halves around
+        // `napi_schedule`; they run (and poll) when re-enabled.
+        let _bh = crate::linux::sync::BhDisabled::new();
+        self.schedule();
     }
 
     /// Ends a poll that did `work_done` (< budget) frames. Returns false if
@@ -183,7 +184,7 @@ impl PinnedDrop for Napi {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Added in `new` and (by the driver's contract) disabled;
         // the device is still alive.
-        unsafe { bindings::rsnic_netif_napi_del(self.as_raw()) };
+        unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
     }
 }
 

@@ -9,6 +9,11 @@ use kernel::prelude::*;
 use crate::linux::bindings;
 use crate::linux::net::napi::Napi;
 
+/// `CHECKSUM_UNNECESSARY` (`skbuff.h` macros bindgen cannot read).
+const CHECKSUM_UNNECESSARY: u8 = 1;
+/// `CHECKSUM_PARTIAL`.
+const CHECKSUM_PARTIAL: u8 = 3;
+
 /// A socket buffer the driver owns: it must send, hand up or free it.
 /// Dropping it frees it (counted as a drop by the kernel's tracing).
 ///
@@ -56,32 +61,27 @@ impl SkBuff {
 
     /// Total length in bytes.
     pub(crate) fn len(&self) -> u32 {
-        // SAFETY: Valid skb by the type invariant.
-        unsafe { bindings::rsnic_skb_len(self.as_raw()) }
+        // SAFETY: Valid skb by the type invariant; a plain field.
+        unsafe { (*self.as_raw()).len }
     }
 
     /// Makes all data linear (one buffer); fails on allocation failure.
     pub(crate) fn linearize(&mut self) -> Result {
         // SAFETY: Valid, owned skb.
-        kernel::error::to_result(unsafe { bindings::rsnic_skb_linearize(self.as_raw()) })
+        kernel::error::to_result(unsafe { bindings::rust_ext_skb_linearize(self.as_raw()) })
     }
 
     /// Bytes in the linear part.
     pub(crate) fn headlen(&self) -> u32 {
         // SAFETY: Valid skb.
-        unsafe { bindings::rsnic_skb_headlen(self.as_raw()) }
+        unsafe { bindings::rust_ext_skb_headlen(self.as_raw()) }
     }
 
     /// The linear part's bytes.
     pub(crate) fn head(&self) -> &[u8] {
         // SAFETY: Valid skb: `data` points at `headlen` readable bytes,
         // alive as long as the skb, which `&self` borrows.
-        unsafe {
-            core::slice::from_raw_parts(
-                bindings::rsnic_skb_data(self.as_raw()),
-                self.headlen() as usize,
-            )
-        }
+        unsafe { core::slice::from_raw_parts((*self.as_raw()).data, self.headlen() as usize) }
     }
 
     /// The linear part's bytes, to rewrite in place. Only for an skb the
@@ -91,35 +91,52 @@ impl SkBuff {
         let len = self.headlen() as usize;
         // SAFETY: As `head`; `&mut self` and the skb being the driver's
         // own unshared buffer make the access exclusive.
-        unsafe { core::slice::from_raw_parts_mut(bindings::rsnic_skb_data(self.as_raw()), len) }
+        unsafe { core::slice::from_raw_parts_mut((*self.as_raw()).data, len) }
     }
 
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
-        // SAFETY: Valid skb.
-        unsafe { bindings::rsnic_skb_nr_frags(self.as_raw()) }
+        // SAFETY: Valid skb; its shared info is at its end.
+        unsafe {
+            (*bindings::rust_ext_skb_shinfo(self.as_raw()))
+                .nr_frags
+                .into()
+        }
     }
 
     /// The TCP segmentation the stack wants the device to do, if any.
     pub(crate) fn tso_request(&self) -> Option<TsoRequest> {
-        let (mut mss, mut hdr_len, mut segs) = (0u16, 0u16, 0u16);
-        // SAFETY: Valid skb; the out-pointers are valid.
-        unsafe { bindings::rsnic_skb_tso(self.as_raw(), &mut mss, &mut hdr_len, &mut segs) }
-            .then_some(TsoRequest { mss, hdr_len, segs })
+        let skb = self.as_raw();
+        // SAFETY: Valid skb; the helpers read its shared info.
+        unsafe {
+            if !bindings::rust_ext_skb_is_gso(skb) || !bindings::rust_ext_skb_is_gso_tcp(skb) {
+                return None;
+            }
+            let shinfo = bindings::rust_ext_skb_shinfo(skb);
+            Some(TsoRequest {
+                mss: (*shinfo).gso_size,
+                hdr_len: u16::try_from(bindings::rust_ext_skb_tcp_all_headers(skb)).ok()?,
+                segs: (*shinfo).gso_segs,
+            })
+        }
     }
 
     /// The TX queue the stack picked.
     pub(crate) fn queue_mapping(&self) -> u16 {
         // SAFETY: Valid skb.
-        unsafe { bindings::rsnic_skb_get_queue_mapping(self.as_raw()) }
+        unsafe { bindings::rust_ext_skb_get_queue_mapping(self.as_raw()) }
     }
 
     /// The checksum the stack wants the device to insert, if any.
     pub(crate) fn csum_request(&self) -> Option<CsumRequest> {
-        let (mut start, mut offset) = (0u16, 0u16);
-        // SAFETY: Valid skb; the out-pointers are valid.
-        unsafe { bindings::rsnic_skb_csum_partial(self.as_raw(), &mut start, &mut offset) }
-            .then_some(CsumRequest { start, offset })
+        let skb = self.as_raw();
+        // SAFETY: Valid skb; the helpers read plain fields.
+        unsafe {
+            (bindings::rust_ext_skb_ip_summed(skb) == CHECKSUM_PARTIAL).then(|| CsumRequest {
+                start: bindings::rust_ext_skb_checksum_start_offset(skb) as u16,
+                offset: bindings::rust_ext_skb_csum_offset(skb),
+            })
+        }
     }
 
     /// Hands a received frame to the stack through GRO, on RX queue `queue`.
@@ -128,36 +145,48 @@ impl SkBuff {
         // SAFETY: We own `skb`, filled with an Ethernet frame; `napi` is the
         // context polling right now, bound to the device.
         unsafe {
-            bindings::rsnic_skb_set_eth_protocol(skb, napi.dev_raw());
-            bindings::rsnic_skb_record_rx_queue(skb, queue);
-            bindings::rsnic_napi_gro_receive(napi.as_raw(), skb);
+            bindings::rust_ext_skb_set_protocol(skb, bindings::eth_type_trans(skb, napi.dev_raw()));
+            bindings::rust_ext_skb_record_rx_queue(skb, queue);
+            // The GRO result is for drivers that count merges; none here.
+            bindings::rust_ext_napi_gro_receive(napi.as_raw(), skb);
         }
     }
 
     /// Marks the L4 checksum as verified by the device.
     pub(crate) fn set_csum_unnecessary(&mut self) {
         // SAFETY: Valid, owned skb.
-        unsafe { bindings::rsnic_skb_set_csum_unnecessary(self.as_raw()) };
+        unsafe { bindings::rust_ext_skb_set_ip_summed(self.as_raw(), CHECKSUM_UNNECESSARY) };
     }
 
     /// Records the RSS hash the card computed (`l4`: it covers ports).
     pub(crate) fn set_hash(&mut self, hash: u32, l4: bool) {
+        let kind = if l4 {
+            bindings::pkt_hash_types_PKT_HASH_TYPE_L4
+        } else {
+            bindings::pkt_hash_types_PKT_HASH_TYPE_L3
+        };
         // SAFETY: Valid, owned skb.
-        unsafe { bindings::rsnic_skb_set_hash(self.as_raw(), hash, l4) };
+        unsafe { bindings::rust_ext_skb_set_hash(self.as_raw(), hash, kind) };
     }
 
     /// Transmits the skb on another device (a slave), on the queue the
     /// stack picked for it. Consumes it whatever happens.
     pub(super) fn xmit_on(self, dev: *mut bindings::net_device) {
+        let skb = self.into_raw();
         // SAFETY: We own the skb and give it up; the caller passes a live,
         // held device (see `TxLower::xmit`), in the TX path (RCU-BH).
-        unsafe { bindings::rsnic_skb_xmit_on(self.into_raw(), dev) };
+        unsafe {
+            bindings::rust_ext_skb_set_dev(skb, dev);
+            let queue = bindings::rust_ext_qdisc_slave_dev_queue_mapping(skb);
+            bindings::rust_ext_skb_set_queue_mapping(skb, queue);
+            bindings::__dev_queue_xmit(skb, core::ptr::null_mut());
+        }
     }
 
     /// Frees a sent skb (not counted as a drop).
     pub(crate) fn consume(self) {
         // SAFETY: We own the skb; any context.
-        unsafe { bindings::rsnic_dev_consume_skb_any(self.into_raw()) };
+        unsafe { bindings::rust_ext_dev_consume_skb_any(self.into_raw()) };
     }
 
     fn into_raw(self) -> *mut bindings::sk_buff {
@@ -170,7 +199,7 @@ impl SkBuff {
 impl Drop for SkBuff {
     fn drop(&mut self) {
         // SAFETY: We own the skb; any context.
-        unsafe { bindings::rsnic_dev_kfree_skb_any(self.as_raw()) };
+        unsafe { bindings::rust_ext_dev_kfree_skb_any(self.as_raw()) };
     }
 }
 
@@ -199,7 +228,7 @@ impl SkbQueue {
         pin_init!(Self {
             // SAFETY: Initialises the pinned, embedded list head.
             head <- kernel::types::Opaque::ffi_init(|h: *mut bindings::sk_buff_head| unsafe {
-                bindings::rsnic_skb_queue_head_init(h)
+                bindings::rust_ext_skb_queue_head_init(h)
             }),
         })
     }
@@ -207,19 +236,19 @@ impl SkbQueue {
     /// Adds `skb` at the tail. Any context.
     pub(crate) fn enqueue(&self, skb: SkBuff) {
         // SAFETY: Initialised head (invariant); the queue takes the skb.
-        unsafe { bindings::rsnic_skb_queue_tail(self.head.get(), skb.into_raw()) };
+        unsafe { bindings::skb_queue_tail(self.head.get(), skb.into_raw()) };
     }
 
     /// Takes the skb at the head. Any context.
     pub(crate) fn dequeue(&self) -> Option<SkBuff> {
         // SAFETY: Initialised head; a dequeued skb is ours.
-        unsafe { SkBuff::from_raw(bindings::rsnic_skb_dequeue(self.head.get())) }
+        unsafe { SkBuff::from_raw(bindings::skb_dequeue(self.head.get())) }
     }
 
     /// Skbs queued (a snapshot).
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: Initialised head; a racy read of its length is allowed.
-        unsafe { bindings::rsnic_skb_queue_len(self.head.get()) }
+        unsafe { bindings::rust_ext_skb_queue_len(self.head.get()) }
     }
 }
 
@@ -227,6 +256,6 @@ impl SkbQueue {
 impl PinnedDrop for SkbQueue {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: Initialised head; frees every skb still queued.
-        unsafe { bindings::rsnic_skb_queue_purge(self.head.get()) };
+        unsafe { bindings::rust_ext_skb_queue_purge(self.head.get()) };
     }
 }

@@ -1,35 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Lower devices: a net device of ours (the synthetic NIC) taking another
-//! of ours (the VF's NIC) as its slave, the way hv_netvsc does: master
-//! link, an RX handler that hands the slave's frames to the master, TX
-//! redirected to the slave, and the netdevice notifier that sees devices
-//! come and go.
+//! Upper and lower devices: a net device taking another of the same
+//! driver as its slave, the way hv_netvsc takes its VF: master link, an
+//! RX handler that hands the slave's frames to the master, TX redirected
+//! to the slave; the netdevice notifier that sees devices come and go;
+//! and lookups of a driver's devices.
 //!
-//! "Ours" means a net device whose parent device is bound to the driver
-//! named [`OUR_DRIVER`]; every such device carries the same driver state
-//! type, which is what makes the typed views here sound.
+//! A device is a `NetDev<T>` when its operations are a [`NetDevVTable`]
+//! of `T` ([`NetDevVTable::owns`]): that is what makes the typed views of
+//! devices the notifier and lookups find sound.
 
 use core::{
     marker::PhantomData,
+    ptr::NonNull,
     sync::atomic::{AtomicPtr, Ordering},
 };
 
-use kernel::{ffi::c_void, prelude::*, types::Opaque};
+use kernel::{
+    error::to_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+    types::Opaque,
+};
 
 use crate::linux::bindings;
 use crate::linux::net::{
-    netdev::{Features, NetDev, NetDevOps},
+    ethtool::EthtoolOps,
+    netdev::{Features, NetDev, NetDevOps, NetDevVTable},
+    rtnl::Rtnl,
     skbuff::SkBuff,
 };
 
 /// `NOTIFY_DONE`: the event is of no further interest to this notifier.
-const NOTIFY_DONE: kernel::ffi::c_int = 0;
+const NOTIFY_DONE: c_int = 0;
 
-/// Name of the driver whose devices' net devices are "ours".
-pub(crate) const OUR_DRIVER: &CStr = c"rsnic";
-
-/// What happened to a net device (`enum netdev_cmd`, the ones we use).
+/// What happened to a net device (`enum netdev_cmd`, the ones a bond
+/// needs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NetdevEvent {
     /// Registered (`NETDEV_REGISTER`).
@@ -58,42 +64,33 @@ impl NetdevEvent {
 }
 
 /// A driver's reaction to events of its own net devices.
-pub(crate) trait WatchNetdevs: NetDevOps {
+pub(crate) trait WatchNetdevs: NetDevOps + EthtoolOps {
     /// Called with RTNL held, in process context, for every event of a net
-    /// device of ours.
-    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>);
+    /// device of type `Self`.
+    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>, rtnl: &Rtnl);
 }
 
-/// Whether `raw` is one of our net devices.
-///
-/// # Safety
-///
-/// `raw` is a live net device.
-unsafe fn is_ours(raw: *mut bindings::net_device) -> bool {
-    // SAFETY: `raw` is live; the name is a NUL-terminated string.
-    unsafe { bindings::rsnic_netdev_parent_driver_is(raw, OUR_DRIVER.as_char_ptr()) }
-}
-
-/// A registered netdevice notifier that forwards our devices' events to
-/// `T`. Unregistered on drop.
+/// A registered netdevice notifier that forwards the events of `T`'s
+/// devices to `T`. Unregistered on drop.
 #[pin_data(PinnedDrop)]
 pub(crate) struct NetdevNotifier<T: WatchNetdevs> {
     #[pin]
     nb: Opaque<bindings::notifier_block>,
-    _t: PhantomData<T>,
+    vtable: &'static NetDevVTable<T>,
 }
 
 // SAFETY: The notifier block is only touched by the notifier chain, which
-// serialises under RTNL.
+// serialises under RTNL; the vtable is `Sync`.
 unsafe impl<T: WatchNetdevs> Send for NetdevNotifier<T> {}
 // SAFETY: As above.
 unsafe impl<T: WatchNetdevs> Sync for NetdevNotifier<T> {}
 
 impl<T: WatchNetdevs> NetdevNotifier<T> {
-    /// Registers the notifier (it first replays `Register` and `Up` for the
-    /// devices that already exist).
-    pub(crate) fn new() -> impl PinInit<Self, Error> {
+    /// Registers the notifier for the devices of `vtable` (it first
+    /// replays `Register` and `Up` for the devices that already exist).
+    pub(crate) fn new(vtable: &'static NetDevVTable<T>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
+            vtable,
             nb <- Opaque::try_ffi_init(|nb: *mut bindings::notifier_block| {
                 // SAFETY: `nb` points at the block's pinned, writable
                 // storage; zero is a valid `notifier_block`.
@@ -102,34 +99,38 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
                     (*nb).notifier_call = Some(Self::call);
                 }
                 // SAFETY: Initialised above, registered once, at its final
-                // address; `drop` unregisters it.
-                kernel::error::to_result(unsafe { bindings::register_netdevice_notifier(nb) })
+                // address inside the notifier, whose `vtable` is already set
+                // (it is initialised first); `drop` unregisters it.
+                to_result(unsafe { bindings::register_netdevice_notifier(nb) })
             }),
-            _t: PhantomData,
         }? Error)
     }
 
     /// # Safety
     ///
-    /// Called by the netdevice notifier chain with a `netdev_notifier_info`.
+    /// Called by the netdevice notifier chain, with RTNL held, with the
+    /// block of a live `Self` and a `netdev_notifier_info`.
     unsafe extern "C" fn call(
-        _nb: *mut bindings::notifier_block,
+        nb: *mut bindings::notifier_block,
         event: usize,
         ptr: *mut c_void,
-    ) -> kernel::ffi::c_int {
+    ) -> c_int {
         let Some(event) = NetdevEvent::from_raw(event as u64) else {
             return NOTIFY_DONE;
         };
+        // SAFETY: `nb` is the `nb` field of a live, pinned `Self`.
+        let this = unsafe { &*kernel::container_of!(nb.cast::<Opaque<_>>(), Self, nb) };
         // SAFETY: For netdevice events `ptr` is a `netdev_notifier_info`.
-        let raw = unsafe { bindings::rsnic_netdev_notifier_info_to_dev(ptr.cast()) };
+        let raw = unsafe { bindings::rust_ext_netdev_notifier_info_to_dev(ptr.cast()) };
         // SAFETY: The chain passes a live device.
-        if raw.is_null() || !unsafe { is_ours(raw) } {
+        if raw.is_null() || !unsafe { this.vtable.owns(raw) } {
             return NOTIFY_DONE;
         }
-        // SAFETY: Ours, so allocated by `Registration::new` with a `T`
-        // (module invariant); alive during the callback. `Register` comes
-        // after the `T` was initialised, `Unregister` before it is dropped.
-        T::netdev_event(event, unsafe { NetDev::from_raw(raw) });
+        // SAFETY: Its ops are `T`'s, so it carries a `T`, alive during the
+        // callback: `Register` comes after the `T` was initialised,
+        // `Unregister` before it is dropped. RTNL is held.
+        let (dev, rtnl) = unsafe { (NetDev::from_raw(raw), Rtnl::assume_held()) };
+        T::netdev_event(event, dev, rtnl);
         NOTIFY_DONE
     }
 }
@@ -142,99 +143,161 @@ impl<T: WatchNetdevs> PinnedDrop for NetdevNotifier<T> {
     }
 }
 
-/// Finds one of our net devices, in any namespace, for which `pred` holds.
-/// Call with RTNL held: the device stays registered until it is released.
-pub(crate) fn find_ours<T: NetDevOps, F: FnMut(&NetDev<T>) -> bool>(
-    mut pred: F,
-) -> Option<&'static NetDev<T>> {
-    /// # Safety
-    ///
-    /// `raw` is a live net device and `ctx` the `&mut F` passed below.
-    unsafe extern "C" fn visit<T: NetDevOps, F: FnMut(&NetDev<T>) -> bool>(
-        raw: *mut bindings::net_device,
-        ctx: *mut c_void,
-    ) -> bool {
-        // SAFETY: `ctx` is the `&mut F` below; `raw` is a live device,
-        // ours-checked first, so it carries a `T`.
-        unsafe { is_ours(raw) && (*ctx.cast::<F>())(NetDev::from_raw(raw)) }
+impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
+    /// Finds a device of these ops, in any network namespace, for which
+    /// `pred` holds. It stays registered while RTNL is held.
+    pub(crate) fn find<'r>(
+        &'static self,
+        _rtnl: &'r Rtnl,
+        mut pred: impl FnMut(&NetDev<T>) -> bool,
+    ) -> Option<&'r NetDev<T>> {
+        let _rcu = kernel::sync::rcu::read_lock();
+        // SAFETY: Under RCU, as `for_each_net_rcu` walks the namespaces.
+        let mut net = unsafe { bindings::rust_ext_first_net_rcu() };
+        while !net.is_null() {
+            // SAFETY: A live namespace, under RCU (`for_each_netdev_rcu`).
+            let mut raw = unsafe { bindings::rust_ext_first_net_device_rcu(net) };
+            while !raw.is_null() {
+                // SAFETY: `raw` is live; if its ops are ours it carries a
+                // `T`, and stays registered (with its `T`) while RTNL is
+                // held, which `'r` is bounded by.
+                if unsafe { self.owns(raw) } {
+                    // SAFETY: As just said.
+                    let dev = unsafe { NetDev::from_raw(raw) };
+                    if pred(dev) {
+                        return Some(dev);
+                    }
+                }
+                // SAFETY: `raw` is a live device of the list, under RCU.
+                raw = unsafe { bindings::rust_ext_next_net_device_rcu(raw) };
+            }
+            // SAFETY: `net` is a live entry of the list, under RCU.
+            net = unsafe { bindings::rust_ext_next_net_rcu(net) };
+        }
+        None
     }
-    // SAFETY: The helper walks every device under RCU and calls `visit`
-    // with `ctx`, which lives across the call.
-    let raw = unsafe { bindings::rsnic_find_netdev(Some(visit::<T, F>), (&raw mut pred).cast()) };
-    // SAFETY: Found under RCU; with RTNL held (the caller's duty) it cannot
-    // be unregistered, so the reference is good while RTNL is.
-    (!raw.is_null()).then(|| unsafe { NetDev::from_raw(raw) })
 }
 
 impl<T: NetDevOps> NetDev<T> {
     /// Makes `lower` this device's slave: master link (`ip link` shows
     /// `master`), `IFF_SLAVE`, and an RX handler that hands every frame it
-    /// receives to this device. RTNL held.
-    pub(crate) fn enslave(&self, lower: &NetDev<T>) -> Result {
-        // SAFETY: Both devices are registered and RTNL is held (the
-        // caller's duty, as for every notifier-time call).
-        kernel::error::to_result(unsafe { bindings::rsnic_enslave(lower.as_raw(), self.as_raw()) })
+    /// receives to this device.
+    pub(crate) fn enslave(&self, _rtnl: &Rtnl, lower: &NetDev<T>) -> Result {
+        // SAFETY: Both devices are registered and RTNL is held. The handler
+        // data is this device, which outlives the link: `release` (or the
+        // core, on unregistration) removes the handler first.
+        to_result(unsafe {
+            bindings::netdev_rx_handler_register(
+                lower.as_raw(),
+                Some(slave_rx_handler),
+                self.as_raw().cast(),
+            )
+        })?;
+        // SAFETY: As above; no upper info, no extack.
+        let linked = to_result(unsafe {
+            bindings::netdev_master_upper_dev_link(
+                lower.as_raw(),
+                self.as_raw(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        });
+        if let Err(e) = linked {
+            // SAFETY: Registered just above; RTNL held.
+            unsafe { bindings::netdev_rx_handler_unregister(lower.as_raw()) };
+            return Err(e);
+        }
+        // SAFETY: RTNL held: flags change only under it.
+        unsafe { (*lower.as_raw()).flags |= bindings::net_device_flags_IFF_SLAVE };
+        Ok(())
     }
 
-    /// Undoes [`NetDev::enslave`]. RTNL held.
-    pub(crate) fn release(&self, lower: &NetDev<T>) {
+    /// Undoes [`NetDev::enslave`].
+    pub(crate) fn release(&self, _rtnl: &Rtnl, lower: &NetDev<T>) {
         // SAFETY: Enslaved by `enslave`; RTNL held.
-        unsafe { bindings::rsnic_release(lower.as_raw(), self.as_raw()) };
+        unsafe {
+            bindings::netdev_rx_handler_unregister(lower.as_raw());
+            bindings::netdev_upper_dev_unlink(lower.as_raw(), self.as_raw());
+            (*lower.as_raw()).flags &= !bindings::net_device_flags_IFF_SLAVE;
+        }
     }
 
     /// Whether both devices are in the same network namespace.
     pub(crate) fn same_netns(&self, other: &NetDev<T>) -> bool {
         // SAFETY: Both devices are live; reading their namespace is allowed.
-        unsafe { bindings::rsnic_same_netns(self.as_raw(), other.as_raw()) }
+        unsafe { bindings::rust_ext_same_netns(self.as_raw(), other.as_raw()) }
     }
 
     /// Moves the device into `other`'s namespace (named `eth%d` there).
     /// It is unregistered and registered again, with the events that go
-    /// with that. RTNL held.
-    pub(crate) fn move_to_netns_of(&self, other: &NetDev<T>) -> Result {
-        // SAFETY: Both registered; RTNL held (the caller's duty).
-        kernel::error::to_result(unsafe {
-            bindings::rsnic_move_to_netns_of(self.as_raw(), other.as_raw())
+    /// with that.
+    pub(crate) fn move_to_netns_of(&self, _rtnl: &Rtnl, other: &NetDev<T>) -> Result {
+        // SAFETY: Both registered; RTNL held.
+        to_result(unsafe {
+            bindings::dev_change_net_namespace(
+                self.as_raw(),
+                bindings::rust_ext_dev_net(other.as_raw()),
+                c"eth%d".as_char_ptr(),
+            )
         })
     }
 
-    /// Makes this device want `features` (the offloads `Features` names;
-    /// others stay as they are). RTNL held.
-    pub(crate) fn want_features(&self, features: Features) {
-        // SAFETY: Registered; RTNL held (the caller's duty).
+    /// Makes this device want, of the offloads in `mask`, those in
+    /// `features` (the others stay as they are).
+    pub(crate) fn sync_features(&self, _rtnl: &Rtnl, features: Features, mask: Features) {
+        let raw = self.as_raw();
+        let (features, mask): (u64, u64) = (features.into(), mask.into());
+        // SAFETY: Registered; RTNL held, under which `wanted_features`
+        // changes and `netdev_update_features` may run.
         unsafe {
-            bindings::rsnic_features_sync(self.as_raw(), features.to_raw(), Features::ALL.to_raw())
-        };
+            (*raw).wanted_features = ((*raw).wanted_features & !mask) | (features & mask);
+            bindings::netdev_update_features(raw);
+        }
     }
 
-    /// Whether the device is up (`IFF_UP`, `netif_running`).
-    pub(crate) fn is_running(&self) -> bool {
-        // SAFETY: Reading the state bit is always allowed.
-        unsafe { bindings::rsnic_netif_running(self.as_raw()) }
-    }
-
-    /// Opens the device, as `ip link set up` would. RTNL held.
-    pub(crate) fn open(&self) -> Result {
+    /// Opens the device, as `ip link set up` would.
+    pub(crate) fn open(&self, _rtnl: &Rtnl) -> Result {
         // SAFETY: Registered; RTNL held.
-        kernel::error::to_result(unsafe {
-            bindings::dev_open(self.as_raw(), core::ptr::null_mut())
-        })
+        to_result(unsafe { bindings::dev_open(self.as_raw(), core::ptr::null_mut()) })
     }
 
-    /// Sets the MTU, as `ip link set mtu` would. RTNL held.
-    pub(crate) fn change_mtu_to(&self, mtu: u32) -> Result {
+    /// Sets the MTU, as `ip link set mtu` would.
+    pub(crate) fn change_mtu_to(&self, _rtnl: &Rtnl, mtu: u32) -> Result {
         let mtu = i32::try_from(mtu)?;
         // SAFETY: Registered; RTNL held.
-        kernel::error::to_result(unsafe { bindings::dev_set_mtu(self.as_raw(), mtu) })
+        to_result(unsafe { bindings::dev_set_mtu(self.as_raw(), mtu) })
     }
+}
+
+/// The RX handler of a slave: its frames are its master's.
+///
+/// # Safety
+///
+/// Called by the receive path, under RCU, with a valid skb whose device
+/// has this handler, registered by [`NetDev::enslave`] with the master as
+/// its data.
+unsafe extern "C" fn slave_rx_handler(
+    pskb: *mut *mut bindings::sk_buff,
+) -> bindings::rx_handler_result_t {
+    // SAFETY: The receive path passes a valid skb.
+    let skb = unsafe { *pskb };
+    // SAFETY: `skb->dev` is the slave; its handler data is the master,
+    // alive while the handler is registered (RCU protects the pair).
+    unsafe {
+        let master = bindings::rust_ext_rx_handler_data(bindings::rust_ext_skb_dev(skb));
+        bindings::rust_ext_skb_set_dev(skb, master.cast());
+        bindings::rust_ext_skb_set_iif(skb, (*master.cast::<bindings::net_device>()).ifindex);
+    }
+    bindings::rx_handler_result_RX_HANDLER_ANOTHER
 }
 
 /// The slave a master transmits through, readable from the TX path.
 ///
 /// # Invariants
 ///
-/// `ptr` is null or a net device of ours with a `T`, held (`dev_hold`)
-/// from [`TxLower::set`] until [`TxLower::clear`] returned.
+/// `ptr` is null or a net device with a `T`, held (`dev_hold`) from
+/// [`TxLower::set`] until [`TxLower::clear`] returned.
 pub(crate) struct TxLower<T> {
     ptr: AtomicPtr<bindings::net_device>,
     _t: PhantomData<T>,
@@ -252,14 +315,14 @@ impl<T: NetDevOps> TxLower<T> {
     /// Starts transmitting through `lower`.
     pub(crate) fn set(&self, lower: &NetDev<T>) {
         // SAFETY: `lower` is registered; the reference is dropped in `clear`.
-        unsafe { bindings::rsnic_dev_hold(lower.as_raw()) };
+        unsafe { bindings::rust_ext_dev_hold(lower.as_raw()) };
         let old = self.ptr.swap(lower.as_raw(), Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: Held by the `set` that stored it (type invariant);
             // no new reader can load it now. Wait for current ones.
             unsafe {
                 bindings::synchronize_net();
-                bindings::rsnic_dev_put(old);
+                bindings::rust_ext_dev_put(old);
             }
         }
     }
@@ -273,13 +336,14 @@ impl<T: NetDevOps> TxLower<T> {
             // `synchronize_net` waits out; then the hold is dropped.
             unsafe {
                 bindings::synchronize_net();
-                bindings::rsnic_dev_put(old);
+                bindings::rust_ext_dev_put(old);
             }
         }
     }
 
-    /// Sends `skb` through the slave if there is one and `usable` says so;
-    /// otherwise gives the skb back. Call from `ndo_start_xmit` (RCU-BH).
+    /// Sends `skb` through the slave if there is one and `usable` says so,
+    /// on the TX queue `queue` of the slave; otherwise gives the skb back.
+    /// Call from `ndo_start_xmit` (RCU-BH).
     pub(crate) fn xmit(
         &self,
         skb: SkBuff,
@@ -289,8 +353,8 @@ impl<T: NetDevOps> TxLower<T> {
         if raw.is_null() {
             return Err(skb);
         }
-        // SAFETY: Held and ours (type invariant); `clear` waits for this
-        // RCU-BH section before dropping the hold.
+        // SAFETY: Held and a `NetDev<T>` (type invariant); `clear` waits
+        // for this RCU-BH section before dropping the hold.
         let lower = unsafe { NetDev::from_raw(raw) };
         if !usable(lower) {
             return Err(skb);
@@ -306,20 +370,21 @@ impl<T> Drop for TxLower<T> {
         if !old.is_null() {
             // SAFETY: Held by `set` (type invariant); nothing can load it
             // once we are dropped.
-            unsafe { bindings::rsnic_dev_put(old) };
+            unsafe { bindings::rust_ext_dev_put(old) };
         }
     }
 }
 
-/// A held reference to one of our net devices (`dev_hold`), so its driver
-/// state can be read (for example its counters) from any context. Drop it
-/// before the device's unregistration completes: the kernel waits for it.
+/// A held reference to a net device with a `T` (`dev_hold`), so its
+/// driver state can be read (for example its counters) from any context.
+/// Drop it before the device's unregistration completes: the kernel waits
+/// for it.
 ///
 /// # Invariants
 ///
-/// `ptr` is one of our net devices with a `T`, held by this value.
-pub(crate) struct LowerRef<T> {
-    ptr: core::ptr::NonNull<bindings::net_device>,
+/// `ptr` is a net device with a `T`, held by this value.
+pub(crate) struct NetDevHold<T> {
+    ptr: NonNull<bindings::net_device>,
     // Not `PhantomData<T>`: the device's state is pinned, the handle to
     // it need not be.
     _t: PhantomData<fn() -> T>,
@@ -327,18 +392,18 @@ pub(crate) struct LowerRef<T> {
 
 // SAFETY: A held device may be used and released from any thread; `T` is
 // shared between threads by `NetDevOps`' bounds.
-unsafe impl<T: NetDevOps> Send for LowerRef<T> {}
+unsafe impl<T: NetDevOps> Send for NetDevHold<T> {}
 // SAFETY: Sharing the handle only shares `&NetDev<T>`, which is `Sync`.
-unsafe impl<T: NetDevOps> Sync for LowerRef<T> {}
+unsafe impl<T: NetDevOps> Sync for NetDevHold<T> {}
 
-impl<T: NetDevOps> LowerRef<T> {
+impl<T: NetDevOps> NetDevHold<T> {
     /// Holds `dev`.
     pub(crate) fn new(dev: &NetDev<T>) -> Self {
         // SAFETY: `dev` is registered; the hold is dropped in `drop`.
-        unsafe { bindings::rsnic_dev_hold(dev.as_raw()) };
-        // INVARIANT: held just now; ours because a `NetDev<T>` is.
+        unsafe { bindings::rust_ext_dev_hold(dev.as_raw()) };
+        // INVARIANT: held just now; a `NetDev<T>` carries a `T`.
         Self {
-            ptr: core::ptr::NonNull::from(dev).cast(),
+            ptr: NonNull::from(dev).cast(),
             _t: PhantomData,
         }
     }
@@ -351,9 +416,9 @@ impl<T: NetDevOps> LowerRef<T> {
     }
 }
 
-impl<T> Drop for LowerRef<T> {
+impl<T> Drop for NetDevHold<T> {
     fn drop(&mut self) {
         // SAFETY: Held by this value (type invariant); any context.
-        unsafe { bindings::rsnic_dev_put(self.ptr.as_ptr()) };
+        unsafe { bindings::rust_ext_dev_put(self.ptr.as_ptr()) };
     }
 }

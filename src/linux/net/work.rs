@@ -13,21 +13,54 @@ use core::marker::PhantomData;
 use kernel::{container_of, prelude::*, types::Opaque};
 
 use crate::linux::bindings;
-use crate::linux::net::netdev::{NetDev, NetDevRef};
+use crate::linux::net::{
+    netdev::{NetDev, NetDevRef},
+    rtnl::{self, Rtnl},
+};
+
+mod private {
+    pub(crate) trait Sealed {}
+}
+
+/// The lock a work item runs under: [`Rtnl`] (taken around the run, so
+/// the work may reconfigure the device as an `ndo_*` callback would) or
+/// [`NoLock`].
+pub(crate) trait WorkLock: private::Sealed {
+    /// Runs `f` with the lock held.
+    fn with(f: impl FnOnce(&Self));
+}
+
+/// No lock: the work takes the locks it needs itself.
+pub(crate) struct NoLock;
+
+impl private::Sealed for NoLock {}
+impl private::Sealed for Rtnl {}
+
+impl WorkLock for NoLock {
+    fn with(f: impl FnOnce(&Self)) {
+        f(&NoLock);
+    }
+}
+
+impl WorkLock for Rtnl {
+    fn with(f: impl FnOnce(&Self)) {
+        let rtnl = rtnl::lock();
+        f(&rtnl);
+    }
+}
 
 /// What a net device's driver does when its [`NetDevWork`] runs. A
 /// driver with several work items tells them apart by `ID`.
 pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
-    /// Whether `run` is called with RTNL held.
-    const RTNL: bool = true;
+    /// The lock `run` is called under.
+    type Lock: WorkLock;
 
-    /// Runs in process context, with RTNL held if [`Self::RTNL`] (so it
-    /// may reconfigure the device as an `ndo_*` callback would), at most once per
-    /// [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and never
-    /// concurrently with itself. It may
-    /// run after the device was stopped or unregistered, but never after
-    /// the device's state was dropped.
-    fn run(dev: &NetDev<Self>);
+    /// Runs in process context, under [`DeviceWork::Lock`], at most once
+    /// per [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and
+    /// never concurrently with itself. It may run after the device was
+    /// stopped or unregistered, but never after the device's state was
+    /// dropped.
+    fn run(dev: &NetDev<Self>, lock: &Self::Lock);
 }
 
 /// A work item of a net device. Keep it inside the device's `T`; dropping
@@ -57,7 +90,7 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
         try_pin_init!(Self {
             // SAFETY: `INIT_DELAYED_WORK` on the embedded, pinned `delayed_work`.
             work <- Opaque::ffi_init(|w: *mut bindings::delayed_work| unsafe {
-                bindings::rsnic_init_delayed_work(w, Some(Self::run_raw))
+                bindings::rust_ext_init_delayed_work(w, Some(Self::run_raw))
             }),
             dev,
             _t: PhantomData,
@@ -68,14 +101,15 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// run, which it replaces). Any context.
     pub(crate) fn schedule(&self) {
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { bindings::rsnic_run_delayed_work_now(self.work.get()) };
+        unsafe { bindings::rust_ext_mod_delayed_work(self.work.get(), 0) };
     }
 
     /// Runs the work after `msecs` unless a run is already pending. Any
     /// context.
     pub(crate) fn schedule_after(&self, msecs: u32) {
+        let delay = kernel::time::msecs_to_jiffies(msecs);
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { bindings::rsnic_run_delayed_work_after(self.work.get(), msecs) };
+        unsafe { bindings::rust_ext_queue_delayed_work(self.work.get(), delay) };
     }
 
     /// # Safety
@@ -90,17 +124,9 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
         // has its address); `Opaque` is `repr(transparent)`.
         let this =
             unsafe { &*container_of!(w.cast::<Opaque<bindings::delayed_work>>(), Self, work) };
-        if !T::RTNL {
-            T::run(this.dev.get());
-            return;
-        }
-        // SAFETY: Process context, no locks held: RTNL may be taken. The
-        // state's drop (which cancels us) never runs under RTNL, so this
-        // cannot deadlock with it.
-        unsafe { bindings::rsnic_rtnl_lock() };
-        T::run(this.dev.get());
-        // SAFETY: Taken above.
-        unsafe { bindings::rsnic_rtnl_unlock() };
+        // Taking RTNL here cannot deadlock with the state's drop (which
+        // cancels us): that drop never runs under RTNL.
+        T::Lock::with(|lock| T::run(this.dev.get(), lock));
     }
 }
 
@@ -110,6 +136,6 @@ impl<T: DeviceWork<ID>, const ID: u8> PinnedDrop for NetDevWork<T, ID> {
         // SAFETY: `work` is initialised; after this returns it is neither
         // pending nor running (even if it re-queues itself), so `run_raw`
         // cannot see a dropped `self`.
-        unsafe { bindings::rsnic_cancel_delayed_work_sync(self.work.get()) };
+        unsafe { bindings::cancel_delayed_work_sync(self.work.get()) };
     }
 }

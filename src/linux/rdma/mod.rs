@@ -3,5 +3,8 @@
 //! RDMA: devices registered with ib_core (`struct ib_device`) and the
 //! verbs' objects and messages.
 
+pub(crate) mod completion;
 pub(crate) mod device;
+pub(crate) mod device_adapter;
 pub(crate) mod verbs;
+pub(crate) mod work_request;

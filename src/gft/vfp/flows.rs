@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The VFP's flow lifecycle: deciding an exception (evaluate the rules,
+//! install the flow and its reverse, track TCP state), and keeping the
+//! driver's table in step with the card's (counters, aging).
+
+use kernel::{
+    prelude::*,
+    time::{Instant, Monotonic},
+};
+
+use super::*;
+
+impl Vfp {
+    /// The first matching rule's id and action (lowest priority, then
+    /// lowest id); without one, the default: allow.
+    fn evaluate(&mut self, key: &FlowKey) -> (u32, Action) {
+        match self.rules.iter_mut().find(|r| r.rule.m.matches(key)) {
+            Some(r) => {
+                r.hits += 1;
+                (r.rule.id, r.rule.action)
+            }
+            None => (0, Action::default()),
+        }
+    }
+
+    /// Installs one flow; the mirror follows what the card accepted.
+    fn install(
+        &mut self,
+        key: FlowKey,
+        rule: u32,
+        action: Action,
+        peer: Option<FlowKey>,
+        reverse: bool,
+    ) -> Result<(), AdminError> {
+        if self.fail_installs > 0 {
+            self.fail_installs -= 1;
+            self.stats.install_failures += 1;
+            return Err(AdminError::Refused(crate::hw::AdminStatus::DeviceError));
+        }
+        let rec = FlowRecord {
+            key,
+            generation: self.generation,
+            action,
+        };
+        if let Err(e) = self.card.install(&rec) {
+            self.stats.install_failures += 1;
+            return Err(e);
+        }
+        self.stats.installs += 1;
+        self.seq += 1;
+        let now = Instant::<Monotonic>::now();
+        if let Some(s) = self.flows.get_mut(&key) {
+            s.rule = rule;
+            s.action = action;
+            s.generation = self.generation;
+            s.peer = peer;
+            s.reverse = reverse;
+            return Ok(());
+        }
+        let state = FlowState {
+            rule,
+            action,
+            generation: self.generation,
+            peer,
+            reverse,
+            fin: false,
+            seq: self.seq,
+            installed: now,
+            packets: 0,
+            bytes: 0,
+            idle_ms: 0,
+            meter_drops: 0,
+        };
+        if self
+            .flows
+            .try_create_and_insert(key, state, GFP_KERNEL)
+            .is_err()
+        {
+            // No memory to remember it: do not leave it in the card.
+            let _ = self.card.delete(&key);
+            self.stats.install_failures += 1;
+            return Err(AdminError::Io(ENOMEM));
+        }
+        Ok(())
+    }
+
+    /// Installs the flow for `key` and the reverse flow its action implies.
+    fn install_pair(&mut self, key: FlowKey, rule: u32, action: Action) {
+        let rev = reverse_flow(&key, &action);
+        if self
+            .install(key, rule, action, rev.map(|(k, _)| k), false)
+            .is_ok()
+        {
+            if let Some((rk, ra)) = rev {
+                if self.install(rk, rule, ra, Some(key), true).is_err() {
+                    // Half a pair is worse than none: its packets would
+                    // miss NAT or decap on the way back.
+                    let _ = self.card.delete(&key);
+                    self.flows.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Removes a flow and its peer (connection over); they are remembered
+    /// as closed for a while.
+    fn retire(&mut self, key: &FlowKey) {
+        let peer = match self.flows.get(key) {
+            Some(s) => s.peer.unwrap_or_else(|| key.reverse()),
+            None => key.reverse(),
+        };
+        let now = Instant::<Monotonic>::now();
+        for k in [*key, peer] {
+            if let Some(s) = self.flows.remove(&k) {
+                let _ = self.card.delete(&k);
+                self.stats.tcp_retired += 1;
+                let closed = Closed {
+                    action: s.action,
+                    since: now,
+                };
+                // Without memory the flow is simply forgotten.
+                let _ = self.closed.try_create_and_insert(k, closed, GFP_KERNEL);
+            }
+        }
+    }
+
+    /// Connection tracking from a TCP packet's flags.
+    fn track_tcp(&mut self, key: &FlowKey, flags: u8) {
+        if key.proto != proto::TCP || flags & tcp_flags::CONTROL == 0 {
+            return;
+        }
+        self.stats.tcp_control += 1;
+        if flags & tcp_flags::RST != 0 {
+            self.retire(key);
+            return;
+        }
+        if flags & tcp_flags::FIN != 0 {
+            let Some(s) = self.flows.get_mut(key) else {
+                return;
+            };
+            s.fin = true;
+            let peer = s.peer.unwrap_or_else(|| key.reverse());
+            if self.flows.get(&peer).is_some_and(|p| p.fin) {
+                self.retire(key);
+            }
+        }
+    }
+
+    /// Decides an exception packet: what to do with it (`None`: drop it,
+    /// e.g. a TCP control copy, whose original the card forwarded).
+    pub(crate) fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
+        self.stats.exceptions += 1;
+        let key = meta.key;
+        if meta.reason == ExceptionReason::TcpControl {
+            self.track_tcp(&key, meta.tcp_flags);
+            return None;
+        }
+        let syn = key.proto == proto::TCP && meta.tcp_flags & tcp_flags::SYN != 0;
+        if let Some(c) = self.closed.get(&key) {
+            if !syn {
+                return Some(ReinjectMeta {
+                    dir: key.dir,
+                    action: c.action,
+                });
+            }
+            self.closed.remove(&key);
+        }
+        // A reverse flow is decided by the flow it is the reverse of.
+        let origin = self
+            .flows
+            .get(&key)
+            .filter(|s| s.reverse)
+            .and_then(|s| s.peer);
+        // What to do with this packet, and which flow (with its action)
+        // to install for it.
+        let (rule, act, fwd, fwd_act) = match origin {
+            Some(fwd) => {
+                let (rule, fwd_act) = self.evaluate(&fwd);
+                match reverse_flow(&fwd, &fwd_act) {
+                    Some((rk, ra)) if rk == key => (rule, ra, fwd, fwd_act),
+                    _ => {
+                        // Policy no longer makes this a reverse flow.
+                        let _ = self.card.delete(&key);
+                        self.flows.remove(&key);
+                        let (rule, act) = self.evaluate(&key);
+                        (rule, act, key, act)
+                    }
+                }
+            }
+            None => {
+                let (rule, act) = self.evaluate(&key);
+                (rule, act, key, act)
+            }
+        };
+        if self.cache && meta.reason != ExceptionReason::NoCache {
+            self.install_pair(fwd, rule, fwd_act);
+        }
+        self.track_tcp(&key, meta.tcp_flags);
+        Some(ReinjectMeta {
+            dir: key.dir,
+            action: act,
+        })
+    }
+
+    /// Reads the card's counters of every flow into the mirror. A flow the
+    /// card holds but the driver does not know is removed from the card.
+    pub(crate) fn refresh(&mut self) -> Result<(), AdminError> {
+        let mut unknown = KVec::new();
+        let flows = &mut self.flows;
+        let garbled = self.card.dump(|c| match flows.get_mut(&c.key) {
+            Some(s) => {
+                s.packets = c.packets;
+                s.bytes = c.bytes;
+                s.idle_ms = c.idle_ms;
+                s.meter_drops = c.meter_drops;
+            }
+            None => {
+                let _ = unknown.push(c.key, GFP_KERNEL);
+            }
+        })?;
+        self.stats.bad_dump_records += garbled;
+        for k in unknown.iter() {
+            let _ = self.card.delete(k);
+        }
+        self.card_stats = self.card.stats()?;
+        Ok(())
+    }
+
+    /// Removes idle flows and forgets closed connections past their linger.
+    /// Called from the periodic health check; it reads the whole table
+    /// from the card, so it runs only every quarter of the idle timeout
+    /// (1 to 10 s).
+    pub(crate) fn age(&mut self) -> Result<(), AdminError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let interval = i64::from(self.idle_timeout_ms / 4).clamp(1_000, 10_000);
+        if self
+            .last_aged
+            .is_some_and(|t| t.elapsed().as_millis() + 100 < interval)
+        {
+            return Ok(());
+        }
+        self.last_aged = Some(Instant::<Monotonic>::now());
+        self.refresh()?;
+        let timeout = self.idle_timeout_ms;
+        let mut idle = KVec::new();
+        for (k, s) in self.flows.iter() {
+            if s.idle_ms >= timeout {
+                let _ = idle.push(*k, GFP_KERNEL);
+            }
+        }
+        for k in idle.iter() {
+            self.card.delete(k)?;
+            self.flows.remove(k);
+            self.stats.aged_out += 1;
+        }
+        let mut expired = KVec::new();
+        for (k, c) in self.closed.iter() {
+            if c.since.elapsed().as_millis() >= CLOSED_LINGER_MS {
+                let _ = expired.push(*k, GFP_KERNEL);
+            }
+        }
+        for k in expired.iter() {
+            self.closed.remove(k);
+        }
+        Ok(())
+    }
+}

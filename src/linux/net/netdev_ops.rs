@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a net device driver does (`net_device_ops` and `netdev_stat_ops`)
+//! as a `#[vtable]` trait, and the C-ABI trampolines the kernel calls
+//! (pattern of `rust/kernel/net/phy.rs`).
+
+use core::marker::PhantomData;
+
+use kernel::{
+    error::{from_result, VTABLE_DEFAULT_ERROR},
+    ffi::{c_int, c_uint, c_void},
+    prelude::*,
+};
+
+use crate::linux::bindings;
+use crate::linux::net::{
+    features::Features,
+    netdev::{is_valid_ether_addr, HwAddrList, NetDev},
+    rtnl::Rtnl,
+    skbuff::SkBuff,
+    stats::{LinkStats, RxQueueStats, TxQueueStats},
+};
+
+/// What a network device driver does, called by the networking core.
+/// Optional operations a driver does not implement stay NULL in the C
+/// table, with the core's default behaviour.
+#[vtable]
+pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
+    /// `ndo_open`: bring the device up.
+    fn open(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result;
+
+    /// `ndo_stop`: bring it down.
+    fn stop(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result;
+
+    /// `ndo_start_xmit`: send `skb` (or drop it and count the drop).
+    fn start_xmit(dev: &NetDev<Self>, skb: SkBuff);
+
+    /// `ndo_get_stats64`. Any context.
+    fn get_stats64(_dev: &NetDev<Self>, _stats: &mut LinkStats) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_set_rx_mode_async`: the address lists or flags changed; `mc`
+    /// is a snapshot of the multicast list.
+    fn set_rx_mode(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mc: &HwAddrList) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_set_mac_address`: `mac` is a valid unicast address; the layer
+    /// records it in the device on success.
+    fn set_mac_address(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mac: [u8; 6]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_change_mtu`: `mtu` is within the device's min/max; the layer
+    /// records it in the device on success.
+    fn change_mtu(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mtu: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_set_features`: the user changed offloads (within those the
+    /// device offers); `features` is the new set.
+    fn set_features(_dev: &NetDev<Self>, _rtnl: &Rtnl, _features: Features) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_tx_timeout`: TX queue `queue` made no progress (softirq
+    /// context, from the watchdog timer).
+    fn tx_timeout(_dev: &NetDev<Self>, _queue: u32) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Per-queue stats (`netdev_stat_ops`): the counters of RX and TX
+    /// queue `queue`, one of those in use. Implement with
+    /// [`NetDevOps::base_stats`].
+    fn queue_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl, _queue: u32) -> (RxQueueStats, TxQueueStats) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The base stats: what queues not in use counted, so that base plus
+    /// the queues in use equals the device's totals.
+    fn base_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (RxQueueStats, TxQueueStats) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// The C-ABI entry points of a [`NetDevOps`] implementation.
+pub(super) struct Adapter<T>(PhantomData<T>);
+
+impl<T: NetDevOps> Adapter<T> {
+    pub(super) const OPS: bindings::net_device_ops = {
+        // SAFETY: All fields of `net_device_ops` are nullable function
+        // pointers or integers, for which zero is valid ("not implemented").
+        let mut ops: bindings::net_device_ops = unsafe { core::mem::zeroed() };
+        ops.ndo_open = Some(Self::open);
+        ops.ndo_stop = Some(Self::stop);
+        ops.ndo_start_xmit = Some(Self::start_xmit);
+        ops.ndo_validate_addr = Some(bindings::eth_validate_addr);
+        if T::HAS_GET_STATS64 {
+            ops.ndo_get_stats64 = Some(Self::get_stats64);
+        }
+        if T::HAS_SET_RX_MODE {
+            ops.ndo_set_rx_mode_async = Some(Self::set_rx_mode);
+        }
+        if T::HAS_SET_MAC_ADDRESS {
+            ops.ndo_set_mac_address = Some(Self::set_mac_address);
+        }
+        if T::HAS_CHANGE_MTU {
+            ops.ndo_change_mtu = Some(Self::change_mtu);
+        }
+        if T::HAS_TX_TIMEOUT {
+            ops.ndo_tx_timeout = Some(Self::tx_timeout);
+        }
+        if T::HAS_SET_FEATURES {
+            ops.ndo_set_features = Some(Self::set_features);
+        }
+        ops
+    };
+
+    pub(super) const STAT_OPS: bindings::netdev_stat_ops = bindings::netdev_stat_ops {
+        get_queue_stats_rx: if T::HAS_QUEUE_STATS {
+            Some(Self::queue_stats_rx)
+        } else {
+            None
+        },
+        get_queue_stats_tx: if T::HAS_QUEUE_STATS {
+            Some(Self::queue_stats_tx)
+        } else {
+            None
+        },
+        get_base_stats: if T::HAS_BASE_STATS {
+            Some(Self::base_stats)
+        } else {
+            None
+        },
+    };
+
+    /// # Safety
+    ///
+    /// `ndev` is a device set up by [`Registration`] for `T`, alive for
+    /// `'a`.
+    unsafe fn dev<'a>(ndev: *mut bindings::net_device) -> &'a NetDev<T> {
+        // SAFETY: Per the function's contract.
+        unsafe { NetDev::from_raw(ndev) }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`, called with RTNL held; `out` is valid for writes.
+    unsafe extern "C" fn queue_stats_rx(
+        ndev: *mut bindings::net_device,
+        idx: c_int,
+        out: *mut bindings::netdev_queue_stats_rx,
+    ) {
+        // SAFETY: Per the function's contract (the qstats dump holds RTNL).
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (rx, _) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
+        // SAFETY: `out` is valid for writes; the core pre-filled the
+        // fields a driver does not count.
+        rx.write(unsafe { &mut *out });
+    }
+
+    /// # Safety
+    ///
+    /// As `queue_stats_rx`.
+    unsafe extern "C" fn queue_stats_tx(
+        ndev: *mut bindings::net_device,
+        idx: c_int,
+        out: *mut bindings::netdev_queue_stats_tx,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (_, tx) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
+        // SAFETY: As in `queue_stats_rx`.
+        tx.write(unsafe { &mut *out });
+    }
+
+    /// # Safety
+    ///
+    /// As `queue_stats_rx`; `rx` and `tx` are valid for writes.
+    unsafe extern "C" fn base_stats(
+        ndev: *mut bindings::net_device,
+        rx: *mut bindings::netdev_queue_stats_rx,
+        tx: *mut bindings::netdev_queue_stats_tx,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (r, t) = T::base_stats(dev, rtnl);
+        // SAFETY: As in `queue_stats_rx`.
+        unsafe {
+            r.write(&mut *rx);
+            t.write(&mut *tx);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`, called with RTNL held.
+    unsafe extern "C" fn open(ndev: *mut bindings::net_device) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        from_result(|| {
+            T::open(dev, rtnl)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn stop(ndev: *mut bindings::net_device) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        from_result(|| {
+            T::stop(dev, rtnl)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `skb` is a socket buffer the core hands over.
+    unsafe extern "C" fn start_xmit(
+        skb: *mut bindings::sk_buff,
+        ndev: *mut bindings::net_device,
+    ) -> bindings::netdev_tx_t {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        // SAFETY: The core passes ownership of a valid skb.
+        if let Some(skb) = unsafe { SkBuff::from_raw(skb) } {
+            T::start_xmit(dev, skb);
+        }
+        bindings::netdev_tx_NETDEV_TX_OK
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `stats` is valid for writes.
+    unsafe extern "C" fn get_stats64(
+        ndev: *mut bindings::net_device,
+        stats: *mut bindings::rtnl_link_stats64,
+    ) {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        let mut s = LinkStats::default();
+        T::get_stats64(dev, &mut s);
+        // SAFETY: `stats` is valid for writes per the contract.
+        let out = unsafe { &mut *stats };
+        out.rx_packets = s.rx_packets;
+        out.tx_packets = s.tx_packets;
+        out.rx_bytes = s.rx_bytes;
+        out.tx_bytes = s.tx_bytes;
+        out.rx_errors = s.rx_errors;
+        out.rx_crc_errors = s.rx_crc_errors;
+        out.tx_errors = s.tx_errors;
+        out.rx_dropped = s.rx_dropped;
+        out.tx_dropped = s.tx_dropped;
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `mc` is a live address-list snapshot.
+    unsafe extern "C" fn set_rx_mode(
+        ndev: *mut bindings::net_device,
+        _uc: *mut bindings::netdev_hw_addr_list,
+        mc: *mut bindings::netdev_hw_addr_list,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // SAFETY: `HwAddrList` is `repr(transparent)` over the C list, live
+        // for this call.
+        let mc = unsafe { &*mc.cast::<HwAddrList>() };
+        from_result(|| {
+            T::set_rx_mode(dev, rtnl, mc)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `open`; `addr` is a `struct sockaddr`.
+    unsafe extern "C" fn set_mac_address(
+        ndev: *mut bindings::net_device,
+        addr: *mut c_void,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // SAFETY: `addr` is a `struct sockaddr` whose data holds the address.
+        let sa = unsafe { &*addr.cast::<bindings::sockaddr>() };
+        let mut mac = [0u8; 6];
+        for (m, &b) in mac.iter_mut().zip(sa.sa_data.iter()) {
+            *m = b;
+        }
+        if !is_valid_ether_addr(&mac) {
+            return -(kernel::bindings::EADDRNOTAVAIL as c_int);
+        }
+        from_result(|| {
+            T::set_mac_address(dev, rtnl, mac)?;
+            dev.set_mac(rtnl, &mac);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn change_mtu(ndev: *mut bindings::net_device, mtu: c_int) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        from_result(|| {
+            let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
+            T::change_mtu(dev, rtnl, mtu)?;
+            // SAFETY: Writing a plain field of the live device under RTNL,
+            // as `WRITE_ONCE(dev->mtu, ...)` does in C.
+            unsafe { core::ptr::write_volatile(&raw mut (*ndev).mtu, mtu) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn set_features(
+        ndev: *mut bindings::net_device,
+        features: bindings::netdev_features_t,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        from_result(|| {
+            T::set_features(dev, rtnl, Features::from_raw(features))?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev` (from the watchdog timer, without RTNL).
+    unsafe extern "C" fn tx_timeout(ndev: *mut bindings::net_device, queue: c_uint) {
+        // SAFETY: Per the function's contract.
+        T::tx_timeout(unsafe { Self::dev(ndev) }, queue);
+    }
+}

@@ -1,0 +1,865 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C-ABI entry points of an [`IbDeviceOps`] implementation, the
+//! `ib_device_ops` table ib_core calls.
+//!
+//! Longer than the layer's other files for a reason: one trampoline per
+//! operation (some thirty), each turning ib_core's pointers into the safe
+//! types of `verbs.rs` and back; kept together, like the C table they fill.
+
+use core::marker::PhantomData;
+
+use kernel::{
+    error::from_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+};
+
+use crate::linux::bindings;
+use crate::linux::rdma::{
+    device::{GidEntry, GidType, IbDevice, IbDeviceOps},
+    verbs::{
+        ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
+        QpKind, RecvWrs, SendWrs, StatDesc, WcWriter,
+    },
+};
+
+/// `-EOPNOTSUPP`: the kernel crate has no constant for it.
+const EOPNOTSUPP_ERRNO: c_int = -(kernel::bindings::EOPNOTSUPP as c_int);
+/// `IB_PORT_CM_SUP` (rdma/ib_mad.h): the port runs the connection manager.
+const IB_PORT_CM_SUP: u32 = 1 << 16;
+/// `IB_MGMT_MAD_SIZE` (rdma/ib_mad.h): a MAD is 256 bytes.
+const IB_MGMT_MAD_SIZE: u32 = 256;
+/// Bytes of RoCE headers inside an Ethernet MTU (IPv4/IPv6, UDP, BTH,
+/// the largest extension header, ICRC), as `rdma_mtu_from_attr` and
+/// `ib_mtu_int_to_enum` callers account for them.
+const ROCE_OVERHEAD: u32 = 40 + 8 + 12 + 16 + 4;
+
+/// The C-ABI entry points of an [`IbDeviceOps`] implementation.
+pub(super) struct Adapter<T>(PhantomData<T>);
+
+impl<T: IbDeviceOps> Adapter<T> {
+    pub(super) const OPS: bindings::ib_device_ops = {
+        // SAFETY: All fields of `ib_device_ops` are nullable function
+        // pointers, plain integers or a nullable module pointer; zero is
+        // "not implemented".
+        let mut ops: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.driver_id = bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.query_pkey = Some(Self::query_pkey);
+        if T::HAS_ADD_GID {
+            ops.add_gid = Some(Self::add_gid);
+        }
+        if T::HAS_DEL_GID {
+            ops.del_gid = Some(Self::del_gid);
+        }
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.create_cq = Some(Self::create_cq);
+        ops.destroy_cq = Some(Self::destroy_cq);
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.create_qp = Some(Self::create_qp);
+        ops.modify_qp = Some(Self::modify_qp);
+        ops.destroy_qp = Some(Self::destroy_qp);
+        ops.post_send = Some(Self::post_send);
+        ops.post_recv = Some(Self::post_recv);
+        ops.create_ah = Some(Self::create_ah);
+        ops.destroy_ah = Some(Self::destroy_ah);
+        ops.get_dma_mr = Some(Self::get_dma_mr);
+        ops.alloc_mr = Some(Self::alloc_mr);
+        ops.map_mr_sg = Some(Self::map_mr_sg);
+        ops.dereg_mr = Some(Self::dereg_mr);
+        // ib_core counts a device without `reg_user_mr` as no kernel verbs
+        // provider; a driver without user memory regions refuses them.
+        ops.reg_user_mr = Some(Self::refuse_reg_user_mr);
+        if T::HAS_QUERY_QP {
+            ops.query_qp = Some(Self::query_qp);
+        }
+        if T::HAS_HW_STATS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
+        // ib_core allocates these objects, with room for our state.
+        ops.size_ib_pd = core::mem::size_of::<IbObject<bindings::ib_pd, T::Pd>>();
+        ops.size_ib_cq = core::mem::size_of::<IbObject<bindings::ib_cq, T::Cq>>();
+        ops.size_ib_qp = core::mem::size_of::<IbObject<bindings::ib_qp, T::Qp>>();
+        ops.size_ib_ah = core::mem::size_of::<IbObject<bindings::ib_ah, T::Ah>>();
+        ops
+    };
+
+    /// # Safety
+    ///
+    /// `ibdev` must be a registered device of this `T`.
+    unsafe fn dev<'a>(ibdev: *mut bindings::ib_device) -> &'a IbDevice<T> {
+        // SAFETY: ib_core only calls us for our registered devices, whose
+        // `T` lives until after unregistration (see `Registration`).
+        unsafe { IbDevice::from_raw(ibdev) }
+    }
+
+    /// `port` if the device has it (ports are numbered from 1).
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` is a live device.
+    unsafe fn port(ibdev: *mut bindings::ib_device, port: u32) -> Result<u32> {
+        // SAFETY: Reading a field fixed before registration.
+        let count = unsafe { (*ibdev).phys_port_cnt };
+        (1..=count).contains(&port).then_some(port).ok_or(EINVAL)
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our registered devices; `props` is writable.
+    unsafe extern "C" fn query_device(
+        ibdev: *mut bindings::ib_device,
+        props: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A registered device of ours.
+            let dev = unsafe { Self::dev(ibdev) };
+            if !udata.is_null() {
+                // No user-space provider: kernel consumers only.
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            let a = T::query_device(dev);
+            let int = |v: u32| v.min(c_int::MAX as u32) as c_int;
+            // SAFETY: ib_core passes a zeroed, writable attribute struct.
+            let p = unsafe { &mut *props };
+            p.fw_ver = a.fw_ver;
+            // SAFETY: Live device; the GUID is read-only after set-up.
+            p.sys_image_guid = unsafe { (*ibdev).node_guid };
+            p.vendor_id = a.vendor_id;
+            p.vendor_part_id = a.vendor_part_id;
+            p.hw_ver = a.hw_ver;
+            p.max_mr_size = a.max_mr_size;
+            p.page_size_cap = a.page_size_cap;
+            p.max_qp = int(a.max_qp);
+            p.max_qp_wr = int(a.max_qp_wr);
+            p.max_send_sge = int(a.max_sge);
+            p.max_recv_sge = int(a.max_sge);
+            p.max_sge_rd = int(a.max_sge);
+            p.max_cq = int(a.max_cq);
+            p.max_cqe = int(a.max_cqe);
+            p.max_mr = int(a.max_mr);
+            p.max_pd = int(a.max_pd);
+            p.max_ah = int(a.max_ah);
+            p.max_qp_rd_atom = int(a.max_qp_rd_atom);
+            p.max_qp_init_rd_atom = int(a.max_qp_rd_atom);
+            p.max_res_rd_atom = int(a.max_qp_rd_atom.saturating_mul(a.max_qp));
+            p.max_pkeys = 1;
+            p.local_ca_ack_delay = 15;
+            p.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_NONE;
+            p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+            p.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+            if a.local_dma_lkey_0 {
+                p.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
+            }
+            if a.max_fast_reg_page_list_len != 0 {
+                p.device_cap_flags |=
+                    bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our registered devices; `props` is writable.
+    unsafe extern "C" fn query_port(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        props: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A registered device of ours.
+            let (dev, port) = unsafe { (Self::dev(ibdev), Self::port(ibdev, port)?) };
+            let a = T::query_port(dev, port);
+            let (active, running) = dev.port_state(port);
+            // SAFETY: ib_core passes a zeroed, writable attribute struct.
+            let p = unsafe { &mut *props };
+            p.gid_tbl_len = a.gid_tbl_len as c_int;
+            p.max_mtu = ib_mtu(a.max_mtu);
+            p.active_mtu = p.max_mtu;
+            // SAFETY: Live device; the net device (if any) is held inside.
+            let ndev = unsafe { bindings::ib_device_get_netdev(ibdev, port) };
+            if !ndev.is_null() {
+                // SAFETY: `ndev` is held; reading the MTU is always allowed.
+                let mtu = unsafe { (*ndev).mtu };
+                // SAFETY: Releases the hold taken just above.
+                unsafe { bindings::rust_ext_dev_put(ndev) };
+                p.active_mtu = ib_mtu(mtu.saturating_sub(ROCE_OVERHEAD).min(a.max_mtu));
+            }
+            p.phys_mtu = a.max_mtu;
+            p.port_cap_flags = IB_PORT_CM_SUP;
+            p.max_msg_sz = 1 << 31;
+            p.pkey_tbl_len = 1;
+            (p.state, p.phys_state) = match (active, running) {
+                (true, _) => (
+                    bindings::ib_port_state_IB_PORT_ACTIVE,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
+                ),
+                (false, true) => (
+                    bindings::ib_port_state_IB_PORT_DOWN,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8,
+                ),
+                (false, false) => (
+                    bindings::ib_port_state_IB_PORT_DOWN,
+                    bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8,
+                ),
+            };
+            // SAFETY: Live device and writable fields of `props`.
+            unsafe {
+                bindings::ib_get_eth_speed(ibdev, port, &mut p.active_speed, &mut p.active_width)
+            };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is one of our devices being registered; `immutable` is writable.
+    unsafe extern "C" fn get_port_immutable(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        immutable: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A registered device of ours (during registration).
+            let (dev, port) = unsafe { (Self::dev(ibdev), Self::port(ibdev, port)?) };
+            // SAFETY: ib_core passes a writable struct.
+            let im = unsafe { &mut *immutable };
+            im.pkey_tbl_len = 1;
+            im.gid_tbl_len = T::query_port(dev, port).gid_tbl_len as c_int;
+            im.core_cap_flags = T::ROCE_VERSIONS.core_caps();
+            im.max_mad_size = IB_MGMT_MAD_SIZE;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for one of our devices.
+    unsafe extern "C" fn get_link_layer(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> bindings::rdma_link_layer {
+        bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET
+    }
+
+    /// # Safety
+    ///
+    /// `pkey` is writable.
+    unsafe extern "C" fn query_pkey(
+        ibdev: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        // SAFETY: A live device of ours.
+        if unsafe { Self::port(ibdev, port) }.is_err() || index != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: ib_core passes a writable `u16`.
+        unsafe { *pkey = 0xffff };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `attr` is a valid GID attribute of one of our registered devices.
+    unsafe extern "C" fn add_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute of one of our devices.
+            let a = unsafe { &*attr };
+            let kind = match a.gid_type {
+                bindings::ib_gid_type_IB_GID_TYPE_ROCE => GidType::RoceV1,
+                bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP => GidType::RoceV2,
+                _ => return Err(EINVAL),
+            };
+            // SAFETY: As above.
+            let dev = unsafe { Self::dev(a.device) };
+            // SAFETY: Every bit pattern of the union is a valid byte array.
+            let gid = unsafe { a.gid.raw };
+            T::add_gid(
+                dev,
+                GidEntry {
+                    port: a.port_num,
+                    index: a.index.into(),
+                    kind,
+                    gid,
+                },
+            )?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `attr` is a valid GID attribute of one of our registered devices.
+    unsafe extern "C" fn del_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut c_void,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute of one of our devices.
+            let a = unsafe { &*attr };
+            // SAFETY: As above.
+            let dev = unsafe { Self::dev(a.device) };
+            T::del_gid(dev, a.port_num, a.index.into())?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a PD ib_core allocated for one of our devices.
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*pd).device) };
+            let data = T::alloc_pd(dev)?;
+            // SAFETY: Allocated with `size_ib_pd`, state not initialised.
+            unsafe { IbObject::<bindings::ib_pd, T::Pd>::init(pd, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a PD `alloc_pd` initialised.
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*pd).device) };
+        // SAFETY: Initialised by `alloc_pd`.
+        T::dealloc_pd(dev, unsafe { IbObject::<bindings::ib_pd, T::Pd>::data(pd) });
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<bindings::ib_pd, T::Pd>::drop_data(pd) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a CQ ib_core allocated for one of our devices; `attr` valid.
+    unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // Kernel consumers pass no attribute bundle; user CQs do.
+            if !attrs.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*cq).device) };
+            // SAFETY: Valid attribute (contract).
+            let entries = unsafe { (*attr).cqe };
+            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries)?;
+            // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
+            // ours to set in `create_cq`.
+            unsafe {
+                (*cq).cqe = granted.min(c_int::MAX as u32) as c_int;
+                IbObject::<bindings::ib_cq, T::Cq>::init(cq, data)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a CQ `create_cq` initialised.
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let dev = unsafe { Self::dev((*cq).device) };
+            // SAFETY: Initialised by `create_cq`.
+            let handle =
+                T::destroy_cq(dev, unsafe { IbObject::<bindings::ib_cq, T::Cq>::data(cq) })?;
+            // The handle proves the driver let go of the object.
+            debug_assert!(handle.as_raw() == cq);
+            // SAFETY: Not used after this: the driver gave the handle back.
+            unsafe { IbObject::<bindings::ib_cq, T::Cq>::drop_data(cq) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of ours; `wc` has room for `num` completions.
+    unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        let n = usize::try_from(num).unwrap_or(0);
+        if n == 0 || wc.is_null() {
+            return 0;
+        }
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*cq).device),
+                IbObject::<bindings::ib_cq, T::Cq>::data(cq),
+            )
+        };
+        // SAFETY: `wc` has room for `n` entries, ours for the call.
+        let out = unsafe { core::slice::from_raw_parts_mut(wc, n) };
+        let mut writer = WcWriter::new(out);
+        T::poll_cq(dev, data, &mut writer);
+        writer.written() as c_int
+    }
+
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of ours.
+    unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*cq).device),
+                IbObject::<bindings::ib_cq, T::Cq>::data(cq),
+            )
+        };
+        let solicited = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let pending = T::req_notify_cq(dev, data, solicited);
+        c_int::from(pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a QP ib_core allocated (with `device`, `pd` set) for one of
+    /// our devices; `attr` is valid, its CQs ours.
+    unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            if !udata.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: As the function's contract says.
+            let a = unsafe { &mut *attr };
+            let kind = QpKind::from_raw(a.qp_type).ok_or(Error::from_errno(EOPNOTSUPP_ERRNO))?;
+            if a.send_cq.is_null() || a.recv_cq.is_null() || !a.srq.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `device` and `pd` are set by ib_core; the CQs and PD
+            // are ours and initialised (ib_core holds references on them).
+            let (dev, init) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    QpInit {
+                        kind,
+                        pd: IbObject::<bindings::ib_pd, T::Pd>::data((*qp).pd),
+                        send_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.send_cq),
+                        recv_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.recv_cq),
+                        caps: QpCaps {
+                            max_send_wr: a.cap.max_send_wr,
+                            max_recv_wr: a.cap.max_recv_wr,
+                            max_send_sge: a.cap.max_send_sge,
+                            max_recv_sge: a.cap.max_recv_sge,
+                        },
+                        signal_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+                    },
+                )
+            };
+            if a.cap.max_inline_data != 0 {
+                return Err(EINVAL);
+            }
+            let (data, qpn, caps) = T::create_qp(dev, QpHandle::new(qp), &init)?;
+            a.cap.max_send_wr = caps.max_send_wr;
+            a.cap.max_recv_wr = caps.max_recv_wr;
+            a.cap.max_send_sge = caps.max_send_sge;
+            a.cap.max_recv_sge = caps.max_recv_sge;
+            // SAFETY: Allocated with `size_ib_qp`; `qp_num` is ours to set.
+            unsafe {
+                (*qp).qp_num = qpn;
+                IbObject::<bindings::ib_qp, T::Qp>::init(qp, data)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a live QP of ours; `attr` valid for the fields `mask` names.
+    unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            if !udata.is_null() {
+                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+            }
+            // SAFETY: As the function's contract says.
+            let (dev, data, attrs) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                    QpAttrs::from_raw(attr, mask as u32),
+                )
+            };
+            T::modify_qp(dev, data, &attrs)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a QP `create_qp` initialised.
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let dev = unsafe { Self::dev((*qp).device) };
+            // SAFETY: Initialised by `create_qp`.
+            let handle =
+                T::destroy_qp(dev, unsafe { IbObject::<bindings::ib_qp, T::Qp>::data(qp) })?;
+            // The handle proves the driver let go of the object.
+            debug_assert!(handle.as_raw() == qp);
+            // SAFETY: Not used after this: the driver gave the handle back.
+            unsafe { IbObject::<bindings::ib_qp, T::Qp>::drop_data(qp) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a live QP of ours; `wr` a valid chain; `bad` writable.
+    unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let (dev, data, kind) = unsafe {
+            (
+                Self::dev((*qp).device),
+                IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                QpKind::from_raw((*qp).qp_type).unwrap_or(QpKind::Rc),
+            )
+        };
+        // SAFETY: A valid chain for the call (contract).
+        let mut wrs = unsafe { SendWrs::<T>::new(wr, kind) };
+        match T::post_send(dev, data, &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: `bad` is writable (contract).
+                unsafe { *bad = wrs.current() };
+                e.to_errno()
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `post_send`.
+    unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*qp).device),
+                IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+            )
+        };
+        // SAFETY: A valid chain for the call (contract).
+        let mut wrs = unsafe { RecvWrs::new(wr) };
+        match T::post_recv(dev, data, &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: `bad` is writable (contract).
+                unsafe { *bad = wrs.current() };
+                e.to_errno()
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ah` is an AH ib_core allocated for one of our devices; `attr`
+    /// valid.
+    unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_init_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, path) = unsafe {
+                (
+                    Self::dev((*ah).device),
+                    AddressPath::from_raw((*attr).ah_attr),
+                )
+            };
+            let data = T::create_ah(dev, &path)?;
+            // SAFETY: Allocated with `size_ib_ah`, not initialised.
+            unsafe { IbObject::<bindings::ib_ah, T::Ah>::init(ah, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ah` is an AH `create_ah` initialised.
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*ah).device) };
+        // SAFETY: Initialised by `create_ah`.
+        T::destroy_ah(dev, unsafe { IbObject::<bindings::ib_ah, T::Ah>::data(ah) });
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<bindings::ib_ah, T::Ah>::drop_data(ah) };
+        0
+    }
+
+    /// Publishes a new MR: an allocation of this layer whose `ib_mr` ib_core
+    /// completes.
+    fn new_mr(made: Result<(impl PinInit<T::Mr, Error>, MrKeys)>) -> *mut bindings::ib_mr {
+        match made.and_then(|(data, keys)| {
+            IbObject::<bindings::ib_mr, T::Mr>::boxed(data).map(|p| (p, keys))
+        }) {
+            Ok((mr, keys)) => {
+                // SAFETY: Just allocated, zeroed, ours until returned.
+                unsafe {
+                    (*mr).lkey = keys.lkey;
+                    (*mr).rkey = keys.rkey;
+                }
+                mr
+            }
+            Err(e) => err_ptr(e.to_errno()),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours.
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
+            )
+        };
+        Self::new_mr(T::get_dma_mr(dev, data, Access::from_raw(access as u32)))
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return err_ptr(EINVAL.to_errno());
+        }
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
+            )
+        };
+        Self::new_mr(T::alloc_mr(dev, data, max_num_sg))
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs (from `new_mr`).
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: As the function's contract says.
+        let data = unsafe { IbObject::<bindings::ib_mr, T::Mr>::data(mr) };
+        match T::mr_add_page(data, addr) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs; `sg` a valid list of `sg_nents` entries;
+    /// `sg_offset` NULL or valid.
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut core::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        T::mr_clear_pages(unsafe { IbObject::<bindings::ib_mr, T::Mr>::data(mr) });
+        // SAFETY: As the function's contract says; `set_page` is called
+        // synchronously for this MR only.
+        unsafe { bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page)) }
+    }
+
+    /// # Safety
+    ///
+    /// `mr` is one of our MRs (from `new_mr`); nothing uses it afterwards.
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*mr).device),
+                    IbObject::<bindings::ib_mr, T::Mr>::data(mr),
+                )
+            };
+            T::dereg_mr(dev, data)?;
+            // SAFETY: Allocated by `new_mr`; freed once.
+            unsafe { IbObject::<bindings::ib_mr, T::Mr>::free_boxed(mr) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a live QP of ours; `attr` and `init` are writable.
+    unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                )
+            };
+            let q = T::query_qp(dev, data)?;
+            let cap = bindings::ib_qp_cap {
+                max_send_wr: q.caps.max_send_wr,
+                max_recv_wr: q.caps.max_recv_wr,
+                max_send_sge: q.caps.max_send_sge,
+                max_recv_sge: q.caps.max_recv_sge,
+                max_inline_data: 0,
+                max_rdma_ctxs: 0,
+            };
+            // SAFETY: Writable (contract); all-zero is valid for both.
+            unsafe {
+                *attr = core::mem::zeroed();
+                *init = core::mem::zeroed();
+                let a = &mut *attr;
+                a.qp_state = q.state.to_raw();
+                a.cur_qp_state = q.state.to_raw();
+                a.path_mtu = ib_mtu(q.path_mtu);
+                a.dest_qp_num = q.dest_qpn;
+                a.rq_psn = q.rq_psn;
+                a.sq_psn = q.sq_psn;
+                a.port_num = qp_port((*qp).port);
+                a.cap = cap;
+                let i = &mut *init;
+                i.qp_type = q.kind.to_raw();
+                i.cap = cap;
+                i.send_cq = (*qp).send_cq;
+                i.recv_cq = (*qp).recv_cq;
+                i.port_num = qp_port((*qp).port);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core for one of our devices.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ibdev: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        let descs: *const StatDesc = T::HW_STATS.as_ptr();
+        // SAFETY: The descriptors are `'static`; `StatDesc` is
+        // `repr(transparent)` over `rdma_stat_desc`. Lifespan: 10 ms.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                descs.cast(),
+                T::HW_STATS.len() as c_int,
+                kernel::time::msecs_to_jiffies(10),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `ibdev` is a registered device of ours; `stats` came from
+    /// `alloc_hw_port_stats`.
+    unsafe extern "C" fn get_hw_stats(
+        ibdev: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev(ibdev) };
+        let n = T::HW_STATS.len();
+        // SAFETY: The struct was allocated with `n` values after it.
+        let values = unsafe { (*stats).value.as_mut_slice(n) };
+        T::hw_stats(dev, port, values);
+        n as c_int
+    }
+
+    /// # Safety
+    ///
+    /// Called by ib_core; nothing is dereferenced.
+    unsafe extern "C" fn refuse_reg_user_mr(
+        _pd: *mut bindings::ib_pd,
+        _start: u64,
+        _length: u64,
+        _virt: u64,
+        _access: c_int,
+        _dmah: *mut bindings::ib_dmah,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // No user-space provider: kernel consumers only.
+        err_ptr(EOPNOTSUPP_ERRNO)
+    }
+}
+
+/// The port of a QP as ib_core records it (`qp->port`, 0 until a modify
+/// sets it): port 1 then, the one a single-port device has.
+fn qp_port(port: u32) -> u32 {
+    port.max(1)
+}
+
+/// `ERR_PTR(errno)`.
+fn err_ptr<P>(errno: c_int) -> *mut P {
+    core::ptr::without_provenance_mut(errno as isize as usize)
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The synthetic NIC's ethtool operations.
+
+use kernel::{prelude::*, sync::atomic::Relaxed};
+
+use super::{ring::RingSize, Config, Nic};
+use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
+use crate::linux::net::{
+    ethtool::{coalesce_params, Coalesce, DrvInfo, EthtoolOps, Rxfh, StatsSink},
+    netdev::NetDev,
+    rtnl::Rtnl,
+};
+use crate::selftest::{self, IrqCount, SelfTestError};
+
+#[vtable]
+impl EthtoolOps for Nic {
+    const SELF_TESTS: &'static [&'static str] = &[
+        "registers (offline)",
+        "interrupts (offline)",
+        "dma (offline)",
+        "link (online)",
+    ];
+    const RSS_KEY_LEN: usize = hw::RSS_KEY_LEN;
+    const RSS_TABLE_LEN: usize = hw::RSS_TABLE_LEN;
+    const SUPPORTED_COALESCE: u32 = coalesce_params::RX_USECS | coalesce_params::RX_MAX_FRAMES;
+
+    fn drvinfo(dev: &NetDev<Self>, _rtnl: &Rtnl, out: &mut dyn FnMut(DrvInfo<'_>)) {
+        let nic = dev.data();
+        let len = nic
+            .bus_info
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(nic.bus_info.len());
+        let [a, b, c] = nic.fw_version;
+        out(DrvInfo {
+            driver: "rsnic",
+            version: crate::VERSION,
+            fw_version: format_args!("{a}.{b}.{c}"),
+            bus_info: &nic.bus_info[..len],
+        });
+    }
+
+    fn speed_mbps(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+        dev.data().info.speed_mbps
+    }
+
+    fn self_test(dev: &NetDev<Self>, rtnl: &Rtnl, offline: bool, results: &mut [u64]) {
+        let nic = dev.data();
+        if let Some(link) = results.get_mut(3) {
+            *link = u64::from(!dev.carrier_ok());
+        }
+        if !offline {
+            return;
+        }
+        let cfg = nic.config.lock();
+        if cfg.running {
+            dev.detach(rtnl);
+            nic.stop_queues(dev, rtnl, usize::from(cfg.queues));
+        }
+        let report = |name: &str, r: Result<(), SelfTestError>| match r {
+            Ok(()) => 0,
+            Err(e) => {
+                pr_err!("{}: self-test {}: {}\n", dev.name(), name, e);
+                1
+            }
+        };
+        let registers = report("registers", selftest::check_registers(&nic.regs));
+        // Vector 0 is the admin vector, then one per queue pair.
+        let admin = core::iter::once(nic.admin_irq.handler() as &dyn IrqCount);
+        let queues = nic.queue_irqs.iter().map(|r| r.handler() as &dyn IrqCount);
+        let handlers = Iterator::chain(admin, queues);
+        let interrupts = report("interrupts", selftest::check_irqs(&nic.regs, handlers));
+        let dma = report(
+            "dma",
+            nic.dma
+                .alloc(selftest::DMA_BUFFER_LEN)
+                .map_err(SelfTestError::from)
+                .and_then(|buf| selftest::check_dma_cases(&nic.regs, &buf)),
+        );
+        for (result, value) in results.iter_mut().zip([registers, interrupts, dma]) {
+            *result = value;
+        }
+        if cfg.running {
+            if let Err(e) = nic.start_queues(dev, rtnl, &cfg, dev.mtu(), dev.features()) {
+                pr_err!(
+                    "{}: queues did not restart after the self-test: {:?}\n",
+                    dev.name(),
+                    e
+                );
+            }
+            dev.attach(rtnl);
+        }
+    }
+
+    fn coalesce(dev: &NetDev<Self>, _rtnl: &Rtnl) -> Coalesce {
+        dev.data().config.lock().coalesce
+    }
+
+    fn set_coalesce(dev: &NetDev<Self>, _rtnl: &Rtnl, coalesce: Coalesce) -> Result {
+        if coalesce.rx_usecs > hw::MAX_COALESCE_USECS
+            || coalesce.rx_max_frames > hw::MAX_COALESCE_FRAMES
+        {
+            return Err(EINVAL);
+        }
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        nic.admin.run(AdminCmd::SetCoalesce {
+            usecs: coalesce.rx_usecs,
+            frames: coalesce.rx_max_frames,
+        })?;
+        cfg.coalesce = coalesce;
+        Ok(())
+    }
+
+    fn stats(dev: &NetDev<Self>, _rtnl: &Rtnl, sink: &mut dyn StatsSink) {
+        let nic = dev.data();
+        sink.stat(
+            format_args!("admin_timeouts"),
+            nic.admin.timeouts.load(Relaxed),
+        );
+        sink.stat(format_args!("admin_errors"), nic.admin.errors.load(Relaxed));
+        sink.stat(
+            format_args!("device_resets"),
+            nic.device_resets.load(Relaxed),
+        );
+        sink.stat(format_args!("card_lost"), nic.card_lost.load(Relaxed));
+        if nic.kind == FuncKind::Pf {
+            let (present, datapath_vf, switches) = nic.bond.state();
+            sink.stat(format_args!("vf_present"), u64::from(present));
+            sink.stat(format_args!("vf_datapath"), u64::from(datapath_vf));
+            sink.stat(format_args!("vf_datapath_switches"), switches);
+            let vf = nic.bond.vf_link_stats();
+            sink.stat(format_args!("vf_rx_packets"), vf.rx_packets);
+            sink.stat(format_args!("vf_rx_bytes"), vf.rx_bytes);
+            sink.stat(format_args!("vf_tx_packets"), vf.tx_packets);
+            sink.stat(format_args!("vf_tx_bytes"), vf.tx_bytes);
+        }
+        if let Some(gft) = &nic.gft {
+            let fetch = sink.wants_values();
+            gft.for_each_counter(fetch, |name, value| {
+                sink.stat(format_args!("gft_{name}"), value)
+            });
+        }
+        for (q, queue) in nic.queues.iter().enumerate() {
+            let s = &queue.stats;
+            sink.stat(format_args!("rx{q}_packets"), s.rx_packets.load(Relaxed));
+            sink.stat(format_args!("rx{q}_bytes"), s.rx_bytes.load(Relaxed));
+            sink.stat(format_args!("rx{q}_dropped"), s.rx_dropped.load(Relaxed));
+            sink.stat(
+                format_args!("rx{q}_alloc_failed"),
+                s.rx_alloc_failed.load(Relaxed),
+            );
+            sink.stat(format_args!("tx{q}_packets"), s.tx_packets.load(Relaxed));
+            sink.stat(format_args!("tx{q}_bytes"), s.tx_bytes.load(Relaxed));
+            sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
+            sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
+            sink.stat(format_args!("tx{q}_tso"), s.tx_tso.load(Relaxed));
+            sink.stat(format_args!("tx{q}_timeouts"), s.tx_timeouts.load(Relaxed));
+            sink.stat(
+                format_args!("q{q}_bad_completions"),
+                s.bad_completions.load(Relaxed),
+            );
+            sink.stat(
+                format_args!("rx{q}_crc_errors"),
+                s.rx_crc_errors.load(Relaxed),
+            );
+            sink.stat(format_args!("q{q}_resets"), s.resets.load(Relaxed));
+            sink.stat(
+                format_args!("q{q}_missed_irqs"),
+                s.missed_irqs.load(Relaxed),
+            );
+            // The card's own counts of this pair, asked for only when the
+            // values are read. A card that does not answer reads as zeros.
+            let card = if sink.wants_values() {
+                nic.admin
+                    .exec(AdminCmd::QueryQpStats { qp: q as u16 })
+                    .map(|entry| QpCardStats::read_result(&entry))
+                    .unwrap_or_default()
+            } else {
+                QpCardStats::default()
+            };
+            for (name, value) in card.named() {
+                sink.stat(format_args!("q{q}_{name}"), value);
+            }
+        }
+    }
+
+    fn channels(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32) {
+        let nic = dev.data();
+        (nic.queues.len() as u32, u32::from(nic.config.lock().queues))
+    }
+
+    fn set_channels(dev: &NetDev<Self>, rtnl: &Rtnl, combined: u32) -> Result {
+        let nic = dev.data();
+        let queues = u16::try_from(combined)
+            .ok()
+            .filter(|&q| q >= 1 && usize::from(q) <= nic.queues.len())
+            .ok_or(EINVAL)?;
+        let mut cfg = nic.config.lock();
+        let mut new = Config { queues, ..*cfg };
+        if cfg.rss_table_set {
+            // A table the user set must not point past the queues in use.
+            if cfg.rss_table.iter().any(|&q| u16::from(q) >= queues) {
+                return Err(EINVAL);
+            }
+        } else {
+            new.rss_table = Config::default_rss_table(queues);
+        }
+        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
+    }
+
+    fn rss(dev: &NetDev<Self>, _rtnl: &Rtnl, out: Rxfh<'_>) {
+        let cfg = dev.data().config.lock();
+        for (t, &q) in out.table.iter_mut().zip(cfg.rss_table.iter()) {
+            *t = u32::from(q);
+        }
+        for (k, &b) in out.key.iter_mut().zip(cfg.rss_key.iter()) {
+            *k = b;
+        }
+    }
+
+    fn set_rss(
+        dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        table: Option<&[u32]>,
+        key: Option<&[u8]>,
+    ) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        let mut new = *cfg;
+        if let Some(table) = table {
+            if table.len() != new.rss_table.len()
+                || table.iter().any(|&q| q >= u32::from(cfg.queues))
+            {
+                return Err(EINVAL);
+            }
+            for (t, &q) in new.rss_table.iter_mut().zip(table) {
+                // Below the queue count (checked above), so it fits.
+                *t = q as u8;
+            }
+            // An all-default table (`ethtool -X default`) follows the queue
+            // count again.
+            new.rss_table_set = new.rss_table != Config::default_rss_table(cfg.queues);
+        }
+        if let Some(key) = key {
+            new.rss_key = key.try_into().map_err(|_| EINVAL)?;
+        }
+        nic.push_rss(&new)?;
+        *cfg = new;
+        Ok(())
+    }
+
+    fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, rx: u32, tx: u32) -> Result {
+        let nic = dev.data();
+        let size = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
+        let (rx_ring, tx_ring) = (size(rx)?, size(tx)?);
+        let mut cfg = nic.config.lock();
+        let new = Config {
+            rx_ring,
+            tx_ring,
+            ..*cfg
+        };
+        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
+    }
+
+    fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32, u32) {
+        let cfg = dev.data().config.lock();
+        (
+            u32::from(hw::MAX_RING_ENTRIES),
+            u32::from(cfg.rx_ring.get()),
+            u32::from(cfg.tx_ring.get()),
+        )
+    }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The link: the admin vector's interrupt reads the card's link state and
+//! the carrier follows it while the interface is up.
+
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+
+use super::Nic;
+use crate::hw::{self, regs};
+use crate::linux::{irq::IrqHandler, net::netdev::NetDevRef};
+use crate::regs::Registers;
+use crate::selftest::IrqCount;
+
+/// The link-change interrupt (admin vector): carrier follows the card.
+#[pin_data]
+pub(crate) struct AdminIrq {
+    pub(super) dev: NetDevRef<Nic>,
+    pub(super) regs: Arc<Registers>,
+    /// Last link state reported, so each change is logged once.
+    pub(super) reported_up: Atomic<u32>,
+    /// Interrupts seen (for `ethtool -t`).
+    pub(super) fired: Atomic<u32>,
+    /// Whether the interface is up (carrier is only reported then).
+    pub(super) running: Atomic<u32>,
+}
+
+impl AdminIrq {
+    /// Reads the link state and updates the carrier, logging a change.
+    /// Runs in the interrupt handler, so it must not touch the `Nic`
+    /// (which does not exist yet when the handler is first registered).
+    fn sync_link(&self) {
+        // All ones (or a failed read) is a card that is not answering, not
+        // a link state: keep what we have until it answers again.
+        let up = match self.regs.read(regs::LINK_STATUS) {
+            Ok(v) if v != u32::MAX => v & hw::link::UP != 0,
+            _ => return,
+        };
+        let dev = self.dev.get();
+        if up && self.running.load(Relaxed) != 0 {
+            dev.carrier_on();
+        } else {
+            dev.carrier_off();
+        }
+        if self.reported_up.xchg(u32::from(up), Relaxed) != u32::from(up) {
+            let speed = hw::LINK_SPEED_MBPS / 1000;
+            if up {
+                pr_info!("{}: link up, {} Gbit/s\n", dev.name(), speed);
+            } else {
+                pr_info!("{}: link down\n", dev.name());
+            }
+        }
+    }
+}
+
+impl AdminIrq {
+    /// Records whether the interface is up and re-reads the link.
+    pub(super) fn set_running(&self, running: bool) {
+        self.running.store(u32::from(running), Relaxed);
+        self.sync_link();
+    }
+}
+
+impl IrqHandler for AdminIrq {
+    fn handle(&self) -> bool {
+        self.fired.fetch_add(1, Relaxed);
+        self.sync_link();
+        true
+    }
+}
+
+impl IrqCount for AdminIrq {
+    fn fired(&self) -> u32 {
+        self.fired.load(Relaxed)
+    }
+}

@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The synthetic NIC: the network device the host stack binds to (NetVSC's
+//! role). It runs through the card's queue pairs and is configured through
+//! the admin queue. A VF's NIC is the same code.
+//!
+//! One file per surface, as fbnic and mana do it: registration and the
+//! card-facing configuration here, the net device operations in
+//! `netdev.rs`, ethtool in `ethtool.rs`, health checks and resets in
+//! `recovery.rs`, the queue pairs in `queue.rs` (with `tx.rs`, `rx.rs`).
+
+mod ethtool;
+mod link;
+mod netdev;
+pub(crate) mod queue;
+mod recovery;
+mod ring;
+
+use kernel::{
+    device::{Bound, Device},
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
+    time::{delay::fsleep, Delta},
+};
+
+use crate::admin::{AdminError, AdminQueue};
+use crate::bond::{self, Bond};
+use crate::gft::Gft;
+use crate::hw::{self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind};
+use crate::linux::{
+    dma::{DmaBuffer, DmaDevice},
+    irq::{IrqHandlerRegistration, MsixVectors},
+    net::{
+        ethtool::Coalesce,
+        netdev::{
+            is_valid_ether_addr, random_ether_addr, rss_key_fill, Feature, Features, LinkStats,
+            NetDev, NetDevRef, NetDevVTable, Registration, Setup,
+        },
+        rtnl::Rtnl,
+        skbuff::SkBuff,
+        work::NetDevWork,
+    },
+};
+use crate::regs::Registers;
+use link::AdminIrq;
+use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
+use recovery::{CardWatch, GFT_WORK};
+use ring::RingSize;
+
+/// The operations of every rsnic net device; a net device with them is a
+/// `NetDev<Nic>`.
+pub(crate) static NIC_VTABLE: NetDevVTable<Nic> = NetDevVTable::new();
+
+/// Queue pairs used when the card has enough.
+const DEFAULT_QUEUES: u16 = 4;
+/// Default TX and RX ring entries.
+const DEFAULT_RING: u32 = 256;
+/// Multicast addresses the driver filters exactly-ish (64-bit hash); more
+/// than this and it accepts all multicast.
+const MAX_MC_FILTER: usize = 32;
+/// How long a TX queue may make no progress before it is reset.
+const TX_WATCHDOG_MS: u32 = 5000;
+
+/// Settings that change under RTNL.
+#[derive(Clone, Copy)]
+struct Config {
+    queues: u16,
+    tx_ring: RingSize,
+    rx_ring: RingSize,
+    running: bool,
+    rss_key: [u8; hw::RSS_KEY_LEN],
+    rss_table: [u8; hw::RSS_TABLE_LEN],
+    /// The user set the table (`ethtool -X`); else it follows the queue count.
+    rss_table_set: bool,
+    /// Interrupt moderation (`ethtool -C`).
+    coalesce: Coalesce,
+}
+
+impl Config {
+    /// The default table: entries round-robin over the queues in use.
+    fn default_rss_table(queues: u16) -> [u8; hw::RSS_TABLE_LEN] {
+        core::array::from_fn(|i| (i % usize::from(queues.max(1))) as u8)
+    }
+}
+
+/// How long a function reset may take, in milliseconds.
+const RESET_POLLS: u32 = 100;
+
+/// The synthetic NIC's driver state, in its net device's private area.
+///
+/// Field order is drop order: interrupt handlers go before the queues
+/// they schedule.
+#[pin_data]
+pub(crate) struct Nic {
+    /// The device's work: resets queue pairs that need it (with backoff),
+    /// the periodic health check, VF sync. First, so it is cancelled
+    /// before anything it uses goes away.
+    #[pin]
+    reset_work: NetDevWork<Nic>,
+    /// PF: decides the GFT exceptions NAPI queued.
+    #[pin]
+    gft_work: NetDevWork<Nic, GFT_WORK>,
+    /// Times the whole function was reset (the card lost track of an
+    /// admin command).
+    device_resets: Atomic<u64>,
+    /// Times the card stopped answering (the health check found it gone).
+    card_lost: Atomic<u64>,
+    /// Whether the card answers, as the health check sees it.
+    #[pin]
+    card_watch: Mutex<CardWatch>,
+    admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
+    queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
+    queues: KVec<Arc<QueueVector>>,
+    regs: Arc<Registers>,
+    admin: Arc<AdminQueue>,
+    dma: DmaDevice,
+    info: DeviceInfo,
+    /// The PF's synthetic NIC, or a VF's NIC.
+    kind: FuncKind,
+    /// The card's identifier (a VF joins the PF of the same card).
+    card_id: u32,
+    /// The permanent MAC (the card's, or the random fallback).
+    perm_mac: [u8; 6],
+    /// PF: the VF bond.
+    #[pin]
+    bond: Bond,
+    /// PF: the GFT's policy, flows and exception path.
+    gft: Option<Arc<Gft>>,
+    /// The RX filter the device's own address lists and flags ask for
+    /// (`rx_mode` bits and multicast hash); see `apply_rx_filter`.
+    rx_filter_flags: Atomic<u32>,
+    rx_filter_mc: Atomic<u64>,
+    fw_version: [u8; 3],
+    bus_info: [u8; 16],
+    /// Where the RSS configuration block goes for the card to read.
+    rss_mem: DmaBuffer,
+    #[pin]
+    config: Mutex<Config>,
+}
+
+/// The registered network device of a function: a PF's synthetic NIC or
+/// a VF's NIC.
+pub(crate) type NicRegistration = Registration<Nic>;
+
+/// Creates and registers the network device of a function whose self-test
+/// passed: the synthetic NIC for a PF, a plain NIC with the same MAC for a
+/// VF.
+pub(crate) fn register(
+    pdev: &Device<Bound>,
+    regs: &Arc<Registers>,
+    vectors: &MsixVectors<'_>,
+    kind: FuncKind,
+) -> Result<NicRegistration> {
+    let dma = DmaDevice::new(pdev);
+    let admin = AdminQueue::new(regs.clone(), &dma)?;
+    let entry = admin.exec(AdminCmd::QueryDevice)?;
+    let info = DeviceInfo::read_result(&entry);
+    // Everything the card claims is bounded by what the driver can use.
+    let max_queues = (info.max_qps.min(u32::from(hw::MAX_QUEUE_PAIRS)) as u16)
+        .min(vectors.count().saturating_sub(1) as u16);
+    if max_queues == 0 {
+        dev_err!(pdev, "card offers no usable queue pair\n");
+        return Err(EIO);
+    }
+    let ring =
+        RingSize::new(DEFAULT_RING, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL)?;
+    // The card's permanent address is untrusted like everything it says.
+    let mut mac = regs.mac()?;
+    if !is_valid_ether_addr(&mac) {
+        let bad = mac;
+        mac = random_ether_addr();
+        dev_warn!(
+            pdev,
+            "card's MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} is not a unicast address; using a random one\n",
+            bad[0], bad[1], bad[2], bad[3], bad[4], bad[5]
+        );
+    }
+    let card_id = regs.read(regs::CARD_ID)?;
+    let mut features = Features::from(Feature::Sg);
+    if info.offloads & offload::TX_CSUM != 0 {
+        features |= Feature::HwCsum;
+    }
+    if info.offloads & offload::RX_CSUM != 0 {
+        features |= Feature::RxCsum;
+    }
+    if info.offloads & offload::TSO != 0 {
+        features |= Feature::Tso | Feature::Tso6;
+    }
+    if kind == FuncKind::Pf {
+        features |= Feature::HwTc;
+    }
+    let setup = Setup {
+        mac,
+        min_mtu: hw::MIN_MTU,
+        max_mtu: info.max_mtu.clamp(hw::MIN_MTU, hw::MAX_MTU),
+        queues: u32::from(max_queues.min(DEFAULT_QUEUES)),
+        hw_features: features,
+        features,
+        tso_max_segs: hw::TSO_MAX_SEGS,
+        watchdog_jiffies: kernel::time::msecs_to_jiffies(TX_WATCHDOG_MS) as u32,
+        // A PF's synthetic NIC transmits through its VF's NIC.
+        stacked: kind == FuncKind::Pf,
+    };
+    let queues_default = max_queues.min(DEFAULT_QUEUES);
+    let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
+    let mut bus_info = [0u8; 16];
+    let name = pdev.name().to_bytes();
+    let n = name.len().min(bus_info.len() - 1);
+    bus_info[..n].copy_from_slice(&name[..n]);
+    let rss_mem = dma.alloc(hw::RSS_CONFIG_LEN)?;
+    let gft = match kind {
+        FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
+        FuncKind::Vf => None,
+    };
+    let mut rss_key = [0u8; hw::RSS_KEY_LEN];
+    rss_key_fill(&mut rss_key);
+    let regs = regs.clone();
+    Registration::new(
+        pdev,
+        &NIC_VTABLE,
+        u32::from(max_queues),
+        setup,
+        move |dev: NetDevRef<Nic>| {
+            let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
+            let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
+            for q in 0..max_queues {
+                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone())?;
+                let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
+                queue.set_irq(irq);
+                let registration =
+                    IrqHandlerRegistration::new(irq, c"rsnic-queue", QueueIrq::new(queue.clone()));
+                queue_irqs.push(KBox::pin_init(registration, GFP_KERNEL)?, GFP_KERNEL)?;
+                queues.push(queue, GFP_KERNEL)?;
+            }
+            let (irq_dev, irq_regs) = (dev.clone(), regs.clone());
+            let admin_irq = KBox::pin_init(
+                IrqHandlerRegistration::new(
+                    vectors.irq(u32::from(hw::ADMIN_VECTOR))?,
+                    c"rsnic-admin",
+                    try_pin_init!(AdminIrq {
+                    dev: irq_dev,
+                    regs: irq_regs,
+                    reported_up: Atomic::new(0),
+                    fired: Atomic::new(0),
+                    running: Atomic::new(0),
+                }? Error),
+                ),
+                GFP_KERNEL,
+            )?;
+            Ok(try_pin_init!(Nic {
+            reset_work <- NetDevWork::new(dev.clone()),
+            gft_work <- NetDevWork::new(dev.clone()),
+            device_resets: Atomic::new(0),
+            card_lost: Atomic::new(0),
+            card_watch <- new_mutex!(CardWatch::default()),
+            admin_irq,
+            queue_irqs,
+            queues,
+            regs,
+            admin,
+            dma,
+            info,
+            kind,
+            card_id,
+            perm_mac: mac,
+            bond <- Bond::new(),
+            gft,
+            rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
+            rx_filter_mc: Atomic::new(0),
+            fw_version: [fw[1], fw[2], fw[3]],
+            bus_info,
+            rss_mem,
+            config <- new_mutex!(Config {
+                queues: queues_default,
+                tx_ring: ring,
+                rx_ring: ring,
+                running: false,
+                rss_key,
+                rss_table: Config::default_rss_table(queues_default),
+                rss_table_set: false,
+                coalesce: Coalesce::default(),
+            }),
+        }? Error))
+        },
+    )
+}
+
+impl Nic {
+    /// The counters of this function's own queues, as `ip -s link` shows
+    /// them (a PF adds its VF's).
+    pub(crate) fn own_link_stats(&self) -> LinkStats {
+        let mut stats = LinkStats::default();
+        for queue in self.queues.iter() {
+            let s = &queue.stats;
+            stats.tx_packets += s.tx_packets.load(Relaxed);
+            stats.tx_bytes += s.tx_bytes.load(Relaxed);
+            stats.tx_dropped += s.tx_dropped.load(Relaxed) + s.tx_busy.load(Relaxed);
+            stats.rx_packets += s.rx_packets.load(Relaxed);
+            stats.rx_bytes += s.rx_bytes.load(Relaxed);
+            stats.rx_dropped += s.rx_dropped.load(Relaxed);
+            let crc_errors = s.rx_crc_errors.load(Relaxed);
+            stats.rx_errors += s.bad_completions.load(Relaxed) + crc_errors;
+            stats.rx_crc_errors += crc_errors;
+        }
+        stats
+    }
+
+    /// Programs the card's RX filter: this device's own, joined with
+    /// `master`'s for an enslaved VF.
+    pub(crate) fn apply_rx_filter(&self, master: Option<&Nic>) -> Result {
+        let mut flags = self.rx_filter_flags.load(Relaxed);
+        let mut mc_filter = self.rx_filter_mc.load(Relaxed);
+        if let Some(m) = master {
+            flags |= m.rx_filter_flags.load(Relaxed);
+            mc_filter |= m.rx_filter_mc.load(Relaxed);
+        }
+        self.admin.run(AdminCmd::SetRxMode { flags, mc_filter })
+    }
+
+    /// PF or VF.
+    pub(crate) fn kind(&self) -> FuncKind {
+        self.kind
+    }
+
+    /// The card's identifier.
+    pub(crate) fn card_id(&self) -> u32 {
+        self.card_id
+    }
+
+    /// The permanent MAC address.
+    pub(crate) fn perm_mac(&self) -> &[u8; 6] {
+        &self.perm_mac
+    }
+
+    /// The VF bond (meaningful on a PF).
+    pub(crate) fn bond(&self) -> &Bond {
+        &self.bond
+    }
+
+    /// The admin queue.
+    pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
+        &self.admin
+    }
+
+    /// Queues the device's work item (TX queue resets, VF sync).
+    pub(crate) fn schedule_work(&self) {
+        self.reset_work.schedule();
+    }
+
+    /// The largest frame at `mtu`: Ethernet header and one VLAN tag.
+    fn max_frame(mtu: u32) -> u32 {
+        mtu + 14 + 4
+    }
+
+    /// Ring and buffer sizes of every queue pair for `cfg` and `mtu`. A
+    /// PF's buffers also fit a GFT exception: its header, and a tunnelled
+    /// frame's outer headers.
+    fn geometry(&self, cfg: &Config, mtu: u32) -> QueueGeometry {
+        let gft_room = match self.kind {
+            FuncKind::Pf => hw::gft::META_LEN as u32 + hw::gft::MAX_ENCAP_LEN,
+            FuncKind::Vf => 0,
+        };
+        QueueGeometry {
+            tx: cfg.tx_ring,
+            rx: cfg.rx_ring,
+            rx_frame: Self::max_frame(mtu) + gft_room,
+        }
+    }
+
+    /// PF: the GFT.
+    pub(crate) fn gft(&self) -> Option<&Arc<Gft>> {
+        self.gft.as_ref()
+    }
+
+    /// NAPI of queue pair `queue` received a GFT exception: queued for the
+    /// GFT work. Only the PF's queue pair 0 is the exception queue; one
+    /// anywhere else is the card's mistake and is dropped.
+    pub(crate) fn gft_exception(&self, queue: u16, skb: SkBuff) {
+        match &self.gft {
+            Some(gft) if queue == 0 => {
+                if gft.queue_exception(skb) {
+                    self.gft_work.schedule();
+                }
+            }
+            _ => {
+                if let Some(q) = self.queues.get(usize::from(queue)) {
+                    bump(&q.stats.bad_completions, 1);
+                }
+            }
+        }
+    }
+
+    /// Whether the card checksums TX frames.
+    fn tx_csum(&self) -> bool {
+        self.info.offloads & offload::TX_CSUM != 0
+    }
+
+    /// Creates and starts the card's queue pairs for `mtu`. On failure,
+    /// everything started is torn down again.
+    fn start_queues(
+        &self,
+        dev: &NetDev<Self>,
+        rtnl: &Rtnl,
+        cfg: &Config,
+        mtu: u32,
+        features: Features,
+    ) -> Result {
+        self.admin.run(AdminCmd::SetMtu { mtu })?;
+        self.set_card_offloads(features)?;
+        self.admin.run(AdminCmd::SetCoalesce {
+            usecs: cfg.coalesce.rx_usecs,
+            frames: cfg.coalesce.rx_max_frames,
+        })?;
+        let geo = self.geometry(cfg, mtu);
+        self.push_rss(cfg)?;
+        for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
+            let started = queue
+                .prepare(&self.dma, geo, self.tx_csum())
+                .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|()| queue.start());
+            if let Err(e) = started {
+                // A create that timed out may yet run on the card.
+                self.quiesce_card(dev, rtnl);
+                queue.stop();
+                self.stop_queues(dev, rtnl, n);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the RSS key and table of `cfg` to the card.
+    fn push_rss(&self, cfg: &Config) -> Result {
+        self.rss_mem.write(0, &cfg.rss_key)?;
+        self.rss_mem.write(hw::RSS_KEY_LEN, &cfg.rss_table)?;
+        self.admin.run(AdminCmd::SetRss {
+            config: self.rss_mem.dma_addr(0)?,
+        })
+    }
+
+    /// Tells the card which offloads to perform. TX checksumming and TSO
+    /// stay on whenever the card has them: the stack only asks for them
+    /// per packet while the feature is on, and packets already queued when
+    /// the user turns it off still need them.
+    fn set_card_offloads(&self, features: Features) -> Result {
+        let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO);
+        if features.contains(Feature::RxCsum) {
+            flags |= self.info.offloads & offload::RX_CSUM;
+        }
+        self.admin.run(AdminCmd::SetOffloads { flags })
+    }
+
+    /// Applies `new` settings (queue count, ring sizes) and `mtu`: if the
+    /// interface is up, its queues restart with them. On failure the old
+    /// settings are restored and the error returned.
+    fn reconfigure(
+        &self,
+        dev: &NetDev<Self>,
+        rtnl: &Rtnl,
+        cfg: &mut Config,
+        new: Config,
+        mtu: u32,
+    ) -> Result {
+        let old = *cfg;
+        if !old.running {
+            dev.set_real_num_queues(rtnl, u32::from(new.queues))?;
+            *cfg = new;
+            return Ok(());
+        }
+        dev.detach(rtnl);
+        self.stop_queues(dev, rtnl, usize::from(old.queues));
+        let result = dev
+            .set_real_num_queues(rtnl, u32::from(new.queues))
+            .and_then(|()| self.start_queues(dev, rtnl, &new, mtu, dev.features()));
+        if result.is_ok() {
+            *cfg = new;
+        } else {
+            // Come back up as before rather than stay down.
+            let _ = dev.set_real_num_queues(rtnl, u32::from(old.queues));
+            let _ = self.start_queues(dev, rtnl, &old, dev.mtu(), dev.features());
+        }
+        dev.attach(rtnl);
+        result
+    }
+
+    /// Destroys the first `count` queue pairs on the card and frees them.
+    fn stop_queues(&self, dev: &NetDev<Self>, rtnl: &Rtnl, count: usize) {
+        for q in 0..count {
+            self.destroy_pair(q as u16);
+        }
+        // A destroy the card did not answer or failed may leave a pair
+        // running: stop the card before its rings are freed.
+        self.quiesce_card(dev, rtnl);
+        for queue in self.queues.iter().take(count) {
+            queue.stop();
+        }
+    }
+
+    /// Destroys queue pair `q` on the card. If the card may not have (it
+    /// failed or did not answer), the admin queue records that the card's
+    /// state is unknown, for [`Self::quiesce_card`].
+    fn destroy_pair(&self, q: u16) {
+        match self.admin.exec(AdminCmd::DestroyQp { qp: q }) {
+            // Destroyed, or the card has no such pair (a reset took it).
+            Ok(_) | Err(AdminError::Refused(AdminStatus::BadState)) => {}
+            Err(_) => self.admin.lose_track(),
+        }
+    }
+
+    /// Resets the function on the card if an admin command went
+    /// unanswered since the last reset: the card may still act on it, so
+    /// its state is unknown. The reset stops all of the card's DMA, so
+    /// memory it was given may then be freed. The admin queue, MAC and RX
+    /// filter (and a PF's data path) are given back; queue pairs are the
+    /// caller's to recreate.
+    fn quiesce_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+        if !self.admin.lost_track() {
+            return;
+        }
+        bump(&self.device_resets, 1);
+        pr_warn!(
+            "{}: card lost track of an admin command, resetting the function\n",
+            dev.name()
+        );
+        if let Err(e) = self.reset_function(dev, rtnl) {
+            pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
+        }
+    }
+
+    fn reset_function(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
+        self.regs.write(regs::DEV_CTRL, hw::ctrl::RESET)?;
+        let mut ready = false;
+        for _ in 0..RESET_POLLS {
+            ready = self
+                .regs
+                .status()
+                .is_some_and(|status| status & hw::status::READY != 0);
+            if ready {
+                break;
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        if !ready {
+            return Err(ETIMEDOUT);
+        }
+        self.admin.restart()?;
+        self.admin.run(AdminCmd::SetMac {
+            mac: dev.addr(rtnl),
+        })?;
+        self.apply_rx_filter(bond::rx_filter_master(dev, rtnl).map(|pf| pf.data()))?;
+        if self.kind == FuncKind::Pf {
+            bond::card_reset(dev);
+        }
+        Ok(())
+    }
+}

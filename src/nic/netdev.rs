@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The synthetic NIC's net device operations.
+
+use kernel::{prelude::*, sync::atomic::Relaxed};
+
+use super::{
+    queue::{bump, QueuePair},
+    recovery::HEALTH_CHECK_MS,
+    Nic, MAX_MC_FILTER,
+};
+use crate::bond;
+use crate::hw::{mc_filter_bit, rx_mode, AdminCmd, FuncKind};
+use crate::linux::net::{
+    netdev::{
+        Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, TxQueueStats,
+    },
+    rtnl::Rtnl,
+    skbuff::SkBuff,
+};
+
+#[vtable]
+impl NetDevOps for Nic {
+    fn open(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        nic.start_queues(dev, rtnl, &cfg, dev.mtu(), dev.features())?;
+        cfg.running = true;
+        nic.admin_irq.handler().set_running(true);
+        dev.tx_start_all();
+        nic.reset_work.schedule_after(HEALTH_CHECK_MS);
+        Ok(())
+    }
+
+    fn stop(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        dev.tx_disable(rtnl);
+        nic.admin_irq.handler().set_running(false);
+        nic.stop_queues(dev, rtnl, usize::from(cfg.queues));
+        cfg.running = false;
+        Ok(())
+    }
+
+    fn start_xmit(dev: &NetDev<Self>, skb: SkBuff) {
+        let nic = dev.data();
+        // Through the VF while the data path is the VF's and it can send.
+        let Err(skb) = nic
+            .bond
+            .tx
+            .xmit(skb, |vf| vf.is_running() && vf.carrier_ok())
+        else {
+            return;
+        };
+        match nic.queues.get(usize::from(skb.queue_mapping())) {
+            Some(queue) => queue.xmit(dev, skb),
+            // The stack only uses real queues; drop (and free) anything else.
+            None => drop(skb),
+        }
+    }
+
+    fn get_stats64(dev: &NetDev<Self>, stats: &mut LinkStats) {
+        let nic = dev.data();
+        *stats = nic.own_link_stats();
+        if nic.kind == FuncKind::Pf {
+            *stats += &nic.bond.vf_link_stats();
+        }
+    }
+
+    fn set_rx_mode(dev: &NetDev<Self>, rtnl: &Rtnl, mc: &HwAddrList) -> Result {
+        let (promisc, allmulti) = dev.promisc_allmulti();
+        let mut flags = rx_mode::BROADCAST;
+        if promisc {
+            flags |= rx_mode::PROMISC;
+        }
+        if allmulti || mc.len() > MAX_MC_FILTER {
+            flags |= rx_mode::ALLMULTI;
+        }
+        let mut mc_filter = 0u64;
+        mc.for_each(|mac| mc_filter |= 1 << mc_filter_bit(mac));
+        let nic = dev.data();
+        nic.rx_filter_flags.store(flags, Relaxed);
+        nic.rx_filter_mc.store(mc_filter, Relaxed);
+        nic.apply_rx_filter(bond::rx_filter_master(dev, rtnl).map(|pf| pf.data()))?;
+        if nic.kind == FuncKind::Pf {
+            bond::rx_mode_changed(dev, rtnl);
+        }
+        Ok(())
+    }
+
+    fn set_mac_address(dev: &NetDev<Self>, _rtnl: &Rtnl, mac: [u8; 6]) -> Result {
+        dev.data().admin.run(AdminCmd::SetMac { mac })
+    }
+
+    fn change_mtu(dev: &NetDev<Self>, rtnl: &Rtnl, mtu: u32) -> Result {
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        if !cfg.running {
+            nic.admin.run(AdminCmd::SetMtu { mtu })?;
+        } else {
+            // Buffers are sized for the MTU: restart the queues around it.
+            let same = *cfg;
+            nic.reconfigure(dev, rtnl, &mut cfg, same, mtu)?;
+        }
+        drop(cfg);
+        bond::mtu_changed(dev, rtnl, mtu);
+        Ok(())
+    }
+
+    fn queue_stats(dev: &NetDev<Self>, _rtnl: &Rtnl, queue: u32) -> (RxQueueStats, TxQueueStats) {
+        dev.data()
+            .queues
+            .get(queue as usize)
+            .map_or_else(Default::default, |q| q.counters())
+    }
+
+    fn base_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (RxQueueStats, TxQueueStats) {
+        let nic = dev.data();
+        // Queues beyond the real count (after `ethtool -L` shrank it) keep
+        // their counters here, so totals never go backwards.
+        let active = usize::from(nic.config.lock().queues);
+        // Every counter the queues report, from zero.
+        let mut base = QueuePair::zero_counters();
+        // A PF's VF path counts too (the bond keeps what VFs counted).
+        let vf = (nic.kind == FuncKind::Pf).then(|| nic.bond.vf_queue_counters());
+        let idle = nic.queues.iter().skip(active).map(|q| q.counters());
+        for (rx, tx) in Iterator::chain(idle, vf) {
+            base.0 += &rx;
+            base.1 += &tx;
+        }
+        base
+    }
+
+    fn set_features(dev: &NetDev<Self>, rtnl: &Rtnl, features: Features) -> Result {
+        let nic = dev.data();
+        if let Some(gft) = &nic.gft {
+            let hw_tc = features.contains(Feature::HwTc);
+            if hw_tc != dev.features().contains(Feature::HwTc) {
+                gft.set_cache(hw_tc)?;
+            }
+        }
+        nic.set_card_offloads(features)?;
+        bond::features_changed(dev, rtnl, features);
+        Ok(())
+    }
+
+    fn tx_timeout(dev: &NetDev<Self>, queue: u32) {
+        let nic = dev.data();
+        let Some(q) = nic.queues.get(queue as usize) else {
+            return;
+        };
+        bump(&q.stats.tx_timeouts, 1);
+        pr_warn!(
+            "{}: TX queue {} timed out, resetting it\n",
+            dev.name(),
+            queue
+        );
+        let _ = q.request_reset();
+        nic.reset_work.schedule();
+    }
+}

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A queue pair of the synthetic NIC: TX ring, RX ring, their completion
+//! queue, its NAPI context and interrupt. The TX path is in `tx.rs`, the
+//! RX path and the NAPI poll in `rx.rs`.
+//!
+//! Nothing is copied. TX maps each part of the skb (linear head, page
+//! fragments) for the card to read, one descriptor per part, and frees the
+//! skb when the card completes its last descriptor. RX posts pages of a
+//! page pool and builds the skb around the filled page. Everything the
+//! card writes (completion index, length) is checked before use; a bad
+//! completion is counted and skipped, never followed.
+
+mod rx;
+mod tx;
+
+use kernel::{
+    new_mutex, new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex, SpinLock,
+    },
+    time::{Delta, Instant, Monotonic},
+};
+
+use super::recovery::QueueHealth;
+use super::ring::{read_cqe, slots, CompletionQueue, Ring, RingSize};
+use super::Nic;
+use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
+use crate::linux::{
+    dma::DmaDevice,
+    irq::IrqHandler,
+    net::{
+        napi::WithNapi,
+        netdev::{net_ratelimit, NetDevRef, RxQueueStats, TxQueueStats},
+        page_pool::PagePool,
+    },
+    sync::lock_bh,
+};
+use crate::regs::Registers;
+use crate::selftest::IrqCount;
+use rx::RxState;
+use tx::{TxSlot, TxState};
+
+/// Counters of one queue pair.
+pub(crate) struct QueueStats {
+    pub(crate) tx_packets: Atomic<u64>,
+    pub(crate) tx_bytes: Atomic<u64>,
+    pub(crate) tx_dropped: Atomic<u64>,
+    pub(crate) tx_busy: Atomic<u64>,
+    pub(crate) rx_packets: Atomic<u64>,
+    pub(crate) rx_bytes: Atomic<u64>,
+    pub(crate) rx_dropped: Atomic<u64>,
+    /// RX frames dropped because no fresh page was available to replace
+    /// the one holding them (the page goes back to the card instead).
+    pub(crate) rx_alloc_failed: Atomic<u64>,
+    /// TSO frames handed to the card (each counts as its segments in
+    /// `tx_packets`).
+    pub(crate) tx_tso: Atomic<u64>,
+    /// Times the stack's watchdog found this TX queue stuck.
+    pub(crate) tx_timeouts: Atomic<u64>,
+    /// Completions with an index or length the driver did not expect.
+    pub(crate) bad_completions: Atomic<u64>,
+    /// RX frames the card flagged as damaged on the wire (bad FCS), dropped.
+    pub(crate) rx_crc_errors: Atomic<u64>,
+    /// Times this pair was reset (TX timeout, completions out of step).
+    pub(crate) resets: Atomic<u64>,
+    /// Interrupts the health check found lost (a completion waited a whole
+    /// check interval without a poll); each was followed by a poll.
+    pub(crate) missed_irqs: Atomic<u64>,
+}
+
+impl QueueStats {
+    fn new() -> Self {
+        Self {
+            tx_packets: Atomic::new(0),
+            tx_bytes: Atomic::new(0),
+            tx_dropped: Atomic::new(0),
+            tx_busy: Atomic::new(0),
+            rx_packets: Atomic::new(0),
+            rx_bytes: Atomic::new(0),
+            rx_dropped: Atomic::new(0),
+            rx_alloc_failed: Atomic::new(0),
+            tx_tso: Atomic::new(0),
+            tx_timeouts: Atomic::new(0),
+            bad_completions: Atomic::new(0),
+            rx_crc_errors: Atomic::new(0),
+            resets: Atomic::new(0),
+            missed_irqs: Atomic::new(0),
+        }
+    }
+}
+
+pub(crate) fn bump(counter: &Atomic<u64>, by: u64) {
+    counter.fetch_add(by, Relaxed);
+}
+
+/// Sizes of one queue pair's rings and buffers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QueueGeometry {
+    /// TX ring entries.
+    pub(crate) tx: RingSize,
+    /// RX ring entries.
+    pub(crate) rx: RingSize,
+    /// Largest frame an RX buffer must hold (for the MTU).
+    pub(crate) rx_frame: u32,
+}
+
+impl QueueGeometry {
+    fn cq_entries(&self) -> u32 {
+        (u32::from(self.tx.get()) + u32::from(self.rx.get())).next_power_of_two()
+    }
+}
+
+/// One queue pair and its interrupt vector: the pair with the NAPI
+/// context that polls it.
+pub(crate) type QueueVector = WithNapi<QueuePair>;
+
+/// One queue pair: its rings and counters.
+#[pin_data]
+pub(crate) struct QueuePair {
+    index: u16,
+    regs: Arc<Registers>,
+    dev: NetDevRef<Nic>,
+    /// Lock order: `rx` before `tx`. The stack may transmit from inside
+    /// RX delivery (an echo reply), so `tx` is never held across delivery.
+    /// NAPI (softirq) and xmit (bottom halves off) take them as they are;
+    /// process context takes them with [`lock_bh`].
+    #[pin]
+    rx: SpinLock<Option<RxState>>,
+    #[pin]
+    tx: SpinLock<Option<TxState>>,
+    /// Counters (they survive down/up).
+    pub(crate) stats: QueueStats,
+    /// Set by the TX watchdog, taken by the reset work.
+    reset_requested: Atomic<u32>,
+    /// NAPI polls run so far (the health check's sign of life).
+    polls: Atomic<u64>,
+    /// NAPI is enabled (between `start` and `stop`).
+    polling: Atomic<u32>,
+    /// Lost-interrupt watch and reset pacing; the health check's alone.
+    #[pin]
+    health: Mutex<QueueHealth>,
+}
+
+impl WithNapi<QueuePair> {
+    /// Queue pair `index` of `dev`, stopped. Keep it in the device's `Nic`.
+    pub(crate) fn new_queue(
+        index: u16,
+        regs: Arc<Registers>,
+        dev: NetDevRef<Nic>,
+    ) -> Result<Arc<Self>> {
+        let pair_dev = dev.clone();
+        let pair = try_pin_init!(QueuePair {
+            index,
+            regs,
+            dev: pair_dev,
+            rx <- new_spinlock!(None),
+            tx <- new_spinlock!(None),
+            stats: QueueStats::new(),
+            reset_requested: Atomic::new(0),
+            polls: Atomic::new(0),
+            polling: Atomic::new(0),
+            health <- new_mutex!(QueueHealth::default()),
+        }? Error);
+        Arc::pin_init(WithNapi::new(&dev, u32::from(index), pair), GFP_KERNEL)
+    }
+
+    /// The health check of a running pair: a completion that waited a
+    /// whole check interval without a poll lost its interrupt. Counts it,
+    /// logs (rate-limited), and polls. Process context.
+    pub(crate) fn check_interrupts(&self) {
+        let waiting = {
+            let guard = lock_bh(&self.rx);
+            guard.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
+        };
+        let lost = self
+            .health
+            .lock()
+            .irq
+            .check(waiting, self.polls.load(Relaxed));
+        if !lost {
+            return;
+        }
+        bump(&self.stats.missed_irqs, 1);
+        if net_ratelimit() {
+            pr_warn!(
+                "{}: queue pair {}: completion waiting without an interrupt, polling\n",
+                self.dev.get().name(),
+                self.index
+            );
+        }
+        self.napi().schedule_from_task();
+    }
+
+    /// Records the IRQ of this pair's vector in its NAPI context.
+    pub(crate) fn set_irq(&self, irq: u32) {
+        self.napi().set_irq(irq);
+    }
+
+    /// Posts every RX buffer, enables NAPI and arms the interrupt.
+    pub(crate) fn start(&self) -> Result {
+        {
+            let mut guard = lock_bh(&self.rx);
+            let rx = (*guard).as_mut().ok_or(EINVAL)?;
+            for _ in 0..rx.ring.size.get() - 1 {
+                let page = rx.pool.alloc().ok_or(ENOMEM)?;
+                rx.post(page)?;
+            }
+            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
+        }
+        self.napi().enable();
+        self.napi().link_queue(u32::from(self.index), true);
+        self.polling.store(1, Relaxed);
+        self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
+        Ok(())
+    }
+
+    /// Allocates rings and buffers of `geo` and returns the card's create
+    /// command; the queue runs once the card accepted it and
+    /// [`QueueVector::start`] ran.
+    pub(crate) fn prepare(
+        &self,
+        dma: &DmaDevice,
+        geo: QueueGeometry,
+        tx_csum: bool,
+    ) -> Result<hw::QpConfig> {
+        let cq_entries = geo.cq_entries();
+        let tx = TxState {
+            ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE)?,
+            slots: slots(geo.tx, TxSlot::default)?,
+            dma: dma.clone(),
+            csum: tx_csum,
+        };
+        let rx = RxState {
+            cq: CompletionQueue {
+                mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
+                entries: cq_entries,
+                head: 0,
+                phase: true,
+            },
+            ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
+            pages: slots(geo.rx, || None)?,
+            pool: PagePool::new(
+                dma,
+                self.napi(),
+                u32::from(self.index),
+                u32::from(geo.rx.get()),
+                geo.rx_frame,
+            )?,
+        };
+        let cmd = hw::QpConfig {
+            qp: self.index,
+            vector: hw::qp_vector(self.index),
+            tx_entries: geo.tx.get(),
+            rx_entries: geo.rx.get(),
+            tx_ring: tx.ring.desc.dma_addr(0)?,
+            rx_ring: rx.ring.desc.dma_addr(0)?,
+            cq: rx.cq.mem.dma_addr(0)?,
+            cq_entries,
+        };
+        *lock_bh(&self.rx) = Some(rx);
+        *lock_bh(&self.tx) = Some(tx);
+        Ok(cmd)
+    }
+
+    /// Stops polling (if [`Self::start`] got that far) and frees the
+    /// rings (the card's queue must be destroyed first, or the device
+    /// reset).
+    pub(crate) fn stop(&self) {
+        if self.polling.xchg(0, Relaxed) != 0 {
+            self.napi().link_queue(u32::from(self.index), false);
+            self.napi().disable();
+        }
+        // Freed outside the locks: destroying a page pool may sleep.
+        let rx = lock_bh(&self.rx).take();
+        let tx = lock_bh(&self.tx).take();
+        drop((rx, tx));
+    }
+}
+
+impl QueuePair {
+    /// Asks for this pair to be reset; true if it was not asked already.
+    pub(crate) fn request_reset(&self) -> bool {
+        self.reset_requested.xchg(1, Relaxed) == 0
+    }
+
+    /// The card wrote a completion the ring cannot match (index outside
+    /// what is in flight, bogus length): from here on its completions and
+    /// the driver's ring no longer line up, so the pair is reset. Counted
+    /// always, logged once per reset.
+    fn out_of_step(&self) {
+        bump(&self.stats.bad_completions, 1);
+        if self.request_reset() {
+            let dev = self.dev.get();
+            pr_warn!(
+                "{}: queue pair {}: completion out of step with its ring, resetting it\n",
+                dev.name(),
+                self.index
+            );
+            dev.data().schedule_work();
+        }
+    }
+
+    /// Whether a reset was asked for since the last call.
+    pub(crate) fn take_reset_request(&self) -> bool {
+        self.reset_requested.xchg(0, Relaxed) != 0
+    }
+
+    /// Whether a reset is asked for (without taking the request).
+    pub(crate) fn reset_pending(&self) -> bool {
+        self.reset_requested.load(Relaxed) != 0
+    }
+
+    /// How long a reset asked for `now` must wait for its backoff (zero:
+    /// go); [`Self::reset_done`] records it once done.
+    pub(crate) fn reset_wait(&self, now: Instant<Monotonic>) -> Delta {
+        self.health.lock().backoff.remaining(now)
+    }
+
+    /// Records a reset done `now`, for the backoff of the next one.
+    pub(crate) fn reset_done(&self, now: Instant<Monotonic>) {
+        bump(&self.stats.resets, 1);
+        self.health.lock().backoff.record(now);
+    }
+
+    /// The RX and TX counters qstats reports.
+    pub(crate) fn counters(&self) -> (RxQueueStats, TxQueueStats) {
+        let s = &self.stats;
+        let v = |c: &Atomic<u64>| Some(c.load(Relaxed));
+        (
+            RxQueueStats {
+                packets: v(&s.rx_packets),
+                bytes: v(&s.rx_bytes),
+                ..Default::default()
+            },
+            TxQueueStats {
+                packets: v(&s.tx_packets),
+                bytes: v(&s.tx_bytes),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Every counter [`Self::counters`] reports, at zero (the base stats
+    /// start from it).
+    pub(crate) fn zero_counters() -> (RxQueueStats, TxQueueStats) {
+        (
+            RxQueueStats {
+                packets: Some(0),
+                bytes: Some(0),
+                ..Default::default()
+            },
+            TxQueueStats {
+                packets: Some(0),
+                bytes: Some(0),
+                ..Default::default()
+            },
+        )
+    }
+
+    fn doorbell(&self, reg: usize, value: u32) {
+        let offset = regs::QP_DOORBELLS + usize::from(self.index) * regs::QP_DOORBELL_STRIDE + reg;
+        // A failed write means the device is gone; the queue stalls and the
+        // TX watchdog reports it.
+        let _ = self.regs.write(offset, value);
+    }
+}
+
+/// The interrupt handler of a queue pair's vector: schedules its NAPI.
+#[pin_data]
+pub(crate) struct QueueIrq {
+    queue: Arc<QueueVector>,
+    /// Interrupts seen (for `ethtool -t`).
+    fired: Atomic<u32>,
+}
+
+impl QueueIrq {
+    /// The handler for `queue`.
+    pub(crate) fn new(queue: Arc<QueueVector>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            queue,
+            fired: Atomic::new(0),
+        }? Error)
+    }
+}
+
+impl IrqHandler for QueueIrq {
+    fn handle(&self) -> bool {
+        self.fired.fetch_add(1, Relaxed);
+        self.queue.napi().schedule();
+        true
+    }
+}
+
+impl IrqCount for QueueIrq {
+    fn fired(&self) -> u32 {
+        self.fired.load(Relaxed)
+    }
+}

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Recovery: when to reset a queue pair and how to tell a lost interrupt
+//! (the policy), and the device's work items that carry it out: the
+//! periodic health check of the card and its queue pairs, queue pair and
+//! function resets, and the GFT exception work.
+
+use kernel::{
+    prelude::*,
+    time::{Delta, Instant, Monotonic},
+};
+
+use super::{queue::bump, Nic};
+use crate::bond;
+use crate::hw::AdminCmd;
+use crate::linux::net::{
+    netdev::NetDev,
+    rtnl::Rtnl,
+    work::{DeviceWork, NoLock},
+};
+
+/// [`crate::linux::net::work::NetDevWork`] id of the GFT exception work.
+pub(super) const GFT_WORK: u8 = 1;
+/// GFT exceptions one run of the work decides before it yields.
+const GFT_WORK_BUDGET: u32 = 256;
+
+/// How often the device's health check runs while it is up, in ms.
+pub(crate) const HEALTH_CHECK_MS: u32 = 1000;
+
+/// Wait before a reset that follows another one closely.
+const FIRST_BACKOFF_MS: i64 = 100;
+/// The longest wait between two resets.
+const MAX_BACKOFF_MS: i64 = 5000;
+/// A reset this long after the previous one starts afresh (no wait).
+const QUIET_MS: i64 = 10_000;
+
+/// Pacing of one queue pair's resets: the first runs at once; one that
+/// follows within [`QUIET_MS`] waits twice as long as the last wait
+/// (from [`FIRST_BACKOFF_MS`] up to [`MAX_BACKOFF_MS`]), so a card that
+/// keeps failing costs a few resets, not a reset storm.
+#[derive(Clone, Copy)]
+pub(crate) struct ResetBackoff {
+    last: Option<Instant<Monotonic>>,
+    wait: Delta,
+}
+
+impl ResetBackoff {
+    /// No reset yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            last: None,
+            wait: Delta::ZERO,
+        }
+    }
+
+    /// How long a reset asked for `now` must still wait (zero: go).
+    pub(crate) fn remaining(&self, now: Instant<Monotonic>) -> Delta {
+        let Some(last) = self.last else {
+            return Delta::ZERO;
+        };
+        let since = now - last;
+        let wait = self.next_wait(since);
+        if since.as_millis() >= wait.as_millis() {
+            Delta::ZERO
+        } else {
+            Delta::from_millis(wait.as_millis() - since.as_millis())
+        }
+    }
+
+    /// Records a reset done `now`.
+    pub(crate) fn record(&mut self, now: Instant<Monotonic>) {
+        if let Some(last) = self.last {
+            self.wait = self.next_wait(now - last);
+        }
+        self.last = Some(now);
+    }
+
+    /// The wait a reset `since` the last one owes.
+    fn next_wait(&self, since: Delta) -> Delta {
+        if since.as_millis() >= QUIET_MS {
+            Delta::ZERO
+        } else if self.wait.is_zero() {
+            Delta::from_millis(FIRST_BACKOFF_MS)
+        } else {
+            Delta::from_millis((self.wait.as_millis() * 2).min(MAX_BACKOFF_MS))
+        }
+    }
+}
+
+/// What the health check saw of one queue pair's completion queue last
+/// time: whether a completion waited, and how many polls had run then.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct IrqWatch {
+    waiting_at_polls: Option<u64>,
+}
+
+impl IrqWatch {
+    /// One health check: `waiting` says whether a completion is in the
+    /// queue, `polls` how many NAPI polls ran so far. True when a
+    /// completion waited through a whole check interval without a poll:
+    /// its interrupt was lost.
+    pub(crate) fn check(&mut self, waiting: bool, polls: u64) -> bool {
+        let lost = waiting && self.waiting_at_polls == Some(polls);
+        self.waiting_at_polls = if waiting && !lost { Some(polls) } else { None };
+        lost
+    }
+}
+
+/// The health check's state of one queue pair.
+#[derive(Default)]
+pub(crate) struct QueueHealth {
+    /// Lost-interrupt watch.
+    pub(crate) irq: IrqWatch,
+    /// Reset pacing.
+    pub(crate) backoff: ResetBackoff,
+}
+
+impl Default for ResetBackoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the health check learnt about the card as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CardChange {
+    /// As before.
+    Same,
+    /// It stopped answering (surprise removal, or wedged).
+    Gone,
+    /// It answers again after being gone (it lost all its state).
+    Back,
+}
+
+/// Whether the card answers register reads, as the health check sees it:
+/// gone once two checks in a row read all ones (one may be a glitch, such
+/// as a read during a reset), back at the first good read.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CardWatch {
+    misses: u32,
+    gone: bool,
+}
+
+impl CardWatch {
+    /// One health check; `answering`: a status register read something
+    /// other than all ones.
+    pub(crate) fn check(&mut self, answering: bool) -> CardChange {
+        if answering {
+            self.misses = 0;
+            return if core::mem::take(&mut self.gone) {
+                CardChange::Back
+            } else {
+                CardChange::Same
+            };
+        }
+        self.misses = self.misses.saturating_add(1);
+        if self.misses == 2 {
+            self.gone = true;
+            return CardChange::Gone;
+        }
+        CardChange::Same
+    }
+}
+
+impl DeviceWork for Nic {
+    type Lock = Rtnl;
+
+    /// Syncs the VF if asked; checks each running queue pair for a lost
+    /// interrupt; resets the pairs marked for it (a TX timeout, or
+    /// completions out of step with the ring) once their backoff allows:
+    /// the card's queue pair is destroyed and created again with fresh
+    /// rings. Frames still in the old rings are freed unsent. While the
+    /// device is up it runs again after [`HEALTH_CHECK_MS`] (sooner if a
+    /// reset waits for its backoff).
+    fn run(dev: &NetDev<Self>, rtnl: &Rtnl) {
+        let nic = dev.data();
+        if nic.bond.take_sync_request() {
+            bond::sync(dev, rtnl);
+        }
+        if !nic.check_card(dev, rtnl) {
+            return;
+        }
+        let cfg = nic.config.lock();
+        let now = Instant::<Monotonic>::now();
+        let mut next_run_ms = HEALTH_CHECK_MS;
+        for (q, queue) in (0u16..).zip(nic.queues.iter()) {
+            if !cfg.running || q >= cfg.queues {
+                let _ = queue.take_reset_request();
+                continue;
+            }
+            queue.check_interrupts();
+            if !queue.reset_pending() {
+                continue;
+            }
+            let wait = queue.reset_wait(now);
+            if !wait.is_zero() {
+                next_run_ms =
+                    next_run_ms.min(wait.as_millis().clamp(1, i64::from(u32::MAX)) as u32);
+                continue;
+            }
+            let _ = queue.take_reset_request();
+            queue.reset_done(now);
+            dev.tx_stop(q);
+            nic.destroy_pair(q);
+            if !nic.admin.lost_track() {
+                queue.stop();
+                let restarted = queue
+                    .prepare(&nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
+                    .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
+                    .and_then(|()| queue.start());
+                match restarted {
+                    Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
+                    Err(_) if nic.admin.lost_track() => {}
+                    Err(e) => {
+                        queue.stop();
+                        pr_err!(
+                            "{}: queue pair {} did not come back: {:?}\n",
+                            dev.name(),
+                            q,
+                            e
+                        );
+                    }
+                }
+            }
+            if nic.admin.lost_track() {
+                // The card may still run the pair: reset the function,
+                // which stops every pair, and start them all again.
+                drop(cfg);
+                nic.reset_and_restore(dev, rtnl);
+                return;
+            }
+            dev.tx_wake(q);
+        }
+        if cfg.running {
+            if let Some(gft) = &nic.gft {
+                gft.age();
+            }
+            nic.reset_work.schedule_after(next_run_ms);
+        }
+    }
+}
+
+impl DeviceWork<GFT_WORK> for Nic {
+    /// Exceptions need no RTNL (admin commands and the exception queue
+    /// have their own locks), and must not wait behind configuration.
+    type Lock = NoLock;
+
+    /// Decides the queued GFT exceptions and sends each back to the card
+    /// through queue pair 0, up to a budget per run.
+    fn run(dev: &NetDev<Self>, _: &NoLock) {
+        let nic = dev.data();
+        let Some(gft) = &nic.gft else {
+            return;
+        };
+        for _ in 0..GFT_WORK_BUDGET {
+            let Some(skb) = gft.next_exception() else {
+                return;
+            };
+            if let Some(skb) = gft.decide(skb) {
+                let sent = nic.queues.first().is_some_and(|q| q.reinject(skb));
+                gft.reinjected(sent);
+            }
+        }
+        nic.gft_work.schedule();
+    }
+}
+
+impl Nic {
+    /// The health check of the card as a whole. A card that stopped
+    /// answering (surprise removal) has the device detached and the
+    /// carrier off, so nothing more is sent to it; one that answers again
+    /// lost all its state: the function is reset and restored, queues and
+    /// all. Returns whether the card answers (the queue checks are then
+    /// worth running).
+    fn check_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> bool {
+        let answering = self.regs.status().is_some();
+        let change = self.card_watch.lock().check(answering);
+        match change {
+            CardChange::Same => {}
+            CardChange::Gone => {
+                bump(&self.card_lost, 1);
+                pr_warn!(
+                    "{}: card not answering (surprise removal?); detached\n",
+                    dev.name()
+                );
+                dev.carrier_off();
+                dev.detach(rtnl);
+            }
+            CardChange::Back => {
+                pr_info!(
+                    "{}: card answers again; resetting the function\n",
+                    dev.name()
+                );
+                self.reset_and_restore(dev, rtnl);
+            }
+        }
+        if !answering {
+            // Keep watching until it answers (or is removed).
+            self.reset_work.schedule_after(HEALTH_CHECK_MS);
+        }
+        answering
+    }
+
+    /// The card's state is unknown (an admin command went unanswered in
+    /// the reset work, or the card answers again after being gone): reset
+    /// the function, restore it, and bring every queue pair back as
+    /// configured; carrier from the card's link again.
+    fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+        self.admin.lose_track();
+        self.quiesce_card(dev, rtnl);
+        let mut cfg = self.config.lock();
+        let same = *cfg;
+        if let Err(e) = self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu()) {
+            pr_err!(
+                "{}: queues did not come back after a function reset: {:?}\n",
+                dev.name(),
+                e
+            );
+        }
+        if let Some(gft) = &self.gft {
+            gft.restore();
+        }
+        dev.attach(rtnl);
+        self.admin_irq.handler().set_running(cfg.running);
+        if cfg.running {
+            self.reset_work.schedule_after(HEALTH_CHECK_MS);
+        }
+    }
+}
