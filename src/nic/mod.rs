@@ -419,13 +419,13 @@ impl Nic {
         self.push_rss(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
-                .prepare(&self.dma, geo, self.tx_csum())
+                .prepare(rtnl, &self.dma, geo, self.tx_csum())
                 .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
-                .and_then(|()| queue.start());
+                .and_then(|()| queue.start(rtnl));
             if let Err(e) = started {
                 // A create that timed out may yet run on the card.
                 self.quiesce_card(dev, rtnl);
-                queue.stop();
+                queue.stop(rtnl);
                 self.stop_queues(dev, rtnl, n);
                 return Err(e);
             }
@@ -496,7 +496,7 @@ impl Nic {
         // running: stop the card before its rings are freed.
         self.quiesce_card(dev, rtnl);
         for queue in self.queues.iter().take(count) {
-            queue.stop();
+            queue.stop(rtnl);
         }
     }
 

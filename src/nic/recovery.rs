@@ -203,16 +203,16 @@ impl DeviceWork for Nic {
             dev.tx_stop(q);
             nic.destroy_pair(q);
             if !nic.admin.lost_track() {
-                queue.stop();
+                queue.stop(rtnl);
                 let restarted = queue
-                    .prepare(&nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
+                    .prepare(rtnl, &nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
                     .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
-                    .and_then(|()| queue.start());
+                    .and_then(|()| queue.start(rtnl));
                 match restarted {
                     Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
                     Err(_) if nic.admin.lost_track() => {}
                     Err(e) => {
-                        queue.stop();
+                        queue.stop(rtnl);
                         pr_err!(
                             "{}: queue pair {} did not come back: {:?}\n",
                             dev.name(),

@@ -2,7 +2,10 @@
 
 //! NAPI contexts: interrupt-driven polling of a queue.
 
-use core::marker::PhantomPinned;
+use core::{
+    marker::PhantomPinned,
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
+};
 
 use kernel::{
     ffi::{c_int, c_void},
@@ -11,7 +14,10 @@ use kernel::{
 };
 
 use crate::linux::bindings;
-use crate::linux::net::netdev::{NetDev, NetDevRef};
+use crate::linux::net::{
+    netdev::{NetDev, NetDevRef},
+    rtnl::Rtnl,
+};
 
 /// What a NAPI context polls.
 pub(crate) trait NapiPoll: Send + Sync {
@@ -23,12 +29,18 @@ pub(crate) trait NapiPoll: Send + Sync {
 // `Napi` stays untyped in the device it belongs to: the poll reaches the
 // device through its owner (which the driver keeps inside the device).
 
-/// A NAPI context added to a net device, with the [`NapiPoll`] it drives.
+/// A NAPI context of a net device, with the [`NapiPoll`] it drives.
+///
+/// It is on the device's NAPI list only between [`Napi::add`] and
+/// [`Napi::del`], as upstream drivers keep a queue's context only while
+/// the queue exists (the core walks that list, e.g. to switch threaded
+/// NAPI, and waits for every context on it to be idle or polled: one left
+/// disabled there would block it).
 ///
 /// # Invariants
 ///
-/// `napi` was added to `dev` with [`Self::poll_trampoline`] and is deleted
-/// in `drop`; `owner` is the [`NapiPoll`] the trampoline calls.
+/// While `added`, `napi` was added to `dev` with [`Self::poll_trampoline`];
+/// `owner` is the [`NapiPoll`] the trampoline calls.
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Napi {
@@ -37,6 +49,12 @@ pub(crate) struct Napi {
     dev: *mut bindings::net_device,
     owner: *const c_void,
     poll: fn(*const c_void, &Napi, u32) -> u32,
+    /// The context's number (its queue), for its persistent settings.
+    index: u32,
+    /// The IRQ that schedules it (0: none recorded).
+    irq: AtomicU32,
+    /// On the device's NAPI list.
+    added: AtomicBool,
     #[pin]
     _pin: PhantomPinned,
 }
@@ -48,9 +66,10 @@ unsafe impl Send for Napi {}
 unsafe impl Sync for Napi {}
 
 impl Napi {
-    /// Adds NAPI context number `index` (its queue pair) to `dev`, calling
-    /// `owner.poll`. Its settings and NAPI ID persist per index across
-    /// disable/enable, as the netdev netlink family expects.
+    /// NAPI context number `index` (its queue) of `dev`, calling
+    /// `owner.poll`; not on the device's list until [`Napi::add`]. Its
+    /// settings and NAPI ID persist per index across delete and add, as
+    /// the netdev netlink family expects.
     ///
     /// # Safety
     ///
@@ -62,25 +81,51 @@ impl Napi {
         owner: *const P,
     ) -> impl PinInit<Self> + '_ {
         pin_init!(Self {
-            napi <- Opaque::ffi_init(|slot: *mut bindings::napi_struct| {
-                // SAFETY: `slot` is zeroed-or-uninit storage for a
-                // napi_struct that stays pinned in `this`; the device is
-                // alive. `netif_napi_add` initialises it.
-                unsafe {
-                    core::ptr::write_bytes(slot, 0, 1);
-                    bindings::rust_ext_netif_napi_add_config(
-                        dev.as_raw(),
-                        slot,
-                        Some(Self::poll_trampoline),
-                        index as c_int,
-                    );
-                }
-            }),
+            // Zeroed until added: never handed to the kernel before.
+            napi <- Opaque::zeroed(),
             dev: dev.as_raw(),
             owner: owner.cast(),
             poll: Self::call_poll::<P>,
+            index,
+            irq: AtomicU32::new(0),
+            added: AtomicBool::new(false),
             _pin: PhantomPinned,
         })
+    }
+
+    /// Puts the context on the device's NAPI list, disabled (enable it to
+    /// poll). No-op if it is there. Process context, RTNL held.
+    pub(crate) fn add(&self, _rtnl: &Rtnl) {
+        if self.added.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: Not added, so the kernel does not use the storage, which
+        // is pinned in `self`; the device is alive (`new`'s contract).
+        // `netif_napi_add_config` initialises the whole struct.
+        unsafe {
+            core::ptr::write_bytes(self.as_raw(), 0, 1);
+            bindings::rust_ext_netif_napi_add_config(
+                self.dev,
+                self.as_raw(),
+                Some(Self::poll_trampoline),
+                self.index as c_int,
+            );
+        }
+        self.added.store(true, Ordering::Release);
+        let irq = self.irq.load(Ordering::Relaxed);
+        if irq != 0 {
+            // SAFETY: Added just now; the helper takes the device's lock.
+            unsafe { bindings::rust_ext_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+        }
+    }
+
+    /// Takes the context off the device's list, waiting for RCU readers.
+    /// Disable it first. No-op if it is not there. Process context.
+    pub(crate) fn del(&self, _rtnl: &Rtnl) {
+        if self.added.swap(false, Ordering::AcqRel) {
+            // SAFETY: Added (and, by the caller's duty, disabled).
+            unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
+        }
     }
 
     /// The raw context.
@@ -94,22 +139,21 @@ impl Napi {
     }
 
     /// Records the IRQ that schedules this context (shown by the netdev
-    /// netlink family). Call before the device is registered.
+    /// netlink family once the context is added).
     pub(crate) fn set_irq(&self, irq: u32) {
-        // SAFETY: Added in `new`; the helper takes the device's lock.
-        unsafe { bindings::rust_ext_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+        self.irq.store(irq, Ordering::Relaxed);
     }
 
     /// Links (or with `false`, unlinks) RX and TX queue `queue` of the
-    /// device to this context, for the netdev netlink family. Call under
-    /// RTNL (ndo_open/ndo_stop), with `queue` below the real queue count.
-    pub(crate) fn link_queue(&self, queue: u32, link: bool) {
-        let napi = if link {
+    /// device to this context, for the netdev netlink family; `queue` is
+    /// below the real queue count. A context not added is not linked.
+    pub(crate) fn link_queue(&self, _rtnl: &Rtnl, queue: u32, link: bool) {
+        let napi = if link && self.added.load(Ordering::Acquire) {
             self.as_raw()
         } else {
             core::ptr::null_mut()
         };
-        // SAFETY: Added in `new`; RTNL held by the caller's contract.
+        // SAFETY: `napi` is NULL or this added context; RTNL held.
         unsafe {
             bindings::netif_queue_set_napi(
                 self.dev,
@@ -126,22 +170,34 @@ impl Napi {
         }
     }
 
-    /// Allows polling (ndo_open). Must be paired with [`Napi::disable`].
-    pub(crate) fn enable(&self) {
-        // SAFETY: Added in `new`; process context under RTNL.
+    /// Allows polling; `EINVAL` if the context is not added. Must be
+    /// paired with [`Napi::disable`].
+    pub(crate) fn enable(&self, _rtnl: &Rtnl) -> Result {
+        if !self.added.load(Ordering::Acquire) {
+            return Err(EINVAL);
+        }
+        // SAFETY: Added; process context under RTNL.
         unsafe { bindings::napi_enable(self.as_raw()) };
+        Ok(())
     }
 
-    /// Waits for a running poll and prevents new ones (ndo_stop).
-    pub(crate) fn disable(&self) {
-        // SAFETY: Added and enabled; process context.
-        unsafe { bindings::napi_disable(self.as_raw()) };
+    /// Waits for a running poll and prevents new ones. Only for a context
+    /// [`Napi::enable`] enabled.
+    pub(crate) fn disable(&self, _rtnl: &Rtnl) {
+        if self.added.load(Ordering::Acquire) {
+            // SAFETY: Added and (the caller's duty) enabled; process context.
+            unsafe { bindings::napi_disable(self.as_raw()) };
+        }
     }
 
-    /// Schedules a poll (from the interrupt handler).
+    /// Schedules a poll (from the interrupt handler). A context not on
+    /// the list (its queue is stopped) ignores it, as does a disabled one.
     pub(crate) fn schedule(&self) {
-        // SAFETY: Added in `new`; any context.
-        unsafe { bindings::rust_ext_napi_schedule(self.as_raw()) };
+        if self.added.load(Ordering::Acquire) {
+            // SAFETY: Added; any context. If it is being deleted meanwhile
+            // it is already disabled, and `napi_schedule` then does nothing.
+            unsafe { bindings::rust_ext_napi_schedule(self.as_raw()) };
+        }
     }
 
     /// Schedules a poll from process context (a lost interrupt found by a
@@ -182,9 +238,11 @@ impl Napi {
 #[pinned_drop]
 impl PinnedDrop for Napi {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: Added in `new` and (by the driver's contract) disabled;
-        // the device is still alive.
-        unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
+        if self.added.load(Ordering::Acquire) {
+            // SAFETY: Added and (by the driver's contract) disabled; the
+            // device is still alive.
+            unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
+        }
     }
 }
 

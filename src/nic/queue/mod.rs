@@ -35,6 +35,7 @@ use crate::linux::{
         napi::WithNapi,
         netdev::{net_ratelimit, NetDevRef, RxQueueStats, TxQueueStats},
         page_pool::PagePool,
+        rtnl::Rtnl,
     },
     sync::lock_bh,
 };
@@ -200,7 +201,7 @@ impl WithNapi<QueuePair> {
     }
 
     /// Posts every RX buffer, enables NAPI and arms the interrupt.
-    pub(crate) fn start(&self) -> Result {
+    pub(crate) fn start(&self, rtnl: &Rtnl) -> Result {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
@@ -210,22 +211,25 @@ impl WithNapi<QueuePair> {
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
-        self.napi().enable();
-        self.napi().link_queue(u32::from(self.index), true);
+        self.napi().enable(rtnl)?;
+        self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
         self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
         Ok(())
     }
 
-    /// Allocates rings and buffers of `geo` and returns the card's create
-    /// command; the queue runs once the card accepted it and
-    /// [`QueueVector::start`] ran.
+    /// Adds the pair's NAPI context to the device, allocates rings and
+    /// buffers of `geo` and returns the card's create command; the queue
+    /// runs once the card accepted it and [`QueueVector::start`] ran.
     pub(crate) fn prepare(
         &self,
+        rtnl: &Rtnl,
         dma: &DmaDevice,
         geo: QueueGeometry,
         tx_csum: bool,
     ) -> Result<hw::QpConfig> {
+        // Before the page pool, which recycles pages through it.
+        self.napi().add(rtnl);
         let cq_entries = geo.cq_entries();
         let tx = TxState {
             ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE)?,
@@ -265,18 +269,20 @@ impl WithNapi<QueuePair> {
         Ok(cmd)
     }
 
-    /// Stops polling (if [`Self::start`] got that far) and frees the
-    /// rings (the card's queue must be destroyed first, or the device
-    /// reset).
-    pub(crate) fn stop(&self) {
+    /// Stops polling (if [`Self::start`] got that far), frees the rings
+    /// (the card's queue must be destroyed first, or the device reset) and
+    /// takes the NAPI context off the device.
+    pub(crate) fn stop(&self, rtnl: &Rtnl) {
         if self.polling.xchg(0, Relaxed) != 0 {
-            self.napi().link_queue(u32::from(self.index), false);
-            self.napi().disable();
+            self.napi().link_queue(rtnl, u32::from(self.index), false);
+            self.napi().disable(rtnl);
         }
         // Freed outside the locks: destroying a page pool may sleep.
         let rx = lock_bh(&self.rx).take();
         let tx = lock_bh(&self.tx).take();
         drop((rx, tx));
+        // After the page pool is gone: it recycles through the context.
+        self.napi().del(rtnl);
     }
 }
 
