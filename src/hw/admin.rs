@@ -373,9 +373,13 @@ admin_commands! {
             /// Its key.
             key @ 8: u32,
         } = 31,
-        /// PF only: the RDMA engine's counters; result:
-        /// [`rdma::RdmaCounters`].
-        RdmaQueryStats = 32,
+        /// PF only: write the RDMA engine's counters, an
+        /// [`rdma::COUNTERS_LEN`]-byte [`rdma::RdmaCounters`] block, to
+        /// `buf`.
+        RdmaQueryStats {
+            /// Bus address of the block.
+            buf @ 8: u64,
+        } = 32,
     }
 }
 
@@ -519,7 +523,7 @@ mod tests {
                 index: 2,
                 gid: rdma::Gid::from_ipv4([10, 0, 0, 1]),
             },
-            AdminCmd::RdmaQueryStats,
+            AdminCmd::RdmaQueryStats { buf: 0x4000 },
         ];
         for cmd in cmds {
             assert_eq!(AdminCmd::from_bytes(&cmd.to_bytes()), Ok(cmd));

@@ -573,25 +573,36 @@ wire_struct! {
     }
 }
 
-admin_result! {
-    /// The RDMA engine's counters since reset, the result of
-    /// [`super::AdminCmd::RdmaQueryStats`].
+/// Length of the [`RdmaCounters`] block.
+pub const COUNTERS_LEN: usize = 128;
+
+wire_struct! {
+    /// The RDMA engine's counters since reset, the block
+    /// [`super::AdminCmd::RdmaQueryStats`] writes to host memory. Bytes
+    /// past the last counter are reserved (written as zero).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct RdmaCounters {
+    pub struct RdmaCounters[COUNTERS_LEN] {
         /// RoCEv2 packets sent.
-        pub tx_packets @ 8: u64,
+        pub tx_packets @ 0: u64,
         /// RoCEv2 packets received for a QP.
-        pub rx_packets @ 16: u64,
+        pub rx_packets @ 8: u64,
         /// Packets received with a wrong ICRC (dropped).
-        pub rx_icrc_errors @ 24: u64,
+        pub rx_icrc_errors @ 16: u64,
         /// Packets received for no QP, malformed, or dropped by a QP.
-        pub rx_dropped @ 32: u64,
+        pub rx_dropped @ 24: u64,
         /// Packets sent again (timeout, sequence NAK, RNR NAK).
-        pub retransmits @ 40: u64,
+        pub retransmits @ 32: u64,
         /// Sequence-error NAKs sent.
-        pub seq_naks @ 48: u64,
+        pub seq_naks @ 40: u64,
         /// RNR NAKs sent.
-        pub rnr_naks @ 56: u64,
+        pub rnr_naks @ 48: u64,
+        /// Packets received with a wrong UDP checksum (dropped; a zero
+        /// checksum is "none" and accepted).
+        pub rx_udp_csum_errors @ 56: u64,
+        /// Retransmission timeouts (a requester heard nothing in time).
+        pub timeouts @ 64: u64,
+        /// Duplicate requests received (a responder answered again).
+        pub duplicates @ 72: u64,
     }
 }
 
@@ -627,9 +638,11 @@ mod tests {
             retransmits: 5,
             seq_naks: 6,
             rnr_naks: 7,
+            rx_udp_csum_errors: 8,
+            timeouts: 9,
+            duplicates: 10,
         };
-        c.write_result(&mut b);
-        assert_eq!(RdmaCounters::read_result(&b), c);
+        assert_eq!(RdmaCounters::from_bytes(&c.to_bytes()), c);
     }
 
     #[test]

@@ -19,8 +19,8 @@ use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
-    RdmaCounters, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE, QP_MODIFY_LEN,
-    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE,
+    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -64,6 +64,9 @@ pub(crate) struct RdmaDev {
     /// The block `RDMA_MODIFY_QP` reads.
     #[pin]
     modify_block: Mutex<DmaBuffer>,
+    /// The block `RDMA_QUERY_STATS` writes.
+    #[pin]
+    stats_block: Mutex<DmaBuffer>,
     eq_irq: Pin<KBox<IrqHandlerRegistration<EqIrq>>>,
 }
 
@@ -136,6 +139,7 @@ impl RdmaDev {
             vector: e.vector,
         })?;
         let modify = dma.alloc(QP_MODIFY_LEN)?;
+        let stats = dma.alloc(COUNTERS_LEN)?;
         let admin = e.admin.clone();
         let regs = e.regs.clone();
         Ok(try_pin_init!(Self {
@@ -147,8 +151,20 @@ impl RdmaDev {
             ids <- kernel::new_mutex!(ids),
             tables,
             modify_block <- kernel::new_mutex!(modify),
+            stats_block <- kernel::new_mutex!(stats),
             eq_irq,
         }? Error))
+    }
+
+    /// The engine's counters, as the card writes them.
+    fn query_counters(&self) -> Result<RdmaCounters> {
+        let block = self.stats_block.lock();
+        self.admin.exec(AdminCmd::RdmaQueryStats {
+            buf: block.dma_addr(0)?,
+        })?;
+        let mut raw = [0u8; COUNTERS_LEN];
+        block.read(0, &mut raw)?;
+        Ok(RdmaCounters::from_bytes(&raw))
     }
 
     /// The tables completions and events are resolved against.
@@ -204,7 +220,7 @@ fn ring_size(asked: u32, max: u32) -> Result<u32> {
 }
 
 /// How many counters [`HW_STATS`] names.
-const HW_STAT_COUNT: usize = 13;
+const HW_STAT_COUNT: usize = 16;
 
 /// The port counters `rdma statistic` shows: the engine's, then the
 /// driver's.
@@ -212,10 +228,13 @@ static HW_STATS: [StatDesc; HW_STAT_COUNT] = [
     StatDesc::new(c"tx_packets"),
     StatDesc::new(c"rx_packets"),
     StatDesc::new(c"rx_icrc_errors"),
+    StatDesc::new(c"rx_udp_csum_errors"),
     StatDesc::new(c"rx_dropped"),
     StatDesc::new(c"retransmits"),
     StatDesc::new(c"seq_naks_sent"),
     StatDesc::new(c"rnr_naks_sent"),
+    StatDesc::new(c"retransmit_timeouts"),
+    StatDesc::new(c"duplicate_requests"),
     StatDesc::new(c"events"),
     StatDesc::new(c"bogus_completions"),
     StatDesc::new(c"req_cqe_error"),
@@ -542,21 +561,21 @@ impl IbDeviceOps for RdmaDev {
 
     fn hw_stats(dev: &IbDevice<Self>, _port: u32, out: &mut [u64]) {
         let d = dev.data();
-        let c = d
-            .admin
-            .exec(AdminCmd::RdmaQueryStats)
-            .map(|e| RdmaCounters::read_result(&e))
-            .unwrap_or_default();
+        // A card that does not answer reads as zeros.
+        let c = d.query_counters().unwrap_or_default();
         let (bogus, errors) = d.completion_counts();
         // One value per name in `HW_STATS`, in its order.
         let values: [u64; HW_STAT_COUNT] = [
             c.tx_packets,
             c.rx_packets,
             c.rx_icrc_errors,
+            c.rx_udp_csum_errors,
             c.rx_dropped,
             c.retransmits,
             c.seq_naks,
             c.rnr_naks,
+            c.timeouts,
+            c.duplicates,
             d.events(),
             bogus,
             errors.req,

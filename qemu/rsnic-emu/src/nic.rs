@@ -624,7 +624,7 @@ impl Nic {
             | AdminCmd::RdmaDestroyQp { .. }
             | AdminCmd::RdmaRegMr(_)
             | AdminCmd::RdmaDeregMr { .. }
-            | AdminCmd::RdmaQueryStats => {
+            | AdminCmd::RdmaQueryStats { .. } => {
                 let now = Instant::now();
                 return self
                     .with_rdma(dma, now, fx, |e, io| e.execute(cmd, entry, io))

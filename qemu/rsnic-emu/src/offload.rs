@@ -31,9 +31,97 @@ pub fn insert_checksum(frame: &mut [u8], desc: &TxDesc) -> bool {
         return false;
     }
     let sum = ones_complement_sum(&frame[start..], 0);
-    let csum = !(sum as u16);
+    let mut csum = !(sum as u16);
+    // UDP sends a checksum that computes to zero as all ones (RFC 768):
+    // zero means "no checksum". The field at offset 6 of the L4 header
+    // is UDP's (TCP's is at 16).
+    if csum == 0 && desc.csum_offset == UDP_CSUM_OFFSET {
+        csum = 0xffff;
+    }
     frame[field..field + 2].copy_from_slice(&csum.to_be_bytes());
     true
+}
+
+/// Where UDP's checksum sits in its header.
+const UDP_CSUM_OFFSET: u16 = 6;
+
+/// The UDP checksum of a frame, as a receiver judges it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdpCsum {
+    /// Zero: the sender computed none.
+    Absent,
+    /// It verifies.
+    Good,
+    /// It does not: the datagram was damaged (or the sender is wrong).
+    Bad,
+}
+
+/// The UDP header of an IPv4 or IPv6 frame: (ethertype, IP header offset,
+/// UDP offset, UDP length), if the frame is unfragmented UDP.
+fn udp_layer(frame: &[u8]) -> Option<(u16, usize, usize, usize)> {
+    let (ethertype, l3) = network_layer(frame)?;
+    let (l4, len) = match ethertype {
+        ETH_P_IPV4 => {
+            let ihl = usize::from(frame.get(l3)? & 0x0f) * 4;
+            let total = usize::from(u16::from_be_bytes([
+                *frame.get(l3 + 2)?,
+                *frame.get(l3 + 3)?,
+            ]));
+            let fragmented =
+                u16::from_be_bytes([*frame.get(l3 + 6)?, *frame.get(l3 + 7)?]) & 0x3fff != 0;
+            if fragmented || *frame.get(l3 + 9)? != 17 || ihl < 20 || total < ihl + 8 {
+                return None;
+            }
+            (l3 + ihl, total - ihl)
+        }
+        ETH_P_IPV6 => {
+            let payload = usize::from(u16::from_be_bytes([
+                *frame.get(l3 + 4)?,
+                *frame.get(l3 + 5)?,
+            ]));
+            if *frame.get(l3 + 6)? != 17 || payload < 8 {
+                return None;
+            }
+            (l3 + 40, payload)
+        }
+        _ => return None,
+    };
+    (l4 + len <= frame.len()).then_some((ethertype, l3, l4, len))
+}
+
+/// Computes and stores the UDP checksum of a UDP frame (all ones if it
+/// computes to zero). False if the frame is not unfragmented UDP.
+pub fn fill_udp_checksum(frame: &mut [u8]) -> bool {
+    let Some((ethertype, l3, l4, len)) = udp_layer(frame) else {
+        return false;
+    };
+    let Some(pseudo) = pseudo_header_sum(frame, ethertype, l3, 17, len) else {
+        return false;
+    };
+    frame[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
+    let mut csum = !(ones_complement_sum(&frame[l4..l4 + len], pseudo) as u16);
+    if csum == 0 {
+        csum = 0xffff;
+    }
+    frame[l4 + 6..l4 + 8].copy_from_slice(&csum.to_be_bytes());
+    true
+}
+
+/// The UDP checksum of a UDP frame as a receiver judges it; `None` if the
+/// frame is not unfragmented UDP.
+pub fn udp_checksum(frame: &[u8]) -> Option<UdpCsum> {
+    let (ethertype, l3, l4, len) = udp_layer(frame)?;
+    if frame[l4 + 6..l4 + 8] == [0, 0] {
+        return Some(UdpCsum::Absent);
+    }
+    let pseudo = pseudo_header_sum(frame, ethertype, l3, 17, len)?;
+    Some(
+        if ones_complement_sum(&frame[l4..l4 + len], pseudo) == 0xffff {
+            UdpCsum::Good
+        } else {
+            UdpCsum::Bad
+        },
+    )
 }
 
 /// TCP flags a segment keeps only if it is the last one (FIN, PSH).

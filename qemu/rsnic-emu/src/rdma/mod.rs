@@ -58,6 +58,8 @@ pub struct RdmaStats {
     pub rx_packets: u64,
     /// Received with a wrong ICRC (dropped).
     pub rx_bad_icrc: u64,
+    /// Received with a wrong (non-zero) UDP checksum (dropped).
+    pub rx_bad_udp_csum: u64,
     /// Received for no QP, or malformed (dropped).
     pub rx_dropped: u64,
     /// Packets not sent: the source GID index is not set.
@@ -237,7 +239,11 @@ impl RdmaEngine {
             },
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
             AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
-            AdminCmd::RdmaQueryStats => self.counters().write_result(entry),
+            AdminCmd::RdmaQueryStats { buf } => {
+                if io.mem.write(buf, &self.counters().to_bytes()).is_err() {
+                    return AdminStatus::BadParam;
+                }
+            }
             _ => return AdminStatus::BadOpcode,
         }
         AdminStatus::Ok
@@ -330,10 +336,17 @@ impl RdmaEngine {
         let rx = match packet::parse(frame) {
             Ok(rx) => rx,
             Err(RejectReason::NotRoce) => return false,
-            Err(RejectReason::BadIcrc) => {
+            // Damaged frames for one of this engine's GIDs are dropped and
+            // counted; another endpoint's are the NIC's to deliver.
+            Err(RejectReason::BadIcrc { dgid }) if self.owns(&dgid) => {
                 self.stats.rx_bad_icrc += 1;
                 return true;
             }
+            Err(RejectReason::BadUdpChecksum { dgid }) if self.owns(&dgid) => {
+                self.stats.rx_bad_udp_csum += 1;
+                return true;
+            }
+            Err(_) => return false,
         };
         if !self.owns(&rx.dgid) || rx.dmac != io.mac {
             return false;
@@ -484,6 +497,9 @@ impl RdmaEngine {
             retransmits: q.retransmits,
             seq_naks: q.seq_naks_sent,
             rnr_naks: q.rnr_naks_sent,
+            rx_udp_csum_errors: self.stats.rx_bad_udp_csum,
+            timeouts: q.timeouts,
+            duplicates: q.duplicates,
         }
     }
 
@@ -521,7 +537,7 @@ impl RdmaEngine {
             .count();
         format!(
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
-             rx_bad_icrc={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
+             rx_bad_icrc={} rx_bad_udp_csum={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
              events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
              qp_drops={} states={} cq_positions={}",
             u8::from(self.eq.is_some()),
@@ -532,6 +548,7 @@ impl RdmaEngine {
             s.tx_packets,
             s.rx_packets,
             s.rx_bad_icrc,
+            s.rx_bad_udp_csum,
             s.rx_dropped,
             s.tx_no_gid,
             s.cq_overflows,
@@ -988,6 +1005,40 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn lost_read_response_asks_at_once_for_the_rest() {
+        let (mut a, mut b) = pair();
+        let data = pattern(5000, 4);
+        b.mem.set(REMOTE, &data);
+        let mut r = send_wqe(wqe_op::READ, DATA, 5000);
+        r.remote_addr = REMOTE;
+        r.rkey = RKEY;
+        a.post_send(QPN, r);
+        let request = a.ring_sq(QPN);
+        let mut responses = b.receive(request);
+        assert_eq!(responses.len(), 5);
+        responses.remove(1);
+        // The gap is seen at the third response: one new READ, for the
+        // 3976 bytes from the second response on, at the second's PSN;
+        // the fourth and fifth responses are not gaps of their own.
+        let again = a.receive(responses);
+        assert_eq!(again.len(), 1);
+        let ask = packet::parse(&again[0]).unwrap();
+        let ask = wire::Packet::parse(ask.transport).unwrap();
+        let reth = ask.reth.unwrap();
+        assert_eq!(ask.opcode, wire::Opcode::RcReadRequest);
+        assert_eq!(ask.bth.psn, 101);
+        assert_eq!((reth.va, reth.len), (REMOTE + 1024, 3976));
+        assert_eq!(a.e.qps[&QPN].counters.retransmits, 1);
+        exchange(&mut a, &mut b, again);
+        assert_eq!(a.mem.get(DATA, 5000), data);
+        let sc = a.completions(false);
+        assert_eq!(sc.len(), 1);
+        assert_eq!((sc[0].status, sc[0].byte_len), (wc_status::SUCCESS, 5000));
+        assert_eq!(a.e.qps[&QPN].counters.timeouts, 0);
+        assert_eq!(b.e.qps[&QPN].counters.duplicates, 1);
+    }
+
+    #[test]
     fn lost_tail_is_resent_on_timeout_and_duplicates_are_harmless() {
         let (mut a, mut b) = pair();
         let data = pattern(2048, 9);
@@ -1184,7 +1235,12 @@ pub(crate) mod tests {
         let mut frames = a.ring_sq(QPN);
         let n = frames[0].len();
         frames[0][n - 5] ^= 0x10;
+        let mut unsummed = frames.clone();
         assert!(b.receive(frames).is_empty());
+        assert_eq!(b.e.stats.rx_bad_udp_csum, 1, "UDP checksum first");
+        // Without a UDP checksum (rxe sends none) the ICRC catches it.
+        unsummed[0][40..42].copy_from_slice(&[0, 0]);
+        assert!(b.receive(unsummed).is_empty());
         assert_eq!(b.e.stats.rx_bad_icrc, 1);
         assert!(b.completions(true).is_empty());
         // Not RoCE, or not for this card: left to the NIC.

@@ -12,6 +12,7 @@ use etherparse::{
 use super::wire;
 use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::rdma::{Gid, ROCE_V2_UDP_PORT};
+use crate::offload::{self, UdpCsum};
 
 /// Both ends of a RoCEv2 packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,7 +83,9 @@ pub fn build(route: &Route, transport: &[u8]) -> Vec<u8> {
     // Writing into a Vec cannot fail; a payload too big for IP is the
     // caller's bug (the engine segments to the path MTU).
     let _ = builder.write(&mut out, transport);
+    // The ICRC first: the UDP checksum covers it.
     let _ = wire::seal(ethertype, &mut out[14..]);
+    offload::fill_udp_checksum(&mut out);
     out
 }
 
@@ -110,8 +113,18 @@ pub struct Received<'a> {
 pub enum RejectReason {
     /// Not IP/UDP to port 4791: not for the engine at all.
     NotRoce,
+    /// RoCEv2 whose UDP checksum is there but wrong: dropped and counted,
+    /// as the Linux UDP stack does (a zero checksum is accepted: rxe sends
+    /// none, and its receive socket accepts none, on IPv4 and IPv6 alike).
+    BadUdpChecksum {
+        /// Its destination GID (the frame may be another endpoint's).
+        dgid: Gid,
+    },
     /// RoCEv2, but the ICRC is wrong: dropped and counted.
-    BadIcrc,
+    BadIcrc {
+        /// Its destination GID.
+        dgid: Gid,
+    },
 }
 
 /// Parses a frame; `Err(NotRoce)` for everything the engine does not take.
@@ -153,6 +166,9 @@ pub fn parse(frame: &[u8]) -> Result<Received<'_>, RejectReason> {
         }
         _ => return Err(NotRoce),
     };
+    if offload::udp_checksum(frame) == Some(UdpCsum::Bad) {
+        return Err(BadUdpChecksum { dgid });
+    }
     let payload_start = offset(udp.payload());
     let payload_len = udp.payload().len();
     // The ICRC covers the IP packet from its header to the end.
@@ -160,7 +176,7 @@ pub fn parse(frame: &[u8]) -> Result<Received<'_>, RejectReason> {
         .get(ip_start..payload_start + payload_len)
         .ok_or(NotRoce)?;
     if !wire::icrc_ok(ethertype, ip_packet) {
-        return Err(BadIcrc);
+        return Err(BadIcrc { dgid });
     }
     Ok(Received {
         smac: eth.source,
@@ -229,11 +245,65 @@ mod tests {
             let pkt = Packet::parse(got.transport).unwrap();
             assert_eq!(pkt.payload, b"mad!");
             assert_eq!(pkt.deth.unwrap().qkey, 0x8001_0000);
-            // One flipped payload bit: the ICRC catches it.
+            // The UDP checksum verifies, independently of the builder.
+            assert_eq!(offload::udp_checksum(&frame), Some(UdpCsum::Good));
+            let (l4, len) = if got.ipv4 {
+                (34, frame.len() - 34)
+            } else {
+                (54, frame.len() - 54)
+            };
+            assert_eq!(rfc768_sum(&frame, got.ipv4, l4, len), 0xffff);
+            // One flipped payload bit: the UDP checksum catches it first;
+            // without a checksum, the ICRC does.
             let mut bad = frame.clone();
             let n = bad.len();
             bad[n - 6] ^= 1;
-            assert_eq!(parse(&bad), Err(RejectReason::BadIcrc));
+            assert_eq!(parse(&bad), Err(RejectReason::BadUdpChecksum { dgid }));
+            bad[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
+            assert_eq!(parse(&bad), Err(RejectReason::BadIcrc { dgid }));
+        }
+    }
+
+    /// The RFC 768 sum of a frame's UDP datagram and pseudo-header, written
+    /// out here independently of the card's code: 0xffff if it verifies.
+    fn rfc768_sum(frame: &[u8], ipv4: bool, l4: usize, len: usize) -> u16 {
+        let mut words: Vec<u8> = Vec::new();
+        if ipv4 {
+            words.extend_from_slice(&frame[26..34]);
+            words.extend_from_slice(&[0, 17]);
+            words.extend_from_slice(&(len as u16).to_be_bytes());
+        } else {
+            words.extend_from_slice(&frame[22..54]);
+            words.extend_from_slice(&(len as u32).to_be_bytes());
+            words.extend_from_slice(&[0, 0, 0, 17]);
+        }
+        words.extend_from_slice(&frame[l4..l4 + len]);
+        if words.len() % 2 == 1 {
+            words.push(0);
+        }
+        let mut sum: u64 = words
+            .chunks(2)
+            .map(|w| u64::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum as u16
+    }
+
+    #[test]
+    fn sent_checksums_are_never_zero() {
+        // A payload chosen so that its datagram sums to zero would be sent
+        // with all ones; whatever the payload, never zero.
+        for n in 0..64u8 {
+            let route = Route {
+                sgid: Gid::from_ipv4([10, 0, 0, 1]),
+                dgid: Gid::from_ipv4([10, 0, 0, n]),
+                ..Route::default()
+            };
+            let frame = build(&route, &ud_packet(&[n; 5]));
+            assert_ne!(&frame[40..42], &[0, 0]);
+            assert_eq!(offload::udp_checksum(&frame), Some(UdpCsum::Good));
         }
     }
 

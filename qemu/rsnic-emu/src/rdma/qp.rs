@@ -200,6 +200,10 @@ pub struct Qp {
     rnr_left: u8,
     deadline: Option<Instant>,
     rnr_resend_at: Option<Instant>,
+    /// A gap in READ responses was seen at this PSN and the READ asked
+    /// for again from it: later responses of the same burst are not gaps
+    /// of their own.
+    read_gap_at: Option<u32>,
     // Responder.
     epsn: u32,
     msn: u32,
@@ -248,6 +252,7 @@ impl Qp {
             rnr_left: 7,
             deadline: None,
             rnr_resend_at: None,
+            read_gap_at: None,
             epsn: 0,
             msn: 0,
             receiving: None,
@@ -419,6 +424,7 @@ impl Qp {
         self.writing = None;
         self.deadline = None;
         self.rnr_resend_at = None;
+        self.read_gap_at = None;
     }
 
     /// An error the QP cannot continue after: the WQE at `slot` completes
@@ -678,18 +684,17 @@ impl Qp {
             psn: psn_add(f.first_psn, i),
             ..Bth::default()
         };
-        let reth = Reth {
-            va: f.wqe.remote_addr,
-            rkey: f.wqe.rkey,
-            len: if f.is_read() {
-                f.read_segs.iter().map(|s| s.1).sum::<u64>() as u32
-            } else {
-                f.data.len() as u32
-            },
-        };
         if f.is_read() {
+            // From the response `from` on: what came before has landed.
+            let done = u64::from(from) * mtu as u64;
+            let total = f.read_segs.iter().map(|s| s.1).sum::<u64>();
+            let reth = Reth {
+                va: f.wqe.remote_addr.wrapping_add(done),
+                rkey: f.wqe.rkey,
+                len: total.saturating_sub(done) as u32,
+            };
             let pkt = Packet {
-                bth: bth(0, true),
+                bth: bth(from, true),
                 opcode: Opcode::RcReadRequest,
                 deth: None,
                 reth: Some(reth),
@@ -704,6 +709,11 @@ impl Qp {
             });
             return;
         }
+        let reth = Reth {
+            va: f.wqe.remote_addr,
+            rkey: f.wqe.rkey,
+            len: f.data.len() as u32,
+        };
         let write = matches!(f.wqe.opcode, wqe_op::WRITE | wqe_op::WRITE_IMM);
         for i in from..f.packets {
             let first = i == 0;
@@ -796,11 +806,14 @@ impl Qp {
         }
     }
 
-    /// Resends from the request holding `psn` (or from the oldest).
+    /// Resends from the request holding `psn` (or from the oldest). A
+    /// READ is asked for again from its first missing response: the data
+    /// that landed stays (IBA lets a requester reissue a READ for the
+    /// rest, and rxe does).
     fn resend_from(&mut self, psn: Option<u32>, out: &mut Vec<Action>) {
         let mut started = false;
         let list: Vec<InFlight> = self.inflight.iter().cloned().collect();
-        for (i, f) in list.iter().enumerate() {
+        for f in &list {
             let from = match psn {
                 _ if started => 0,
                 None => 0,
@@ -809,19 +822,14 @@ impl Qp {
                     if d < 0 || d >= f.packets as i32 {
                         continue;
                     }
-                    if f.is_read() {
-                        0
-                    } else {
-                        d as u32
-                    }
+                    d as u32
                 }
             };
             started = true;
-            if f.is_read() {
-                // The responses restart from the first.
-                self.inflight[i].read_packets = 0;
-            }
-            self.counters.retransmits += u64::from(f.packets - from);
+            let from = if f.is_read() { f.read_packets } else { from };
+            // A READ is one request packet, whatever it asks for.
+            let packets = if f.is_read() { 1 } else { f.packets - from };
+            self.counters.retransmits += u64::from(packets);
             self.emit(f, from, out);
         }
     }
@@ -863,6 +871,7 @@ impl Qp {
             return;
         }
         self.retries_left -= 1;
+        self.read_gap_at = None;
         self.resend_from(None, out);
         self.deadline = Some(now + self.timeout);
     }
@@ -935,7 +944,19 @@ impl Qp {
                 let f = &self.inflight[idx];
                 let expect = psn_add(f.first_psn, f.read_packets);
                 if psn != expect {
-                    return; // Lost or duplicate: the timeout resends the READ.
+                    // Ahead: responses were lost. Ask for the rest of the
+                    // READ now, once per gap, instead of waiting out the
+                    // timeout. Behind: a duplicate, dropped.
+                    if psn_diff(psn, expect) > 0
+                        && self.read_gap_at != Some(expect)
+                        && self.retries_left > 0
+                    {
+                        self.read_gap_at = Some(expect);
+                        self.retries_left -= 1;
+                        self.resend_from(Some(expect), out);
+                        self.deadline = Some(now + self.timeout);
+                    }
+                    return;
                 }
                 let mtu = u64::from(self.path_mtu);
                 let offset = u64::from(f.read_packets) * mtu;
@@ -966,6 +987,7 @@ impl Qp {
                     }
                 }
                 self.inflight[0].read_packets += 1;
+                self.read_gap_at = None;
                 if last {
                     if let Some(done) = self.inflight.pop_front() {
                         self.complete(&done, out);
