@@ -47,6 +47,9 @@ ktap_finish() {
 is_debug_kernel() { case $(uname -r) in *-debug) return 0 ;; esac; return 1; }
 
 skip_all() { echo "TAP version 13"; echo "1..0 # SKIP $1"; exit $KSFT_SKIP; }
+# bail_out REASON: the test cannot run in an environment that should have
+# everything it needs: a failure (KTAP "Bail out!"), never a skip.
+bail_out() { echo "Bail out! $1"; exit 1; }
 
 # PCI addresses of the cards' PFs in bus order; the harness puts card A
 # on the first root port and card B on the second.
@@ -467,8 +470,8 @@ rdma_vrf_cleanup() {
 NVMET=/sys/kernel/config/nvmet
 NVME_NQN=rsnic-test
 
-# nvmet_setup FILE: an NVMe/RDMA target on card B's address, exporting
-# FILE as namespace 1.
+# nvmet_setup FILE [TRADDR [ipv4|ipv6]]: an NVMe/RDMA target on TRADDR
+# (default card B's address), exporting FILE as namespace 1.
 nvmet_setup() {
 	mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 	modprobe nvmet-rdma || return 1
@@ -477,15 +480,15 @@ nvmet_setup() {
 		mkdir $NVMET/subsystems/$NVME_NQN/namespaces/1 &&
 		echo "$1" > $NVMET/subsystems/$NVME_NQN/namespaces/1/device_path &&
 		echo 1 > $NVMET/subsystems/$NVME_NQN/namespaces/1/enable &&
-		nvmet_port 1 $IP_B
+		nvmet_port 1 "${2:-$IP_B}" "${3:-ipv4}"
 }
 
-# nvmet_port N TRADDR: port N serves the subsystem over RDMA on
-# TRADDR:4420.
+# nvmet_port N TRADDR [ipv4|ipv6]: port N serves the subsystem over RDMA
+# on TRADDR:4420.
 nvmet_port() {
 	mkdir $NVMET/ports/$1 &&
 		echo rdma > $NVMET/ports/$1/addr_trtype &&
-		echo ipv4 > $NVMET/ports/$1/addr_adrfam &&
+		echo "${3:-ipv4}" > $NVMET/ports/$1/addr_adrfam &&
 		echo $2 > $NVMET/ports/$1/addr_traddr &&
 		echo 4420 > $NVMET/ports/$1/addr_trsvcid &&
 		ln -s $NVMET/subsystems/$NVME_NQN $NVMET/ports/$1/subsystems/$NVME_NQN
@@ -553,6 +556,88 @@ nvme_rdma_require() {
 
 # have_nvme_rdma: whether the kernel has nvme-rdma and nvmet-rdma.
 have_nvme_rdma() { modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev/null 2>&1; }
+
+# RoCE interop with rdma_rxe ----------------------------------------------
+
+# rxe_interop_setup: card A's engine ($IB_A) with both cards' addresses
+# in the default namespace (nvme-rdma's), card B's RDMA device unbound
+# and rdma_rxe (rxe_b) on card B's netdev instead. rxe cannot take a
+# VRF's packets (it finds its device by skb->dev, which a VRF replaces),
+# so policy routing sends traffic between the two addresses over the
+# cable: a packet arriving on either NIC is looked up in the local table
+# first; any other lookup from one card's address to the other's (sent
+# packets, and rdma_cm's check that a connection request came in on the
+# netdev that routes back to its sender, which has no input interface)
+# gets the sender's NIC. The receiver accepts a source address that is
+# its own host's. A missing piece of what the project provides bails out
+# (a failure, not a skip).
+RXE_AUX=
+rxe_interop_setup() {
+	find_netifs
+	IB_A=$(ibdev_of "$(card_addr A)")
+	[ -n "$IB_A" ] || bail_out "no RDMA device under card A"
+	have_nvme_rdma || bail_out "the kernel has no NVMe over RDMA modules"
+	modprobe rdma_rxe || bail_out "no rdma_rxe module"
+	RXE_AUX=$(rdma_aux_of "$(card_addr B)")
+	[ -n "$RXE_AUX" ] || bail_out "no RDMA auxiliary device under card B"
+	echo "$RXE_AUX" > $RDMA_AUX_DRV/unbind || bail_out "cannot unbind $RXE_AUX"
+	local dev
+	for dev in "$NETIF_A" "$NETIF_B"; do ip addr flush dev "$dev"; done
+	ip addr add $IP_A/24 dev "$NETIF_A"
+	ip addr add $IP_B/24 dev "$NETIF_B"
+	ip addr add $IP6_A/64 dev "$NETIF_A" nodad
+	ip addr add $IP6_B/64 dev "$NETIF_B" nodad
+	ip link set "$NETIF_A" up
+	ip link set "$NETIF_B" up
+	wait_carrier "$NETIF_A" 1 && wait_carrier "$NETIF_B" 1 || bail_out "no carrier"
+	ip route add $IP_B/32 dev "$NETIF_A" table 30
+	ip route add $IP_A/32 dev "$NETIF_B" table 31
+	ip -6 route add $IP6_B/128 dev "$NETIF_A" table 30
+	ip -6 route add $IP6_A/128 dev "$NETIF_B" table 31
+	local fam
+	for fam in -4 -6; do
+		ip $fam rule add pref 90 iif "$NETIF_A" table local
+		ip $fam rule add pref 91 iif "$NETIF_B" table local
+	done
+	ip rule add pref 100 from $IP_A to $IP_B table 30
+	ip rule add pref 101 from $IP_B to $IP_A table 31
+	ip -6 rule add pref 100 from $IP6_A to $IP6_B table 30
+	ip -6 rule add pref 101 from $IP6_B to $IP6_A table 31
+	# Local table after the policy rules, so a packet to the other
+	# card's address is not delivered locally.
+	ip rule add pref 32765 table local && ip rule del pref 0
+	ip -6 rule add pref 32765 table local && ip -6 rule del pref 0
+	for dev in all "$NETIF_A" "$NETIF_B"; do
+		sysctl -qw net.ipv4.conf.$dev.accept_local=1 net.ipv4.conf.$dev.rp_filter=0
+	done
+	rdma link add rxe_b type rxe netdev "$NETIF_B" || bail_out "cannot add rxe on $NETIF_B"
+	wait_port "$IB_A" "ACTIVE LINK_UP " || bail_out "$IB_A's port did not come up"
+	local ip
+	for ip in $IP_B $IP6_B; do
+		for _ in $(seq 50); do ping -c1 -W1 -q $ip >/dev/null 2>&1 && break; sleep 0.2; done
+	done
+}
+
+rxe_interop_cleanup() {
+	rdma link del rxe_b 2>/dev/null
+	modprobe -r rdma_rxe 2>/dev/null
+	local fam pref
+	for fam in -4 -6; do
+		for pref in 90 91 100 101; do
+			ip $fam rule del pref $pref 2>/dev/null
+		done
+	done
+	ip rule add pref 0 table local 2>/dev/null && ip rule del pref 32765 table local 2>/dev/null
+	ip -6 rule add pref 0 table local 2>/dev/null && ip -6 rule del pref 32765 table local 2>/dev/null
+	ip route flush table 30 2>/dev/null
+	ip route flush table 31 2>/dev/null
+	ip -6 route flush table 30 2>/dev/null
+	ip -6 route flush table 31 2>/dev/null
+	ip addr flush dev "$NETIF_A" 2>/dev/null
+	ip addr flush dev "$NETIF_B" 2>/dev/null
+	[ -n "$RXE_AUX" ] && echo "$RXE_AUX" > $RDMA_AUX_DRV/bind 2>/dev/null
+	return 0
+}
 
 # nvme_rdma_cleanup: what the nvme-rdma tests undo, whatever they got to.
 nvme_rdma_cleanup() {

@@ -32,7 +32,7 @@ dmesg_mark
 nvme_rdma_require
 [ -d /run/rsnic ] || skip_all "no shared run directory (not in the rsnic VM?)"
 
-ktap_header 9
+ktap_header 11
 check "card A's wire tap starts" eval 'harness card A capture $CAP >/dev/null'
 
 truncate -s $((DATA_MB + 8))M /tmp/wire-backing
@@ -102,5 +102,18 @@ echo "# ICRC: $icrc"
 check "every RoCEv2 frame carries a correct ICRC" eval '[[ $icrc == "frames=$roce good=$roce bad=0" ]]'
 flip=$(python3 "$ROCE_PY" icrc --flip "$CAP_PATH")
 check "one flipped bit fails the ICRC of every frame" eval '[[ $flip == "frames=$roce good=0 bad=$roce" ]]'
+# IP and UDP checksums, twice independently of the card: Python (RFC 768)
+# and tshark's own validation.
+csum=$(python3 "$ROCE_PY" csum "$CAP_PATH")
+csum_flip=$(python3 "$ROCE_PY" csum --flip "$CAP_PATH")
+echo "# IP/UDP checksums: $csum; with a flipped bit: $csum_flip"
+check "every RoCEv2 frame carries correct IP and UDP checksums (and a flipped bit fails them)" \
+	eval '[[ $csum == "frames=$roce good=$roce bad=0 zero=0" && $csum_flip == "frames=$roce good=0 bad=$roce zero=0" ]]'
+tshark -o udp.check_checksum:TRUE -o ip.check_checksum:TRUE -r "$CAP_PATH" -Y udp.dstport==4791 \
+	-T fields -e udp.checksum.status -e ip.checksum.status > /tmp/wire-csum 2>/dev/null
+ts_bad=$(grep -cv '^1	\(1\|\)$' /tmp/wire-csum)
+echo "# tshark checksum status (1 = good): $(sort /tmp/wire-csum | uniq -c | tr '\n\t' '; ')"
+check "tshark validates the UDP (and IPv4 header) checksum of every RoCEv2 frame" \
+	test "$(wc -l < /tmp/wire-csum)" -eq "$roce" -a "$ts_bad" -eq 0
 check "no kernel warnings" dmesg_clean
 ktap_finish

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Checks the invariant CRC of every RoCEv2 frame in a pcap file.
+"""Checks the invariant CRC (or the IP and UDP checksums) of every RoCEv2
+frame in a pcap file.
 
 usage: roce.py icrc [--flip] FILE
+       roce.py csum [--flip] FILE
 
-Prints one line, "frames=N good=N bad=N", and exits 0 when every RoCEv2
-frame (IPv4 or IPv6, UDP destination port 4791) carries a correct ICRC.
-With --flip, the first bit after the BTH of every frame is flipped before the check
+icrc prints one line, "frames=N good=N bad=N", and exits 0 when every
+RoCEv2 frame (IPv4 or IPv6, UDP destination port 4791) carries a correct
+ICRC. csum prints "frames=N good=N bad=N zero=N" and exits 0 when every
+frame's IPv4 header checksum verifies and its UDP checksum is present
+(non-zero) and verifies (RFC 768; RFC 8200 for IPv6). With --flip, the
+first bit after the BTH of every frame is flipped before the check
 (every frame must then fail: proof that the check can).
 
 The ICRC (InfiniBand Architecture Specification, Annex A17, RoCEv2) is
@@ -83,6 +88,50 @@ def icrc(packet, udp):
     return zlib.crc32(b"\xff" * 8 + bytes(p))
 
 
+def ones_complement(data):
+    """The RFC 1071 sum of `data`, folded to 16 bits."""
+    if len(data) % 2:
+        data = bytes(data) + b"\x00"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", bytes(data)))
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def checksums_ok(packet, udp):
+    """(IP header checksum verifies, UDP checksum verifies, UDP checksum
+    is zero) of an IP packet carrying UDP at `udp`."""
+    datagram = packet[udp:]
+    if packet[0] >> 4 == 4:
+        ip_ok = ones_complement(packet[:udp]) == 0xFFFF
+        pseudo = bytes(packet[12:20]) + struct.pack("!BBH", 0, 17, len(datagram))
+    else:
+        ip_ok = True                     # IPv6 has no header checksum
+        pseudo = bytes(packet[8:40]) + struct.pack("!IxxxB", len(datagram), 17)
+    zero = datagram[6:8] == b"\x00\x00"
+    return ip_ok, ones_complement(pseudo + bytes(datagram)) == 0xFFFF, zero
+
+
+def check_csum(path, flip):
+    frames = good = bad = zero = 0
+    for frame in pcap_frames(path):
+        packet, udp = roce_packet(frame)
+        if packet is None:
+            continue
+        frames += 1
+        if flip:
+            packet[udp + 8 + BTH_LEN] ^= 0x01
+        ip_ok, udp_ok, is_zero = checksums_ok(packet, udp)
+        if is_zero:
+            zero += 1
+        elif ip_ok and udp_ok:
+            good += 1
+        else:
+            bad += 1
+    print(f"frames={frames} good={good} bad={bad} zero={zero}")
+    return frames > 0 and good == frames
+
+
 def check_icrc(path, flip):
     frames = good = bad = 0
     for frame in pcap_frames(path):
@@ -103,13 +152,14 @@ def check_icrc(path, flip):
 
 def main(argv):
     args = argv[1:]
-    if not args or args[0] != "icrc":
+    checks = {"icrc": check_icrc, "csum": check_csum}
+    if not args or args[0] not in checks:
         sys.exit(__doc__)
     flip = "--flip" in args
     files = [a for a in args[1:] if a != "--flip"]
     if len(files) != 1:
         sys.exit(__doc__)
-    return 0 if check_icrc(files[0], flip) else 1
+    return 0 if checks[args[0]](files[0], flip) else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# RoCEv2 interop: card A's RDMA engine against rdma_rxe, the kernel's
+# software RoCE, on card B's synthetic NIC (card B's own RDMA device
+# unbound, so its engine leaves the wire's RoCE frames to the NIC).
+# nvme-rdma both ways (engine host -> rxe target, rxe host -> engine
+# target), on IPv4 and IPv6 GIDs, data checked by SHA-256; then the same
+# under 1% loss on both wires (RC retransmission across implementations).
+# The Linux UDP stack under rxe is the independent checker of the
+# engine's frames: a bad UDP checksum shows in /proc/net/snmp.
+
+source "$(dirname "$0")/lib.sh"
+DATA_MB=${RSNIC_RXE_MB:-16}
+is_debug_kernel && DATA_MB=4
+cleanup() {
+	harness card A wire drop 0 >/dev/null 2>&1
+	harness card B wire drop 0 >/dev/null 2>&1
+	nvme_rdma_cleanup
+	rxe_interop_cleanup
+	rm -f /tmp/rxe-backing /tmp/rxe-data /tmp/rxe-back
+}
+trap cleanup EXIT
+dmesg_mark
+
+rxe_interop_setup
+echo "# engine $IB_A on $NETIF_A ($IP_A, $IP6_A); rxe_b on $NETIF_B ($IP_B, $IP6_B)"
+ktap_header 13
+
+# udp_csum_errors: Udp InCsumErrors from /proc/net/snmp (IPv4) plus
+# Udp6InCsumErrors from /proc/net/snmp6.
+udp_csum_errors() {
+	local v4 v6
+	v4=$(awk '/^Udp:/ { if (!n++) { for (i = 2; i <= NF; i++) if ($i == "InCsumErrors") f = i }
+		else if (f) print $f }' /proc/net/snmp)
+	v6=$(awk '$1 == "Udp6InCsumErrors" { print $2 }' /proc/net/snmp6)
+	[ -n "$v4" ] && [ -n "$v6" ] && echo $((v4 + v6))
+}
+check "/proc/net/snmp and snmp6 count UDP checksum errors ($(udp_csum_errors))" \
+	test -n "$(udp_csum_errors)"
+csum0=$(udp_csum_errors)
+rxe_rx0=$(rdma_counter rxe_b rcvd_pkts)
+eng_rx0=$(rdma_counter "$IB_A" rx_packets)
+eng_bad0=$(rdma_counter "$IB_A" rx_udp_csum_errors)
+
+head -c ${DATA_MB}M /dev/urandom > /tmp/rxe-data
+truncate -s $((DATA_MB + 16))M /tmp/rxe-backing
+sum_w=$(sha256sum < /tmp/rxe-data | cut -c1-16)
+
+# nvme_roundtrip NAME TARGET_ADDR HOST_ADDR FAMILY HOST_IBDEV: a target on
+# TARGET_ADDR, the host connecting from HOST_ADDR, the data written and
+# read back; checks that HOST_IBDEV carried the host's queue pairs and
+# that both reads match the data.
+nvme_roundtrip() {
+	local disk ok=false sum_r sum_f
+	nvmet_setup /tmp/rxe-backing "$2" "$4" &&
+		nvme_connect "$2" "$3" &&
+		disk=$(wait_nvme_disk) &&
+		rdma res show qp link "$5" | grep -q "type RC" &&
+		dd if=/tmp/rxe-data of=/dev/$disk bs=1M oflag=direct status=none &&
+		dd if=/dev/$disk of=/tmp/rxe-back bs=1M count=$DATA_MB iflag=direct status=none &&
+		ok=true
+	sum_r=$(sha256sum < /tmp/rxe-back 2>/dev/null | cut -c1-16)
+	sum_f=$(head -c ${DATA_MB}M /tmp/rxe-backing | sha256sum | cut -c1-16)
+	echo "# $1: wrote $sum_w, read back $sum_r, target's file $sum_f"
+	nvme_disconnect
+	nvmet_cleanup
+	rm -f /tmp/rxe-back
+	$ok && [ "$sum_r" = "$sum_w" ] && [ "$sum_f" = "$sum_w" ]
+}
+
+check "IPv4: engine host -> rxe target, $DATA_MB MiB, same SHA-256" \
+	nvme_roundtrip v4-engine-rxe $IP_B $IP_A ipv4 "$IB_A"
+check "IPv4: rxe host -> engine target, $DATA_MB MiB, same SHA-256" \
+	nvme_roundtrip v4-rxe-engine $IP_A $IP_B ipv4 rxe_b
+check "IPv6: engine host -> rxe target, $DATA_MB MiB, same SHA-256" \
+	nvme_roundtrip v6-engine-rxe $IP6_B $IP6_A ipv6 "$IB_A"
+check "IPv6: rxe host -> engine target, $DATA_MB MiB, same SHA-256" \
+	nvme_roundtrip v6-rxe-engine $IP6_A $IP6_B ipv6 rxe_b
+
+csum=$(($(udp_csum_errors) - csum0))
+rxe_rx=$(($(rdma_counter rxe_b rcvd_pkts) - rxe_rx0))
+eng_rx=$(($(rdma_counter "$IB_A" rx_packets) - eng_rx0))
+echo "# rxe received $rxe_rx packets, the engine $eng_rx; UDP checksum errors: $csum"
+check "rxe received the engine's frames through the UDP stack ($rxe_rx)" \
+	test "$rxe_rx" -gt $((DATA_MB * 1024 / 4))
+check "the engine received rxe's frames ($eng_rx)" test "$eng_rx" -gt $((DATA_MB * 1024 / 4))
+check "no UDP checksum error at the Linux UDP stack" test "$csum" -eq 0
+check "no UDP checksum error at the engine" \
+	test "$(rdma_counter "$IB_A" rx_udp_csum_errors)" -eq "$eng_bad0"
+
+# 1% of the frames each wire sends are dropped: RC retransmission (the
+# engine's go-back-N and rxe's) recovers every one.
+harness card A wire drop 10 >/dev/null
+harness card B wire drop 10 >/dev/null
+retx0=$(rdma_counter "$IB_A" retransmits)
+tmo0=$(rdma_counter "$IB_A" retransmit_timeouts)
+check "1% loss: engine host -> rxe target, same SHA-256" \
+	nvme_roundtrip loss-engine-rxe $IP_B $IP_A ipv4 "$IB_A"
+check "1% loss: rxe host -> engine target, same SHA-256" \
+	nvme_roundtrip loss-rxe-engine $IP_A $IP_B ipv4 rxe_b
+harness card A wire drop 0 >/dev/null
+harness card B wire drop 0 >/dev/null
+echo "# card A's wire: $(harness card A wire-stats)"
+echo "# card B's wire: $(harness card B wire-stats)"
+echo "# engine retransmits +$(($(rdma_counter "$IB_A" retransmits) - retx0)), timeouts +$(($(rdma_counter "$IB_A" retransmit_timeouts) - tmo0))"
+check "the engine retransmitted what the wire lost" \
+	test "$(rdma_counter "$IB_A" retransmits)" -gt "$retx0"
+
+check "no kernel warnings" dmesg_clean
+ktap_finish
