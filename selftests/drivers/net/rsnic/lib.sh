@@ -569,8 +569,11 @@ have_nvme_rdma() { modinfo nvme-rdma >/dev/null 2>&1 && modinfo nvmet-rdma >/dev
 # packets, and rdma_cm's check that a connection request came in on the
 # netdev that routes back to its sender, which has no input interface)
 # gets the sender's NIC. The receiver accepts a source address that is
-# its own host's. A missing piece of what the project provides bails out
-# (a failure, not a skip).
+# its own host's. Both links go down and up first: an earlier test's
+# `ip addr flush` took their IPv6 link-local addresses, without which
+# rdma_cm's neighbour solicitations (sent with no source packet) are never
+# sent. A missing piece of what the project provides bails out (a
+# failure, not a skip).
 RXE_AUX=
 rxe_interop_setup() {
 	find_netifs
@@ -582,7 +585,10 @@ rxe_interop_setup() {
 	[ -n "$RXE_AUX" ] || bail_out "no RDMA auxiliary device under card B"
 	echo "$RXE_AUX" > $RDMA_AUX_DRV/unbind || bail_out "cannot unbind $RXE_AUX"
 	local dev
-	for dev in "$NETIF_A" "$NETIF_B"; do ip addr flush dev "$dev"; done
+	for dev in "$NETIF_A" "$NETIF_B"; do
+		ip link set "$dev" down
+		ip addr flush dev "$dev"
+	done
 	ip addr add $IP_A/24 dev "$NETIF_A"
 	ip addr add $IP_B/24 dev "$NETIF_B"
 	ip addr add $IP6_A/64 dev "$NETIF_A" nodad
@@ -612,9 +618,11 @@ rxe_interop_setup() {
 	done
 	rdma link add rxe_b type rxe netdev "$NETIF_B" || bail_out "cannot add rxe on $NETIF_B"
 	wait_port "$IB_A" "ACTIVE LINK_UP " || bail_out "$IB_A's port did not come up"
-	local ip
-	for ip in $IP_B $IP6_B; do
-		for _ in $(seq 50); do ping -c1 -W1 -q $ip >/dev/null 2>&1 && break; sleep 0.2; done
+	for dev in "$NETIF_A" "$NETIF_B"; do
+		for _ in $(seq 50); do
+			[ -n "$(ip -6 addr show dev "$dev" scope link -tentative)" ] && break
+			sleep 0.1
+		done
 	done
 }
 
