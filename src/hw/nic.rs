@@ -144,8 +144,43 @@ pub const RSS_KEY_LEN: usize = 40;
 /// Entries of the RSS indirection table (one queue pair index each).
 pub const RSS_TABLE_LEN: usize = 128;
 /// Size of the RSS configuration block [`super::AdminCmd::SetRss`] points
-/// at: the key, then the table.
-pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN;
+/// at: the key, the table, then one [`rss_fields`] byte per
+/// [`RssFlow`] (in its order).
+pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN + RssFlow::ALL.len();
+
+/// The flow types whose hashed fields the driver chooses; other IP
+/// traffic (and fragments) hashes its addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RssFlow {
+    /// TCP over IPv4.
+    Tcp4 = 0,
+    /// UDP over IPv4.
+    Udp4 = 1,
+    /// TCP over IPv6.
+    Tcp6 = 2,
+    /// UDP over IPv6.
+    Udp6 = 3,
+}
+
+impl RssFlow {
+    /// Every flow type, in the order of the configuration block.
+    pub const ALL: [RssFlow; 4] = [RssFlow::Tcp4, RssFlow::Udp4, RssFlow::Tcp6, RssFlow::Udp6];
+}
+
+/// Bits of a flow type's hashed fields in the RSS configuration block:
+/// the Toeplitz input is the chosen ones, in this order.
+pub mod rss_fields {
+    /// Source address.
+    pub const IP_SRC: u8 = 1 << 0;
+    /// Destination address.
+    pub const IP_DST: u8 = 1 << 1;
+    /// Source port.
+    pub const L4_SRC: u8 = 1 << 2;
+    /// Destination port.
+    pub const L4_DST: u8 = 1 << 3;
+    /// Addresses and ports (the default).
+    pub const ALL: u8 = IP_SRC | IP_DST | L4_SRC | L4_DST;
+}
 
 /// Bit of the 64-bit multicast filter that `mac` selects: the card accepts
 /// a multicast frame when its destination's bit is set in the filter.

@@ -7,7 +7,9 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 use super::{ring::RingSize, Config, Nic};
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
-    ethtool::{coalesce_params, Coalesce, DrvInfo, EthtoolOps, Rxfh, StatsSink},
+    ethtool::{
+        coalesce_params, Coalesce, DrvInfo, EthtoolOps, HashFields, HashFlow, Rxfh, StatsSink,
+    },
     netdev::NetDev,
     rtnl::Rtnl,
 };
@@ -156,6 +158,12 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
             sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
             sink.stat(format_args!("tx{q}_tso"), s.tx_tso.load(Relaxed));
+            sink.stat(
+                format_args!("tx{q}_doorbells"),
+                s.tx_doorbells.load(Relaxed),
+            );
+            sink.stat(format_args!("tx{q}_stops"), s.tx_stops.load(Relaxed));
+            sink.stat(format_args!("tx{q}_wakes"), s.tx_wakes.load(Relaxed));
             sink.stat(format_args!("tx{q}_timeouts"), s.tx_timeouts.load(Relaxed));
             sink.stat(
                 format_args!("q{q}_bad_completions"),
@@ -251,6 +259,44 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
+    fn rxfh_fields(dev: &NetDev<Self>, _rtnl: &Rtnl, flow: HashFlow) -> Result<HashFields> {
+        let addrs = HashFields::IP_SRC.with(HashFields::IP_DST);
+        Ok(match rss_flow(flow) {
+            Some(flow) => fields_of(dev.data().config.lock().rss_fields[flow as usize]),
+            // Other IP traffic hashes its addresses, always.
+            None => addrs,
+        })
+    }
+
+    fn set_rxfh_fields(
+        dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        flow: HashFlow,
+        fields: HashFields,
+    ) -> Result {
+        let addrs = HashFields::IP_SRC.with(HashFields::IP_DST);
+        let Some(flow) = rss_flow(flow) else {
+            return if fields == addrs { Ok(()) } else { Err(EINVAL) };
+        };
+        let mut mask = 0;
+        for (field, bit) in FIELD_BITS {
+            if fields.contains(field) {
+                mask |= bit;
+            }
+        }
+        // Only what the card can hash.
+        if fields_of(mask) != fields {
+            return Err(EINVAL);
+        }
+        let nic = dev.data();
+        let mut cfg = nic.config.lock();
+        let mut new = *cfg;
+        new.rss_fields[flow as usize] = mask;
+        nic.push_rss(&new)?;
+        *cfg = new;
+        Ok(())
+    }
+
     fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, rx: u32, tx: u32) -> Result {
         let nic = dev.data();
         let size = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
@@ -271,5 +317,33 @@ impl EthtoolOps for Nic {
             u32::from(cfg.rx_ring.get()),
             u32::from(cfg.tx_ring.get()),
         )
+    }
+}
+
+/// The card's hash-field bits and the ethtool fields they are.
+const FIELD_BITS: [(HashFields, u8); 4] = [
+    (HashFields::IP_SRC, hw::rss_fields::IP_SRC),
+    (HashFields::IP_DST, hw::rss_fields::IP_DST),
+    (HashFields::L4_SRC, hw::rss_fields::L4_SRC),
+    (HashFields::L4_DST, hw::rss_fields::L4_DST),
+];
+
+/// The ethtool fields of a card hash-field mask.
+fn fields_of(mask: u8) -> HashFields {
+    FIELD_BITS
+        .iter()
+        .filter(|(_, bit)| mask & bit != 0)
+        .fold(HashFields::empty(), |all, (field, _)| all.with(*field))
+}
+
+/// The card's flow type whose fields the driver chooses; `None` for the
+/// ones the card always hashes by address.
+fn rss_flow(flow: HashFlow) -> Option<hw::RssFlow> {
+    match flow {
+        HashFlow::Tcp4 => Some(hw::RssFlow::Tcp4),
+        HashFlow::Udp4 => Some(hw::RssFlow::Udp4),
+        HashFlow::Tcp6 => Some(hw::RssFlow::Tcp6),
+        HashFlow::Udp6 => Some(hw::RssFlow::Udp6),
+        HashFlow::Ip4 | HashFlow::Ip6 => None,
     }
 }

@@ -76,6 +76,8 @@ struct Config {
     rss_table: [u8; hw::RSS_TABLE_LEN],
     /// The user set the table (`ethtool -X`); else it follows the queue count.
     rss_table_set: bool,
+    /// Hashed fields per [`hw::RssFlow`] ([`hw::rss_fields`] masks).
+    rss_fields: [u8; hw::RssFlow::ALL.len()],
     /// Interrupt moderation (`ethtool -C`).
     coalesce: Coalesce,
 }
@@ -190,6 +192,10 @@ pub(crate) fn register(
     if info.offloads & offload::TSO != 0 {
         features |= Feature::Tso | Feature::Tso6;
     }
+    if info.offloads & offload::RSS != 0 {
+        // The card's flow hash goes into each skb (`ethtool -K rxhash`).
+        features |= Feature::RxHash;
+    }
     if kind == FuncKind::Pf {
         features |= Feature::HwTc;
     }
@@ -204,6 +210,7 @@ pub(crate) fn register(
         watchdog_jiffies: kernel::time::msecs_to_jiffies(TX_WATCHDOG_MS) as u32,
         // A PF's synthetic NIC transmits through its VF's NIC.
         stacked: kind == FuncKind::Pf,
+        irq_affinity_auto: true,
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
@@ -282,6 +289,7 @@ pub(crate) fn register(
                 rss_key,
                 rss_table: Config::default_rss_table(queues_default),
                 rss_table_set: false,
+                rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
                 coalesce: Coalesce::default(),
             }),
         }? Error))
@@ -437,6 +445,8 @@ impl Nic {
     fn push_rss(&self, cfg: &Config) -> Result {
         self.rss_mem.write(0, &cfg.rss_key)?;
         self.rss_mem.write(hw::RSS_KEY_LEN, &cfg.rss_table)?;
+        self.rss_mem
+            .write(hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN, &cfg.rss_fields)?;
         self.admin.run(AdminCmd::SetRss {
             config: self.rss_mem.dma_addr(0)?,
         })
@@ -479,9 +489,22 @@ impl Nic {
         if result.is_ok() {
             *cfg = new;
         } else {
-            // Come back up as before rather than stay down.
-            let _ = dev.set_real_num_queues(rtnl, u32::from(old.queues));
-            let _ = self.start_queues(dev, rtnl, &old, dev.mtu(), dev.features());
+            // Come back up as before rather than stay down; if even that
+            // fails (memory is short), the health check keeps trying.
+            let back = dev
+                .set_real_num_queues(rtnl, u32::from(old.queues))
+                .and_then(|()| self.start_queues(dev, rtnl, &old, dev.mtu(), dev.features()));
+            if let Err(e) = back {
+                pr_err!(
+                    "{}: queues did not come back as before: {:?}; retrying\n",
+                    dev.name(),
+                    e
+                );
+                for queue in self.queues.iter().take(usize::from(old.queues)) {
+                    queue.request_reset();
+                }
+                self.schedule_work();
+            }
         }
         dev.attach(rtnl);
         result

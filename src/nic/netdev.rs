@@ -13,10 +13,11 @@ use crate::bond;
 use crate::hw::{mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
     netdev::{
-        Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, TxQueueStats,
+        Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, StackPick,
+        TxQueueStats,
     },
     rtnl::Rtnl,
-    skbuff::SkBuff,
+    skbuff::{SkBuff, SkBuffRef},
 };
 
 #[vtable]
@@ -57,6 +58,17 @@ impl NetDevOps for Nic {
             // The stack only uses real queues; drop (and free) anything else.
             None => drop(skb),
         }
+    }
+
+    fn select_queue(dev: &NetDev<Self>, skb: &mut SkBuffRef<'_>, stack: StackPick<'_>) -> u16 {
+        // As netvsc: while a VF is enslaved, its choice decides (folded
+        // onto this device's queues), so a flow's queue is the same on
+        // either data path.
+        let queue = match dev.data().bond.tx.pick(skb) {
+            Some(vf_queue) => u32::from(vf_queue),
+            None => return stack.pick(skb),
+        };
+        (queue % dev.real_tx_queues().max(1)) as u16
     }
 
     fn get_stats64(dev: &NetDev<Self>, stats: &mut LinkStats) {

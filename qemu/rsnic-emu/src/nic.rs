@@ -114,6 +114,8 @@ pub struct Nic {
     rss_key: [u8; hw::RSS_KEY_LEN],
     /// Indirection table the driver set; `None`: round-robin over running pairs.
     rss_table: Option<[u8; hw::RSS_TABLE_LEN]>,
+    /// Hashed fields per [`hw::RssFlow`] ([`hw::rss_fields`] masks).
+    rss_fields: [u8; hw::RssFlow::ALL.len()],
     qps: Vec<Option<QueuePair>>,
     /// Interrupt moderation of every queue pair.
     moderation: Moderation,
@@ -150,6 +152,7 @@ impl Nic {
             link_up: false,
             rss_key: rss::DEFAULT_KEY,
             rss_table: None,
+            rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
             moderation: Moderation::default(),
             retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
@@ -397,6 +400,7 @@ impl Nic {
         };
         let raise = match reg {
             hw::regs::DB_TX_TAIL => {
+                q.stats.tx_doorbells += 1;
                 let stats = &mut self.stats;
                 let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
                 let tso = self.offloads & offload_bits::TSO != 0;
@@ -635,12 +639,16 @@ impl Nic {
                 if dma.read(config, &mut block).is_err() {
                     return AdminStatus::BadParam;
                 }
-                let (key, table) = block.split_at(hw::RSS_KEY_LEN);
-                if table.iter().any(|&q| u16::from(q) >= MAX_QUEUE_PAIRS) {
+                let (key, rest) = block.split_at(hw::RSS_KEY_LEN);
+                let (table, fields) = rest.split_at(hw::RSS_TABLE_LEN);
+                if table.iter().any(|&q| u16::from(q) >= MAX_QUEUE_PAIRS)
+                    || fields.iter().any(|&f| f & !hw::rss_fields::ALL != 0)
+                {
                     return AdminStatus::BadParam;
                 }
                 self.rss_key.copy_from_slice(key);
-                self.rss_table = Some(table.try_into().expect("split at the key length"));
+                self.rss_table = Some(table.try_into().expect("split at the table length"));
+                self.rss_fields.copy_from_slice(fields);
             }
         }
         AdminStatus::Ok
@@ -705,7 +713,7 @@ impl Nic {
         // RSS: the driver's indirection table, or by default its entries
         // spread round-robin over the running queue pairs. An entry naming
         // a pair that is not running falls back to the first running one.
-        let (qp, flags, hash) = match rss::flow_fields(frame) {
+        let (qp, flags, hash) = match rss::flow_fields(frame, &self.rss_fields) {
             Some(f) => {
                 let hash = rss::toeplitz(&self.rss_key, &f.input);
                 let entry = hash as usize % rss::TABLE_SIZE;
@@ -805,6 +813,14 @@ mod tests {
             "queue pair 8"
         );
         block[hw::RSS_KEY_LEN + 5] = 7;
+        block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN] = 0x10;
+        dma.write(0x1000, &block).unwrap();
+        assert_eq!(
+            run(AdminCmd::SetRss { config: 0x1000 }),
+            AdminStatus::BadParam,
+            "unknown hash field"
+        );
+        block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN] = hw::rss_fields::IP_SRC;
         dma.write(0x1000, &block).unwrap();
         assert_eq!(run(AdminCmd::SetRss { config: 0x1000 }), AdminStatus::Ok);
         assert_eq!(run(AdminCmd::QueryDevice), AdminStatus::Ok);

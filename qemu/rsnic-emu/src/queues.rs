@@ -20,6 +20,8 @@ pub struct QpStats {
     pub tx_packets: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
+    /// TX doorbells rung (each may cover any number of frames).
+    pub tx_doorbells: u64,
     /// Frames delivered into RX buffers.
     pub rx_packets: u64,
     /// Bytes delivered.
@@ -53,6 +55,7 @@ impl QpStats {
     pub fn add(&mut self, other: &QpStats) {
         self.tx_packets += other.tx_packets;
         self.tx_bytes += other.tx_bytes;
+        self.tx_doorbells += other.tx_doorbells;
         self.rx_packets += other.rx_packets;
         self.rx_bytes += other.rx_bytes;
         self.rx_no_buffer += other.rx_no_buffer;

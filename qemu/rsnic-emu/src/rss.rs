@@ -4,6 +4,7 @@
 //! ports, and the indirection table that maps it to a queue pair.
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
+use crate::hw::{rss_fields, RssFlow};
 
 /// The default hash key (the one in Microsoft's RSS specification, which
 /// most NICs ship as their default).
@@ -36,43 +37,73 @@ pub fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
 /// The fields RSS hashes, taken from a frame.
 #[derive(Debug, PartialEq, Eq)]
 pub struct FlowFields {
-    /// Source address, destination address, then (for TCP/UDP) source
-    /// port and destination port, in network order, as Toeplitz hashes them.
+    /// The chosen of source address, destination address, source port
+    /// and destination port, in that order and in network order, as
+    /// Toeplitz hashes them.
     pub input: Vec<u8>,
-    /// Whether the ports are included.
+    /// Whether a port is included.
     pub l4: bool,
 }
 
 /// Extracts the RSS input of an Ethernet frame (IPv4 or IPv6, optionally
-/// VLAN-tagged, TCP or UDP ports if not a fragment); `None` for other frames.
-pub fn flow_fields(frame: &[u8]) -> Option<FlowFields> {
+/// VLAN-tagged): for unfragmented TCP and UDP, the fields `select` names
+/// for its [`RssFlow`] (a [`rss_fields`] mask each); for other IP
+/// traffic, both addresses. `None` for other frames, or if nothing is
+/// selected.
+pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
     let (ethertype, l3) = network_layer(frame)?;
-    let (mut input, proto, l4_off, fragment) = match ethertype {
+    let (addrs, proto, l4_off, fragment, v6) = match ethertype {
         ETH_P_IPV4 => {
             let ihl = usize::from(frame.get(l3)? & 0x0f) * 4;
             let frag = u16::from_be_bytes([*frame.get(l3 + 6)?, *frame.get(l3 + 7)?]) & 0x3fff != 0;
             (
-                frame.get(l3 + 12..l3 + 20)?.to_vec(),
+                frame.get(l3 + 12..l3 + 20)?,
                 *frame.get(l3 + 9)?,
                 l3 + ihl,
                 frag,
+                false,
             )
         }
         ETH_P_IPV6 => (
-            frame.get(l3 + 8..l3 + 40)?.to_vec(),
+            frame.get(l3 + 8..l3 + 40)?,
             *frame.get(l3 + 6)?,
             l3 + 40,
             false,
+            true,
         ),
         _ => return None,
     };
-    let l4 = !fragment && (proto == 6 || proto == 17);
-    let l4 = l4
-        && frame.get(l4_off..l4_off + 4).is_some_and(|ports| {
-            input.extend_from_slice(ports);
-            true
-        });
-    Some(FlowFields { input, l4 })
+    let flow = match (proto, v6) {
+        (6, false) => Some(RssFlow::Tcp4),
+        (17, false) => Some(RssFlow::Udp4),
+        (6, true) => Some(RssFlow::Tcp6),
+        (17, true) => Some(RssFlow::Udp6),
+        _ => None,
+    };
+    let ports = frame.get(l4_off..l4_off + 4).filter(|_| !fragment);
+    let (mask, ports) = match (flow, ports) {
+        (Some(flow), Some(ports)) => (select[flow as usize], ports),
+        (Some(flow), None) => (
+            select[flow as usize] & (rss_fields::IP_SRC | rss_fields::IP_DST),
+            &[][..],
+        ),
+        (None, _) => (rss_fields::IP_SRC | rss_fields::IP_DST, &[][..]),
+    };
+    let (src, dst) = addrs.split_at(addrs.len() / 2);
+    let mut input = Vec::with_capacity(addrs.len() + 4);
+    let mut l4 = false;
+    for (bit, part) in [
+        (rss_fields::IP_SRC, src),
+        (rss_fields::IP_DST, dst),
+        (rss_fields::L4_SRC, ports.get(..2).unwrap_or_default()),
+        (rss_fields::L4_DST, ports.get(2..).unwrap_or_default()),
+    ] {
+        if mask & bit != 0 && !part.is_empty() {
+            input.extend_from_slice(part);
+            l4 |= bit & (rss_fields::L4_SRC | rss_fields::L4_DST) != 0;
+        }
+    }
+    (!input.is_empty()).then_some(FlowFields { input, l4 })
 }
 
 #[cfg(test)]
@@ -117,17 +148,46 @@ mod tests {
         f
     }
 
+    const ALL: [u8; 4] = [rss_fields::ALL; 4];
+
     #[test]
     fn fields_of_frames() {
-        let f = flow_fields(&ipv4_tcp_frame(false)).unwrap();
+        let f = flow_fields(&ipv4_tcp_frame(false), &ALL).unwrap();
         assert_eq!(
             f.input,
             vec![10, 0, 0, 1, 10, 0, 0, 2, 0x12, 0x34, 0x00, 0x50]
         );
         assert!(f.l4);
-        let frag = flow_fields(&ipv4_tcp_frame(true)).unwrap();
+        let frag = flow_fields(&ipv4_tcp_frame(true), &ALL).unwrap();
         assert!(!frag.l4, "fragments hash on addresses only");
-        assert_eq!(flow_fields(&[0u8; 20]), None, "not IP");
-        assert_eq!(flow_fields(&ipv4_tcp_frame(false)[..20]), None, "truncated");
+        assert_eq!(frag.input, vec![10, 0, 0, 1, 10, 0, 0, 2]);
+        assert_eq!(flow_fields(&[0u8; 20], &ALL), None, "not IP");
+        assert_eq!(
+            flow_fields(&ipv4_tcp_frame(false)[..20], &ALL),
+            None,
+            "truncated"
+        );
+    }
+
+    #[test]
+    fn chosen_fields_only() {
+        let mut select = ALL;
+        select[RssFlow::Tcp4 as usize] = rss_fields::IP_DST | rss_fields::L4_DST;
+        let f = flow_fields(&ipv4_tcp_frame(false), &select).unwrap();
+        assert_eq!(f.input, vec![10, 0, 0, 2, 0x00, 0x50]);
+        assert!(f.l4);
+        select[RssFlow::Tcp4 as usize] = rss_fields::IP_SRC;
+        let f = flow_fields(&ipv4_tcp_frame(false), &select).unwrap();
+        assert_eq!((f.input, f.l4), (vec![10, 0, 0, 1], false));
+        select[RssFlow::Tcp4 as usize] = 0;
+        assert_eq!(
+            flow_fields(&ipv4_tcp_frame(false), &select),
+            None,
+            "nothing hashed"
+        );
+        // UDP's choice does not touch TCP.
+        let mut udp_only = ALL;
+        udp_only[RssFlow::Udp4 as usize] = rss_fields::IP_SRC;
+        assert!(flow_fields(&ipv4_tcp_frame(false), &udp_only).unwrap().l4);
     }
 }

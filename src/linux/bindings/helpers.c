@@ -80,6 +80,28 @@ bool rust_ext_netif_tx_queue_stopped(const struct netdev_queue *txq)
 	return netif_tx_queue_stopped(txq);
 }
 
+bool rust_ext_netdev_tx_sent_queue(struct netdev_queue *txq, unsigned int bytes,
+				   bool xmit_more)
+{
+	return __netdev_tx_sent_queue(txq, bytes, xmit_more);
+}
+
+void rust_ext_netdev_tx_completed_queue(struct netdev_queue *txq,
+					unsigned int pkts, unsigned int bytes)
+{
+	netdev_tx_completed_queue(txq, pkts, bytes);
+}
+
+void rust_ext_netdev_tx_reset_queue(struct netdev_queue *txq)
+{
+	netdev_tx_reset_queue(txq);
+}
+
+bool rust_ext_netdev_xmit_more(void)
+{
+	return netdev_xmit_more();
+}
+
 void rust_ext_dev_hold(struct net_device *dev)
 {
 	dev_hold(dev);
@@ -240,10 +262,6 @@ void rust_ext_skb_set_queue_mapping(struct sk_buff *skb, u16 queue)
 	skb_set_queue_mapping(skb, queue);
 }
 
-u16 rust_ext_qdisc_slave_dev_queue_mapping(const struct sk_buff *skb)
-{
-	return qdisc_skb_cb(skb)->slave_dev_queue_mapping;
-}
 
 void rust_ext_skb_record_rx_queue(struct sk_buff *skb, u16 queue)
 {
@@ -341,9 +359,13 @@ void rust_ext_dma_rmb(void)
 
 /* page pools */
 
+/*
+ * page_pool_dev_alloc_pages(), through the exported allocator itself so
+ * that fail_function's page_pool_alloc_netmems injection reaches it.
+ */
 struct page *rust_ext_page_pool_dev_alloc_pages(struct page_pool *pool)
 {
-	return page_pool_dev_alloc_pages(pool);
+	return netmem_to_page(page_pool_alloc_netmems(pool, GFP_ATOMIC | __GFP_NOWARN));
 }
 
 void rust_ext_page_pool_put_full_page(struct page_pool *pool, struct page *page)

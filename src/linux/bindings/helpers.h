@@ -39,6 +39,12 @@ void rust_ext_netif_tx_disable(struct net_device *dev);
 struct netdev_queue *rust_ext_netdev_get_tx_queue(const struct net_device *dev, unsigned int index);
 void rust_ext_netif_tx_stop_queue(struct netdev_queue *txq);
 bool rust_ext_netif_tx_queue_stopped(const struct netdev_queue *txq);
+bool rust_ext_netdev_tx_sent_queue(struct netdev_queue *txq, unsigned int bytes,
+				   bool xmit_more);
+void rust_ext_netdev_tx_completed_queue(struct netdev_queue *txq,
+					unsigned int pkts, unsigned int bytes);
+void rust_ext_netdev_tx_reset_queue(struct netdev_queue *txq);
+bool rust_ext_netdev_xmit_more(void);
 void rust_ext_dev_hold(struct net_device *dev);
 void rust_ext_dev_put(struct net_device *dev);
 struct net *rust_ext_dev_net(const struct net_device *dev);
@@ -75,7 +81,6 @@ int rust_ext_skb_checksum_start_offset(const struct sk_buff *skb);
 u16 rust_ext_skb_csum_offset(const struct sk_buff *skb);
 u16 rust_ext_skb_get_queue_mapping(const struct sk_buff *skb);
 void rust_ext_skb_set_queue_mapping(struct sk_buff *skb, u16 queue);
-u16 rust_ext_qdisc_slave_dev_queue_mapping(const struct sk_buff *skb);
 void rust_ext_skb_record_rx_queue(struct sk_buff *skb, u16 queue);
 void rust_ext_skb_set_hash(struct sk_buff *skb, u32 hash, enum pkt_hash_types type);
 void rust_ext_skb_reserve(struct sk_buff *skb, int len);

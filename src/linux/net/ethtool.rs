@@ -9,7 +9,10 @@ use core::fmt;
 
 use kernel::{error::VTABLE_DEFAULT_ERROR, prelude::*};
 
-use crate::linux::net::{netdev::NetDev, rtnl::Rtnl};
+use crate::linux::{
+    bindings,
+    net::{netdev::NetDev, rtnl::Rtnl},
+};
 
 /// Interrupt moderation parameters (`ETHTOOL_COALESCE_*`, the header's
 /// `BIT()` macros do not reach the bindings), for
@@ -68,6 +71,79 @@ pub(crate) struct Rxfh<'a> {
     pub(crate) table: &'a mut [u32],
     /// The hash key ([`EthtoolOps::RSS_KEY_LEN`] bytes).
     pub(crate) key: &'a mut [u8],
+}
+
+/// A flow type whose hashed header fields `ethtool -n/-N rx-flow-hash`
+/// reads and sets (`*_FLOW` of the uapi).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HashFlow {
+    /// `tcp4`.
+    Tcp4,
+    /// `udp4`.
+    Udp4,
+    /// `ip4`: IPv4 other than the above.
+    Ip4,
+    /// `tcp6`.
+    Tcp6,
+    /// `udp6`.
+    Udp6,
+    /// `ip6`.
+    Ip6,
+}
+
+impl HashFlow {
+    /// The flow type of an `ethtool_rxfh_fields`, if it is one of these.
+    pub(super) fn from_raw(flow_type: u32) -> Option<Self> {
+        Some(match flow_type {
+            bindings::TCP_V4_FLOW => Self::Tcp4,
+            bindings::UDP_V4_FLOW => Self::Udp4,
+            bindings::IPV4_FLOW => Self::Ip4,
+            bindings::TCP_V6_FLOW => Self::Tcp6,
+            bindings::UDP_V6_FLOW => Self::Udp6,
+            bindings::IPV6_FLOW => Self::Ip6,
+            _ => return None,
+        })
+    }
+}
+
+/// Header fields RSS hashes (a set of `RXH_*` bits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HashFields(u32);
+
+impl HashFields {
+    /// Source address (`s`).
+    pub(crate) const IP_SRC: Self = Self(bindings::RXH_IP_SRC);
+    /// Destination address (`d`).
+    pub(crate) const IP_DST: Self = Self(bindings::RXH_IP_DST);
+    /// Source port (`f`).
+    pub(crate) const L4_SRC: Self = Self(bindings::RXH_L4_B_0_1);
+    /// Destination port (`n`).
+    pub(crate) const L4_DST: Self = Self(bindings::RXH_L4_B_2_3);
+
+    /// No field.
+    pub(crate) const fn empty() -> Self {
+        Self(0)
+    }
+
+    /// Both sets' fields.
+    pub(crate) const fn with(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// Whether every field of `other` is in this set.
+    pub(crate) const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// As the uapi's `RXH_*` bits.
+    pub(super) const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// From the uapi's `RXH_*` bits (any, known to the driver or not).
+    pub(super) const fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
 }
 
 /// What a driver reports to ethtool. Every method runs with RTNL held.
@@ -149,6 +225,23 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         _rtnl: &Rtnl,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -n rx-flow-hash`: the fields hashed for `flow`
+    /// (`EOPNOTSUPP` if the device does not say).
+    fn rxfh_fields(_dev: &NetDev<Self>, _rtnl: &Rtnl, _flow: HashFlow) -> Result<HashFields> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -N rx-flow-hash`: hash `fields` for `flow` (`EINVAL` for a
+    /// set the device cannot hash).
+    fn set_rxfh_fields(
+        _dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        _flow: HashFlow,
+        _fields: HashFields,
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }

@@ -10,7 +10,7 @@ use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 use crate::linux::bindings;
 use crate::linux::net::{
-    ethtool::{Coalesce, EthtoolOps, Rxfh, StatsSink},
+    ethtool::{Coalesce, EthtoolOps, HashFields, HashFlow, Rxfh, StatsSink},
     netdev::NetDev,
     rtnl::Rtnl,
 };
@@ -140,6 +140,12 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             ops.get_rxfh_key_size = Some(Self::rss_key_size);
             ops.get_rxfh_indir_size = Some(Self::rss_table_size);
             ops.get_rxfh = Some(Self::get_rxfh);
+        }
+        if T::HAS_RXFH_FIELDS {
+            ops.get_rxfh_fields = Some(Self::get_rxfh_fields);
+        }
+        if T::HAS_SET_RXFH_FIELDS {
+            ops.set_rxfh_fields = Some(Self::set_rxfh_fields);
         }
         if T::HAS_SET_RSS {
             ops.set_rxfh = Some(Self::set_rxfh);
@@ -301,6 +307,50 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
         from_result(|| {
             T::set_rss(dev, rtnl, table, key)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `fields` is valid for reads and writes.
+    unsafe extern "C" fn get_rxfh_fields(
+        ndev: *mut bindings::net_device,
+        fields: *mut bindings::ethtool_rxfh_fields,
+    ) -> c_int {
+        // SAFETY: `fields` is valid for reads and writes.
+        let fields = unsafe { &mut *fields };
+        // One set of fields, the default context's.
+        let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
+        else {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            fields.data = T::rxfh_fields(dev, rtnl, flow)?.bits();
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `fields` is valid for reads.
+    unsafe extern "C" fn set_rxfh_fields(
+        ndev: *mut bindings::net_device,
+        fields: *const bindings::ethtool_rxfh_fields,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `fields` is valid for reads.
+        let fields = unsafe { &*fields };
+        let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
+        else {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::set_rxfh_fields(dev, rtnl, flow, HashFields::from_bits(fields.data))?;
             Ok(0)
         })
     }

@@ -26,9 +26,10 @@ use crate::linux::net::{
 
 pub(crate) use crate::linux::net::{
     features::{Feature, Features},
-    netdev_ops::NetDevOps,
+    netdev_ops::{NetDevOps, StackPick},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
 };
+
 /// A network device whose private area holds a `T`.
 ///
 /// # Invariants
@@ -194,6 +195,52 @@ impl<T> NetDev<T> {
         }
     }
 
+    /// TX queues in use (`real_num_tx_queues`).
+    pub(crate) fn real_tx_queues(&self) -> u32 {
+        // SAFETY: Valid device; a plain field, changed under RTNL (a racy
+        // read gives the old or the new count).
+        unsafe { (*self.as_raw()).real_num_tx_queues }
+    }
+
+    /// Inside `start_xmit`: whether the stack hands this queue another
+    /// frame right after this one (`netdev_xmit_more`), so the card may be
+    /// told about both at once.
+    pub(crate) fn xmit_more(&self) -> bool {
+        // SAFETY: Reads this CPU's softnet state; any context may.
+        unsafe { bindings::rust_ext_netdev_xmit_more() }
+    }
+
+    /// Byte queue limits: `bytes` of a frame went on TX queue `q`.
+    /// Returns whether to ring the doorbell now: true unless `more`
+    /// frames follow and the queue is not stopped (by the driver or by
+    /// BQL). Each byte counted here must be completed with
+    /// [`Self::tx_completed`] exactly once.
+    pub(crate) fn tx_sent(&self, q: u16, bytes: u32, more: bool) -> bool {
+        match self.txq(q) {
+            // SAFETY: A TX queue of the live device.
+            Some(txq) => unsafe { bindings::rust_ext_netdev_tx_sent_queue(txq, bytes, more) },
+            None => true,
+        }
+    }
+
+    /// Byte queue limits: the card finished `packets` frames of `bytes`
+    /// on TX queue `q` (counted by [`Self::tx_sent`]); may wake the queue.
+    pub(crate) fn tx_completed(&self, q: u16, packets: u32, bytes: u32) {
+        if let Some(txq) = self.txq(q) {
+            // SAFETY: A TX queue of the live device.
+            unsafe { bindings::rust_ext_netdev_tx_completed_queue(txq, packets, bytes) };
+        }
+    }
+
+    /// Byte queue limits: forgets what TX queue `q` had in flight (its
+    /// ring was freed, or is new).
+    pub(crate) fn tx_reset(&self, q: u16) {
+        if let Some(txq) = self.txq(q) {
+            // SAFETY: A TX queue of the live device.
+            unsafe { bindings::rust_ext_netdev_tx_reset_queue(txq) };
+        }
+    }
+
     /// Whether TX queue `q` is stopped.
     pub(crate) fn tx_stopped(&self, q: u16) -> bool {
         // SAFETY: A TX queue of the live device.
@@ -328,6 +375,11 @@ pub(crate) struct Setup {
     /// netvsc's and bonding's do, or lockdep takes the nested xmit for a
     /// recursive lock.
     pub(crate) stacked: bool,
+    /// The core spreads the queues' IRQs one CPU each and keeps the
+    /// user's affinity across queue reconfiguration
+    /// (`netif_set_affinity_auto`); each queue's NAPI must be given its
+    /// IRQ.
+    pub(crate) irq_affinity_auto: bool,
 }
 
 /// The C operation tables of a net device type `T`. Declare one per type
@@ -440,6 +492,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             }
             if setup.stacked {
                 bindings::rust_ext_netdev_lockdep_set_classes(raw);
+            }
+            if setup.irq_affinity_auto {
+                bindings::netif_set_affinity_auto(raw);
             }
             bindings::rust_ext_eth_hw_addr_set(raw, setup.mac.as_ptr());
             (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac);

@@ -17,9 +17,30 @@ use crate::linux::net::{
     features::Features,
     netdev::{is_valid_ether_addr, HwAddrList, NetDev},
     rtnl::Rtnl,
-    skbuff::SkBuff,
+    skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
 };
+
+/// The stack's own TX queue choice for an skb in `ndo_select_queue`
+/// (`netdev_pick_tx`: the socket's queue, XPS, or a flow hash).
+///
+/// # Invariants
+///
+/// `ndev` is the device being transmitted on; `sb_dev` null or a live
+/// device; both for the call.
+pub(crate) struct StackPick<'a> {
+    ndev: *mut bindings::net_device,
+    sb_dev: *mut bindings::net_device,
+    _call: PhantomData<&'a ()>,
+}
+
+impl StackPick<'_> {
+    /// The queue the stack would pick for `skb`.
+    pub(crate) fn pick(&self, skb: &mut SkBuffRef<'_>) -> u16 {
+        // SAFETY: Live devices and skb for the call (type invariants).
+        unsafe { bindings::netdev_pick_tx(self.ndev, skb.as_raw(), self.sb_dev) }
+    }
+}
 
 /// What a network device driver does, called by the networking core.
 /// Optional operations a driver does not implement stay NULL in the C
@@ -61,6 +82,14 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_set_features`: the user changed offloads (within those the
     /// device offers); `features` is the new set.
     fn set_features(_dev: &NetDev<Self>, _rtnl: &Rtnl, _features: Features) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_select_queue`: the TX queue for `skb` (the core caps it to
+    /// the queues in use). `stack` is the stack's own choice
+    /// (`netdev_pick_tx`), for a driver that only sometimes differs.
+    /// Called only while the device has more than one TX queue.
+    fn select_queue(_dev: &NetDev<Self>, _skb: &mut SkBuffRef<'_>, _stack: StackPick<'_>) -> u16 {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -113,6 +142,9 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_SET_FEATURES {
             ops.ndo_set_features = Some(Self::set_features);
+        }
+        if T::HAS_SELECT_QUEUE {
+            ops.ndo_select_queue = Some(Self::select_queue);
         }
         ops
     };
@@ -231,6 +263,30 @@ impl<T: NetDevOps> Adapter<T> {
             T::start_xmit(dev, skb);
         }
         bindings::netdev_tx_NETDEV_TX_OK
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `skb` is a socket buffer the core lends for the call;
+    /// `sb_dev` is null or a live device.
+    unsafe extern "C" fn select_queue(
+        ndev: *mut bindings::net_device,
+        skb: *mut bindings::sk_buff,
+        sb_dev: *mut bindings::net_device,
+    ) -> u16 {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        // SAFETY: The core lends a valid skb for the call; it stays the
+        // core's (`SkBuffRef` never frees it).
+        let Some(mut skb) = (unsafe { SkBuffRef::from_raw(skb) }) else {
+            return 0;
+        };
+        let stack = StackPick {
+            ndev,
+            sb_dev,
+            _call: PhantomData,
+        };
+        T::select_queue(dev, &mut skb, stack)
     }
 
     /// # Safety

@@ -2,6 +2,7 @@
 
 //! Socket buffers (`struct sk_buff`) owned by the driver.
 
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use kernel::prelude::*;
@@ -43,6 +44,36 @@ pub(crate) struct TsoRequest {
     pub(crate) hdr_len: u16,
     /// Segments the frame becomes.
     pub(crate) segs: u16,
+}
+
+/// A socket buffer the core lends the driver for one call
+/// (`ndo_select_queue`): the driver may look at it, never keep or free
+/// it.
+///
+/// # Invariants
+///
+/// Points at a valid `sk_buff` for `'a`.
+pub(crate) struct SkBuffRef<'a> {
+    ptr: NonNull<bindings::sk_buff>,
+    _call: PhantomData<&'a mut bindings::sk_buff>,
+}
+
+impl SkBuffRef<'_> {
+    /// Borrows `ptr` for the call.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be NULL or a valid skb for the lifetime chosen.
+    pub(super) unsafe fn from_raw(ptr: *mut bindings::sk_buff) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| Self {
+            ptr,
+            _call: PhantomData,
+        })
+    }
+
+    pub(super) fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.ptr.as_ptr()
+    }
 }
 
 impl SkBuff {
@@ -169,16 +200,18 @@ impl SkBuff {
         unsafe { bindings::rust_ext_skb_set_hash(self.as_raw(), hash, kind) };
     }
 
-    /// Transmits the skb on another device (a slave), on the queue the
-    /// stack picked for it. Consumes it whatever happens.
+    /// Transmits the skb on another device (a slave). The slave's
+    /// transmit picks its TX queue by its own rule, as for any skb: the
+    /// upper's queue number means nothing there, and is cleared so it is
+    /// not taken for a recorded RX queue (`skb_tx_hash`). Consumes the skb
+    /// whatever happens.
     pub(super) fn xmit_on(self, dev: *mut bindings::net_device) {
         let skb = self.into_raw();
         // SAFETY: We own the skb and give it up; the caller passes a live,
         // held device (see `TxLower::xmit`), in the TX path (RCU-BH).
         unsafe {
             bindings::rust_ext_skb_set_dev(skb, dev);
-            let queue = bindings::rust_ext_qdisc_slave_dev_queue_mapping(skb);
-            bindings::rust_ext_skb_set_queue_mapping(skb, queue);
+            bindings::rust_ext_skb_set_queue_mapping(skb, 0);
             bindings::__dev_queue_xmit(skb, core::ptr::null_mut());
         }
     }

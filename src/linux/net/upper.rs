@@ -28,7 +28,7 @@ use crate::linux::net::{
     ethtool::EthtoolOps,
     netdev::{Features, NetDev, NetDevOps, NetDevVTable},
     rtnl::Rtnl,
-    skbuff::SkBuff,
+    skbuff::{SkBuff, SkBuffRef},
 };
 
 /// `NOTIFY_DONE`: the event is of no further interest to this notifier.
@@ -339,6 +339,27 @@ impl<T: NetDevOps> TxLower<T> {
                 bindings::rust_ext_dev_put(old);
             }
         }
+    }
+
+    /// The slave's own choice of TX queue for `skb` (its
+    /// `ndo_select_queue`, else the stack's pick for it); `None` without
+    /// a slave. For an upper whose queues follow the slave's, as netvsc's
+    /// do. Call from `ndo_select_queue` (RCU-BH).
+    pub(crate) fn pick(&self, skb: &mut SkBuffRef<'_>) -> Option<u16> {
+        let raw = self.ptr.load(Ordering::Acquire);
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: Held (type invariant), and `clear` waits for this
+        // RCU-BH section; its ops table lives as long as it is registered;
+        // the skb is the core's for the call.
+        let queue = unsafe {
+            match (*(*raw).netdev_ops).ndo_select_queue {
+                Some(select) => select(raw, skb.as_raw(), core::ptr::null_mut()),
+                None => bindings::netdev_pick_tx(raw, skb.as_raw(), core::ptr::null_mut()),
+            }
+        };
+        Some(queue)
     }
 
     /// Sends `skb` through the slave if there is one and `usable` says so,

@@ -57,8 +57,23 @@ pub(crate) struct QueueStats {
     /// the one holding them (the page goes back to the card instead).
     pub(crate) rx_alloc_failed: Atomic<u64>,
     /// TSO frames handed to the card (each counts as its segments in
-    /// `tx_packets`).
+    /// `tx_packets`), and their bytes as handed over.
     pub(crate) tx_tso: Atomic<u64>,
+    pub(crate) tx_tso_bytes: Atomic<u64>,
+    /// The segments the card cut them into, and those segments' bytes.
+    pub(crate) tx_tso_segs: Atomic<u64>,
+    pub(crate) tx_tso_seg_bytes: Atomic<u64>,
+    /// Frames that asked for the checksum offload, and frames that did not.
+    pub(crate) tx_needs_csum: Atomic<u64>,
+    pub(crate) tx_csum_none: Atomic<u64>,
+    /// RX frames the card verified the checksum of, and frames it did not.
+    pub(crate) rx_csum_unnecessary: Atomic<u64>,
+    pub(crate) rx_csum_none: Atomic<u64>,
+    /// TX doorbells rung (one per batch the stack hands over).
+    pub(crate) tx_doorbells: Atomic<u64>,
+    /// Times the TX queue stopped for lack of ring room, and restarted.
+    pub(crate) tx_stops: Atomic<u64>,
+    pub(crate) tx_wakes: Atomic<u64>,
     /// Times the stack's watchdog found this TX queue stuck.
     pub(crate) tx_timeouts: Atomic<u64>,
     /// Completions with an index or length the driver did not expect.
@@ -84,6 +99,16 @@ impl QueueStats {
             rx_dropped: Atomic::new(0),
             rx_alloc_failed: Atomic::new(0),
             tx_tso: Atomic::new(0),
+            tx_tso_bytes: Atomic::new(0),
+            tx_tso_segs: Atomic::new(0),
+            tx_tso_seg_bytes: Atomic::new(0),
+            tx_needs_csum: Atomic::new(0),
+            tx_csum_none: Atomic::new(0),
+            rx_csum_unnecessary: Atomic::new(0),
+            rx_csum_none: Atomic::new(0),
+            tx_doorbells: Atomic::new(0),
+            tx_stops: Atomic::new(0),
+            tx_wakes: Atomic::new(0),
             tx_timeouts: Atomic::new(0),
             bad_completions: Atomic::new(0),
             rx_crc_errors: Atomic::new(0),
@@ -200,17 +225,21 @@ impl WithNapi<QueuePair> {
         self.napi().set_irq(irq);
     }
 
-    /// Posts every RX buffer, enables NAPI and arms the interrupt.
+    /// Posts RX buffers, enables NAPI and arms the interrupt. A ring the
+    /// page pool cannot fill completely starts with what it got (each
+    /// failure counted in `rx_alloc_failed`) and is topped up by the
+    /// polls; one with no buffer at all fails with `ENOMEM`.
     pub(crate) fn start(&self, rtnl: &Rtnl) -> Result {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
-            for _ in 0..rx.ring.size.get() - 1 {
-                let page = rx.pool.alloc().ok_or(ENOMEM)?;
-                rx.post(page)?;
+            if rx.refill(&self.stats.rx_alloc_failed) == 0 {
+                return Err(ENOMEM);
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
+        // The ring is new: byte queue limits start from nothing in flight.
+        self.dev.get().tx_reset(self.index);
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
@@ -231,8 +260,10 @@ impl WithNapi<QueuePair> {
         // Before the page pool, which recycles pages through it.
         self.napi().add(rtnl);
         let cq_entries = geo.cq_entries();
+        let ring = Ring::alloc(dma, geo.tx, TxDesc::SIZE)?;
         let tx = TxState {
-            ring: Ring::alloc(dma, geo.tx, TxDesc::SIZE)?,
+            rung: ring.tail,
+            ring,
             slots: slots(geo.tx, TxSlot::default)?,
             dma: dma.clone(),
             csum: tx_csum,
@@ -333,34 +364,39 @@ impl QueuePair {
 
     /// The RX and TX counters qstats reports.
     pub(crate) fn counters(&self) -> (RxQueueStats, TxQueueStats) {
-        let s = &self.stats;
-        let v = |c: &Atomic<u64>| Some(c.load(Relaxed));
-        (
-            RxQueueStats {
-                packets: v(&s.rx_packets),
-                bytes: v(&s.rx_bytes),
-                ..Default::default()
-            },
-            TxQueueStats {
-                packets: v(&s.tx_packets),
-                bytes: v(&s.tx_bytes),
-                ..Default::default()
-            },
-        )
+        Self::stats_from(|c| c.load(Relaxed), &self.stats)
     }
 
     /// Every counter [`Self::counters`] reports, at zero (the base stats
     /// start from it).
     pub(crate) fn zero_counters() -> (RxQueueStats, TxQueueStats) {
+        Self::stats_from(|_| 0, &QueueStats::new())
+    }
+
+    /// The qstats this driver reports, each read by `v`: the one list of
+    /// which counter backs which qstats field.
+    fn stats_from(v: impl Fn(&Atomic<u64>) -> u64, s: &QueueStats) -> (RxQueueStats, TxQueueStats) {
+        let v = |c| Some(v(c));
         (
             RxQueueStats {
-                packets: Some(0),
-                bytes: Some(0),
+                packets: v(&s.rx_packets),
+                bytes: v(&s.rx_bytes),
+                alloc_fail: v(&s.rx_alloc_failed),
+                csum_unnecessary: v(&s.rx_csum_unnecessary),
+                csum_none: v(&s.rx_csum_none),
                 ..Default::default()
             },
             TxQueueStats {
-                packets: Some(0),
-                bytes: Some(0),
+                packets: v(&s.tx_packets),
+                bytes: v(&s.tx_bytes),
+                needs_csum: v(&s.tx_needs_csum),
+                csum_none: v(&s.tx_csum_none),
+                hw_gso_packets: v(&s.tx_tso),
+                hw_gso_bytes: v(&s.tx_tso_bytes),
+                hw_gso_wire_packets: v(&s.tx_tso_segs),
+                hw_gso_wire_bytes: v(&s.tx_tso_seg_bytes),
+                stop: v(&s.tx_stops),
+                wake: v(&s.tx_wakes),
                 ..Default::default()
             },
         )

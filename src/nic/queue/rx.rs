@@ -6,7 +6,7 @@
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
-use super::{bump, QueuePair};
+use super::{bump, tx::TxDone, QueuePair};
 use crate::hw::{regs, Cqe, RxDesc, CQ_ARM};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
@@ -24,7 +24,34 @@ pub(super) struct RxState {
     pub(super) pool: PagePool,
 }
 
+/// The RX offloads the stack has on (`ethtool -K`), read once per poll.
+#[derive(Clone, Copy)]
+struct RxOffloads {
+    /// `rx-checksum`: frames the card verified are `CHECKSUM_UNNECESSARY`.
+    csum: bool,
+    /// `receive-hashing`: the card's flow hash goes into the skb.
+    hash: bool,
+}
+
 impl RxState {
+    /// Posts fresh pages until the ring is full or an allocation fails
+    /// (counted in `alloc_failed`); a later poll tries again. Returns how
+    /// many were posted.
+    pub(super) fn refill(&mut self, alloc_failed: &kernel::sync::atomic::Atomic<u64>) -> u16 {
+        let mut posted = 0;
+        while self.ring.free() > 0 {
+            let Some(page) = self.pool.alloc() else {
+                bump(alloc_failed, 1);
+                break;
+            };
+            if self.post(page).is_err() {
+                break;
+            }
+            posted += 1;
+        }
+        posted
+    }
+
     /// Posts `page` at the RX tail and advances it.
     pub(super) fn post(&mut self, page: RxPage) -> Result {
         let slot = usize::from(self.ring.tail.get());
@@ -45,7 +72,7 @@ impl QueuePair {
     /// Hands the frame of an RX completion to the stack and posts a fresh
     /// page in its place. Runs with `rx` locked but `tx` free (the stack
     /// may transmit).
-    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, rx_csum: bool) {
+    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, offloads: RxOffloads) {
         let len = cqe.len;
         let head = usize::from(rx.ring.head.get());
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
@@ -91,11 +118,14 @@ impl QueuePair {
                 self.dev.get().data().gft_exception(self.index, skb);
             }
             Ok(mut skb) => {
-                if cqe.flags & Cqe::HASH != 0 {
+                if cqe.flags & Cqe::HASH != 0 && offloads.hash {
                     skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
                 }
-                if cqe.flags & Cqe::CSUM_OK != 0 && rx_csum {
+                if cqe.flags & Cqe::CSUM_OK != 0 && offloads.csum {
                     skb.set_csum_unnecessary();
+                    bump(&self.stats.rx_csum_unnecessary, 1);
+                } else {
+                    bump(&self.stats.rx_csum_none, 1);
                 }
                 bump(&self.stats.rx_packets, 1);
                 bump(&self.stats.rx_bytes, u64::from(len));
@@ -113,7 +143,11 @@ impl NapiPoll for QueuePair {
     fn poll(&self, napi: &Napi, budget: u32) -> u32 {
         self.polls.fetch_add(1, Relaxed);
         let dev = self.dev.get();
-        let rx_csum = dev.features().contains(Feature::RxCsum);
+        let features = dev.features();
+        let offloads = RxOffloads {
+            csum: features.contains(Feature::RxCsum),
+            hash: features.contains(Feature::RxHash),
+        };
         let mut received = 0;
         let mut guard = self.rx.lock();
         let Some(rx) = &mut *guard else {
@@ -123,17 +157,26 @@ impl NapiPoll for QueuePair {
             return 0;
         };
         let rx_tail_before = rx.ring.tail;
+        let mut tx_done = TxDone::default();
         while received < budget {
             let Some(cqe) = read_cqe(&rx.cq) else {
                 break;
             };
             rx.cq.advance();
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(napi, rx, cqe, rx_csum);
+                self.complete_rx(napi, rx, cqe, offloads);
                 received += 1;
             } else {
-                self.complete_tx(dev, cqe);
+                self.complete_tx(dev, cqe, &mut tx_done);
             }
+        }
+        if tx_done.packets > 0 {
+            dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);
+        }
+        // A ring that could not be filled (allocations failed at start or
+        // since) gets what it lacks.
+        if rx.ring.free() > 0 {
+            rx.refill(&self.stats.rx_alloc_failed);
         }
         if rx.ring.tail != rx_tail_before {
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));

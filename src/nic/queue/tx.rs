@@ -29,6 +29,16 @@ pub(super) struct TxSlot {
     mapping: Option<TxMapping>,
     /// On a frame's last descriptor: the skb, freed at its completion.
     skb: Option<SkBuff>,
+    /// On a frame's last descriptor: the bytes byte queue limits counted
+    /// for it (none for a GFT reinjection, which the stack did not send).
+    bql_bytes: Option<u32>,
+}
+
+/// Frames and bytes the card finished, for byte queue limits.
+#[derive(Default)]
+pub(super) struct TxDone {
+    pub(super) packets: u32,
+    pub(super) bytes: u32,
 }
 
 /// The TX side of a running queue pair (xmit and TX completions).
@@ -38,6 +48,9 @@ pub(super) struct TxState {
     pub(super) slots: KVec<TxSlot>,
     pub(super) dma: DmaDevice,
     pub(super) csum: bool,
+    /// The tail the card was last told (the doorbell): frames past it
+    /// wait for the end of the stack's batch.
+    pub(super) rung: RingIndex,
 }
 
 impl TxState {
@@ -98,23 +111,43 @@ impl TxState {
 }
 
 impl QueuePair {
-    /// Sends one frame on this queue pair.
-    pub(crate) fn xmit(&self, dev: &NetDev<Nic>, mut skb: SkBuff) {
+    /// Sends one frame on this queue pair. The doorbell waits while the
+    /// stack says more frames follow (`xmit_more`), so a batch costs one.
+    pub(crate) fn xmit(&self, dev: &NetDev<Nic>, skb: SkBuff) {
+        let more = dev.xmit_more();
         let mut guard = self.tx.lock();
         let Some(state) = &mut *guard else {
             bump(&self.stats.tx_dropped, 1);
             return;
         };
+        let ring_now = self.queue_frame(dev, state, skb, more);
+        if ring_now && state.rung != state.ring.tail {
+            state.rung = state.ring.tail;
+            bump(&self.stats.tx_doorbells, 1);
+            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+        }
+    }
+
+    /// Puts one frame on the ring (or drops it, counted). Returns whether
+    /// the card must be told now: no more frames follow, or the queue
+    /// stopped.
+    fn queue_frame(
+        &self,
+        dev: &NetDev<Nic>,
+        state: &mut TxState,
+        mut skb: SkBuff,
+        more: bool,
+    ) -> bool {
         if skb.nr_frags() >= u32::from(TX_MAX_DESCS) && skb.linearize().is_err() {
             bump(&self.stats.tx_dropped, 1);
-            return;
+            return !more;
         }
         if state.ring.free() < TX_MAX_DESCS {
             // The queue stops while fewer are free; this is a race with
             // a resize. Drop rather than ask the stack to retry.
             bump(&self.stats.tx_busy, 1);
             dev.tx_stop(self.index);
-            return;
+            return true;
         }
         let len = skb.len();
         let mut offloads = TxDesc::default();
@@ -130,30 +163,41 @@ impl QueuePair {
                 offloads.mss = tso.mss;
                 offloads.hdr_len = tso.hdr_len;
                 let segs = u32::from(tso.segs.max(1));
+                let wire = len + (segs - 1) * u32::from(tso.hdr_len);
                 bump(&self.stats.tx_tso, 1);
-                (segs, len + (segs - 1) * u32::from(tso.hdr_len))
+                bump(&self.stats.tx_tso_bytes, u64::from(len));
+                bump(&self.stats.tx_tso_segs, u64::from(segs));
+                bump(&self.stats.tx_tso_seg_bytes, u64::from(wire));
+                (segs, wire)
             }
             Some(_) => {
                 // TSO needs the checksum offload; the stack never asks for
                 // one without the other.
                 bump(&self.stats.tx_dropped, 1);
-                return;
+                return !more;
             }
             None => (1, len),
         };
         let Ok(last) = state.post(&skb, offloads) else {
             bump(&self.stats.tx_dropped, 1);
-            return;
+            return !more;
         };
+        // Counted in wire packets, as `tx_packets` is.
+        if offloads.flags & TxDesc::CSUM != 0 {
+            bump(&self.stats.tx_needs_csum, u64::from(packets));
+        } else {
+            bump(&self.stats.tx_csum_none, u64::from(packets));
+        }
         bump(&self.stats.tx_packets, u64::from(packets));
         bump(&self.stats.tx_bytes, u64::from(bytes));
-        state.slots[usize::from(last.get())].skb = Some(skb);
+        let slot = &mut state.slots[usize::from(last.get())];
+        slot.skb = Some(skb);
+        slot.bql_bytes = Some(len);
         if state.ring.free() < TX_MAX_DESCS {
+            bump(&self.stats.tx_stops, 1);
             dev.tx_stop(self.index);
         }
-        let tail = state.ring.tail.get();
-        drop(guard);
-        self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
+        dev.tx_sent(self.index, len, more)
     }
 
     /// Sends a GFT exception back to the card (its header already replaced
@@ -176,16 +220,18 @@ impl QueuePair {
             return false;
         };
         state.slots[usize::from(last.get())].skb = Some(skb);
-        let tail = state.ring.tail.get();
-        drop(guard);
-        self.doorbell(regs::DB_TX_TAIL, u32::from(tail));
+        // Also tells the card of any stack frames still waiting for the
+        // end of their batch: harmless, they are complete.
+        state.rung = state.ring.tail;
+        bump(&self.stats.tx_doorbells, 1);
+        self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
         true
     }
 
     /// Retires the TX frame whose last descriptor a completion names:
-    /// unmaps its parts, frees its skb, and wakes the queue if it stopped
-    /// for lack of room.
-    pub(super) fn complete_tx(&self, dev: &NetDev<Nic>, cqe: Cqe) {
+    /// unmaps its parts, frees its skb, adds it to `done` (for byte queue
+    /// limits), and wakes the queue if it stopped for lack of room.
+    pub(super) fn complete_tx(&self, dev: &NetDev<Nic>, cqe: Cqe, done: &mut TxDone) {
         let mut guard = self.tx.lock();
         let Some(state) = &mut *guard else {
             return;
@@ -205,19 +251,24 @@ impl QueuePair {
         };
         loop {
             let slot = core::mem::take(&mut state.slots[usize::from(tx.head.get())]);
-            let done = tx.head == last;
+            let at_last = tx.head == last;
             tx.head = tx.size.next(tx.head);
             drop(slot.mapping);
             if let Some(skb) = slot.skb {
                 skb.consume();
             }
-            if done {
+            if let Some(bytes) = slot.bql_bytes {
+                done.packets += 1;
+                done.bytes += bytes;
+            }
+            if at_last {
                 break;
             }
         }
         // Under the lock, so a concurrent xmit cannot stop the queue
         // between this check and the wake.
         if tx.free() >= TX_MAX_DESCS && dev.tx_stopped(self.index) {
+            bump(&self.stats.tx_wakes, 1);
             dev.tx_wake(self.index);
         }
     }
