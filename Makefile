@@ -42,6 +42,7 @@ rootfs:
 
 kernel: rootfs
 	qemu/build-kernel.sh $(KERNEL)
+	qemu/build-ksft.sh $(KERNEL)
 
 setup: kernel
 

@@ -14,6 +14,7 @@ start=$SECONDS
 
 qemu/setup-rootfs.sh
 qemu/build-kernel.sh "${KERNEL:-normal}"
+qemu/build-ksft.sh "${KERNEL:-normal}"
 
 if [[ $# -eq 0 ]]; then
 	log "emulator unit tests (cargo test)"

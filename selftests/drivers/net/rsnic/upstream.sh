@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The kernel's own NIC driver tests (tools/testing/selftests/drivers/net
+# and drivers/net/hw, as the kernel tree has them; qemu/build-ksft.sh
+# installs them) in HW mode against card A's netdev, with card B's netdev
+# in netns $NS as the remote endpoint.
+#   upstream.sh [TEST...]   (default: $UPSTREAM_TESTS)
+# Every case of every test is one KTAP result here. A case passes, or
+# upstream.skip lists it, one line per case: "CASE skip REASON" (it may
+# skip: the card lacks the feature), "CASE todo REASON" (it fails or
+# skips because the driver has not built the feature yet; the reason
+# names the issue) or "CASE env REASON" (it cannot run in this VM).
+# Each is reported as a SKIP with its reason. A skip
+# or failure not on the list fails, and so does a listed case that
+# passes: the list stays true.
+
+source "$(dirname "$0")/lib.sh"
+
+# Not run: hw/ethtool.sh, ethtool_extended_state.sh and loopback.sh need
+# two ports with link modes, autonegotiation, cables and MAC loopback,
+# which a synthetic NIC's virtual port has not; hw/ethtool_rmon.sh needs
+# RMON histograms, which the card does not count (testing.rst).
+UPSTREAM_TESTS=${UPSTREAM_TESTS:-"
+	drivers/net/ping.py
+	drivers/net/stats.py
+	drivers/net/queues.py
+	drivers/net/ring_reconfig.py
+	drivers/net/napi_id.py
+	drivers/net/napi_threaded.py
+	drivers/net/hds.py
+	drivers/net/gro.py
+	drivers/net/shaper.py
+	drivers/net/netpoll_basic.py
+	drivers/net/so_txtime.py
+	drivers/net/hw/csum.py
+	drivers/net/hw/irq.py
+	drivers/net/hw/tso.py
+	drivers/net/hw/uso.py
+	drivers/net/hw/gro_hw.py
+	drivers/net/hw/rss_api.py
+	drivers/net/hw/rss_ctx.py
+	drivers/net/hw/rss_drv.py
+	drivers/net/hw/rss_input_xfrm.py
+	drivers/net/hw/ntuple.py
+	drivers/net/hw/toeplitz.py
+	drivers/net/hw/pp_alloc_fail.py
+	drivers/net/hw/ethtool_std_stats.sh
+"}
+[ $# -gt 0 ] && UPSTREAM_TESTS="$*"
+
+KSFT=/rsnic-cache/ksft/normal
+is_debug_kernel && KSFT=/rsnic-cache/ksft/debug
+SKIPS="$(cd "$(dirname "$0")" && pwd)/upstream.skip"
+# Longest one upstream test may take (drivers/net/settings says 360 s).
+CASE_TIMEOUT=${UPSTREAM_TIMEOUT:-360}
+
+[ -f "$KSFT/kselftest-list.txt" ] || bail_out "no driver selftests in $KSFT (qemu/build-ksft.sh)"
+[ -f "$SKIPS" ] || bail_out "no $SKIPS"
+
+cleanup() { net_cleanup; }
+trap cleanup EXIT
+net_setup || bail_out "cannot set up card A and card B's netns"
+dmesg_mark
+
+# Several cases take the link down and up; like a host's network manager,
+# keep the addresses over that (IPv6 drops them by default).
+sysctl -qw net.ipv6.conf.$NETIF_A.keep_addr_on_down=1
+ip netns exec $NS sysctl -qw net.ipv6.conf.$NETIF_B.keep_addr_on_down=1
+
+export NETIF=$NETIF_A LOCAL_V4=$IP_A REMOTE_V4=$IP_B LOCAL_V6=$IP6_A REMOTE_V6=$IP6_B
+export REMOTE_TYPE=netns REMOTE_ARGS=$NS
+
+# listed CASE: "skip REASON" or "todo REASON" from upstream.skip, or nothing.
+listed() { awk -v c="$1" '$1 == c { $1 = ""; sub(/^ +/, ""); print; exit }' "$SKIPS"; }
+
+echo "TAP version 13"
+for t in $UPSTREAM_TESTS; do
+	name=$(basename "$t")
+	name=${name%.*}
+	echo "# running $t"
+	out=/tmp/upstream-$name.out
+	(cd "$KSFT/$(dirname "$t")" && timeout -k 10 "$CASE_TIMEOUT" "./$(basename "$t")") >"$out" 2>&1
+	rc=$?
+	sed 's/^/# /' "$out"
+	cases=0
+	failed_before=$ktap_failed
+	listed_failures=0
+	# A case line: "ok 3 name", "not ok 3 name # reason", "ok 3 name # SKIP why";
+	# shell tests print "TEST: name [ OK ]" / "[FAIL]" / "[SKIP]" instead.
+	while IFS= read -r line; do
+		if [[ $line =~ ^(not\ )?ok\ [0-9]+\ ([^#]*[^#\ ])(\ *#\ *(.*))?$ ]]; then
+			verdict=${BASH_REMATCH[1]:+fail}
+			cname=${BASH_REMATCH[2]}
+			comment=${BASH_REMATCH[4]}
+			[ -z "$verdict" ] && case $comment in SKIP*|skip*) verdict=skip ;; *) verdict=ok ;; esac
+		elif [[ $line =~ ^TEST:\ (.*[^\ ])\ +\[\ *(OK|FAIL|SKIP|XFAIL)\ *\]$ ]]; then
+			cname="$name: ${BASH_REMATCH[1]}"
+			case ${BASH_REMATCH[2]} in OK|XFAIL) verdict=ok ;; SKIP) verdict=skip ;; *) verdict=fail ;; esac
+			comment=
+		else
+			continue
+		fi
+		cases=$((cases + 1))
+		# Upstream names a case "file.case"; keep that, one word.
+		cname=${cname// /_}
+		entry=$(listed "$cname")
+		kind=${entry%% *} reason=${entry#* }
+		case $verdict/$kind in
+		ok/)
+			ktap_result ok "$cname" ;;
+		ok/*)
+			ktap_result fail "$cname" "passes, but upstream.skip says it cannot: drop it from the list" ;;
+		skip/skip|skip/todo|skip/env)
+			ktap_result skip "$cname" "$kind: $reason" ;;
+		fail/todo|fail/env)
+			listed_failures=$((listed_failures + 1))
+			ktap_result skip "$cname" "$kind: $reason" ;;
+		skip/*)
+			ktap_result fail "$cname" "skipped (${comment#SKIP }), and upstream.skip does not list it" ;;
+		*)
+			ktap_result fail "$cname" "$comment" ;;
+		esac
+	done <"$out"
+	# A test that ran no case, or died or timed out, fails as a whole.
+	case $rc in
+	0|4) [ $cases -gt 0 ] || ktap_result fail "$name" "no test case ran" ;;
+	124|137) ktap_result fail "$name" "timed out after ${CASE_TIMEOUT}s" ;;
+	# Failing: fine if its failed cases were reported (as failures, or
+	# as listed ones).
+	*) [ $cases -gt 0 ] && [ $((ktap_failed - failed_before + listed_failures)) -gt 0 ] ||
+		ktap_result fail "$name" "exit $rc" ;;
+	esac
+done
+check "no kernel warnings" dmesg_clean
+echo "1..$ktap_count"
+ktap_finish
