@@ -229,11 +229,15 @@ admin_commands! {
             /// [`super::offload`] bits.
             flags @ 8: u32,
         } = 7,
-        /// Set the RSS key and indirection table from a
-        /// [`super::RSS_CONFIG_LEN`]-byte block in host memory.
+        /// Set the RSS key, indirection table and hashed fields of an
+        /// RSS context from a [`super::RSS_CONFIG_LEN`]-byte block in
+        /// host memory. Context 0 is the default one (every frame no
+        /// steering rule claims); setting another creates it.
         SetRss {
             /// Bus address of the block.
             config @ 8: u64,
+            /// The context, below [`super::MAX_RSS_CONTEXTS`].
+            context @ 16: u32,
         } = 8,
         /// Set interrupt moderation of every queue pair (running and
         /// future): an armed pair raises its vector once `frames`
@@ -380,6 +384,25 @@ admin_commands! {
             /// Bus address of the block.
             buf @ 8: u64,
         } = 32,
+        /// Delete an RSS context other than 0; steering rules that name
+        /// it fall back to context 0.
+        DelRssContext {
+            /// The context.
+            context @ 8: u32,
+        } = 33,
+        /// Add or replace a steering rule.
+        SetFlowRule(rule: super::FlowRule) = 34,
+        /// Delete a steering rule.
+        DelFlowRule {
+            /// Its index, below [`super::MAX_FLOW_RULES`].
+            index @ 8: u32,
+        } = 35,
+        /// Write the function's MAC counters, a [`super::MacStats`]
+        /// block, to `buf`.
+        QueryMacStats {
+            /// Bus address of the block.
+            buf @ 8: u64,
+        } = 36,
     }
 }
 

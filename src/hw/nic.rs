@@ -148,6 +148,80 @@ pub const RSS_TABLE_LEN: usize = 128;
 /// [`RssFlow`] (in its order).
 pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN + RssFlow::ALL.len();
 
+wire_struct! {
+    /// The IEEE 802.3 MAC counters of a function since its reset, the
+    /// block [`super::AdminCmd::QueryMacStats`] writes: frames it sent to
+    /// and took from the wire, their octets (with the 4-byte FCS), and of
+    /// them multicast, broadcast and MAC control (EtherType 0x8808)
+    /// frames; received frames whose FCS was wrong.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct MacStats[88] {
+        /// Frames sent.
+        pub tx_frames @ 0: u64,
+        /// Octets sent.
+        pub tx_octets @ 8: u64,
+        /// Multicast frames sent (broadcast not included).
+        pub tx_multicast @ 16: u64,
+        /// Broadcast frames sent.
+        pub tx_broadcast @ 24: u64,
+        /// MAC control frames sent.
+        pub tx_control @ 32: u64,
+        /// Frames received with a good FCS and accepted by the filter.
+        pub rx_frames @ 40: u64,
+        /// Their octets.
+        pub rx_octets @ 48: u64,
+        /// Multicast frames received.
+        pub rx_multicast @ 56: u64,
+        /// Broadcast frames received.
+        pub rx_broadcast @ 64: u64,
+        /// MAC control frames received.
+        pub rx_control @ 72: u64,
+        /// Frames received with a wrong FCS.
+        pub rx_fcs_errors @ 80: u64,
+    }
+}
+
+/// RSS contexts, the default one (0) included.
+pub const MAX_RSS_CONTEXTS: u32 = 8;
+/// Steering rules the card holds.
+pub const MAX_FLOW_RULES: u32 = 64;
+
+wire_struct! {
+    /// A steering rule, the parameters of [`super::AdminCmd::SetFlowRule`]:
+    /// a frame of flow type `flow` whose chosen fields equal the rule's
+    /// goes to queue pair `queue`, or (with [`FlowRule::RSS`]) to the
+    /// queue pair RSS context `context` picks, plus `queue`. Fragments
+    /// match no rule. The lowest-indexed matching rule wins.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct FlowRule[44] {
+        /// Index, below [`MAX_FLOW_RULES`].
+        pub index @ 0: u16,
+        /// An [`RssFlow`] value.
+        pub flow @ 2: u8,
+        /// The [`rss_fields`] bits that must match.
+        pub fields @ 3: u8,
+        /// Queue pair, or offset added to the context's pick.
+        pub queue @ 4: u16,
+        /// RSS context (with [`FlowRule::RSS`]).
+        pub context @ 6: u8,
+        /// [`FlowRule::RSS`] or 0.
+        pub flags @ 7: u8,
+        /// Source port.
+        pub src_port @ 8: u16,
+        /// Destination port.
+        pub dst_port @ 10: u16,
+        /// Source address (IPv4 in the first 4 bytes), in network order.
+        pub src_ip @ 12: [u8; 16],
+        /// Destination address.
+        pub dst_ip @ 28: [u8; 16],
+    }
+}
+
+impl FlowRule {
+    /// [`FlowRule::flags`]: steer through RSS context `context`.
+    pub const RSS: u8 = 1 << 0;
+}
+
 /// The flow types whose hashed fields the driver chooses; other IP
 /// traffic (and fragments) hashes its addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +239,16 @@ pub enum RssFlow {
 impl RssFlow {
     /// Every flow type, in the order of the configuration block.
     pub const ALL: [RssFlow; 4] = [RssFlow::Tcp4, RssFlow::Udp4, RssFlow::Tcp6, RssFlow::Udp6];
+
+    /// The flow type numbered `v`, if any.
+    pub fn from_raw(v: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(v)).copied()
+    }
+
+    /// Whether its addresses are IPv6.
+    pub const fn is_ipv6(self) -> bool {
+        matches!(self, RssFlow::Tcp6 | RssFlow::Udp6)
+    }
 }
 
 /// Bits of a flow type's hashed fields in the RSS configuration block:

@@ -23,3 +23,9 @@ pub(crate) mod irq;
 pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod sync;
+
+/// `EOPNOTSUPP` ("operation not supported"), which the `kernel` crate's
+/// error codes do not include.
+pub(crate) fn eopnotsupp() -> kernel::error::Error {
+    kernel::error::Error::from_errno(-(kernel::bindings::EOPNOTSUPP as kernel::ffi::c_int))
+}

@@ -8,9 +8,10 @@ use super::{ring::RingSize, Config, Nic};
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
-        coalesce_params, Coalesce, DrvInfo, EthtoolOps, HashFields, HashFlow, Rxfh, StatsSink,
+        coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
+        HashFields, HashFlow, Rxfh, StatsSink,
     },
-    netdev::NetDev,
+    netdev::{Feature, NetDev},
     rtnl::Rtnl,
 };
 use crate::selftest::{self, IrqCount, SelfTestError};
@@ -24,6 +25,8 @@ impl EthtoolOps for Nic {
         "link (online)",
     ];
     const RSS_KEY_LEN: usize = hw::RSS_KEY_LEN;
+    const RSS_CONTEXTS: u32 = hw::MAX_RSS_CONTEXTS;
+    const FLOW_RULES: u32 = hw::MAX_FLOW_RULES;
     const RSS_TABLE_LEN: usize = hw::RSS_TABLE_LEN;
     const SUPPORTED_COALESCE: u32 = coalesce_params::RX_USECS | coalesce_params::RX_MAX_FRAMES;
 
@@ -206,6 +209,15 @@ impl EthtoolOps for Nic {
             .filter(|&q| q >= 1 && usize::from(q) <= nic.queues.len())
             .ok_or(EINVAL)?;
         let mut cfg = nic.config.lock();
+        // Contexts and rules must not point past the queues in use.
+        if nic
+            .steering
+            .lock()
+            .max_queue()
+            .is_some_and(|q| q >= u32::from(queues))
+        {
+            return Err(EINVAL);
+        }
         let mut new = Config { queues, ..*cfg };
         if cfg.rss_table_set {
             // A table the user set must not point past the queues in use.
@@ -293,8 +305,83 @@ impl EthtoolOps for Nic {
         let mut new = *cfg;
         new.rss_fields[flow as usize] = mask;
         nic.push_rss(&new)?;
+        // The additional contexts hash the same fields.
+        nic.push_steering(&new)?;
         *cfg = new;
         Ok(())
+    }
+
+    fn eth_mac_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthMacStats {
+        let Some(m) = dev.data().mac_stats() else {
+            return EthMacStats::default();
+        };
+        EthMacStats {
+            frames_tx: Some(m.tx_frames),
+            frames_rx: Some(m.rx_frames),
+            fcs_errors: Some(m.rx_fcs_errors),
+            octets_tx: Some(m.tx_octets),
+            octets_rx: Some(m.rx_octets),
+            multicast_tx: Some(m.tx_multicast),
+            broadcast_tx: Some(m.tx_broadcast),
+            multicast_rx: Some(m.rx_multicast),
+            broadcast_rx: Some(m.rx_broadcast),
+        }
+    }
+
+    fn eth_ctrl_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthCtrlStats {
+        let m = dev.data().mac_stats();
+        EthCtrlStats {
+            frames_tx: m.map(|m| m.tx_control),
+            frames_rx: m.map(|m| m.rx_control),
+        }
+    }
+
+    fn create_rss_context(
+        dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        id: u32,
+        table: Option<&[u32]>,
+        key: Option<&[u8]>,
+        out: Rxfh<'_>,
+    ) -> Result {
+        dev.data().create_rss_context(id, table, key, out)
+    }
+
+    fn modify_rss_context(
+        dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        id: u32,
+        table: Option<&[u32]>,
+        key: Option<&[u8]>,
+        old: Rxfh<'_>,
+    ) -> Result {
+        dev.data().modify_rss_context(id, table, key, old)
+    }
+
+    fn remove_rss_context(dev: &NetDev<Self>, _rtnl: &Rtnl, id: u32) -> Result {
+        dev.data().remove_rss_context(id)
+    }
+
+    fn flow_rules(dev: &NetDev<Self>, _rtnl: &Rtnl, each: &mut dyn FnMut(u32, &FlowRule)) {
+        for (loc, rule) in dev.data().steering.lock().rules() {
+            each(loc, rule);
+        }
+    }
+
+    fn set_flow_rule(
+        dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        location: u32,
+        rule: FlowRule,
+    ) -> Result<u32> {
+        if !dev.features().contains(Feature::Ntuple) {
+            return Err(crate::linux::eopnotsupp());
+        }
+        dev.data().set_flow_rule(location, rule)
+    }
+
+    fn del_flow_rule(dev: &NetDev<Self>, _rtnl: &Rtnl, location: u32) -> Result {
+        dev.data().del_flow_rule(location)
     }
 
     fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, rx: u32, tx: u32) -> Result {
@@ -345,5 +432,18 @@ fn rss_flow(flow: HashFlow) -> Option<hw::RssFlow> {
         HashFlow::Tcp6 => Some(hw::RssFlow::Tcp6),
         HashFlow::Udp6 => Some(hw::RssFlow::Udp6),
         HashFlow::Ip4 | HashFlow::Ip6 => None,
+    }
+}
+
+impl Nic {
+    /// The card's MAC counters of this function, or `None` if the card
+    /// does not answer.
+    pub(super) fn mac_stats(&self) -> Option<hw::MacStats> {
+        let _cfg = self.config.lock();
+        let buf = self.block_mem.dma_addr(0).ok()?;
+        self.admin.run(AdminCmd::QueryMacStats { buf }).ok()?;
+        let mut raw = [0u8; hw::MacStats::SIZE];
+        self.block_mem.read(0, &mut raw).ok()?;
+        Some(hw::MacStats::from_bytes(&raw))
     }
 }

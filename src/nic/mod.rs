@@ -15,6 +15,7 @@ mod netdev;
 pub(crate) mod queue;
 mod recovery;
 mod ring;
+mod steering;
 
 use kernel::{
     device::{Bound, Device},
@@ -50,6 +51,7 @@ use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use recovery::{CardWatch, GFT_WORK};
 use ring::RingSize;
+use steering::Steering;
 
 /// The operations of every rsnic net device; a net device with them is a
 /// `NetDev<Nic>`.
@@ -138,10 +140,14 @@ pub(crate) struct Nic {
     rx_filter_mc: Atomic<u64>,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
-    /// Where the RSS configuration block goes for the card to read.
-    rss_mem: DmaBuffer,
+    /// Command blocks the card reads or writes (an RSS configuration, the
+    /// MAC counters); used under the configuration lock.
+    block_mem: DmaBuffer,
     #[pin]
     config: Mutex<Config>,
+    /// Additional RSS contexts and steering rules. Taken after `config`.
+    #[pin]
+    steering: Mutex<KBox<Steering>>,
 }
 
 /// The registered network device of a function: a PF's synthetic NIC or
@@ -193,8 +199,9 @@ pub(crate) fn register(
         features |= Feature::Tso | Feature::Tso6;
     }
     if info.offloads & offload::RSS != 0 {
-        // The card's flow hash goes into each skb (`ethtool -K rxhash`).
-        features |= Feature::RxHash;
+        // The card's flow hash goes into each skb (`ethtool -K rxhash`);
+        // its steering rules (`ethtool -N`) come before RSS.
+        features |= Feature::RxHash | Feature::Ntuple;
     }
     if kind == FuncKind::Pf {
         features |= Feature::HwTc;
@@ -218,7 +225,7 @@ pub(crate) fn register(
     let name = pdev.name().to_bytes();
     let n = name.len().min(bus_info.len() - 1);
     bus_info[..n].copy_from_slice(&name[..n]);
-    let rss_mem = dma.alloc(hw::RSS_CONFIG_LEN)?;
+    let block_mem = dma.alloc(hw::RSS_CONFIG_LEN.max(hw::MacStats::SIZE))?;
     let gft = match kind {
         FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
         FuncKind::Vf => None,
@@ -258,6 +265,7 @@ pub(crate) fn register(
                 ),
                 GFP_KERNEL,
             )?;
+            let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
             Ok(try_pin_init!(Nic {
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
@@ -280,7 +288,7 @@ pub(crate) fn register(
             rx_filter_mc: Atomic::new(0),
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
-            rss_mem,
+            block_mem,
             config <- new_mutex!(Config {
                 queues: queues_default,
                 tx_ring: ring,
@@ -292,6 +300,7 @@ pub(crate) fn register(
                 rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
                 coalesce: Coalesce::default(),
             }),
+            steering <- new_mutex!(steering),
         }? Error))
         },
     )
@@ -425,6 +434,7 @@ impl Nic {
         })?;
         let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
+        self.push_steering(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
                 .prepare(rtnl, &self.dma, geo, self.tx_csum())
@@ -441,15 +451,9 @@ impl Nic {
         Ok(())
     }
 
-    /// Hands the RSS key and table of `cfg` to the card.
+    /// Hands the default RSS context of `cfg` to the card.
     fn push_rss(&self, cfg: &Config) -> Result {
-        self.rss_mem.write(0, &cfg.rss_key)?;
-        self.rss_mem.write(hw::RSS_KEY_LEN, &cfg.rss_table)?;
-        self.rss_mem
-            .write(hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN, &cfg.rss_fields)?;
-        self.admin.run(AdminCmd::SetRss {
-            config: self.rss_mem.dma_addr(0)?,
-        })
+        self.push_rss_context(cfg, 0, &cfg.rss_key, &cfg.rss_table)
     }
 
     /// Tells the card which offloads to perform. TX checksumming and TSO

@@ -152,6 +152,10 @@ impl NetDevOps for Nic {
             }
         }
         nic.set_card_offloads(features)?;
+        // Rules apply only while ntuple-filters is on (as most drivers).
+        if !features.contains(Feature::Ntuple) && dev.features().contains(Feature::Ntuple) {
+            nic.clear_flow_rules()?;
+        }
         bond::features_changed(dev, rtnl, features);
         Ok(())
     }

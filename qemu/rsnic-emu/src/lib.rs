@@ -19,6 +19,7 @@ pub mod offload;
 pub mod queues;
 pub mod rdma;
 pub mod rss;
+pub mod steer;
 pub mod wire;
 
 #[path = "../../../src/hw/mod.rs"]

@@ -18,7 +18,7 @@ use crate::hw::{
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rdma::{Io, RdmaEngine};
-use crate::rss;
+use crate::steer::Steering;
 
 /// Offloads this card performs (RSS is always on).
 const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO;
@@ -111,11 +111,10 @@ pub struct Nic {
     aq_size: u32,
     aq_head: u32,
     link_up: bool,
-    rss_key: [u8; hw::RSS_KEY_LEN],
-    /// Indirection table the driver set; `None`: round-robin over running pairs.
-    rss_table: Option<[u8; hw::RSS_TABLE_LEN]>,
-    /// Hashed fields per [`hw::RssFlow`] ([`hw::rss_fields`] masks).
-    rss_fields: [u8; hw::RssFlow::ALL.len()],
+    /// RSS contexts and steering rules.
+    steering: Steering,
+    /// IEEE 802.3 MAC counters.
+    mac_stats: hw::MacStats,
     qps: Vec<Option<QueuePair>>,
     /// Interrupt moderation of every queue pair.
     moderation: Moderation,
@@ -150,9 +149,8 @@ impl Nic {
             aq_size: 0,
             aq_head: 0,
             link_up: false,
-            rss_key: rss::DEFAULT_KEY,
-            rss_table: None,
-            rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
+            steering: Steering::default(),
+            mac_stats: hw::MacStats::default(),
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
             moderation: Moderation::default(),
             retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
@@ -402,6 +400,7 @@ impl Nic {
             hw::regs::DB_TX_TAIL => {
                 q.stats.tx_doorbells += 1;
                 let stats = &mut self.stats;
+                let mac_stats = &mut self.mac_stats;
                 let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
                 let tso = self.offloads & offload_bits::TSO != 0;
                 let (tso_frames_before, tso_segments_before) =
@@ -447,6 +446,7 @@ impl Nic {
                         } else if frame.len() > mtu as usize + 14 + 4 {
                             stats.tx_oversize += 1;
                         } else {
+                            count_tx(mac_stats, &frame);
                             fx.send.push(Outgoing {
                                 frame,
                                 reinject: false,
@@ -516,7 +516,9 @@ impl Nic {
                     max_qps: u32::from(MAX_QUEUE_PAIRS),
                     max_ring_entries: u32::from(hw::MAX_RING_ENTRIES),
                     speed_mbps: hw::LINK_SPEED_MBPS,
-                    offloads: SUPPORTED_OFFLOADS,
+                    // RSS (and steering) is always on: reported, not
+                    // switchable.
+                    offloads: SUPPORTED_OFFLOADS | offload_bits::RSS,
                     max_mtu: MAX_MTU,
                 }
                 .write_result(entry);
@@ -634,21 +636,20 @@ impl Nic {
                     .with_rdma(dma, now, fx, |e, io| e.execute(cmd, entry, io))
                     .unwrap_or(AdminStatus::BadOpcode);
             }
-            AdminCmd::SetRss { config } => {
+            AdminCmd::SetRss { config, context } => {
                 let mut block = [0u8; hw::RSS_CONFIG_LEN];
                 if dma.read(config, &mut block).is_err() {
                     return AdminStatus::BadParam;
                 }
-                let (key, rest) = block.split_at(hw::RSS_KEY_LEN);
-                let (table, fields) = rest.split_at(hw::RSS_TABLE_LEN);
-                if table.iter().any(|&q| u16::from(q) >= MAX_QUEUE_PAIRS)
-                    || fields.iter().any(|&f| f & !hw::rss_fields::ALL != 0)
-                {
+                return self.steering.set_context(context, &block);
+            }
+            AdminCmd::DelRssContext { context } => return self.steering.del_context(context),
+            AdminCmd::SetFlowRule(rule) => return self.steering.set_rule(rule),
+            AdminCmd::DelFlowRule { index } => return self.steering.del_rule(index),
+            AdminCmd::QueryMacStats { buf } => {
+                if dma.write(buf, &self.mac_stats.to_bytes()).is_err() {
                     return AdminStatus::BadParam;
                 }
-                self.rss_key.copy_from_slice(key);
-                self.rss_table = Some(table.try_into().expect("split at the table length"));
-                self.rss_fields.copy_from_slice(fields);
             }
         }
         AdminStatus::Ok
@@ -695,6 +696,11 @@ impl Nic {
             self.stats.rx_filtered += 1;
             return None;
         }
+        if fcs_ok {
+            count_rx(&mut self.mac_stats, frame);
+        } else {
+            self.mac_stats.rx_fcs_errors += 1;
+        }
         let running: Vec<usize> = (0..self.qps.len())
             .filter(|&i| self.qps[i].is_some())
             .collect();
@@ -710,33 +716,90 @@ impl Nic {
         } else {
             0
         };
-        // RSS: the driver's indirection table, or by default its entries
-        // spread round-robin over the running queue pairs. An entry naming
-        // a pair that is not running falls back to the first running one.
-        let (qp, flags, hash) = match rss::flow_fields(frame, &self.rss_fields) {
-            Some(f) => {
-                let hash = rss::toeplitz(&self.rss_key, &f.input);
-                let entry = hash as usize % rss::TABLE_SIZE;
-                let l4 = if f.l4 { Cqe::HASH_L4 } else { 0 };
-                let qp = match &self.rss_table {
-                    Some(table) => Some(usize::from(table[entry])).filter(|q| running.contains(q)),
-                    None => Some(running[entry % running.len()]),
-                };
-                (qp.unwrap_or(running[0]), Cqe::HASH | l4, hash)
-            }
-            None => (running[0], 0, 0),
-        };
-        let q = self.qps[qp].as_mut()?;
-        match q.deliver(dma, frame, flags | csum, hash) {
+        // Steering rules, then RSS (the rule's context or the default).
+        let pick = self.steering.pick(frame, &running);
+        let q = self.qps[pick.qp].as_mut()?;
+        match q.deliver(dma, frame, pick.flags | csum, pick.hash) {
             RxOutcome::Delivered { raise: true } => Some(q.vector()),
             _ => None,
         }
     }
 }
 
+/// The MAC counter classes of a frame (without its FCS): (octets with
+/// the FCS, multicast, broadcast, MAC control).
+fn mac_class(frame: &[u8]) -> (u64, bool, bool, bool) {
+    let broadcast = frame.get(..6) == Some(&[0xff; 6][..]);
+    let multicast = !broadcast && frame.first().is_some_and(|b| b & 1 != 0);
+    let control = frame.get(12..14) == Some(&[0x88, 0x08][..]);
+    (frame.len() as u64 + 4, multicast, broadcast, control)
+}
+
+/// Counts `frame` in one direction's frames, octets, multicast,
+/// broadcast and control counters.
+fn count_frame([frames, octets, multicast, broadcast, control]: [&mut u64; 5], frame: &[u8]) {
+    let (len, m, b, c) = mac_class(frame);
+    *frames += 1;
+    *octets += len;
+    *multicast += u64::from(m);
+    *broadcast += u64::from(b);
+    *control += u64::from(c);
+}
+
+/// Counts a frame sent to the wire.
+fn count_tx(s: &mut hw::MacStats, frame: &[u8]) {
+    let c = [
+        &mut s.tx_frames,
+        &mut s.tx_octets,
+        &mut s.tx_multicast,
+        &mut s.tx_broadcast,
+        &mut s.tx_control,
+    ];
+    count_frame(c, frame);
+}
+
+/// Counts a good frame taken from the wire.
+fn count_rx(s: &mut hw::MacStats, frame: &[u8]) {
+    let c = [
+        &mut s.rx_frames,
+        &mut s.rx_octets,
+        &mut s.rx_multicast,
+        &mut s.rx_broadcast,
+        &mut s.rx_control,
+    ];
+    count_frame(c, frame);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_counters_classify_frames() {
+        let mut m = hw::MacStats::default();
+        let mut f = vec![0u8; 100];
+        f[..6].fill(0xff);
+        count_tx(&mut m, &f);
+        f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0, 0, 1]);
+        count_tx(&mut m, &f);
+        f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x88, 0x08]);
+        count_rx(&mut m, &f);
+        assert_eq!(
+            (
+                m.tx_frames,
+                m.tx_octets,
+                m.tx_broadcast,
+                m.tx_multicast,
+                m.tx_control
+            ),
+            (2, 208, 1, 1, 0)
+        );
+        assert_eq!(
+            (m.rx_frames, m.rx_octets, m.rx_control, m.rx_multicast),
+            (1, 104, 1, 0)
+        );
+    }
 
     #[test]
     fn rx_filter() {
@@ -800,7 +863,10 @@ mod tests {
         assert_eq!(run(AdminCmd::DestroyQp { qp: 0 }), AdminStatus::BadState);
         assert_eq!(run(AdminCmd::DestroyQp { qp: 99 }), AdminStatus::BadParam);
         assert_eq!(
-            run(AdminCmd::SetRss { config: 0x10 }),
+            run(AdminCmd::SetRss {
+                config: 0x10,
+                context: 0
+            }),
             AdminStatus::BadParam,
             "unmapped block"
         );
@@ -808,7 +874,10 @@ mod tests {
         block[hw::RSS_KEY_LEN + 5] = 8;
         dma.write(0x1000, &block).unwrap();
         assert_eq!(
-            run(AdminCmd::SetRss { config: 0x1000 }),
+            run(AdminCmd::SetRss {
+                config: 0x1000,
+                context: 0
+            }),
             AdminStatus::BadParam,
             "queue pair 8"
         );
@@ -816,13 +885,22 @@ mod tests {
         block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN] = 0x10;
         dma.write(0x1000, &block).unwrap();
         assert_eq!(
-            run(AdminCmd::SetRss { config: 0x1000 }),
+            run(AdminCmd::SetRss {
+                config: 0x1000,
+                context: 0
+            }),
             AdminStatus::BadParam,
             "unknown hash field"
         );
         block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN] = hw::rss_fields::IP_SRC;
         dma.write(0x1000, &block).unwrap();
-        assert_eq!(run(AdminCmd::SetRss { config: 0x1000 }), AdminStatus::Ok);
+        assert_eq!(
+            run(AdminCmd::SetRss {
+                config: 0x1000,
+                context: 0
+            }),
+            AdminStatus::Ok
+        );
         assert_eq!(run(AdminCmd::QueryDevice), AdminStatus::Ok);
         assert_eq!(DeviceInfo::read_result(&e).max_mtu, 9000);
     }

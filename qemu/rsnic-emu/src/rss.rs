@@ -45,12 +45,23 @@ pub struct FlowFields {
     pub l4: bool,
 }
 
-/// Extracts the RSS input of an Ethernet frame (IPv4 or IPv6, optionally
-/// VLAN-tagged): for unfragmented TCP and UDP, the fields `select` names
-/// for its [`RssFlow`] (a [`rss_fields`] mask each); for other IP
-/// traffic, both addresses. `None` for other frames, or if nothing is
-/// selected.
-pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
+/// The addresses and ports of an IP frame, as RSS and steering rules
+/// see them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Tuple<'a> {
+    /// The flow type, for unfragmented TCP and UDP.
+    pub flow: Option<RssFlow>,
+    /// Source address (4 or 16 bytes).
+    pub src: &'a [u8],
+    /// Destination address.
+    pub dst: &'a [u8],
+    /// Source and destination port, for unfragmented TCP and UDP.
+    pub ports: Option<(&'a [u8], &'a [u8])>,
+}
+
+/// The [`Tuple`] of an Ethernet frame (IPv4 or IPv6, optionally
+/// VLAN-tagged); `None` for other frames.
+pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
     let (ethertype, l3) = network_layer(frame)?;
     let (addrs, proto, l4_off, fragment, v6) = match ethertype {
         ETH_P_IPV4 => {
@@ -73,30 +84,50 @@ pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<Fl
         ),
         _ => return None,
     };
+    let (src, dst) = addrs.split_at(addrs.len() / 2);
+    let ports = frame
+        .get(l4_off..l4_off + 4)
+        .filter(|_| !fragment)
+        .map(|p| p.split_at(2));
     let flow = match (proto, v6) {
         (6, false) => Some(RssFlow::Tcp4),
         (17, false) => Some(RssFlow::Udp4),
         (6, true) => Some(RssFlow::Tcp6),
         (17, true) => Some(RssFlow::Udp6),
         _ => None,
+    }
+    .filter(|_| ports.is_some());
+    Some(Tuple {
+        flow,
+        src,
+        dst,
+        ports: ports.filter(|_| flow.is_some()),
+    })
+}
+
+/// Extracts the RSS input of an Ethernet frame (IPv4 or IPv6, optionally
+/// VLAN-tagged): for unfragmented TCP and UDP, the fields `select` names
+/// for its [`RssFlow`] (a [`rss_fields`] mask each); for other IP
+/// traffic (and fragments), the addresses that mask names, or both
+/// addresses for other protocols. `None` for other frames, or if nothing
+/// is selected.
+pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
+    let t = tuple(frame)?;
+    let addrs = rss_fields::IP_SRC | rss_fields::IP_DST;
+    let mask = match (t.flow, ip_flow(frame)) {
+        (Some(flow), _) => select[flow as usize],
+        // A TCP/UDP fragment: its flow type's addresses.
+        (None, Some(flow)) => select[flow as usize] & addrs,
+        (None, None) => addrs,
     };
-    let ports = frame.get(l4_off..l4_off + 4).filter(|_| !fragment);
-    let (mask, ports) = match (flow, ports) {
-        (Some(flow), Some(ports)) => (select[flow as usize], ports),
-        (Some(flow), None) => (
-            select[flow as usize] & (rss_fields::IP_SRC | rss_fields::IP_DST),
-            &[][..],
-        ),
-        (None, _) => (rss_fields::IP_SRC | rss_fields::IP_DST, &[][..]),
-    };
-    let (src, dst) = addrs.split_at(addrs.len() / 2);
-    let mut input = Vec::with_capacity(addrs.len() + 4);
+    let (sport, dport) = t.ports.unwrap_or_default();
+    let mut input = Vec::with_capacity(t.src.len() * 2 + 4);
     let mut l4 = false;
     for (bit, part) in [
-        (rss_fields::IP_SRC, src),
-        (rss_fields::IP_DST, dst),
-        (rss_fields::L4_SRC, ports.get(..2).unwrap_or_default()),
-        (rss_fields::L4_DST, ports.get(2..).unwrap_or_default()),
+        (rss_fields::IP_SRC, t.src),
+        (rss_fields::IP_DST, t.dst),
+        (rss_fields::L4_SRC, sport),
+        (rss_fields::L4_DST, dport),
     ] {
         if mask & bit != 0 && !part.is_empty() {
             input.extend_from_slice(part);
@@ -104,6 +135,23 @@ pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<Fl
         }
     }
     (!input.is_empty()).then_some(FlowFields { input, l4 })
+}
+
+/// The TCP/UDP flow type of an IP frame, fragment or not.
+fn ip_flow(frame: &[u8]) -> Option<RssFlow> {
+    let (ethertype, l3) = network_layer(frame)?;
+    let (proto, v6) = match ethertype {
+        ETH_P_IPV4 => (*frame.get(l3 + 9)?, false),
+        ETH_P_IPV6 => (*frame.get(l3 + 6)?, true),
+        _ => return None,
+    };
+    match (proto, v6) {
+        (6, false) => Some(RssFlow::Tcp4),
+        (17, false) => Some(RssFlow::Udp4),
+        (6, true) => Some(RssFlow::Tcp6),
+        (17, true) => Some(RssFlow::Udp6),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -444,3 +444,13 @@ void rust_ext_ib_set_parent(struct ib_device *ibdev, struct device *parent)
 {
 	ibdev->dev.parent = parent;
 }
+
+u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)
+{
+	return ethtool_rxfh_context_indir(ctx);
+}
+
+u8 *rust_ext_ethtool_rxfh_context_key(struct ethtool_rxfh_context *ctx)
+{
+	return ethtool_rxfh_context_key(ctx);
+}

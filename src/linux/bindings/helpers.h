@@ -61,6 +61,8 @@ void rust_ext_netif_napi_add_config(struct net_device *dev, struct napi_struct *
 				 int (*poll)(struct napi_struct *, int), int index);
 void rust_ext_netif_napi_del(struct napi_struct *napi);
 void rust_ext_netif_napi_set_irq(struct napi_struct *napi, int irq);
+u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx);
+u8 *rust_ext_ethtool_rxfh_context_key(struct ethtool_rxfh_context *ctx);
 void rust_ext_napi_schedule(struct napi_struct *napi);
 gro_result_t rust_ext_napi_gro_receive(struct napi_struct *napi, struct sk_buff *skb);
 

@@ -73,6 +73,87 @@ pub(crate) struct Rxfh<'a> {
     pub(crate) key: &'a mut [u8],
 }
 
+/// The IEEE 802.3 MAC counters of `ethtool -S --groups eth-mac` a
+/// driver can back; `None` for those it does not count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EthMacStats {
+    /// `FramesTransmittedOK`.
+    pub(crate) frames_tx: Option<u64>,
+    /// `FramesReceivedOK`.
+    pub(crate) frames_rx: Option<u64>,
+    /// `FrameCheckSequenceErrors`.
+    pub(crate) fcs_errors: Option<u64>,
+    /// `OctetsTransmittedOK`.
+    pub(crate) octets_tx: Option<u64>,
+    /// `OctetsReceivedOK`.
+    pub(crate) octets_rx: Option<u64>,
+    /// `MulticastFramesXmittedOK`.
+    pub(crate) multicast_tx: Option<u64>,
+    /// `BroadcastFramesXmittedOK`.
+    pub(crate) broadcast_tx: Option<u64>,
+    /// `MulticastFramesReceivedOK`.
+    pub(crate) multicast_rx: Option<u64>,
+    /// `BroadcastFramesReceivedOK`.
+    pub(crate) broadcast_rx: Option<u64>,
+}
+
+/// The MAC control counters of `ethtool -S --groups eth-ctrl`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EthCtrlStats {
+    /// `MACControlFramesTransmitted`.
+    pub(crate) frames_tx: Option<u64>,
+    /// `MACControlFramesReceived`.
+    pub(crate) frames_rx: Option<u64>,
+}
+
+/// Where a steering rule sends its flow (`ethtool -N ... action/context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlowAction {
+    /// To this RX queue.
+    Queue(u32),
+    /// Through RSS context `context` (0: the default one), `offset`
+    /// added to the queue its table picks.
+    Rss {
+        /// The RSS context.
+        context: u32,
+        /// Added to the picked queue.
+        offset: u32,
+    },
+    /// Dropped.
+    Drop,
+}
+
+/// The flow type of a steering rule (`ethtool -N flow-type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RuleFlow {
+    /// `tcp4`.
+    Tcp4,
+    /// `udp4`.
+    Udp4,
+    /// `tcp6`.
+    Tcp6,
+    /// `udp6`.
+    Udp6,
+}
+
+/// A steering rule (`ethtool -N flow-type ...`): TCP or UDP over IPv4 or
+/// IPv6, each field either matched exactly or not at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FlowRule {
+    /// The flow type.
+    pub(crate) flow: RuleFlow,
+    /// Source address (IPv4 in the first 4 bytes), network order.
+    pub(crate) src_ip: Option<[u8; 16]>,
+    /// Destination address.
+    pub(crate) dst_ip: Option<[u8; 16]>,
+    /// Source port.
+    pub(crate) src_port: Option<u16>,
+    /// Destination port.
+    pub(crate) dst_port: Option<u16>,
+    /// What happens to a matching frame.
+    pub(crate) action: FlowAction,
+}
+
 /// A flow type whose hashed header fields `ethtool -n/-N rx-flow-hash`
 /// reads and sets (`*_FLOW` of the uapi).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +235,10 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     const SELF_TESTS: &'static [&'static str] = &[];
     /// Bytes of the RSS hash key (0: no RSS configuration).
     const RSS_KEY_LEN: usize = 0;
+    /// RSS context IDs are below this (0: no additional contexts).
+    const RSS_CONTEXTS: u32 = 0;
+    /// Steering rule locations are below this.
+    const FLOW_RULES: u32 = 0;
     /// Entries of the RSS indirection table.
     const RSS_TABLE_LEN: usize = 0;
     /// [`coalesce_params`] bits the driver supports.
@@ -226,6 +311,74 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
     ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -S --groups eth-mac`.
+    fn eth_mac_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthMacStats {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -S --groups eth-ctrl`.
+    fn eth_ctrl_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthCtrlStats {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -X ... context new`: creates RSS context `id` (below
+    /// [`Self::RSS_CONTEXTS`]) with the table and key given, or the
+    /// driver's defaults for those not given, which it writes into `out`
+    /// (the core keeps the context's settings there).
+    fn create_rss_context(
+        _dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        _id: u32,
+        _table: Option<&[u32]>,
+        _key: Option<&[u8]>,
+        _out: Rxfh<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -X ... context N`: a new table and/or key for context
+    /// `id`; `old` holds its current settings.
+    fn modify_rss_context(
+        _dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        _id: u32,
+        _table: Option<&[u32]>,
+        _key: Option<&[u8]>,
+        _old: Rxfh<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -X ... context N delete` (the core refuses while a rule
+    /// steers to it).
+    fn remove_rss_context(_dev: &NetDev<Self>, _rtnl: &Rtnl, _id: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -n`: calls `each` with every steering rule's location and
+    /// rule, in location order.
+    fn flow_rules(_dev: &NetDev<Self>, _rtnl: &Rtnl, _each: &mut dyn FnMut(u32, &FlowRule)) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -N ... loc N`: adds or replaces the rule at `location`
+    /// (below [`Self::FLOW_RULES`]). Returns the location the rule took:
+    /// a driver may replace a rule with the same match elsewhere instead,
+    /// and ethtool reports that location.
+    fn set_flow_rule(
+        _dev: &NetDev<Self>,
+        _rtnl: &Rtnl,
+        _location: u32,
+        _rule: FlowRule,
+    ) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -N delete N` (`ENOENT` if there is none).
+    fn del_flow_rule(_dev: &NetDev<Self>, _rtnl: &Rtnl, _location: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

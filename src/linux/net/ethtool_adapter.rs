@@ -10,7 +10,10 @@ use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 use crate::linux::bindings;
 use crate::linux::net::{
-    ethtool::{Coalesce, EthtoolOps, HashFields, HashFlow, Rxfh, StatsSink},
+    ethtool::{
+        Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
+        HashFlow, RuleFlow, Rxfh, StatsSink,
+    },
     netdev::NetDev,
     rtnl::Rtnl,
 };
@@ -140,6 +143,38 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             ops.get_rxfh_key_size = Some(Self::rss_key_size);
             ops.get_rxfh_indir_size = Some(Self::rss_table_size);
             ops.get_rxfh = Some(Self::get_rxfh);
+        }
+        if T::HAS_ETH_MAC_STATS {
+            ops.get_eth_mac_stats = Some(Self::get_eth_mac_stats);
+        }
+        if T::HAS_ETH_CTRL_STATS {
+            ops.get_eth_ctrl_stats = Some(Self::get_eth_ctrl_stats);
+        }
+        // The bit fields after `supported_input_xfrm` (bits 0-7):
+        // `cap_link_lanes_supported` (8), `rxfh_per_ctx_fields` (9),
+        // `rxfh_per_ctx_key` (10), `cap_rss_rxnfc_adds` (11); checked
+        // against bindgen's accessors in `check_ops`.
+        let mut caps = 0u16;
+        if T::HAS_CREATE_RSS_CONTEXT {
+            // Each context has its own key (`create/modify_rss_context`).
+            caps |= 1 << 10;
+        }
+        if T::HAS_SET_FLOW_RULE {
+            // `FlowAction::Rss` carries a queue offset.
+            caps |= 1 << 11;
+        }
+        ops._bitfield_1 = bindings::__BindgenBitfieldUnit::new(caps.to_le_bytes());
+        if T::HAS_CREATE_RSS_CONTEXT {
+            ops.rxfh_max_num_contexts = T::RSS_CONTEXTS;
+            ops.create_rxfh_context = Some(Self::create_rxfh_context);
+            ops.modify_rxfh_context = Some(Self::modify_rxfh_context);
+            ops.remove_rxfh_context = Some(Self::remove_rxfh_context);
+        }
+        if T::HAS_FLOW_RULES {
+            ops.get_rxnfc = Some(Self::get_rxnfc);
+        }
+        if T::HAS_SET_FLOW_RULE {
+            ops.set_rxnfc = Some(Self::set_rxnfc);
         }
         if T::HAS_RXFH_FIELDS {
             ops.get_rxfh_fields = Some(Self::get_rxfh_fields);
@@ -295,6 +330,25 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         {
             return -(kernel::bindings::EOPNOTSUPP as c_int);
         }
+        // SAFETY: Per the function's contract.
+        let (table, key) = unsafe { Self::given(param) };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::set_rss(dev, rtnl, table, key)?;
+            Ok(0)
+        })
+    }
+
+    /// The table and key a request gives (each `None` if unchanged), or
+    /// `EOPNOTSUPP` for a hash function or input transform other than
+    /// Toeplitz as it is.
+    ///
+    /// # Safety
+    ///
+    /// `param`'s non-null `indir` and `key` point at the sizes reported
+    /// above.
+    unsafe fn given(param: &bindings::ethtool_rxfh_param) -> (Option<&[u32]>, Option<&[u8]>) {
         let table = (!param.indir.is_null()).then(|| {
             // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
             unsafe { core::slice::from_raw_parts(param.indir, T::RSS_TABLE_LEN) }
@@ -303,10 +357,272 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             // SAFETY: ethtool sized `key` by `get_rxfh_key_size`.
             unsafe { core::slice::from_raw_parts(param.key, T::RSS_KEY_LEN) }
         });
+        (table, key)
+    }
+
+    /// Whether a context request keeps to Toeplitz without transform.
+    fn plain_toeplitz(param: &bindings::ethtool_rxfh_param) -> bool {
+        (param.hfunc == RSS_HASH_NO_CHANGE || param.hfunc == RSS_HASH_TOP)
+            && (param.input_xfrm == 0
+                || u32::from(param.input_xfrm) == bindings::RXH_XFRM_NO_CHANGE)
+    }
+
+    /// The table and key the core keeps for a context.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` is a live context of this device, its storage sized by its
+    /// `indir_size` and `key_size`, not otherwise borrowed for `'a`.
+    unsafe fn ctx_storage<'a>(ctx: *mut bindings::ethtool_rxfh_context) -> Rxfh<'a> {
+        // SAFETY: `ctx` is valid; plain field reads.
+        let (indir_size, key_size) = unsafe { ((*ctx).indir_size, (*ctx).key_size) };
+        // SAFETY: The core allocated `indir_size` entries and `key_size`
+        // bytes after the context (`ethtool_rxfh_context_indir/key`).
+        unsafe {
+            Rxfh {
+                table: core::slice::from_raw_parts_mut(
+                    bindings::rust_ext_ethtool_rxfh_context_indir(ctx),
+                    indir_size as usize,
+                ),
+                key: core::slice::from_raw_parts_mut(
+                    bindings::rust_ext_ethtool_rxfh_context_key(ctx),
+                    key_size as usize,
+                ),
+            }
+        }
+    }
+
+    /// Whether [`Self::OPS`]'s hand-set bit fields mean what it says
+    /// (the C layout as bindgen sees it).
+    pub(super) fn check_ops() -> bool {
+        let ops = &Self::OPS;
+        u32::from(T::HAS_CREATE_RSS_CONTEXT) == ops.rxfh_per_ctx_key()
+            && u32::from(T::HAS_SET_FLOW_RULE) == ops.cap_rss_rxnfc_adds()
+            && ops.supported_input_xfrm() == 0
+            && ops.cap_link_lanes_supported() == 0
+            && ops.rxfh_per_ctx_fields() == 0
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `out` is valid for writes, its counters preset to
+    /// `ETHTOOL_STAT_NOT_SET` (those left so are not reported).
+    unsafe extern "C" fn get_eth_mac_stats(
+        ndev: *mut bindings::net_device,
+        out: *mut bindings::ethtool_eth_mac_stats,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let s: EthMacStats = T::eth_mac_stats(dev, rtnl);
+        // SAFETY: `out` is valid for writes; `stats` is the named view of
+        // the counters (`struct_group`), plain integers.
+        let o = unsafe { &mut (*out).__bindgen_anon_1.stats };
+        let set = |field: &mut u64, v: Option<u64>| {
+            if let Some(v) = v {
+                *field = v;
+            }
+        };
+        set(&mut o.FramesTransmittedOK, s.frames_tx);
+        set(&mut o.FramesReceivedOK, s.frames_rx);
+        set(&mut o.FrameCheckSequenceErrors, s.fcs_errors);
+        set(&mut o.OctetsTransmittedOK, s.octets_tx);
+        set(&mut o.OctetsReceivedOK, s.octets_rx);
+        set(&mut o.MulticastFramesXmittedOK, s.multicast_tx);
+        set(&mut o.BroadcastFramesXmittedOK, s.broadcast_tx);
+        set(&mut o.MulticastFramesReceivedOK, s.multicast_rx);
+        set(&mut o.BroadcastFramesReceivedOK, s.broadcast_rx);
+    }
+
+    /// # Safety
+    ///
+    /// As `get_eth_mac_stats`.
+    unsafe extern "C" fn get_eth_ctrl_stats(
+        ndev: *mut bindings::net_device,
+        out: *mut bindings::ethtool_eth_ctrl_stats,
+    ) {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let s: EthCtrlStats = T::eth_ctrl_stats(dev, rtnl);
+        // SAFETY: As in `get_eth_mac_stats`.
+        let o = unsafe { &mut (*out).__bindgen_anon_1.stats };
+        if let Some(v) = s.frames_tx {
+            o.MACControlFramesTransmitted = v;
+        }
+        if let Some(v) = s.frames_rx {
+            o.MACControlFramesReceived = v;
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `ctx` is the new context (storage allocated, not yet
+    /// filled), `rxfh` valid for reads as in `set_rxfh`.
+    unsafe extern "C" fn create_rxfh_context(
+        ndev: *mut bindings::net_device,
+        ctx: *mut bindings::ethtool_rxfh_context,
+        rxfh: *const bindings::ethtool_rxfh_param,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `rxfh` is valid for reads.
+        let param = unsafe { &*rxfh };
+        if !Self::plain_toeplitz(param) {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        }
+        // SAFETY: Per the function's contract.
+        let (table, key) = unsafe { Self::given(param) };
+        // SAFETY: `ctx` is valid; the core fills in what it was given
+        // after this returns, the rest is ours to say.
+        unsafe {
+            (*ctx).hfunc = RSS_HASH_TOP;
+            (*ctx).input_xfrm = 0;
+        }
+        // SAFETY: The core's new context, not used elsewhere meanwhile.
+        let out = unsafe { Self::ctx_storage(ctx) };
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rss(dev, rtnl, table, key)?;
+            T::create_rss_context(dev, rtnl, param.rss_context, table, key, out)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `create_rxfh_context`, `ctx` holding the context's settings.
+    unsafe extern "C" fn modify_rxfh_context(
+        ndev: *mut bindings::net_device,
+        ctx: *mut bindings::ethtool_rxfh_context,
+        rxfh: *const bindings::ethtool_rxfh_param,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: `rxfh` is valid for reads.
+        let param = unsafe { &*rxfh };
+        if !Self::plain_toeplitz(param) {
+            return -(kernel::bindings::EOPNOTSUPP as c_int);
+        }
+        // SAFETY: Per the function's contract.
+        let (table, key) = unsafe { Self::given(param) };
+        // SAFETY: The core's context, which it updates only after this.
+        let old = unsafe { Self::ctx_storage(ctx) };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::modify_rss_context(dev, rtnl, param.rss_context, table, key, old)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`.
+    unsafe extern "C" fn remove_rxfh_context(
+        ndev: *mut bindings::net_device,
+        _ctx: *mut bindings::ethtool_rxfh_context,
+        rss_context: u32,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::remove_rss_context(dev, rtnl, rss_context)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `info` is valid for reads and writes; for
+    /// `ETHTOOL_GRXCLSRLALL`, `rule_locs` has room for `info.rule_cnt`.
+    unsafe extern "C" fn get_rxnfc(
+        ndev: *mut bindings::net_device,
+        info: *mut bindings::ethtool_rxnfc,
+        rule_locs: *mut u32,
+    ) -> c_int {
+        // SAFETY: `info` is valid for reads and writes.
+        let info = unsafe { &mut *info };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        match info.cmd {
+            bindings::ETHTOOL_GRXCLSRLCNT => {
+                let mut n = 0;
+                T::flow_rules(dev, rtnl, &mut |_, _| n += 1);
+                info.__bindgen_anon_1.rule_cnt = n;
+                info.data = u64::from(T::FLOW_RULES);
+                0
+            }
+            bindings::ETHTOOL_GRXCLSRULE => {
+                let want = info.fs.location;
+                let mut found = None;
+                T::flow_rules(dev, rtnl, &mut |loc, rule| {
+                    if loc == want {
+                        found = Some(*rule);
+                    }
+                });
+                match found {
+                    Some(rule) => {
+                        write_flow_spec(&mut info.fs, want, &rule);
+                        if let FlowAction::Rss { context, .. } = rule.action {
+                            info.__bindgen_anon_1.rss_context = context;
+                        }
+                        0
+                    }
+                    None => -(kernel::bindings::ENOENT as c_int),
+                }
+            }
+            bindings::ETHTOOL_GRXCLSRLALL => {
+                // SAFETY: Reading the union's one integer.
+                let room = unsafe { info.__bindgen_anon_1.rule_cnt } as usize;
+                let locs = if rule_locs.is_null() {
+                    &mut [][..]
+                } else {
+                    // SAFETY: The core made room for `rule_cnt` entries.
+                    unsafe { core::slice::from_raw_parts_mut(rule_locs, room) }
+                };
+                let mut n = 0;
+                T::flow_rules(dev, rtnl, &mut |loc, _| {
+                    if let Some(slot) = locs.get_mut(n) {
+                        *slot = loc;
+                    }
+                    n += 1;
+                });
+                if n > room {
+                    return -(kernel::bindings::EMSGSIZE as c_int);
+                }
+                info.__bindgen_anon_1.rule_cnt = n as u32;
+                info.data = u64::from(T::FLOW_RULES);
+                0
+            }
+            _ => -(kernel::bindings::EOPNOTSUPP as c_int),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `info` is valid for reads and writes.
+    unsafe extern "C" fn set_rxnfc(
+        ndev: *mut bindings::net_device,
+        info: *mut bindings::ethtool_rxnfc,
+    ) -> c_int {
+        // SAFETY: `info` is valid for reads and writes.
+        let info = unsafe { &mut *info };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            match info.cmd {
+                bindings::ETHTOOL_SRXCLSRLINS => {
+                    // SAFETY: Reading the union's one integer.
+                    let context = unsafe { info.__bindgen_anon_1.rss_context };
+                    let rule = read_flow_spec(&info.fs, context)?;
+                    if info.fs.location >= T::FLOW_RULES {
+                        return Err(EINVAL);
+                    }
+                    info.fs.location = T::set_flow_rule(dev, rtnl, info.fs.location, rule)?;
+                }
+                bindings::ETHTOOL_SRXCLSRLDEL => {
+                    T::del_flow_rule(dev, rtnl, info.fs.location)?;
+                }
+                _ => return Err(crate::linux::eopnotsupp()),
+            }
             Ok(0)
         })
     }
@@ -560,4 +876,171 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ring.rx_pending = rx;
         ring.tx_pending = tx;
     }
+}
+
+/// The flow type of a TCP/UDP rule, and whether it is IPv6.
+fn rule_flow(flow_type: u32) -> Option<(RuleFlow, bool)> {
+    Some(match flow_type {
+        bindings::TCP_V4_FLOW => (RuleFlow::Tcp4, false),
+        bindings::UDP_V4_FLOW => (RuleFlow::Udp4, false),
+        bindings::TCP_V6_FLOW => (RuleFlow::Tcp6, true),
+        bindings::UDP_V6_FLOW => (RuleFlow::Udp6, true),
+        _ => return None,
+    })
+}
+
+/// `value` if `mask` is all ones, `None` if it is zero, `EINVAL` for a
+/// partial mask (rules match fields exactly or not at all).
+fn exact<const N: usize>(value: [u8; N], mask: [u8; N]) -> Result<Option<[u8; N]>> {
+    if mask.iter().all(|&b| b == 0xff) {
+        Ok(Some(value))
+    } else if mask.iter().all(|&b| b == 0) {
+        Ok(None)
+    } else {
+        Err(EINVAL)
+    }
+}
+
+/// An address of `N` bytes as the rule's 16.
+fn addr16<const N: usize>(a: [u8; N]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..N].copy_from_slice(&a);
+    out
+}
+
+/// The rule an `ethtool_rx_flow_spec` asks for (`context`: the request's
+/// RSS context, used with `FLOW_RSS`); `EINVAL` for what a [`FlowRule`]
+/// cannot say.
+fn read_flow_spec(fs: &bindings::ethtool_rx_flow_spec, context: u32) -> Result<FlowRule> {
+    let rss = fs.flow_type & bindings::FLOW_RSS != 0;
+    let (flow, v6) = rule_flow(fs.flow_type & !bindings::FLOW_RSS).ok_or(EINVAL)?;
+    let (src_ip, dst_ip, src_port, dst_port) = if v6 {
+        // SAFETY: For a TCP/UDP over IPv6 flow type the union holds
+        // `tcp_ip6_spec` (`udp_ip6_spec` has the same type); any bytes
+        // are a valid value.
+        let (h, m) = unsafe { (fs.h_u.tcp_ip6_spec, fs.m_u.tcp_ip6_spec) };
+        if m.tclass != 0 {
+            return Err(EINVAL);
+        }
+        let ip = |a: [u32; 4]| {
+            let mut out = [0u8; 16];
+            for (chunk, w) in out.chunks_exact_mut(4).zip(a) {
+                chunk.copy_from_slice(&w.to_ne_bytes());
+            }
+            out
+        };
+        (
+            exact(ip(h.ip6src), ip(m.ip6src))?,
+            exact(ip(h.ip6dst), ip(m.ip6dst))?,
+            exact(h.psrc.to_ne_bytes(), m.psrc.to_ne_bytes())?,
+            exact(h.pdst.to_ne_bytes(), m.pdst.to_ne_bytes())?,
+        )
+    } else {
+        // SAFETY: As above, `tcp_ip4_spec` for IPv4.
+        let (h, m) = unsafe { (fs.h_u.tcp_ip4_spec, fs.m_u.tcp_ip4_spec) };
+        if m.tos != 0 {
+            return Err(EINVAL);
+        }
+        (
+            exact(h.ip4src.to_ne_bytes(), m.ip4src.to_ne_bytes())?.map(addr16),
+            exact(h.ip4dst.to_ne_bytes(), m.ip4dst.to_ne_bytes())?.map(addr16),
+            exact(h.psrc.to_ne_bytes(), m.psrc.to_ne_bytes())?,
+            exact(h.pdst.to_ne_bytes(), m.pdst.to_ne_bytes())?,
+        )
+    };
+    let ring = fs.ring_cookie;
+    let action = if ring == bindings::RX_CLS_FLOW_DISC as u64 {
+        FlowAction::Drop
+    } else if ring >> 32 != 0 {
+        // A VF's queue: not offered.
+        return Err(EINVAL);
+    } else if rss {
+        FlowAction::Rss {
+            context,
+            offset: ring as u32,
+        }
+    } else {
+        FlowAction::Queue(ring as u32)
+    };
+    Ok(FlowRule {
+        flow,
+        src_ip,
+        dst_ip,
+        src_port: src_port.map(u16::from_be_bytes),
+        dst_port: dst_port.map(u16::from_be_bytes),
+        action,
+    })
+}
+
+/// Fills `fs` with `rule` at `location`.
+fn write_flow_spec(fs: &mut bindings::ethtool_rx_flow_spec, location: u32, rule: &FlowRule) {
+    // SAFETY: All-zero is a valid flow spec (no fields, no masks).
+    *fs = unsafe { core::mem::zeroed() };
+    let (flow_type, v6) = match rule.flow {
+        RuleFlow::Tcp4 => (bindings::TCP_V4_FLOW, false),
+        RuleFlow::Udp4 => (bindings::UDP_V4_FLOW, false),
+        RuleFlow::Tcp6 => (bindings::TCP_V6_FLOW, true),
+        RuleFlow::Udp6 => (bindings::UDP_V6_FLOW, true),
+    };
+    let port = |p: Option<u16>| (p.unwrap_or(0).to_be(), if p.is_some() { 0xffff } else { 0 });
+    let (sp, spm) = port(rule.src_port);
+    let (dp, dpm) = port(rule.dst_port);
+    if v6 {
+        let ip = |a: Option<[u8; 16]>| {
+            let v = a.unwrap_or_default();
+            let word = |i: usize| u32::from_ne_bytes([v[i], v[i + 1], v[i + 2], v[i + 3]]);
+            let m = if a.is_some() { u32::MAX } else { 0 };
+            ([word(0), word(4), word(8), word(12)], [m; 4])
+        };
+        let (s, sm) = ip(rule.src_ip);
+        let (d, dm) = ip(rule.dst_ip);
+        fs.h_u.tcp_ip6_spec = bindings::ethtool_tcpip6_spec {
+            ip6src: s,
+            ip6dst: d,
+            psrc: sp,
+            pdst: dp,
+            tclass: 0,
+        };
+        fs.m_u.tcp_ip6_spec = bindings::ethtool_tcpip6_spec {
+            ip6src: sm,
+            ip6dst: dm,
+            psrc: spm,
+            pdst: dpm,
+            tclass: 0,
+        };
+    } else {
+        let ip = |a: Option<[u8; 16]>| {
+            let v = a.unwrap_or_default();
+            (
+                u32::from_ne_bytes([v[0], v[1], v[2], v[3]]),
+                if a.is_some() { u32::MAX } else { 0 },
+            )
+        };
+        let (s, sm) = ip(rule.src_ip);
+        let (d, dm) = ip(rule.dst_ip);
+        fs.h_u.tcp_ip4_spec = bindings::ethtool_tcpip4_spec {
+            ip4src: s,
+            ip4dst: d,
+            psrc: sp,
+            pdst: dp,
+            tos: 0,
+        };
+        fs.m_u.tcp_ip4_spec = bindings::ethtool_tcpip4_spec {
+            ip4src: sm,
+            ip4dst: dm,
+            psrc: spm,
+            pdst: dpm,
+            tos: 0,
+        };
+    }
+    fs.flow_type = flow_type;
+    fs.location = location;
+    fs.ring_cookie = match rule.action {
+        FlowAction::Queue(q) => u64::from(q),
+        FlowAction::Rss { offset, .. } => {
+            fs.flow_type |= bindings::FLOW_RSS;
+            u64::from(offset)
+        }
+        FlowAction::Drop => bindings::RX_CLS_FLOW_DISC as u64,
+    };
 }

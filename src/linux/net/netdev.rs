@@ -457,6 +457,10 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         I: PinInit<T, Error>,
     {
         const { assert!(core::mem::align_of::<T>() <= NETDEV_ALIGN) };
+        if !EthtoolAdapter::<T>::check_ops() {
+            pr_err!("ethtool_ops bit fields do not match this kernel's layout\n");
+            return Err(EINVAL);
+        }
         // SAFETY: Plain allocation; returns NULL on failure.
         let raw = unsafe {
             bindings::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)

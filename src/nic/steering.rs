@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Receive steering beyond the default RSS context: the additional RSS
+//! contexts (`ethtool -X ... context`) and the steering rules
+//! (`ethtool -N flow-type ...`) the card applies before RSS.
+//!
+//! The driver keeps what it gave the card, so a function reset (or any
+//! queue restart) can give it again.
+
+use kernel::prelude::*;
+
+use super::{Config, Nic};
+use crate::hw::{self, rss_fields, AdminCmd, RssFlow};
+use crate::linux::net::ethtool::{FlowAction, FlowRule, RuleFlow, Rxfh};
+
+/// An additional RSS context as the card has it.
+#[derive(Clone, Copy)]
+pub(super) struct RssContext {
+    key: [u8; hw::RSS_KEY_LEN],
+    table: [u8; hw::RSS_TABLE_LEN],
+}
+
+/// The additional RSS contexts and the steering rules, by ID and
+/// location.
+pub(super) struct Steering {
+    contexts: [Option<RssContext>; hw::MAX_RSS_CONTEXTS as usize],
+    rules: [Option<FlowRule>; hw::MAX_FLOW_RULES as usize],
+}
+
+impl Steering {
+    /// No contexts, no rules.
+    pub(super) const fn new() -> Self {
+        Self {
+            contexts: [None; hw::MAX_RSS_CONTEXTS as usize],
+            rules: [None; hw::MAX_FLOW_RULES as usize],
+        }
+    }
+
+    /// Every rule with its location, in location order.
+    pub(super) fn rules(&self) -> impl Iterator<Item = (u32, &FlowRule)> {
+        (0u32..)
+            .zip(self.rules.iter())
+            .filter_map(|(loc, r)| r.as_ref().map(|r| (loc, r)))
+    }
+
+    /// The highest queue any context or rule can send to, if any: the
+    /// queue count must stay above it.
+    pub(super) fn max_queue(&self) -> Option<u32> {
+        let ctx = |c: u32| -> u32 {
+            match self.contexts.get(c as usize).copied().flatten() {
+                Some(ctx) => u32::from(ctx.table.iter().copied().max().unwrap_or(0)),
+                None => 0,
+            }
+        };
+        let contexts = self
+            .contexts
+            .iter()
+            .flatten()
+            .map(|c| u32::from(c.table.iter().copied().max().unwrap_or(0)));
+        let rules = self.rules().map(|(_, r)| match r.action {
+            FlowAction::Queue(q) => q,
+            FlowAction::Rss { context, offset } => ctx(context) + offset,
+            FlowAction::Drop => 0,
+        });
+        Iterator::chain(contexts, rules).max()
+    }
+}
+
+/// Table entries as the card's bytes, each below `queues`.
+fn card_table(table: &[u32], queues: u16) -> Result<[u8; hw::RSS_TABLE_LEN]> {
+    if table.len() != hw::RSS_TABLE_LEN || table.iter().any(|&q| q >= u32::from(queues)) {
+        return Err(EINVAL);
+    }
+    // Below the queue count (checked above), so each fits.
+    Ok(core::array::from_fn(|i| table[i] as u8))
+}
+
+impl Nic {
+    /// Gives the card RSS context `id` (0: the default) with `cfg`'s
+    /// hashed fields. The caller holds the configuration lock (the block
+    /// is shared).
+    pub(super) fn push_rss_context(
+        &self,
+        cfg: &Config,
+        id: u32,
+        key: &[u8; hw::RSS_KEY_LEN],
+        table: &[u8; hw::RSS_TABLE_LEN],
+    ) -> Result {
+        self.block_mem.write(0, key)?;
+        self.block_mem.write(hw::RSS_KEY_LEN, table)?;
+        self.block_mem
+            .write(hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN, &cfg.rss_fields)?;
+        self.admin.run(AdminCmd::SetRss {
+            config: self.block_mem.dma_addr(0)?,
+            context: id,
+        })
+    }
+
+    /// Gives the card every context and rule again (after a reset, or
+    /// with new hashed fields). The caller holds the configuration lock.
+    pub(super) fn push_steering(&self, cfg: &Config) -> Result {
+        let steering = self.steering.lock();
+        for (id, ctx) in (0u32..).zip(steering.contexts.iter()) {
+            if let Some(ctx) = ctx {
+                self.push_rss_context(cfg, id, &ctx.key, &ctx.table)?;
+            }
+        }
+        for (loc, rule) in steering.rules() {
+            self.admin
+                .run(AdminCmd::SetFlowRule(card_rule(loc, rule)?))?;
+        }
+        Ok(())
+    }
+
+    /// Creates RSS context `id`: the table given or one spreading over
+    /// the queues in use, the key given or the default context's.
+    pub(super) fn create_rss_context(
+        &self,
+        id: u32,
+        table: Option<&[u32]>,
+        key: Option<&[u8]>,
+        out: Rxfh<'_>,
+    ) -> Result {
+        let cfg = self.config.lock();
+        let table = match table {
+            Some(t) => card_table(t, cfg.queues)?,
+            None => Config::default_rss_table(cfg.queues),
+        };
+        let key = match key {
+            Some(k) => k.try_into().map_err(|_| EINVAL)?,
+            None => cfg.rss_key,
+        };
+        for (o, &q) in out.table.iter_mut().zip(table.iter()) {
+            *o = u32::from(q);
+        }
+        for (o, &b) in out.key.iter_mut().zip(key.iter()) {
+            *o = b;
+        }
+        self.set_rss_context(&cfg, id, RssContext { key, table })
+    }
+
+    /// A new table and/or key for context `id` (`old`: its settings).
+    pub(super) fn modify_rss_context(
+        &self,
+        id: u32,
+        table: Option<&[u32]>,
+        key: Option<&[u8]>,
+        old: Rxfh<'_>,
+    ) -> Result {
+        let cfg = self.config.lock();
+        let table = card_table(table.unwrap_or(old.table), cfg.queues)?;
+        let key = key.unwrap_or(old.key).try_into().map_err(|_| EINVAL)?;
+        self.set_rss_context(&cfg, id, RssContext { key, table })
+    }
+
+    fn set_rss_context(&self, cfg: &Config, id: u32, ctx: RssContext) -> Result {
+        if id == 0 || id >= hw::MAX_RSS_CONTEXTS {
+            return Err(EINVAL);
+        }
+        self.push_rss_context(cfg, id, &ctx.key, &ctx.table)?;
+        self.steering.lock().contexts[id as usize] = Some(ctx);
+        Ok(())
+    }
+
+    /// Deletes context `id`.
+    pub(super) fn remove_rss_context(&self, id: u32) -> Result {
+        let _cfg = self.config.lock();
+        let mut steering = self.steering.lock();
+        let slot = steering.contexts.get_mut(id as usize).ok_or(EINVAL)?;
+        if slot.is_none() {
+            return Err(ENOENT);
+        }
+        self.admin.run(AdminCmd::DelRssContext { context: id })?;
+        *slot = None;
+        Ok(())
+    }
+
+    /// Adds or replaces the rule at `location`; a rule with the same
+    /// match elsewhere is replaced instead (as fbnic does: two rules
+    /// for one flow cannot both apply). Returns the location used.
+    pub(super) fn set_flow_rule(&self, location: u32, rule: FlowRule) -> Result<u32> {
+        let cfg = self.config.lock();
+        let mut steering = self.steering.lock();
+        let queues = u32::from(cfg.queues);
+        let highest = match rule.action {
+            FlowAction::Queue(q) => q,
+            FlowAction::Rss { context: 0, offset } => queues - 1 + offset,
+            FlowAction::Rss { context, offset } => {
+                let ctx = steering
+                    .contexts
+                    .get(context as usize)
+                    .copied()
+                    .flatten()
+                    .ok_or(EINVAL)?;
+                u32::from(ctx.table.iter().copied().max().unwrap_or(0)) + offset
+            }
+            // The card has no drop action.
+            FlowAction::Drop => return Err(crate::linux::eopnotsupp()),
+        };
+        if highest >= queues {
+            return Err(EINVAL);
+        }
+        let location = steering
+            .rules()
+            .find(|(_, r)| same_match(r, &rule))
+            .map_or(location, |(loc, _)| loc);
+        let slot = steering.rules.get_mut(location as usize).ok_or(EINVAL)?;
+        self.admin
+            .run(AdminCmd::SetFlowRule(card_rule(location, &rule)?))?;
+        *slot = Some(rule);
+        Ok(location)
+    }
+
+    /// Deletes the rule at `location`.
+    pub(super) fn del_flow_rule(&self, location: u32) -> Result {
+        let _cfg = self.config.lock();
+        let mut steering = self.steering.lock();
+        let slot = steering.rules.get_mut(location as usize).ok_or(ENOENT)?;
+        if slot.is_none() {
+            return Err(ENOENT);
+        }
+        self.admin.run(AdminCmd::DelFlowRule { index: location })?;
+        *slot = None;
+        Ok(())
+    }
+
+    /// Deletes every rule (`ntuple-filters` turned off).
+    pub(super) fn clear_flow_rules(&self) -> Result {
+        let _cfg = self.config.lock();
+        let mut steering = self.steering.lock();
+        for (loc, slot) in (0u32..).zip(steering.rules.iter_mut()) {
+            if slot.is_some() {
+                self.admin.run(AdminCmd::DelFlowRule { index: loc })?;
+                *slot = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two rules match the same frames.
+fn same_match(a: &FlowRule, b: &FlowRule) -> bool {
+    (a.flow, a.src_ip, a.dst_ip, a.src_port, a.dst_port)
+        == (b.flow, b.src_ip, b.dst_ip, b.src_port, b.dst_port)
+}
+
+/// The card's form of the rule at `location`.
+fn card_rule(location: u32, rule: &FlowRule) -> Result<hw::FlowRule> {
+    let flow = match rule.flow {
+        RuleFlow::Tcp4 => RssFlow::Tcp4,
+        RuleFlow::Udp4 => RssFlow::Udp4,
+        RuleFlow::Tcp6 => RssFlow::Tcp6,
+        RuleFlow::Udp6 => RssFlow::Udp6,
+    };
+    let mut fields = 0;
+    for (present, bit) in [
+        (rule.src_ip.is_some(), rss_fields::IP_SRC),
+        (rule.dst_ip.is_some(), rss_fields::IP_DST),
+        (rule.src_port.is_some(), rss_fields::L4_SRC),
+        (rule.dst_port.is_some(), rss_fields::L4_DST),
+    ] {
+        if present {
+            fields |= bit;
+        }
+    }
+    let (queue, context, flags) = match rule.action {
+        FlowAction::Queue(q) => (q, 0, 0),
+        FlowAction::Rss { context, offset } => (offset, context, hw::FlowRule::RSS),
+        FlowAction::Drop => return Err(crate::linux::eopnotsupp()),
+    };
+    Ok(hw::FlowRule {
+        index: u16::try_from(location).map_err(|_| EINVAL)?,
+        flow: flow as u8,
+        fields,
+        queue: u16::try_from(queue).map_err(|_| EINVAL)?,
+        context: u8::try_from(context).map_err(|_| EINVAL)?,
+        flags,
+        src_port: rule.src_port.unwrap_or(0),
+        dst_port: rule.dst_port.unwrap_or(0),
+        src_ip: rule.src_ip.unwrap_or_default(),
+        dst_ip: rule.dst_ip.unwrap_or_default(),
+    })
+}
