@@ -87,6 +87,22 @@ card_dma() {
 	harness card A stats | tr ' ' '\n' | awk -F= '/^dma_meta_bytes=/ {m=$2} /^dma_payload_bytes=/ {p=$2} /^packets=/ {n=$2} END {print m, p, n}'
 }
 
+# Card A's TX doorbells and TX frames, all queue pairs, from the harness.
+card_doorbells() {
+	harness card A stats | tr ' ' '\n' |
+		awk -F= '/^q[0-9]+_tx_doorbells=/ {d += $2} /^q[0-9]+_tx_packets=/ {p += $2} END {print d + 0, p + 0}'
+}
+
+# measure_rsnic NAME: measure over the rsnic pair, plus doorbells/frame.
+measure_rsnic() {
+	local d0 p0 d1 p1 m
+	read -r d0 p0 < <(card_doorbells)
+	m=$(measure "$1" bench-rsnic 10.99.0.2)
+	read -r d1 p1 < <(card_doorbells)
+	python3 -c 'import json, sys; m = json.loads(sys.argv[1]); d, p = int(sys.argv[2]), int(sys.argv[3])
+m["tx_doorbells_per_packet"] = round(d / max(p, 1), 3); print(json.dumps(m))' "$m" $((d1 - d0)) $((p1 - p0))
+}
+
 a=$(netif_of "$(card_addr A)")
 b=$(netif_of "$(card_addr B)")
 vifs=($(virtio_ifs))
@@ -95,7 +111,7 @@ setup rsnic "$a" "$b" 10.99.0 || { echo "bench: rsnic pair does not ping"; exit 
 setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio pair does not ping"; exit 1; }
 
 read -r m0 p0 n0 < <(card_dma)
-rsnic=$(measure rsnic bench-rsnic 10.99.0.2)
+rsnic=$(measure_rsnic rsnic)
 read -r m1 p1 n1 < <(card_dma)
 gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
@@ -139,13 +155,29 @@ PY
 )
 fi
 
-python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" >"$out" <<'PY'
+# The same over the rsnic pair with the driver reloaded with
+# tx_batching=0: no byte queue limits, a doorbell per frame.
+unbatched='{}'
+vf_unplug A >/dev/null 2>&1
+ip netns del bench-rsnic
+if rmmod rsnic && insmod /rsnic/rsnic.ko tx_batching=0; then
+	for _ in $(seq 50); do
+		a=$(netif_of "$(card_addr A)") b=$(netif_of "$(card_addr B)")
+		[ -n "$a" ] && [ -n "$b" ] && break
+		sleep 0.2
+	done
+	if setup rsnic "$a" "$b" 10.99.0; then
+		unbatched=$(measure_rsnic "rsnic, tx_batching=0")
+	fi
+fi
+
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
 rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
 rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
 print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6]),
-                  "gft": json.loads(sys.argv[7])}))
+                  "gft": json.loads(sys.argv[7]), "unbatched": json.loads(sys.argv[8])}))
 PY
 cat "$out"

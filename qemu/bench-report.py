@@ -66,6 +66,16 @@ def main():
     print_side_by_side(ROWS, rsnic, virtio, "virtio-net", 34)
     print(f"{'rsnic descriptor+completion bytes/packet':42} {rsnic['meta_bytes_per_packet']}"
           f" (payload {rsnic['payload_bytes_per_packet']} bytes/packet)")
+    unbatched = result.get("unbatched") or {}
+    if unbatched:
+        print()
+        print(f"{'rsnic TX batching (BQL + xmit_more)':34} {'on':>10} {'off':>10} {'ratio':>7}")
+        for key, label, _ in ROWS + [("tx_doorbells_per_packet", "TX doorbells per frame", False)]:
+            on, off = rsnic[key], unbatched[key]
+            print(f"{label:34} {on:>10} {off:>10} {on / off if off else float('nan'):>7.2f}")
+        print()
+    else:
+        print("TX batching off: not measured (the driver did not reload)")
     bond = result.get("bond") or {}
     if bond:
         print(f"{'TCP, 1 stream, VF path vs synthetic (Mbit/s)':42} {bond['vf_tcp_1_mbps']}"

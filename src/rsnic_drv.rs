@@ -79,4 +79,10 @@ module! {
     authors: ["The rsnic developers"],
     description: "rsnic SmartNIC driver (synthetic NIC, VF bonding, GFT, RoCEv2)",
     license: "GPL v2",
+    params: {
+        tx_batching: u8 {
+            default: 1,
+            description: "TX byte queue limits and one doorbell per xmit_more batch (1, the default); 0: a doorbell per frame and no BQL, to measure what batching gains",
+        },
+    },
 }

@@ -441,3 +441,9 @@ impl IrqCount for QueueIrq {
         self.fired.load(Relaxed)
     }
 }
+
+/// Whether TX uses byte queue limits and rings one doorbell per
+/// `xmit_more` batch (module parameter `tx_batching`, fixed at load).
+pub(super) fn tx_batching() -> bool {
+    *crate::module_parameters::tx_batching.value() != 0
+}

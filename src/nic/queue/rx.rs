@@ -170,7 +170,7 @@ impl NapiPoll for QueuePair {
                 self.complete_tx(dev, cqe, &mut tx_done);
             }
         }
-        if tx_done.packets > 0 {
+        if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);
         }
         // A ring that could not be filled (allocations failed at start or

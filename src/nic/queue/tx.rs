@@ -114,7 +114,8 @@ impl QueuePair {
     /// Sends one frame on this queue pair. The doorbell waits while the
     /// stack says more frames follow (`xmit_more`), so a batch costs one.
     pub(crate) fn xmit(&self, dev: &NetDev<Nic>, skb: SkBuff) {
-        let more = dev.xmit_more();
+        let batching = super::tx_batching();
+        let more = batching && dev.xmit_more();
         let mut guard = self.tx.lock();
         let Some(state) = &mut *guard else {
             bump(&self.stats.tx_dropped, 1);
@@ -196,6 +197,9 @@ impl QueuePair {
         if state.ring.free() < TX_MAX_DESCS {
             bump(&self.stats.tx_stops, 1);
             dev.tx_stop(self.index);
+        }
+        if !super::tx_batching() {
+            return true;
         }
         dev.tx_sent(self.index, len, more)
     }
