@@ -24,8 +24,12 @@ pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod sync;
 
-/// `EOPNOTSUPP` ("operation not supported"), which the `kernel` crate's
-/// error codes do not include.
+/// `-EOPNOTSUPP` ("operation not supported") as C callbacks return it;
+/// the `kernel` crate's error codes do not include it.
+pub(crate) const EOPNOTSUPP_ERRNO: kernel::ffi::c_int =
+    -(kernel::bindings::EOPNOTSUPP as kernel::ffi::c_int);
+
+/// `EOPNOTSUPP` as an [`Error`](kernel::error::Error).
 pub(crate) fn eopnotsupp() -> kernel::error::Error {
-    kernel::error::Error::from_errno(-(kernel::bindings::EOPNOTSUPP as kernel::ffi::c_int))
+    kernel::error::Error::from_errno(EOPNOTSUPP_ERRNO)
 }

@@ -4,7 +4,7 @@
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
-use super::{ring::RingSize, Config, Nic};
+use super::{ring::RingSize, steering::card_table, Config, Nic};
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
@@ -250,15 +250,7 @@ impl EthtoolOps for Nic {
         let mut cfg = nic.config.lock();
         let mut new = *cfg;
         if let Some(table) = table {
-            if table.len() != new.rss_table.len()
-                || table.iter().any(|&q| q >= u32::from(cfg.queues))
-            {
-                return Err(EINVAL);
-            }
-            for (t, &q) in new.rss_table.iter_mut().zip(table) {
-                // Below the queue count (checked above), so it fits.
-                *t = q as u8;
-            }
+            new.rss_table = card_table(table, cfg.queues)?;
             // An all-default table (`ethtool -X default`) follows the queue
             // count again.
             new.rss_table_set = new.rss_table != Config::default_rss_table(cfg.queues);

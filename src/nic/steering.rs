@@ -20,6 +20,13 @@ pub(super) struct RssContext {
     table: [u8; hw::RSS_TABLE_LEN],
 }
 
+impl RssContext {
+    /// The highest queue its table names.
+    fn highest_queue(&self) -> u32 {
+        u32::from(self.table.iter().copied().max().unwrap_or(0))
+    }
+}
+
 /// The additional RSS contexts and the steering rules, by ID and
 /// location.
 pub(super) struct Steering {
@@ -46,17 +53,18 @@ impl Steering {
     /// The highest queue any context or rule can send to, if any: the
     /// queue count must stay above it.
     pub(super) fn max_queue(&self) -> Option<u32> {
-        let ctx = |c: u32| -> u32 {
-            match self.contexts.get(c as usize).copied().flatten() {
-                Some(ctx) => u32::from(ctx.table.iter().copied().max().unwrap_or(0)),
-                None => 0,
-            }
+        let ctx = |c: u32| {
+            self.contexts
+                .get(c as usize)
+                .copied()
+                .flatten()
+                .map_or(0, |ctx| ctx.highest_queue())
         };
         let contexts = self
             .contexts
             .iter()
             .flatten()
-            .map(|c| u32::from(c.table.iter().copied().max().unwrap_or(0)));
+            .map(RssContext::highest_queue);
         let rules = self.rules().map(|(_, r)| match r.action {
             FlowAction::Queue(q) => q,
             FlowAction::Rss { context, offset } => ctx(context) + offset,
@@ -67,7 +75,7 @@ impl Steering {
 }
 
 /// Table entries as the card's bytes, each below `queues`.
-fn card_table(table: &[u32], queues: u16) -> Result<[u8; hw::RSS_TABLE_LEN]> {
+pub(super) fn card_table(table: &[u32], queues: u16) -> Result<[u8; hw::RSS_TABLE_LEN]> {
     if table.len() != hw::RSS_TABLE_LEN || table.iter().any(|&q| q >= u32::from(queues)) {
         return Err(EINVAL);
     }
@@ -192,7 +200,7 @@ impl Nic {
                     .copied()
                     .flatten()
                     .ok_or(EINVAL)?;
-                u32::from(ctx.table.iter().copied().max().unwrap_or(0)) + offset
+                ctx.highest_queue() + offset
             }
             // The card has no drop action.
             FlowAction::Drop => return Err(crate::linux::eopnotsupp()),

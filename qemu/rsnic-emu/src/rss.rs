@@ -49,13 +49,14 @@ pub struct FlowFields {
 /// see them.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Tuple<'a> {
-    /// The flow type, for unfragmented TCP and UDP.
+    /// The flow type, for TCP and UDP (fragments too).
     pub flow: Option<RssFlow>,
     /// Source address (4 or 16 bytes).
     pub src: &'a [u8],
     /// Destination address.
     pub dst: &'a [u8],
-    /// Source and destination port, for unfragmented TCP and UDP.
+    /// Source and destination port, for TCP and UDP that is not a
+    /// fragment.
     pub ports: Option<(&'a [u8], &'a [u8])>,
 }
 
@@ -95,8 +96,7 @@ pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
         (6, true) => Some(RssFlow::Tcp6),
         (17, true) => Some(RssFlow::Udp6),
         _ => None,
-    }
-    .filter(|_| ports.is_some());
+    };
     Some(Tuple {
         flow,
         src,
@@ -105,20 +105,18 @@ pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
     })
 }
 
-/// Extracts the RSS input of an Ethernet frame (IPv4 or IPv6, optionally
-/// VLAN-tagged): for unfragmented TCP and UDP, the fields `select` names
-/// for its [`RssFlow`] (a [`rss_fields`] mask each); for other IP
-/// traffic (and fragments), the addresses that mask names, or both
-/// addresses for other protocols. `None` for other frames, or if nothing
-/// is selected.
-pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
-    let t = tuple(frame)?;
+/// The RSS input of a frame, from its [`Tuple`]: for unfragmented TCP
+/// and UDP, the fields `select` names for its [`RssFlow`] (a
+/// [`rss_fields`] mask each); for TCP and UDP fragments, the addresses
+/// that mask names; for other IP traffic, both addresses. `None` if
+/// nothing is selected.
+pub fn tuple_fields(t: &Tuple<'_>, select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
     let addrs = rss_fields::IP_SRC | rss_fields::IP_DST;
-    let mask = match (t.flow, ip_flow(frame)) {
-        (Some(flow), _) => select[flow as usize],
+    let mask = match (t.flow, t.ports) {
+        (Some(flow), Some(_)) => select[flow as usize],
         // A TCP/UDP fragment: its flow type's addresses.
-        (None, Some(flow)) => select[flow as usize] & addrs,
-        (None, None) => addrs,
+        (Some(flow), None) => select[flow as usize] & addrs,
+        (None, _) => addrs,
     };
     let (sport, dport) = t.ports.unwrap_or_default();
     let mut input = Vec::with_capacity(t.src.len() * 2 + 4);
@@ -137,26 +135,13 @@ pub fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<Fl
     (!input.is_empty()).then_some(FlowFields { input, l4 })
 }
 
-/// The TCP/UDP flow type of an IP frame, fragment or not.
-fn ip_flow(frame: &[u8]) -> Option<RssFlow> {
-    let (ethertype, l3) = network_layer(frame)?;
-    let (proto, v6) = match ethertype {
-        ETH_P_IPV4 => (*frame.get(l3 + 9)?, false),
-        ETH_P_IPV6 => (*frame.get(l3 + 6)?, true),
-        _ => return None,
-    };
-    match (proto, v6) {
-        (6, false) => Some(RssFlow::Tcp4),
-        (17, false) => Some(RssFlow::Udp4),
-        (6, true) => Some(RssFlow::Tcp6),
-        (17, true) => Some(RssFlow::Udp6),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
+        tuple_fields(&tuple(frame)?, select)
+    }
 
     // Verification vectors from Microsoft's RSS specification.
     #[test]

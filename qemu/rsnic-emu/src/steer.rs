@@ -127,7 +127,16 @@ impl Steering {
     /// naming a pair that is not running falls back to the first running
     /// one.
     pub fn pick(&self, frame: &[u8], running: &[usize]) -> Pick {
-        let (context, offset) = match self.rules.values().find(|r| matches(r, frame)) {
+        let no_hash = Pick {
+            qp: running[0],
+            flags: 0,
+            hash: 0,
+        };
+        // Parsed once for the rules and the hash.
+        let Some(t) = rss::tuple(frame) else {
+            return no_hash;
+        };
+        let (context, offset) = match self.rules.values().find(|r| matches(r, &t)) {
             Some(r) if r.flags & FlowRule::RSS == 0 => {
                 let qp = usize::from(r.queue);
                 let qp = if running.contains(&qp) {
@@ -150,12 +159,8 @@ impl Steering {
             .and_then(Option::as_ref)
             .or(self.contexts[0].as_ref())
             .expect("context 0 exists");
-        let Some(f) = rss::flow_fields(frame, &ctx.fields) else {
-            return Pick {
-                qp: running[0],
-                flags: 0,
-                hash: 0,
-            };
+        let Some(f) = rss::tuple_fields(&t, &ctx.fields) else {
+            return no_hash;
         };
         let hash = rss::toeplitz(&ctx.key, &f.input);
         let entry = hash as usize % rss::TABLE_SIZE;
@@ -176,11 +181,9 @@ impl Steering {
     }
 }
 
-/// Whether `frame` is of the rule's flow type and its chosen fields equal.
-fn matches(rule: &FlowRule, frame: &[u8]) -> bool {
-    let Some(t) = rss::tuple(frame) else {
-        return false;
-    };
+/// Whether a frame (its tuple) is of the rule's flow type, not a
+/// fragment, and its chosen fields equal.
+fn matches(rule: &FlowRule, t: &rss::Tuple<'_>) -> bool {
     let (Some(flow), Some((sport, dport))) = (t.flow, t.ports) else {
         return false;
     };

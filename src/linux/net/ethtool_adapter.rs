@@ -8,7 +8,6 @@ use core::{fmt, marker::PhantomData};
 
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
-use crate::linux::bindings;
 use crate::linux::net::{
     ethtool::{
         Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
@@ -17,6 +16,7 @@ use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
 };
+use crate::linux::{bindings, EOPNOTSUPP_ERRNO};
 
 /// Length of an ethtool string (`ETH_GSTRING_LEN`).
 const GSTRING_LEN: usize = 32;
@@ -328,7 +328,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         if (param.hfunc != RSS_HASH_NO_CHANGE && param.hfunc != RSS_HASH_TOP)
             || param.rss_context != 0
         {
-            return -(kernel::bindings::EOPNOTSUPP as c_int);
+            return EOPNOTSUPP_ERRNO;
         }
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
@@ -466,7 +466,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: `rxfh` is valid for reads.
         let param = unsafe { &*rxfh };
         if !Self::plain_toeplitz(param) {
-            return -(kernel::bindings::EOPNOTSUPP as c_int);
+            return EOPNOTSUPP_ERRNO;
         }
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
@@ -498,7 +498,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: `rxfh` is valid for reads.
         let param = unsafe { &*rxfh };
         if !Self::plain_toeplitz(param) {
-            return -(kernel::bindings::EOPNOTSUPP as c_int);
+            return EOPNOTSUPP_ERRNO;
         }
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
@@ -592,7 +592,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                 info.data = u64::from(T::FLOW_RULES);
                 0
             }
-            _ => -(kernel::bindings::EOPNOTSUPP as c_int),
+            _ => EOPNOTSUPP_ERRNO,
         }
     }
 
@@ -639,7 +639,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // One set of fields, the default context's.
         let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
         else {
-            return -(kernel::bindings::EOPNOTSUPP as c_int);
+            return EOPNOTSUPP_ERRNO;
         };
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
@@ -661,7 +661,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let fields = unsafe { &*fields };
         let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
         else {
-            return -(kernel::bindings::EOPNOTSUPP as c_int);
+            return EOPNOTSUPP_ERRNO;
         };
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
@@ -735,7 +735,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         match sset as u32 {
             SS_TEST if T::HAS_SELF_TEST => T::SELF_TESTS.len() as c_int,
             SS_STATS if T::HAS_STATS => Self::stats_count(dev, rtnl) as c_int,
-            _ => -(kernel::bindings::EOPNOTSUPP as c_int),
+            _ => EOPNOTSUPP_ERRNO,
         }
     }
 

@@ -15,7 +15,6 @@ use kernel::{
     prelude::*,
 };
 
-use crate::linux::bindings;
 use crate::linux::rdma::{
     device::{GidEntry, GidType, IbDevice, IbDeviceOps},
     verbs::{
@@ -23,9 +22,8 @@ use crate::linux::rdma::{
         QpKind, RecvWrs, SendWrs, StatDesc, WcWriter,
     },
 };
+use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
 
-/// `-EOPNOTSUPP`: the kernel crate has no constant for it.
-const EOPNOTSUPP_ERRNO: c_int = -(kernel::bindings::EOPNOTSUPP as c_int);
 /// `IB_PORT_CM_SUP` (rdma/ib_mad.h): the port runs the connection manager.
 const IB_PORT_CM_SUP: u32 = 1 << 16;
 /// `IB_MGMT_MAD_SIZE` (rdma/ib_mad.h): a MAD is 256 bytes.
@@ -124,7 +122,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             let dev = unsafe { Self::dev(ibdev) };
             if !udata.is_null() {
                 // No user-space provider: kernel consumers only.
-                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+                return Err(eopnotsupp());
             }
             let a = T::query_device(dev);
             let int = |v: u32| v.min(c_int::MAX as u32) as c_int;
@@ -362,7 +360,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         from_result(|| {
             // Kernel consumers pass no attribute bundle; user CQs do.
             if !attrs.is_null() {
-                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+                return Err(eopnotsupp());
             }
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*cq).device) };
@@ -457,11 +455,11 @@ impl<T: IbDeviceOps> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             if !udata.is_null() {
-                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+                return Err(eopnotsupp());
             }
             // SAFETY: As the function's contract says.
             let a = unsafe { &mut *attr };
-            let kind = QpKind::from_raw(a.qp_type).ok_or(Error::from_errno(EOPNOTSUPP_ERRNO))?;
+            let kind = QpKind::from_raw(a.qp_type).ok_or_else(eopnotsupp)?;
             if a.send_cq.is_null() || a.recv_cq.is_null() || !a.srq.is_null() {
                 return Err(EINVAL);
             }
@@ -513,7 +511,7 @@ impl<T: IbDeviceOps> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             if !udata.is_null() {
-                return Err(Error::from_errno(EOPNOTSUPP_ERRNO));
+                return Err(eopnotsupp());
             }
             // SAFETY: As the function's contract says.
             let (dev, data, attrs) = unsafe {
