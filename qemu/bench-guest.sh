@@ -93,14 +93,34 @@ card_doorbells() {
 		awk -F= '/^q[0-9]+_tx_doorbells=/ {d += $2} /^q[0-9]+_tx_packets=/ {p += $2} END {print d + 0, p + 0}'
 }
 
-# measure_rsnic NAME: measure over the rsnic pair, plus doorbells/frame.
+# pktgen_pps DEV NS PEER_IF PEER_IP: frames/s of 60-byte frames from
+# DEV's TX queue 0 in bursts of 32 (xmit_more set on all but the last),
+# the way a packet generator or a busy qdisc drives a NIC.
+pktgen_pps() {
+	local mac
+	mac=$(ip -n "$2" -j link show "$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+	pktgen "$1" "$4" "$mac" $((DURATION * 20000)) 32
+}
+
+# with_pktgen JSON PPS: JSON with "pktgen_pps" added.
+with_pktgen() {
+	python3 -c 'import json, sys; m = json.loads(sys.argv[1]); m["pktgen_pps"] = int(sys.argv[2] or 0); print(json.dumps(m))' "$1" "$2"
+}
+
+# measure_rsnic NAME: measure over the rsnic pair (card A's $a to card
+# B's $b), plus doorbells/frame under iperf3 and under pktgen.
 measure_rsnic() {
-	local d0 p0 d1 p1 m
+	local d0 p0 d1 p1 d2 p2 m pps
 	read -r d0 p0 < <(card_doorbells)
 	m=$(measure "$1" bench-rsnic 10.99.0.2)
 	read -r d1 p1 < <(card_doorbells)
-	python3 -c 'import json, sys; m = json.loads(sys.argv[1]); d, p = int(sys.argv[2]), int(sys.argv[3])
-m["tx_doorbells_per_packet"] = round(d / max(p, 1), 3); print(json.dumps(m))' "$m" $((d1 - d0)) $((p1 - p0))
+	pps=$(pktgen_pps "$a" bench-rsnic "$b" 10.99.0.2)
+	read -r d2 p2 < <(card_doorbells)
+	python3 -c 'import json, sys; m = json.loads(sys.argv[1]); d, p, pd, pp = map(int, sys.argv[2:6])
+m["tx_doorbells_per_packet"] = round(d / max(p, 1), 3)
+m["pktgen_pps"] = int(sys.argv[6] or 0)
+m["pktgen_doorbells_per_packet"] = round(pd / max(pp, 1), 3); print(json.dumps(m))' \
+		"$m" $((d1 - d0)) $((p1 - p0)) $((d2 - d1)) $((p2 - p1)) "$pps"
 }
 
 a=$(netif_of "$(card_addr A)")
@@ -115,6 +135,7 @@ rsnic=$(measure_rsnic rsnic)
 read -r m1 p1 n1 < <(card_dma)
 gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
+virtio=$(with_pktgen "$virtio" "$(pktgen_pps "${vifs[0]}" bench-virtio "${vifs[1]}" 10.98.0.2)")
 # VF bonding: TCP through card A's VF (same netdev, data path VF), then
 # the failover gap: ping at 100/s while the VF is unplugged and replugged
 # 10 times; the longest gap between replies around each switch.

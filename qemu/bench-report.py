@@ -14,6 +14,7 @@ ROWS = [
     ("tcp_1_mbps", "TCP, 1 stream (Mbit/s)", True),
     ("tcp_4_mbps", "TCP, 4 streams (Mbit/s)", True),
     ("udp64_pps", "UDP 64 B (packets/s)", True),
+    ("pktgen_pps", "pktgen 60 B, burst 32 (frames/s)", True),
     ("rr_p50_us", "UDP request/response p50 (us)", False),
     ("rr_p99_us", "UDP request/response p99 (us)", False),
 ]
@@ -70,7 +71,8 @@ def main():
     if unbatched:
         print()
         print(f"{'rsnic TX batching (BQL + xmit_more)':34} {'on':>10} {'off':>10} {'ratio':>7}")
-        for key, label, _ in ROWS + [("tx_doorbells_per_packet", "TX doorbells per frame", False)]:
+        for key, label, _ in ROWS + [("tx_doorbells_per_packet", "TX doorbells per frame, iperf3", False),
+                                    ("pktgen_doorbells_per_packet", "TX doorbells per frame, pktgen", False)]:
             on, off = rsnic[key], unbatched[key]
             print(f"{label:34} {on:>10} {off:>10} {on / off if off else float('nan'):>7.2f}")
         print()
