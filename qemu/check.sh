@@ -3,13 +3,17 @@
 #
 # The test command: the emulator's cargo tests, then every selftest (or
 # only the ones named) inside the VM. Ends with "N passed, N failed, N
-# skipped" and exits non-zero on any failure.
+# skipped", counting checks: each cargo test, the lints, and each KTAP
+# subtest of each selftest (the line before counts the test files), and
+# exits non-zero on any failure. A VM that hangs or crashes still gets
+# the summary of what ran, plus a failure.
 #   qemu/check.sh [TEST...]
 
 source "$(dirname "$0")/common.sh"
 cd "$RSNIC_REPO"
 
 passed=0 failed=0 skipped=0
+files_passed=0 files_failed=0 files_skipped=0
 start=$SECONDS
 
 qemu/setup-rootfs.sh
@@ -18,7 +22,9 @@ qemu/build-ksft.sh "${KERNEL:-normal}"
 
 if [[ $# -eq 0 ]]; then
 	log "emulator unit tests (cargo test)"
-	if out=$(RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked 2>&1); then :; fi
+	cargo_status=0
+	out=$(RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked 2>&1) || cargo_status=$?
+	cargo_failed_before=$failed
 	echo "$out" | grep -E '^test |^test result' >&2
 	while read -r p f; do
 		passed=$((passed + p)) failed=$((failed + f))
@@ -26,6 +32,12 @@ if [[ $# -eq 0 ]]; then
 	if ! echo "$out" | grep -q '^test result:'; then
 		echo "$out" | tail -n 30 >&2
 		log "cargo test did not run"
+		failed=$((failed + 1))
+	elif [[ $cargo_status -ne 0 && $failed -eq $cargo_failed_before ]]; then
+		# No failed test, yet cargo failed (a doctest build, a panic in
+		# a harness): that counts too.
+		echo "$out" | tail -n 30 >&2
+		log "cargo test exited with status $cargo_status"
 		failed=$((failed + 1))
 	fi
 fi
@@ -44,33 +56,47 @@ fi
 
 log "building the emulator and the module"
 RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked 2>&1 | tail -n 3 >&2
-make -s modules >&2 ||
-	die "module build failed"
+if ! make -s modules >&2; then
+	log "module build failed"
+	echo "$passed passed, $((failed + 1)) failed, $skipped skipped"
+	exit 1
+fi
 
 results=$RSNIC_CACHE/check-results.$$
 log "booting the VM and running the selftests"
+vm_status=0
 qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-2400}" \
 	--results "$RSNIC_IN_CACHE/$(basename "$results")" \
-	--cmd "bash /rsnic/qemu/guest-check.sh $*"
-vm_status=$?
+	--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
 if [[ -f $results ]]; then
-	while read -r result name; do
-		case $result in
-		pass) passed=$((passed + 1)) ;;
-		skip) skipped=$((skipped + 1)) ;;
-		*) failed=$((failed + 1)) ;;
+	subskips=()
+	while read -r result name p f s; do
+		case $result/$name in
+		subskip/*) subskips+=("$name $p $f $s") ; continue ;;
+		*/final-kernel-log) ;;
+		pass/*) files_passed=$((files_passed + 1)) ;;
+		skip/*) files_skipped=$((files_skipped + 1)) ;;
+		*) files_failed=$((files_failed + 1)) ;;
 		esac
+		passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+		# A test skipped as a whole counts as one skipped check.
+		[[ $result == skip ]] && skipped=$((skipped + 1))
 	done <"$results"
 	rm -f "$results"
+	if [[ ${#subskips[@]} -gt 0 ]]; then
+		log "skipped checks:"
+		printf '  %s\n' "${subskips[@]}" >&2
+	fi
 else
 	log "the VM produced no results (exit $vm_status)"
 	failed=$((failed + 1))
 fi
 if [[ $vm_status -ne 0 ]]; then
 	log "the VM run exited with status $vm_status"
-	[[ $failed -gt 0 ]] || failed=1
+	failed=$((failed + 1))
 fi
 
 log "check took $((SECONDS - start)) s"
+echo "selftest files: $files_passed passed, $files_failed failed, $files_skipped skipped"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

@@ -4,16 +4,26 @@
 # Runs the rsnic selftests inside the VM, KTAP in and out.
 #   guest-check.sh [TEST...]   (default: every TEST_PROGS of the Makefile)
 # After each test the kernel log is scanned; a BUG, WARNING, Oops, KASAN,
-# UBSAN, lockdep or kmemleak report fails the test whatever it printed.
-# One "<result> <test>" line per test goes to /run/rsnic/results.
+# UBSAN, lockdep, hung-task, soft-lockup, RCU-stall or kmemleak report
+# fails the test whatever it printed (kmemleak is cleared before each
+# test, so a leak fails the test that made it), and so does a KTAP plan
+# ("1..N") that does not match the results printed. The log is scanned
+# once more after the last test.
+# /run/rsnic/results, written as the tests go (so a hung VM still leaves
+# what ran):
+#   <pass|fail|skip> <test> <subtests passed> <failed> <skipped>
+#   subskip <test> <subtest # reason>       one per skipped subtest
 
 dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
-bad='BUG:|WARNING:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|unreferenced object|Kernel panic'
+bad='BUG:|WARNING:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|rcu_.* detected stall|unreferenced object|Kernel panic'
 timeout=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
 # dmesg_mark and dmesg_since_mark: the kernel log from a mark line on (a
 # mark, not a line count: the ring buffer wraps).
 source "$dir/lib.sh"
+# In the project's VM every prerequisite the project provides is there:
+# lib.sh's skip_all fails instead of skipping.
+export RSNIC_IN_VM=1
 
 if [ $# -gt 0 ]; then
 	tests=("$@")
@@ -21,48 +31,97 @@ else
 	tests=($(sed -n 's/^TEST_PROGS *+\?:\?= *//p' "$dir/Makefile"))
 fi
 
+# kernel_reports: the kernel's complaints since the mark, kmemleak's
+# included (its report is read, then cleared for the next test).
+kernel_reports() {
+	local leaks=
+	if [ -e /sys/kernel/debug/kmemleak ]; then
+		echo scan >/sys/kernel/debug/kmemleak
+		leaks=$(cat /sys/kernel/debug/kmemleak)
+		echo clear >/sys/kernel/debug/kmemleak
+	fi
+	(dmesg_since_mark; echo "$leaks") | grep -E "$bad"
+}
+
+# ktap_counts FILE: "plan passed failed skipped" of a test's own KTAP
+# lines (not indented: a test's nested output is not counted).
+ktap_counts() {
+	awk '/^1\.\.[0-9]+/ { plan = substr($1, 4) + 0 }
+	     /^ok [0-9]+ .*# *[Ss][Kk][Ii][Pp]/ { s++; next }
+	     /^ok [0-9]+/ { p++ }
+	     /^not ok [0-9]+/ { f++ }
+	     END { printf "%s %d %d %d\n", (plan == "" ? -1 : plan), p, f, s }' "$1"
+}
+
 : >"$results"
+[ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 echo "TAP version 13"
-echo "1..${#tests[@]}"
+echo "1..$((${#tests[@]} + 1))"
 n=0
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	t=$(basename "$t")
 	if [ ! -x "$dir/$t" ]; then
 		echo "not ok $n $t # no such test"
-		echo "fail $t" >>"$results"
+		echo "fail $t 0 1 0" >>"$results"
 		continue
 	fi
 	echo "# running $t"
 	dmesg_mark
 	start=$SECONDS
-	(cd "$dir" && timeout "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
+	(cd "$dir" && timeout -k 10 "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
 	rc=$?
-	if [ $rc = 124 ]; then
+	if [ $rc = 124 ] || [ $rc = 137 ]; then
 		# Hung: show where every CPU and every blocked task is.
 		echo l >/proc/sysrq-trigger
 		echo w >/proc/sysrq-trigger
 		sleep 1
 		echo "# $t timed out; kernel state:" >>/tmp/test.out
 		dmesg | tail -n 150 >>/tmp/test.out
+		rc=124
 	fi
 	sed 's/^/# /' /tmp/test.out
-	if [ -e /sys/kernel/debug/kmemleak ]; then
-		echo scan >/sys/kernel/debug/kmemleak
-		cat /sys/kernel/debug/kmemleak >/tmp/kmemleak.out
-		[ -s /tmp/kmemleak.out ] && dmesg_extra=$(cat /tmp/kmemleak.out) || dmesg_extra=
-	fi
-	reports=$( (dmesg_since_mark; echo "${dmesg_extra:-}") | grep -E "$bad")
+	reports=$(kernel_reports)
 	if [ -n "$reports" ]; then
 		echo "# kernel reported problems during $t:"
 		dmesg_since_mark | sed 's/^/#   /' | head -n 200
+		echo "$reports" | sed 's/^/#   /' | head -n 50
+		[ $rc = 124 ] || rc=1
+	fi
+	read -r plan p f s < <(ktap_counts /tmp/test.out)
+	# A whole-test skip prints "1..0 # SKIP"; otherwise the plan must
+	# match what ran.
+	if [ $rc = 0 ] && [ "$plan" != $((p + f + s)) ]; then
+		echo "# $t: KTAP plan 1..$plan, but $((p + f + s)) results"
 		rc=1
 	fi
+	grep -E '^ok [0-9]+ .*# *[Ss][Kk][Ii][Pp]' /tmp/test.out |
+		sed -E "s/^ok [0-9]+ /subskip $t /" >>"$results"
 	took=$((SECONDS - start))
 	case $rc in
-	0) echo "ok $n $t # ${took}s"; echo "pass $t" >>"$results" ;;
-	4) echo "ok $n $t # SKIP"; echo "skip $t" >>"$results" ;;
-	124) echo "not ok $n $t # TIMEOUT after ${timeout:-600}s"; echo "fail $t" >>"$results" ;;
-	*) echo "not ok $n $t # exit $rc"; echo "fail $t" >>"$results" ;;
+	0) echo "ok $n $t # ${took}s"; r=pass ;;
+	4) echo "ok $n $t # SKIP"; r=skip ;;
+	124) echo "not ok $n $t # TIMEOUT after ${timeout:-600}s"; r=fail ;;
+	*) echo "not ok $n $t # exit $rc"; r=fail ;;
 	esac
+	# A failed test with no failed subtest (a crash, a bail-out, a
+	# kernel report) still counts one failure.
+	[ $r = fail ] && [ "$f" -eq 0 ] && f=1
+	echo "$r $t $p $f $s" >>"$results"
 done
+
+# Anything the kernel reported after the last test's scan (a hung task
+# or a stall takes its time to be noticed, kmemleak its scan).
+n=$((n + 1))
+dmesg_mark
+sleep 6
+reports=$(kernel_reports)
+if [ -n "$reports" ]; then
+	echo "# kernel reported problems after the last test:"
+	echo "$reports" | sed 's/^/#   /' | head -n 50
+	echo "not ok $n kernel log after the last test"
+	echo "fail final-kernel-log 0 1 0" >>"$results"
+else
+	echo "ok $n kernel log after the last test"
+	echo "pass final-kernel-log 1 0 0" >>"$results"
+fi

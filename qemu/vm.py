@@ -299,15 +299,20 @@ def run(args):
         cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
         HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share).start()
+        timed_out = False
         try:
             qemu.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
             log(f"VM still running after {args.timeout} s: killed")
             qemu.kill()
             qemu.wait()
-            return 124
+            timed_out = True
+        # The guest writes a result per test as it goes: what ran counts
+        # even when the VM hung or crashed.
         if args.results and os.path.exists(f"{share}/results"):
             shutil.copy(f"{share}/results", args.results)
+        if timed_out:
+            return 124
         for spec in args.export or []:
             name, path = spec.split("=", 1)
             if os.path.exists(f"{share}/{name}"):

@@ -74,6 +74,8 @@ pub struct Function {
     pub irqs_dropped: u64,
     /// Extra time every queue DMA pass takes (fault injection).
     dma_delay: Duration,
+    /// Queue DMA passes slowed by `dma_delay`.
+    pub dma_delayed: u64,
 }
 
 impl Function {
@@ -91,6 +93,7 @@ impl Function {
             irqs_to_drop: 0,
             irqs_dropped: 0,
             dma_delay: Duration::ZERO,
+            dma_delayed: 0,
         }
     }
 
@@ -214,9 +217,10 @@ impl Function {
         self.dma_delay = delay;
     }
 
-    fn delay_dma(&self) {
+    fn delay_dma(&mut self) {
         if !self.dma_delay.is_zero() {
             std::thread::sleep(self.dma_delay);
+            self.dma_delayed += 1;
         }
     }
 

@@ -182,7 +182,7 @@ fn function_stats(func: &Function) -> String {
     let mut out = format!(
         "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
          tso_frames={} tso_segments={} tx_bad_tso={} rx_fcs_errors={} irqs_dropped={} \
-         admin_faults_injected={}",
+         dma_delayed={} admin_faults_injected={}",
         u8::from(func.nic.link_up()),
         n.admin_cmds,
         n.rx_filtered,
@@ -194,6 +194,7 @@ fn function_stats(func: &Function) -> String {
         n.tx_bad_tso,
         n.rx_fcs_errors,
         func.irqs_dropped,
+        func.dma_delayed,
         n.admin_faults_injected
     );
     let (mut meta, mut payload, mut packets) = (0, 0, 0);

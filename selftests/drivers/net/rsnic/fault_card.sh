@@ -55,7 +55,7 @@ stream_ok() {
 	python3 -c 'import json, sys; r = json.load(open("/tmp/fault.iperf")); sys.exit(1 if r.get("error") or r["end"]["sum_received"]["bytes"] == 0 else 0)'
 }
 
-ktap_header 24
+ktap_header 26
 
 # Completion faults, one of each kind, with the stream running. The RX
 # kinds reset the pair that got them; iperf3 -R makes A receive the bulk.
@@ -69,14 +69,16 @@ for kind in index length dup drop; do
 	stream_ok
 	stream_status=$?
 	harness card A cqe-fault $kind 0 >/dev/null
-	echo "# $kind: injected $((${injected:-0} + 0)) -> $(card_stat cqe_faults_injected)," \
+	now=$(card_stat cqe_faults_injected)
+	echo "# $kind: injected $((${injected:-0} + 0)) -> $now," \
 		"bad completions $bad -> $(counter bad_completions), resets $resets -> $(counter resets)"
 	check "cqe-fault $kind: the TCP stream completes" test $stream_status = 0
 	if [ $kind = drop ]; then
 		# A missing TX completion is covered by the next (cumulative);
-		# a missing RX completion leaves the next out of step.
-		check "cqe-fault drop: covered, or counted and the pair reset" \
-			test "$(counter bad_completions)" -eq "$bad" -o "$(counter resets)" -gt "$resets"
+		# a missing RX completion leaves the next out of step. Either
+		# way the card must have dropped one.
+		check "cqe-fault drop: injected, and covered or counted and the pair reset" \
+			test "${now:-0}" -gt "${injected:-0}" -a \( "$(counter bad_completions)" -eq "$bad" -o "$(counter resets)" -gt "$resets" \)
 	else
 		check "cqe-fault $kind: counted, logged, the queue pair reset" \
 			test "$(counter bad_completions)" -gt "$bad" -a "$(counter resets)" -gt "$resets" \
@@ -115,11 +117,37 @@ flows_within() { # seconds
 check "and traffic flows once the card behaves (within the backoff)" flows_within 10
 
 # Spurious interrupts on every vector while traffic runs: polls that find
-# nothing, no bad completion, no carrier change.
+# nothing, no bad completion, no carrier change. The kernel's own count
+# (/proc/interrupts) must see them arrive on every one of card A's
+# vectors, the idle ones too (it may merge raises that arrive while one
+# is pending, so not 20 each).
+# vector_irqs: "IRQ count" for each of card A's MSI-X vectors.
+vector_irqs() {
+	local irq
+	for irq in $(ls /sys/bus/pci/devices/"$(card_addr A)"/msi_irqs); do
+		awk -v irq="$irq:" '$1 == irq { n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; print irq, n }' /proc/interrupts
+	done
+}
+# every_vector_grew BEFORE: each vector's count rose.
+every_vector_grew() {
+	local irq n was
+	while read -r irq n; do
+		was=$(awk -v irq="$irq" '$1 == irq {print $2}' <<<"$1")
+		[ "$n" -gt "${was:-0}" ] || { echo "# vector IRQ $irq: $was -> $n"; return 1; }
+	done < <(vector_irqs)
+}
 bad=$(counter bad_completions)
+irqs=$(vector_irqs)
 ping -c 20 -i 0.05 -q $IP_B >/tmp/fault.ping 2>&1 &
-harness card A spurious-irq 20 >/dev/null
+reply=$(harness card A spurious-irq 20)
 wait
+delivered=${reply#*delivered=}
+vectors=$(echo "$irqs" | wc -l)
+# (The card raises every vector of its MSI-X table, the ones the driver
+# did not allocate too; those are not in /proc/interrupts.)
+echo "# spurious-irq: $reply; the driver has $vectors vectors"
+check "spurious-irq: the card raised 20 on each vector, the kernel saw each of the driver's $vectors fire" \
+	eval '[ "${delivered:-0}" -ge $((20 * vectors)) ] && every_vector_grew "$irqs"'
 no_loss_nothing_counted() {
 	grep -q " 0% packet loss" /tmp/fault.ping && [ "$(counter bad_completions)" -eq "$bad" ]
 }
@@ -183,7 +211,10 @@ harness card A fault none >/dev/null
 check "registers all ones: the carrier is not dropped on a read of all ones" test "$carrier" = 1
 check "and traffic flows once the card answers" ping -c 3 -W 2 -q $IP_B
 
-# Slow DMA: every queue DMA pass takes 1 ms longer.
+# Slow DMA: every queue DMA pass takes 1 ms longer. Each echo request
+# is one doorbell and each reply one received frame on card A: the
+# fastest round trip cannot be below 2 ms.
+delayed=$(card_stat dma_delayed)
 harness card A dma-delay 1000 >/dev/null
 start_stream 3
 stream_ok
@@ -191,7 +222,10 @@ stream_status=$?
 ping -c 3 -W 2 -q $IP_B >/tmp/fault.ping 2>&1
 ping_status=$?
 harness card A dma-delay 0 >/dev/null
-grep rtt /tmp/fault.ping | sed 's/^/# slow DMA: /'
+min_rtt=$(sed -n 's|^rtt [^=]*= \([0-9.]*\)/.*|\1|p' /tmp/fault.ping)
+echo "# slow DMA: $(($(card_stat dma_delayed) - delayed)) passes delayed; $(grep rtt /tmp/fault.ping)"
+check "dma-delay 1 ms: the card delayed its DMA passes" test "$(card_stat dma_delayed)" -gt "${delayed:-0}"
 check "dma-delay 1 ms: the TCP stream completes" test $stream_status = 0
-check "dma-delay 1 ms: ping answered" test $ping_status = 0
+check "dma-delay 1 ms: ping answered, no round trip under 2 ms ($min_rtt ms)" \
+	test $ping_status = 0 -a "$(awk -v r="${min_rtt:-0}" 'BEGIN { print (r >= 2) }')" = 1
 ktap_finish

@@ -3,7 +3,8 @@
 #
 # Statistics: qstats (netdev netlink) equal the rtnl link stats, per
 # queue and in total, also after the channel count shrinks; counters
-# survive down/up.
+# survive down/up. And the driver's counts equal counts it does not make:
+# the peer's netdev and the card's own queue counters.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -15,9 +16,10 @@ iperf3 -c $IP_B -p 5201 -t 2 -P 4 >/dev/null
 iperf3 -c $IP_B -p 5201 -t 2 -P 4 -R >/dev/null
 sleep 0.5
 
-ktap_header 7
+ktap_header 8
 check "qstats device totals equal rtnl stats after traffic" agree device
 check "qstats per-queue sums equal rtnl stats (4 queues in use)" agree queues
+check "rtnl packets equal the peer's and card A's own counts (200 pings)" independent_count card
 
 ethtool -L "$NETIF_A" combined 2
 check "after ethtool -L 2: device totals still equal rtnl (base stats)" agree device

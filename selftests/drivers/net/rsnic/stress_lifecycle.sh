@@ -5,13 +5,17 @@
 # builds them again, repeated while a TCP stream and a ping run through
 # the synthetic NIC:
 #   link down/up, channel count changes, ring size changes, MTU changes,
-#   VF plug/unplug (data path to the VF and back), rmmod/insmod.
+#   VF plug/unplug (data path to the VF and back), rmmod/insmod, and a
+#   GFT rule that the stream's flows are installed under, then flows
+#   and rules flushed.
 # RSNIC_STRESS_ITERATIONS (default 50; 10 on the debug kernel) rounds; in
 # each the cheap operations run, and the VF cycle and rmmod/insmod every
 # 5th round (10 of each by default: each takes seconds of PCI
-# enumeration, probe self-test and set-up in this VM). Every operation must succeed and traffic must flow after
-# every round; the runner's dmesg scan (and kmemleak on the debug kernel)
-# covers the rest. GFT rule flushes join once the flow table exists.
+# enumeration, probe self-test and set-up in this VM). Every operation
+# must succeed, traffic must flow after every round, and the TCP stream
+# must live through everything but rmmod (which takes its netdev; it is
+# stopped before and started again after); the runner's dmesg scan (and
+# kmemleak on the debug kernel) covers the rest.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -28,7 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# (Re)starts the background traffic if it is not running.
+# Starts the background traffic where it is not running (at the start
+# and after rmmod/insmod; anywhere else the stream must still be alive).
 traffic() {
 	ip netns exec $NS pgrep -f "iperf3 -s -D -p 5403" >/dev/null ||
 		ip netns exec $NS iperf3 -s -D -p 5403
@@ -69,6 +74,7 @@ vf_cycle() {
 	vf_plug A && wait_datapath A vf && vf_unplug A && wait_datapath A synthetic
 }
 module_cycle() {
+	stop_traffic
 	rmmod rsnic && insmod "$RSNIC_KO" || return 1
 	# The remote's netdev went with the module: set both ends up again
 	# (a new namespace, so a new iperf3 server).
@@ -77,8 +83,22 @@ module_cycle() {
 	net_setup >/dev/null
 }
 flows() { ping -c 2 -W 2 -q $IP_B >/dev/null; }
+stream_alive() { kill -0 "$stream" 2>/dev/null; }
+# A GFT rule for the stream: its flows get installed (the stream keeps
+# flowing through them), then flows and rules are flushed.
+GFT=$RSNIC_DEBUGFS/$(card_addr A)/gft
+[ -d "$GFT" ] || skip_all "no $GFT"
+gft_installed() { [ "$(gft_stat flows)" -gt 0 ]; }
+gft_cycle() {
+	local i
+	ethtool -K "$NETIF_A" hw-tc-offload on || return 1
+	[ "$(gft_w rules "add prio=10 dir=tx proto=tcp dport=5403 action=allow")" = OK ] || return 1
+	for i in $(seq 20); do gft_installed && break; sleep 0.1; done
+	gft_installed || { echo "# round $round: no GFT flow for the stream"; return 1; }
+	[ "$(gft_w flows flush)$(gft_w rules flush)" = OKOK ]
+}
 
-ktap_header 7
+ktap_header 9
 start=$SECONDS
 for round in $(seq $iterations); do
 	traffic
@@ -86,8 +106,11 @@ for round in $(seq $iterations); do
 	op channels channels
 	op rings rings
 	op mtu mtu
+	op gft gft_cycle
+	op stream stream_alive
 	if [ $((round % 5)) = 0 ] || [ $round = $iterations ]; then
 		op vf vf_cycle
+		op stream stream_alive
 		op module module_cycle
 		traffic
 		echo "# round $round: $((SECONDS - start)) s"
@@ -96,7 +119,7 @@ for round in $(seq $iterations); do
 done
 stop_traffic
 echo "# $iterations rounds in $((SECONDS - start)) s"
-for name in link channels rings mtu vf module traffic; do
+for name in link channels rings mtu gft vf module traffic stream; do
 	echo "# $name: ${done_ops[$name]:-0} done, ${failed_ops[$name]:-0} failed"
 done
 ok_all() { [ -z "${failed_ops[$1]:-}" ] && [ "${done_ops[$1]:-0}" -gt 0 ]; }
@@ -104,7 +127,9 @@ check "link down/up under traffic, every time" ok_all link
 check "channel changes under traffic, every time" ok_all channels
 check "ring size changes under traffic, every time" ok_all rings
 check "MTU changes under traffic, every time" ok_all mtu
+check "GFT: the stream's flows installed under a rule, then flushed, every time" ok_all gft
 check "VF plug/unplug under traffic, every time (data path there and back)" ok_all vf
 check "rmmod/insmod under traffic, every time" ok_all module
 check "traffic flows after every round" ok_all traffic
+check "the TCP stream lived through every operation but rmmod" ok_all stream
 ktap_finish

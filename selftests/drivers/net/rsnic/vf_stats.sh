@@ -4,7 +4,8 @@
 # Statistics across VF cycles: the synthetic NIC's rtnl stats and qstats
 # cover both paths (its own queues plus everything its VFs counted, shown
 # as vf_* in ethtool -S), agree with each other, and never go backwards
-# while the VF is unplugged and replugged.
+# while the VF is unplugged and replugged; with the VF carrying the
+# data, what the synthetic NIC counts equals what the peer counted.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -34,13 +35,14 @@ not_backwards() {
 	done
 }
 
-ktap_header 5
+ktap_header 6
 vf_plug A
 sleep 1
 ping -c 30 -i 0.05 -q $IP_B >/dev/null
 vf_rx=$(stat_sum '^vf_rx_packets:')
 check "VF traffic shows in vf_rx_packets/vf_tx_packets" test "$vf_rx" -ge 30 -a "$(stat_sum '^vf_tx_packets:')" -ge 30
 check "rtnl stats are the sum of both paths while the VF is in" both_paths
+check "through the VF, rtnl packets equal the peer's count (200 pings)" independent_count
 
 ok=true
 last=$(rtnl)
