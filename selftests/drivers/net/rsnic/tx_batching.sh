@@ -12,7 +12,7 @@ net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 9
+ktap_header 8
 N=20000
 
 # Card A's queue pair 0: "doorbells frames".
