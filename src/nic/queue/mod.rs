@@ -238,8 +238,6 @@ impl WithNapi<QueuePair> {
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
-        // The ring is new: byte queue limits start from nothing in flight.
-        self.dev.get().tx_reset(self.index);
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
@@ -296,7 +294,15 @@ impl WithNapi<QueuePair> {
             cq_entries,
         };
         *lock_bh(&self.rx) = Some(rx);
-        *lock_bh(&self.tx) = Some(tx);
+        let mut tx_slot = lock_bh(&self.tx);
+        // The ring is new: byte queue limits start from nothing in flight.
+        // Under the lock xmit counts its bytes in, so a frame an xmit
+        // racing the reset puts on the new ring is counted after the
+        // reset, never before (its completion would then exceed what is
+        // in flight: dql_completed's BUG).
+        self.dev.get().tx_reset(self.index);
+        *tx_slot = Some(tx);
+        drop(tx_slot);
         Ok(cmd)
     }
 
