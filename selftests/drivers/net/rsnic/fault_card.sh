@@ -121,23 +121,16 @@ check "and traffic flows once the card behaves (within the backoff)" flows_withi
 # (/proc/interrupts) must see them arrive on every one of card A's
 # vectors, the idle ones too (it may merge raises that arrive while one
 # is pending, so not 20 each).
-# vector_irqs: "IRQ count" for each of card A's MSI-X vectors.
-vector_irqs() {
-	local irq
-	for irq in $(ls /sys/bus/pci/devices/"$(card_addr A)"/msi_irqs); do
-		awk -v irq="$irq:" '$1 == irq { n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; print irq, n }' /proc/interrupts
-	done
-}
 # every_vector_grew BEFORE: each vector's count rose.
 every_vector_grew() {
 	local irq n was
 	while read -r irq n; do
 		was=$(awk -v irq="$irq" '$1 == irq {print $2}' <<<"$1")
 		[ "$n" -gt "${was:-0}" ] || { echo "# vector IRQ $irq: $was -> $n"; return 1; }
-	done < <(vector_irqs)
+	done < <(vector_irqs A)
 }
 bad=$(counter bad_completions)
-irqs=$(vector_irqs)
+irqs=$(vector_irqs A)
 ping -c 20 -i 0.05 -q $IP_B >/tmp/fault.ping 2>&1 &
 reply=$(harness card A spurious-irq 20)
 wait

@@ -132,6 +132,16 @@ card_addr() { # A|B
 	case $1 in A) echo "${addrs[0]}" ;; B) echo "${addrs[1]}" ;; esac
 }
 
+# "IRQ count" for each of a card's MSI-X vectors, from the kernel's own
+# count (/proc/interrupts, summed over CPUs).
+vector_irqs() { # A|B
+	local irq
+	for irq in $(ls /sys/bus/pci/devices/"$(card_addr "$1")"/msi_irqs); do
+		awk -v irq="$irq:" '$1 == irq { n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i; print irq, n }' /proc/interrupts
+	done
+}
+card_irqs() { vector_irqs "$1" | awk '{n += $2} END {print n + 0}'; } # A|B
+
 is_bound() { [ -e "/sys/bus/pci/drivers/rsnic/$1" ]; }
 
 bound_count() { ls -d /sys/bus/pci/drivers/rsnic/0000:* 2>/dev/null | wc -l; }

@@ -6,18 +6,24 @@
 # off on every queue, under traffic, without hanging (a context left
 # disabled on the device's list would block `echo 0 > threaded` in
 # napi_stop_kthread forever, with RTNL held), also after `ethtool -L`.
+# And the driver honours napi_defer_hard_irqs/gro_flush_timeout: it
+# re-arms a queue's interrupt only when napi_complete_done() says so, so
+# while frames keep coming NAPI polls on the kernel's timer instead.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 cleanup() {
 	kill $(jobs -p) 2>/dev/null
 	echo 0 > /sys/class/net/$NETIF_A/threaded 2>/dev/null
+	echo 0 > /sys/class/net/$NETIF_A/napi_defer_hard_irqs
+	echo 0 > /sys/class/net/$NETIF_A/gro_flush_timeout
+	echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null
 	ethtool -L "$NETIF_A" combined 4 2>/dev/null
 	net_cleanup
 }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 7
+ktap_header 8
 
 # napi_count: NAPI contexts the netdev family lists for the device.
 napi_count() { "$QSTATS" "$NETIF_A" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["napi_irq"]))'; }
@@ -52,5 +58,24 @@ check "after ethtool -L 2: threaded on, traffic, off" $ok
 ethtool -L "$NETIF_A" combined 4
 count=$(napi_count)
 check "back to 4 queues: 4 NAPI contexts ($count)" test "$count" -eq 4
+
+# burst_irqs DEFER TIMEOUT: card A's interrupts while card B's pktgen sends
+# it 3000 frames (RX only), with those two NAPI settings.
+mac_a=$(cat /sys/class/net/$NETIF_A/address)
+burst_irqs() {
+	local before
+	echo "$1" > /sys/class/net/$NETIF_A/napi_defer_hard_irqs
+	echo "$2" > /sys/class/net/$NETIF_A/gro_flush_timeout
+	before=$(card_irqs A)
+	ip netns exec $NS bash -c "$(declare -f pktgen); pktgen $NETIF_B $IP_A $mac_a 3000 1" >/dev/null ||
+		{ echo "# pktgen on card B failed" >&2; return 1; }
+	echo $(($(card_irqs A) - before))
+}
+plain=$(burst_irqs 0 0)
+deferred=$(burst_irqs 10 200000)
+burst_irqs 0 0 >/dev/null
+echo "# card A's interrupts for 3000 frames: $plain plain, $deferred with napi_defer_hard_irqs 10, gro_flush_timeout 200 us"
+check "napi_defer_hard_irqs holds the interrupt while frames come (under a quarter of $plain)" \
+	eval '[ "${plain:-0}" -ge 20 ] && [ -n "$deferred" ] && [ $((deferred * 4)) -lt "$plain" ]'
 check "no kernel warnings" dmesg_clean
 ktap_finish
