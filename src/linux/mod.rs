@@ -18,6 +18,7 @@
 mod bindings;
 
 pub(crate) mod debugfs;
+pub(crate) mod device;
 pub(crate) mod dma;
 pub(crate) mod irq;
 pub(crate) mod net;

@@ -22,6 +22,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
+        aref::ARef,
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
@@ -49,7 +50,7 @@ use crate::linux::{
 use crate::regs::Registers;
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
-use recovery::{CardWatch, GFT_WORK};
+use recovery::{CardWatch, GFT_WORK, RDMA_WORK};
 use ring::RingSize;
 use steering::Steering;
 
@@ -108,6 +109,13 @@ pub(crate) struct Nic {
     /// PF: decides the GFT exceptions NAPI queued.
     #[pin]
     gft_work: NetDevWork<Nic, GFT_WORK>,
+    /// PF: binds the RDMA half afresh after a function reset.
+    #[pin]
+    rdma_work: NetDevWork<Nic, RDMA_WORK>,
+    /// PF: the auxiliary device of the RDMA half while its driver is
+    /// bound to it (a function reset rebinds it).
+    #[pin]
+    rdma_device: Mutex<Option<ARef<Device>>>,
     /// Times the whole function was reset (the card lost track of an
     /// admin command).
     device_resets: Atomic<u64>,
@@ -269,6 +277,8 @@ pub(crate) fn register(
             Ok(try_pin_init!(Nic {
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
+            rdma_work <- NetDevWork::new(dev.clone()),
+            rdma_device <- new_mutex!(None),
             device_resets: Atomic::new(0),
             card_lost: Atomic::new(0),
             card_watch <- new_mutex!(CardWatch::default()),
@@ -359,6 +369,13 @@ impl Nic {
     }
 
     /// The admin queue.
+    /// The RDMA half bound to `device` (`Some`) or unbound from it: while
+    /// bound, a function reset rebinds it, since the card's RDMA engine
+    /// lost its state.
+    pub(crate) fn set_rdma_device(&self, device: Option<ARef<Device>>) {
+        *self.rdma_device.lock() = device;
+    }
+
     pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
         &self.admin
     }
@@ -555,6 +572,10 @@ impl Nic {
         );
         if let Err(e) = self.reset_function(dev, rtnl) {
             pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
+        }
+        // The card's RDMA engine was reset too.
+        if self.rdma_device.lock().is_some() {
+            self.rdma_work.schedule();
         }
     }
 

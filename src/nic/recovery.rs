@@ -13,6 +13,7 @@ use kernel::{
 use super::{queue::bump, Nic};
 use crate::bond;
 use crate::hw::AdminCmd;
+use crate::linux::device::reprobe;
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
@@ -21,6 +22,9 @@ use crate::linux::net::{
 
 /// [`crate::linux::net::work::NetDevWork`] id of the GFT exception work.
 pub(super) const GFT_WORK: u8 = 1;
+/// [`crate::linux::net::work::NetDevWork`] id of the work that rebinds the
+/// RDMA half after a function reset.
+pub(super) const RDMA_WORK: u8 = 2;
 /// GFT exceptions one run of the work decides before it yields.
 const GFT_WORK_BUDGET: u32 = 256;
 
@@ -262,6 +266,27 @@ impl DeviceWork<GFT_WORK> for Nic {
             }
         }
         nic.gft_work.schedule();
+    }
+}
+
+impl DeviceWork<RDMA_WORK> for Nic {
+    /// Rebinding unregisters and registers an `ib_device`, which waits for
+    /// its users and takes RTNL itself.
+    type Lock = NoLock;
+
+    /// After a function reset the card's RDMA engine has no GIDs, QPs,
+    /// CQs or MRs: the RDMA half is unbound (ib_core tells its users the
+    /// device is gone) and bound again to a fresh engine, as mlx5 reloads
+    /// its auxiliary devices after a firmware reset.
+    fn run(dev: &NetDev<Self>, _: &NoLock) {
+        // Not under the lock: unbinding clears it, binding sets it.
+        let Some(rdma) = dev.data().rdma_device.lock().clone() else {
+            return;
+        };
+        match reprobe(&rdma) {
+            Ok(()) => pr_info!("{}: RDMA half bound afresh after the reset\n", dev.name()),
+            Err(e) => pr_err!("{}: RDMA half not bound again: {:?}\n", dev.name(), e),
+        }
     }
 }
 

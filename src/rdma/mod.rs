@@ -74,7 +74,18 @@ kernel::auxiliary_device_table!(
 /// A bound RDMA device: unregistered from ib_core on unbind.
 #[pin_data]
 pub(crate) struct RdmaBinding {
+    _bound: BoundToNic,
     _ib: ib_device::Registration<RdmaDev>,
+}
+
+/// Tells the PF's NIC, when dropped, that its RDMA half is unbound (so a
+/// function reset no longer rebinds it).
+struct BoundToNic(NetDevHold<Nic>);
+
+impl Drop for BoundToNic {
+    fn drop(&mut self) {
+        self.0.get().data().set_rdma_device(None);
+    }
 }
 
 impl auxiliary::Driver for RdmaDriver {
@@ -108,7 +119,13 @@ impl auxiliary::Driver for RdmaDriver {
             let ib =
                 ib_device::Registration::new(adev.as_ref(), adev.parent(), &[netdev], setup, init)?;
             dev_info!(adev, "{}: RoCEv2 on {}\n", ib.dev().name(), netdev.name());
-            Ok(try_pin_init!(RdmaBinding { _ib: ib }? Error))
+            let dev: &kernel::device::Device = adev.as_ref();
+            netdev.data().set_rdma_device(Some(dev.into()));
+            let bound = BoundToNic(NetDevHold::new(netdev));
+            Ok(try_pin_init!(RdmaBinding {
+                _bound: bound,
+                _ib: ib,
+            }? Error))
         })
     }
 }

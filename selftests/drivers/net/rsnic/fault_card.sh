@@ -13,7 +13,7 @@
 #  - missing interrupts: the health check polls (qN_missed_irqs);
 #  - admin commands that fail or time out: the command fails cleanly, or
 #    (timeout) the function is reset before memory the card may still use
-#    is freed (device_resets);
+#    is freed (device_resets), and the RDMA half bound afresh;
 #  - registers reading all ones: the carrier stays;
 #  - slow DMA: everything still completes.
 
@@ -55,7 +55,7 @@ stream_ok() {
 	python3 -c 'import json, sys; r = json.load(open("/tmp/fault.iperf")); sys.exit(1 if r.get("error") or r["end"]["sum_received"]["bytes"] == 0 else 0)'
 }
 
-ktap_header 26
+ktap_header 27
 
 # Completion faults, one of each kind, with the stream running. The RX
 # kinds reset the pair that got them; iperf3 -R makes A receive the bulk.
@@ -192,6 +192,17 @@ check "admin-fault timeout: the MTU change completes" test $mtu_status = 0 -a "$
 check "admin-fault timeout: the TCP stream completes" test $stream_status = 0
 ip link set "$NETIF_A" mtu 1500
 check "after the function reset, traffic flows (MAC and RX filter restored)" ping -c 3 -W 2 -q $IP_B
+# The card's RDMA engine lost its GIDs, QPs and MRs with the function:
+# the RDMA half is bound afresh, and the card has ib_core's GIDs again.
+rdma_rebound() {
+	local i
+	for i in $(seq 100); do
+		dmesg_since_mark | grep -q "RDMA half bound afresh" && [ -n "$(ibdev_of "$(card_addr A)")" ] && break
+		sleep 0.1
+	done
+	wait_gids A "$(ibdev_of "$(card_addr A)")" "$IP_A" "$IP6_A"
+}
+check "after the function reset, the RDMA half is bound afresh, its GIDs on the card" rdma_rebound
 
 # Registers reading all ones (a card gone or wedged) while an admin
 # interrupt asks for the link state: the carrier is left as it was, and
