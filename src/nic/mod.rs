@@ -368,7 +368,6 @@ impl Nic {
         &self.bond
     }
 
-    /// The admin queue.
     /// The RDMA half bound to `device` (`Some`) or unbound from it: while
     /// bound, a function reset rebinds it, since the card's RDMA engine
     /// lost its state.
@@ -376,6 +375,7 @@ impl Nic {
         *self.rdma_device.lock() = device;
     }
 
+    /// The admin queue.
     pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
         &self.admin
     }

@@ -78,9 +78,16 @@ pub(crate) struct RdmaBinding {
     _ib: ib_device::Registration<RdmaDev>,
 }
 
-/// Tells the PF's NIC, when dropped, that its RDMA half is unbound (so a
-/// function reset no longer rebinds it).
+/// The PF's NIC knowing its RDMA half is bound, from creation until drop
+/// (so a function reset rebinds it while bound, and no longer after).
 struct BoundToNic(NetDevHold<Nic>);
+
+impl BoundToNic {
+    fn new(nic: &NetDev<Nic>, rdma: &kernel::device::Device) -> Self {
+        nic.data().set_rdma_device(Some(rdma.into()));
+        Self(NetDevHold::new(nic))
+    }
+}
 
 impl Drop for BoundToNic {
     fn drop(&mut self) {
@@ -119,9 +126,7 @@ impl auxiliary::Driver for RdmaDriver {
             let ib =
                 ib_device::Registration::new(adev.as_ref(), adev.parent(), &[netdev], setup, init)?;
             dev_info!(adev, "{}: RoCEv2 on {}\n", ib.dev().name(), netdev.name());
-            let dev: &kernel::device::Device = adev.as_ref();
-            netdev.data().set_rdma_device(Some(dev.into()));
-            let bound = BoundToNic(NetDevHold::new(netdev));
+            let bound = BoundToNic::new(netdev, adev.as_ref());
             Ok(try_pin_init!(RdmaBinding {
                 _bound: bound,
                 _ib: ib,
