@@ -16,8 +16,25 @@ use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
 use crate::nic::{Effects, Nic, Outgoing};
 
-/// Firmware version the card reports: 0.1.0.
-pub const FW_VERSION: u32 = 0x00_01_00;
+/// Firmware version the card reports: the emulator's own version
+/// (major.minor.patch in bits 23:16, 15:8, 7:0).
+pub const FW_VERSION: u32 = (version_part(env!("CARGO_PKG_VERSION_MAJOR")) << 16)
+    | (version_part(env!("CARGO_PKG_VERSION_MINOR")) << 8)
+    | version_part(env!("CARGO_PKG_VERSION_PATCH"));
+
+/// A decimal version number, at most 255.
+const fn version_part(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let mut v = 0u32;
+    let mut i = 0;
+    while i < b.len() {
+        assert!(b[i].is_ascii_digit(), "version parts are decimal");
+        v = v * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    assert!(v <= 0xff, "a version part fits 8 bits");
+    v
+}
 
 /// What a function is, fixed at creation.
 #[derive(Clone, Copy, Debug)]
@@ -79,6 +96,11 @@ pub struct Function {
 }
 
 impl Function {
+    /// What the function is.
+    pub fn identity(&self) -> &Identity {
+        &self.id
+    }
+
     /// A function in its power-on state.
     pub fn new(id: Identity, faults: Arc<Faults>) -> Self {
         Self {

@@ -17,7 +17,7 @@ use log::{info, warn};
 use rsnic_emu::backend::{self, Backend};
 use rsnic_emu::card::Card;
 use rsnic_emu::control::{self, Fault, Faults};
-use rsnic_emu::function::Function;
+use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::nic::AdminFault;
 use rsnic_emu::queues::CqeFault;
@@ -82,6 +82,18 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
         ["link", "down"] => {
             card.set_link(false);
             "ok".into()
+        }
+        ["identity"] => {
+            let id = *card.lock_pf().identity();
+            format!(
+                "ok card_id={:08x} hw_version={}.{} fw_version={}.{}.{}",
+                id.card_id,
+                hw::HW_VERSION >> 16,
+                hw::HW_VERSION & 0xffff,
+                FW_VERSION >> 16,
+                (FW_VERSION >> 8) & 0xff,
+                FW_VERSION & 0xff
+            )
         }
         ["gft-flows"] => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
         ["rdma-gids"] => format!("ok {}", card.lock_rdma().describe_gids()),
