@@ -6,8 +6,10 @@
 use kernel::{auxiliary, device::Core, pci, prelude::*, sync::Arc};
 
 use crate::debugfs::{FunctionFiles, GftFiles};
+use crate::devlink::FunctionDevlink;
 use crate::hw::{self, regs, FuncKind};
 use crate::linux::{
+    devlink::{DevlinkVTable, Registration as DevlinkRegistration},
     dma::{self, DmaBuffer},
     irq::{IrqHandlerRegistration, MsixVectors},
 };
@@ -15,6 +17,9 @@ use crate::nic::{self, NicRegistration};
 use crate::rdma::{self, RdmaLink, RdmaLinkData};
 use crate::regs::{Registers, ResetOnDrop};
 use crate::selftest::{self, SelfTestError, VectorIrq};
+
+/// The devlink operations of every function.
+static DEVLINK_VTABLE: DevlinkVTable<FunctionDevlink> = DevlinkVTable::new();
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
 const MAX_VECTORS: u32 = 64;
@@ -40,6 +45,9 @@ pub(crate) struct RsnicFunction<'bound> {
     _reset: ResetOnDrop,
     /// The function's debugfs directory (after `gft/`, inside it).
     files: Pin<KBox<FunctionFiles>>,
+    /// The function's devlink instance; its port and health reporters
+    /// (the NIC's) keep it registered until they are gone.
+    _devlink: Arc<DevlinkRegistration<FunctionDevlink>>,
 }
 
 /// The PCI driver of rsnic functions.
@@ -140,8 +148,19 @@ impl pci::Driver for RsnicDriver {
                 mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
             );
 
+            let devlink = DevlinkRegistration::new(
+                pdev.as_ref(),
+                &DEVLINK_VTABLE,
+                FunctionDevlink::new(regs.clone(), *kind),
+            )?;
             // Both kinds get a network device; a VF's joins its PF's.
-            let nic = Some(nic::register(pdev.as_ref(), &regs, &vectors, *kind)?);
+            let nic = Some(nic::register(
+                pdev.as_ref(),
+                &regs,
+                &vectors,
+                *kind,
+                &devlink,
+            )?);
             let bond = nic
                 .as_ref()
                 .filter(|_| *kind == FuncKind::Pf)
@@ -176,6 +195,7 @@ impl pci::Driver for RsnicDriver {
                 nic,
                 _reset: ResetOnDrop(regs),
                 files,
+                _devlink: devlink,
             }))
         })
     }

@@ -24,6 +24,8 @@ mod bond;
 #[deny(unsafe_code)]
 mod debugfs;
 #[deny(unsafe_code)]
+mod devlink;
+#[deny(unsafe_code)]
 mod gft;
 #[deny(unsafe_code)]
 mod nic;

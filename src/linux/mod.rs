@@ -19,6 +19,7 @@ mod bindings;
 
 pub(crate) mod debugfs;
 pub(crate) mod device;
+pub(crate) mod devlink;
 pub(crate) mod dma;
 pub(crate) mod irq;
 pub(crate) mod net;

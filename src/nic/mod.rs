@@ -10,6 +10,7 @@
 //! `recovery.rs`, the queue pairs in `queue.rs` (with `tx.rs`, `rx.rs`).
 
 mod ethtool;
+mod health;
 mod link;
 mod netdev;
 pub(crate) mod queue;
@@ -31,9 +32,11 @@ use kernel::{
 
 use crate::admin::{AdminError, AdminQueue};
 use crate::bond::{self, Bond};
+use crate::devlink::FunctionDevlink;
 use crate::gft::Gft;
 use crate::hw::{self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind};
 use crate::linux::{
+    devlink::{DevlinkRef, Port, PortFlavour, Registration as DevlinkRegistration},
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
@@ -48,6 +51,7 @@ use crate::linux::{
     },
 };
 use crate::regs::Registers;
+use health::{NicHealth, PendingCardFaults, HEALTH_WORK};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use recovery::{CardWatch, GFT_WORK, RDMA_WORK};
@@ -101,8 +105,22 @@ const RESET_POLLS: u32 = 100;
 /// they schedule.
 #[pin_data]
 pub(crate) struct Nic {
-    /// The device's work: resets queue pairs that need it (with backoff),
-    /// the periodic health check, VF sync. First, so it is cancelled
+    /// The devlink health reporters (set once the device is registered).
+    /// First: destroying them waits for their callbacks, which use the
+    /// rest (the report work may hold them a little longer: it is
+    /// cancelled next).
+    #[pin]
+    health: Mutex<Option<Arc<NicHealth>>>,
+    /// Reports faults to the reporters, which recover them.
+    #[pin]
+    health_work: NetDevWork<Nic, HEALTH_WORK>,
+    /// Card faults noticed and not reported yet.
+    card_faults: PendingCardFaults,
+    /// Admin commands the card failed, as last reported.
+    admin_errors_reported: Atomic<u64>,
+    /// This device, for the reporters.
+    handle: NetDevRef<Nic>,
+    /// The device's work: the periodic health check, VF sync. Cancelled
     /// before anything it uses goes away.
     #[pin]
     reset_work: NetDevWork<Nic>,
@@ -170,6 +188,7 @@ pub(crate) fn register(
     regs: &Arc<Registers>,
     vectors: &MsixVectors<'_>,
     kind: FuncKind,
+    devlink: &Arc<DevlinkRegistration<FunctionDevlink>>,
 ) -> Result<NicRegistration> {
     let dma = DmaDevice::new(pdev);
     let admin = AdminQueue::new(regs.clone(), &dma)?;
@@ -226,6 +245,16 @@ pub(crate) fn register(
         // A PF's synthetic NIC transmits through its VF's NIC.
         stacked: kind == FuncKind::Pf,
         irq_affinity_auto: true,
+        // A PF's NIC is the card's port to the outside; a VF's is a
+        // virtual one.
+        devlink_port: Some(Port::new(
+            DevlinkRef::new(devlink),
+            0,
+            match kind {
+                FuncKind::Pf => PortFlavour::Physical(0),
+                FuncKind::Vf => PortFlavour::Virtual,
+            },
+        )?),
     };
     let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
@@ -241,7 +270,7 @@ pub(crate) fn register(
     let mut rss_key = [0u8; hw::RSS_KEY_LEN];
     rss_key_fill(&mut rss_key);
     let regs = regs.clone();
-    Registration::new(
+    let registration = Registration::new(
         pdev,
         &NIC_VTABLE,
         u32::from(max_queues),
@@ -275,6 +304,11 @@ pub(crate) fn register(
             )?;
             let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
             Ok(try_pin_init!(Nic {
+            health <- new_mutex!(None),
+            health_work <- NetDevWork::new(dev.clone()),
+            card_faults: PendingCardFaults::new(),
+            admin_errors_reported: Atomic::new(0),
+            handle: dev.clone(),
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
             rdma_work <- NetDevWork::new(dev.clone()),
@@ -313,7 +347,10 @@ pub(crate) fn register(
             steering <- new_mutex!(steering),
         }? Error))
         },
-    )
+    )?;
+    let nic = registration.dev().data();
+    nic.set_health(NicHealth::new(devlink, nic.handle.clone())?)?;
+    Ok(registration)
 }
 
 impl Nic {
@@ -522,7 +559,7 @@ impl Nic {
                     e
                 );
                 for queue in self.queues.iter().take(usize::from(old.queues)) {
-                    queue.request_reset();
+                    queue.request_reset(queue::ResetCause::RESTART);
                 }
                 self.schedule_work();
             }
@@ -562,14 +599,24 @@ impl Nic {
     /// filter (and a PF's data path) are given back; queue pairs are the
     /// caller's to recreate.
     fn quiesce_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+        self.quiesce_card_for(dev, rtnl, true);
+    }
+
+    /// [`Self::quiesce_card`]; `fault`: the reset is for a command the card
+    /// lost (counted and reported to the `card` health reporter), not
+    /// one the driver asked for (the card came back without its state).
+    pub(super) fn quiesce_card_for(&self, dev: &NetDev<Self>, rtnl: &Rtnl, fault: bool) {
         if !self.admin.lost_track() {
             return;
         }
-        bump(&self.device_resets, 1);
-        pr_warn!(
-            "{}: card lost track of an admin command, resetting the function\n",
-            dev.name()
-        );
+        if fault {
+            bump(&self.device_resets, 1);
+            pr_warn!(
+                "{}: card lost track of an admin command, resetting the function\n",
+                dev.name()
+            );
+            self.card_fault(health::CardFault::AdminTimeout);
+        }
         if let Err(e) = self.reset_function(dev, rtnl) {
             pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
         }

@@ -171,7 +171,8 @@ impl NetDevOps for Nic {
             dev.name(),
             queue
         );
-        let _ = q.request_reset();
-        nic.reset_work.schedule();
+        if q.request_reset(super::queue::ResetCause::TX_TIMEOUT) {
+            nic.health_work.schedule();
+        }
     }
 }

@@ -7,10 +7,15 @@
 
 use kernel::{
     prelude::*,
+    sync::atomic::Relaxed,
     time::{Delta, Instant, Monotonic},
 };
 
-use super::{queue::bump, Nic};
+use super::{
+    health::CardFault,
+    queue::{bump, ResetCause},
+    Nic,
+};
 use crate::bond;
 use crate::hw::AdminCmd;
 use crate::linux::device::reprobe;
@@ -169,13 +174,11 @@ impl CardWatch {
 impl DeviceWork for Nic {
     type Lock = Rtnl;
 
-    /// Syncs the VF if asked; checks each running queue pair for a lost
-    /// interrupt; resets the pairs marked for it (a TX timeout, or
-    /// completions out of step with the ring) once their backoff allows:
-    /// the card's queue pair is destroyed and created again with fresh
-    /// rings. Frames still in the old rings are freed unsent. While the
-    /// device is up it runs again after [`HEALTH_CHECK_MS`] (sooner if a
-    /// reset waits for its backoff).
+    /// Syncs the VF if asked; checks the card and each running queue
+    /// pair for a lost interrupt; hands the pairs marked for a reset (a
+    /// TX timeout, completions out of step with the ring) to the health
+    /// report work, which reports and recovers them. While the device is
+    /// up it runs again after [`HEALTH_CHECK_MS`].
     fn run(dev: &NetDev<Self>, rtnl: &Rtnl) {
         let nic = dev.data();
         if nic.bond.take_sync_request() {
@@ -185,61 +188,28 @@ impl DeviceWork for Nic {
             return;
         }
         let cfg = nic.config.lock();
-        let now = Instant::<Monotonic>::now();
-        let mut next_run_ms = HEALTH_CHECK_MS;
         for (q, queue) in (0u16..).zip(nic.queues.iter()) {
             if !cfg.running || q >= cfg.queues {
                 let _ = queue.take_reset_request();
                 continue;
             }
-            queue.check_interrupts();
-            if !queue.reset_pending() {
-                continue;
+            if queue.check_interrupts() {
+                queue.request_reset(ResetCause::LOST_IRQ);
             }
-            let wait = queue.reset_wait(now);
-            if !wait.is_zero() {
-                next_run_ms =
-                    next_run_ms.min(wait.as_millis().clamp(1, i64::from(u32::MAX)) as u32);
-                continue;
+            if queue.reset_pending() {
+                nic.health_work.schedule();
             }
-            let _ = queue.take_reset_request();
-            queue.reset_done(now);
-            dev.tx_stop(q);
-            nic.destroy_pair(q);
-            if !nic.admin.lost_track() {
-                queue.stop(rtnl);
-                let restarted = queue
-                    .prepare(rtnl, &nic.dma, nic.geometry(&cfg, dev.mtu()), nic.tx_csum())
-                    .and_then(|cmd| nic.admin.run(AdminCmd::CreateQp(cmd)))
-                    .and_then(|()| queue.start(rtnl));
-                match restarted {
-                    Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
-                    Err(_) if nic.admin.lost_track() => {}
-                    Err(e) => {
-                        queue.stop(rtnl);
-                        pr_err!(
-                            "{}: queue pair {} did not come back: {:?}\n",
-                            dev.name(),
-                            q,
-                            e
-                        );
-                    }
-                }
-            }
-            if nic.admin.lost_track() {
-                // The card may still run the pair: reset the function,
-                // which stops every pair, and start them all again.
-                drop(cfg);
-                nic.reset_and_restore(dev, rtnl);
-                return;
-            }
-            dev.tx_wake(q);
+        }
+        // A command the card failed (it changed nothing): reported once.
+        let failed = nic.admin.errors.load(Relaxed);
+        if nic.admin_errors_reported.xchg(failed, Relaxed) != failed {
+            nic.card_fault(CardFault::AdminError);
         }
         if cfg.running {
             if let Some(gft) = &nic.gft {
                 gft.age();
             }
-            nic.reset_work.schedule_after(next_run_ms);
+            nic.reset_work.schedule_after(HEALTH_CHECK_MS);
         }
     }
 }
@@ -291,6 +261,71 @@ impl DeviceWork<RDMA_WORK> for Nic {
 }
 
 impl Nic {
+    /// Whether queue pair `q` is in use (the device is up and has it).
+    pub(super) fn pair_in_use(&self, q: u16) -> bool {
+        let cfg = self.config.lock();
+        cfg.running && q < cfg.queues
+    }
+
+    /// Resets queue pair `q`: the card's pair is destroyed and created
+    /// again with fresh rings; frames still in the old rings are freed
+    /// unsent. A pair not in use is left alone. If the card loses track
+    /// of an admin command meanwhile, the whole function is reset and
+    /// restored instead.
+    pub(super) fn reset_pair(&self, dev: &NetDev<Self>, rtnl: &Rtnl, q: u16) -> Result {
+        let cfg = self.config.lock();
+        let Some(queue) = self.queues.get(usize::from(q)) else {
+            return Err(EINVAL);
+        };
+        if !cfg.running || q >= cfg.queues {
+            queue.set_awaiting_recovery(false);
+            return Ok(());
+        }
+        // A request made before this reset is answered by it.
+        let _ = queue.take_reset_request();
+        queue.reset_done(Instant::<Monotonic>::now());
+        dev.tx_stop(q);
+        self.destroy_pair(q);
+        let mut result = Ok(());
+        if !self.admin.lost_track() {
+            queue.stop(rtnl);
+            result = queue
+                .prepare(
+                    rtnl,
+                    &self.dma,
+                    self.geometry(&cfg, dev.mtu()),
+                    self.tx_csum(),
+                )
+                .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|()| queue.start(rtnl));
+            match &result {
+                Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
+                Err(_) if self.admin.lost_track() => {}
+                Err(e) => {
+                    queue.stop(rtnl);
+                    pr_err!(
+                        "{}: queue pair {} did not come back: {:?}\n",
+                        dev.name(),
+                        q,
+                        e
+                    );
+                }
+            }
+        }
+        if self.admin.lost_track() {
+            // The card may still run the pair: reset the function, which
+            // stops every pair, and start them all again.
+            drop(cfg);
+            self.reset_and_restore(dev, rtnl);
+            return Ok(());
+        }
+        if result.is_ok() {
+            queue.set_awaiting_recovery(false);
+        }
+        dev.tx_wake(q);
+        result
+    }
+
     /// The health check of the card as a whole. A card that stopped
     /// answering (surprise removal) has the device detached and the
     /// carrier off, so nothing more is sent to it; one that answers again
@@ -310,13 +345,12 @@ impl Nic {
                 );
                 dev.carrier_off();
                 dev.detach(rtnl);
+                self.card_fault(CardFault::Gone);
             }
             CardChange::Back => {
-                pr_info!(
-                    "{}: card answers again; resetting the function\n",
-                    dev.name()
-                );
-                self.reset_and_restore(dev, rtnl);
+                // The card reporter's recovery resets and restores it.
+                pr_info!("{}: card answers again\n", dev.name());
+                self.card_fault(CardFault::Back);
             }
         }
         if !answering {
@@ -330,17 +364,22 @@ impl Nic {
     /// the reset work, or the card answers again after being gone): reset
     /// the function, restore it, and bring every queue pair back as
     /// configured; carrier from the card's link again.
-    fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    pub(super) fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+        pr_info!("{}: resetting the function\n", dev.name());
+        // A fault of its own only if a command was lost (not when the
+        // card came back).
+        let lost = self.admin.lost_track();
         self.admin.lose_track();
-        self.quiesce_card(dev, rtnl);
+        self.quiesce_card_for(dev, rtnl, lost);
         let mut cfg = self.config.lock();
         let same = *cfg;
-        if let Err(e) = self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu()) {
-            pr_err!(
+        match self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu()) {
+            Ok(()) => self.pairs_rebuilt(),
+            Err(e) => pr_err!(
                 "{}: queues did not come back after a function reset: {:?}\n",
                 dev.name(),
                 e
-            );
+            ),
         }
         if let Some(gft) = &self.gft {
             gft.restore();

@@ -12,4 +12,5 @@
 #include <net/net_namespace.h>
 #include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>
+#include <net/devlink.h>
 #include "helpers.h"

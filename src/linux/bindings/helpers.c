@@ -16,6 +16,7 @@
 #include <net/sch_generic.h>
 #include <net/page_pool/helpers.h>
 #include <rdma/ib_verbs.h>
+#include <net/devlink.h>
 #include "helpers.h"
 
 /* net devices */
@@ -453,4 +454,23 @@ u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)
 u8 *rust_ext_ethtool_rxfh_context_key(struct ethtool_rxfh_context *ctx)
 {
 	return ethtool_rxfh_context_key(ctx);
+}
+
+/* devlink */
+
+struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
+				       size_t priv_size, struct device *dev)
+{
+	return devlink_alloc(ops, priv_size, dev);
+}
+
+void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
+				     enum devlink_port_flavour flavour, u32 number)
+{
+	struct devlink_port_attrs attrs = {
+		.flavour = flavour,
+		.phys.port_number = number,
+	};
+
+	devlink_port_attrs_set(port, &attrs);
 }

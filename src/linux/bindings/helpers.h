@@ -127,4 +127,10 @@ void rust_ext_local_irq_restore(unsigned long flags);
 struct ib_device *rust_ext_ib_alloc_device(size_t size);
 void rust_ext_ib_set_parent(struct ib_device *ibdev, struct device *parent);
 
+/* devlink */
+struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
+				       size_t priv_size, struct device *dev);
+void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
+				     enum devlink_port_flavour flavour, u32 number);
+
 #endif

@@ -20,6 +20,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, types::Opaque};
 
 use crate::linux::bindings;
+use crate::linux::devlink::Port;
 use crate::linux::net::{
     ethtool::EthtoolOps, ethtool_adapter::EthtoolAdapter, netdev_ops::Adapter, rtnl::Rtnl,
 };
@@ -380,6 +381,9 @@ pub(crate) struct Setup {
     /// (`netif_set_affinity_auto`); each queue's NAPI must be given its
     /// IRQ.
     pub(crate) irq_affinity_auto: bool,
+    /// The devlink port the device belongs to; the registration keeps
+    /// it until the device is unregistered.
+    pub(crate) devlink_port: Option<Port>,
 }
 
 /// The C operation tables of a net device type `T`. Declare one per type
@@ -422,6 +426,8 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
 /// A registered network device; unregistered and freed on drop.
 pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
     ndev: NonNull<bindings::net_device>,
+    // Dropped after the device is unregistered (in `drop`).
+    _port: Option<Port>,
     _t: PhantomData<T>,
 }
 
@@ -502,6 +508,11 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             }
             bindings::rust_ext_eth_hw_addr_set(raw, setup.mac.as_ptr());
             (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac);
+            // SET_NETDEV_DEVLINK_PORT: the port outlives the registered
+            // device (it is kept in the registration).
+            if let Some(port) = &setup.devlink_port {
+                (*raw).devlink_port = port.as_raw();
+            }
         }
         // No carrier until the driver says the link is up.
         dev.carrier_off();
@@ -540,6 +551,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         }
         Ok(Self {
             ndev,
+            _port: setup.devlink_port,
             _t: PhantomData,
         })
     }

@@ -159,8 +159,19 @@ pub(crate) struct QueuePair {
     tx: SpinLock<Option<TxState>>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
-    /// Set by the TX watchdog, taken by the reset work.
+    /// Why a reset is asked for ([`ResetCause`] bits; 0: it is not).
+    /// Set by the TX watchdog and the completion checks, taken by the
+    /// health report work.
     reset_requested: Atomic<u32>,
+    /// A reset was reported but not done (the health reporter's
+    /// auto-recovery is off, or in its grace period): the pair waits for
+    /// `devlink health recover`.
+    awaiting_recovery: Atomic<u32>,
+    /// The last completion out of step: side (bit 16: TX) and index.
+    bad_cqe_index: Atomic<u32>,
+    /// Its length, and the ring index it should have had.
+    bad_cqe_len: Atomic<u32>,
+    bad_cqe_expected: Atomic<u32>,
     /// NAPI polls run so far (the health check's sign of life).
     polls: Atomic<u64>,
     /// NAPI is enabled (between `start` and `stop`).
@@ -186,6 +197,10 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
+            awaiting_recovery: Atomic::new(0),
+            bad_cqe_index: Atomic::new(0),
+            bad_cqe_len: Atomic::new(0),
+            bad_cqe_expected: Atomic::new(0),
             polls: Atomic::new(0),
             polling: Atomic::new(0),
             health <- new_mutex!(QueueHealth::default()),
@@ -195,8 +210,9 @@ impl WithNapi<QueuePair> {
 
     /// The health check of a running pair: a completion that waited a
     /// whole check interval without a poll lost its interrupt. Counts it,
-    /// logs (rate-limited), and polls. Process context.
-    pub(crate) fn check_interrupts(&self) {
+    /// logs (rate-limited), and polls; returns whether it did. Process
+    /// context.
+    pub(crate) fn check_interrupts(&self) -> bool {
         let waiting = {
             let guard = lock_bh(&self.rx);
             guard.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
@@ -207,7 +223,7 @@ impl WithNapi<QueuePair> {
             .irq
             .check(waiting, self.polls.load(Relaxed));
         if !lost {
-            return;
+            return false;
         }
         bump(&self.stats.missed_irqs, 1);
         if net_ratelimit() {
@@ -218,6 +234,7 @@ impl WithNapi<QueuePair> {
             );
         }
         self.napi().schedule_from_task();
+        true
     }
 
     /// Records the IRQ of this pair's vector in its NAPI context.
@@ -323,19 +340,86 @@ impl WithNapi<QueuePair> {
     }
 }
 
+/// Why a queue pair needs the health work (bits of a request): all but
+/// [`ResetCause::LOST_IRQ`] reset it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ResetCause(u32);
+
+impl ResetCause {
+    /// The stack's TX watchdog found the queue stuck.
+    pub(crate) const TX_TIMEOUT: Self = Self(1);
+    /// A completion did not match its ring.
+    pub(crate) const COMPLETION: Self = Self(2);
+    /// Reconfiguration could not bring the pair back.
+    pub(crate) const RESTART: Self = Self(4);
+    /// A completion waited without an interrupt; the health check
+    /// polled, so only the report is left (no reset).
+    pub(crate) const LOST_IRQ: Self = Self(8);
+
+    /// Whether `other`'s bits are among ours.
+    pub(crate) fn has(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+/// A queue pair's state for `devlink health` (diagnose and dump).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PairSnapshot {
+    pub(crate) running: bool,
+    pub(crate) tx_entries: u16,
+    pub(crate) tx_head: u16,
+    pub(crate) tx_tail: u16,
+    pub(crate) tx_rung: u16,
+    pub(crate) tx_stopped: bool,
+    pub(crate) rx_entries: u16,
+    pub(crate) rx_head: u16,
+    pub(crate) rx_tail: u16,
+    pub(crate) cq_entries: u32,
+    pub(crate) cq_head: u32,
+    pub(crate) cq_phase: bool,
+    pub(crate) awaiting_recovery: bool,
+    pub(crate) resets: u64,
+    pub(crate) tx_timeouts: u64,
+    pub(crate) bad_completions: u64,
+    pub(crate) missed_irqs: u64,
+    /// The last completion out of step: on the TX side, its index and
+    /// length, and the index expected.
+    pub(crate) bad_cqe_tx: bool,
+    pub(crate) bad_cqe_index: u16,
+    pub(crate) bad_cqe_len: u32,
+    pub(crate) bad_cqe_expected: u16,
+}
+
 impl QueuePair {
-    /// Asks for this pair to be reset; true if it was not asked already.
-    pub(crate) fn request_reset(&self) -> bool {
-        self.reset_requested.xchg(1, Relaxed) == 0
+    /// This pair's index.
+    pub(crate) fn index(&self) -> u16 {
+        self.index
+    }
+
+    /// Asks for this pair to be reset for `cause`; true if it was not
+    /// asked already.
+    pub(crate) fn request_reset(&self, cause: ResetCause) -> bool {
+        let mut old = self.reset_requested.load(Relaxed);
+        loop {
+            match self.reset_requested.cmpxchg(old, old | cause.0, Relaxed) {
+                Ok(_) => return old == 0,
+                Err(now) => old = now,
+            }
+        }
     }
 
     /// The card wrote a completion the ring cannot match (index outside
     /// what is in flight, bogus length): from here on its completions and
     /// the driver's ring no longer line up, so the pair is reset. Counted
-    /// always, logged once per reset.
-    fn out_of_step(&self) {
+    /// always, logged once per reset. `tx`: on the TX side; `index` and
+    /// `len` as the card wrote them, `expected` the ring's next index.
+    fn out_of_step(&self, tx: bool, index: u16, len: u32, expected: u16) {
         bump(&self.stats.bad_completions, 1);
-        if self.request_reset() {
+        self.bad_cqe_index
+            .store(u32::from(tx) << 16 | u32::from(index), Relaxed);
+        self.bad_cqe_len.store(len, Relaxed);
+        self.bad_cqe_expected.store(u32::from(expected), Relaxed);
+        if self.request_reset(ResetCause::COMPLETION) {
             let dev = self.dev.get();
             pr_warn!(
                 "{}: queue pair {}: completion out of step with its ring, resetting it\n",
@@ -346,9 +430,56 @@ impl QueuePair {
         }
     }
 
-    /// Whether a reset was asked for since the last call.
-    pub(crate) fn take_reset_request(&self) -> bool {
-        self.reset_requested.xchg(0, Relaxed) != 0
+    /// Why a reset was asked for since the last call, if it was.
+    pub(crate) fn take_reset_request(&self) -> Option<ResetCause> {
+        match self.reset_requested.xchg(0, Relaxed) {
+            0 => None,
+            bits => Some(ResetCause(bits)),
+        }
+    }
+
+    /// Marks the pair as waiting for a manual recovery, or not.
+    pub(crate) fn set_awaiting_recovery(&self, waiting: bool) {
+        self.awaiting_recovery.store(u32::from(waiting), Relaxed);
+    }
+
+    /// Whether the pair waits for a manual recovery.
+    pub(crate) fn awaiting_recovery(&self) -> bool {
+        self.awaiting_recovery.load(Relaxed) != 0
+    }
+
+    /// Its rings' indices and fault counters now.
+    pub(crate) fn snapshot(&self) -> PairSnapshot {
+        let mut s = PairSnapshot {
+            running: self.polling.load(Relaxed) != 0,
+            awaiting_recovery: self.awaiting_recovery(),
+            resets: self.stats.resets.load(Relaxed),
+            tx_timeouts: self.stats.tx_timeouts.load(Relaxed),
+            bad_completions: self.stats.bad_completions.load(Relaxed),
+            missed_irqs: self.stats.missed_irqs.load(Relaxed),
+            ..Default::default()
+        };
+        let bad = self.bad_cqe_index.load(Relaxed);
+        s.bad_cqe_tx = bad & 1 << 16 != 0;
+        s.bad_cqe_index = bad as u16;
+        s.bad_cqe_len = self.bad_cqe_len.load(Relaxed);
+        s.bad_cqe_expected = self.bad_cqe_expected.load(Relaxed) as u16;
+        if let Some(rx) = &*lock_bh(&self.rx) {
+            s.rx_entries = rx.ring.size.get();
+            s.rx_head = rx.ring.head.get();
+            s.rx_tail = rx.ring.tail.get();
+            s.cq_entries = rx.cq.entries;
+            s.cq_head = rx.cq.head;
+            s.cq_phase = rx.cq.phase;
+        }
+        if let Some(tx) = &*lock_bh(&self.tx) {
+            s.tx_entries = tx.ring.size.get();
+            s.tx_head = tx.ring.head.get();
+            s.tx_tail = tx.ring.tail.get();
+            s.tx_rung = tx.rung.get();
+        }
+        s.tx_stopped = self.dev.get().tx_stopped(self.index);
+        s
     }
 
     /// Whether a reset is asked for (without taking the request).

@@ -80,7 +80,7 @@ impl QueuePair {
             || len > rx.pool.frame_room()
             || rx.pages[head].is_none()
         {
-            self.out_of_step();
+            self.out_of_step(false, cqe.index, len, rx.ring.head.get());
             return;
         }
         rx.ring.head = rx.ring.size.next(rx.ring.head);

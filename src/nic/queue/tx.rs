@@ -249,7 +249,9 @@ impl QueuePair {
                 last
             }
             _ => {
-                self.out_of_step();
+                let expected = tx.head.get();
+                drop(guard);
+                self.out_of_step(true, cqe.index, cqe.len, expected);
                 return;
             }
         };

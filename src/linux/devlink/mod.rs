@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! devlink: the device-wide handle through which operators see a device's
+//! versions (`devlink dev info`), its ports (`devlink port`) and its
+//! faults and recoveries (`devlink health`).
+//!
+//! Pattern of [`crate::linux::net::netdev`]: a `#[vtable]` trait the
+//! driver implements ([`DevlinkOps`]) with C-ABI trampolines, and the
+//! driver's state `T` pinned in the instance's private area for as long
+//! as the instance exists. A [`Registration`] is reference counted: the
+//! ports and health reporters of an instance each hold a reference, so
+//! the instance is unregistered and freed only after the last of them is
+//! gone, whatever order the driver drops them in.
+
+mod health;
+mod port;
+
+use core::{marker::PhantomData, ptr::NonNull};
+
+use kernel::{
+    device::Device,
+    error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
+    ffi::{c_int, c_void},
+    prelude::*,
+    sync::Arc,
+    types::{ForeignOwnable, Opaque},
+};
+
+use crate::linux::bindings;
+
+pub(crate) use health::{Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable};
+pub(crate) use port::{Port, PortFlavour};
+
+/// What a devlink instance's driver answers, called by the devlink core.
+#[vtable]
+pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
+    /// `info_get`: the device's serial number and versions
+    /// (`devlink dev info`). The core adds the driver's name itself.
+    fn info_get(_data: &Self, _req: &mut InfoRequest<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A devlink instance whose private area holds a `T`.
+///
+/// # Invariants
+///
+/// Wraps a `struct devlink` allocated by [`Registration::new`], whose
+/// private area holds an initialised `T` while a `&Devlink<T>` exists.
+#[repr(transparent)]
+pub(crate) struct Devlink<T>(Opaque<bindings::devlink>, PhantomData<T>);
+
+// SAFETY: The instance is usable from any thread; `T` is `Send + Sync`.
+unsafe impl<T: Send + Sync> Sync for Devlink<T> {}
+
+impl<T> Devlink<T> {
+    /// # Safety
+    ///
+    /// `ptr` is an instance allocated by [`Registration::new`] for this
+    /// `T`, alive with its `T` for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::devlink) -> &'a Self {
+        // SAFETY: `repr(transparent)` over the opaque C struct; validity
+        // is the caller's promise.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::devlink {
+        self.0.get()
+    }
+
+    /// The driver state in the private area.
+    pub(crate) fn data(&self) -> &T {
+        // SAFETY: By the type invariant the private area holds a live `T`.
+        unsafe { &*bindings::devlink_priv(self.as_raw()).cast::<T>() }
+    }
+}
+
+/// The C operation table of a devlink driver `T`; declare one per type
+/// as a `static`.
+pub(crate) struct DevlinkVTable<T> {
+    ops: bindings::devlink_ops,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: Function pointers and constants only, never written.
+unsafe impl<T> Sync for DevlinkVTable<T> {}
+
+impl<T: DevlinkOps> DevlinkVTable<T> {
+    /// The table of `T`'s operations.
+    pub(crate) const fn new() -> Self {
+        // SAFETY: Every field of `devlink_ops` is a nullable function
+        // pointer or an integer, for which zero means "not implemented".
+        let mut ops: bindings::devlink_ops = unsafe { core::mem::zeroed() };
+        if T::HAS_INFO_GET {
+            ops.info_get = Some(info_get::<T>);
+        }
+        Self {
+            ops,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// `info_get` of `T`'s table.
+///
+/// # Safety
+///
+/// The devlink core calls it for an instance made by
+/// [`Registration::new`] for `T`, with live arguments for the call.
+unsafe extern "C" fn info_get<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    req: *mut bindings::devlink_info_req,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: The core calls this only for a registered instance, so
+        // one of ours with its `T`, alive for the call.
+        let dl = unsafe { Devlink::<T>::from_raw(devlink) };
+        let mut req = InfoRequest {
+            raw: req,
+            _call: PhantomData,
+        };
+        T::info_get(dl.data(), &mut req)?;
+        Ok(0)
+    })
+}
+
+/// The answer to `devlink dev info` being built.
+///
+/// # Invariants
+///
+/// `raw` is the core's request, live for `'a`.
+pub(crate) struct InfoRequest<'a> {
+    raw: *mut bindings::devlink_info_req,
+    _call: PhantomData<&'a ()>,
+}
+
+/// Which list of `devlink dev info` a version goes in.
+#[derive(Clone, Copy)]
+pub(crate) enum VersionKind {
+    /// Of the hardware itself, cannot change (`fixed`).
+    Fixed,
+    /// Of what runs now (`running`).
+    Running,
+}
+
+impl InfoRequest<'_> {
+    /// The device's serial number.
+    pub(crate) fn serial_number(&mut self, serial: &CStr) -> Result {
+        // SAFETY: Live request (type invariant); a NUL-terminated string
+        // the core copies.
+        to_result(unsafe {
+            bindings::devlink_info_serial_number_put(self.raw, serial.as_char_ptr())
+        })
+    }
+
+    /// A version `name` = `value` (names as in
+    /// Documentation/networking/devlink/devlink-info.rst where one fits).
+    pub(crate) fn version(&mut self, kind: VersionKind, name: &CStr, value: &CStr) -> Result {
+        let (n, v) = (name.as_char_ptr(), value.as_char_ptr());
+        // SAFETY: Live request; NUL-terminated strings the core copies.
+        to_result(unsafe {
+            match kind {
+                VersionKind::Fixed => bindings::devlink_info_version_fixed_put(self.raw, n, v),
+                VersionKind::Running => bindings::devlink_info_version_running_put(self.raw, n, v),
+            }
+        })
+    }
+}
+
+/// A registered devlink instance with a `T` in its private area;
+/// unregistered and freed when the last reference goes.
+pub(crate) struct Registration<T: DevlinkOps> {
+    raw: NonNull<bindings::devlink>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: Only the instance pointer; the instance and `T` may be used and
+// dropped from any thread.
+unsafe impl<T: DevlinkOps> Send for Registration<T> {}
+// SAFETY: As above.
+unsafe impl<T: DevlinkOps> Sync for Registration<T> {}
+
+impl<T: DevlinkOps> Registration<T> {
+    /// Allocates an instance for `parent` with `vtable`'s operations,
+    /// initialises `T` in it and registers it.
+    pub(crate) fn new<E>(
+        parent: &Device,
+        vtable: &'static DevlinkVTable<T>,
+        init: impl PinInit<T, E>,
+    ) -> Result<Arc<Self>>
+    where
+        Error: From<E>,
+    {
+        let parent_raw: *const Device = parent;
+        // SAFETY: The table is `'static`; `Device` is `repr(transparent)`
+        // over `struct device`, a live device. Returns NULL on failure.
+        let raw = unsafe {
+            bindings::rust_ext_devlink_alloc(
+                &vtable.ops,
+                core::mem::size_of::<T>(),
+                parent_raw.cast_mut().cast(),
+            )
+        };
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // The private area is aligned as the core aligns it (`NETDEV_ALIGN`).
+        const { assert!(core::mem::align_of::<T>() <= 32) };
+        // SAFETY: Allocated above with room for a `T`; unused so far, and
+        // it never moves while the instance exists.
+        let slot = unsafe { bindings::devlink_priv(raw.as_ptr()) }.cast::<T>();
+        // SAFETY: `slot` is valid for a `T` and pinned.
+        if let Err(e) = unsafe { init.__pinned_init(slot) } {
+            // SAFETY: Never registered, no `T`.
+            unsafe { bindings::devlink_free(raw.as_ptr()) };
+            return Err(e.into());
+        }
+        // SAFETY: Fully set up, `T` initialised.
+        unsafe { bindings::devlink_register(raw.as_ptr()) };
+        // From here our drop undoes it all, also if this allocation fails.
+        let reg = Self {
+            raw,
+            _t: PhantomData,
+        };
+        Ok(Arc::new(reg, GFP_KERNEL)?)
+    }
+}
+
+/// A reference to a [`Registration`] that does not name its `T`: what a
+/// port or reporter holds so that the instance outlives it.
+///
+/// # Invariants
+///
+/// `hold` is an `Arc<Registration<T>>` turned foreign, for the `T` whose
+/// `put` this is; `raw` is that registration's instance.
+pub(crate) struct DevlinkRef {
+    raw: NonNull<bindings::devlink>,
+    hold: *mut c_void,
+    put: unsafe fn(*mut c_void),
+}
+
+// SAFETY: It only keeps a `Registration` (`Send + Sync`) alive.
+unsafe impl Send for DevlinkRef {}
+// SAFETY: As above.
+unsafe impl Sync for DevlinkRef {}
+
+/// # Safety
+///
+/// `hold` came from `Arc::<Registration<T>>::into_foreign` and is given
+/// back once.
+unsafe fn put<T: DevlinkOps>(hold: *mut c_void) {
+    // SAFETY: The caller's promise.
+    drop(unsafe { Arc::<Registration<T>>::from_foreign(hold) });
+}
+
+impl DevlinkRef {
+    /// A new reference to `reg`.
+    pub(crate) fn new<T: DevlinkOps>(reg: &Arc<Registration<T>>) -> Self {
+        Self {
+            raw: reg.raw,
+            hold: reg.clone().into_foreign(),
+            put: put::<T>,
+        }
+    }
+
+    fn as_raw(&self) -> *mut bindings::devlink {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for DevlinkRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant, given back exactly once, here.
+        unsafe { (self.put)(self.hold) };
+    }
+}
+
+impl<T: DevlinkOps> Drop for Registration<T> {
+    fn drop(&mut self) {
+        let raw = self.raw.as_ptr();
+        // SAFETY: Registered in `new`. Unregistering waits for running
+        // callbacks (they hold the instance lock), and no new one starts.
+        // Every port and reporter held a reference to us, so all are gone.
+        unsafe { bindings::devlink_unregister(raw) };
+        // SAFETY: No callback can run now; `T` is dropped exactly once.
+        unsafe { core::ptr::drop_in_place(bindings::devlink_priv(raw).cast::<T>()) };
+        // SAFETY: Unregistered, `T` dropped.
+        unsafe { bindings::devlink_free(raw) };
+    }
+}
