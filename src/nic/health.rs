@@ -13,6 +13,8 @@
 //! unless auto-recovery is off or the grace period says no; a pair not
 //! recovered then waits for `devlink health recover`.
 
+use core::marker::PhantomData;
+
 use kernel::{
     prelude::*,
     sync::{
@@ -377,13 +379,18 @@ fn put_fault(fmsg: &mut Fmsg<'_>, fault: &QueueFault, put: fn(&mut Fmsg<'_>, &Pa
     });
 }
 
-/// `tx`: TX queues the watchdog found stuck, and pairs that did not come
-/// back after a reconfiguration; recovered by resetting the pair.
-struct TxReporter;
+/// What a queue reporter is about: its name and what it shows of a pair.
+trait PairView: 'static {
+    const NAME: &'static CStr;
+    fn put(fmsg: &mut Fmsg<'_>, s: &PairSnapshot);
+}
+
+/// A reporter of queue pair faults; recovered by resetting the pair.
+struct QueueReporter<V>(PhantomData<V>);
 
 #[vtable]
-impl HealthReporterOps for TxReporter {
-    const NAME: &'static CStr = c"tx";
+impl<V: PairView> HealthReporterOps for QueueReporter<V> {
+    const NAME: &'static CStr = V::NAME;
     type Owner = NetDevRef<Nic>;
     type Fault = QueueFault;
 
@@ -393,46 +400,42 @@ impl HealthReporterOps for TxReporter {
 
     fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&QueueFault>) -> Result {
         if let Some(fault) = fault {
-            put_fault(fmsg, fault, put_tx);
+            put_fault(fmsg, fault, V::put);
         }
-        put_pairs(fmsg, owner.get().data(), put_tx);
+        put_pairs(fmsg, owner.get().data(), V::put);
         Ok(())
     }
 
     fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_pairs(fmsg, owner.get().data(), put_tx);
+        put_pairs(fmsg, owner.get().data(), V::put);
         Ok(())
+    }
+}
+
+/// `tx`: TX queues the watchdog found stuck, and pairs that did not come
+/// back after a reconfiguration.
+struct TxView;
+
+impl PairView for TxView {
+    const NAME: &'static CStr = c"tx";
+    fn put(fmsg: &mut Fmsg<'_>, s: &PairSnapshot) {
+        put_tx(fmsg, s);
     }
 }
 
 /// `completion`: completions the card wrote that do not match their ring
-/// (bad index or length, duplicated, missing); recovered by resetting
-/// the pair.
-struct CompletionReporter;
+/// (bad index or length, duplicated, missing), and lost interrupts.
+struct CompletionView;
 
-#[vtable]
-impl HealthReporterOps for CompletionReporter {
+impl PairView for CompletionView {
     const NAME: &'static CStr = c"completion";
-    type Owner = NetDevRef<Nic>;
-    type Fault = QueueFault;
-
-    fn recover(owner: &Self::Owner, fault: Option<&QueueFault>) -> Result {
-        Nic::recover_pairs(owner.get(), fault)
-    }
-
-    fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&QueueFault>) -> Result {
-        if let Some(fault) = fault {
-            put_fault(fmsg, fault, put_completion);
-        }
-        put_pairs(fmsg, owner.get().data(), put_completion);
-        Ok(())
-    }
-
-    fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_pairs(fmsg, owner.get().data(), put_completion);
-        Ok(())
+    fn put(fmsg: &mut Fmsg<'_>, s: &PairSnapshot) {
+        put_completion(fmsg, s);
     }
 }
+
+type TxReporter = QueueReporter<TxView>;
+type CompletionReporter = QueueReporter<CompletionView>;
 
 fn put_card(fmsg: &mut Fmsg<'_>, s: &CardSnapshot) {
     fmsg.bool(c"answering", s.status.is_some())

@@ -163,17 +163,7 @@ check "recovered by hand, traffic flows" pings
 # TX timeout: the card stops sending, the watchdog fires, 'tx' reports.
 errors=$(reporter tx error) recovers=$(reporter tx recover)
 harness card A stall-tx >/dev/null
-python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, 32, 16 << 20)  # SO_SNDBUFFORCE
-s.setblocking(False)
-for _ in range(2000):
-    try:
-        s.sendto(b"x" * 64, (sys.argv[1], 9))
-    except BlockingIOError:
-        pass
-' $IP_B
+fill_tx_ring $IP_B
 wait_reporter tx recover $((recovers + 1))
 check "a stuck TX queue: an error on 'tx', recovered" \
 	test "$(reporter tx error)" -gt "$errors" -a "$(reporter tx recover)" -gt "$recovers"

@@ -132,6 +132,23 @@ card_addr() { # A|B
 	case $1 in A) echo "${addrs[0]}" ;; B) echo "${addrs[1]}" ;; esac
 }
 
+# fill_tx_ring IP: 2000 small UDP datagrams to IP at once, more than a
+# TX ring holds; a forced large send buffer keeps the unsent skbs from
+# blocking the socket first (for a stalled TX queue to fill).
+fill_tx_ring() {
+	python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 32, 16 << 20)  # SO_SNDBUFFORCE
+s.setblocking(False)
+for _ in range(2000):
+    try:
+        s.sendto(b"x" * 64, (sys.argv[1], 9))
+    except BlockingIOError:
+        pass
+' "$1"
+}
+
 # "IRQ count" for each of a card's MSI-X vectors, from the kernel's own
 # count (/proc/interrupts, summed over CPUs).
 vector_irqs() { # A|B

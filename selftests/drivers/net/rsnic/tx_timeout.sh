@@ -22,19 +22,7 @@ ping -c 1 -W 2 -q $IP_B >/dev/null
 before=$(timeouts)
 dmesg_mark
 harness card A stall-tx >/dev/null
-# Send more datagrams than the ring holds; a forced large send buffer
-# keeps the unsent skbs from blocking the socket first.
-python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, 32, 16 << 20)  # SO_SNDBUFFORCE
-s.setblocking(False)
-for _ in range(2000):
-    try:
-        s.sendto(b"x" * 64, (sys.argv[1], 9))
-    except BlockingIOError:
-        pass
-' $IP_B &
+fill_tx_ring $IP_B &
 for _ in $(seq 200); do
 	logged "queue pair [0-9]* reset$" && break
 	sleep 0.1
