@@ -281,6 +281,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     bond.state.vf_present.store(1, Relaxed);
     vf.sync_features(rtnl, pf.features(), followed_features());
     follow_rx_filter(pf, vf);
+    vf.data().follow_xdp(rtnl, Some(pf.data()));
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     request_sync(pf);
 }
@@ -293,6 +294,8 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     }
     switch_datapath(pf, vf, false);
     pf.release(rtnl, vf);
+    // The program stays on the synthetic NIC only.
+    vf.data().follow_xdp(rtnl, None);
     {
         // In one step, so a reader sees the VF's counts in the base or
         // live, never both or neither.
@@ -358,6 +361,18 @@ pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
     if let Some(vf) = enslaved_vf(pf, rtnl) {
         follow_rx_filter(pf, vf);
     }
+}
+
+/// The synthetic NIC's XDP program changed: its VF runs the new one.
+pub(crate) fn xdp_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
+    if let Some(vf) = enslaved_vf(pf, rtnl) {
+        vf.data().follow_xdp(rtnl, Some(pf.data()));
+    }
+}
+
+/// Whether `vf` is enslaved to its synthetic NIC.
+pub(crate) fn is_enslaved(vf: &NetDev<Nic>, rtnl: &Rtnl) -> bool {
+    rx_filter_master(vf, rtnl).is_some()
 }
 
 /// The synthetic NIC's offloads become `features`: the VF's follow.

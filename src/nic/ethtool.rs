@@ -181,6 +181,22 @@ impl EthtoolOps for Nic {
                 format_args!("q{q}_missed_irqs"),
                 s.missed_irqs.load(Relaxed),
             );
+            for (name, counter) in [
+                ("pass", &s.xdp_pass),
+                ("tx", &s.xdp_tx),
+                ("tx_errors", &s.xdp_tx_errors),
+                ("redirect", &s.xdp_redirect),
+                ("redirect_errors", &s.xdp_redirect_errors),
+                ("drop", &s.xdp_drop),
+                ("aborted", &s.xdp_aborted),
+            ] {
+                sink.stat(format_args!("rx{q}_xdp_{name}"), counter.load(Relaxed));
+            }
+            sink.stat(format_args!("tx{q}_xdp_xmit"), s.tx_xdp_xmit.load(Relaxed));
+            sink.stat(
+                format_args!("tx{q}_xdp_xmit_errors"),
+                s.tx_xdp_xmit_errors.load(Relaxed),
+            );
             // The card's own counts of this pair, asked for only when the
             // values are read. A card that does not answer reads as zeros.
             let card = if sink.wants_values() {

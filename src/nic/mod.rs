@@ -7,7 +7,8 @@
 //! One file per surface, as fbnic and mana do it: registration and the
 //! card-facing configuration here, the net device operations in
 //! `netdev.rs`, ethtool in `ethtool.rs`, health checks and resets in
-//! `recovery.rs`, the queue pairs in `queue.rs` (with `tx.rs`, `rx.rs`).
+//! `recovery.rs`, native XDP in `xdp.rs`, the queue pairs in `queue.rs`
+//! (with `tx.rs`, `rx.rs`).
 
 mod ethtool;
 mod health;
@@ -17,6 +18,7 @@ pub(crate) mod queue;
 mod recovery;
 mod ring;
 mod steering;
+mod xdp;
 
 use kernel::{
     device::{Bound, Device},
@@ -48,6 +50,7 @@ use crate::linux::{
         rtnl::Rtnl,
         skbuff::SkBuff,
         work::NetDevWork,
+        xdp::{XdpFeatures, XdpProgSlot},
     },
 };
 use crate::regs::Registers;
@@ -160,6 +163,8 @@ pub(crate) struct Nic {
     bond: Bond,
     /// PF: the GFT's policy, flows and exception path.
     gft: Option<Arc<Gft>>,
+    /// The native XDP program every RX queue runs (`xdp.rs`).
+    xdp: XdpProgSlot,
     /// The RX filter the device's own address lists and flags ask for
     /// (`rx_mode` bits and multicast hash); see `apply_rx_filter`.
     rx_filter_flags: Atomic<u32>,
@@ -247,6 +252,9 @@ pub(crate) fn register(
         irq_affinity_auto: true,
         // A PF's NIC is the card's port to the outside; a VF's is a
         // virtual one.
+        xdp_features: XdpFeatures::BASIC
+            .with(XdpFeatures::REDIRECT)
+            .with(XdpFeatures::NDO_XMIT),
         devlink_port: Some(Port::new(
             DevlinkRef::new(devlink),
             0,
@@ -328,6 +336,7 @@ pub(crate) fn register(
             perm_mac: mac,
             bond <- Bond::new(),
             gft,
+            xdp: XdpProgSlot::new(),
             rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
             rx_filter_mc: Atomic::new(0),
             fw_version: [fw[1], fw[2], fw[3]],

@@ -18,6 +18,7 @@ use crate::linux::net::{
     },
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
+    xdp::{XdpSetup, XdpXmitBatch},
 };
 
 #[vtable]
@@ -158,6 +159,14 @@ impl NetDevOps for Nic {
         }
         bond::features_changed(dev, rtnl, features);
         Ok(())
+    }
+
+    fn xdp_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XdpSetup<'_>) -> Result {
+        dev.data().install_xdp(dev, rtnl, setup)
+    }
+
+    fn xdp_xmit(dev: &NetDev<Self>, frames: &mut XdpXmitBatch<'_>, flush: bool) {
+        dev.data().xdp_xmit(dev, frames, flush);
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {

@@ -13,4 +13,7 @@
 #include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>
 #include <net/devlink.h>
+#include <linux/bpf.h>
+#include <linux/filter.h>
+#include <net/xdp.h>
 #include "helpers.h"

@@ -17,6 +17,9 @@
 #include <net/page_pool/helpers.h>
 #include <rdma/ib_verbs.h>
 #include <net/devlink.h>
+#include <net/xdp.h>
+#include <linux/filter.h>
+#include <trace/events/xdp.h>
 #include "helpers.h"
 
 /* net devices */
@@ -309,10 +312,11 @@ void rust_ext_skb_queue_purge(struct sk_buff_head *list)
 	skb_queue_purge(list);
 }
 
-/* Headroom the stack wants in front of a received frame. */
+/* Headroom in front of a received frame: what the stack wants, and what
+ * an XDP program may grow into (bpf_xdp_adjust_head). */
 u32 rust_ext_rx_headroom(void)
 {
-	return NET_SKB_PAD + NET_IP_ALIGN;
+	return max(NET_SKB_PAD, XDP_PACKET_HEADROOM) + NET_IP_ALIGN;
 }
 
 /* Bytes at the end of a buffer build_skb needs for skb_shared_info. */
@@ -388,6 +392,39 @@ void rust_ext_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct pa
 void *rust_ext_page_address(const struct page *page)
 {
 	return page_address(page);
+}
+
+void rust_ext_page_pool_dma_sync_for_device(const struct page_pool *pool, struct page *page,
+					 u32 offset, u32 len)
+{
+	dma_sync_single_for_device(pool->p.dev, page_pool_get_dma_addr(page) + offset, len,
+				   page_pool_get_dma_dir(pool));
+}
+
+/* XDP */
+
+void rust_ext_xdp_buff_init(struct xdp_buff *xdp, struct xdp_rxq_info *rxq, void *hard_start,
+			    u32 frame_sz, u32 headroom, u32 len)
+{
+	xdp_init_buff(xdp, frame_sz, rxq);
+	xdp_prepare_buff(xdp, hard_start, headroom, len, false);
+}
+
+u32 rust_ext_bpf_prog_run_xdp(const struct bpf_prog *prog, struct xdp_buff *xdp)
+{
+	return bpf_prog_run_xdp(prog, xdp);
+}
+
+void rust_ext_trace_xdp_exception(const struct net_device *dev, const struct bpf_prog *prog,
+				  u32 act)
+{
+	trace_xdp_exception(dev, prog, act);
+}
+
+int rust_ext_xdp_rxq_info_reg(struct xdp_rxq_info *rxq, struct net_device *dev, u32 queue,
+			      struct napi_struct *napi)
+{
+	return xdp_rxq_info_reg(rxq, dev, queue, napi->napi_id);
 }
 
 /* work items */

@@ -111,6 +111,20 @@ dma_addr_t rust_ext_page_pool_get_dma_addr(const struct page *page);
 void rust_ext_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page *page,
 				      u32 offset, u32 len);
 void *rust_ext_page_address(const struct page *page);
+void rust_ext_page_pool_dma_sync_for_device(const struct page_pool *pool, struct page *page,
+					 u32 offset, u32 len);
+
+/* XDP */
+struct bpf_prog;
+struct xdp_buff;
+struct xdp_rxq_info;
+void rust_ext_xdp_buff_init(struct xdp_buff *xdp, struct xdp_rxq_info *rxq, void *hard_start,
+			    u32 frame_sz, u32 headroom, u32 len);
+u32 rust_ext_bpf_prog_run_xdp(const struct bpf_prog *prog, struct xdp_buff *xdp);
+void rust_ext_trace_xdp_exception(const struct net_device *dev, const struct bpf_prog *prog,
+				  u32 act);
+int rust_ext_xdp_rxq_info_reg(struct xdp_rxq_info *rxq, struct net_device *dev, u32 queue,
+			      struct napi_struct *napi);
 
 /* work items */
 void rust_ext_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *));

@@ -6,11 +6,15 @@
 use kernel::{dma::DmaAddress, prelude::*};
 
 use crate::linux::bindings;
-use crate::linux::{dma::DmaDevice, net::skbuff::SkBuff};
+use crate::linux::{
+    dma::DmaDevice,
+    net::{skbuff::SkBuff, xdp::XdpFrame},
+};
 
 /// Which part of an skb a mapping covers (they unmap differently).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
+    /// The linear head, or an XDP frame: one mapped range.
     Head,
     Frag,
 }
@@ -90,6 +94,24 @@ impl TxMapping {
             addr,
             len,
             part: Part::Frag,
+        })
+    }
+
+    /// Maps an XDP frame redirected to this device.
+    pub(crate) fn xdp_frame(dma: &DmaDevice, frame: &XdpFrame) -> Result<Self> {
+        let len = frame.len();
+        // SAFETY: `dma` is a bound device; the caller owns `frame`, whose
+        // data stays put until it is returned, which happens only after
+        // this mapping is dropped (documented above).
+        let addr =
+            unsafe { bindings::rust_ext_dma_map_single_to_device(dma.as_raw(), frame.data(), len) };
+        check_mapping(dma, addr)?;
+        // INVARIANT: mapped just now on `dma`'s device, as a single range.
+        Ok(Self {
+            dev: dma.as_raw(),
+            addr,
+            len,
+            part: Part::Head,
         })
     }
 

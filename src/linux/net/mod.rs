@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Networking: net devices and their operations, ethtool, NAPI, socket
-//! buffers, page pools, the RTNL lock, upper/lower device links and the
-//! netdevice notifier.
+//! buffers, page pools, native XDP, the RTNL lock, upper/lower device
+//! links and the netdevice notifier.
 
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
@@ -17,3 +17,4 @@ pub(crate) mod skbuff;
 pub(crate) mod stats;
 pub(crate) mod upper;
 pub(crate) mod work;
+pub(crate) mod xdp;

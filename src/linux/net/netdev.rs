@@ -23,6 +23,7 @@ use crate::linux::bindings;
 use crate::linux::devlink::Port;
 use crate::linux::net::{
     ethtool::EthtoolOps, ethtool_adapter::EthtoolAdapter, netdev_ops::Adapter, rtnl::Rtnl,
+    xdp::XdpFeatures,
 };
 
 pub(crate) use crate::linux::net::{
@@ -384,6 +385,9 @@ pub(crate) struct Setup {
     /// The devlink port the device belongs to; the registration keeps
     /// it until the device is unregistered.
     pub(crate) devlink_port: Option<Port>,
+    /// The XDP actions the driver carries out (`xdp_features`); a driver
+    /// with any implements [`NetDevOps::xdp_setup`].
+    pub(crate) xdp_features: XdpFeatures,
 }
 
 /// The C operation tables of a net device type `T`. Declare one per type
@@ -506,6 +510,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             if setup.irq_affinity_auto {
                 bindings::netif_set_affinity_auto(raw);
             }
+            (*raw).xdp_features = setup.xdp_features.bits();
             bindings::rust_ext_eth_hw_addr_set(raw, setup.mac.as_ptr());
             (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac);
             // SET_NETDEV_DEVLINK_PORT: the port outlives the registered

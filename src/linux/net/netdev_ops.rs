@@ -19,6 +19,7 @@ use crate::linux::net::{
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
+    xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
 };
 
 /// The stack's own TX queue choice for an skb in `ndo_select_queue`
@@ -99,6 +100,20 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// `ndo_bpf` with `XDP_SETUP_PROG`: install `setup.prog()` as the
+    /// device's native XDP program (none: remove it). The driver keeps
+    /// its own reference ([`crate::linux::net::xdp::XdpProgRef::to_owned`]).
+    /// Other `ndo_bpf` commands are refused with `EINVAL`.
+    fn xdp_setup(_dev: &NetDev<Self>, _rtnl: &Rtnl, _setup: XdpSetup<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_xdp_xmit`: send frames other devices' XDP programs redirected
+    /// here, in order (softirq context); tell the device now if `flush`.
+    fn xdp_xmit(_dev: &NetDev<Self>, _frames: &mut XdpXmitBatch<'_>, _flush: bool) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Per-queue stats (`netdev_stat_ops`): the counters of RX and TX
     /// queue `queue`, one of those in use. Implement with
     /// [`NetDevOps::base_stats`].
@@ -145,6 +160,12 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_SELECT_QUEUE {
             ops.ndo_select_queue = Some(Self::select_queue);
+        }
+        if T::HAS_XDP_SETUP {
+            ops.ndo_bpf = Some(Self::bpf);
+        }
+        if T::HAS_XDP_XMIT {
+            ops.ndo_xdp_xmit = Some(Self::xdp_xmit);
         }
         ops
     };
@@ -386,6 +407,61 @@ impl<T: NetDevOps> Adapter<T> {
             T::set_features(dev, rtnl, Features::from_raw(features))?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// As `open` (the core holds RTNL and the device's instance lock);
+    /// `bpf` is the live request.
+    unsafe extern "C" fn bpf(
+        ndev: *mut bindings::net_device,
+        bpf: *mut bindings::netdev_bpf,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // SAFETY: `bpf` is live for the call.
+        let bpf = unsafe { &mut *bpf };
+        if bpf.command != bindings::bpf_netdev_command_XDP_SETUP_PROG {
+            return -(kernel::bindings::EINVAL as c_int);
+        }
+        // SAFETY: For `XDP_SETUP_PROG` the request holds the program (or
+        // null) and the extended ack.
+        let (prog, extack) = unsafe {
+            let p = &bpf.__bindgen_anon_1.__bindgen_anon_1;
+            (p.prog, p.extack)
+        };
+        // SAFETY: Both live for the call.
+        let setup = unsafe { XdpSetup::from_raw(prog, extack) };
+        from_result(|| {
+            T::xdp_setup(dev, rtnl, setup)?;
+            // On success the driver owns the reference the core took for
+            // it; it took its own, so this one goes back.
+            if !prog.is_null() {
+                // SAFETY: The core's reference, handed to us on success.
+                unsafe { bindings::bpf_prog_put(prog) };
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev` (softirq context, no RTNL); `frames` holds `n` frames the
+    /// core hands over.
+    unsafe extern "C" fn xdp_xmit(
+        ndev: *mut bindings::net_device,
+        n: c_int,
+        frames: *mut *mut bindings::xdp_frame,
+        flags: u32,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        // SAFETY: Per the function's contract.
+        unsafe {
+            xdp_xmit_call(n, frames, flags, |batch, flush| {
+                T::xdp_xmit(dev, batch, flush)
+            })
+        }
     }
 
     /// # Safety

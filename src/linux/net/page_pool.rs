@@ -11,7 +11,11 @@ use kernel::{dma::DmaAddress, ffi::c_int, page::PAGE_SIZE, prelude::*};
 use crate::linux::bindings;
 use crate::linux::{
     dma::DmaDevice,
-    net::{napi::Napi, skbuff::SkBuff},
+    net::{
+        napi::Napi,
+        skbuff::SkBuff,
+        xdp::{XdpDrop, XdpProgRef, XdpRxq, XdpVerdict},
+    },
 };
 
 /// `PP_FLAG_DMA_MAP` (a `BIT()` macro bindgen cannot read): the pool maps
@@ -80,7 +84,9 @@ impl PagePool {
             fast.nid = NUMA_NO_NODE;
             fast.dev = dma.as_raw();
             fast.napi = napi.as_raw();
-            fast.dma_dir = bindings::dma_data_direction_DMA_FROM_DEVICE;
+            // Both ways: an XDP program may send a frame back out of the
+            // page it arrived in (`XDP_TX`).
+            fast.dma_dir = bindings::dma_data_direction_DMA_BIDIRECTIONAL;
             fast.offset = headroom;
             fast.max_len = frame_room;
             let slow = &mut params.__bindgen_anon_2.slow;
@@ -107,6 +113,10 @@ impl PagePool {
     /// Largest frame one buffer holds.
     pub(crate) fn frame_room(&self) -> u32 {
         self.frame_room
+    }
+
+    pub(in crate::linux) fn as_raw(&self) -> *mut bindings::page_pool {
+        self.pool.as_ptr()
     }
 
     /// A page for the device to fill, or `None` when memory is short.
@@ -161,10 +171,10 @@ impl RxPage {
         }
     }
 
-    /// Wraps the page, now holding a received frame of `len` bytes, in an
-    /// skb. Gives the page back if no skb could be allocated.
-    pub(crate) fn into_skb(self, len: u32) -> Result<SkBuff, Self> {
-        if len > self.size - self.headroom {
+    /// The page now holds a frame of `len` bytes the device wrote: makes
+    /// it visible to the CPU. Gives the page back if `len` does not fit.
+    pub(crate) fn received(self, len: u32) -> Result<RxFrame, Self> {
+        if len > self.size - self.headroom - shinfo_room() {
             return Err(self);
         }
         // SAFETY: We own the page, mapped by its pool; the range synced is
@@ -177,16 +187,52 @@ impl RxPage {
                 len,
             )
         };
-        let page = self.page.as_ptr();
+        Ok(RxFrame {
+            offset: self.headroom,
+            len,
+            page: self,
+        })
+    }
+}
+
+/// Bytes at the end of a buffer for `skb_shared_info`.
+fn shinfo_room() -> u32 {
+    // SAFETY: A pure function of the kernel configuration.
+    unsafe { bindings::rust_ext_skb_shinfo_room() }
+}
+
+/// A received frame in its page, visible to the CPU: `len` bytes from
+/// `offset` (an XDP program may have moved either).
+///
+/// # Invariants
+///
+/// `offset + len + shinfo_room() <= page.size`.
+pub(crate) struct RxFrame {
+    page: RxPage,
+    offset: u32,
+    len: u32,
+}
+
+impl RxFrame {
+    /// Bytes of the frame.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Wraps the frame in an skb. Gives the page back if no skb could be
+    /// allocated.
+    pub(crate) fn into_skb(self) -> Result<SkBuff, RxPage> {
+        let page = self.page.page.as_ptr();
         // SAFETY: We own the page, `size` bytes long, with `len` frame
-        // bytes at `headroom` and room for `skb_shared_info` at the end
-        // (the pool was sized so). On success the skb owns the page, and
-        // gives it back to its pool when freed (`skb_mark_for_recycle`).
+        // bytes at `offset` and room for `skb_shared_info` after them
+        // (type invariant). On success the skb owns the page, and gives
+        // it back to its pool when freed (`skb_mark_for_recycle`).
         let skb = unsafe {
-            let skb = bindings::napi_build_skb(bindings::rust_ext_page_address(page), self.size);
+            let skb =
+                bindings::napi_build_skb(bindings::rust_ext_page_address(page), self.page.size);
             if !skb.is_null() {
-                bindings::rust_ext_skb_reserve(skb, self.headroom as c_int);
-                bindings::skb_put(skb, len);
+                bindings::rust_ext_skb_reserve(skb, self.offset as c_int);
+                bindings::skb_put(skb, self.len);
                 bindings::rust_ext_skb_mark_for_recycle(skb);
             }
             skb
@@ -194,10 +240,97 @@ impl RxPage {
         // SAFETY: NULL or a new skb that we own.
         match unsafe { SkBuff::from_raw(skb) } {
             Some(skb) => {
-                core::mem::forget(self);
+                core::mem::forget(self.page);
                 Ok(skb)
             }
-            None => Err(self),
+            None => Err(self.page),
+        }
+    }
+
+    /// The frame's bus address, for the device to read it (`XDP_TX`);
+    /// what the CPU wrote into it is made visible to the device first.
+    pub(crate) fn for_device(&self) -> DmaAddress {
+        let (pool, page) = (self.page.pool.as_ptr(), self.page.page.as_ptr());
+        // SAFETY: We own the page, mapped both ways by its pool; the range
+        // is inside it (type invariant).
+        unsafe {
+            bindings::rust_ext_page_pool_dma_sync_for_device(pool, page, self.offset, self.len);
+            bindings::rust_ext_page_pool_get_dma_addr(page) + DmaAddress::from(self.offset)
+        }
+    }
+
+    /// Runs the XDP program `prog` on the frame, received on `rxq`, and
+    /// carries out what needs no driver: a redirect, a drop (the page
+    /// back to its pool), the trace of an aborted or unknown action.
+    pub(crate) fn run_xdp(self, prog: XdpProgRef<'_>, rxq: &XdpRxq) -> XdpVerdict<Self> {
+        let page = self.page.page.as_ptr();
+        // SAFETY: We own the page; its address is where the pool mapped it.
+        let hard_start = unsafe { bindings::rust_ext_page_address(page) };
+        // SAFETY: All-zero is a valid `xdp_buff` (null pointers, zeros),
+        // set up fully by the helper below.
+        let mut xdp: bindings::xdp_buff = unsafe { core::mem::zeroed() };
+        // SAFETY: The buffer describes our page: `size` bytes from
+        // `hard_start`, the frame at `offset`; `rxq` is registered.
+        let act = unsafe {
+            bindings::rust_ext_xdp_buff_init(
+                &mut xdp,
+                rxq.as_raw(),
+                hard_start,
+                self.page.size,
+                self.offset,
+                self.len,
+            );
+            bindings::rust_ext_bpf_prog_run_xdp(prog.as_raw(), &mut xdp)
+        };
+        // Where the program left the frame: its helpers keep it between
+        // the headroom's start and the tailroom `skb_shared_info` needs.
+        let start = (xdp.data as usize).wrapping_sub(hard_start as usize);
+        let end = (xdp.data_end as usize).wrapping_sub(hard_start as usize);
+        if start > end || end + shinfo_room() as usize > self.page.size as usize {
+            // Not what the helpers allow: nothing is sent anywhere.
+            return XdpVerdict::Dropped(XdpDrop::Aborted);
+        }
+        let (Ok(offset), Ok(len)) = (u32::try_from(start), u32::try_from(end - start)) else {
+            return XdpVerdict::Dropped(XdpDrop::Aborted);
+        };
+        let frame = Self {
+            page: self.page,
+            offset,
+            len,
+        };
+        let dev = rxq.dev_raw();
+        let aborted = |act: u32| {
+            // SAFETY: Live device and program for the call.
+            unsafe { bindings::rust_ext_trace_xdp_exception(dev, prog.as_raw(), act) };
+        };
+        match act {
+            bindings::xdp_action_XDP_PASS => XdpVerdict::Pass(frame),
+            bindings::xdp_action_XDP_TX => XdpVerdict::Tx(frame),
+            bindings::xdp_action_XDP_DROP => XdpVerdict::Dropped(XdpDrop::Drop),
+            bindings::xdp_action_XDP_REDIRECT => {
+                // SAFETY: `xdp` describes our page, of a pool registered as
+                // `rxq`'s memory model; called from the NAPI poll.
+                let err = unsafe { bindings::xdp_do_redirect(dev, &mut xdp, prog.as_raw()) };
+                if err == 0 {
+                    // The target owns the page now and gives it back to
+                    // its pool.
+                    core::mem::forget(frame.page);
+                    XdpVerdict::Redirected
+                } else {
+                    aborted(act);
+                    XdpVerdict::Dropped(XdpDrop::RedirectFailed)
+                }
+            }
+            bindings::xdp_action_XDP_ABORTED => {
+                aborted(act);
+                XdpVerdict::Dropped(XdpDrop::Aborted)
+            }
+            _ => {
+                // SAFETY: Live device and program for the call.
+                unsafe { bindings::bpf_warn_invalid_xdp_action(dev, prog.as_raw(), act) };
+                aborted(act);
+                XdpVerdict::Dropped(XdpDrop::Aborted)
+            }
         }
     }
 }

@@ -36,6 +36,7 @@ use crate::linux::{
         netdev::{net_ratelimit, NetDevRef, RxQueueStats, TxQueueStats},
         page_pool::PagePool,
         rtnl::Rtnl,
+        xdp::XdpRxq,
     },
     sync::lock_bh,
 };
@@ -85,6 +86,21 @@ pub(crate) struct QueueStats {
     /// Interrupts the health check found lost (a completion waited a whole
     /// check interval without a poll); each was followed by a poll.
     pub(crate) missed_irqs: Atomic<u64>,
+    /// What the XDP program decided for RX frames: passed to the stack,
+    /// sent back out (`xdp_tx`; those without TX ring room in
+    /// `xdp_tx_errors`), redirected (refused by the target:
+    /// `xdp_redirect_errors`), dropped, aborted.
+    pub(crate) xdp_pass: Atomic<u64>,
+    pub(crate) xdp_tx: Atomic<u64>,
+    pub(crate) xdp_tx_errors: Atomic<u64>,
+    pub(crate) xdp_redirect: Atomic<u64>,
+    pub(crate) xdp_redirect_errors: Atomic<u64>,
+    pub(crate) xdp_drop: Atomic<u64>,
+    pub(crate) xdp_aborted: Atomic<u64>,
+    /// Frames other devices redirected here (`ndo_xdp_xmit`) put on the
+    /// TX ring, and those refused for lack of room.
+    pub(crate) tx_xdp_xmit: Atomic<u64>,
+    pub(crate) tx_xdp_xmit_errors: Atomic<u64>,
 }
 
 impl QueueStats {
@@ -114,6 +130,15 @@ impl QueueStats {
             rx_crc_errors: Atomic::new(0),
             resets: Atomic::new(0),
             missed_irqs: Atomic::new(0),
+            xdp_pass: Atomic::new(0),
+            xdp_tx: Atomic::new(0),
+            xdp_tx_errors: Atomic::new(0),
+            xdp_redirect: Atomic::new(0),
+            xdp_redirect_errors: Atomic::new(0),
+            xdp_drop: Atomic::new(0),
+            xdp_aborted: Atomic::new(0),
+            tx_xdp_xmit: Atomic::new(0),
+            tx_xdp_xmit_errors: Atomic::new(0),
         }
     }
 }
@@ -283,6 +308,13 @@ impl WithNapi<QueuePair> {
             dma: dma.clone(),
             csum: tx_csum,
         };
+        let pool = PagePool::new(
+            dma,
+            self.napi(),
+            u32::from(self.index),
+            u32::from(geo.rx.get()),
+            geo.rx_frame,
+        )?;
         let rx = RxState {
             cq: CompletionQueue {
                 mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
@@ -292,13 +324,8 @@ impl WithNapi<QueuePair> {
             },
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
             pages: slots(geo.rx, || None)?,
-            pool: PagePool::new(
-                dma,
-                self.napi(),
-                u32::from(self.index),
-                u32::from(geo.rx.get()),
-                geo.rx_frame,
-            )?,
+            xdp_rxq: XdpRxq::new(self.napi(), u32::from(self.index), &pool)?,
+            pool,
         };
         let cmd = hw::QpConfig {
             qp: self.index,

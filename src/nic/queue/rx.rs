@@ -4,7 +4,10 @@
 //! received pages turned into skbs and replaced, TX completions handed to
 //! the TX path.
 
-use kernel::{prelude::*, sync::atomic::Relaxed};
+use kernel::{
+    prelude::*,
+    sync::{atomic::Relaxed, rcu},
+};
 
 use super::{bump, tx::TxDone, QueuePair};
 use crate::hw::{regs, Cqe, RxDesc, CQ_ARM};
@@ -12,6 +15,7 @@ use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
     page_pool::{PagePool, RxPage},
+    xdp::{xdp_flush, XdpDrop, XdpProgRef, XdpRxq, XdpVerdict},
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
 
@@ -21,16 +25,24 @@ pub(super) struct RxState {
     pub(super) ring: Ring,
     /// The page posted at each descriptor. Dropped before `pool`.
     pub(super) pages: KVec<Option<RxPage>>,
+    /// The queue as XDP programs see it. Dropped before `pool`.
+    pub(super) xdp_rxq: XdpRxq,
     pub(super) pool: PagePool,
 }
 
-/// The RX offloads the stack has on (`ethtool -K`), read once per poll.
-#[derive(Clone, Copy)]
-struct RxOffloads {
+/// What one poll works with: the RX offloads the stack has on
+/// (`ethtool -K`) and the XDP program, read once per poll, and what XDP
+/// left to do at its end.
+struct PollCtx<'a> {
     /// `rx-checksum`: frames the card verified are `CHECKSUM_UNNECESSARY`.
     csum: bool,
     /// `receive-hashing`: the card's flow hash goes into the skb.
     hash: bool,
+    xdp: Option<XdpProgRef<'a>>,
+    /// Frames were redirected: flush them on their way.
+    redirected: bool,
+    /// `XDP_TX` frames wait for the TX doorbell.
+    xdp_tx: bool,
 }
 
 impl RxState {
@@ -72,7 +84,7 @@ impl QueuePair {
     /// Hands the frame of an RX completion to the stack and posts a fresh
     /// page in its place. Runs with `rx` locked but `tx` free (the stack
     /// may transmit).
-    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, offloads: RxOffloads) {
+    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, ctx: &mut PollCtx<'_>) {
         let len = cqe.len;
         let head = usize::from(rx.ring.head.get());
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
@@ -112,23 +124,70 @@ impl QueuePair {
         let Some(page) = deliver else {
             return;
         };
-        match page.into_skb(len) {
-            Ok(skb) if cqe.flags & Cqe::GFT_EXCEPTION != 0 => {
-                // Not for the stack: the GFT's exception path decides it.
-                self.dev.get().data().gft_exception(self.index, skb);
+        let Ok(frame) = page.received(len) else {
+            // Longer than a buffer holds: checked above, never happens.
+            bump(&self.stats.rx_dropped, 1);
+            return;
+        };
+        if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
+            // Not for the stack (nor XDP): the GFT's exception path decides it.
+            match frame.into_skb() {
+                Ok(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                Err(_) => bump(&self.stats.rx_dropped, 1),
             }
+            return;
+        }
+        // Received, whatever XDP decides: it is the stack's first layer.
+        bump(&self.stats.rx_packets, 1);
+        bump(&self.stats.rx_bytes, u64::from(len));
+        let verdict = match ctx.xdp {
+            Some(prog) => frame.run_xdp(prog, &rx.xdp_rxq),
+            None => XdpVerdict::Pass(frame),
+        };
+        let frame = match verdict {
+            XdpVerdict::Pass(frame) => {
+                if ctx.xdp.is_some() {
+                    bump(&self.stats.xdp_pass, 1);
+                }
+                frame
+            }
+            XdpVerdict::Tx(frame) => {
+                if self.xdp_tx(frame) {
+                    bump(&self.stats.xdp_tx, 1);
+                    ctx.xdp_tx = true;
+                } else {
+                    bump(&self.stats.xdp_tx_errors, 1);
+                }
+                return;
+            }
+            XdpVerdict::Redirected => {
+                bump(&self.stats.xdp_redirect, 1);
+                ctx.redirected = true;
+                return;
+            }
+            XdpVerdict::Dropped(why) => {
+                bump(
+                    match why {
+                        XdpDrop::Drop => &self.stats.xdp_drop,
+                        XdpDrop::Aborted => &self.stats.xdp_aborted,
+                        XdpDrop::RedirectFailed => &self.stats.xdp_redirect_errors,
+                    },
+                    1,
+                );
+                return;
+            }
+        };
+        match frame.into_skb() {
             Ok(mut skb) => {
-                if cqe.flags & Cqe::HASH != 0 && offloads.hash {
+                if cqe.flags & Cqe::HASH != 0 && ctx.hash {
                     skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
                 }
-                if cqe.flags & Cqe::CSUM_OK != 0 && offloads.csum {
+                if cqe.flags & Cqe::CSUM_OK != 0 && ctx.csum {
                     skb.set_csum_unnecessary();
                     bump(&self.stats.rx_csum_unnecessary, 1);
                 } else {
                     bump(&self.stats.rx_csum_none, 1);
                 }
-                bump(&self.stats.rx_packets, 1);
-                bump(&self.stats.rx_bytes, u64::from(len));
                 skb.receive(napi, self.index);
             }
             Err(page) => {
@@ -144,9 +203,13 @@ impl NapiPoll for QueuePair {
         self.polls.fetch_add(1, Relaxed);
         let dev = self.dev.get();
         let features = dev.features();
-        let offloads = RxOffloads {
+        let rcu = rcu::read_lock();
+        let mut ctx = PollCtx {
             csum: features.contains(Feature::RxCsum),
             hash: features.contains(Feature::RxHash),
+            xdp: dev.data().xdp.get(&rcu),
+            redirected: false,
+            xdp_tx: false,
         };
         let mut received = 0;
         let mut guard = self.rx.lock();
@@ -164,11 +227,17 @@ impl NapiPoll for QueuePair {
             };
             rx.cq.advance();
             if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(napi, rx, cqe, offloads);
+                self.complete_rx(napi, rx, cqe, &mut ctx);
                 received += 1;
             } else {
                 self.complete_tx(dev, cqe, &mut tx_done);
             }
+        }
+        if ctx.redirected {
+            xdp_flush();
+        }
+        if ctx.xdp_tx {
+            self.ring_xdp_tx();
         }
         if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);

@@ -9,7 +9,7 @@ use super::{bump, QueuePair};
 use crate::hw::{regs, Cqe, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
-    net::{dma_map::TxMapping, netdev::NetDev, skbuff::SkBuff},
+    net::{dma_map::TxMapping, netdev::NetDev, page_pool::RxFrame, skbuff::SkBuff, xdp::XdpFrame},
     sync::lock_bh,
 };
 use crate::nic::{
@@ -22,13 +22,25 @@ use crate::nic::{
 /// queue stops while fewer descriptors than this are free.
 pub(super) const TX_MAX_DESCS: u16 = 18;
 
+/// A frame on the TX ring, released when the card completes it.
+enum TxFrame {
+    /// From the stack (or a GFT reinjection): freed.
+    Skb(SkBuff),
+    /// `XDP_TX`: a received frame sent back from its own page, which goes
+    /// back to its pool.
+    Xdp(RxFrame),
+    /// Redirected here by another device's XDP program: returned to its
+    /// owner.
+    Redirected(XdpFrame),
+}
+
 /// What the driver holds for one TX descriptor until the card completes it.
 #[derive(Default)]
 pub(super) struct TxSlot {
-    /// The part of the frame the descriptor points at.
+    /// The part of an skb the descriptor points at.
     mapping: Option<TxMapping>,
-    /// On a frame's last descriptor: the skb, freed at its completion.
-    skb: Option<SkBuff>,
+    /// On a frame's last descriptor: the frame.
+    frame: Option<TxFrame>,
     /// On a frame's last descriptor: the bytes byte queue limits counted
     /// for it (none for a GFT reinjection, which the stack did not send).
     bql_bytes: Option<u32>,
@@ -54,6 +66,40 @@ pub(super) struct TxState {
 }
 
 impl TxState {
+    /// Puts a frame of one buffer (`addr`, `len`; `mapping` if the driver
+    /// mapped it) on the ring for XDP, keeping room for what the stack
+    /// may still send. Gives the frame back without room.
+    fn post_xdp(
+        &mut self,
+        addr: kernel::dma::DmaAddress,
+        len: u32,
+        frame: TxFrame,
+        mapping: Option<TxMapping>,
+    ) -> Result<(), TxFrame> {
+        if self.ring.free() < 2 * TX_MAX_DESCS {
+            return Err(frame);
+        }
+        let desc = TxDesc {
+            addr,
+            len,
+            flags: TxDesc::EOP,
+            ..TxDesc::default()
+        };
+        let slot = usize::from(self.ring.tail.get());
+        if self
+            .ring
+            .desc
+            .write(slot * TxDesc::SIZE, &desc.to_bytes())
+            .is_err()
+        {
+            return Err(frame);
+        }
+        self.slots[slot].mapping = mapping;
+        self.slots[slot].frame = Some(frame);
+        self.ring.tail = self.ring.size.next(self.ring.tail);
+        Ok(())
+    }
+
     /// Maps every part of `skb` and writes its descriptors from the tail,
     /// offload requests in the first. Returns the index of the last one;
     /// the tail moves only on success.
@@ -192,7 +238,7 @@ impl QueuePair {
         bump(&self.stats.tx_packets, u64::from(packets));
         bump(&self.stats.tx_bytes, u64::from(bytes));
         let slot = &mut state.slots[usize::from(last.get())];
-        slot.skb = Some(skb);
+        slot.frame = Some(TxFrame::Skb(skb));
         slot.bql_bytes = Some(len);
         if state.ring.free() < TX_MAX_DESCS {
             bump(&self.stats.tx_stops, 1);
@@ -223,13 +269,79 @@ impl QueuePair {
         let Ok(last) = state.post(&skb, offloads) else {
             return false;
         };
-        state.slots[usize::from(last.get())].skb = Some(skb);
+        state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
         // Also tells the card of any stack frames still waiting for the
         // end of their batch: harmless, they are complete.
         state.rung = state.ring.tail;
         bump(&self.stats.tx_doorbells, 1);
         self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
         true
+    }
+
+    /// `XDP_TX` from this pair's NAPI poll: puts a received frame on the
+    /// TX ring, from the page it arrived in; [`Self::ring_xdp_tx`] tells
+    /// the card at the end of the poll. Without room beside what the
+    /// stack may still need, the frame is dropped (its page back to its
+    /// pool) and `false` returned.
+    pub(super) fn xdp_tx(&self, frame: RxFrame) -> bool {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
+            return false;
+        };
+        let (addr, len) = (frame.for_device(), frame.len());
+        if state
+            .post_xdp(addr, len, TxFrame::Xdp(frame), None)
+            .is_err()
+        {
+            return false;
+        }
+        self.count_xdp_sent(len);
+        true
+    }
+
+    /// `ndo_xdp_xmit`: puts a frame another device redirected here on the
+    /// TX ring; [`Self::ring_xdp_tx`] tells the card. Gives the frame back
+    /// without room (or while the pair is stopped).
+    pub(crate) fn xdp_xmit(&self, frame: XdpFrame) -> Result<(), XdpFrame> {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
+            return Err(frame);
+        };
+        let Ok(mapping) = TxMapping::xdp_frame(&state.dma, &frame) else {
+            return Err(frame);
+        };
+        let (addr, len) = (mapping.addr(), mapping.len());
+        match state.post_xdp(addr, len, TxFrame::Redirected(frame), Some(mapping)) {
+            Ok(()) => {
+                self.count_xdp_sent(len);
+                bump(&self.stats.tx_xdp_xmit, 1);
+                Ok(())
+            }
+            Err(TxFrame::Redirected(frame)) => Err(frame),
+            // `post_xdp` gives back what it was given.
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn count_xdp_sent(&self, len: u32) {
+        bump(&self.stats.tx_packets, 1);
+        bump(&self.stats.tx_bytes, u64::from(len));
+        bump(&self.stats.tx_csum_none, 1);
+    }
+
+    /// Tells the card of the XDP frames queued since the last doorbell
+    /// (and of any stack frames waiting for the end of their batch:
+    /// harmless, they are complete).
+    pub(crate) fn ring_xdp_tx(&self) {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
+            return;
+        };
+        if state.rung != state.ring.tail {
+            state.rung = state.ring.tail;
+            bump(&self.stats.tx_doorbells, 1);
+            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+        }
     }
 
     /// Retires the TX frame whose last descriptor a completion names:
@@ -244,7 +356,7 @@ impl QueuePair {
         let last = match tx.size.index(cqe.index) {
             Some(last)
                 if tx.size.distance(tx.head, last) < tx.in_flight()
-                    && state.slots[usize::from(last.get())].skb.is_some() =>
+                    && state.slots[usize::from(last.get())].frame.is_some() =>
             {
                 last
             }
@@ -260,8 +372,13 @@ impl QueuePair {
             let at_last = tx.head == last;
             tx.head = tx.size.next(tx.head);
             drop(slot.mapping);
-            if let Some(skb) = slot.skb {
-                skb.consume();
+            match slot.frame {
+                Some(TxFrame::Skb(skb)) => skb.consume(),
+                // Its page goes back to its pool.
+                Some(TxFrame::Xdp(frame)) => drop(frame),
+                // Back to its owner (after the mapping went, above).
+                Some(TxFrame::Redirected(frame)) => drop(frame),
+                None => (),
             }
             if let Some(bytes) = slot.bql_bytes {
                 done.packets += 1;

@@ -12,7 +12,8 @@ traffic with known contents, and the debugfs fuzzer.
   gft.py tcp-hold DST PORT SECONDS  connects, sends a little, waits, closes
   gft.py tcp-reset DST PORT SECONDS the same, but closes with a RST
   gft.py udp-blast DST PORT SECONDS PPS SIZE SPORT   prints "sent seconds"
-  gft.py udp-count PORT IDLE        counts datagrams until IDLE s of quiet
+  gft.py udp-count PORT IDLE [FIRST] counts datagrams until IDLE s of quiet
+                                    (FIRST s for the first one; 30)
   gft.py fuzz DIR N SEED            N random/mutated writes to DIR's files
   gft.py readd DIR                  flush the rules, add each listed one again
 """
@@ -147,13 +148,13 @@ def udp_blast(dst, port, seconds, pps, size, sport):
     print(sent, round(time.monotonic() - start, 3))
 
 
-def udp_count(port, idle):
-    """Counts datagrams until none came for `idle` seconds (after the
-    first); prints the count."""
+def udp_count(port, idle, first=30):
+    """Counts datagrams until none came for `idle` seconds (`first`
+    seconds for the first); prints the count."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.bind(("", port))
-    s.settimeout(30)
+    s.settimeout(first)
     got = 0
     try:
         while True:
@@ -284,7 +285,7 @@ def main():
     elif cmd == "udp-blast":
         udp_blast(args[0], int(args[1]), float(args[2]), *map(int, args[3:6]))
     elif cmd == "udp-count":
-        udp_count(int(args[0]), float(args[1]))
+        udp_count(int(args[0]), *map(float, args[1:3]))
     elif cmd == "readd":
         readd(args[0])
     elif cmd == "fuzz":

@@ -263,6 +263,34 @@ wait_carrier() {
 	return 1
 }
 
+# The kernel's driver selftests built for the running kernel: their YNL
+# library reads the netdev netlink family.
+KSFT=/rsnic-cache/ksft/normal
+is_debug_kernel && KSFT=/rsnic-cache/ksft/debug
+
+# "ID NAPI_ID INFLIGHT" for each page pool of card A's netdev, as the
+# netdev netlink family lists them (page-pool-get).
+page_pools() {
+	python3 - "$KSFT/net" "$(cat /sys/class/net/$NETIF_A/ifindex)" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from lib.py import NetdevFamily
+for p in NetdevFamily().page_pool_get({}, dump=True):
+    if p.get("ifindex") == int(sys.argv[2]):
+        print(p["id"], p.get("napi-id", 0), p.get("inflight", 0))
+PY
+}
+# Waits up to 10 s for card A's netdev to have N page pools (old ones go
+# once all their pages are back).
+wait_page_pools() { # N
+	local i
+	for i in $(seq 100); do
+		[ "$(page_pools | wc -l)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Statistics of card A's netdev: rtnl (ip -s link) and qstats (netdev
 # netlink, through qstats.py).
 QSTATS="$(dirname "${BASH_SOURCE[0]}")/qstats.py"

@@ -18,8 +18,6 @@
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 command -v iperf3 >/dev/null || bail_out "iperf3 not installed"
-KSFT=/rsnic-cache/ksft/normal
-is_debug_kernel && KSFT=/rsnic-cache/ksft/debug
 [ -d "$KSFT/net/lib/py" ] || bail_out "no YNL library in $KSFT (qemu/build-ksft.sh)"
 channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}')
 ring=$(ethtool -g "$NETIF_A" | awk '/^RX:/ {v=$2} END {print v}')
@@ -32,19 +30,7 @@ cleanup() {
 	net_cleanup
 }
 trap cleanup EXIT
-IFINDEX=$(cat /sys/class/net/$NETIF_A/ifindex)
-
-# pools: "ID NAPI_ID INFLIGHT" for each page pool of card A's netdev.
-pools() {
-	python3 - "$KSFT/net" "$IFINDEX" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from lib.py import NetdevFamily
-for p in NetdevFamily().page_pool_get({}, dump=True):
-    if p.get("ifindex") == int(sys.argv[2]):
-        print(p["id"], p.get("napi-id", 0), p.get("inflight", 0))
-PY
-}
+pools() { page_pools; }
 # rx_napis: the NAPI IDs of the RX queues in use, sorted.
 rx_napis() {
 	python3 "$(dirname "$0")/qstats.py" "$NETIF_A" |
@@ -59,15 +45,7 @@ each_inflight_between() {
 	done < <(pools)
 	return $ok
 }
-# wait_pools N: up to 10 s for N pools (old ones go once their pages are back).
-wait_pools() {
-	local i
-	for i in $(seq 100); do
-		[ "$(pools | wc -l)" = "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_pools() { wait_page_pools "$@"; }
 
 ktap_header 9
 dmesg_mark

@@ -40,6 +40,7 @@ UPSTREAM_TESTS=${UPSTREAM_TESTS:-"
 	drivers/net/shaper.py
 	drivers/net/netpoll_basic.py
 	drivers/net/so_txtime.py
+	drivers/net/xdp.py
 	drivers/net/hw/csum.py
 	drivers/net/hw/irq.py
 	drivers/net/hw/tso.py

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Native XDP: the BPF program a driver runs on each received frame
+//! before any skb exists, the per-RX-queue information programs and
+//! redirects need, and what the program decided.
+//!
+//! The program of a device lives in an [`XdpProgSlot`]: replaced under
+//! RTNL (`ndo_bpf`), read by NAPI polls under RCU. The core frees a
+//! program only after an RCU grace period once its last reference is
+//! gone, so a poll that read the old program may finish running it.
+//! Running a program on a page is [`crate::linux::net::page_pool::RxFrame::run_xdp`].
+
+use core::{
+    marker::PhantomData,
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+
+use kernel::{ffi::c_int, prelude::*, sync::rcu, types::Opaque};
+
+use crate::linux::bindings;
+use crate::linux::net::{napi::Napi, page_pool::PagePool, rtnl::Rtnl};
+
+/// A reference to an XDP program; dropping it gives the reference back.
+///
+/// # Invariants
+///
+/// `raw` is a live program of which this value owns one reference.
+pub(crate) struct XdpProg {
+    raw: NonNull<bindings::bpf_prog>,
+}
+
+// SAFETY: A program reference may be used and given back on any thread.
+unsafe impl Send for XdpProg {}
+// SAFETY: Shared use only runs the program or reads its flags.
+unsafe impl Sync for XdpProg {}
+
+impl Drop for XdpProg {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (type invariant), given back once.
+        unsafe { bindings::bpf_prog_put(self.raw.as_ptr()) };
+    }
+}
+
+/// An XDP program borrowed for `'a`.
+///
+/// # Invariants
+///
+/// `raw` is a live program for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct XdpProgRef<'a> {
+    raw: NonNull<bindings::bpf_prog>,
+    _life: PhantomData<&'a ()>,
+}
+
+impl XdpProgRef<'_> {
+    /// A reference of one's own.
+    pub(crate) fn to_owned(self) -> XdpProg {
+        // SAFETY: Live program (type invariant); the new reference is
+        // owned by the result.
+        unsafe { bindings::bpf_prog_inc(self.raw.as_ptr()) };
+        XdpProg { raw: self.raw }
+    }
+
+    pub(in crate::linux) fn as_raw(self) -> *mut bindings::bpf_prog {
+        self.raw.as_ptr()
+    }
+}
+
+/// The XDP program of a device, or none.
+///
+/// # Invariants
+///
+/// `prog` is null or a program of which the slot owns one reference.
+pub(crate) struct XdpProgSlot {
+    prog: AtomicPtr<bindings::bpf_prog>,
+}
+
+impl XdpProgSlot {
+    /// An empty slot.
+    pub(crate) const fn new() -> Self {
+        Self {
+            prog: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Installs `prog` (or none) and returns the one it replaces. Polls
+    /// still running the old one may do so until an RCU grace period
+    /// ends, which the core waits for before freeing it.
+    pub(crate) fn replace(&self, _rtnl: &Rtnl, prog: Option<XdpProg>) -> Option<XdpProg> {
+        let new = prog.map_or(ptr::null_mut(), |p| {
+            let raw = p.raw.as_ptr();
+            // The slot owns the reference now.
+            core::mem::forget(p);
+            raw
+        });
+        let old = self.prog.swap(new, Ordering::AcqRel);
+        // INVARIANT: the slot's reference to the old program is the
+        // caller's now.
+        NonNull::new(old).map(|raw| XdpProg { raw })
+    }
+
+    /// The program, for as long as the RCU read lock is held.
+    pub(crate) fn get<'a>(&'a self, _rcu: &'a rcu::Guard) -> Option<XdpProgRef<'a>> {
+        // INVARIANT: a program the slot held a reference to when read,
+        // freed no sooner than an RCU grace period after it lost it.
+        NonNull::new(self.prog.load(Ordering::Acquire)).map(|raw| XdpProgRef {
+            raw,
+            _life: PhantomData,
+        })
+    }
+
+    /// A reference of one's own to the program, read under RTNL (under
+    /// which the slot does not change, so its program is live).
+    pub(crate) fn cloned(&self, _rtnl: &Rtnl) -> Option<XdpProg> {
+        NonNull::new(self.prog.load(Ordering::Acquire)).map(|raw| {
+            XdpProgRef {
+                raw,
+                _life: PhantomData,
+            }
+            .to_owned()
+        })
+    }
+}
+
+impl Drop for XdpProgSlot {
+    fn drop(&mut self) {
+        let old = *self.prog.get_mut();
+        if let Some(raw) = NonNull::new(old) {
+            // The slot's reference, given back.
+            drop(XdpProg { raw });
+        }
+    }
+}
+
+/// What an XDP program decided for a frame, once the driver acted on it.
+pub(crate) enum XdpVerdict<F> {
+    /// `XDP_PASS`: on to the stack (the frame as the program left it).
+    Pass(F),
+    /// `XDP_TX`: back out of the port it came in on.
+    Tx(F),
+    /// `XDP_REDIRECT`, accepted by the target (another device, a CPU map,
+    /// an AF_XDP socket); the driver calls [`xdp_flush`] at the end of the
+    /// poll.
+    Redirected,
+    /// The frame is dropped, its page back in its pool.
+    Dropped(XdpDrop),
+}
+
+/// Why an XDP frame was dropped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XdpDrop {
+    /// `XDP_DROP`.
+    Drop,
+    /// `XDP_ABORTED` or an action the kernel does not know (traced as an
+    /// `xdp_exception`).
+    Aborted,
+    /// `XDP_REDIRECT` to a target that refused it (traced too).
+    RedirectFailed,
+}
+
+/// Sends what this poll redirected on its way (`xdp_do_flush`). Call at
+/// the end of a NAPI poll that had an [`XdpVerdict::Redirected`].
+pub(crate) fn xdp_flush() {
+    // SAFETY: Called from the NAPI poll that redirected, as required.
+    unsafe { bindings::xdp_do_flush() };
+}
+
+/// The XDP information of one RX queue (`xdp_rxq_info`): its device,
+/// index and memory model, which programs and redirect targets read.
+///
+/// # Invariants
+///
+/// `raw` is registered, with the page-pool memory model of the queue's
+/// pool, until drop.
+pub(crate) struct XdpRxq {
+    raw: Pin<KBox<Opaque<bindings::xdp_rxq_info>>>,
+    dev: NonNull<bindings::net_device>,
+}
+
+// SAFETY: Registration and unregistration may happen on any thread; the
+// info is read by the core only.
+unsafe impl Send for XdpRxq {}
+// SAFETY: `&XdpRxq` only hands the pointer to the core.
+unsafe impl Sync for XdpRxq {}
+
+impl XdpRxq {
+    /// Registers RX queue `queue`, polled by `napi`, whose pages come from
+    /// `pool`. Drop it before the pool.
+    pub(crate) fn new(napi: &Napi, queue: u32, pool: &PagePool) -> Result<Self> {
+        let raw = KBox::pin(Opaque::<bindings::xdp_rxq_info>::zeroed(), GFP_KERNEL)?;
+        let dev = NonNull::new(napi.dev_raw()).ok_or(EINVAL)?;
+        // SAFETY: `raw` is zeroed and pinned; `napi` is an added NAPI
+        // context of `dev`.
+        kernel::error::to_result(unsafe {
+            bindings::rust_ext_xdp_rxq_info_reg(raw.get(), dev.as_ptr(), queue, napi.as_raw())
+        })?;
+        // SAFETY: Registered above; `pool` is live (the caller drops us
+        // first). The core takes its own hold on the pool.
+        let model = kernel::error::to_result(unsafe {
+            bindings::xdp_rxq_info_reg_mem_model(
+                raw.get(),
+                bindings::xdp_mem_type_MEM_TYPE_PAGE_POOL,
+                pool.as_raw().cast(),
+            )
+        });
+        if let Err(e) = model {
+            // SAFETY: Registered above, not used by anyone yet.
+            unsafe { bindings::xdp_rxq_info_unreg(raw.get()) };
+            return Err(e);
+        }
+        Ok(Self { raw, dev })
+    }
+
+    pub(in crate::linux) fn as_raw(&self) -> *mut bindings::xdp_rxq_info {
+        self.raw.get()
+    }
+
+    pub(in crate::linux) fn dev_raw(&self) -> *mut bindings::net_device {
+        self.dev.as_ptr()
+    }
+}
+
+impl Drop for XdpRxq {
+    fn drop(&mut self) {
+        // SAFETY: Registered (type invariant); unregistered once. Also
+        // drops the memory model's hold on the pool.
+        unsafe { bindings::xdp_rxq_info_unreg(self.raw.get()) };
+    }
+}
+
+/// An `ndo_bpf` request to install a program (`XDP_SETUP_PROG`).
+///
+/// # Invariants
+///
+/// `extack` is null or the request's live extended ack, for `'a`.
+pub(crate) struct XdpSetup<'a> {
+    prog: Option<XdpProgRef<'a>>,
+    extack: *mut bindings::netlink_ext_ack,
+}
+
+impl<'a> XdpSetup<'a> {
+    /// # Safety
+    ///
+    /// `prog` is null or live for `'a`; `extack` null or live for `'a`.
+    pub(in crate::linux) unsafe fn from_raw(
+        prog: *mut bindings::bpf_prog,
+        extack: *mut bindings::netlink_ext_ack,
+    ) -> Self {
+        Self {
+            prog: NonNull::new(prog).map(|raw| XdpProgRef {
+                raw,
+                _life: PhantomData,
+            }),
+            extack,
+        }
+    }
+
+    /// The program to install, or `None` to remove the current one.
+    pub(crate) fn prog(&self) -> Option<XdpProgRef<'a>> {
+        self.prog
+    }
+
+    /// Tells the user why the request is refused (`NL_SET_ERR_MSG`).
+    pub(crate) fn refuse(&mut self, msg: &'static CStr) {
+        if !self.extack.is_null() {
+            // SAFETY: Live extended ack (type invariant); the message is
+            // a static string, as the core requires.
+            unsafe { (*self.extack)._msg = msg.as_char_ptr() };
+        }
+    }
+}
+
+/// A frame another device's XDP program redirected to this one
+/// (`ndo_xdp_xmit`), owned until the card sent it. Dropping it gives it
+/// back to its memory's owner (`xdp_return_frame`).
+///
+/// # Invariants
+///
+/// `raw` is a frame this value owns.
+pub(crate) struct XdpFrame {
+    raw: NonNull<bindings::xdp_frame>,
+}
+
+// SAFETY: An owned frame may be sent and returned from any CPU.
+unsafe impl Send for XdpFrame {}
+
+impl XdpFrame {
+    /// Bytes of the frame.
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: Owned, live frame (type invariant).
+        unsafe { (*self.raw.as_ptr()).len }
+    }
+
+    /// The frame's first byte.
+    pub(in crate::linux) fn data(&self) -> *mut core::ffi::c_void {
+        // SAFETY: Owned, live frame.
+        unsafe { (*self.raw.as_ptr()).data }
+    }
+}
+
+impl Drop for XdpFrame {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariant), returned once.
+        unsafe { bindings::xdp_return_frame(self.raw.as_ptr()) };
+    }
+}
+
+/// The frames of one `ndo_xdp_xmit` call, in order.
+///
+/// # Invariants
+///
+/// `frames[taken..n]` are live frames still the core's, for the call.
+pub(crate) struct XdpXmitBatch<'a> {
+    frames: *mut *mut bindings::xdp_frame,
+    n: usize,
+    taken: usize,
+    _call: PhantomData<&'a ()>,
+}
+
+impl XdpXmitBatch<'_> {
+    /// Hands the frames to `send` in order, until it gives one back (no
+    /// room): that one and the rest stay the core's, which frees them.
+    /// Returns how many were not sent.
+    pub(crate) fn send_each(
+        &mut self,
+        mut send: impl FnMut(XdpFrame) -> Result<(), XdpFrame>,
+    ) -> usize {
+        self.send_until_refused(&mut send);
+        self.n - self.taken
+    }
+
+    fn send_until_refused(&mut self, send: &mut impl FnMut(XdpFrame) -> Result<(), XdpFrame>) {
+        while self.taken < self.n {
+            // SAFETY: `taken < n`: a live frame of the core's (type
+            // invariant).
+            let raw = unsafe { *self.frames.add(self.taken) };
+            let Some(raw) = NonNull::new(raw) else {
+                return;
+            };
+            // INVARIANT: ours from here; `taken` moves past it.
+            self.taken += 1;
+            if let Err(back) = send(XdpFrame { raw }) {
+                // The core frees it with the rest.
+                core::mem::forget(back);
+                self.taken -= 1;
+                return;
+            }
+        }
+    }
+}
+
+/// Runs an `ndo_xdp_xmit` call: `xmit` gets the batch and whether the
+/// device must be told now (`XDP_XMIT_FLUSH`). Returns what the core
+/// expects: how many frames the driver took, or `-EINVAL` for flags it
+/// does not know.
+///
+/// # Safety
+///
+/// `frames` holds `n` live frames the core hands over for the call.
+pub(in crate::linux) unsafe fn xdp_xmit_call(
+    n: c_int,
+    frames: *mut *mut bindings::xdp_frame,
+    flags: u32,
+    xmit: impl FnOnce(&mut XdpXmitBatch<'_>, bool),
+) -> c_int {
+    const FLUSH: u32 = 1 << 0;
+    if flags & !FLUSH != 0 {
+        return -(kernel::bindings::EINVAL as c_int);
+    }
+    let mut batch = XdpXmitBatch {
+        frames,
+        n: usize::try_from(n).unwrap_or(0),
+        taken: 0,
+        _call: PhantomData,
+    };
+    xmit(&mut batch, flags & FLUSH != 0);
+    // At most `n`, which is a `c_int`.
+    batch.taken as c_int
+}
+
+/// The XDP actions a device offers (`xdp_features`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct XdpFeatures(u32);
+
+impl XdpFeatures {
+    /// `XDP_ABORTED`, `XDP_DROP`, `XDP_PASS`, `XDP_TX`.
+    pub(crate) const BASIC: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_BASIC);
+    /// `XDP_REDIRECT` from this device.
+    pub(crate) const REDIRECT: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_REDIRECT);
+    /// Frames redirected to this device (`ndo_xdp_xmit`).
+    pub(crate) const NDO_XMIT: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_NDO_XMIT);
+
+    /// Both sets.
+    pub(crate) const fn with(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    pub(in crate::linux) fn bits(self) -> u32 {
+        self.0
+    }
+}
