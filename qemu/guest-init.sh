@@ -25,6 +25,8 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mount -t debugfs debugfs /sys/kernel/debug
+# The BPF file system, where bpftool pins programs (hw/xdp_metadata.py).
+mount -t bpf bpf /sys/fs/bpf
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mkdir -p /run/rsnic /run/netns
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rsnicrun /run/rsnic

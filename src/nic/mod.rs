@@ -255,6 +255,7 @@ pub(crate) fn register(
         xdp_features: XdpFeatures::BASIC
             .with(XdpFeatures::REDIRECT)
             .with(XdpFeatures::NDO_XMIT),
+        xdp_rx_hash: info.offloads & offload::RSS != 0,
         devlink_port: Some(Port::new(
             DevlinkRef::new(devlink),
             0,

@@ -22,8 +22,11 @@ use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, types::Op
 use crate::linux::bindings;
 use crate::linux::devlink::Port;
 use crate::linux::net::{
-    ethtool::EthtoolOps, ethtool_adapter::EthtoolAdapter, netdev_ops::Adapter, rtnl::Rtnl,
-    xdp::XdpFeatures,
+    ethtool::EthtoolOps,
+    ethtool_adapter::EthtoolAdapter,
+    netdev_ops::Adapter,
+    rtnl::Rtnl,
+    xdp::{XdpFeatures, XDP_METADATA_OPS},
 };
 
 pub(crate) use crate::linux::net::{
@@ -388,6 +391,10 @@ pub(crate) struct Setup {
     /// The XDP actions the driver carries out (`xdp_features`); a driver
     /// with any implements [`NetDevOps::xdp_setup`].
     pub(crate) xdp_features: XdpFeatures,
+    /// Programs may read each frame's RX hash (`bpf_xdp_metadata_rx_hash`):
+    /// the driver runs every program through
+    /// [`crate::linux::net::page_pool::RxFrame::run_xdp`].
+    pub(crate) xdp_rx_hash: bool,
 }
 
 /// The C operation tables of a net device type `T`. Declare one per type
@@ -511,6 +518,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
                 bindings::netif_set_affinity_auto(raw);
             }
             (*raw).xdp_features = setup.xdp_features.bits();
+            if setup.xdp_rx_hash {
+                (*raw).xdp_metadata_ops = &XDP_METADATA_OPS.0;
+            }
             bindings::rust_ext_eth_hw_addr_set(raw, setup.mac.as_ptr());
             (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac);
             // SET_NETDEV_DEVLINK_PORT: the port outlives the registered

@@ -14,7 +14,7 @@ use crate::linux::{
     net::{
         napi::Napi,
         skbuff::SkBuff,
-        xdp::{XdpDrop, XdpProgRef, XdpRxq, XdpVerdict},
+        xdp::{XdpBuffMeta, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
     },
 };
 
@@ -219,6 +219,16 @@ impl RxFrame {
         self.len
     }
 
+    /// The frame's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: We own the page; `len` bytes at `offset` are inside it
+        // (type invariant) and were synced for the CPU.
+        unsafe {
+            let start = bindings::rust_ext_page_address(self.page.page.as_ptr()).cast::<u8>();
+            core::slice::from_raw_parts(start.add(self.offset as usize), self.len as usize)
+        }
+    }
+
     /// Wraps the frame in an skb. Gives the page back if no skb could be
     /// allocated.
     pub(crate) fn into_skb(self) -> Result<SkBuff, RxPage> {
@@ -259,33 +269,47 @@ impl RxFrame {
         }
     }
 
-    /// Runs the XDP program `prog` on the frame, received on `rxq`, and
+    /// Runs the XDP program `prog` on the frame, received on `rxq` with
+    /// the card's flow hash `hash` (which the program may read), and
     /// carries out what needs no driver: a redirect, a drop (the page
     /// back to its pool), the trace of an aborted or unknown action.
-    pub(crate) fn run_xdp(self, prog: XdpProgRef<'_>, rxq: &XdpRxq) -> XdpVerdict<Self> {
+    pub(crate) fn run_xdp(
+        self,
+        prog: XdpProgRef<'_>,
+        rxq: &XdpRxq,
+        hash: Option<XdpRxHash>,
+    ) -> XdpVerdict<Self> {
         let page = self.page.page.as_ptr();
         // SAFETY: We own the page; its address is where the pool mapped it.
         let hard_start = unsafe { bindings::rust_ext_page_address(page) };
-        // SAFETY: All-zero is a valid `xdp_buff` (null pointers, zeros),
-        // set up fully by the helper below.
-        let mut xdp: bindings::xdp_buff = unsafe { core::mem::zeroed() };
+        let mut meta = XdpBuffMeta {
+            // SAFETY: All-zero is a valid `xdp_buff` (null pointers,
+            // zeros), set up fully by the helper below.
+            xdp: unsafe { core::mem::zeroed() },
+            hash,
+        };
+        // From the whole of `meta`: the metadata functions read past the
+        // buffer (`XdpBuffMeta`).
+        let xdp = (&raw mut meta).cast::<bindings::xdp_buff>();
         // SAFETY: The buffer describes our page: `size` bytes from
         // `hard_start`, the frame at `offset`; `rxq` is registered.
         let act = unsafe {
             bindings::rust_ext_xdp_buff_init(
-                &mut xdp,
+                xdp,
                 rxq.as_raw(),
                 hard_start,
                 self.page.size,
                 self.offset,
                 self.len,
             );
-            bindings::rust_ext_bpf_prog_run_xdp(prog.as_raw(), &mut xdp)
+            bindings::rust_ext_bpf_prog_run_xdp(prog.as_raw(), xdp)
         };
         // Where the program left the frame: its helpers keep it between
         // the headroom's start and the tailroom `skb_shared_info` needs.
-        let start = (xdp.data as usize).wrapping_sub(hard_start as usize);
-        let end = (xdp.data_end as usize).wrapping_sub(hard_start as usize);
+        // SAFETY: `xdp` points at `meta`, live, set up above.
+        let (data, data_end) = unsafe { ((*xdp).data, (*xdp).data_end) };
+        let start = (data as usize).wrapping_sub(hard_start as usize);
+        let end = (data_end as usize).wrapping_sub(hard_start as usize);
         if start > end || end + shinfo_room() as usize > self.page.size as usize {
             // Not what the helpers allow: nothing is sent anywhere.
             return XdpVerdict::Dropped(XdpDrop::Aborted);
@@ -310,7 +334,7 @@ impl RxFrame {
             bindings::xdp_action_XDP_REDIRECT => {
                 // SAFETY: `xdp` describes our page, of a pool registered as
                 // `rxq`'s memory model; called from the NAPI poll.
-                let err = unsafe { bindings::xdp_do_redirect(dev, &mut xdp, prog.as_raw()) };
+                let err = unsafe { bindings::xdp_do_redirect(dev, xdp, prog.as_raw()) };
                 if err == 0 {
                     // The target owns the page now and gives it back to
                     // its pool.

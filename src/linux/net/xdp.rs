@@ -271,6 +271,81 @@ impl<'a> XdpSetup<'a> {
     }
 }
 
+/// The flow hash the card computed for a frame, as XDP programs read it
+/// (`bpf_xdp_metadata_rx_hash`): the hash and what it covered.
+#[derive(Clone, Copy)]
+pub(crate) struct XdpRxHash {
+    pub(crate) hash: u32,
+    /// `enum xdp_rss_hash_type` bits ([`rss_type`]).
+    pub(crate) kind: u32,
+}
+
+/// Bits of what an RX hash covered (`enum xdp_rss_hash_type`).
+pub(crate) mod rss_type {
+    use crate::linux::bindings;
+
+    pub(crate) const L3_IPV4: u32 = bindings::xdp_rss_hash_type_XDP_RSS_L3_IPV4;
+    pub(crate) const L3_IPV6: u32 = bindings::xdp_rss_hash_type_XDP_RSS_L3_IPV6;
+    /// The ports too (always with the protocol's bit when it is known).
+    pub(crate) const L4: u32 = bindings::xdp_rss_hash_type_XDP_RSS_L4;
+    pub(crate) const L4_TCP: u32 = bindings::xdp_rss_hash_type_XDP_RSS_L4_TCP;
+    pub(crate) const L4_UDP: u32 = bindings::xdp_rss_hash_type_XDP_RSS_L4_UDP;
+}
+
+/// The `xdp_buff` of a frame a driver runs a program on, with the
+/// metadata the device's `xdp_metadata_ops` hand out. `repr(C)` with the
+/// buffer first: the core passes the metadata functions a pointer to the
+/// buffer, and they read the rest of this.
+#[repr(C)]
+pub(in crate::linux) struct XdpBuffMeta {
+    pub(in crate::linux) xdp: bindings::xdp_buff,
+    pub(in crate::linux) hash: Option<XdpRxHash>,
+}
+
+/// `xmo_rx_hash`.
+///
+/// # Safety
+///
+/// `ctx` is the buffer of an [`XdpBuffMeta`] being run by
+/// [`crate::linux::net::page_pool::RxFrame::run_xdp`]: the core calls it only
+/// from a program bound to a device with [`XDP_METADATA_OPS`], running
+/// on that device's frames, and every frame such a device runs a program
+/// on is in an `XdpBuffMeta`. `hash` and `kind` are valid for writes.
+unsafe extern "C" fn rx_hash(
+    ctx: *const bindings::xdp_md,
+    hash: *mut u32,
+    kind: *mut bindings::xdp_rss_hash_type,
+) -> c_int {
+    // SAFETY: Per the function's contract; the buffer is the first field.
+    let meta = unsafe { &*ctx.cast::<XdpBuffMeta>() };
+    match meta.hash {
+        Some(h) => {
+            // SAFETY: Valid for writes, per the contract.
+            unsafe {
+                *hash = h.hash;
+                *kind = h.kind;
+            }
+            0
+        }
+        None => -(kernel::bindings::ENODATA as c_int),
+    }
+}
+
+/// The metadata a device's XDP programs can read (`xdp_metadata_ops`):
+/// for devices whose every program run goes through `RxFrame::run_xdp`.
+pub(in crate::linux) struct XdpMetadataOps(pub(in crate::linux) bindings::xdp_metadata_ops);
+
+// SAFETY: Function pointers only, never written.
+unsafe impl Sync for XdpMetadataOps {}
+
+/// The RX hash (`xdp-rx-metadata-features`: `hash`).
+pub(in crate::linux) static XDP_METADATA_OPS: XdpMetadataOps =
+    XdpMetadataOps(bindings::xdp_metadata_ops {
+        xmo_rx_timestamp: None,
+        xmo_rx_hash: Some(rx_hash),
+        xmo_rx_vlan_tag: None,
+    });
+
 /// A frame another device's XDP program redirected to this one
 /// (`ndo_xdp_xmit`), owned until the card sent it. Dropping it gives it
 /// back to its memory's owner (`xdp_return_frame`).

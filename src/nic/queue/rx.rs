@@ -15,7 +15,7 @@ use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
     page_pool::{PagePool, RxPage},
-    xdp::{xdp_flush, XdpDrop, XdpProgRef, XdpRxq, XdpVerdict},
+    xdp::{rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
 
@@ -80,6 +80,32 @@ impl RxState {
     }
 }
 
+/// The card's flow hash of a frame as XDP programs read it: the hash, and
+/// what it covered (the card says whether the ports were in it; the
+/// frame's headers say which protocols).
+fn xdp_rx_hash(frame: &[u8], cqe: Cqe) -> XdpRxHash {
+    let ethertype = frame.get(12..14).map(|t| u16::from_be_bytes([t[0], t[1]]));
+    let (l3, proto) = match ethertype {
+        Some(0x0800) => (rss_type::L3_IPV4, frame.get(14 + 9)),
+        Some(0x86dd) => (rss_type::L3_IPV6, frame.get(14 + 6)),
+        _ => (0, None),
+    };
+    let l4 = if cqe.flags & Cqe::HASH_L4 == 0 {
+        0
+    } else {
+        rss_type::L4
+            | match proto {
+                Some(6) => rss_type::L4_TCP,
+                Some(17) => rss_type::L4_UDP,
+                _ => 0,
+            }
+    };
+    XdpRxHash {
+        hash: cqe.hash,
+        kind: l3 | l4,
+    }
+}
+
 impl QueuePair {
     /// Hands the frame of an RX completion to the stack and posts a fresh
     /// page in its place. Runs with `rx` locked but `tx` free (the stack
@@ -141,7 +167,11 @@ impl QueuePair {
         bump(&self.stats.rx_packets, 1);
         bump(&self.stats.rx_bytes, u64::from(len));
         let verdict = match ctx.xdp {
-            Some(prog) => frame.run_xdp(prog, &rx.xdp_rxq),
+            Some(prog) => {
+                let hash = (cqe.flags & Cqe::HASH != 0 && ctx.hash)
+                    .then(|| xdp_rx_hash(frame.bytes(), cqe));
+                frame.run_xdp(prog, &rx.xdp_rxq, hash)
+            }
             None => XdpVerdict::Pass(frame),
         };
         let frame = match verdict {
