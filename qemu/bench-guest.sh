@@ -8,6 +8,7 @@
 
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 source /rsnic/qemu/bench-gft-guest.sh
+source /rsnic/qemu/bench-xdp-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
 
@@ -136,6 +137,7 @@ read -r m1 p1 n1 < <(card_dma)
 gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
 virtio=$(with_pktgen "$virtio" "$(pktgen_pps "${vifs[0]}" bench-virtio "${vifs[1]}" 10.98.0.2)")
+xdp=$(xdp_bench)
 # VF bonding: TCP through card A's VF (same netdev, data path VF), then
 # the failover gap: ping at 100/s while the VF is unplugged and replugged
 # 10 times; the longest gap between replies around each switch.
@@ -192,13 +194,14 @@ if rmmod rsnic && insmod /rsnic/rsnic.ko tx_batching=0; then
 	fi
 fi
 
-python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" >"$out" <<'PY'
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" "$xdp" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
 rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
 rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
 print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6]),
-                  "gft": json.loads(sys.argv[7]), "unbatched": json.loads(sys.argv[8])}))
+                  "gft": json.loads(sys.argv[7]), "unbatched": json.loads(sys.argv[8]),
+                  "xdp": json.loads(sys.argv[9])}))
 PY
 cat "$out"

@@ -39,6 +39,31 @@ def print_side_by_side(rows, rsnic, reference, ref_name, width):
         print(f"{label:{width}} {r:>10} {x:>10} {ratio:>7.2f}{note}")
 
 
+def print_xdp(xdp):
+    """Frames/s the far end handled with the stack, XDP_DROP and XDP_TX:
+    median [min-max] over the runs, and the generator's median."""
+    def cell(entry):
+        if "error" in entry:
+            return "n/a"
+        p = sorted(entry["pps"])
+        return f"{p[len(p) // 2]} [{p[0]}-{p[-1]}]" if p else "n/a"
+
+    def gen(entry):
+        g = sorted(entry.get("gen_pps", []))
+        return g[len(g) // 2] if g else "n/a"
+
+    runs = max((len(e.get("pps", [])) for d in xdp.values() for e in d.values()), default=0)
+    print(f"{'pktgen 60 B -> far end, frames/s handled':42} {'rsnic':>24} {'virtio-net':>24}"
+          f"   ({runs} runs: median [min-max]; generator median)")
+    for mode, label in (("stack", "stack (no program, UDP drops)"), ("drop", "native XDP_DROP"),
+                        ("tx", "native XDP_TX (sent back)")):
+        r, v = xdp.get("rsnic", {}).get(mode, {}), xdp.get("virtio", {}).get(mode, {})
+        print(f"{label:42} {cell(r):>24} {cell(v):>24}   gen {gen(r)} / {gen(v)}")
+        for name, e in (("rsnic", r), ("virtio-net", v)):
+            if "error" in e:
+                print(f"{'':42} {name}: {e['error']}")
+
+
 def print_rdma(rdma):
     """The RDMA tables: fio on both transports, then doorbell batching."""
     print_side_by_side(RDMA_ROWS, rdma["rsnic"], rdma["rxe"], "rdma_rxe", 44)
@@ -97,6 +122,12 @@ def main():
               f" cached flow {gft['rr_cached_flow_p50_us']}")
         print(f"{'GFT, new flows end to end':42} {gft['new_flows_per_s']}/s"
               f" ({gft['new_flows']} installed, {gft['new_flow_backlog_drops']} backlog drops)")
+    xdp = result.get("xdp") or {}
+    if "rsnic" in xdp:
+        print()
+        print_xdp(xdp)
+    elif xdp:
+        print(f"XDP: not measured ({xdp.get('error')})")
     if "rdma" in result:
         print()
         print_rdma(result["rdma"])

@@ -804,3 +804,36 @@ pktgen() {
 	echo rem_device_all >$pg/kpktgend_0
 	[[ $r =~ ([0-9]+)pps ]] && echo "${BASH_REMATCH[1]}"
 }
+
+# XDP (xdp.sh, qemu/bench-xdp-guest.sh): builds xdp_actions.bpf.c into OUT.
+build_xdp_actions() { # OUT
+	clang -O2 -g -target bpf -I/usr/include/"$(uname -m)"-linux-gnu \
+		-c "$(dirname "${BASH_SOURCE[0]}")/xdp_actions.bpf.c" -o "$1"
+}
+# The 4 little-endian bytes of a u32, as bpftool takes keys and values.
+le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
+# The id of map NAME of the XDP program attached to $XDP_DEV (card A's
+# netdev unless set), in netns $XDP_NS if set.
+map_id() { # NAME
+	local prog id
+	prog=$(ip ${XDP_NS:+-n "$XDP_NS"} -j -d link show dev "${XDP_DEV:-$NETIF_A}" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["xdp"]["prog"]["id"])')
+	for id in $(bpftool -j prog show id "$prog" | python3 -c 'import json,sys; print(*json.load(sys.stdin)["map_ids"])'); do
+		bpftool -j map show id "$id" | grep -q "\"name\":\"$1\"" && echo "$id"
+	done
+}
+# Sets entry KEY of that program's map NAME to the u32 VALUEs.
+map_set() { # NAME KEY VALUE...
+	local id key=$2 v value=
+	id=$(map_id "$1")
+	shift 2
+	for v in "$@"; do value="$value $(le32 "$v")"; done
+	bpftool map update id "$id" key $(le32 "$key") value $value
+}
+# Frames that program matched (map "seen").
+seen() {
+	bpftool -j map lookup id "$(map_id seen)" key 0 0 0 0 | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["value"]
+print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))'
+}

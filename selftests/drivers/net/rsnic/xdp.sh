@@ -30,8 +30,7 @@ done
 [ -d "$KSFT/net/lib/py" ] || bail_out "no YNL library in $KSFT (qemu/build-ksft.sh)"
 WORK=$(mktemp -d)
 OBJ=$WORK/xdp_actions.o
-clang -O2 -g -target bpf -I/usr/include/"$(uname -m)"-linux-gnu \
-	-c "$(dirname "$0")/xdp_actions.bpf.c" -o "$OBJ" || bail_out "cannot build xdp_actions.bpf.c"
+build_xdp_actions "$OBJ" || bail_out "cannot build xdp_actions.bpf.c"
 
 PORT=5501   # the frames the program acts on
 SPORT=5502  # B's source port: XDP_TX replies go to it
@@ -51,33 +50,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The 4 little-endian bytes of a u32, as bpftool takes keys and values.
-le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
-# The id of map NAME of the program attached to $XDP_DEV (card A's netdev
-# unless set).
-map_id() { # NAME
-	local prog id
-	prog=$(ip -j -d link show dev "${XDP_DEV:-$NETIF_A}" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["xdp"]["prog"]["id"])')
-	for id in $(bpftool -j prog show id "$prog" | python3 -c 'import json,sys; print(*json.load(sys.stdin)["map_ids"])'); do
-		bpftool -j map show id "$id" | grep -q "\"name\":\"$1\"" && echo "$id"
-	done
-}
-# Sets entry KEY of that program's map NAME to the u32 VALUEs.
-map_set() { # NAME KEY VALUE...
-	local id key=$2 v value=
-	id=$(map_id "$1")
-	shift 2
-	for v in "$@"; do value="$value $(le32 "$v")"; done
-	bpftool map update id "$id" key $(le32 "$key") value $value
-}
-# Frames that program matched (map "seen").
-seen() {
-	bpftool -j map lookup id "$(map_id seen)" key 0 0 0 0 | python3 -c '
-import json, sys
-v = json.load(sys.stdin)["value"]
-print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))'
-}
 attach() { ip link set dev "$NETIF_A" xdpdrv obj "$OBJ" sec xdp; }
 # Attaches the program with action ACT for UDP port $PORT.
 attach_with() { # ACT
