@@ -68,6 +68,19 @@ q_tx() { qstats device | awk '{print $3}'; }
 blast() { # PORT
 	ip netns exec $NS "$GFT_PY" udp-blast $IP_A "$1" 1 $RATE 64 $SPORT | awk '{print $1}'
 }
+# Sends a second of datagrams to A:$PORT from B (or runs SENDER..., which
+# prints how many it sent) while tcpdump on IFACE (in netns NS; "" for
+# this one) keeps the frames FILTER matches; prints "sent captured", the
+# captured ones being those whose line has MATCH.
+blast_captured() { # NS IFACE FILTER MATCH [SENDER...]
+	local ns=$1 iface=$2 filter=$3 match=$4 cap sent
+	shift 4
+	capture "$ns" "$iface" 100000 "$filter" "$WORK/cap"
+	cap=$!
+	if [ $# -gt 0 ]; then sent=$("$@" | awk '{print $1}'); else sent=$(blast $PORT); fi
+	capture_stop $cap
+	echo "$sent $(grep -c "$match" "$WORK/cap")"
+}
 # Starts a counter of datagrams to PORT on A (PID in COUNTER); its count
 # lands in FILE.
 count_start() { # PORT FILE
@@ -119,11 +132,8 @@ check "XDP_PASS: the socket got every frame (sent ${r[0]}, seen ${r[1]}, passed 
 
 map_set cfg 0 $XDP_TX
 t0=$(drv_xdp tx) q0=$(q_tx)
-capture $NS "$NETIF_B" 100000 "udp and src host $IP_A and src port $PORT and dst port $SPORT" "$WORK/tx.cap"
-cap=$!
-sent=$(blast $PORT)
-capture_stop $cap
-back=$(grep -c "$IP_A.$PORT > $IP_B.$SPORT" "$WORK/tx.cap")
+read -r sent back < <(blast_captured $NS "$NETIF_B" "udp and src host $IP_A and src port $PORT and dst port $SPORT" \
+	"$IP_A.$PORT > $IP_B.$SPORT")
 check "XDP_TX: every frame came back to B (sent $sent, back $back, driver $(($(drv_xdp tx) - t0)))" \
 	test "$sent" -gt 0 -a "$back" = "$sent" -a "$(($(drv_xdp tx) - t0))" = "$sent"
 check "XDP_TX frames count as sent in qstats (tx +$(($(q_tx) - q0)))" test "$(($(q_tx) - q0))" -ge "$sent"
@@ -142,11 +152,7 @@ ethtool -K vx1 gro on >/dev/null
 map_set devs 0 "$(cat /sys/class/net/vx0/ifindex)"
 map_set cfg 0 $ACT_DEVMAP
 d0=$(drv_xdp redirect)
-capture "" vx1 100000 "udp and dst port $PORT" "$WORK/redir.cap"
-cap=$!
-sent=$(blast $PORT)
-capture_stop $cap
-out=$(grep -c "$IP_B.$SPORT > $IP_A.$PORT" "$WORK/redir.cap")
+read -r sent out < <(blast_captured "" vx1 "udp and dst port $PORT" "$IP_B.$SPORT > $IP_A.$PORT")
 check "XDP_REDIRECT to another device: every frame came out of the veth (sent $sent, out $out, driver $(($(drv_xdp redirect) - d0)))" \
 	test "$sent" -gt 0 -a "$out" = "$sent" -a "$(($(drv_xdp redirect) - d0))" = "$sent"
 
@@ -159,11 +165,8 @@ XDP_DEV=vx1 map_set devs 0 "$(cat /sys/class/net/$NETIF_A/ifindex)"
 XDP_DEV=vx1 map_set cfg 1 $PORT
 XDP_DEV=vx1 map_set cfg 0 $ACT_DEVMAP
 x0=$(ethtool -S "$NETIF_A" | awk '$1 ~ /^tx[0-9]+_xdp_xmit:$/ {n += $2} END {print n + 0}')
-capture $NS "$NETIF_B" 100000 "udp and src host 10.198.0.1 and dst port $PORT" "$WORK/xmit.cap"
-cap=$!
-sent=$("$GFT_PY" udp-blast 10.198.0.2 $PORT 1 $RATE 64 $SPORT | awk '{print $1}')
-capture_stop $cap
-arrived=$(grep -c "10.198.0.1.$SPORT > 10.198.0.2.$PORT" "$WORK/xmit.cap")
+read -r sent arrived < <(blast_captured $NS "$NETIF_B" "udp and src host 10.198.0.1 and dst port $PORT" \
+	"10.198.0.1.$SPORT > 10.198.0.2.$PORT" "$GFT_PY" udp-blast 10.198.0.2 $PORT 1 $RATE 64 $SPORT)
 xmit=$(($(ethtool -S "$NETIF_A" | awk '$1 ~ /^tx[0-9]+_xdp_xmit:$/ {n += $2} END {print n + 0}') - x0))
 check "XDP_REDIRECT into card A (ndo_xdp_xmit): every frame reached B (sent $sent, arrived $arrived, driver $xmit)" \
 	test "$sent" -gt 0 -a "$arrived" = "$sent" -a "$xmit" = "$sent"
