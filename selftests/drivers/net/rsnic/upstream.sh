@@ -5,8 +5,11 @@
 # and drivers/net/hw, as the kernel tree has them; qemu/build-ksft.sh
 # installs them) in HW mode against card A's netdev, with card B's netdev
 # in netns $NS as the remote endpoint.
-#   upstream.sh [TEST...]   (default: $UPSTREAM_TESTS, one test a line,
-#                            with ksft's -t/-T case filters after it)
+#   upstream.sh [TEST...]   (default: $UPSTREAM_TESTS, the drivers/net
+#                            tests, one a line, with ksft's -t/-T case
+#                            filters after it; upstream_hw.sh runs the
+#                            drivers/net/hw ones, so that each file stays
+#                            within the per-test timeout)
 # Every case of every test is one KTAP result here. A case passes, or
 # upstream.skip lists it, one line per case: "CASE skip REASON" (it may
 # skip: the card lacks the feature), "CASE todo REASON" (it fails or
@@ -41,23 +44,6 @@ UPSTREAM_TESTS=${UPSTREAM_TESTS:-"
 	drivers/net/netpoll_basic.py
 	drivers/net/so_txtime.py
 	drivers/net/xdp.py
-	drivers/net/hw/csum.py
-	drivers/net/hw/irq.py
-	drivers/net/hw/tso.py
-	drivers/net/hw/uso.py
-	drivers/net/hw/gro_hw.py
-	drivers/net/hw/rss_api.py
-	drivers/net/hw/rss_ctx.py -T test_rss_key_indir -T test_hitless_key_update
-	drivers/net/hw/rss_ctx.py -t test_rss_key_indir -t test_hitless_key_update
-	drivers/net/hw/rss_drv.py
-	drivers/net/hw/rss_input_xfrm.py
-	drivers/net/hw/ntuple.py
-	drivers/net/hw/toeplitz.py
-	drivers/net/hw/pp_alloc_fail.py
-	drivers/net/hw/xdp_metadata.py
-	drivers/net/hw/ethtool_std_stats.sh
-	drivers/net/hw/devlink_port_split.py --dev @DEVLINK_A@
-	drivers/net/hw/devlink_rate_tc_bw.py
 "}
 [ $# -gt 0 ] && UPSTREAM_TESTS=$(printf '%s\n' "$@")
 
