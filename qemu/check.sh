@@ -65,7 +65,7 @@ fi
 results=$RSNIC_CACHE/check-results.$$
 log "booting the VM and running the selftests"
 vm_status=0
-qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-2400}" \
+qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-3300}" \
 	--results "$RSNIC_IN_CACHE/$(basename "$results")" \
 	--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
 if [[ -f $results ]]; then
