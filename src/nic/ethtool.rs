@@ -197,6 +197,8 @@ impl EthtoolOps for Nic {
                 format_args!("tx{q}_xdp_xmit_errors"),
                 s.tx_xdp_xmit_errors.load(Relaxed),
             );
+            sink.stat(format_args!("rx{q}_xsk"), s.rx_xsk.load(Relaxed));
+            sink.stat(format_args!("tx{q}_xsk"), s.tx_xsk.load(Relaxed));
             // The card's own counts of this pair, asked for only when the
             // values are read. A card that does not answer reads as zeros.
             let card = if sink.wants_values() {

@@ -51,6 +51,7 @@ use crate::linux::{
         skbuff::SkBuff,
         work::NetDevWork,
         xdp::{XdpFeatures, XdpProgSlot},
+        xsk::XskPool,
     },
 };
 use crate::regs::Registers;
@@ -179,6 +180,10 @@ pub(crate) struct Nic {
     /// Additional RSS contexts and steering rules. Taken after `config`.
     #[pin]
     steering: Mutex<KBox<Steering>>,
+    /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`).
+    /// Changed under `config`, taken after it.
+    #[pin]
+    xsk: Mutex<KVec<Option<XskPool>>>,
 }
 
 /// The registered network device of a function: a PF's synthetic NIC or
@@ -254,7 +259,8 @@ pub(crate) fn register(
         // virtual one.
         xdp_features: XdpFeatures::BASIC
             .with(XdpFeatures::REDIRECT)
-            .with(XdpFeatures::NDO_XMIT),
+            .with(XdpFeatures::NDO_XMIT)
+            .with(XdpFeatures::XSK_ZEROCOPY),
         xdp_rx_hash: info.offloads & offload::RSS != 0,
         devlink_port: Some(Port::new(
             DevlinkRef::new(devlink),
@@ -312,6 +318,10 @@ pub(crate) fn register(
                 GFP_KERNEL,
             )?;
             let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
+            let mut xsk = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
+            for _ in 0..max_queues {
+                xsk.push(None, GFP_KERNEL)?;
+            }
             Ok(try_pin_init!(Nic {
             health <- new_mutex!(None),
             health_work <- NetDevWork::new(dev.clone()),
@@ -355,6 +365,7 @@ pub(crate) fn register(
                 coalesce: Coalesce::default(),
             }),
             steering <- new_mutex!(steering),
+            xsk <- new_mutex!(xsk),
         }? Error))
         },
     )?;
@@ -501,7 +512,7 @@ impl Nic {
         self.push_steering(cfg)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
-                .prepare(rtnl, &self.dma, geo, self.tx_csum())
+                .prepare(rtnl, &self.dma, geo, self.tx_csum(), self.xsk_pool(n))
                 .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
                 .and_then(|()| queue.start(rtnl));
             if let Err(e) = started {

@@ -19,6 +19,7 @@ use crate::linux::net::{
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
     xdp::{XdpSetup, XdpXmitBatch},
+    xsk::XskSetup,
 };
 
 #[vtable]
@@ -108,6 +109,7 @@ impl NetDevOps for Nic {
     fn change_mtu(dev: &NetDev<Self>, rtnl: &Rtnl, mtu: u32) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
+        nic.xsk_fits(&cfg, mtu)?;
         if !cfg.running {
             nic.admin.run(AdminCmd::SetMtu { mtu })?;
         } else {
@@ -167,6 +169,14 @@ impl NetDevOps for Nic {
 
     fn xdp_xmit(dev: &NetDev<Self>, frames: &mut XdpXmitBatch<'_>, flush: bool) {
         dev.data().xdp_xmit(dev, frames, flush);
+    }
+
+    fn xsk_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XskSetup) -> Result {
+        dev.data().install_xsk(dev, rtnl, setup)
+    }
+
+    fn xsk_wakeup(dev: &NetDev<Self>, queue: u32) -> Result {
+        dev.data().xsk_wakeup(queue)
     }
 
     fn tx_timeout(dev: &NetDev<Self>, queue: u32) {

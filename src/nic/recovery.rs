@@ -295,6 +295,7 @@ impl Nic {
                     &self.dma,
                     self.geometry(&cfg, dev.mtu()),
                     self.tx_csum(),
+                    self.xsk_pool(usize::from(q)),
                 )
                 .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
                 .and_then(|()| queue.start(rtnl));

@@ -12,13 +12,14 @@
 
 use kernel::{cpu::CpuId, prelude::*};
 
-use super::{queue::bump, Nic};
+use super::{queue::bump, Config, Nic};
 use crate::bond;
 use crate::hw::FuncKind;
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
     xdp::{XdpSetup, XdpXmitBatch},
+    xsk::{XskPool, XskSetup},
 };
 
 impl Nic {
@@ -70,6 +71,90 @@ impl Nic {
         if flush {
             q.ring_xdp_tx();
         }
+    }
+
+    /// `ndo_bpf` `XDP_SETUP_XSK_POOL`: binds an AF_XDP pool to a queue in
+    /// zero-copy mode, or lets the bound one go. A running queue pair
+    /// restarts around the change (its RX ring takes the other kind of
+    /// buffer), as the other queues do: frames in flight are lost, as
+    /// for a ring resize. The pool is mapped for the card before use and
+    /// unmapped once the rings that used it are gone.
+    pub(super) fn install_xsk(&self, dev: &NetDev<Nic>, rtnl: &Rtnl, setup: XskSetup) -> Result {
+        let q = usize::from(setup.queue);
+        let mut cfg = self.config.lock();
+        if q >= self.queues.len() {
+            return Err(EINVAL);
+        }
+        let old = self.xsk.lock()[q].take();
+        if let Some(pool) = &setup.pool {
+            if old.is_some() {
+                // The core binds one pool per queue.
+                self.xsk.lock()[q] = old;
+                return Err(EBUSY);
+            }
+            if pool.rx_frame_size() < self.geometry(&cfg, dev.mtu()).rx_frame {
+                return Err(EINVAL);
+            }
+            pool.dma_map(&self.dma)?;
+            self.xsk.lock()[q] = Some(pool.clone());
+        }
+        let restart = if cfg.running && q < usize::from(cfg.queues) {
+            let same = *cfg;
+            self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu())
+        } else {
+            Ok(())
+        };
+        match (setup.pool, restart) {
+            (Some(pool), Err(e)) => {
+                // Not bound after all: the queues came back without it.
+                self.xsk.lock()[q] = None;
+                let same = *cfg;
+                if cfg.running {
+                    let _ = self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu());
+                }
+                pool.dma_unmap();
+                Err(e)
+            }
+            (Some(_), Ok(())) => Ok(()),
+            (None, _) => {
+                // The rings that used it are gone, restarted or not.
+                if let Some(old) = old {
+                    old.dma_unmap();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The AF_XDP pool bound to queue `q` in zero-copy mode.
+    pub(super) fn xsk_pool(&self, q: usize) -> Option<XskPool> {
+        self.xsk.lock().get(q).cloned().flatten()
+    }
+
+    /// Whether frames of `mtu` fit the buffers of every bound AF_XDP pool
+    /// (`EINVAL` if not: unbind the socket first).
+    pub(super) fn xsk_fits(&self, cfg: &Config, mtu: u32) -> Result {
+        let need = self.geometry(cfg, mtu).rx_frame;
+        let pools = self.xsk.lock();
+        if pools
+            .iter()
+            .flatten()
+            .any(|pool| pool.rx_frame_size() < need)
+        {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// `ndo_xsk_wakeup`: user space filled the fill ring or added to the
+    /// TX ring of the socket bound to `queue`: its pair polls.
+    pub(super) fn xsk_wakeup(&self, queue: u32) -> Result {
+        let q = self.queues.get(queue as usize).ok_or(EINVAL)?;
+        if !q.xsk_bound() {
+            return Err(ENXIO);
+        }
+        q.napi().schedule_from_task();
+        Ok(())
     }
 
     /// Runs `master`'s program, or none: an enslaved VF follows its

@@ -16,4 +16,5 @@
 #include <linux/bpf.h>
 #include <linux/filter.h>
 #include <net/xdp.h>
+#include <net/xdp_sock_drv.h>
 #include "helpers.h"

@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 #include <net/devlink.h>
 #include <net/xdp.h>
+#include <net/xdp_sock_drv.h>
 #include <linux/filter.h>
 #include <trace/events/xdp.h>
 #include "helpers.h"
@@ -425,6 +426,66 @@ int rust_ext_xdp_rxq_info_reg(struct xdp_rxq_info *rxq, struct net_device *dev, 
 			      struct napi_struct *napi)
 {
 	return xdp_rxq_info_reg(rxq, dev, queue, napi->napi_id);
+}
+
+struct xdp_frame *rust_ext_xdp_convert_buff_to_frame(struct xdp_buff *xdp)
+{
+	return xdp_convert_buff_to_frame(xdp);
+}
+
+/* AF_XDP zero copy */
+
+int rust_ext_xsk_pool_dma_map(struct xsk_buff_pool *pool, struct device *dev)
+{
+	return xsk_pool_dma_map(pool, dev, 0);
+}
+
+void rust_ext_xsk_pool_dma_unmap(struct xsk_buff_pool *pool)
+{
+	xsk_pool_dma_unmap(pool, 0);
+}
+
+u32 rust_ext_xsk_pool_get_rx_frame_size(struct xsk_buff_pool *pool)
+{
+	return xsk_pool_get_rx_frame_size(pool);
+}
+
+void rust_ext_xsk_pool_set_rxq_info(struct xsk_buff_pool *pool, struct xdp_rxq_info *rxq)
+{
+	xsk_pool_set_rxq_info(pool, rxq);
+}
+
+struct xdp_buff *rust_ext_xsk_buff_alloc(struct xsk_buff_pool *pool)
+{
+	return xsk_buff_alloc(pool);
+}
+
+dma_addr_t rust_ext_xsk_buff_xdp_get_dma(struct xdp_buff *xdp)
+{
+	return xsk_buff_xdp_get_dma(xdp);
+}
+
+/* The device wrote a frame of len bytes into the buffer: its size set
+ * and made visible to the CPU. */
+void rust_ext_xsk_buff_received(struct xdp_buff *xdp, u32 len)
+{
+	xsk_buff_set_size(xdp, len);
+	xsk_buff_dma_sync_for_cpu(xdp);
+}
+
+void rust_ext_xsk_buff_free(struct xdp_buff *xdp)
+{
+	xsk_buff_free(xdp);
+}
+
+/* The bus address of a TX descriptor's frame (umem address addr, len
+ * bytes), made visible to the device. */
+dma_addr_t rust_ext_xsk_tx_dma(struct xsk_buff_pool *pool, u64 addr, u32 len)
+{
+	dma_addr_t dma = xsk_buff_raw_get_dma(pool, addr);
+
+	xsk_buff_raw_dma_sync_for_device(pool, dma, len);
+	return dma;
 }
 
 /* work items */

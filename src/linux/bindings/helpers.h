@@ -125,6 +125,19 @@ void rust_ext_trace_xdp_exception(const struct net_device *dev, const struct bpf
 				  u32 act);
 int rust_ext_xdp_rxq_info_reg(struct xdp_rxq_info *rxq, struct net_device *dev, u32 queue,
 			      struct napi_struct *napi);
+struct xdp_frame *rust_ext_xdp_convert_buff_to_frame(struct xdp_buff *xdp);
+
+/* AF_XDP zero copy */
+struct xsk_buff_pool;
+int rust_ext_xsk_pool_dma_map(struct xsk_buff_pool *pool, struct device *dev);
+void rust_ext_xsk_pool_dma_unmap(struct xsk_buff_pool *pool);
+u32 rust_ext_xsk_pool_get_rx_frame_size(struct xsk_buff_pool *pool);
+void rust_ext_xsk_pool_set_rxq_info(struct xsk_buff_pool *pool, struct xdp_rxq_info *rxq);
+struct xdp_buff *rust_ext_xsk_buff_alloc(struct xsk_buff_pool *pool);
+dma_addr_t rust_ext_xsk_buff_xdp_get_dma(struct xdp_buff *xdp);
+void rust_ext_xsk_buff_received(struct xdp_buff *xdp, u32 len);
+void rust_ext_xsk_buff_free(struct xdp_buff *xdp);
+dma_addr_t rust_ext_xsk_tx_dma(struct xsk_buff_pool *pool, u64 addr, u32 len);
 
 /* work items */
 void rust_ext_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *));

@@ -18,3 +18,4 @@ pub(crate) mod stats;
 pub(crate) mod upper;
 pub(crate) mod work;
 pub(crate) mod xdp;
+pub(crate) mod xsk;

@@ -20,6 +20,7 @@ use crate::linux::net::{
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
+    xsk::XskSetup,
 };
 
 /// The stack's own TX queue choice for an skb in `ndo_select_queue`
@@ -108,6 +109,20 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// `ndo_bpf` with `XDP_SETUP_XSK_POOL`: bind an AF_XDP pool to queue
+    /// `setup.queue` in zero-copy mode (DMA-map it:
+    /// [`crate::linux::net::xsk::XskPool::dma_map`]), or let the bound one
+    /// go; before that returns, nothing of the pool may be left in use.
+    fn xsk_setup(_dev: &NetDev<Self>, _rtnl: &Rtnl, _setup: XskSetup) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_xsk_wakeup`: user space added to the rings of the AF_XDP
+    /// socket bound to queue `queue` (any context, no RTNL): poll it.
+    fn xsk_wakeup(_dev: &NetDev<Self>, _queue: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// `ndo_xdp_xmit`: send frames other devices' XDP programs redirected
     /// here, in order (softirq context); tell the device now if `flush`.
     fn xdp_xmit(_dev: &NetDev<Self>, _frames: &mut XdpXmitBatch<'_>, _flush: bool) {
@@ -166,6 +181,9 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_XDP_XMIT {
             ops.ndo_xdp_xmit = Some(Self::xdp_xmit);
+        }
+        if T::HAS_XSK_WAKEUP {
+            ops.ndo_xsk_wakeup = Some(Self::xsk_wakeup);
         }
         ops
     };
@@ -421,6 +439,15 @@ impl<T: NetDevOps> Adapter<T> {
         let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
         // SAFETY: `bpf` is live for the call.
         let bpf = unsafe { &mut *bpf };
+        if bpf.command == bindings::bpf_netdev_command_XDP_SETUP_XSK_POOL && T::HAS_XSK_SETUP {
+            // SAFETY: For `XDP_SETUP_XSK_POOL` the request holds the pool
+            // (or null) and the queue, as `XskSetup` needs.
+            let setup = unsafe {
+                let x = &bpf.__bindgen_anon_1.xsk;
+                XskSetup::from_raw(x.pool, x.queue_id)
+            };
+            return from_result(|| T::xsk_setup(dev, rtnl, setup).map(|()| 0));
+        }
         if bpf.command != bindings::bpf_netdev_command_XDP_SETUP_PROG {
             return -(kernel::bindings::EINVAL as c_int);
         }
@@ -462,6 +489,19 @@ impl<T: NetDevOps> Adapter<T> {
                 T::xdp_xmit(dev, batch, flush)
             })
         }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev` (any context, no RTNL).
+    unsafe extern "C" fn xsk_wakeup(
+        ndev: *mut bindings::net_device,
+        queue: u32,
+        _flags: u32,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { Self::dev(ndev) };
+        from_result(|| T::xsk_wakeup(dev, queue).map(|()| 0))
     }
 
     /// # Safety

@@ -14,7 +14,7 @@ use crate::linux::{
     net::{
         napi::Napi,
         skbuff::SkBuff,
-        xdp::{XdpBuffMeta, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
+        xdp::{act_on, XdpBuffMeta, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
     },
 };
 
@@ -322,39 +322,14 @@ impl RxFrame {
             offset,
             len,
         };
-        let dev = rxq.dev_raw();
-        let aborted = |act: u32| {
-            // SAFETY: Live device and program for the call.
-            unsafe { bindings::rust_ext_trace_xdp_exception(dev, prog.as_raw(), act) };
-        };
-        match act {
-            bindings::xdp_action_XDP_PASS => XdpVerdict::Pass(frame),
-            bindings::xdp_action_XDP_TX => XdpVerdict::Tx(frame),
-            bindings::xdp_action_XDP_DROP => XdpVerdict::Dropped(XdpDrop::Drop),
-            bindings::xdp_action_XDP_REDIRECT => {
-                // SAFETY: `xdp` describes our page, of a pool registered as
-                // `rxq`'s memory model; called from the NAPI poll.
-                let err = unsafe { bindings::xdp_do_redirect(dev, xdp, prog.as_raw()) };
-                if err == 0 {
-                    // The target owns the page now and gives it back to
-                    // its pool.
-                    core::mem::forget(frame.page);
-                    XdpVerdict::Redirected
-                } else {
-                    aborted(act);
-                    XdpVerdict::Dropped(XdpDrop::RedirectFailed)
-                }
-            }
-            bindings::xdp_action_XDP_ABORTED => {
-                aborted(act);
-                XdpVerdict::Dropped(XdpDrop::Aborted)
-            }
-            _ => {
-                // SAFETY: Live device and program for the call.
-                unsafe { bindings::bpf_warn_invalid_xdp_action(dev, prog.as_raw(), act) };
-                aborted(act);
-                XdpVerdict::Dropped(XdpDrop::Aborted)
-            }
+        // SAFETY: `xdp` describes our page, of a pool registered as `rxq`'s
+        // memory model, as the program left it.
+        unsafe {
+            act_on(act, frame, rxq, prog, xdp, |frame| {
+                // The target owns the page now and gives it back to its
+                // pool.
+                core::mem::forget(frame.page)
+            })
         }
     }
 }

@@ -170,6 +170,24 @@ impl SkBuff {
         }
     }
 
+    /// A new skb holding a copy of `frame` (NAPI context, polling with
+    /// `napi`), or `None` if no memory.
+    pub(crate) fn copy_of(napi: &Napi, frame: &[u8]) -> Option<Self> {
+        let len = u32::try_from(frame.len()).ok()?;
+        // SAFETY: `napi` is the context polling right now.
+        let skb = unsafe { bindings::napi_alloc_skb(napi.as_raw(), len) };
+        // SAFETY: NULL or a new skb that we own.
+        let skb = unsafe { Self::from_raw(skb) }?;
+        // SAFETY: The new skb has room for `len` bytes of data (asked for
+        // above); `skb_put` returns where they go, which `frame` cannot
+        // overlap.
+        unsafe {
+            let to = bindings::skb_put(skb.as_raw(), len).cast::<u8>();
+            core::ptr::copy_nonoverlapping(frame.as_ptr(), to, frame.len());
+        }
+        Some(skb)
+    }
+
     /// Hands a received frame to the stack through GRO, on RX queue `queue`.
     pub(crate) fn receive(self, napi: &Napi, queue: u16) {
         let skb = self.into_raw();

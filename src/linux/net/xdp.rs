@@ -19,7 +19,12 @@ use core::{
 use kernel::{ffi::c_int, prelude::*, sync::rcu, types::Opaque};
 
 use crate::linux::bindings;
-use crate::linux::net::{napi::Napi, page_pool::PagePool, rtnl::Rtnl};
+use crate::linux::net::{
+    napi::Napi,
+    page_pool::PagePool,
+    rtnl::Rtnl,
+    xsk::{set_rxq_pool, XskPool},
+};
 
 /// A reference to an XDP program; dropping it gives the reference back.
 ///
@@ -159,6 +164,57 @@ pub(crate) enum XdpDrop {
     RedirectFailed,
 }
 
+/// Carries out program action `act` for `frame` (whose buffer `xdp` the
+/// program ran on) where no driver is needed: a redirect (`redirected`
+/// hands the frame's memory to the target on success; on failure the
+/// frame is dropped, back to its owner), a drop, the trace of an aborted
+/// or unknown action.
+///
+/// # Safety
+///
+/// `xdp` is `frame`'s buffer as the program left it, received on `rxq`
+/// (whose memory model is the buffer's), in the NAPI poll.
+pub(in crate::linux) unsafe fn act_on<F>(
+    act: u32,
+    frame: F,
+    rxq: &XdpRxq,
+    prog: XdpProgRef<'_>,
+    xdp: *mut bindings::xdp_buff,
+    redirected: impl FnOnce(F),
+) -> XdpVerdict<F> {
+    let dev = rxq.dev_raw();
+    let aborted = |act: u32| {
+        // SAFETY: Live device and program for the call.
+        unsafe { bindings::rust_ext_trace_xdp_exception(dev, prog.as_raw(), act) };
+    };
+    match act {
+        bindings::xdp_action_XDP_PASS => XdpVerdict::Pass(frame),
+        bindings::xdp_action_XDP_TX => XdpVerdict::Tx(frame),
+        bindings::xdp_action_XDP_DROP => XdpVerdict::Dropped(XdpDrop::Drop),
+        bindings::xdp_action_XDP_REDIRECT => {
+            // SAFETY: Per the function's contract.
+            let err = unsafe { bindings::xdp_do_redirect(dev, xdp, prog.as_raw()) };
+            if err == 0 {
+                redirected(frame);
+                XdpVerdict::Redirected
+            } else {
+                aborted(act);
+                XdpVerdict::Dropped(XdpDrop::RedirectFailed)
+            }
+        }
+        bindings::xdp_action_XDP_ABORTED => {
+            aborted(act);
+            XdpVerdict::Dropped(XdpDrop::Aborted)
+        }
+        _ => {
+            // SAFETY: Live device and program for the call.
+            unsafe { bindings::bpf_warn_invalid_xdp_action(dev, prog.as_raw(), act) };
+            aborted(act);
+            XdpVerdict::Dropped(XdpDrop::Aborted)
+        }
+    }
+}
+
 /// Sends what this poll redirected on its way (`xdp_do_flush`). Call at
 /// the end of a NAPI poll that had an [`XdpVerdict::Redirected`].
 pub(crate) fn xdp_flush() {
@@ -188,6 +244,33 @@ impl XdpRxq {
     /// Registers RX queue `queue`, polled by `napi`, whose pages come from
     /// `pool`. Drop it before the pool.
     pub(crate) fn new(napi: &Napi, queue: u32, pool: &PagePool) -> Result<Self> {
+        Self::with_model(napi, queue, |raw| {
+            // SAFETY: Registered, without a memory model yet; `pool` is
+            // live (the caller drops us first). The core takes its own
+            // hold on the pool.
+            kernel::error::to_result(unsafe {
+                bindings::xdp_rxq_info_reg_mem_model(
+                    raw.get(),
+                    bindings::xdp_mem_type_MEM_TYPE_PAGE_POOL,
+                    pool.as_raw().cast(),
+                )
+            })
+        })
+    }
+
+    /// Registers RX queue `queue`, polled by `napi`, whose buffers come
+    /// from the AF_XDP pool `pool` (zero copy). Drop it before the pool
+    /// goes.
+    pub(crate) fn new_xsk(napi: &Napi, queue: u32, pool: &XskPool) -> Result<Self> {
+        // SAFETY: Registered, without a memory model yet.
+        Self::with_model(napi, queue, |raw| unsafe { set_rxq_pool(raw, pool) })
+    }
+
+    fn with_model(
+        napi: &Napi,
+        queue: u32,
+        model: impl FnOnce(&Opaque<bindings::xdp_rxq_info>) -> Result,
+    ) -> Result<Self> {
         let raw = KBox::pin(Opaque::<bindings::xdp_rxq_info>::zeroed(), GFP_KERNEL)?;
         let dev = NonNull::new(napi.dev_raw()).ok_or(EINVAL)?;
         // SAFETY: `raw` is zeroed and pinned; `napi` is an added NAPI
@@ -195,16 +278,7 @@ impl XdpRxq {
         kernel::error::to_result(unsafe {
             bindings::rust_ext_xdp_rxq_info_reg(raw.get(), dev.as_ptr(), queue, napi.as_raw())
         })?;
-        // SAFETY: Registered above; `pool` is live (the caller drops us
-        // first). The core takes its own hold on the pool.
-        let model = kernel::error::to_result(unsafe {
-            bindings::xdp_rxq_info_reg_mem_model(
-                raw.get(),
-                bindings::xdp_mem_type_MEM_TYPE_PAGE_POOL,
-                pool.as_raw().cast(),
-            )
-        });
-        if let Err(e) = model {
+        if let Err(e) = model(&raw) {
             // SAFETY: Registered above, not used by anyone yet.
             unsafe { bindings::xdp_rxq_info_unreg(raw.get()) };
             return Err(e);
@@ -361,6 +435,13 @@ pub(crate) struct XdpFrame {
 unsafe impl Send for XdpFrame {}
 
 impl XdpFrame {
+    /// # Safety
+    ///
+    /// `raw` is a frame the caller owns and hands over.
+    pub(in crate::linux) unsafe fn from_raw(raw: NonNull<bindings::xdp_frame>) -> Self {
+        Self { raw }
+    }
+
     /// Bytes of the frame.
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: Owned, live frame (type invariant).
@@ -465,6 +546,9 @@ impl XdpFeatures {
     pub(crate) const REDIRECT: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_REDIRECT);
     /// Frames redirected to this device (`ndo_xdp_xmit`).
     pub(crate) const NDO_XMIT: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_NDO_XMIT);
+    /// AF_XDP zero copy (`XDP_SETUP_XSK_POOL`, `ndo_xsk_wakeup`).
+    pub(crate) const XSK_ZEROCOPY: Self =
+        Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_XSK_ZEROCOPY);
 
     /// Both sets.
     pub(crate) const fn with(self, other: Self) -> Self {

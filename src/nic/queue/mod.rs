@@ -37,6 +37,7 @@ use crate::linux::{
         page_pool::PagePool,
         rtnl::Rtnl,
         xdp::XdpRxq,
+        xsk::XskPool,
     },
     sync::lock_bh,
 };
@@ -101,6 +102,10 @@ pub(crate) struct QueueStats {
     /// TX ring, and those refused for lack of room.
     pub(crate) tx_xdp_xmit: Atomic<u64>,
     pub(crate) tx_xdp_xmit_errors: Atomic<u64>,
+    /// Frames received into a bound AF_XDP socket's buffers (zero copy),
+    /// and frames sent from its TX ring.
+    pub(crate) rx_xsk: Atomic<u64>,
+    pub(crate) tx_xsk: Atomic<u64>,
 }
 
 impl QueueStats {
@@ -139,6 +144,8 @@ impl QueueStats {
             xdp_aborted: Atomic::new(0),
             tx_xdp_xmit: Atomic::new(0),
             tx_xdp_xmit_errors: Atomic::new(0),
+            rx_xsk: Atomic::new(0),
+            tx_xsk: Atomic::new(0),
         }
     }
 }
@@ -262,6 +269,13 @@ impl WithNapi<QueuePair> {
         true
     }
 
+    /// Whether an AF_XDP pool is bound to the running pair (zero copy).
+    pub(crate) fn xsk_bound(&self) -> bool {
+        lock_bh(&self.rx)
+            .as_ref()
+            .is_some_and(|rx| rx.xsk.is_some())
+    }
+
     /// Records the IRQ of this pair's vector in its NAPI context.
     pub(crate) fn set_irq(&self, irq: u32) {
         self.napi().set_irq(irq);
@@ -270,12 +284,14 @@ impl WithNapi<QueuePair> {
     /// Posts RX buffers, enables NAPI and arms the interrupt. A ring the
     /// page pool cannot fill completely starts with what it got (each
     /// failure counted in `rx_alloc_failed`) and is topped up by the
-    /// polls; one with no buffer at all fails with `ENOMEM`.
+    /// polls; one with no buffer at all fails with `ENOMEM`. An AF_XDP
+    /// socket's ring starts with what its fill ring holds, even nothing:
+    /// the socket wakes the queue when it adds buffers.
     pub(crate) fn start(&self, rtnl: &Rtnl) -> Result {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
-            if rx.refill(&self.stats.rx_alloc_failed) == 0 {
+            if rx.refill(&self.stats.rx_alloc_failed) == 0 && rx.xsk.is_none() {
                 return Err(ENOMEM);
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
@@ -290,12 +306,15 @@ impl WithNapi<QueuePair> {
     /// Adds the pair's NAPI context to the device, allocates rings and
     /// buffers of `geo` and returns the card's create command; the queue
     /// runs once the card accepted it and [`QueueVector::start`] ran.
+    /// With `xsk` (an AF_XDP pool bound in zero-copy mode), RX takes its
+    /// buffers and its socket's frames go out on TX.
     pub(crate) fn prepare(
         &self,
         rtnl: &Rtnl,
         dma: &DmaDevice,
         geo: QueueGeometry,
         tx_csum: bool,
+        xsk: Option<XskPool>,
     ) -> Result<hw::QpConfig> {
         // Before the page pool, which recycles pages through it.
         self.napi().add(rtnl);
@@ -307,6 +326,7 @@ impl WithNapi<QueuePair> {
             slots: slots(geo.tx, TxSlot::default)?,
             dma: dma.clone(),
             csum: tx_csum,
+            xsk: xsk.clone(),
         };
         let pool = PagePool::new(
             dma,
@@ -323,9 +343,13 @@ impl WithNapi<QueuePair> {
                 phase: true,
             },
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
-            pages: slots(geo.rx, || None)?,
-            xdp_rxq: XdpRxq::new(self.napi(), u32::from(self.index), &pool)?,
+            bufs: slots(geo.rx, || None)?,
+            xdp_rxq: match &xsk {
+                Some(xsk) => XdpRxq::new_xsk(self.napi(), u32::from(self.index), xsk)?,
+                None => XdpRxq::new(self.napi(), u32::from(self.index), &pool)?,
+            },
             pool,
+            xsk,
         };
         let cmd = hw::QpConfig {
             qp: self.index,
@@ -360,7 +384,10 @@ impl WithNapi<QueuePair> {
         }
         // Freed outside the locks: destroying a page pool may sleep.
         let rx = lock_bh(&self.rx).take();
-        let tx = lock_bh(&self.tx).take();
+        let mut tx = lock_bh(&self.tx).take();
+        if let Some(tx) = &mut tx {
+            tx.drop_xsk_frames();
+        }
         drop((rx, tx));
         // After the page pool is gone: it recycles through the context.
         self.napi().del(rtnl);

@@ -15,19 +15,31 @@ use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
     page_pool::{PagePool, RxPage},
+    skbuff::SkBuff,
     xdp::{rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
+    xsk::{XskBuf, XskFrame, XskPool},
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
+
+/// A buffer posted on the RX ring: a page of the queue's page pool, or
+/// (AF_XDP zero copy) a buffer of the socket's umem.
+pub(super) enum RxBuf {
+    Page(RxPage),
+    Xsk(XskBuf),
+}
 
 /// The completion queue and RX side of a running queue pair (NAPI only).
 pub(super) struct RxState {
     pub(super) cq: CompletionQueue,
     pub(super) ring: Ring,
-    /// The page posted at each descriptor. Dropped before `pool`.
-    pub(super) pages: KVec<Option<RxPage>>,
+    /// The buffer posted at each descriptor. Dropped before `pool`.
+    pub(super) bufs: KVec<Option<RxBuf>>,
     /// The queue as XDP programs see it. Dropped before `pool`.
     pub(super) xdp_rxq: XdpRxq,
     pub(super) pool: PagePool,
+    /// The AF_XDP pool bound to this queue in zero-copy mode: the RX ring
+    /// takes its buffers instead of pages.
+    pub(super) xsk: Option<XskPool>,
 }
 
 /// What one poll works with: the RX offloads the stack has on
@@ -46,35 +58,60 @@ struct PollCtx<'a> {
 }
 
 impl RxState {
-    /// Posts fresh pages until the ring is full or an allocation fails
-    /// (counted in `alloc_failed`); a later poll tries again. Returns how
-    /// many were posted.
+    /// Posts fresh buffers until the ring is full or an allocation fails
+    /// (a page: counted in `alloc_failed`; AF_XDP: user space's fill ring
+    /// is empty, and the socket is told to wake the queue when it adds
+    /// to it); a later poll tries again. Returns how many were posted.
     pub(super) fn refill(&mut self, alloc_failed: &kernel::sync::atomic::Atomic<u64>) -> u16 {
         let mut posted = 0;
         while self.ring.free() > 0 {
-            let Some(page) = self.pool.alloc() else {
-                bump(alloc_failed, 1);
+            let Some(buf) = self.alloc() else {
+                if self.xsk.is_none() {
+                    bump(alloc_failed, 1);
+                }
                 break;
             };
-            if self.post(page).is_err() {
+            if self.post(buf).is_err() {
                 break;
             }
             posted += 1;
         }
+        if let Some(xsk) = &self.xsk {
+            xsk.set_rx_need_wakeup(self.ring.free() > 0);
+        }
         posted
     }
 
-    /// Posts `page` at the RX tail and advances it.
-    pub(super) fn post(&mut self, page: RxPage) -> Result {
+    /// A fresh buffer of the queue's kind.
+    fn alloc(&mut self) -> Option<RxBuf> {
+        match &self.xsk {
+            Some(xsk) => xsk.alloc().map(RxBuf::Xsk),
+            None => self.pool.alloc().map(RxBuf::Page),
+        }
+    }
+
+    /// Bytes of frame each buffer holds.
+    fn room(&self) -> u32 {
+        match &self.xsk {
+            Some(xsk) => xsk.rx_frame_size(),
+            None => self.pool.frame_room(),
+        }
+    }
+
+    /// Posts `buf` at the RX tail and advances it.
+    pub(super) fn post(&mut self, buf: RxBuf) -> Result {
         let slot = usize::from(self.ring.tail.get());
         let desc = RxDesc {
-            addr: page.frame_addr(),
-            len: self.pool.frame_room(),
+            addr: match &buf {
+                RxBuf::Page(page) => page.frame_addr(),
+                RxBuf::Xsk(xsk) => xsk.frame_addr(),
+            },
+            len: self.room(),
         };
         self.ring
             .desc
             .write(slot * RxDesc::SIZE, &desc.to_bytes())?;
-        self.pages[slot] = Some(page);
+        self.bufs[slot] = Some(buf);
         self.ring.tail = self.ring.size.next(self.ring.tail);
         Ok(())
     }
@@ -107,49 +144,175 @@ fn xdp_rx_hash(frame: &[u8], cqe: Cqe) -> XdpRxHash {
 }
 
 impl QueuePair {
-    /// Hands the frame of an RX completion to the stack and posts a fresh
-    /// page in its place. Runs with `rx` locked but `tx` free (the stack
-    /// may transmit).
+    /// Hands the frame of an RX completion on (XDP, the stack, the GFT's
+    /// exception path) and posts a fresh buffer in its place. Runs with
+    /// `rx` locked but `tx` free (the stack may transmit).
     fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, ctx: &mut PollCtx<'_>) {
         let len = cqe.len;
         let head = usize::from(rx.ring.head.get());
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
             || len < 14
-            || len > rx.pool.frame_room()
-            || rx.pages[head].is_none()
+            || len > rx.room()
+            || rx.bufs[head].is_none()
         {
             self.out_of_step(false, cqe.index, len, rx.ring.head.get());
             return;
         }
         rx.ring.head = rx.ring.size.next(rx.ring.head);
-        let Some(page) = rx.pages[head].take() else {
+        let Some(buf) = rx.bufs[head].take() else {
             return;
         };
         if cqe.flags & Cqe::FCS_ERR != 0 {
-            // Damaged on the wire: dropped, its page straight back to the card.
+            // Damaged on the wire: dropped, its buffer straight back to
+            // the card.
             bump(&self.stats.rx_crc_errors, 1);
-            if rx.post(page).is_err() {
+            if rx.post(buf).is_err() {
                 bump(&self.stats.bad_completions, 1);
             }
             return;
         }
-        // Replace the page first; without a replacement the frame is
-        // dropped and its page goes straight back to the card, so the
+        // Replace the buffer first; without a replacement the frame is
+        // dropped and its buffer goes straight back to the card, so the
         // ring never runs dry.
-        let (deliver, repost) = match rx.pool.alloc() {
-            Some(fresh) => (Some(page), fresh),
+        let (deliver, repost) = match rx.alloc() {
+            Some(fresh) => (Some(buf), fresh),
             None => {
-                bump(&self.stats.rx_alloc_failed, 1);
+                if rx.xsk.is_none() {
+                    bump(&self.stats.rx_alloc_failed, 1);
+                }
                 bump(&self.stats.rx_dropped, 1);
-                (None, page)
+                (None, buf)
             }
         };
         if rx.post(repost).is_err() {
             bump(&self.stats.bad_completions, 1);
         }
-        let Some(page) = deliver else {
+        match deliver {
+            Some(RxBuf::Page(page)) => self.deliver_page(napi, rx, page, cqe, ctx),
+            Some(RxBuf::Xsk(buf)) => self.deliver_xsk(napi, rx, buf, cqe, ctx),
+            None => (),
+        }
+    }
+
+    /// Counts what XDP did with a frame it did not pass; `XDP_TX` frames
+    /// are sent by `tx` (false: no room).
+    fn xdp_done<F>(
+        &self,
+        verdict: XdpVerdict<F>,
+        ctx: &mut PollCtx<'_>,
+        tx: impl FnOnce(F) -> bool,
+    ) {
+        match verdict {
+            XdpVerdict::Pass(_) => (),
+            XdpVerdict::Tx(frame) => {
+                if tx(frame) {
+                    bump(&self.stats.xdp_tx, 1);
+                    ctx.xdp_tx = true;
+                } else {
+                    bump(&self.stats.xdp_tx_errors, 1);
+                }
+            }
+            XdpVerdict::Redirected => {
+                bump(&self.stats.xdp_redirect, 1);
+                ctx.redirected = true;
+            }
+            XdpVerdict::Dropped(why) => bump(
+                match why {
+                    XdpDrop::Drop => &self.stats.xdp_drop,
+                    XdpDrop::Aborted => &self.stats.xdp_aborted,
+                    XdpDrop::RedirectFailed => &self.stats.xdp_redirect_errors,
+                },
+                1,
+            ),
+        }
+    }
+
+    /// Counts a received frame, before XDP (the stack's first layer).
+    fn count_received(&self, len: u32) {
+        bump(&self.stats.rx_packets, 1);
+        bump(&self.stats.rx_bytes, u64::from(len));
+    }
+
+    /// The card's flow hash of a frame for an XDP program, if it has one
+    /// and `receive-hashing` is on.
+    fn hash_for_xdp(frame: &[u8], cqe: Cqe, ctx: &PollCtx<'_>) -> Option<XdpRxHash> {
+        (cqe.flags & Cqe::HASH != 0 && ctx.hash).then(|| xdp_rx_hash(frame, cqe))
+    }
+
+    /// Hands an AF_XDP frame on: the XDP program decides (a redirect to
+    /// the socket takes the buffer as it is); a frame passed to the stack
+    /// or the GFT's exception path, or sent back out (`XDP_TX`), is
+    /// copied, and the buffer goes back to its pool.
+    fn deliver_xsk(&self, napi: &Napi, rx: &RxState, buf: XskBuf, cqe: Cqe, ctx: &mut PollCtx<'_>) {
+        let Ok(frame) = buf.received(cqe.len, rx.room()) else {
+            // Longer than a buffer holds: checked by the caller, never happens.
+            bump(&self.stats.rx_dropped, 1);
             return;
         };
+        if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
+            match frame.copy_to_skb(napi) {
+                Some(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                None => bump(&self.stats.rx_dropped, 1),
+            }
+            return;
+        }
+        self.count_received(cqe.len);
+        bump(&self.stats.rx_xsk, 1);
+        let verdict = match ctx.xdp {
+            Some(prog) => {
+                let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
+                frame.run_xdp(prog, &rx.xdp_rxq, hash)
+            }
+            None => XdpVerdict::Pass(frame),
+        };
+        let frame = match verdict {
+            XdpVerdict::Pass(frame) => {
+                if ctx.xdp.is_some() {
+                    bump(&self.stats.xdp_pass, 1);
+                }
+                frame
+            }
+            other => {
+                self.xdp_done(other, ctx, |frame: XskFrame| {
+                    frame
+                        .into_xdp_frame()
+                        .is_some_and(|frame| self.send_xdp_frame(frame).is_ok())
+                });
+                return;
+            }
+        };
+        match frame.copy_to_skb(napi) {
+            Some(skb) => self.to_stack(napi, skb, cqe, ctx),
+            None => bump(&self.stats.rx_dropped, 1),
+        }
+    }
+
+    /// Gives a received frame's skb to the stack with what the card
+    /// found (flow hash, checksum).
+    fn to_stack(&self, napi: &Napi, mut skb: SkBuff, cqe: Cqe, ctx: &PollCtx<'_>) {
+        if cqe.flags & Cqe::HASH != 0 && ctx.hash {
+            skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+        }
+        if cqe.flags & Cqe::CSUM_OK != 0 && ctx.csum {
+            skb.set_csum_unnecessary();
+            bump(&self.stats.rx_csum_unnecessary, 1);
+        } else {
+            bump(&self.stats.rx_csum_none, 1);
+        }
+        skb.receive(napi, self.index);
+    }
+
+    /// Hands a frame received into a page on: XDP, then the stack (the
+    /// skb built around the page), or the GFT's exception path.
+    fn deliver_page(
+        &self,
+        napi: &Napi,
+        rx: &RxState,
+        page: RxPage,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let len = cqe.len;
         let Ok(frame) = page.received(len) else {
             // Longer than a buffer holds: checked above, never happens.
             bump(&self.stats.rx_dropped, 1);
@@ -164,12 +327,10 @@ impl QueuePair {
             return;
         }
         // Received, whatever XDP decides: it is the stack's first layer.
-        bump(&self.stats.rx_packets, 1);
-        bump(&self.stats.rx_bytes, u64::from(len));
+        self.count_received(len);
         let verdict = match ctx.xdp {
             Some(prog) => {
-                let hash = (cqe.flags & Cqe::HASH != 0 && ctx.hash)
-                    .then(|| xdp_rx_hash(frame.bytes(), cqe));
+                let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
                 frame.run_xdp(prog, &rx.xdp_rxq, hash)
             }
             None => XdpVerdict::Pass(frame),
@@ -181,45 +342,13 @@ impl QueuePair {
                 }
                 frame
             }
-            XdpVerdict::Tx(frame) => {
-                if self.xdp_tx(frame) {
-                    bump(&self.stats.xdp_tx, 1);
-                    ctx.xdp_tx = true;
-                } else {
-                    bump(&self.stats.xdp_tx_errors, 1);
-                }
-                return;
-            }
-            XdpVerdict::Redirected => {
-                bump(&self.stats.xdp_redirect, 1);
-                ctx.redirected = true;
-                return;
-            }
-            XdpVerdict::Dropped(why) => {
-                bump(
-                    match why {
-                        XdpDrop::Drop => &self.stats.xdp_drop,
-                        XdpDrop::Aborted => &self.stats.xdp_aborted,
-                        XdpDrop::RedirectFailed => &self.stats.xdp_redirect_errors,
-                    },
-                    1,
-                );
+            other => {
+                self.xdp_done(other, ctx, |frame| self.xdp_tx(frame));
                 return;
             }
         };
         match frame.into_skb() {
-            Ok(mut skb) => {
-                if cqe.flags & Cqe::HASH != 0 && ctx.hash {
-                    skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
-                }
-                if cqe.flags & Cqe::CSUM_OK != 0 && ctx.csum {
-                    skb.set_csum_unnecessary();
-                    bump(&self.stats.rx_csum_unnecessary, 1);
-                } else {
-                    bump(&self.stats.rx_csum_none, 1);
-                }
-                skb.receive(napi, self.index);
-            }
+            Ok(skb) => self.to_stack(napi, skb, cqe, ctx),
             Err(page) => {
                 drop(page);
                 bump(&self.stats.rx_dropped, 1);
@@ -268,6 +397,10 @@ impl NapiPoll for QueuePair {
         }
         if ctx.xdp_tx {
             self.ring_xdp_tx();
+        }
+        // An AF_XDP socket's frames go out after the completions made room.
+        if self.xsk_xmit() {
+            received = budget;
         }
         if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);

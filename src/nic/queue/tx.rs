@@ -9,7 +9,10 @@ use super::{bump, QueuePair};
 use crate::hw::{regs, Cqe, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
-    net::{dma_map::TxMapping, netdev::NetDev, page_pool::RxFrame, skbuff::SkBuff, xdp::XdpFrame},
+    net::{
+        dma_map::TxMapping, netdev::NetDev, page_pool::RxFrame, skbuff::SkBuff, xdp::XdpFrame,
+        xsk::XskPool,
+    },
     sync::lock_bh,
 };
 use crate::nic::{
@@ -29,9 +32,12 @@ enum TxFrame {
     /// `XDP_TX`: a received frame sent back from its own page, which goes
     /// back to its pool.
     Xdp(RxFrame),
-    /// Redirected here by another device's XDP program: returned to its
-    /// owner.
+    /// Redirected here by another device's XDP program, or copied out of
+    /// an AF_XDP buffer for `XDP_TX`: returned to its owner.
     Redirected(XdpFrame),
+    /// From an AF_XDP socket's TX ring (zero copy): reported done to its
+    /// pool, in order.
+    Xsk,
 }
 
 /// What the driver holds for one TX descriptor until the card completes it.
@@ -53,6 +59,9 @@ pub(super) struct TxDone {
     pub(super) bytes: u32,
 }
 
+/// AF_XDP frames one poll sends at most (more wait for the next poll).
+pub(super) const XSK_TX_BUDGET: u32 = 64;
+
 /// The TX side of a running queue pair (xmit and TX completions).
 pub(super) struct TxState {
     pub(super) ring: Ring,
@@ -63,20 +72,47 @@ pub(super) struct TxState {
     /// The tail the card was last told (the doorbell): frames past it
     /// wait for the end of the stack's batch.
     pub(super) rung: RingIndex,
+    /// The AF_XDP pool bound to this queue in zero-copy mode: its
+    /// socket's TX ring feeds this one.
+    pub(super) xsk: Option<XskPool>,
 }
 
 impl TxState {
+    /// Gives the AF_XDP socket's frames still on the ring back to it as
+    /// done (unsent: the ring is going away), so user space gets its
+    /// buffers back.
+    pub(super) fn drop_xsk_frames(&mut self) {
+        let mut n = 0;
+        for slot in self.slots.iter_mut() {
+            if matches!(slot.frame, Some(TxFrame::Xsk)) {
+                slot.frame = None;
+                n += 1;
+            }
+        }
+        if let Some(pool) = self.xsk.as_ref().filter(|_| n > 0) {
+            pool.tx_completed(n);
+        }
+    }
+
+    /// Whether a frame of one buffer for XDP fits beside what the stack
+    /// may still send.
+    fn room_for_xdp(&self) -> bool {
+        self.ring.free() >= 2 * TX_MAX_DESCS
+    }
+
     /// Puts a frame of one buffer (`addr`, `len`; `mapping` if the driver
     /// mapped it) on the ring for XDP, keeping room for what the stack
-    /// may still send. Gives the frame back without room.
-    fn post_xdp(
+    /// may still send ([`Self::room_for_xdp`]). Gives the frame back
+    /// without room.
+    fn post_xdp<F>(
         &mut self,
         addr: kernel::dma::DmaAddress,
         len: u32,
-        frame: TxFrame,
+        frame: F,
+        slot_frame: impl FnOnce(F) -> TxFrame,
         mapping: Option<TxMapping>,
-    ) -> Result<(), TxFrame> {
-        if self.ring.free() < 2 * TX_MAX_DESCS {
+    ) -> Result<(), F> {
+        if !self.room_for_xdp() {
             return Err(frame);
         }
         let desc = TxDesc {
@@ -95,7 +131,7 @@ impl TxState {
             return Err(frame);
         }
         self.slots[slot].mapping = mapping;
-        self.slots[slot].frame = Some(frame);
+        self.slots[slot].frame = Some(slot_frame(frame));
         self.ring.tail = self.ring.size.next(self.ring.tail);
         Ok(())
     }
@@ -290,7 +326,7 @@ impl QueuePair {
         };
         let (addr, len) = (frame.for_device(), frame.len());
         if state
-            .post_xdp(addr, len, TxFrame::Xdp(frame), None)
+            .post_xdp(addr, len, frame, TxFrame::Xdp, None)
             .is_err()
         {
             return false;
@@ -299,10 +335,10 @@ impl QueuePair {
         true
     }
 
-    /// `ndo_xdp_xmit`: puts a frame another device redirected here on the
-    /// TX ring; [`Self::ring_xdp_tx`] tells the card. Gives the frame back
-    /// without room (or while the pair is stopped).
-    pub(crate) fn xdp_xmit(&self, frame: XdpFrame) -> Result<(), XdpFrame> {
+    /// Puts an XDP frame of its own memory on the TX ring (mapped for the
+    /// card here); [`Self::ring_xdp_tx`] tells the card. Gives the frame
+    /// back without room (or while the pair is stopped).
+    pub(super) fn send_xdp_frame(&self, frame: XdpFrame) -> Result<(), XdpFrame> {
         let mut guard = self.tx.lock();
         let Some(state) = &mut *guard else {
             return Err(frame);
@@ -311,16 +347,56 @@ impl QueuePair {
             return Err(frame);
         };
         let (addr, len) = (mapping.addr(), mapping.len());
-        match state.post_xdp(addr, len, TxFrame::Redirected(frame), Some(mapping)) {
-            Ok(()) => {
-                self.count_xdp_sent(len);
-                bump(&self.stats.tx_xdp_xmit, 1);
-                Ok(())
+        state.post_xdp(addr, len, frame, TxFrame::Redirected, Some(mapping))?;
+        self.count_xdp_sent(len);
+        Ok(())
+    }
+
+    /// `ndo_xdp_xmit`: puts a frame another device redirected here on the
+    /// TX ring ([`Self::send_xdp_frame`]), counted as such.
+    pub(crate) fn xdp_xmit(&self, frame: XdpFrame) -> Result<(), XdpFrame> {
+        self.send_xdp_frame(frame)?;
+        bump(&self.stats.tx_xdp_xmit, 1);
+        Ok(())
+    }
+
+    /// Moves up to [`XSK_TX_BUDGET`] frames from the bound AF_XDP socket's
+    /// TX ring to this one (zero copy), keeping room for the stack, and
+    /// tells the card. Returns whether frames may be left (the budget ran
+    /// out). NAPI context.
+    pub(super) fn xsk_xmit(&self) -> bool {
+        let mut guard = self.tx.lock();
+        let Some(state) = &mut *guard else {
+            return false;
+        };
+        let Some(pool) = state.xsk.clone() else {
+            return false;
+        };
+        let mut sent = 0;
+        while sent < XSK_TX_BUDGET && state.room_for_xdp() {
+            let Some(desc) = pool.next_tx() else {
+                break;
+            };
+            // Room was checked above: the post cannot fail for it.
+            if state
+                .post_xdp(desc.addr, desc.len, (), |()| TxFrame::Xsk, None)
+                .is_err()
+            {
+                break;
             }
-            Err(TxFrame::Redirected(frame)) => Err(frame),
-            // `post_xdp` gives back what it was given.
-            Err(_) => Ok(()),
+            self.count_xdp_sent(desc.len);
+            bump(&self.stats.tx_xsk, 1);
+            sent += 1;
         }
+        if sent > 0 {
+            pool.tx_release();
+            state.rung = state.ring.tail;
+            bump(&self.stats.tx_doorbells, 1);
+            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+        }
+        // User space wakes the queue (sendto) for what it adds next.
+        pool.set_tx_need_wakeup();
+        sent == XSK_TX_BUDGET
     }
 
     fn count_xdp_sent(&self, len: u32) {
@@ -367,6 +443,7 @@ impl QueuePair {
                 return;
             }
         };
+        let mut xsk_done = 0;
         loop {
             let slot = core::mem::take(&mut state.slots[usize::from(tx.head.get())]);
             let at_last = tx.head == last;
@@ -378,6 +455,7 @@ impl QueuePair {
                 Some(TxFrame::Xdp(frame)) => drop(frame),
                 // Back to its owner (after the mapping went, above).
                 Some(TxFrame::Redirected(frame)) => drop(frame),
+                Some(TxFrame::Xsk) => xsk_done += 1,
                 None => (),
             }
             if let Some(bytes) = slot.bql_bytes {
@@ -387,6 +465,9 @@ impl QueuePair {
             if at_last {
                 break;
             }
+        }
+        if let Some(pool) = state.xsk.as_ref().filter(|_| xsk_done > 0) {
+            pool.tx_completed(xsk_done);
         }
         // Under the lock, so a concurrent xmit cannot stop the queue
         // between this check and the wake.

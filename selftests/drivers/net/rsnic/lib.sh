@@ -280,12 +280,23 @@ for p in NetdevFamily().page_pool_get({}, dump=True):
         print(p["id"], p.get("napi-id", 0), p.get("inflight", 0))
 PY
 }
+# Frees the skbs each CPU's deferred-free list holds: an skb freed on
+# another CPU than the one that received it waits there (a page pool's
+# page with it) until that CPU next runs the network softirq, which a
+# loopback packet sent from it does.
+flush_deferred_skbs() {
+	local cpu
+	for cpu in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$cpu" ping -q -c 1 -W 1 127.0.0.1 >/dev/null 2>&1
+	done
+}
 # Waits up to 10 s for card A's netdev to have N page pools (old ones go
 # once all their pages are back).
 wait_page_pools() { # N
 	local i
 	for i in $(seq 100); do
 		[ "$(page_pools | wc -l)" = "$1" ] && return 0
+		flush_deferred_skbs
 		sleep 0.1
 	done
 	return 1

@@ -103,7 +103,8 @@ from lib.py import NetdevFamily
 print(" ".join(sorted(NetdevFamily().dev_get({"ifindex": int(sys.argv[2])})["xdp-features"])))
 PY
 )
-check "xdp-features: basic ndo-xmit redirect ($features)" test "$features" = "basic ndo-xmit redirect"
+check "xdp-features: basic ndo-xmit redirect xsk-zerocopy ($features)" \
+	test "$features" = "basic ndo-xmit redirect xsk-zerocopy"
 
 # One action: B sends, A counts. Prints "sent seen driver socket qrx".
 run_action() { # ACT COUNTER

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The XDP program of xdp.sh. It applies one action, set in map "cfg", to
+ * The XDP program of xdp.sh and xsk.sh. It applies one action, set in map "cfg", to
  * the IPv4 UDP frames for one port, and counts them in map "seen";
  * everything else (ARP, the test's own control traffic) passes.
  *
  *   cfg[0]  the action: an XDP_* value, or ACT_CPUMAP / ACT_DEVMAP to
- *           redirect to entry 0 of map "cpus" / "devs"
+ *           redirect to entry 0 of map "cpus" / "devs", or ACT_XSKMAP
+ *           to the AF_XDP socket of the frame's RX queue in map "xsks"
+ *           (none there: XDP_PASS)
  *   cfg[1]  the UDP destination port
  *
  * XDP_TX swaps the MAC and IP addresses and the UDP ports, so the frame
@@ -27,6 +29,7 @@
 
 #define ACT_CPUMAP 10
 #define ACT_DEVMAP 11
+#define ACT_XSKMAP 12
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)BPF_FUNC_map_lookup_elem;
 static long (*bpf_redirect_map)(void *map, __u64 key, __u64 flags) = (void *)BPF_FUNC_redirect_map;
@@ -58,6 +61,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
 
 static __u32 cfg_get(__u32 key)
 {
@@ -109,6 +119,8 @@ int xdp_actions(struct xdp_md *ctx)
 		return bpf_redirect_map(&cpus, 0, 0);
 	case ACT_DEVMAP:
 		return bpf_redirect_map(&devs, 0, 0);
+	case ACT_XSKMAP:
+		return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 	default:
 		return act;
 	}
