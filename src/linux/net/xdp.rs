@@ -174,10 +174,10 @@ pub(crate) enum XdpDrop {
 ///
 /// `xdp` is `frame`'s buffer as the program left it, received on `rxq`
 /// (whose memory model is the buffer's), in the NAPI poll.
-pub(in crate::linux) unsafe fn act_on<F>(
+pub(in crate::linux) unsafe fn act_on<F, M>(
     act: u32,
     frame: F,
-    rxq: &XdpRxq,
+    rxq: &XdpRxq<M>,
     prog: XdpProgRef<'_>,
     xdp: *mut bindings::xdp_buff,
     redirected: impl FnOnce(F),
@@ -222,25 +222,33 @@ pub(crate) fn xdp_flush() {
     unsafe { bindings::xdp_do_flush() };
 }
 
+/// Memory model of an [`XdpRxq`] whose frames are in page-pool pages.
+pub(crate) enum PageMem {}
+/// Memory model of an [`XdpRxq`] whose frames are in an AF_XDP pool's
+/// buffers.
+pub(crate) enum XskMem {}
+
 /// The XDP information of one RX queue (`xdp_rxq_info`): its device,
-/// index and memory model, which programs and redirect targets read.
+/// index and memory model `M`, which programs and redirect targets read.
+/// The core frees a frame by its rxq's model, so a frame is only ever run
+/// with an rxq of its own kind (the type parameter says which).
 ///
 /// # Invariants
 ///
-/// `raw` is registered, with the page-pool memory model of the queue's
-/// pool, until drop.
-pub(crate) struct XdpRxq {
+/// `raw` is registered, with memory model `M`, until drop.
+pub(crate) struct XdpRxq<M = PageMem> {
     raw: Pin<KBox<Opaque<bindings::xdp_rxq_info>>>,
     dev: NonNull<bindings::net_device>,
+    _model: PhantomData<M>,
 }
 
 // SAFETY: Registration and unregistration may happen on any thread; the
 // info is read by the core only.
-unsafe impl Send for XdpRxq {}
+unsafe impl<M> Send for XdpRxq<M> {}
 // SAFETY: `&XdpRxq` only hands the pointer to the core.
-unsafe impl Sync for XdpRxq {}
+unsafe impl<M> Sync for XdpRxq<M> {}
 
-impl XdpRxq {
+impl XdpRxq<PageMem> {
     /// Registers RX queue `queue`, polled by `napi`, whose pages come from
     /// `pool`. Drop it before the pool.
     pub(crate) fn new(napi: &Napi, queue: u32, pool: &PagePool) -> Result<Self> {
@@ -257,7 +265,9 @@ impl XdpRxq {
             })
         })
     }
+}
 
+impl XdpRxq<XskMem> {
     /// Registers RX queue `queue`, polled by `napi`, whose buffers come
     /// from the AF_XDP pool `pool` (zero copy). Drop it before the pool
     /// goes.
@@ -265,7 +275,9 @@ impl XdpRxq {
         // SAFETY: Registered, without a memory model yet.
         Self::with_model(napi, queue, |raw| unsafe { set_rxq_pool(raw, pool) })
     }
+}
 
+impl<M> XdpRxq<M> {
     fn with_model(
         napi: &Napi,
         queue: u32,
@@ -283,7 +295,11 @@ impl XdpRxq {
             unsafe { bindings::xdp_rxq_info_unreg(raw.get()) };
             return Err(e);
         }
-        Ok(Self { raw, dev })
+        Ok(Self {
+            raw,
+            dev,
+            _model: PhantomData,
+        })
     }
 
     pub(in crate::linux) fn as_raw(&self) -> *mut bindings::xdp_rxq_info {
@@ -295,7 +311,7 @@ impl XdpRxq {
     }
 }
 
-impl Drop for XdpRxq {
+impl<M> Drop for XdpRxq<M> {
     fn drop(&mut self) {
         // SAFETY: Registered (type invariant); unregistered once. Also
         // drops the memory model's hold on the pool.

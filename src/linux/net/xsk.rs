@@ -21,7 +21,7 @@ use crate::linux::{
     net::{
         napi::Napi,
         skbuff::SkBuff,
-        xdp::{act_on, XdpBuffMeta, XdpFrame, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
+        xdp::{act_on, XdpBuffMeta, XdpFrame, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict, XskMem},
     },
 };
 
@@ -246,7 +246,7 @@ impl XskFrame {
     pub(crate) fn run_xdp(
         self,
         prog: XdpProgRef<'_>,
-        rxq: &XdpRxq,
+        rxq: &XdpRxq<XskMem>,
         hash: Option<XdpRxHash>,
     ) -> XdpVerdict<Self> {
         let xdp = self.buf.xdp.as_ptr();

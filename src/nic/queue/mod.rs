@@ -43,7 +43,7 @@ use crate::linux::{
 };
 use crate::regs::Registers;
 use crate::selftest::IrqCount;
-use rx::RxState;
+use rx::{RxMem, RxState};
 use tx::{TxSlot, TxState};
 
 /// Counters of one queue pair.
@@ -273,7 +273,7 @@ impl WithNapi<QueuePair> {
     pub(crate) fn xsk_bound(&self) -> bool {
         lock_bh(&self.rx)
             .as_ref()
-            .is_some_and(|rx| rx.xsk.is_some())
+            .is_some_and(|rx| rx.xsk().is_some())
     }
 
     /// Records the IRQ of this pair's vector in its NAPI context.
@@ -291,7 +291,7 @@ impl WithNapi<QueuePair> {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
-            if rx.refill(&self.stats.rx_alloc_failed) == 0 && rx.xsk.is_none() {
+            if rx.refill(&self.stats.rx_alloc_failed) == 0 && rx.xsk().is_none() {
                 return Err(ENOMEM);
             }
             self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
@@ -328,13 +328,26 @@ impl WithNapi<QueuePair> {
             csum: tx_csum,
             xsk: xsk.clone(),
         };
-        let pool = PagePool::new(
-            dma,
-            self.napi(),
-            u32::from(self.index),
-            u32::from(geo.rx.get()),
-            geo.rx_frame,
-        )?;
+        let queue = u32::from(self.index);
+        let mem = match xsk {
+            Some(pool) => RxMem::Xsk {
+                rxq: XdpRxq::new_xsk(self.napi(), queue, &pool)?,
+                pool,
+            },
+            None => {
+                let pool = PagePool::new(
+                    dma,
+                    self.napi(),
+                    queue,
+                    u32::from(geo.rx.get()),
+                    geo.rx_frame,
+                )?;
+                RxMem::Pages {
+                    rxq: XdpRxq::new(self.napi(), queue, &pool)?,
+                    pool,
+                }
+            }
+        };
         let rx = RxState {
             cq: CompletionQueue {
                 mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
@@ -344,12 +357,7 @@ impl WithNapi<QueuePair> {
             },
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
             bufs: slots(geo.rx, || None)?,
-            xdp_rxq: match &xsk {
-                Some(xsk) => XdpRxq::new_xsk(self.napi(), u32::from(self.index), xsk)?,
-                None => XdpRxq::new(self.napi(), u32::from(self.index), &pool)?,
-            },
-            pool,
-            xsk,
+            mem,
         };
         let cmd = hw::QpConfig {
             qp: self.index,

@@ -16,7 +16,7 @@ use crate::linux::net::{
     netdev::Feature,
     page_pool::{PagePool, RxPage},
     skbuff::SkBuff,
-    xdp::{rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
+    xdp::{rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict, XskMem},
     xsk::{XskBuf, XskFrame, XskPool},
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
@@ -28,18 +28,23 @@ pub(super) enum RxBuf {
     Xsk(XskBuf),
 }
 
+/// Where a queue's RX buffers come from, with the queue as XDP programs
+/// see it (its memory model matches: a frame runs only with an rxq of
+/// its kind). Each variant's rxq is dropped before its pool.
+pub(super) enum RxMem {
+    /// Pages of the queue's page pool.
+    Pages { rxq: XdpRxq, pool: PagePool },
+    /// Buffers of the AF_XDP socket bound to the queue (zero copy).
+    Xsk { rxq: XdpRxq<XskMem>, pool: XskPool },
+}
+
 /// The completion queue and RX side of a running queue pair (NAPI only).
 pub(super) struct RxState {
     pub(super) cq: CompletionQueue,
     pub(super) ring: Ring,
-    /// The buffer posted at each descriptor. Dropped before `pool`.
+    /// The buffer posted at each descriptor. Dropped before `mem`.
     pub(super) bufs: KVec<Option<RxBuf>>,
-    /// The queue as XDP programs see it. Dropped before `pool`.
-    pub(super) xdp_rxq: XdpRxq,
-    pub(super) pool: PagePool,
-    /// The AF_XDP pool bound to this queue in zero-copy mode: the RX ring
-    /// takes its buffers instead of pages.
-    pub(super) xsk: Option<XskPool>,
+    pub(super) mem: RxMem,
 }
 
 /// What one poll works with: the RX offloads the stack has on
@@ -66,7 +71,7 @@ impl RxState {
         let mut posted = 0;
         while self.ring.free() > 0 {
             let Some(buf) = self.alloc() else {
-                if self.xsk.is_none() {
+                if self.xsk().is_none() {
                     bump(alloc_failed, 1);
                 }
                 break;
@@ -76,7 +81,7 @@ impl RxState {
             }
             posted += 1;
         }
-        if let Some(xsk) = &self.xsk {
+        if let Some(xsk) = self.xsk() {
             xsk.set_rx_need_wakeup(self.ring.free() > 0);
         }
         posted
@@ -84,17 +89,25 @@ impl RxState {
 
     /// A fresh buffer of the queue's kind.
     fn alloc(&mut self) -> Option<RxBuf> {
-        match &self.xsk {
-            Some(xsk) => xsk.alloc().map(RxBuf::Xsk),
-            None => self.pool.alloc().map(RxBuf::Page),
+        match &mut self.mem {
+            RxMem::Pages { pool, .. } => pool.alloc().map(RxBuf::Page),
+            RxMem::Xsk { pool, .. } => pool.alloc().map(RxBuf::Xsk),
         }
     }
 
     /// Bytes of frame each buffer holds.
     fn room(&self) -> u32 {
-        match &self.xsk {
-            Some(xsk) => xsk.rx_frame_size(),
-            None => self.pool.frame_room(),
+        match &self.mem {
+            RxMem::Pages { pool, .. } => pool.frame_room(),
+            RxMem::Xsk { pool, .. } => pool.rx_frame_size(),
+        }
+    }
+
+    /// The AF_XDP pool bound to the queue (zero copy), if one is.
+    pub(super) fn xsk(&self) -> Option<&XskPool> {
+        match &self.mem {
+            RxMem::Pages { .. } => None,
+            RxMem::Xsk { pool, .. } => Some(pool),
         }
     }
 
@@ -177,7 +190,7 @@ impl QueuePair {
         let (deliver, repost) = match rx.alloc() {
             Some(fresh) => (Some(buf), fresh),
             None => {
-                if rx.xsk.is_none() {
+                if rx.xsk().is_none() {
                     bump(&self.stats.rx_alloc_failed, 1);
                 }
                 bump(&self.stats.rx_dropped, 1);
@@ -187,10 +200,18 @@ impl QueuePair {
         if rx.post(repost).is_err() {
             bump(&self.stats.bad_completions, 1);
         }
-        match deliver {
-            Some(RxBuf::Page(page)) => self.deliver_page(napi, rx, page, cqe, ctx),
-            Some(RxBuf::Xsk(buf)) => self.deliver_xsk(napi, rx, buf, cqe, ctx),
-            None => (),
+        let room = rx.room();
+        match (deliver, &rx.mem) {
+            (Some(RxBuf::Page(page)), RxMem::Pages { rxq, .. }) => {
+                self.deliver_page(napi, rxq, page, cqe, ctx)
+            }
+            (Some(RxBuf::Xsk(buf)), RxMem::Xsk { rxq, .. }) => {
+                self.deliver_xsk(napi, rxq, room, buf, cqe, ctx)
+            }
+            // A buffer of the other kind cannot be on the ring; were it,
+            // its frame is dropped (the buffer freed as its own kind).
+            (Some(_), _) => bump(&self.stats.rx_dropped, 1),
+            (None, _) => (),
         }
     }
 
@@ -243,8 +264,16 @@ impl QueuePair {
     /// the socket takes the buffer as it is); a frame passed to the stack
     /// or the GFT's exception path, or sent back out (`XDP_TX`), is
     /// copied, and the buffer goes back to its pool.
-    fn deliver_xsk(&self, napi: &Napi, rx: &RxState, buf: XskBuf, cqe: Cqe, ctx: &mut PollCtx<'_>) {
-        let Ok(frame) = buf.received(cqe.len, rx.room()) else {
+    fn deliver_xsk(
+        &self,
+        napi: &Napi,
+        rxq: &XdpRxq<XskMem>,
+        room: u32,
+        buf: XskBuf,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let Ok(frame) = buf.received(cqe.len, room) else {
             // Longer than a buffer holds: checked by the caller, never happens.
             bump(&self.stats.rx_dropped, 1);
             return;
@@ -261,7 +290,7 @@ impl QueuePair {
         let verdict = match ctx.xdp {
             Some(prog) => {
                 let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
-                frame.run_xdp(prog, &rx.xdp_rxq, hash)
+                frame.run_xdp(prog, rxq, hash)
             }
             None => XdpVerdict::Pass(frame),
         };
@@ -307,7 +336,7 @@ impl QueuePair {
     fn deliver_page(
         &self,
         napi: &Napi,
-        rx: &RxState,
+        rxq: &XdpRxq,
         page: RxPage,
         cqe: Cqe,
         ctx: &mut PollCtx<'_>,
@@ -331,7 +360,7 @@ impl QueuePair {
         let verdict = match ctx.xdp {
             Some(prog) => {
                 let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
-                frame.run_xdp(prog, &rx.xdp_rxq, hash)
+                frame.run_xdp(prog, rxq, hash)
             }
             None => XdpVerdict::Pass(frame),
         };
