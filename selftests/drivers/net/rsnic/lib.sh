@@ -418,11 +418,15 @@ wait_card_flows() { # N WORDS...
 # returns once it listens. Its decoded packets go to OUT, a line each as
 # it arrives: in immediate mode, as the kernel otherwise hands captured
 # packets over in blocks, up to a second late, and a capture stopped
-# before then has seen none of them.
+# before then has seen none of them. Immediate mode gives each packet a
+# ring slot of the snap length: at tcpdump's default (256 KiB) its 2 MiB
+# ring holds 8 packets, and a burst the decoder cannot keep up with is
+# dropped (55 of 400 echoes in one xsk.sh run); 512 bytes hold every
+# header the tests read.
 capture() { # NS|"" IFACE COUNT FILTER OUT
 	local err i
 	err=$(mktemp)
-	${1:+ip netns exec "$1"} tcpdump --immediate-mode -l -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
+	${1:+ip netns exec "$1"} tcpdump --immediate-mode -s 512 -l -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
 	for i in $(seq 100); do
 		grep -q "listening on" "$err" && break
 		sleep 0.1
