@@ -498,17 +498,12 @@ impl XdpXmitBatch<'_> {
         &mut self,
         mut send: impl FnMut(XdpFrame) -> Result<(), XdpFrame>,
     ) -> usize {
-        self.send_until_refused(&mut send);
-        self.n - self.taken
-    }
-
-    fn send_until_refused(&mut self, send: &mut impl FnMut(XdpFrame) -> Result<(), XdpFrame>) {
         while self.taken < self.n {
             // SAFETY: `taken < n`: a live frame of the core's (type
             // invariant).
             let raw = unsafe { *self.frames.add(self.taken) };
             let Some(raw) = NonNull::new(raw) else {
-                return;
+                break;
             };
             // INVARIANT: ours from here; `taken` moves past it.
             self.taken += 1;
@@ -516,9 +511,10 @@ impl XdpXmitBatch<'_> {
                 // The core frees it with the rest.
                 core::mem::forget(back);
                 self.taken -= 1;
-                return;
+                break;
             }
         }
+        self.n - self.taken
     }
 }
 
