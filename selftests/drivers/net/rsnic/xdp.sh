@@ -55,12 +55,12 @@ attach() { ip link set dev "$NETIF_A" xdpdrv obj "$OBJ" sec xdp; }
 attach_with() { # ACT
 	attach && map_set cfg 1 $PORT && map_set cfg 0 "$1"
 }
-# The driver's per-queue XDP counter rx*_xdp_NAME of card A's netdev (or
-# IFACE), summed.
-drv_xdp() { # NAME [IFACE]
-	ethtool -S "${2:-$NETIF_A}" | awk -v s="_xdp_$1:" \
-		'$1 ~ /^rx[0-9]+_xdp_/ && substr($1, length($1) - length(s) + 1) == s {n += $2} END {print n + 0}'
+# The driver's per-queue XDP counter SIDE*_xdp_NAME (SIDE: rx or tx) of
+# card A's netdev (or IFACE), summed.
+xdp_counter() { # SIDE NAME [IFACE]
+	ethtool -S "${3:-$NETIF_A}" | awk -v p="^$1[0-9]+_xdp_$2:\$" '$1 ~ p {n += $2} END {print n + 0}'
 }
+drv_xdp() { xdp_counter rx "$@"; } # NAME [IFACE]
 # qstats rx-packets and tx-packets of card A's netdev.
 q_rx() { qstats device | awk '{print $1}'; }
 q_tx() { qstats device | awk '{print $3}'; }
@@ -165,10 +165,10 @@ ip link set dev vx1 xdpdrv obj "$OBJ" sec xdp
 XDP_DEV=vx1 map_set devs 0 "$(cat /sys/class/net/$NETIF_A/ifindex)"
 XDP_DEV=vx1 map_set cfg 1 $PORT
 XDP_DEV=vx1 map_set cfg 0 $ACT_DEVMAP
-x0=$(ethtool -S "$NETIF_A" | awk '$1 ~ /^tx[0-9]+_xdp_xmit:$/ {n += $2} END {print n + 0}')
+x0=$(xdp_counter tx xmit)
 read -r sent arrived < <(blast_captured $NS "$NETIF_B" "udp and src host 10.198.0.1 and dst port $PORT" \
 	"10.198.0.1.$SPORT > 10.198.0.2.$PORT" "$GFT_PY" udp-blast 10.198.0.2 $PORT 1 $RATE 64 $SPORT)
-xmit=$(($(ethtool -S "$NETIF_A" | awk '$1 ~ /^tx[0-9]+_xdp_xmit:$/ {n += $2} END {print n + 0}') - x0))
+xmit=$(($(xdp_counter tx xmit) - x0))
 check "XDP_REDIRECT into card A (ndo_xdp_xmit): every frame reached B (sent $sent, arrived $arrived, driver $xmit)" \
 	test "$sent" -gt 0 -a "$arrived" = "$sent" -a "$xmit" = "$sent"
 ip link set dev vx1 xdpdrv off
