@@ -14,7 +14,10 @@ use crate::linux::{
     net::{
         napi::Napi,
         skbuff::SkBuff,
-        xdp::{act_on, XdpBuffMeta, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict},
+        xdp::{
+            act_on, PageMem, XdpBuffMeta, XdpDrop, XdpProgRef, XdpRunnable, XdpRxHash, XdpRxq,
+            XdpVerdict,
+        },
     },
 };
 
@@ -268,12 +271,17 @@ impl RxFrame {
             bindings::rust_ext_page_pool_get_dma_addr(page) + DmaAddress::from(self.offset)
         }
     }
+}
 
-    /// Runs the XDP program `prog` on the frame, received on `rxq` with
-    /// the card's flow hash `hash` (which the program may read), and
-    /// carries out what needs no driver: a redirect, a drop (the page
-    /// back to its pool), the trace of an aborted or unknown action.
-    pub(crate) fn run_xdp(
+impl XdpRunnable for RxFrame {
+    type Mem = PageMem;
+
+    fn bytes(&self) -> &[u8] {
+        RxFrame::bytes(self)
+    }
+
+    /// A drop puts the page back in its pool.
+    fn run_xdp(
         self,
         prog: XdpProgRef<'_>,
         rxq: &XdpRxq,

@@ -152,6 +152,26 @@ pub(crate) enum XdpVerdict<F> {
     Dropped(XdpDrop),
 }
 
+/// A received frame an XDP program can run on, in memory of model `Mem`.
+pub(crate) trait XdpRunnable: Sized {
+    /// The memory model of the rxqs its frames arrive on.
+    type Mem;
+
+    /// The frame's bytes.
+    fn bytes(&self) -> &[u8];
+
+    /// Runs the XDP program `prog` on the frame, received on `rxq` with
+    /// the card's flow hash `hash` (which the program may read), and
+    /// carries out what needs no driver: a redirect, a drop, the trace of
+    /// an aborted or unknown action.
+    fn run_xdp(
+        self,
+        prog: XdpProgRef<'_>,
+        rxq: &XdpRxq<Self::Mem>,
+        hash: Option<XdpRxHash>,
+    ) -> XdpVerdict<Self>;
+}
+
 /// Why an XDP frame was dropped.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum XdpDrop {

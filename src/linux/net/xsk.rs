@@ -21,7 +21,10 @@ use crate::linux::{
     net::{
         napi::Napi,
         skbuff::SkBuff,
-        xdp::{act_on, XdpBuffMeta, XdpFrame, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict, XskMem},
+        xdp::{
+            act_on, XdpBuffMeta, XdpFrame, XdpProgRef, XdpRunnable, XdpRxHash, XdpRxq, XdpVerdict,
+            XskMem,
+        },
     },
 };
 
@@ -237,13 +240,19 @@ impl XskFrame {
             }
         }
     }
+}
 
-    /// Runs the XDP program `prog` on the frame, received on `rxq` (set up
-    /// for this frame's pool) with the card's flow hash `hash`, and
-    /// carries out what needs no driver: a redirect (to the socket: no
-    /// copy), a drop (the buffer back in its pool), the trace of an
-    /// aborted or unknown action.
-    pub(crate) fn run_xdp(
+impl XdpRunnable for XskFrame {
+    type Mem = XskMem;
+
+    fn bytes(&self) -> &[u8] {
+        XskFrame::bytes(self)
+    }
+
+    /// A redirect to the socket hands the buffer over without a copy; a
+    /// drop puts it back in its pool. `rxq` is set up for this frame's
+    /// pool.
+    fn run_xdp(
         self,
         prog: XdpProgRef<'_>,
         rxq: &XdpRxq<XskMem>,

@@ -16,7 +16,10 @@ use crate::linux::net::{
     netdev::Feature,
     page_pool::{PagePool, RxPage},
     skbuff::SkBuff,
-    xdp::{rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRxHash, XdpRxq, XdpVerdict, XskMem},
+    xdp::{
+        rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRunnable, XdpRxHash, XdpRxq, XdpVerdict,
+        XskMem,
+    },
     xsk::{XskBuf, XskFrame, XskPool},
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
@@ -215,16 +218,26 @@ impl QueuePair {
         }
     }
 
-    /// Counts what XDP did with a frame it did not pass; `XDP_TX` frames
-    /// are sent by `tx` (false: no room).
-    fn xdp_done<F>(
+    /// Runs the XDP program, if one is attached, on a received frame and
+    /// counts what it decided; `tx` sends an `XDP_TX` frame (false: no
+    /// room). Returns the frame if it goes on to the stack.
+    fn run_xdp<F: XdpRunnable>(
         &self,
-        verdict: XdpVerdict<F>,
+        frame: F,
+        rxq: &XdpRxq<F::Mem>,
+        cqe: Cqe,
         ctx: &mut PollCtx<'_>,
         tx: impl FnOnce(F) -> bool,
-    ) {
-        match verdict {
-            XdpVerdict::Pass(_) => (),
+    ) -> Option<F> {
+        let Some(prog) = ctx.xdp else {
+            return Some(frame);
+        };
+        let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
+        match frame.run_xdp(prog, rxq, hash) {
+            XdpVerdict::Pass(frame) => {
+                bump(&self.stats.xdp_pass, 1);
+                return Some(frame);
+            }
             XdpVerdict::Tx(frame) => {
                 if tx(frame) {
                     bump(&self.stats.xdp_tx, 1);
@@ -246,6 +259,7 @@ impl QueuePair {
                 1,
             ),
         }
+        None
     }
 
     /// Counts a received frame, before XDP (the stack's first layer).
@@ -287,28 +301,13 @@ impl QueuePair {
         }
         self.count_received(cqe.len);
         bump(&self.stats.rx_xsk, 1);
-        let verdict = match ctx.xdp {
-            Some(prog) => {
-                let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
-                frame.run_xdp(prog, rxq, hash)
-            }
-            None => XdpVerdict::Pass(frame),
+        let tx = |frame: XskFrame| {
+            frame
+                .into_xdp_frame()
+                .is_some_and(|frame| self.send_xdp_frame(frame).is_ok())
         };
-        let frame = match verdict {
-            XdpVerdict::Pass(frame) => {
-                if ctx.xdp.is_some() {
-                    bump(&self.stats.xdp_pass, 1);
-                }
-                frame
-            }
-            other => {
-                self.xdp_done(other, ctx, |frame: XskFrame| {
-                    frame
-                        .into_xdp_frame()
-                        .is_some_and(|frame| self.send_xdp_frame(frame).is_ok())
-                });
-                return;
-            }
+        let Some(frame) = self.run_xdp(frame, rxq, cqe, ctx, tx) else {
+            return;
         };
         match frame.copy_to_skb(napi) {
             Some(skb) => self.to_stack(napi, skb, cqe, ctx),
@@ -357,24 +356,8 @@ impl QueuePair {
         }
         // Received, whatever XDP decides: it is the stack's first layer.
         self.count_received(len);
-        let verdict = match ctx.xdp {
-            Some(prog) => {
-                let hash = Self::hash_for_xdp(frame.bytes(), cqe, ctx);
-                frame.run_xdp(prog, rxq, hash)
-            }
-            None => XdpVerdict::Pass(frame),
-        };
-        let frame = match verdict {
-            XdpVerdict::Pass(frame) => {
-                if ctx.xdp.is_some() {
-                    bump(&self.stats.xdp_pass, 1);
-                }
-                frame
-            }
-            other => {
-                self.xdp_done(other, ctx, |frame| self.xdp_tx(frame));
-                return;
-            }
+        let Some(frame) = self.run_xdp(frame, rxq, cqe, ctx, |frame| self.xdp_tx(frame)) else {
+            return;
         };
         match frame.into_skb() {
             Ok(skb) => self.to_stack(napi, skb, cqe, ctx),
