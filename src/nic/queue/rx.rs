@@ -165,10 +165,11 @@ impl QueuePair {
     /// `rx` locked but `tx` free (the stack may transmit).
     fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, ctx: &mut PollCtx<'_>) {
         let len = cqe.len;
+        let room = rx.room();
         let head = usize::from(rx.ring.head.get());
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
             || len < 14
-            || len > rx.room()
+            || len > room
             || rx.bufs[head].is_none()
         {
             self.out_of_step(false, cqe.index, len, rx.ring.head.get());
@@ -203,7 +204,6 @@ impl QueuePair {
         if rx.post(repost).is_err() {
             bump(&self.stats.bad_completions, 1);
         }
-        let room = rx.room();
         match (deliver, &rx.mem) {
             (Some(RxBuf::Page(page)), RxMem::Pages { rxq, .. }) => {
                 self.deliver_page(napi, rxq, page, cqe, ctx)
@@ -410,8 +410,9 @@ impl NapiPoll for QueuePair {
         if ctx.xdp_tx {
             self.ring_xdp_tx();
         }
-        // An AF_XDP socket's frames go out after the completions made room.
-        if self.xsk_xmit() {
+        // An AF_XDP socket's frames go out after the completions made room
+        // (only a queue with one bound takes the TX lock for it).
+        if rx.xsk().is_some() && self.xsk_xmit() {
             received = budget;
         }
         if tx_done.packets > 0 && super::tx_batching() {

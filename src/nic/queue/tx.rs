@@ -203,11 +203,8 @@ impl QueuePair {
             bump(&self.stats.tx_dropped, 1);
             return;
         };
-        let ring_now = self.queue_frame(dev, state, skb, more);
-        if ring_now && state.rung != state.ring.tail {
-            state.rung = state.ring.tail;
-            bump(&self.stats.tx_doorbells, 1);
-            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+        if self.queue_frame(dev, state, skb, more) {
+            self.ring_tx_doorbell(state);
         }
     }
 
@@ -308,9 +305,7 @@ impl QueuePair {
         state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
         // Also tells the card of any stack frames still waiting for the
         // end of their batch: harmless, they are complete.
-        state.rung = state.ring.tail;
-        bump(&self.stats.tx_doorbells, 1);
-        self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+        self.ring_tx_doorbell(state);
         true
     }
 
@@ -390,9 +385,7 @@ impl QueuePair {
         }
         if sent > 0 {
             pool.tx_release();
-            state.rung = state.ring.tail;
-            bump(&self.stats.tx_doorbells, 1);
-            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+            self.ring_tx_doorbell(state);
         }
         // User space wakes the queue (sendto) for what it adds next.
         pool.set_tx_need_wakeup();
@@ -413,6 +406,12 @@ impl QueuePair {
         let Some(state) = &mut *guard else {
             return;
         };
+        self.ring_tx_doorbell(state);
+    }
+
+    /// Tells the card of every frame posted since the last doorbell, if
+    /// there is one.
+    fn ring_tx_doorbell(&self, state: &mut TxState) {
         if state.rung != state.ring.tail {
             state.rung = state.ring.tail;
             bump(&self.stats.tx_doorbells, 1);
