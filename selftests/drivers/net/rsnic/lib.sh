@@ -827,6 +827,16 @@ build_xdp_actions() { # OUT
 	clang -O2 -g -target bpf -I/usr/include/"$(uname -m)"-linux-gnu \
 		-c "$(dirname "${BASH_SOURCE[0]}")/xdp_actions.bpf.c" -o "$1"
 }
+# The xdp-features card A's netdev offers (netdev netlink), sorted, on
+# one line.
+xdp_features() {
+	python3 - "$KSFT/net" "$(cat /sys/class/net/$NETIF_A/ifindex)" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from lib.py import NetdevFamily
+print(" ".join(sorted(NetdevFamily().dev_get({"ifindex": int(sys.argv[2])})["xdp-features"])))
+PY
+}
 # The 4 little-endian bytes of a u32, as bpftool takes keys and values.
 le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)); }
 # The id of map NAME of the XDP program attached to $XDP_DEV (card A's

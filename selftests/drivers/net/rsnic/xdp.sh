@@ -96,13 +96,7 @@ attach_with $XDP_DROP
 mode=$(ip -j -d link show "$NETIF_A" | python3 -c 'import json,sys; x=json.load(sys.stdin)[0].get("xdp",{}); print(x.get("mode"), x.get("prog",{}).get("name"))')
 check "the program attaches in driver mode ($mode)" test "$mode" = "1 xdp_actions"
 
-features=$(python3 - "$KSFT/net" "$(cat /sys/class/net/$NETIF_A/ifindex)" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from lib.py import NetdevFamily
-print(" ".join(sorted(NetdevFamily().dev_get({"ifindex": int(sys.argv[2])})["xdp-features"])))
-PY
-)
+features=$(xdp_features)
 check "xdp-features: basic ndo-xmit redirect xsk-zerocopy ($features)" \
 	test "$features" = "basic ndo-xmit redirect xsk-zerocopy"
 

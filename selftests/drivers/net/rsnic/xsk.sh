@@ -50,13 +50,7 @@ trap cleanup EXIT
 ktap_header 13
 dmesg_mark
 
-features=$(python3 - "$KSFT/net" "$IFINDEX" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from lib.py import NetdevFamily
-print(" ".join(sorted(NetdevFamily().dev_get({"ifindex": int(sys.argv[2])})["xdp-features"])))
-PY
-)
+features=$(xdp_features)
 check "xdp-features lists xsk-zerocopy ($features)" test -n "$(echo "$features" | grep -w xsk-zerocopy)"
 
 ethtool -N "$NETIF_A" flow-type udp4 dst-port $PORT action $Q loc 9 ||
