@@ -92,8 +92,7 @@ ok=true
 [ "$(rss_key | tr ':' '\n' | wc -l)" = 40 ] || ok=false
 check "ethtool -x: 128 entries over the 4 queues, 40-byte key" $ok
 
-ip netns exec $NS iperf3 -s -D -p 5202
-sleep 0.5
+iperf3_server 5202
 ethtool -X "$NETIF_A" equal 2
 r2=$(rx_of 2)
 r3=$(rx_of 3)

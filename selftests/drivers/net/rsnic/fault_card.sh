@@ -35,8 +35,7 @@ cleanup() {
 	net_cleanup
 }
 trap cleanup EXIT
-ip netns exec $NS iperf3 -s -D -p 5401
-sleep 0.5
+iperf3_server 5401
 
 # ethtool -S counter $1 summed over the queues (or a device counter).
 counter() { ethtool -S "$NETIF_A" | awk -v re="^ *(q[0-9]+_)?$1:" '$0 ~ re {n += $2} END {print n + 0}'; }

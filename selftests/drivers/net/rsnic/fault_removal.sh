@@ -53,7 +53,7 @@ timed() {
 }
 traffic() { # background TCP stream and ping, both allowed to fail
 	ip netns exec $NS pgrep -f "iperf3 -s -D -p 5402" >/dev/null ||
-		ip netns exec $NS iperf3 -s -D -p 5402
+		iperf3_server 5402
 	iperf3 -c $IP_B -p 5402 -t 60 >/dev/null 2>&1 &
 	ping -i 0.05 -W 1 -q $IP_B >/dev/null 2>&1 &
 	sleep 1

@@ -404,6 +404,15 @@ wait_listening() { # udp|tcp PORT [NETNS]
 	done
 	return 1
 }
+# Starts an iperf3 server in netns "remote" on PORT (more iperf3 server
+# options may follow) and returns once it listens: `iperf3 -s -D` binds
+# only after it has forked, and a client started before then is refused
+# and exits.
+iperf3_server() { # PORT [ARGS...]
+	local port=$1
+	shift
+	ip netns exec $NS iperf3 -s -D -p "$port" "$@" && wait_listening tcp "$port"
+}
 # Waits up to 10 s until card A holds N flows whose line has all WORDS.
 wait_card_flows() { # N WORDS...
 	local n=$1 i

@@ -59,8 +59,7 @@ check "one page pool per RX queue ($channels), each on its queue's NAPI" \
 	test "$(pool_napis)" = "$(rx_napis)" -a "$(pools | wc -l)" = "$channels"
 check "each holds its ring's posted pages ($((ring - 1)))" each_inflight_between $((ring - 1)) $((ring - 1 + 64))
 
-ip netns exec $NS iperf3 -s -D -p 5403
-sleep 0.5
+iperf3_server 5403
 before=$(ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])')
 iperf3 -c $IP_B -p 5403 -R -P 4 -t 4 >/dev/null
 after=$(ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])')

@@ -10,8 +10,7 @@ source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
 "$QSTATS" "$NETIF_A" >/dev/null || skip_all "netdev qstats not readable"
-ip netns exec $NS iperf3 -s -D -p 5201
-sleep 0.5
+iperf3_server 5201
 iperf3 -c $IP_B -p 5201 -t 2 -P 4 >/dev/null
 iperf3 -c $IP_B -p 5201 -t 2 -P 4 -R >/dev/null
 sleep 0.5

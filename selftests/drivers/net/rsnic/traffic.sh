@@ -48,8 +48,7 @@ MS_KEY=6d:5a:56:da:25:5b:0e:c2:41:67:25:3d:43:a3:8f:b0:d0:ca:2b:cb:ae:7b:30:b4:7
 ethtool -X "$NETIF_A" hkey $MS_KEY
 ip netns exec $NS ethtool -X "$NETIF_B" hkey $MS_KEY
 
-ip netns exec $NS iperf3 -s -D -p 5201 --logfile /tmp/iperf3-server.log
-sleep 0.5
+iperf3_server 5201 --logfile /tmp/iperf3-server.log
 # Errors and bad completions are counted since the module loaded (other
 # tests inject faults): this test checks they do not grow.
 link_errors() { ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["errors"] + s["tx"]["errors"])'; }

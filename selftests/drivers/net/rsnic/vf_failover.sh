@@ -20,8 +20,7 @@ vf_plug A || { ktap_result fail "VF plugged"; ktap_finish; exit; }
 sleep 1
 wait_datapath A vf
 switches0=$(switch_count)
-ip netns exec $NS iperf3 -s -1 -D -p 5301
-sleep 0.5
+iperf3_server 5301 -1
 iperf3 -c $IP_B -p 5301 -t 24 -i 0.5 -J >/tmp/failover.json 2>&1 &
 iperf=$!
 # 50 pings a second, each with its time stamp, to find the gaps.

@@ -216,8 +216,7 @@ wait $blaster $COUNTER
 sent=$(awk '{print $1}' "$WORK/sent") got=$(cat "$WORK/stream")
 check "$rounds of 30 attach/replace/detach rounds under a UDP stream: no datagram lost ($got of $sent)" \
 	test "$rounds" = 30 -a "$sent" -gt 0 -a "$got" = "$sent"
-ip netns exec $NS iperf3 -s -D -p 5504
-sleep 0.5
+iperf3_server 5504
 iperf3 -c $IP_B -p 5504 -t 4 -R -J >"$WORK/iperf.json" &
 tcp=$!
 rounds=$(churn)
