@@ -23,9 +23,10 @@
 //! - `dma-delay <us>`: every queue DMA pass (both functions) takes longer.
 //! - `wire <drop|dup|reorder|corrupt> <per-mille>`: impair the frames this
 //!   card sends; `wire-stats`: what the impairments did.
-//! - `rdma-fault <bad-rkey|reject-modify> <n>`: the RDMA engine's next `n`
-//!   RDMA READ/WRITE requests carry a wrong R_Key, or its next `n` QP
-//!   state changes are refused; `rdma-fault`: what is armed and injected.
+//! - `rdma-fault <bad-rkey|reject-modify|rnr> <n>`: the RDMA engine's next
+//!   `n` RDMA READ/WRITE requests carry a wrong R_Key, its next `n` QP
+//!   state changes are refused, or its responders answer the next `n` new
+//!   SENDs with an RNR NAK; `rdma-fault`: what is armed and injected.
 //! - `capture <path>` / `capture stop`: record every frame this card
 //!   sends and receives into a pcap file (see [`crate::capture`]).
 //! - `vf-stats`: the VF's counters, as `stats`.

@@ -168,7 +168,7 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                 card.lock_rdma().faults.arm(fault, n);
                 "ok".into()
             }),
-            None => format!("error: '{kind}' is not bad-rkey or reject-modify"),
+            None => format!("error: '{kind}' is not bad-rkey, reject-modify or rnr"),
         },
         ["spurious-irq", n] => with_count(n, &|n| {
             format!("ok delivered={}", card.lock_pf().spurious_irqs(n))

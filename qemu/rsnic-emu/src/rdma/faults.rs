@@ -15,14 +15,20 @@ pub enum RdmaFault {
     BadRkey,
     /// The next QP state change is refused, as for an illegal transition.
     RejectModify,
+    /// The responder answers the next new SEND with an RNR NAK, as if its
+    /// receive queue were empty: the peer's requester must wait the RNR
+    /// timer and send it again.
+    Rnr,
 }
 
 impl RdmaFault {
-    /// The fault a harness name (`bad-rkey`, `reject-modify`) stands for.
+    /// The fault a harness name (`bad-rkey`, `reject-modify`, `rnr`)
+    /// stands for.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "bad-rkey" => Some(Self::BadRkey),
             "reject-modify" => Some(Self::RejectModify),
+            "rnr" => Some(Self::Rnr),
             _ => None,
         }
     }
@@ -33,6 +39,7 @@ impl RdmaFault {
 pub struct RdmaFaults {
     bad_rkeys: AtomicU32,
     reject_modifies: AtomicU32,
+    rnrs: AtomicU32,
     injected: AtomicU64,
 }
 
@@ -41,6 +48,7 @@ impl RdmaFaults {
         match fault {
             RdmaFault::BadRkey => &self.bad_rkeys,
             RdmaFault::RejectModify => &self.reject_modifies,
+            RdmaFault::Rnr => &self.rnrs,
         }
     }
 
@@ -61,10 +69,12 @@ impl RdmaFaults {
         taken
     }
 
-    /// For the harness: `bad_rkey=N reject_modify=N injected=N`.
+    /// For the harness: `rnr=N bad_rkey=N reject_modify=N injected=N`
+    /// (armed, and injected in all).
     pub fn describe(&self) -> String {
         format!(
-            "bad_rkey={} reject_modify={} injected={}",
+            "rnr={} bad_rkey={} reject_modify={} injected={}",
+            self.rnrs.load(Ordering::Relaxed),
             self.bad_rkeys.load(Ordering::Relaxed),
             self.reject_modifies.load(Ordering::Relaxed),
             self.injected.load(Ordering::Relaxed)
@@ -85,11 +95,12 @@ mod tests {
         assert!(f.take(RdmaFault::BadRkey));
         assert!(f.take(RdmaFault::BadRkey));
         assert!(!f.take(RdmaFault::BadRkey));
-        assert_eq!(f.describe(), "bad_rkey=0 reject_modify=0 injected=2");
+        assert_eq!(f.describe(), "rnr=0 bad_rkey=0 reject_modify=0 injected=2");
         assert_eq!(
             RdmaFault::from_name("reject-modify"),
             Some(RdmaFault::RejectModify)
         );
+        assert_eq!(RdmaFault::from_name("rnr"), Some(RdmaFault::Rnr));
         assert_eq!(RdmaFault::from_name("melt"), None);
     }
 }

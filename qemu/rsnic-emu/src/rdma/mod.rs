@@ -1128,6 +1128,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn injected_rnr_naks_a_send_the_receive_queue_could_take() {
+        let (mut a, mut b) = pair();
+        a.mem.set(DATA, b"hello");
+        b.post_recv(QPN, DATA + 0x100, 64);
+        b.e.faults.arm(RdmaFault::Rnr, 1);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 5));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.e.qps[&QPN].counters.rnr_naks_sent, 1);
+        assert!(a.completions(false).is_empty());
+        assert!(b.e.faults.describe().starts_with("rnr=0 "));
+        // Sent again after the RNR timer, it lands in the receive posted
+        // all along.
+        let resent = a.tick(Duration::from_millis(2));
+        assert_eq!(resent.len(), 1);
+        exchange(&mut a, &mut b, resent);
+        assert_eq!(b.mem.get(DATA + 0x100, 5), b"hello");
+        assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+        assert_eq!(b.e.qps[&QPN].counters.rnr_naks_sent, 1);
+    }
+
+    #[test]
     fn injected_faults_spoil_one_rkey_and_refuse_one_modify() {
         let (mut a, mut b) = pair();
         b.mem.set(REMOTE, &[0xee; 64]);

@@ -1212,7 +1212,7 @@ impl Qp {
             if self.receiving.is_some() {
                 return Err(NakCode::InvalidRequest);
             }
-            if self.rq.pending() == 0 {
+            if self.rq.pending() == 0 || self.faults.take(RdmaFault::Rnr) {
                 return Ok(Step::Rnr);
             }
             self.receiving = self.take_recv(mem);

@@ -16,8 +16,10 @@
 #
 # Then RDMA between the two cards' engines: nvme-rdma connects over a
 # clean wire, then writes and reads back 8 MiB intact while the wire
-# drops, duplicates and reorders 1% each way; the requesters
-# retransmitted (go-back-N), the responders saw duplicate requests and
+# drops, duplicates and reorders 1% each way and each card's responders
+# answer $RNR new SENDs with an RNR NAK (`rdma-fault rnr`, as if their
+# receive queue were empty); the requesters retransmitted (go-back-N)
+# and waited out the RNR NAKs, the responders saw duplicate requests and
 # NAKed sequence errors. (Connecting over the impaired wire is not
 # tested: rdma_cm's connect hung there, see testing.rst.)
 
@@ -37,6 +39,8 @@ impair() { # per-mille for every kind on both cards' wires
 cleanup() {
 	kill $(jobs -p) 2>/dev/null
 	drop=0 dup=0 reorder=0 corrupt=0 impair
+	harness card A rdma-fault rnr 0 >/dev/null 2>&1
+	harness card B rdma-fault rnr 0 >/dev/null 2>&1
 	nvme_rdma_cleanup 2>/dev/null
 	rdma_vrf_cleanup 2>/dev/null
 	net_cleanup
@@ -91,7 +95,7 @@ impaired() { # KIND BEFORE
 	[ "$now" -gt "$2" ]
 }
 
-ktap_header 15
+ktap_header 16
 
 # One run per line: MiB to move, the impairments in frames per thousand.
 while read -r name size_mb drop dup reorder corrupt; do
@@ -141,12 +145,16 @@ counters() { # NAME: its sum over both engines
 	echo $(($(rdma_counter "$IB_A" "$1") + $(rdma_counter "$IB_B" "$1")))
 }
 retx0=$(counters retransmits) dups0=$(counters duplicate_requests) naks0=$(counters seq_naks_sent)
+rnr0=$(counters rnr_naks_sent)
+RNR=3 # per card; rdma_cm's responders ask for the longest RNR wait, 655 ms
 truncate -s 16M /tmp/wire-backing
 ok=false
 dropped0=$(wire_sum dropped) duplicated0=$(wire_sum duplicated) reordered0=$(wire_sum reordered)
 if nvmet_setup /tmp/wire-backing && nvme_connect && disk=$(wait_nvme_disk); then
 	drop=10 dup=10 reorder=10 corrupt=0
 	impair
+	harness card A rdma-fault rnr $RNR >/dev/null
+	harness card B rdma-fault rnr $RNR >/dev/null
 	head -c 8M /tmp/wire.blob | dd of=/dev/$disk bs=1M oflag=direct status=none &&
 		dd if=/dev/$disk of=/tmp/wire-back bs=1M count=8 iflag=direct status=none &&
 		cmp -s /tmp/wire-back <(head -c 8M /tmp/wire.blob) &&
@@ -156,14 +164,17 @@ drop=0 dup=0 reorder=0 corrupt=0 impair
 nvme_disconnect
 nvmet_cleanup
 retx=$(($(counters retransmits) - retx0)) dups=$(($(counters duplicate_requests) - dups0))
-naks=$(($(counters seq_naks_sent) - naks0))
+naks=$(($(counters seq_naks_sent) - naks0)) rnrs=$(($(counters rnr_naks_sent) - rnr0))
+rnr_left() { harness card "$1" rdma-fault | grep -q "rnr=0 "; }
 echo "# RDMA over the impaired wire: wires dropped +$(($(wire_sum dropped) - dropped0))," \
 	"duplicated +$(($(wire_sum duplicated) - duplicated0)), reordered +$(($(wire_sum reordered) - reordered0));" \
-	"engines retransmitted $retx, saw $dups duplicate requests, sent $naks sequence NAKs"
+	"engines retransmitted $retx, saw $dups duplicate requests, sent $naks sequence NAKs and $rnrs RNR NAKs"
 check "nvme-rdma (connected) writes and reads back 8 MiB intact over a wire dropping, duplicating and reordering 1%" $ok
 check "RDMA RC: the requesters retransmitted (go-back-N)" test "$retx" -gt 0
 check "RDMA RC: the responders saw duplicate requests and NAKed out-of-sequence ones" \
 	test "$dups" -gt 0 -a "$naks" -gt 0
+check "RDMA RC: $RNR RNR NAKs from each card's responders, waited out and sent again (data above intact)" \
+	eval 'rnr_left A && rnr_left B && test "$rnrs" -ge $((2 * RNR))'
 rdma_vrf_cleanup
 net_setup || echo "# no carrier after set-up"
 ktap_finish
