@@ -44,18 +44,15 @@ print(str(r[sys.argv[2]]).lower())' "$DL" "$2"
 }
 # wait_reporter NAME FIELD VALUE: up to 15 s for the field to be VALUE
 # (a count: at least VALUE).
-wait_reporter() {
-	local i v
-	for i in $(seq 150); do
-		v=$(reporter "$1" "$2")
-		if [[ $3 =~ ^[0-9]+$ ]]; then
-			[ "$v" -ge "$3" ] && return 0
-		else
-			[ "$v" = "$3" ] && return 0
-		fi
-		sleep 0.1
-	done
-	return 1
+wait_reporter() { wait_until 150 reporter_is "$@"; }
+reporter_is() {
+	local v
+	v=$(reporter "$1" "$2")
+	if [[ $3 =~ ^[0-9]+$ ]]; then
+		[ "$v" -ge "$3" ]
+	else
+		[ "$v" = "$3" ]
+	fi
 }
 # json_true EXPR CMD...: the Python expression EXPR holds on CMD's JSON
 # output, `j`.

@@ -193,12 +193,11 @@ ip link set "$NETIF_A" mtu 1500
 check "after the function reset, traffic flows (MAC and RX filter restored)" ping -c 3 -W 2 -q $IP_B
 # The card's RDMA engine lost its GIDs, QPs and MRs with the function:
 # the RDMA half is bound afresh, and the card has ib_core's GIDs again.
+rdma_bound_afresh() {
+	dmesg_since_mark | grep -q "RDMA half bound afresh" && [ -n "$(ibdev_of "$(card_addr A)")" ]
+}
 rdma_rebound() {
-	local i
-	for i in $(seq 100); do
-		dmesg_since_mark | grep -q "RDMA half bound afresh" && [ -n "$(ibdev_of "$(card_addr A)")" ] && break
-		sleep 0.1
-	done
+	wait_until 100 rdma_bound_afresh
 	wait_gids A "$(ibdev_of "$(card_addr A)")" "$IP_A" "$IP6_A"
 }
 check "after the function reset, the RDMA half is bound afresh, its GIDs on the card" rdma_rebound

@@ -34,14 +34,8 @@ trap cleanup EXIT
 
 stat_of() { ethtool -S "$NETIF_A" 2>/dev/null | awk -v k="$1:" '$1 == k {print $2}'; }
 # Waits up to $2 s for $NETIF_A's carrier to read $1.
-carrier_is() {
-	local i
-	for i in $(seq $(($2 * 10))); do
-		[ "$(cat /sys/class/net/$NETIF_A/carrier 2>/dev/null)" = "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+carrier_is() { wait_until $(($2 * 10)) carrier_reads "$1"; }
+carrier_reads() { [ "$(cat /sys/class/net/$NETIF_A/carrier 2>/dev/null)" = "$1" ]; }
 # Runs "$@" and prints how long it took in ms; fails if it did or took
 # more than 20 s.
 timed() {
@@ -59,18 +53,16 @@ traffic() { # background TCP stream and ping, both allowed to fail
 	sleep 1
 }
 stop_traffic() { kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; }
+netdevs_of() { # CARD...: each has its netdev
+	local card
+	for card in "$@"; do
+		[ -n "$(netif_of "$(card_addr $card)")" ] || return 1
+	done
+}
 # Waits up to 10 s for the netdevs of cards "$@" (after a bind or insmod;
 # sysfs shows only netdevs of this namespace).
 netdevs_back() {
-	local i card missing
-	for i in $(seq 100); do
-		missing=0
-		for card in "$@"; do
-			[ -n "$(netif_of "$(card_addr $card)")" ] || missing=1
-		done
-		[ $missing = 0 ] && return 0
-		sleep 0.1
-	done
+	wait_until 100 netdevs_of "$@" && return 0
 	dmesg | tail -n 20 | sed 's/^/# /'
 	return 1
 }

@@ -61,16 +61,11 @@ check "offload off: all 10 datagrams arrived" test "$got" = 10
 ethtool -K "$NETIF_A" hw-tc-offload on
 aged0=$(gft_stat aged_out)
 "$GFT_PY" udp-send $IP_B 5001 1 40003
-for _ in $(seq 20); do
-	[ "$(drv_flows_with "sport=40003")" = 1 ] && break
-	sleep 0.1
-done
+flows_of_40003() { [ "$(drv_flows_with "sport=40003")" = "$1" ]; }
+wait_until 20 flows_of_40003 1
 check "idle flows age out (idle_timeout_ms 1000): a new flow is installed" \
 	test "$(drv_flows_with "sport=40003")" = 1 -a "$(gft_w idle_timeout_ms 1000)" = OK
-for _ in $(seq 40); do
-	[ "$(drv_flows_with "sport=40003")" = 0 ] && break
-	sleep 0.25
-done
+wait_until 100 flows_of_40003 0
 echo "# aged_out += $(($(gft_stat aged_out) - aged0))"
 check "the idle flow is gone from the driver and the card" \
 	test "$(drv_flows_with "sport=40003")" = 0 -a "$(card_flows_with "sport=40003")" = 0 -a \

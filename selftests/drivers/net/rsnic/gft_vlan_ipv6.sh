@@ -52,10 +52,10 @@ check "VLAN push/pop rules (IPv4 and IPv6) and an IPv6 drop rule added" $ok
 # B's port; prints "LOSS% TAGGED", TAGGED the echo requests to ADDR that
 # carry VLAN 5 (filtered from the recording afterwards).
 tagged() {
-	local pid loss err=/tmp/gft_vlan.err i
+	local pid loss err=/tmp/gft_vlan.err
 	ip netns exec $NS timeout 15 tcpdump --immediate-mode -U -i "$NETIF_B" -w /tmp/gft_vlan.pcap 2>$err &
 	pid=$!
-	for i in $(seq 100); do grep -q "listening on" $err && break; sleep 0.1; done
+	wait_until 100 grep -q "listening on" $err
 	sleep 1
 	loss=$(ping -c "$3" -i 0.1 -W 2 -q "$2" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')
 	sleep 1

@@ -91,31 +91,35 @@ vf_addr() { # A|B
 	done
 }
 
-# Plugs card $1's VF in and waits up to 10 s for its netdev. The first
-# time, the harness hot-plugs it (QMP device_add); after that the device
-# stays in QEMU and a replug is a PCI rescan, because QEMU 11.1 aborts on
-# device_del of a vfio-user-pci device with MSI-X (see testing.rst).
-vf_plug() { # A|B
-	local reply i
-	reply=$(harness vf "$1" plug) || return 1
-	[ "$reply" = "ok already plugged" ] && echo 1 >/sys/bus/pci/rescan
-	for i in $(seq 100); do
-		[ -n "$(vf_addr "$1")" ] && return 0
+# wait_until TENTHS CMD...: runs CMD every 0.1 s until it succeeds, for
+# up to TENTHS tenths of a second; fails if it never did. Every wait of
+# the tests is this loop.
+wait_until() {
+	local tenths=$1 i
+	shift
+	for i in $(seq "$tenths"); do
+		"$@" && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
+# Plugs card $1's VF in and waits up to 10 s for its netdev. The first
+# time, the harness hot-plugs it (QMP device_add); after that the device
+# stays in QEMU and a replug is a PCI rescan, because QEMU 11.1 aborts on
+# device_del of a vfio-user-pci device with MSI-X (see testing.rst).
+vf_plug() { # A|B
+	local reply
+	reply=$(harness vf "$1" plug) || return 1
+	[ "$reply" = "ok already plugged" ] && echo 1 >/sys/bus/pci/rescan
+	wait_until 100 vf_present "$1"
+}
+vf_present() { [ -n "$(vf_addr "$1")" ]; }
+
 # Waits up to 10 s until card $1 delivers to data path $2 (vf or
 # synthetic), as the card itself reports it.
-wait_datapath() { # A|B vf|synthetic
-	local i
-	for i in $(seq 100); do
-		harness card "$1" datapath | grep -q "datapath=$2 " && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_datapath() { wait_until 100 datapath_is "$@"; } # A|B vf|synthetic
+datapath_is() { harness card "$1" datapath | grep -q "datapath=$2 "; }
 
 # Removes card $1's VF the way a hot-unplug does for the driver: the PCI
 # core unbinds the driver and deletes the device.
@@ -254,14 +258,8 @@ net_cleanup() {
 }
 
 # wait_carrier IFACE 0|1 [NETNS]: waits up to 5 s for the carrier state.
-wait_carrier() {
-	local i
-	for i in $(seq 50); do
-		[ "$(ip ${3:+-n $3} -o link show "$1" 2>/dev/null | grep -c LOWER_UP)" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_carrier() { wait_until 50 carrier_of "$@"; }
+carrier_of() { [ "$(ip ${3:+-n $3} -o link show "$1" 2>/dev/null | grep -c LOWER_UP)" = "$2" ]; }
 
 # The kernel's driver selftests built for the running kernel: their YNL
 # library reads the netdev netlink family.
@@ -292,15 +290,8 @@ flush_deferred_skbs() {
 }
 # Waits up to 10 s for card A's netdev to have N page pools (old ones go
 # once all their pages are back).
-wait_page_pools() { # N
-	local i
-	for i in $(seq 100); do
-		[ "$(page_pools | wc -l)" = "$1" ] && return 0
-		flush_deferred_skbs
-		sleep 0.1
-	done
-	return 1
-}
+wait_page_pools() { wait_until 100 page_pools_are "$1"; } # N
+page_pools_are() { [ "$(page_pools | wc -l)" = "$1" ] || { flush_deferred_skbs; return 1; }; }
 
 # Statistics of card A's netdev: rtnl (ip -s link) and qstats (netdev
 # netlink, through qstats.py).
@@ -396,13 +387,10 @@ drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
 # UDP socket bound to PORT, or a TCP socket listening on it, in netns
 # "remote" (or in NETNS; "" for this one). A TCP connect before then is
 # refused, and the SYN and RST would cross the GFT too.
-wait_listening() { # udp|tcp PORT [NETNS]
-	local ns=${3-$NS} i
-	for i in $(seq 100); do
-		[ -n "$(${ns:+ip netns exec "$ns"} ss -Hl"${1:0:1}"n "sport = :$2")" ] && return 0
-		sleep 0.1
-	done
-	return 1
+wait_listening() { wait_until 100 listening "$@"; } # udp|tcp PORT [NETNS]
+listening() {
+	local ns=${3-$NS}
+	[ -n "$(${ns:+ip netns exec "$ns"} ss -Hl"${1:0:1}"n "sport = :$2")" ]
 }
 # Starts an iperf3 server in netns "remote" on PORT (more iperf3 server
 # options may follow) and returns once it listens: `iperf3 -s -D` binds
@@ -414,14 +402,11 @@ iperf3_server() { # PORT [ARGS...]
 	ip netns exec $NS iperf3 -s -D -p "$port" "$@" && wait_listening tcp "$port"
 }
 # Waits up to 10 s until card A holds N flows whose line has all WORDS.
-wait_card_flows() { # N WORDS...
-	local n=$1 i
+wait_card_flows() { wait_until 100 card_flows_are "$@"; } # N WORDS...
+card_flows_are() {
+	local n=$1
 	shift
-	for i in $(seq 50); do
-		[ "$(card_flows_with "$@")" = "$n" ] && return 0
-		sleep 0.2
-	done
-	return 1
+	[ "$(card_flows_with "$@")" = "$n" ]
 }
 # Starts tcpdump in the background (in netns NS if given, else "") and
 # returns once it listens. Its decoded packets go to OUT, a line each as
@@ -435,27 +420,23 @@ wait_card_flows() { # N WORDS...
 # packets: a test that reads its verdicts sets CAPTURE_SNAP=0 (tcpdump's
 # default) for its few packets.
 capture() { # NS|"" IFACE COUNT FILTER OUT
-	local err i
+	local err
 	err=$(mktemp)
 	${1:+ip netns exec "$1"} tcpdump --immediate-mode -s "${CAPTURE_SNAP:-512}" -l -i "$2" -nn -vv -c "$3" "$4" >"$5" 2>"$err" &
-	for i in $(seq 100); do
-		grep -q "listening on" "$err" && break
-		sleep 0.1
-	done
+	wait_until 100 grep -q "listening on" "$err"
 	rm -f "$err"
 }
 # Stops the captures whose PIDs are given: each may run up to 5 s more to
 # reach its COUNT and end by itself; what is left is ended then.
 capture_stop() { # PID...
-	local i p alive
-	for i in $(seq 50); do
-		alive=
-		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
-		[ -z "$alive" ] && break
-		sleep 0.1
-	done
+	wait_until 50 all_ended "$@"
 	kill "$@" 2>/dev/null
 	wait "$@" 2>/dev/null
+	return 0
+}
+all_ended() { # PID...
+	local p
+	for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done
 	return 0
 }
 # Sends N datagrams from source port SPORT to B:PORT, 10 ms apart; prints
@@ -540,26 +521,17 @@ for line in sys.stdin:
 card_gids() { harness card "$1" rdma-gids | tr ' ' '\n' | sed -n 's/^[0-9]*=//p' | sort; }
 
 # wait_port IBDEV "STATE PHYS ": waits up to 5 s for port 1 to be so.
-wait_port() {
-	local i
-	for i in $(seq 50); do
-		[ "$(rdma_port_state "$1")" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_port() { wait_until 50 port_is "$@"; }
+port_is() { [ "$(rdma_port_state "$1")" = "$2" ]; }
 
 # wait_gids A|B IBDEV ADDR...: waits up to 5 s until ib_core lists the
 # addresses as GIDs and the card holds the same table.
-wait_gids() {
-	local card=$1 ibdev=$2 i
+wait_gids() { wait_until 50 gids_are "$@"; }
+gids_are() {
+	local card=$1 ibdev=$2
 	shift 2
-	for i in $(seq 50); do
-		[ "$(sysfs_gids "$ibdev" | grep -cxF "${@/#/-e}")" = $# ] &&
-			[ "$(sysfs_gids "$ibdev")" = "$(card_gids "$card")" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	[ "$(sysfs_gids "$ibdev" | grep -cxF "${@/#/-e}")" = $# ] &&
+		[ "$(sysfs_gids "$ibdev")" = "$(card_gids "$card")" ]
 }
 
 # NVMe over RDMA -----------------------------------------------------------
@@ -647,14 +619,7 @@ nvme_disk() {
 
 # wait_nvme_disk: prints the block device of the controller connected to
 # $NVME_NQN once it is there (up to 10 s); fails if it does not come.
-wait_nvme_disk() {
-	local i
-	for i in $(seq 100); do
-		nvme_disk && return 0
-		sleep 0.1
-	done
-	return 1
-}
+wait_nvme_disk() { wait_until 100 nvme_disk; }
 
 # nvme_connect [TRADDR HOST_TRADDR]: the host connects to the target at
 # TRADDR from HOST_TRADDR through rdma_cm (default: card B's address,
@@ -746,12 +711,11 @@ rxe_interop_setup() {
 	rdma link add rxe_b type rxe netdev "$NETIF_B" || bail_out "cannot add rxe on $NETIF_B"
 	wait_port "$IB_A" "ACTIVE LINK_UP " || bail_out "$IB_A's port did not come up"
 	for dev in "$NETIF_A" "$NETIF_B"; do
-		for _ in $(seq 50); do
-			[ -n "$(ip -6 addr show dev "$dev" scope link -tentative)" ] && break
-			sleep 0.1
-		done
+		wait_until 50 has_link_local "$dev"
 	done
 }
+# has_link_local IFACE: its IPv6 link-local address passed DAD.
+has_link_local() { [ -n "$(ip -6 addr show dev "$1" scope link -tentative)" ]; }
 
 rxe_interop_cleanup() {
 	rdma link del rxe_b 2>/dev/null
@@ -788,15 +752,12 @@ rdma_objects() {
 		echo -n "$d: $(rdma_res $d pd) $(rdma_cqs_in_use $d) $(rdma_res $d qp) $(rdma_res $d mr); "
 	done
 }
+rdma_objects_are() { [ "$(rdma_objects)" = "$1" ]; }
 
 # wait_rdma_objects EXPECTED: waits up to 5 s for rdma_objects to be
 # EXPECTED again (ib_core frees some objects from work items).
 wait_rdma_objects() {
-	local i
-	for i in $(seq 50); do
-		[ "$(rdma_objects)" = "$1" ] && return 0
-		sleep 0.1
-	done
+	wait_until 50 rdma_objects_are "$1" && return 0
 	echo "# PDs, CQs in use, QPs, MRs: $(rdma_objects)"
 	echo "#                  expected: $1"
 	return 1

@@ -75,10 +75,11 @@ harness cable up >/dev/null
 check "cable replugged: port ACTIVE again" wait_port "$IB_A" "ACTIVE LINK_UP "
 
 ip addr add 10.98.0.1/24 dev "$NETIF_A"
+card_has_gid() { card_gids A | grep -qxF "$1"; }
 ok=false
-for i in $(seq 30); do card_gids A | grep -qxF 10.98.0.1 && { ok=true; break; }; sleep 0.1; done
+wait_until 30 card_has_gid 10.98.0.1 && ok=true
 ip addr del 10.98.0.1/24 dev "$NETIF_A"
-for i in $(seq 30); do card_gids A | grep -qxF 10.98.0.1 || break; sleep 0.1; done
+wait_until 30 eval '! card_has_gid 10.98.0.1'
 check "an address added reaches the card's GID table, and leaves it when removed" \
 	eval '$ok && ! card_gids A | grep -qxF 10.98.0.1 && test "$(sysfs_gids "$IB_A")" = "$(card_gids A)"'
 
@@ -89,13 +90,13 @@ ok=true
 ping -c 1 -W 2 -q "$IP_B" >/dev/null || { echo "# the netdev stopped working"; ok=false; }
 check "RDMA half unbound: device gone, card's GID table empty, netdev still works" $ok
 echo "$AUX_A" > $RDMA_AUX_DRV/bind
-IB_A=$(ibdev_of "$A")
-ok=false
-for i in $(seq 30); do
-	[ -n "$IB_A" ] && [ -n "$(sysfs_gids "$IB_A")" ] && [ "$(sysfs_gids "$IB_A")" = "$(card_gids A)" ] && { ok=true; break; }
-	sleep 0.1
+# Sets IB_A once the device is back with its GIDs, on the card too.
+gids_back() {
 	IB_A=$(ibdev_of "$A")
-done
+	[ -n "$IB_A" ] && [ -n "$(sysfs_gids "$IB_A")" ] && [ "$(sysfs_gids "$IB_A")" = "$(card_gids A)" ]
+}
+ok=false
+wait_until 30 gids_back && ok=true
 check "bound again: device back, ACTIVE, GIDs back on the card" \
 	eval '$ok && wait_port "$IB_A" "ACTIVE LINK_UP "'
 

@@ -87,10 +87,7 @@ check "card A's responder refused it and its QP failed, flushing the receives" \
 
 ok2=false
 if $ok; then
-	for i in $(seq 100); do
-		dmesg_since_mark | grep -q "Successfully reconnected" && break
-		sleep 0.1
-	done
+	wait_until 100 eval 'dmesg_since_mark | grep -q "Successfully reconnected"'
 	dd if=/dev/$disk of=/tmp/err-back bs=1M count=5 iflag=direct status=none &&
 		cmp -s /tmp/err-back <(cat /tmp/err-data; head -c 1M /tmp/err-data) && ok2=true
 fi

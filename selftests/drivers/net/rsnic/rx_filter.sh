@@ -36,7 +36,7 @@ for i in range(20):
 watch() {
 	tcpdump -p --immediate-mode -l -i "$NETIF_A" -nn -c 20 udp port 7300 >"$1" 2>/tmp/filter.err &
 	watcher=$!
-	for _ in $(seq 100); do grep -q "listening on" /tmp/filter.err && break; sleep 0.1; done
+	wait_until 100 grep -q "listening on" /tmp/filter.err
 }
 seen() { grep -c "7300: UDP" "$1"; }
 # others_start / others_stop: count B's other multicast frames meanwhile
@@ -47,7 +47,7 @@ others_start() {
 		'ether multicast and not ether dst 01:00:5e:01:02:03 and not ether broadcast' \
 		>/tmp/filter.others 2>/tmp/filter.others.err &
 	others=$!
-	for _ in $(seq 100); do grep -q "listening on" /tmp/filter.others.err && break; sleep 0.1; done
+	wait_until 100 grep -q "listening on" /tmp/filter.others.err
 }
 others_stop() { sleep 0.2; kill $others; wait $others 2>/dev/null; grep -c . /tmp/filter.others; }
 

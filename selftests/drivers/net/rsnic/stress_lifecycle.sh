@@ -99,11 +99,9 @@ GFT=$RSNIC_DEBUGFS/$(card_addr A)/gft
 [ -d "$GFT" ] || skip_all "no $GFT"
 gft_installed() { [ "$(gft_stat flows)" -gt 0 ]; }
 gft_cycle() {
-	local i
 	ethtool -K "$NETIF_A" hw-tc-offload on || return 1
 	[ "$(gft_w rules "add prio=10 dir=tx proto=tcp dport=5403 action=allow")" = OK ] || return 1
-	for i in $(seq 20); do gft_installed && break; sleep 0.1; done
-	gft_installed || { echo "# round $round: no GFT flow for the stream"; return 1; }
+	wait_until 20 gft_installed || { echo "# round $round: no GFT flow for the stream"; return 1; }
 	[ "$(gft_w flows flush)$(gft_w rules flush)" = OKOK ]
 }
 

@@ -23,10 +23,7 @@ before=$(timeouts)
 dmesg_mark
 harness card A stall-tx >/dev/null
 fill_tx_ring $IP_B &
-for _ in $(seq 200); do
-	logged "queue pair [0-9]* reset$" && break
-	sleep 0.1
-done
+wait_until 200 logged "queue pair [0-9]* reset$"
 kill %1 2>/dev/null
 wait 2>/dev/null
 dmesg_since_mark | grep -E "WATCHDOG|TX queue|queue pair" | sed 's/^/# /'

@@ -20,10 +20,8 @@ start=$(date +%s%N)
 ok=false
 if vf_plug A; then
 	VF=$(netif_of "$(vf_addr A)")
-	for _ in $(seq 50); do
-		ip -d link show "$VF" | grep -q "master $NETIF_A" && [ "$(datapath)" = vf ] && { ok=true; break; }
-		sleep 0.1
-	done
+	enslaved() { ip -d link show "$VF" | grep -q "master $NETIF_A" && [ "$(datapath)" = vf ]; }
+	wait_until 50 enslaved && ok=true
 fi
 echo "# VF $VF enslaved and the data path switched $(( ($(date +%s%N) - start) / 1000000 )) ms after the plug request"
 check "VF hot-plugged: enslaved to $NETIF_A within 5 s" $ok
