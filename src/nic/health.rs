@@ -2,8 +2,9 @@
 
 //! The NIC's devlink health reporters, over the recovery it already had:
 //! `tx` (a TX queue the watchdog found stuck), `completion` (completions
-//! out of step with their ring) and `card` (an admin command the card
-//! lost, the card gone, the card back).
+//! out of step with their ring), `card` (an admin command the card
+//! lost, the card gone, the card back) and, on a PF, `rdma` (QPs the
+//! card's RDMA engine failed).
 //!
 //! A fault is noticed where it happens (the TX watchdog, NAPI, the
 //! health check, an admin command), which asks for a recovery and
@@ -109,24 +110,68 @@ struct CardSnapshot {
     card_lost: u64,
 }
 
-/// Faults found and not yet reported, and the reporters.
+/// QP fatal events of the card's RDMA engine, as the PF's NIC hears of
+/// them from the RDMA half's event queue.
+pub(crate) struct RdmaQpFaults {
+    /// Events heard of (free running).
+    seen: Atomic<u64>,
+    /// Events reported.
+    reported: Atomic<u64>,
+    /// The QP of the latest.
+    last_qpn: Atomic<u32>,
+}
+
+impl RdmaQpFaults {
+    pub(crate) fn new() -> Self {
+        Self {
+            seen: Atomic::new(0),
+            reported: Atomic::new(0),
+            last_qpn: Atomic::new(0),
+        }
+    }
+}
+
+/// QPs that failed since the last report, as reported.
+pub(crate) struct RdmaQpFault {
+    /// How many.
+    qps: u64,
+    /// The last of them.
+    last_qpn: u32,
+    /// All QP fatal events so far.
+    total: u64,
+}
+
+/// The reporters.
 pub(crate) struct NicHealth {
     tx: HealthReporter<TxReporter>,
     completion: HealthReporter<CompletionReporter>,
     card: HealthReporter<CardReporter>,
+    /// PF only: the RDMA engine lives there.
+    rdma: Option<HealthReporter<RdmaReporter>>,
 }
 
 static TX_REPORTER: HealthReporterVTable<TxReporter> = HealthReporterVTable::new();
 static COMPLETION_REPORTER: HealthReporterVTable<CompletionReporter> = HealthReporterVTable::new();
 static CARD_REPORTER: HealthReporterVTable<CardReporter> = HealthReporterVTable::new();
+static RDMA_REPORTER: HealthReporterVTable<RdmaReporter> = HealthReporterVTable::new();
 
 impl NicHealth {
-    /// The reporters of the NIC `dev` on `devlink`.
+    /// The reporters of the NIC `dev` on `devlink`; `rdma` too for a PF.
     pub(crate) fn new(
         devlink: &Arc<Registration<FunctionDevlink>>,
         dev: NetDevRef<Nic>,
+        rdma: bool,
     ) -> Result<Self> {
+        let rdma = match rdma {
+            true => Some(HealthReporter::new(
+                DevlinkRef::new(devlink),
+                &RDMA_REPORTER,
+                dev.clone(),
+            )?),
+            false => None,
+        };
         Ok(Self {
+            rdma,
             tx: HealthReporter::new(DevlinkRef::new(devlink), &TX_REPORTER, dev.clone())?,
             completion: HealthReporter::new(
                 DevlinkRef::new(devlink),
@@ -166,6 +211,14 @@ impl PendingCardFaults {
 }
 
 impl Nic {
+    /// The card's RDMA engine failed QP `qpn` (its user was told): notes it
+    /// for the `rdma` reporter and schedules the report. Any context.
+    pub(crate) fn rdma_qp_failed(&self, qpn: u32) {
+        self.rdma_faults.last_qpn.store(qpn, Relaxed);
+        self.rdma_faults.seen.fetch_add(1, Relaxed);
+        self.health_work.schedule();
+    }
+
     /// Notes a card fault for the report work and schedules it.
     pub(super) fn card_fault(&self, fault: CardFault) {
         self.card_faults.add(fault);
@@ -257,6 +310,26 @@ impl DeviceWork<HEALTH_WORK> for Nic {
                 let _ = health
                     .card
                     .report(fmt!("{}: {}", dev.name(), fault.name()), &report);
+            }
+        }
+        if let Some(rdma) = &health.rdma {
+            let seen = nic.rdma_faults.seen.load(Relaxed);
+            let before = nic.rdma_faults.reported.xchg(seen, Relaxed);
+            if seen != before {
+                let fault = RdmaQpFault {
+                    qps: seen.wrapping_sub(before),
+                    last_qpn: nic.rdma_faults.last_qpn.load(Relaxed),
+                    total: seen,
+                };
+                let _ = rdma.report(
+                    fmt!(
+                        "{}: {} RDMA QP(s) failed, the last QP {}",
+                        dev.name(),
+                        fault.qps,
+                        fault.last_qpn
+                    ),
+                    &fault,
+                );
             }
         }
         let now = Instant::<Monotonic>::now();
@@ -495,6 +568,53 @@ impl HealthReporterOps for CardReporter {
 
     fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
         put_card(fmsg, &owner.get().data().card_snapshot());
+        Ok(())
+    }
+}
+
+/// The RDMA engine as the NIC knows it: the card answering, QP fatal
+/// events heard of, the last failed QP.
+fn put_rdma(fmsg: &mut Fmsg<'_>, nic: &Nic) {
+    fmsg.bool(c"answering", nic.regs.status().is_some())
+        .u64(c"qp_fatal_events", nic.rdma_faults.seen.load(Relaxed))
+        .u32(c"last_failed_qpn", nic.rdma_faults.last_qpn.load(Relaxed));
+}
+
+/// `rdma`: QPs the card's RDMA engine failed by itself (a NAK, a
+/// protection or length error, retries exhausted), which the engine
+/// announces with a QP fatal event. The QP's user hears of it from
+/// ib_core (`IB_EVENT_QP_FATAL`) and re-creates the QP, as nvme-rdma
+/// reconnects; the engine itself needs nothing, so recovery checks that
+/// the card still answers.
+struct RdmaReporter;
+
+#[vtable]
+impl HealthReporterOps for RdmaReporter {
+    const NAME: &'static CStr = c"rdma";
+    type Owner = NetDevRef<Nic>;
+    type Fault = RdmaQpFault;
+
+    fn recover(owner: &Self::Owner, _fault: Option<&RdmaQpFault>) -> Result {
+        match owner.get().data().regs.status() {
+            Some(_) => Ok(()),
+            None => Err(EIO),
+        }
+    }
+
+    fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&RdmaQpFault>) -> Result {
+        if let Some(f) = fault {
+            fmsg.object(c"fault", |o| {
+                o.u64(c"qps_failed", f.qps)
+                    .u32(c"last_failed_qpn", f.last_qpn)
+                    .u64(c"qp_fatal_events", f.total);
+            });
+        }
+        fmsg.object(c"now", |o| put_rdma(o, owner.get().data()));
+        Ok(())
+    }
+
+    fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
+        put_rdma(fmsg, owner.get().data());
         Ok(())
     }
 }

@@ -55,7 +55,7 @@ use crate::linux::{
     },
 };
 use crate::regs::Registers;
-use health::{NicHealth, PendingCardFaults, HEALTH_WORK};
+use health::{NicHealth, PendingCardFaults, RdmaQpFaults, HEALTH_WORK};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use recovery::{CardWatch, GFT_WORK, RDMA_WORK};
@@ -120,6 +120,8 @@ pub(crate) struct Nic {
     health_work: NetDevWork<Nic, HEALTH_WORK>,
     /// Card faults noticed and not reported yet.
     card_faults: PendingCardFaults,
+    /// PF: RDMA QPs the card failed, for the `rdma` reporter.
+    rdma_faults: RdmaQpFaults,
     /// Admin commands the card failed, as last reported.
     admin_errors_reported: Atomic<u64>,
     /// This device, for the reporters.
@@ -326,6 +328,7 @@ pub(crate) fn register(
             health <- new_mutex!(None),
             health_work <- NetDevWork::new(dev.clone()),
             card_faults: PendingCardFaults::new(),
+            rdma_faults: RdmaQpFaults::new(),
             admin_errors_reported: Atomic::new(0),
             handle: dev.clone(),
             reset_work <- NetDevWork::new(dev.clone()),
@@ -370,7 +373,11 @@ pub(crate) fn register(
         },
     )?;
     let nic = registration.dev().data();
-    nic.set_health(NicHealth::new(devlink, nic.handle.clone())?)?;
+    nic.set_health(NicHealth::new(
+        devlink,
+        nic.handle.clone(),
+        kind == FuncKind::Pf,
+    )?)?;
     Ok(registration)
 }
 

@@ -27,6 +27,7 @@ use crate::linux::{
     dma::DmaBuffer,
     dma::DmaDevice,
     irq::IrqHandlerRegistration,
+    net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
@@ -34,6 +35,7 @@ use crate::linux::{
     },
     sync::lock_irqsave,
 };
+use crate::nic::Nic;
 use crate::regs::Registers;
 
 /// Largest RoCE MTU the engine segments to.
@@ -93,6 +95,8 @@ pub(crate) struct EngineAccess<'a> {
     pub(crate) irq: u32,
     /// MSI-X index of the event vector.
     pub(crate) vector: u16,
+    /// The PF's NIC, whose `rdma` health reporter hears of failed QPs.
+    pub(crate) nic: &'a NetDev<Nic>,
 }
 
 /// The card's limits bounded by what the driver supports: a card that
@@ -130,7 +134,11 @@ impl RdmaDev {
         let ring = dma.alloc(EQ_ENTRIES as usize * EQE_LEN)?;
         let ring_addr = ring.dma_addr(0)?;
         let eq_irq = KBox::pin_init(
-            IrqHandlerRegistration::new(e.irq, c"rsnic-rdma", EqIrq::new(ring, tables.clone())),
+            IrqHandlerRegistration::new(
+                e.irq,
+                c"rsnic-rdma",
+                EqIrq::new(ring, tables.clone(), NetDevHold::new(e.nic)),
+            ),
             GFP_KERNEL,
         )?;
         e.admin.exec(AdminCmd::RdmaCreateEq {

@@ -3,7 +3,8 @@
 //! The event queue: the card writes an entry when an armed CQ got a
 //! completion, a QP failed by itself or a CQ overflowed, and raises the
 //! RDMA vector. The interrupt handler resolves each entry against the
-//! tables and tells ib_core's user.
+//! tables and tells ib_core's user; a failed QP is also the NIC's `rdma`
+//! health reporter's to report.
 
 use kernel::{
     prelude::*,
@@ -13,7 +14,8 @@ use kernel::{
 use super::tables::Tables;
 use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
-use crate::linux::{dma::DmaBuffer, irq::IrqHandler, sync::lock_irqsave};
+use crate::linux::{dma::DmaBuffer, irq::IrqHandler, net::upper::NetDevHold, sync::lock_irqsave};
+use crate::nic::Nic;
 
 /// Entries of the event queue: more than all CQs and QPs together, so it
 /// cannot overflow (an event is written once per arming or per failure).
@@ -26,17 +28,24 @@ pub(crate) struct EqIrq {
     /// Entries consumed (free running); only the handler changes it.
     consumed: Atomic<u32>,
     tables: Arc<SpinLock<Tables>>,
+    /// The PF's NIC: its health reporters hear of QPs that failed.
+    nic: NetDevHold<Nic>,
     /// Events seen.
     pub(crate) events: Atomic<u64>,
 }
 
 impl EqIrq {
     /// A handler over `ring` ([`EQ_ENTRIES`] entries).
-    pub(crate) fn new(ring: DmaBuffer, tables: Arc<SpinLock<Tables>>) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(
+        ring: DmaBuffer,
+        tables: Arc<SpinLock<Tables>>,
+        nic: NetDevHold<Nic>,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ring,
             consumed: Atomic::new(0),
             tables,
+            nic,
             events: Atomic::new(0),
         }? Error)
     }
@@ -67,7 +76,10 @@ impl EqIrq {
                 }
             }
             eqe_type::QP_FATAL => match tables.qp(eqe.id) {
-                Some(qp) => qp.handle.fatal_event(),
+                Some(qp) => {
+                    qp.handle.fatal_event();
+                    self.nic.get().data().rdma_qp_failed(eqe.id);
+                }
                 None => tables.bogus += 1,
             },
             _ => tables.bogus += 1,

@@ -113,6 +113,7 @@ impl auxiliary::Driver for RdmaDriver {
                 pci: adev.parent(),
                 irq: link.irq,
                 vector: link.vector,
+                nic: netdev,
             };
             let init = RdmaDev::new(access).inspect_err(|e| {
                 dev_err!(adev, "RDMA engine does not answer: {e:?}\n");

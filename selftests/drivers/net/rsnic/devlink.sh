@@ -7,10 +7,11 @@
 #    harness) states them;
 #  - the PF's netdev sits on a physical devlink port (`ip -d link` shows
 #    its port name);
-#  - health reporters tx, completion and card: each fault class the card
-#    injects shows up as an error on the matching reporter, with a dump
-#    of what the driver saw, and a recovery; with auto-recovery off, or
-#    inside the grace period, the pair waits for `devlink health recover`.
+#  - health reporters tx, completion, card and (a PF's) rdma: each fault
+#    class the card injects shows up as an error on the matching
+#    reporter, with a dump of what the driver saw, and a recovery; with
+#    auto-recovery off, or inside the grace period, the pair waits for
+#    `devlink health recover` (rdma_errors.sh checks rdma's).
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -96,8 +97,8 @@ check "port: $NETIF_A on a physical port of $DL" json_true \
 check "ip -d link shows its port name" sh -c "ip -d link show $NETIF_A | grep -q 'portname p0'"
 
 # Reporters.
-check "reporters tx, completion and card, healthy" json_true \
-	"sorted(r['reporter'] for r in j['health']['$DL']) == ['card', 'completion', 'tx'] and all(r['state'] == 'healthy' for r in j['health']['$DL'])" \
+check "reporters tx, completion, card and (a PF's) rdma, healthy" json_true \
+	"sorted(r['reporter'] for r in j['health']['$DL']) == ['card', 'completion', 'rdma', 'tx'] and all(r['state'] == 'healthy' for r in j['health']['$DL'])" \
 	devlink -j health show $DL
 check "tx diagnose lists every queue pair, the running ones as running" json_true \
 	"len(j['queues']) >= $channels and sum(q['running'] for q in j['queues']) == $channels" \

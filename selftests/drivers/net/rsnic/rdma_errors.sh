@@ -11,7 +11,9 @@
 #   its next RDMA READ with a wrong R_Key): card A's responder refuses
 #   it, NAKs, and its QP fails; card B's QP completes the READ with a
 #   remote access error and fails too; both ULPs see it, nvme-rdma
-#   reconnects, and no byte of the data is lost or changed.
+#   reconnects, and no byte of the data is lost or changed. Each card's
+#   devlink `rdma` health reporter counts its failed QP, keeps a dump
+#   naming it, and is healthy again after its recovery.
 
 source "$(dirname "$0")/lib.sh"
 rdma_vrf_setup || echo "# no carrier after set-up"
@@ -34,7 +36,7 @@ connect_error() {
 		> /dev/nvme-fabrics; } 2>&1 | sed 's/.*write error: //'
 }
 
-ktap_header 11
+ktap_header 12
 truncate -s 16M /tmp/err-backing
 nvmet_setup /tmp/err-backing || echo "# nvmet set-up failed"
 res0=$(rdma_objects)
@@ -67,6 +69,23 @@ head -c 4M /dev/urandom > /tmp/err-data
 counter() { rdma_counter "$1" "$2"; }
 req_err_b=$(counter $IB_B req_cqe_error)
 resp_flush_a=$(counter $IB_A resp_cqe_flush_error)
+# rdma_reporter CARD FIELD: a field of card CARD's devlink `rdma` reporter.
+rdma_reporter() {
+	devlink -j health show "pci/$(card_addr "$1")" reporter rdma | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["health"][sys.argv[1]][0]
+print(str(r[sys.argv[2]]).lower())' "pci/$(card_addr "$1")" "$2"
+}
+# Card CARD's reporter counted ERRORS and RECOVERS more than before, is
+# healthy, and its dump names a failed QP.
+rdma_reported() { # CARD ERRORS0 RECOVERS0
+	[ "$(rdma_reporter "$1" error)" -gt "$2" ] && [ "$(rdma_reporter "$1" recover)" -gt "$3" ] &&
+		[ "$(rdma_reporter "$1" state)" = healthy ] &&
+		devlink health dump show "pci/$(card_addr "$1")" reporter rdma | grep -q "last_failed_qpn"
+}
+for card in A B; do devlink health dump clear "pci/$(card_addr $card)" reporter rdma; done
+errors_a=$(rdma_reporter A error) recovers_a=$(rdma_reporter A recover)
+errors_b=$(rdma_reporter B error) recovers_b=$(rdma_reporter B recover)
 injected_b=$(injected B)
 harness card B rdma-fault bad-rkey 1 >/dev/null
 # nvmet fetches written data with RDMA READ: the first one fails.
@@ -92,6 +111,13 @@ if $ok; then
 		cmp -s /tmp/err-back <(cat /tmp/err-data; head -c 1M /tmp/err-data) && ok2=true
 fi
 check "nvme-rdma reconnected, the write completed, and all 5 MiB read back unchanged" $ok2
+for card in A B; do
+	echo "# card $card devlink rdma reporter: error $(rdma_reporter $card error)," \
+		"recover $(rdma_reporter $card recover), $(rdma_reporter $card state)"
+done
+devlink health dump show "pci/$(card_addr B)" reporter rdma | sed -n 's/^/# B dump: /p' | head -n 4
+check "devlink: each card's rdma reporter counted its failed QP, dumped it, recovered" \
+	eval 'wait_until 50 rdma_reported A $errors_a $recovers_a && wait_until 50 rdma_reported B $errors_b $recovers_b'
 
 nvme_rdma_cleanup
 check "after the disconnect, every PD, CQ, QP and MR is given back" wait_rdma_objects "$res0"
