@@ -36,13 +36,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# reporter NAME FIELD: a field of `devlink health show` for the reporter.
-reporter() {
-	devlink -j health show $DL reporter "$1" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)["health"][sys.argv[1]][0]
-print(str(r[sys.argv[2]]).lower())' "$DL" "$2"
-}
+# reporter NAME FIELD: a field of card A's reporter NAME.
+reporter() { health_field "$DL" "$@"; }
 # wait_reporter NAME FIELD VALUE: up to 15 s for the field to be VALUE
 # (a count: at least VALUE).
 wait_reporter() { wait_until 150 reporter_is "$@"; }

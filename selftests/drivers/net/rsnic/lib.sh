@@ -745,6 +745,15 @@ nvme_rdma_cleanup() {
 	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null
 }
 
+# health_field DEVLINK REPORTER FIELD: a field of `devlink health show`
+# for the reporter (error, recover, state...), lower case.
+health_field() {
+	devlink -j health show "$1" reporter "$2" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["health"][sys.argv[1]][0]
+print(str(r[sys.argv[2]]).lower())' "$1" "$3"
+}
+
 # rdma_objects: PDs, CQs in use, QPs and MRs of $IB_A and $IB_B.
 rdma_objects() {
 	local d

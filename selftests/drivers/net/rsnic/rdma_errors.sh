@@ -70,12 +70,7 @@ counter() { rdma_counter "$1" "$2"; }
 req_err_b=$(counter $IB_B req_cqe_error)
 resp_flush_a=$(counter $IB_A resp_cqe_flush_error)
 # rdma_reporter CARD FIELD: a field of card CARD's devlink `rdma` reporter.
-rdma_reporter() {
-	devlink -j health show "pci/$(card_addr "$1")" reporter rdma | python3 -c '
-import json, sys
-r = json.load(sys.stdin)["health"][sys.argv[1]][0]
-print(str(r[sys.argv[2]]).lower())' "pci/$(card_addr "$1")" "$2"
-}
+rdma_reporter() { health_field "pci/$(card_addr "$1")" rdma "$2"; }
 # Card CARD's reporter counted ERRORS and RECOVERS more than before, is
 # healthy, and its dump names a failed QP.
 rdma_reported() { # CARD ERRORS0 RECOVERS0
