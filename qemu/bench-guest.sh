@@ -2,15 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The benchmark, inside the VM: the same measurements over the rsnic pair
-# (card A <-> card B) and over a virtio-net pair cabled through QEMU, each
-# with one side in a netns, then card A's VF path and its failover gap.
-# Writes /run/rsnic/bench.json.
+# (card A <-> card B) and over the virtio-net pairs (qemu/vm.py: "tap", in
+# its best configuration here, and "dgram", the old reference), each with
+# one side in a netns, then card A's VF path and its failover gap.
+# The main figures are repeated (RSNIC_BENCH_REPEATS, default 5) with the
+# devices interleaved, each run bracketed by host CPU readings (QEMU's
+# vCPU and other threads, the cards' processes, from the harness) and the
+# guest's own CPU time. Writes /run/rsnic/bench.json.
 
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 source /rsnic/qemu/bench-gft-guest.sh
 source /rsnic/qemu/bench-xdp-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
+REPEATS=${RSNIC_BENCH_REPEATS:-5}
+# Queue pairs on every multiqueue device (rsnic and the tap pair).
+QUEUES=${RSNIC_BENCH_QUEUES:-4}
 
 # setup NAME IF_LOCAL IF_REMOTE SUBNET: IF_REMOTE into netns bench-NAME.
 setup() {
@@ -31,7 +38,9 @@ iperf_json() { # NS SERVER_IP ARGS...
 	iperf3 -c "$ip" -J "$@" 2>/dev/null
 }
 
-# Round-trip latency of 1-byte UDP requests: prints "p50 p99" in microseconds.
+# Round-trip latency of 1-byte UDP requests: prints "p50 p99 p99.9
+# timeouts", microseconds and the number of requests without an answer
+# within 1 s (left out of the percentiles).
 latency() { # NS SERVER_IP
 	ip netns exec "$1" python3 -c '
 import socket
@@ -45,18 +54,20 @@ while True:
 	python3 -c '
 import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(1)
-rtts = []
-for i in range(2000):
+rtts, timeouts = [], 0
+for i in range(3000):
     t = time.perf_counter_ns()
     s.sendto(b"x", (sys.argv[1], 7100))
     try:
         s.recvfrom(64)
     except socket.timeout:
+        timeouts += 1
         continue
     rtts.append((time.perf_counter_ns() - t) / 1000)
 s.sendto(b"q", (sys.argv[1], 7100))
 rtts.sort()
-print(round(rtts[len(rtts) // 2]), round(rtts[int(len(rtts) * 0.99)]))
+pct = lambda p: round(rtts[min(int(len(rtts) * p), len(rtts) - 1)]) if rtts else -1
+print(pct(0.5), pct(0.99), pct(0.999), timeouts)
 ' "$2"
 	wait
 }
@@ -69,7 +80,7 @@ measure() {
 	iperf_json "$ns" "$ip" -t "$DURATION" >/tmp/b-tcp1.json
 	iperf_json "$ns" "$ip" -t "$DURATION" -P 4 >/tmp/b-tcp4.json
 	iperf_json "$ns" "$ip" -t "$DURATION" -u -l 64 -b 0 >/tmp/b-udp.json
-	read -r p50 p99 < <(latency "$ns" "$ip")
+	read -r p50 p99 _ _ < <(latency "$ns" "$ip")
 	python3 - "$name" "$p50" "$p99" <<'PY'
 import json, sys
 def tcp(path):
@@ -124,13 +135,144 @@ m["pktgen_doorbells_per_packet"] = round(pd / max(pp, 1), 3); print(json.dumps(m
 		"$m" $((d1 - d0)) $((p1 - p0)) $((d2 - d1)) $((p2 - p1)) "$pps"
 }
 
+# cpu_now: CPU seconds so far, "vcpu qemu_other emu guest": the host's
+# from the harness, the guest's busy time on all its CPUs from /proc/stat
+# (user, nice, system, irq, softirq; USER_HZ 100).
+cpu_now() {
+	local host
+	host=$(harness cpu) || { echo "bench: harness cpu: $host" >&2; return 1; }
+	awk -v h="$host" '/^cpu / {
+		n = split(h, w, " "); for (i = 2; i <= n; i++) { split(w[i], kv, "="); printf "%s ", kv[2] }
+		print ($2 + $3 + $4 + $7 + $8) / 100 }' /proc/stat
+}
+
+# run_once NAME NS SERVER_IP: one run of TCP 1 and 4 streams, UDP 64 B
+# and request/response, each with its CPU readings; appends a JSON line
+# to /tmp/b-runs.jsonl.
+run_once() {
+	local name=$1 ns=$2 ip=$3 t c0 c1
+	: >/tmp/b-cpu
+	for t in tcp1 tcp4 udp64 rr; do
+		c0=$(cpu_now) || return 1
+		case $t in
+		tcp1) iperf_json "$ns" "$ip" -t "$DURATION" >/tmp/b-tcp1.json ;;
+		tcp4) iperf_json "$ns" "$ip" -t "$DURATION" -P 4 >/tmp/b-tcp4.json ;;
+		udp64) iperf_json "$ns" "$ip" -t "$DURATION" -u -l 64 -b 0 >/tmp/b-udp64.json ;;
+		rr) latency "$ns" "$ip" >/tmp/b-rr.txt ;;
+		esac
+		c1=$(cpu_now) || return 1
+		echo "$t $c0 $c1" >>/tmp/b-cpu
+	done
+	python3 - "$name" >>/tmp/b-runs.jsonl <<'PY'
+import json, sys
+run = {"device": sys.argv[1]}
+for line in open("/tmp/b-cpu"):
+    t, *v = line.split()
+    v = list(map(float, v))
+    d = [b - a for a, b in zip(v[:4], v[4:])]
+    run[f"{t}_cpu"] = {"vcpu": d[0], "qemu_other": d[1], "emu": d[2], "guest": d[3]}
+for t, streams in (("tcp1", 1), ("tcp4", 4)):
+    e = json.load(open(f"/tmp/b-{t}.json"))["end"]["sum_received"]
+    run[f"tcp_{streams}_mbps"] = round(e["bits_per_second"] / 1e6, 1)
+    run[f"{t}_bytes"] = e["bytes"]
+u = json.load(open("/tmp/b-udp64.json"))["end"]["sum"]
+run["udp64_packets"] = u["packets"] - u["lost_packets"]
+run["udp64_pps"] = round(run["udp64_packets"] / u["seconds"])
+p50, p99, p999, timeouts = map(int, open("/tmp/b-rr.txt").read().split())
+run.update(rr_p50_us=p50, rr_p99_us=p99, rr_p999_us=p999, rr_timeouts=timeouts)
+print(json.dumps(run))
+PY
+}
+
+# offload_state DEV [NS]: the offloads and channels a device ran with.
+offload_state() {
+	local e=${2:+ip netns exec $2}
+	python3 - "$($e ethtool -k "$1")" "$($e ethtool -l "$1" 2>&1)" <<'PY'
+import json, re, sys
+keys = ("scatter-gather", "tx-checksumming", "rx-checksumming", "tcp-segmentation-offload",
+        "generic-segmentation-offload", "generic-receive-offload")
+k = dict(re.findall(r"^([a-z-]+): (on|off)", sys.argv[1], re.M))
+current = sys.argv[2].split("Current hardware settings:")[-1]
+m = re.search(r"Combined:\s+(\d+)", current)
+print(json.dumps({"offloads": {x: k.get(x) for x in keys}, "combined": int(m.group(1)) if m else 1}))
+PY
+}
+
+# rsnic_offloads on|off: checksum offload and TSO of both rsnic ends.
+rsnic_offloads() {
+	ethtool -K "$a" tx "$1" rx "$1" tso "$1" >/dev/null 2>&1
+	ip netns exec bench-rsnic ethtool -K "$b" tx "$1" rx "$1" tso "$1" >/dev/null 2>&1
+}
+
+# repeated: REPEATS rounds, each running every device once, in turn.
+repeated() {
+	local r dev
+	: >/tmp/b-runs.jsonl
+	for d in bench-rsnic bench-virtio bench-vdgram; do
+		ip netns exec "$d" iperf3 -s -D -p 5201
+		wait_until 50 listening tcp 5201 "$d"
+	done
+	for r in $(seq "$REPEATS"); do
+		for dev in rsnic rsnic-nooffload virtio-tap virtio-dgram; do
+			case $dev in
+			rsnic) run_once rsnic bench-rsnic 10.99.0.2 ;;
+			rsnic-nooffload)
+				rsnic_offloads off
+				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nooffload
+				run_once "$dev" bench-rsnic 10.99.0.2
+				rsnic_offloads on
+				;;
+			virtio-tap) run_once "$dev" bench-virtio 10.98.0.2 ;;
+			virtio-dgram) run_once "$dev" bench-vdgram 10.97.0.2 ;;
+			esac || return 1
+		done
+	done
+	pkill -f "iperf3 -s -D -p 5201"
+	offload_state "$a" >/tmp/b-state-rsnic
+	offload_state "${vifs[0]}" >/tmp/b-state-virtio-tap
+	offload_state "${dgram[0]}" >/tmp/b-state-virtio-dgram
+	python3 - <<'PY'
+import json, statistics
+runs = {}
+for line in open("/tmp/b-runs.jsonl"):
+    r = json.loads(line)
+    runs.setdefault(r["device"], []).append(r)
+def spread(xs):
+    xs = sorted(xs)
+    return {"median": round(statistics.median(xs), 3), "min": round(xs[0], 3), "max": round(xs[-1], 3),
+            "runs": [round(x, 3) for x in xs]}
+out = {}
+for dev, rs in runs.items():
+    d = {k: spread([r[k] for r in rs]) for k in
+         ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "rr_p50_us", "rr_p99_us", "rr_p999_us", "rr_timeouts")}
+    for t, amount, unit in (("tcp1", "tcp1_bytes", 1e9), ("tcp4", "tcp4_bytes", 1e9), ("udp64", "udp64_packets", 1e6)):
+        per = "gb" if unit == 1e9 else "mpkt"
+        host = [sum(r[f"{t}_cpu"][x] for x in ("vcpu", "qemu_other", "emu")) / max(r[amount] / unit, 1e-9) for r in rs]
+        guest = [r[f"{t}_cpu"]["guest"] / max(r[amount] / unit, 1e-9) for r in rs]
+        emu = [r[f"{t}_cpu"]["emu"] / max(r[amount] / unit, 1e-9) for r in rs]
+        d[f"{t}_host_cpu_s_per_{per}"] = spread(host)
+        d[f"{t}_emu_cpu_s_per_{per}"] = spread(emu)
+        d[f"{t}_guest_cpu_s_per_{per}"] = spread(guest)
+    d["state"] = json.load(open(f"/tmp/b-state-{dev}"))
+    out[dev] = d
+print(json.dumps(out))
+PY
+}
+
 a=$(netif_of "$(card_addr A)")
 b=$(netif_of "$(card_addr B)")
-vifs=($(virtio_ifs))
-[ -n "$a" ] && [ -n "$b" ] && [ ${#vifs[@]} -eq 2 ] || { echo "bench: need 2 rsnic and 2 virtio-net interfaces"; exit 1; }
+vifs=($(virtio_pair_ifs tap))
+dgram=($(virtio_pair_ifs dgram))
+[ -n "$a" ] && [ -n "$b" ] && [ ${#vifs[@]} -eq 2 ] && [ ${#dgram[@]} -eq 2 ] ||
+	{ echo "bench: need 2 rsnic and 4 virtio-net interfaces (a tap pair and a dgram pair)"; exit 1; }
+for d in "$a" "$b" "${vifs[@]}"; do
+	ethtool -L "$d" combined "$QUEUES" || { echo "bench: $d: cannot use $QUEUES queues"; exit 1; }
+done
 setup rsnic "$a" "$b" 10.99.0 || { echo "bench: rsnic pair does not ping"; exit 1; }
-setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio pair does not ping"; exit 1; }
+setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio tap pair does not ping"; exit 1; }
+setup vdgram "${dgram[0]}" "${dgram[1]}" 10.97.0 || { echo "bench: virtio dgram pair does not ping"; exit 1; }
 
+runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
 read -r m0 p0 n0 < <(card_dma)
 rsnic=$(measure_rsnic rsnic)
 read -r m1 p1 n1 < <(card_dma)
@@ -194,7 +336,8 @@ if rmmod rsnic && insmod /rsnic/rsnic.ko tx_batching=0; then
 	fi
 fi
 
-python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" "$xdp" >"$out" <<'PY'
+python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" "$xdp" "$runs" \
+	"$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
@@ -202,6 +345,8 @@ rsnic["meta_bytes_per_packet"] = round(meta / max(packets, 1), 1)
 rsnic["payload_bytes_per_packet"] = round(payload / max(packets, 1), 1)
 print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[6]),
                   "gft": json.loads(sys.argv[7]), "unbatched": json.loads(sys.argv[8]),
-                  "xdp": json.loads(sys.argv[9])}))
+                  "xdp": json.loads(sys.argv[9]), "repeated": json.loads(sys.argv[10]),
+                  "vhost": sys.argv[11] or "unknown", "repeats": int(sys.argv[12]),
+                  "seconds_per_run": int(sys.argv[13])}))
 PY
 cat "$out"

@@ -27,8 +27,10 @@ VIP_B=10.98.0.2
 fail() { echo "bench-rdma: $*" >&2; exit 1; }
 
 rdma_vrf_setup || fail "the rsnic pair has no carrier"
-vifs=($(virtio_ifs))
-[ ${#vifs[@]} -eq 2 ] || fail "need 2 virtio-net interfaces (make bench boots them)"
+# rdma_rxe runs over the best-configured virtio-net pair (multiqueue taps
+# with vnet headers, see qemu/vm.py).
+vifs=($(virtio_pair_ifs tap))
+[ ${#vifs[@]} -eq 2 ] || fail "need the tap pair of virtio-net interfaces (make bench boots them)"
 ip addr add $VIP_A/24 dev "${vifs[0]}"
 ip addr add $VIP_B/24 dev "${vifs[1]}"
 ip link set "${vifs[0]}" up

@@ -39,6 +39,73 @@ def print_side_by_side(rows, rsnic, reference, ref_name, width):
         print(f"{label:{width}} {r:>10} {x:>10} {ratio:>7.2f}{note}")
 
 
+DEVICES = [("rsnic", "rsnic"), ("rsnic-nooffload", "rsnic, no offl."),
+           ("virtio-tap", "virtio tap"), ("virtio-dgram", "virtio dgram")]
+
+REPEATED_ROWS = [
+    ("tcp_1_mbps", "TCP, 1 stream (Mbit/s)"),
+    ("tcp_4_mbps", "TCP, 4 streams (Mbit/s)"),
+    ("udp64_pps", "UDP 64 B (packets/s)"),
+    ("rr_p50_us", "UDP req/resp p50 (us)"),
+    ("rr_p99_us", "UDP req/resp p99 (us)"),
+    ("rr_p999_us", "UDP req/resp p99.9 (us)"),
+    ("rr_timeouts", "UDP req/resp timeouts (of 3000)"),
+    ("tcp1_host_cpu_s_per_gb", "host CPU s/GB, TCP 1 stream"),
+    ("tcp4_host_cpu_s_per_gb", "host CPU s/GB, TCP 4 streams"),
+    ("tcp4_emu_cpu_s_per_gb", "  of it the cards' processes"),
+    ("tcp4_guest_cpu_s_per_gb", "guest CPU s/GB, TCP 4 streams"),
+    ("udp64_host_cpu_s_per_mpkt", "host CPU s/Mpkt, UDP 64 B"),
+    ("udp64_guest_cpu_s_per_mpkt", "guest CPU s/Mpkt, UDP 64 B"),
+]
+
+
+def fmt(x):
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def print_repeated(result):
+    """The repeated runs: median [min-max] of every device, side by side,
+    then the offload state each device ran with."""
+    rep = result["repeated"]
+    devs = [(k, label) for k, label in DEVICES if k in rep]
+    print(f"{result['repeats']} runs of {result['seconds_per_run']} s per figure, devices interleaved;"
+          f" median [min-max]. vhost-net: {result.get('vhost', 'unknown')}")
+    print(f"{'':32}" + "".join(f"{label:>24}" for _, label in devs))
+    for key, label in REPEATED_ROWS:
+        cells = []
+        for k, _ in devs:
+            s = rep[k][key]
+            cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}-{fmt(s['max'])}]")
+        print(f"{label:32}" + "".join(f"{c:>24}" for c in cells))
+    for k, label in devs:
+        st = rep[k]["state"]
+        on = [name for name, v in st["offloads"].items() if v == "on"]
+        print(f"  {label}: {st['combined']} queue pair(s); on: {', '.join(on) or 'none'}")
+
+
+def chart_repeated(rep, path):
+    """One panel per figure, a bar per device with min-max error bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in REPEATED_ROWS if r[0] in ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "rr_p99_us",
+                                                   "tcp4_host_cpu_s_per_gb", "udp64_host_cpu_s_per_mpkt")]
+    devs = [(k, label) for k, label in DEVICES if k in rep]
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6))
+    colors = ["#c0392b", "#e59866", "#2c3e50", "#85929e"]
+    for ax, (key, label) in zip(axes, rows):
+        med = [rep[k][key]["median"] for k, _ in devs]
+        lo = [m - rep[k][key]["min"] for m, (k, _) in zip(med, devs)]
+        hi = [rep[k][key]["max"] - m for m, (k, _) in zip(med, devs)]
+        ax.bar([l for _, l in devs], med, yerr=[lo, hi], capsize=3, color=colors[:len(devs)])
+        ax.set_title(label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.tick_params(axis="x", labelrotation=30)
+    fig.suptitle("rsnic vs virtio-net, same VM: median, min-max error bars", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def print_xdp(xdp):
     """Frames/s the far end handled with the stack, XDP_DROP and XDP_TX:
     median [min-max] over the runs, and the generator's median."""
@@ -89,6 +156,10 @@ def main():
         print(f"results: {outdir}/bench.json")
         return
     rsnic, virtio = result["rsnic"], result["virtio"]
+    if "repeated" in result:
+        print_repeated(result)
+        print()
+        print("One further run each (rsnic and the virtio-net tap pair), with pktgen and doorbells:")
     print_side_by_side(ROWS, rsnic, virtio, "virtio-net", 34)
     print(f"{'rsnic descriptor+completion bytes/packet':42} {rsnic['meta_bytes_per_packet']}"
           f" (payload {rsnic['payload_bytes_per_packet']} bytes/packet)")
@@ -144,6 +215,9 @@ def main():
     fig.suptitle("rsnic vs virtio-net, same VM (TCG)", fontsize=10)
     fig.tight_layout()
     fig.savefig(f"{outdir}/bench.png", dpi=100)
+    if "repeated" in result:
+        chart_repeated(result["repeated"], f"{outdir}/bench-repeated.png")
+        print(f"chart of the repeated runs: {outdir}/bench-repeated.png")
     print(f"results: {outdir}/bench.json, {outdir}/bench.png")
 
 

@@ -1,38 +1,50 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make bench: boots one VM with the two cabled rsnic cards and two cabled
-# virtio-net NICs, measures both pairs in the same run and prints them
-# side by side, then the GFT with and without its flow cache, then the
+# make bench: boots one VM with the two cabled rsnic cards and two pairs
+# of cabled virtio-net NICs (qemu/vm.py --virtio-pair), measures all pairs
+# in the same run, repeated and interleaved, with the host's and the
+# guest's CPU time, and prints them side by side, then the GFT with and without its flow cache, then the
 # card's GFT engine alone (cargo bench). Then a second VM for the RDMA
 # part: fio over nvme-rdma on the cards' engines vs over rdma_rxe on the
 # virtio-net pair, and RDMA WRITE throughput with one doorbell per WQE vs
 # one per batch of 32 (qemu/bench-rdma-guest.sh).
 # Results: bench-out/bench.json, bench-out/bench.png,
-# bench-out/gft-card.txt. `qemu/bench.sh rdma` runs the RDMA part alone.
+# bench-out/gft-card.txt. `qemu/bench.sh rdma` runs the RDMA part alone,
+# `qemu/bench.sh net` the first VM alone.
 # Not part of make check: numbers depend on the machine and its load.
 
 source "$(dirname "$0")/common.sh"
 cd "$RSNIC_REPO"
 part=${1:-all}
-[[ $part == all || $part == rdma ]] || die "usage: $0 [all|rdma]"
+[[ $part == all || $part == rdma || $part == net ]] || die "usage: $0 [all|net|rdma]"
 make -s modules emu >&2
 result=$RSNIC_CACHE/bench-result.json
 rm -f "$result" "$RSNIC_CACHE/bench-rdma.json"
 
-# vm_bench GUEST_SCRIPT RESULT_NAME: one VM with the virtio-net pair.
+# What the guest scripts read: seconds per run, runs per figure, queue
+# pairs per multiqueue device.
+settings="RSNIC_BENCH_SECONDS=${RSNIC_BENCH_SECONDS:-5} RSNIC_BENCH_REPEATS=${RSNIC_BENCH_REPEATS:-5}"
+settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
+[[ $settings =~ ^[A-Z_=0-9\ ]+$ ]] || die "RSNIC_BENCH_SECONDS/REPEATS/QUEUES: numbers only"
+
+# vm_bench GUEST_SCRIPT RESULT_NAME: one VM with the virtio-net pairs.
 vm_bench() {
 	local out=$RSNIC_CACHE/bench-$$.json
 	qemu/in-rootfs.sh python3 qemu/vm.py run --virtio-pair --timeout 1200 \
 		--export "$2=$RSNIC_IN_CACHE/$(basename "$out")" \
-		--cmd "bash /rsnic/qemu/$1" || die "the benchmark run ($1) failed"
+		--cmd "$settings bash /rsnic/qemu/$1" || die "the benchmark run ($1) failed"
 	[[ -f $out ]] || die "the benchmark ($1) produced no result"
 	mv "$out" "$RSNIC_CACHE/$2"
 }
 
-if [[ $part == all ]]; then
+if [[ $part != rdma ]]; then
 	vm_bench bench-guest.sh bench.json
 	mv "$RSNIC_CACHE/bench.json" "$result"
+fi
+if [[ $part == net ]]; then
+	qemu/in-rootfs.sh python3 qemu/bench-report.py "$RSNIC_IN_CACHE/bench-result.json" "$RSNIC_IN_REPO/bench-out"
+	exit 0
 fi
 # The WRITE benchmark is a small ib_core client module, built here.
 qemu/in-rootfs.sh make -s -C "$RSNIC_IN_CACHE/kernel/normal" M="$RSNIC_IN_REPO/qemu/rdma-bench" modules >&2 ||

@@ -145,15 +145,33 @@ class HarnessControl(threading.Thread):
                                 exit handler, so msix_uninit never runs), so
                                 tests unplug and replug the VF through the
                                 guest's PCI core instead (lib.sh)
+      cpu                       host CPU seconds (user + system) so far of
+                                QEMU's vCPU threads, its other threads
+                                (main loop, I/O, the tap pair's host-side
+                                forwarding), and the cards' rsnic-emu
+                                processes: "ok vcpu=S qemu_other=S emu=S"
       ping                      answers "ok pong"
     """
 
-    def __init__(self, path, cards, qmp, share):
+    def __init__(self, path, cards, qmp, share, qemu_pid):
         super().__init__(daemon=True)
         self.path = path
         self.share = share
         self.cards = cards
         self.qmp = qmp
+        self.qemu_pid = qemu_pid
+
+    def cpu(self):
+        tick = os.sysconf("SC_CLK_TCK")
+        vcpu = other = 0
+        for tid in os.listdir(f"/proc/{self.qemu_pid}/task"):
+            comm, seconds = thread_cpu(f"/proc/{self.qemu_pid}/task/{tid}/stat", tick)
+            if comm.startswith("CPU "):
+                vcpu += seconds
+            else:
+                other += seconds
+        emu = sum(thread_cpu(f"/proc/{c.proc.pid}/stat", tick)[1] for c in self.cards.values())
+        return f"ok vcpu={vcpu:.2f} qemu_other={other:.2f} emu={emu:.2f}"
 
     def vf_plug(self, card):
         dev = f"vf{card.name}"
@@ -169,6 +187,11 @@ class HarnessControl(threading.Thread):
         words = line.split()
         if words == ["ping"]:
             return "ok pong"
+        if words == ["cpu"]:
+            try:
+                return self.cpu()
+            except OSError as e:
+                return f"error: cpu: {e}"
         if len(words) == 3 and words[0] == "vf" and words[2] == "plug":
             card = self.cards.get(words[1])
             return self.vf_plug(card) if card else f"error: no card {words[1]}"
@@ -217,6 +240,46 @@ class HarnessControl(threading.Thread):
                     s.sendall(self.handle(line).encode() + b"\n")
 
 
+def thread_cpu(stat_path, tick):
+    """(name, user + system CPU seconds) of the task whose stat file this is;
+    for a process, all its threads together."""
+    text = open(stat_path).read()
+    comm = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    return comm, (int(fields[11]) + int(fields[12])) / tick
+
+
+# The benchmark's virtio-net pairs: "tap" is virtio-net in its best
+# configuration here (multiqueue taps with vnet headers, so TSO and checksum
+# offload reach the wire, bridged on the host), "dgram" the old reference
+# (no vnet header: QEMU does checksums and segmentation in software, one
+# queue). The guest tells them apart by MAC. The taps offer 8 queue pairs,
+# twice what the benchmark uses: virtio-net's native XDP_TX wants a queue
+# of its own per possible CPU (4) beside the ones in use; without them it
+# shares queues under a lock, and 7.2's virtnet_xdp_xmit then crashed in
+# __free_old_xmit (NULL virtqueue) during the XDP benchmark.
+VIRTIO_QUEUES = 8
+VIRTIO_MACS = {"tap": ("52:54:00:7a:00:01", "52:54:00:7a:00:02"),
+               "dgram": ("52:54:00:d6:00:01", "52:54:00:d6:00:02")}
+
+
+def setup_tap_pair():
+    """Moves this process (and so QEMU and the cards) into a network
+    namespace of its own with two multiqueue vnet-header taps on a bridge.
+    Returns whether vhost-net is usable ("vhost=on")."""
+    os.unshare(os.CLONE_NEWNET)
+    cmds = [["ip", "link", "set", "lo", "up"],
+            ["ip", "link", "add", "vbr", "type", "bridge"]]
+    for me in ("a", "b"):
+        cmds += [["ip", "tuntap", "add", "dev", f"vtap{me}", "mode", "tap", "multi_queue", "vnet_hdr"],
+                 ["ip", "link", "set", f"vtap{me}", "master", "vbr"],
+                 ["ip", "link", "set", f"vtap{me}", "up"]]
+    cmds.append(["ip", "link", "set", "vbr", "up"])
+    for c in cmds:
+        subprocess.run(c, check=True)
+    return os.access("/dev/vhost-net", os.R_OK | os.W_OK)
+
+
 def kernel_image():
     variant = os.environ.get("KERNEL", "normal")
     image = f"{CACHE}/kernel/{variant}/arch/x86/boot/bzImage"
@@ -225,7 +288,7 @@ def kernel_image():
     return image
 
 
-def qemu_command(run_dir, cards, interactive, virtio_pair=False):
+def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
     mem = os.environ.get("RSNIC_VM_MEM", "2G")
     cpus = os.environ.get("RSNIC_VM_CPUS", "2")
     # Room for CPUs that are possible but not present, as on most real
@@ -255,12 +318,17 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False):
            "-device", "virtio-rng-pci"]
     cmd += ["-serial", "mon:stdio"] if interactive else ["-serial", "stdio"]
     if virtio_pair:
-        # The reference for benchmarks: two virtio-net NICs cabled
-        # together the same way the cards are, by UNIX datagram sockets.
-        for me, peer in (("a", "b"), ("b", "a")):
+        # The benchmark's peers (see VIRTIO_MACS): the dgram pair cabled
+        # the same way the cards are, by UNIX datagram sockets, and the
+        # tap pair (setup_tap_pair).
+        for i, (me, peer) in enumerate((("a", "b"), ("b", "a"))):
             cmd += ["-netdev", f"dgram,id=vn{me},local.type=unix,local.path={run_dir}/virtio-{me}.sock,"
                     f"remote.type=unix,remote.path={run_dir}/virtio-{peer}.sock",
-                    "-device", f"virtio-net-pci,netdev=vn{me}"]
+                    "-device", f"virtio-net-pci,netdev=vn{me},mac={VIRTIO_MACS['dgram'][i]}"]
+            cmd += ["-netdev", f"tap,id=vt{me},ifname=vtap{me},script=no,downscript=no,"
+                    f"vhost={'on' if vhost else 'off'},queues={VIRTIO_QUEUES}",
+                    "-device", f"virtio-net-pci,netdev=vt{me},mq=on,vectors={2 * VIRTIO_QUEUES + 2},"
+                    f"mac={VIRTIO_MACS['tap'][i]}"]
     # Root ports 1..n hold the PFs; ports n+1..2n stay empty for the VFs,
     # which the harness hot-plugs on request.
     for slot, card in enumerate(cards.values(), start=1):
@@ -281,6 +349,10 @@ def run(args):
     cards = {}
     qemu = None
     status = 1
+    vhost = setup_tap_pair() if args.virtio_pair else False
+    if args.virtio_pair:
+        with open(f"{run_dir}/share/vhost", "w") as f:
+            f.write("on\n" if vhost else "off: the host has no usable /dev/vhost-net\n")
     try:
         for name, (card_id, mac, peer) in CARDS.items():
             cards[name] = Card(run_dir, name, card_id, mac, peer)
@@ -296,9 +368,9 @@ def run(args):
             with open(f"{share}/mode", "w") as f:
                 f.write("shell\n")
         interactive = args.cmd is None
-        cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair)
+        cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair, vhost)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
-        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share).start()
+        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share, qemu.pid).start()
         timed_out = False
         try:
             qemu.wait(timeout=args.timeout)
@@ -347,7 +419,8 @@ def main():
     r.add_argument("--export", action="append", metavar="NAME=PATH",
                    help="copy the guest's /run/rsnic/NAME to PATH after the run")
     r.add_argument("--virtio-pair", action="store_true",
-                   help="add two virtio-net NICs cabled together (benchmark reference)")
+                   help="add the benchmark's virtio-net pairs: multiqueue taps with vnet "
+                   "headers on a bridge (in a network namespace of its own), and a dgram pair")
     r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
     args = p.parse_args()
     if args.cmd is None and os.environ.get("RSNIC_RUN_CMD"):

@@ -215,6 +215,19 @@ virtio_ifs() {
 	local d
 	for d in /sys/bus/virtio/drivers/virtio_net/virtio*/net/*; do basename "$d"; done
 }
+# virtio_pair_ifs tap|dgram: the two virtio-net interfaces of one of the
+# benchmark's pairs (qemu/vm.py VIRTIO_MACS), near end first.
+virtio_pair_ifs() {
+	local prefix d
+	case $1 in
+	tap) prefix=52:54:00:7a ;;
+	dgram) prefix=52:54:00:d6 ;;
+	*) return 1 ;;
+	esac
+	for d in $(virtio_ifs); do
+		echo "$(cat "/sys/class/net/$d/address") $d"
+	done | grep "^$prefix:" | sort | cut -d' ' -f2
+}
 
 # find_netifs: sets NETIF_A and NETIF_B, the two cards' netdevs (both in
 # the default netns); skips the whole test if a card or netdev is missing.
