@@ -26,6 +26,8 @@ mod debugfs;
 #[deny(unsafe_code)]
 mod devlink;
 #[deny(unsafe_code)]
+mod function;
+#[deny(unsafe_code)]
 mod gft;
 #[deny(unsafe_code)]
 mod nic;

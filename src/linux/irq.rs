@@ -35,6 +35,13 @@ impl<'a> MsixVectors<'a> {
         Ok(Self { pdev, count })
     }
 
+    /// The `count` vectors [`MsixVectors::alloc`] allocated for `pdev`
+    /// earlier in this binding, for building the driver's state again.
+    /// Asking for a vector that was not allocated fails in [`Self::irq`].
+    pub(crate) fn allocated(pdev: &'a pci::Device<Bound>, count: u32) -> Self {
+        Self { pdev, count }
+    }
+
     /// Number of vectors allocated.
     pub(crate) fn count(&self) -> u32 {
         self.count

@@ -47,7 +47,7 @@ use crate::linux::{
             is_valid_ether_addr, random_ether_addr, rss_key_fill, Feature, Features, LinkStats,
             NetDev, NetDevRef, NetDevVTable, Registration, Setup,
         },
-        rtnl::Rtnl,
+        rtnl::{self, Rtnl},
         skbuff::SkBuff,
         work::NetDevWork,
         xdp::{XdpFeatures, XdpProgSlot},
@@ -201,6 +201,7 @@ pub(crate) fn register(
     vectors: &MsixVectors<'_>,
     kind: FuncKind,
     devlink: &Arc<DevlinkRegistration<FunctionDevlink>>,
+    kept: Option<&KeptConfig>,
 ) -> Result<NicRegistration> {
     let dma = DmaDevice::new(pdev);
     let admin = AdminQueue::new(regs.clone(), &dma)?;
@@ -273,7 +274,6 @@ pub(crate) fn register(
             },
         )?),
     };
-    let queues_default = max_queues.min(DEFAULT_QUEUES);
     let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
     let mut bus_info = [0u8; 16];
     let name = pdev.name().to_bytes();
@@ -284,8 +284,14 @@ pub(crate) fn register(
         FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
         FuncKind::Vf => None,
     };
-    let mut rss_key = [0u8; hw::RSS_KEY_LEN];
-    rss_key_fill(&mut rss_key);
+    let config = match kept {
+        Some(k) => k.config(max_queues),
+        None => {
+            let mut rss_key = [0u8; hw::RSS_KEY_LEN];
+            rss_key_fill(&mut rss_key);
+            Config::initial(max_queues.min(DEFAULT_QUEUES), ring, rss_key)
+        }
+    };
     let regs = regs.clone();
     let registration = Registration::new(
         pdev,
@@ -356,17 +362,7 @@ pub(crate) fn register(
             fw_version: [fw[1], fw[2], fw[3]],
             bus_info,
             block_mem,
-            config <- new_mutex!(Config {
-                queues: queues_default,
-                tx_ring: ring,
-                rx_ring: ring,
-                running: false,
-                rss_key,
-                rss_table: Config::default_rss_table(queues_default),
-                rss_table_set: false,
-                rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
-                coalesce: Coalesce::default(),
-            }),
+            config <- new_mutex!(config),
             steering <- new_mutex!(steering),
             xsk <- new_mutex!(xsk),
         }? Error))
@@ -378,7 +374,105 @@ pub(crate) fn register(
         nic.handle.clone(),
         kind == FuncKind::Pf,
     )?)?;
+    if let Some(k) = kept {
+        k.apply(registration.dev());
+    }
     Ok(registration)
+}
+
+/// The settings a `devlink dev reload` carries over from a function's old
+/// network device to its new one: MTU, up or down, channels, ring sizes,
+/// interrupt moderation and RSS. What the stack holds (addresses, routes)
+/// goes with the old device, and the card's own state (GFT rules and
+/// flows, steering rules) with the function reset.
+#[derive(Clone)]
+pub(crate) struct KeptConfig {
+    mtu: u32,
+    up: bool,
+    queues: u16,
+    tx_ring: RingSize,
+    rx_ring: RingSize,
+    rss_key: [u8; hw::RSS_KEY_LEN],
+    rss_table: [u8; hw::RSS_TABLE_LEN],
+    rss_table_set: bool,
+    rss_fields: [u8; hw::RssFlow::ALL.len()],
+    coalesce: Coalesce,
+}
+
+impl KeptConfig {
+    /// The NIC's configuration, for a card offering `max_queues` pairs.
+    fn config(&self, max_queues: u16) -> Config {
+        let queues = self.queues.clamp(1, max_queues);
+        // A table naming queues the card no longer offers is not kept.
+        let table_fits = queues == self.queues;
+        Config {
+            queues,
+            tx_ring: self.tx_ring,
+            rx_ring: self.rx_ring,
+            running: false,
+            rss_key: self.rss_key,
+            rss_table: if table_fits {
+                self.rss_table
+            } else {
+                Config::default_rss_table(queues)
+            },
+            rss_table_set: self.rss_table_set && table_fits,
+            rss_fields: self.rss_fields,
+            coalesce: self.coalesce,
+        }
+    }
+
+    /// Sets the new device's MTU and opens it if the old one was up.
+    fn apply(&self, dev: &NetDev<Nic>) {
+        let rtnl = rtnl::lock();
+        if dev.mtu() != self.mtu {
+            if let Err(e) = dev.change_mtu_to(&rtnl, self.mtu) {
+                pr_warn!("{}: MTU {} not kept: {:?}\n", dev.name(), self.mtu, e);
+            }
+        }
+        if self.up {
+            if let Err(e) = dev.open(&rtnl) {
+                pr_warn!("{}: not up again: {:?}\n", dev.name(), e);
+            }
+        }
+    }
+}
+
+impl Config {
+    /// A new function's configuration: `queues` pairs, rings of `ring`
+    /// entries, hashing every field with `rss_key`.
+    fn initial(queues: u16, ring: RingSize, rss_key: [u8; hw::RSS_KEY_LEN]) -> Self {
+        Config {
+            queues,
+            tx_ring: ring,
+            rx_ring: ring,
+            running: false,
+            rss_key,
+            rss_table: Config::default_rss_table(queues),
+            rss_table_set: false,
+            rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
+            coalesce: Coalesce::default(),
+        }
+    }
+}
+
+impl Nic {
+    /// What a reload keeps of this device's settings.
+    pub(crate) fn kept_config(&self, dev: &NetDev<Nic>) -> KeptConfig {
+        let cfg = self.config.lock();
+        KeptConfig {
+            mtu: dev.mtu(),
+            up: dev.is_running(),
+            queues: cfg.queues,
+            tx_ring: cfg.tx_ring,
+            rx_ring: cfg.rx_ring,
+            rss_key: cfg.rss_key,
+            rss_table: cfg.rss_table,
+            rss_table_set: cfg.rss_table_set,
+            rss_fields: cfg.rss_fields,
+            coalesce: cfg.coalesce,
+        }
+    }
 }
 
 impl Nic {

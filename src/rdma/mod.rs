@@ -4,9 +4,10 @@
 //! `rsnic.rdma` device a PF creates and registers the card's RoCEv2
 //! engine with ib_core, as mana_ib and mlx5_ib bind theirs.
 //!
-//! The PF hands over an [`RdmaLink`] (its admin queue and its synthetic
-//! net device); the RDMA device's GIDs and port state follow that net
-//! device.
+//! The PF hands over an [`RdmaLink`] (its function, whose synthetic NIC
+//! and admin queue the RDMA device uses); the RDMA device's GIDs and port
+//! state follow that net device. A `devlink dev reload` of the PF unbinds
+//! the RDMA half before the NIC goes and binds it to the new one after.
 
 mod cq;
 mod device;
@@ -18,8 +19,9 @@ mod tables;
 
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 
-use crate::admin::AdminQueue;
+use crate::devlink::FunctionDevlink;
 use crate::linux::{
+    devlink::Registration as DevlinkRegistration,
     net::{netdev::NetDev, upper::NetDevHold},
     rdma::device as ib_device,
 };
@@ -34,24 +36,28 @@ pub(crate) const EVENT_VECTOR: u16 = crate::hw::PF_MSIX_VECTORS - 1;
 /// Name of the auxiliary device a PF creates (`rsnic.rdma.<n>`).
 pub(crate) const AUX_NAME: &CStr = c"rdma";
 
-/// What the PF gives its RDMA device: its admin queue and registers, its
-/// synthetic NIC, and the MSI-X vector of the engine's events.
+/// What the PF gives its RDMA device: its function (whose NIC the RDMA
+/// device uses, whichever that is when it binds), its registers, and the
+/// MSI-X vector of the engine's events.
 pub(crate) struct RdmaLink {
-    admin: Arc<AdminQueue>,
+    function: Arc<DevlinkRegistration<FunctionDevlink>>,
     regs: Arc<Registers>,
-    netdev: NetDevHold<Nic>,
     irq: u32,
     vector: u16,
 }
 
 impl RdmaLink {
-    /// The link of a PF's synthetic NIC, with event vector `vector`
-    /// (Linux IRQ `irq`).
-    pub(crate) fn new(nic: &NetDev<Nic>, regs: &Arc<Registers>, irq: u32, vector: u16) -> Self {
+    /// The link of a PF's function, with event vector `vector` (Linux IRQ
+    /// `irq`).
+    pub(crate) fn new(
+        function: Arc<DevlinkRegistration<FunctionDevlink>>,
+        regs: &Arc<Registers>,
+        irq: u32,
+        vector: u16,
+    ) -> Self {
         Self {
-            admin: nic.data().admin().clone(),
+            function,
             regs: regs.clone(),
-            netdev: NetDevHold::new(nic),
             irq,
             vector,
         }
@@ -106,9 +112,14 @@ impl auxiliary::Driver for RdmaDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         pin_init::pin_init_scope(move || {
             let link = adev.registration_data::<RdmaLinkData>()?;
-            let netdev = link.netdev.get();
+            let function = link.function.data();
+            function.rdma_bound(adev.as_ref());
+            // None while a reload has the NIC down: bound again after it.
+            let nic = function.current_nic().ok_or(ENODEV)?;
+            let netdev = nic.get();
+            let admin = netdev.data().admin().clone();
             let access = EngineAccess {
-                admin: &link.admin,
+                admin: &admin,
                 regs: &link.regs,
                 pci: adev.parent(),
                 irq: link.irq,

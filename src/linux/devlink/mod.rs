@@ -11,6 +11,14 @@
 //! ports and health reporters of an instance each hold a reference, so
 //! the instance is unregistered and freed only after the last of them is
 //! gone, whatever order the driver drops them in.
+//!
+//! `devlink dev reload` (action `driver_reinit`) calls the driver's
+//! [`DevlinkOps::reload_down`] and [`DevlinkOps::reload_up`] with the
+//! instance lock released, as probe and remove run: the driver tears down
+//! and registers ports and health reporters, which take that lock, and
+//! waits for work that may be waiting for it (a health report), so it
+//! cannot hold it. The parent device's lock stays held throughout, so
+//! neither a second reload nor the driver's remove runs meanwhile.
 
 mod health;
 mod port;
@@ -18,7 +26,7 @@ mod port;
 use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::{
-    device::Device,
+    device::{Bound, Device},
     error::{from_result, to_result, VTABLE_DEFAULT_ERROR},
     ffi::{c_int, c_void},
     prelude::*,
@@ -37,6 +45,21 @@ pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
     /// `info_get`: the device's serial number and versions
     /// (`devlink dev info`). The core adds the driver's name itself.
     fn info_get(_data: &Self, _req: &mut InfoRequest<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// First half of `devlink dev reload` (`driver_reinit`): tears down
+    /// every port (the core requires it) and what the driver builds again
+    /// in [`DevlinkOps::reload_up`]. `dev` is the bound parent device.
+    /// Implement both halves or neither.
+    fn reload_down(_data: &Self, _dev: &Device<Bound>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Second half of `devlink dev reload`: builds the driver's state
+    /// again. An error leaves the instance marked as failed to reload
+    /// (`devlink dev show` says so) until a later reload succeeds.
+    fn reload_up(_data: &Self, _dev: &Device<Bound>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
@@ -94,6 +117,11 @@ impl<T: DevlinkOps> DevlinkVTable<T> {
         if T::HAS_INFO_GET {
             ops.info_get = Some(info_get::<T>);
         }
+        if T::HAS_RELOAD_DOWN && T::HAS_RELOAD_UP {
+            ops.reload_actions = 1 << DRIVER_REINIT;
+            ops.reload_down = Some(reload_down::<T>);
+            ops.reload_up = Some(reload_up::<T>);
+        }
         Self {
             ops,
             _t: PhantomData,
@@ -123,6 +151,97 @@ unsafe extern "C" fn info_get<T: DevlinkOps>(
         T::info_get(dl.data(), &mut req)?;
         Ok(0)
     })
+}
+
+/// The only reload action rsnic's instances offer: the driver's state
+/// torn down and built again.
+const DRIVER_REINIT: bindings::devlink_reload_action =
+    bindings::devlink_reload_action_DEVLINK_RELOAD_ACTION_DRIVER_REINIT;
+
+/// `reload_down` of `T`'s table.
+///
+/// # Safety
+///
+/// The devlink core calls it for an instance made by
+/// [`Registration::new`] for `T`, holding the instance lock and the
+/// parent device's lock.
+unsafe extern "C" fn reload_down<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    netns_change: bool,
+    action: bindings::devlink_reload_action,
+    _limit: bindings::devlink_reload_limit,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    from_result(|| {
+        // The instance stays in its namespace; only `driver_reinit`.
+        if netns_change || action != DRIVER_REINIT {
+            return Err(crate::linux::eopnotsupp());
+        }
+        // SAFETY: The caller's promise: one of ours, locked as required.
+        unsafe { with_bound_parent_unlocked::<T>(devlink, T::reload_down) }?;
+        Ok(0)
+    })
+}
+
+/// `reload_up` of `T`'s table.
+///
+/// # Safety
+///
+/// As [`reload_down`]; `actions_performed` is valid for a write.
+unsafe extern "C" fn reload_up<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    action: bindings::devlink_reload_action,
+    _limit: bindings::devlink_reload_limit,
+    actions_performed: *mut u32,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    from_result(|| {
+        if action != DRIVER_REINIT {
+            return Err(crate::linux::eopnotsupp());
+        }
+        // SAFETY: The caller's promise: one of ours, locked as required.
+        unsafe { with_bound_parent_unlocked::<T>(devlink, T::reload_up) }?;
+        // SAFETY: The caller's promise.
+        unsafe { *actions_performed = 1 << DRIVER_REINIT };
+        Ok(0)
+    })
+}
+
+/// Calls `op` with `T` and the bound parent device, the instance lock
+/// released for the call and taken again after it.
+///
+/// # Safety
+///
+/// `devlink` is an instance made by [`Registration::new`] for `T`; the
+/// caller holds its lock and the parent device's lock.
+unsafe fn with_bound_parent_unlocked<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    op: fn(&T, &Device<Bound>) -> Result,
+) -> Result {
+    // SAFETY: The caller's promise; the core calls ops only on a
+    // registered instance, so its `T` is alive.
+    let dl = unsafe { Devlink::<T>::from_raw(devlink) };
+    // SAFETY: A live instance; its parent device, which it holds a
+    // reference to.
+    let parent = unsafe { bindings::devlink_to_dev(devlink) }.cast::<kernel::bindings::device>();
+    // SAFETY: The caller holds the parent's device lock, as
+    // `device_is_bound` requires.
+    if !unsafe { kernel::bindings::device_is_bound(parent) } {
+        return Err(ENODEV);
+    }
+    // SAFETY: `parent` is a live device (see above) for the whole call.
+    let parent: &Device = unsafe { Device::from_raw(parent) };
+    // SAFETY: Bound (checked above) and it stays bound until we return:
+    // unbinding takes the device lock, which our caller holds.
+    let parent = unsafe { parent.as_bound() };
+    // SAFETY: The caller holds the instance lock; it is released for
+    // `op` only (see the module's documentation) and taken again before
+    // the core, which expects it held, continues.
+    unsafe { bindings::devl_unlock(devlink) };
+    let result = op(dl.data(), parent);
+    // SAFETY: As above.
+    unsafe { bindings::devl_lock(devlink) };
+    result
 }
 
 /// The answer to `devlink dev info` being built.
@@ -222,6 +341,13 @@ impl<T: DevlinkOps> Registration<T> {
             _t: PhantomData,
         };
         Ok(Arc::new(reg, GFP_KERNEL)?)
+    }
+
+    /// The driver state in the private area.
+    pub(crate) fn data(&self) -> &T {
+        // SAFETY: Registered in `new` with its `T`, which lives until our
+        // drop.
+        unsafe { &*bindings::devlink_priv(self.raw.as_ptr()).cast::<T>() }
     }
 }
 
