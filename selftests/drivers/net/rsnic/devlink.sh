@@ -50,13 +50,6 @@ reporter_is() {
 		[ "$v" = "$3" ]
 	fi
 }
-# json_true EXPR CMD...: the Python expression EXPR holds on CMD's JSON
-# output, `j`.
-json_true() {
-	local expr=$1
-	shift
-	"$@" | python3 -c "import json, sys; j = json.load(sys.stdin); sys.exit(0 if ($expr) else 1)"
-}
 pings() { ping -c "${1:-3}" -W 2 -q $IP_B >/dev/null; }
 
 ktap_header 25

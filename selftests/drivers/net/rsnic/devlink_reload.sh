@@ -70,11 +70,6 @@ reload() {
 	echo "# devlink dev reload $1: $out"
 	grep -q '"driver_reinit"' <<<"$out"
 }
-json_true() {
-	local expr=$1
-	shift
-	"$@" | python3 -c "import json, sys; j = json.load(sys.stdin); sys.exit(0 if ($expr) else 1)"
-}
 
 ktap_header 12
 

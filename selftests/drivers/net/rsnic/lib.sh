@@ -758,6 +758,14 @@ nvme_rdma_cleanup() {
 	modprobe -r nvme-rdma nvmet-rdma 2>/dev/null
 }
 
+# json_true EXPR CMD...: the Python expression EXPR holds on CMD's JSON
+# output, `j`.
+json_true() {
+	local expr=$1
+	shift
+	"$@" | python3 -c "import json, sys; j = json.load(sys.stdin); sys.exit(0 if ($expr) else 1)"
+}
+
 # health_field DEVLINK REPORTER FIELD: a field of `devlink health show`
 # for the reporter (error, recover, state...), lower case.
 health_field() {
