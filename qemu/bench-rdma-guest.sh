@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # The RDMA benchmark, inside the VM: fio over nvme-rdma on the rsnic
-# engines (card A host, card B target) and the same over rdma_rxe on the
-# virtio-net pair, in the same VM and run. The target exports a null_blk
+# engines (card A host, card B target), the same over rdma_rxe on the
+# virtio-net tap pair, and over rdma_rxe on the rsnic netdevs themselves
+# (the engines' RDMA devices unbound: software RoCE on the same wire),
+# in the same VM and run. The target exports a null_blk
 # device (no backing memory to copy), so the transport is what is timed.
 # Then RDMA WRITE throughput with one doorbell per WQE and one per batch
 # of 32 (qemu/rdma-bench/rdma_write_bench.ko), on both pairs.
@@ -119,9 +121,30 @@ write_bench() {
 wr_rsnic=$(write_bench rsnic "$NETIF_A" "$NETIF_B") || exit 1
 wr_rxe=$(write_bench rxe "${vifs[0]}" "${vifs[1]}") || exit 1
 
+# rdma_rxe on the rsnic netdevs: the virtio pair's rxe and routing go,
+# card B leaves its VRF (rxe cannot take a VRF's packets), both cards'
+# RDMA halves are unbound and rxe runs on both netdevs, routed over the
+# cable as in the interop test (rxe_interop_setup in lib.sh).
+rdma link del rxe_a
+rdma link del rxe_b
+ip rule del pref 100
+ip rule del pref 101
+ip route flush table 30
+ip route flush table 31
+rdma_vrf_cleanup
+rxe_interop_setup
+echo "$(rdma_aux_of "$(card_addr A)")" >$RDMA_AUX_DRV/unbind || fail "cannot unbind card A's RDMA half"
+rdma link add rxe_a type rxe netdev "$NETIF_A" || fail "cannot add rxe on $NETIF_A"
+ping -c1 -W2 -q $IP_B >/dev/null || fail "the rsnic pair does not ping under policy routing"
+nvmet_setup /dev/nullb0 || fail "nvmet set-up for rxe on rsnic failed"
+rxe_rsnic=$(measure rxe-on-rsnic $IP_B $IP_A rxe_a) || exit 1
+nvmet_cleanup
+wr_rxe_rsnic=$(write_bench rxe-on-rsnic "$NETIF_A" "$NETIF_B") || exit 1
+
 python3 -c '
 import json, sys
 r = [json.loads(a) for a in sys.argv[1:]]
-print(json.dumps({"rsnic": r[0], "rxe": r[1], "write_rsnic": r[2], "write_rxe": r[3]}))' \
-	"$rsnic" "$rxe" "$wr_rsnic" "$wr_rxe" > "$out"
+print(json.dumps({"rsnic": r[0], "rxe": r[1], "write_rsnic": r[2], "write_rxe": r[3],
+                  "rxe_on_rsnic": r[4], "write_rxe_on_rsnic": r[5]}))' \
+	"$rsnic" "$rxe" "$wr_rsnic" "$wr_rxe" "$rxe_rsnic" "$wr_rxe_rsnic" > "$out"
 cat "$out"

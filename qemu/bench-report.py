@@ -132,16 +132,28 @@ def print_xdp(xdp):
 
 
 def print_rdma(rdma):
-    """The RDMA tables: fio on both transports, then doorbell batching."""
-    print_side_by_side(RDMA_ROWS, rdma["rsnic"], rdma["rxe"], "rdma_rxe", 44)
+    """The RDMA tables: fio on the engine and on rdma_rxe (over the rsnic
+    netdevs, when measured, and over the virtio-net tap pair), then
+    doorbell batching."""
+    rxe_rsnic = rdma.get("rxe_on_rsnic")
+    if rxe_rsnic:
+        print(f"{'':44} {'engine':>10} {'rxe/rsnic':>10} {'ratio':>7} {'rxe/virtio':>10}")
+        for key, label, higher_better in RDMA_ROWS:
+            e, r, v = rdma["rsnic"][key], rxe_rsnic[key], rdma["rxe"][key]
+            note = "" if higher_better else " (lower is better)"
+            print(f"{label:44} {e:>10} {r:>10} {e / r if r else float('nan'):>7.2f} {v:>10}{note}")
+    else:
+        print_side_by_side(RDMA_ROWS, rdma["rsnic"], rdma["rxe"], "rdma_rxe", 44)
     print()
     print(f"{'RDMA WRITE, one doorbell per WQE vs per 32':44} {'batch 1':>10} {'batch 32':>10} {'gain':>7}")
-    for name in ("rsnic", "rxe"):
-        w = rdma[f"write_{name}"]
+    labels = {"rsnic": "rsnic engine", "rxe_on_rsnic": "rdma_rxe on rsnic", "rxe": "rdma_rxe on virtio"}
+    for name, label in labels.items():
+        w = rdma.get(f"write_{name}")
+        if not w:
+            continue
         for size in (64, 4096):
             one, many = w[f"wqe_per_s_{size}b_batch1"], w[f"wqe_per_s_{size}b_batch32"]
-            label = f"{'rsnic engine' if name == 'rsnic' else 'rdma_rxe'}, {size} B (WQE/s)"
-            print(f"{label:44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}")
+            print(f"{f'{label}, {size} B (WQE/s)':44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}")
 
 
 def main():
