@@ -44,12 +44,18 @@ traffic() {
 	if [ -z "${stream:-}" ] || ! kill -0 $stream 2>/dev/null; then
 		iperf3 -c $IP_B -p 5403 -t 3600 >"$stream_log" 2>&1 &
 		stream=$!
+		# Connected (control and data connections) before the round
+		# takes the link down: a client still connecting then fails with
+		# "Network is unreachable", which is not a stream dying.
+		wait_until 50 stream_connected ||
+			echo "# the TCP stream did not connect within 5 s"
 	fi
 	if [ -z "${pinger:-}" ] || ! kill -0 $pinger 2>/dev/null; then
 		ping -i 0.05 -W 1 -q $IP_B >/dev/null 2>&1 &
 		pinger=$!
 	fi
 }
+stream_connected() { [ "$(ss -Htn state established "dport = :5403" | wc -l)" -ge 2 ]; }
 stop_traffic() {
 	kill $stream $pinger 2>/dev/null
 	wait $stream $pinger 2>/dev/null
