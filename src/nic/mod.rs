@@ -389,37 +389,24 @@ pub(crate) fn register(
 pub(crate) struct KeptConfig {
     mtu: u32,
     up: bool,
-    queues: u16,
-    tx_ring: RingSize,
-    rx_ring: RingSize,
-    rss_key: [u8; hw::RSS_KEY_LEN],
-    rss_table: [u8; hw::RSS_TABLE_LEN],
-    rss_table_set: bool,
-    rss_fields: [u8; hw::RssFlow::ALL.len()],
-    coalesce: Coalesce,
+    config: Config,
 }
 
 impl KeptConfig {
     /// The NIC's configuration, for a card offering `max_queues` pairs.
     fn config(&self, max_queues: u16) -> Config {
-        let queues = self.queues.clamp(1, max_queues);
-        // A table naming queues the card no longer offers is not kept.
-        let table_fits = queues == self.queues;
-        Config {
-            queues,
-            tx_ring: self.tx_ring,
-            rx_ring: self.rx_ring,
+        let mut config = Config {
             running: false,
-            rss_key: self.rss_key,
-            rss_table: if table_fits {
-                self.rss_table
-            } else {
-                Config::default_rss_table(queues)
-            },
-            rss_table_set: self.rss_table_set && table_fits,
-            rss_fields: self.rss_fields,
-            coalesce: self.coalesce,
+            ..self.config
+        };
+        let queues = config.queues.clamp(1, max_queues);
+        // A table naming queues the card no longer offers is not kept.
+        if queues != config.queues {
+            config.queues = queues;
+            config.rss_table = Config::default_rss_table(queues);
+            config.rss_table_set = false;
         }
+        config
     }
 
     /// Sets the new device's MTU and opens it if the old one was up.
@@ -459,18 +446,10 @@ impl Config {
 impl Nic {
     /// What a reload keeps of this device's settings.
     pub(crate) fn kept_config(&self, dev: &NetDev<Nic>) -> KeptConfig {
-        let cfg = self.config.lock();
         KeptConfig {
             mtu: dev.mtu(),
             up: dev.is_running(),
-            queues: cfg.queues,
-            tx_ring: cfg.tx_ring,
-            rx_ring: cfg.rx_ring,
-            rss_key: cfg.rss_key,
-            rss_table: cfg.rss_table,
-            rss_table_set: cfg.rss_table_set,
-            rss_fields: cfg.rss_fields,
-            coalesce: cfg.coalesce,
+            config: *self.config.lock(),
         }
     }
 }
