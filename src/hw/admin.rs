@@ -456,7 +456,9 @@ admin_result! {
     pub struct QpCardStats {
         /// RX frames dropped for lack of a posted buffer.
         pub rx_no_buffer @ 8: u64,
-        /// Bytes of descriptors and completions the card moved.
+        /// Metadata bytes moved over PCIe: descriptors and completions
+        /// the card read or wrote, 4 per doorbell written to the pair, 4
+        /// per MSI-X message the card sent.
         pub dma_meta_bytes @ 16: u64,
         /// Bytes of frame data the card moved (TX read plus RX written).
         pub dma_payload_bytes @ 24: u64,

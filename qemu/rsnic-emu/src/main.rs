@@ -209,9 +209,11 @@ fn function_stats(func: &Function) -> String {
         func.dma_delayed,
         n.admin_faults_injected
     );
-    let (mut meta, mut payload, mut packets) = (0, 0, 0);
+    let (mut meta, mut payload, mut packets, mut doorbells, mut irqs) = (0, 0, 0, 0, 0);
     for q in func.nic.queue_pairs() {
         meta += q.stats.dma_meta_bytes;
+        doorbells += q.stats.doorbells;
+        irqs += q.stats.irqs;
         payload += q.stats.tx_bytes + q.stats.rx_bytes;
         packets += q.stats.wire_packets();
     }
@@ -222,6 +224,7 @@ fn function_stats(func: &Function) -> String {
         .sum();
     out += &format!(
         " dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets} \
+         doorbells={doorbells} irqs={irqs} \
          cqe_faults_injected={cqe_faults}"
     );
     for (i, q) in func.nic.queue_pairs().enumerate() {

@@ -396,6 +396,7 @@ impl Nic {
             debug!("doorbell for queue pair {qp}, which does not exist");
             return;
         };
+        q.count_doorbell();
         let raise = match reg {
             hw::regs::DB_TX_TAIL => {
                 q.stats.tx_doorbells += 1;

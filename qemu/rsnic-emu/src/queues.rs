@@ -13,6 +13,11 @@ use crate::hw::{
     Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
 
+/// Bytes a doorbell moves over PCIe: one 32-bit posted write.
+pub const DOORBELL_BYTES: u64 = 4;
+/// Bytes an interrupt moves over PCIe: the 32-bit MSI-X message.
+pub const MSI_BYTES: u64 = 4;
+
 /// Per-queue-pair counters, as the card counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpStats {
@@ -22,13 +27,17 @@ pub struct QpStats {
     pub tx_bytes: u64,
     /// TX doorbells rung (each may cover any number of frames).
     pub tx_doorbells: u64,
+    /// Doorbells of any kind (TX tail, RX tail, CQ head).
+    pub doorbells: u64,
     /// Frames delivered into RX buffers.
     pub rx_packets: u64,
     /// Bytes delivered.
     pub rx_bytes: u64,
     /// Frames dropped because no RX buffer was posted.
     pub rx_no_buffer: u64,
-    /// Bytes the card read or wrote for descriptors and completions.
+    /// Metadata bytes moved over PCIe: descriptors and completions the
+    /// card read or wrote, doorbells written to it ([`DOORBELL_BYTES`]
+    /// each) and interrupt messages it sent ([`MSI_BYTES`] each).
     pub dma_meta_bytes: u64,
     /// Doorbells or descriptors the card rejected.
     pub bad_requests: u64,
@@ -56,6 +65,7 @@ impl QpStats {
         self.tx_packets += other.tx_packets;
         self.tx_bytes += other.tx_bytes;
         self.tx_doorbells += other.tx_doorbells;
+        self.doorbells += other.doorbells;
         self.rx_packets += other.rx_packets;
         self.rx_bytes += other.rx_bytes;
         self.rx_no_buffer += other.rx_no_buffer;
@@ -277,10 +287,17 @@ impl QueuePair {
         self.armed = false;
         self.oldest_unsignalled = None;
         self.stats.irqs += 1;
+        self.stats.dma_meta_bytes += MSI_BYTES;
         if m.usecs != 0 {
             self.stats.irqs_moderated += 1;
         }
         true
+    }
+
+    /// Counts a doorbell written to this pair, whatever it says.
+    pub fn count_doorbell(&mut self) {
+        self.stats.doorbells += 1;
+        self.stats.dma_meta_bytes += DOORBELL_BYTES;
     }
 
     /// CQ head doorbell: records the driver's head and arm request. Returns
@@ -512,6 +529,11 @@ mod tests {
         let c = cqe(&dma, 0);
         assert_eq!((c.index, c.flags), (1, Cqe::PHASE));
         assert_eq!(q.stats.tx_packets, 1);
+        // Metadata: three descriptor reads (the first doorbell read the
+        // first descriptor, found no end of frame and left it), one
+        // completion, one interrupt.
+        let meta = 3 * TxDesc::SIZE as u64 + Cqe::SIZE as u64 + MSI_BYTES;
+        assert_eq!(q.stats.dma_meta_bytes, meta);
     }
 
     #[test]
