@@ -19,7 +19,7 @@
 
 use std::io;
 use std::os::unix::net::UnixDatagram;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -90,6 +90,34 @@ impl Sender {
     }
 }
 
+/// The transmit thread's way to the peer: a socket connected to the
+/// peer's path, so a frame costs no path lookup (an unconnected
+/// `send_to` resolves the path for every datagram). Connected again
+/// when the peer's socket has gone away (its card restarted) or was not
+/// there yet.
+struct PeerLink {
+    peer: PathBuf,
+    sock: Option<UnixDatagram>,
+}
+
+impl PeerLink {
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        if let Some(sock) = &self.sock {
+            match sock.send(frame) {
+                Ok(_) => return Ok(()),
+                // The socket it was connected to is closed.
+                Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => self.sock = None,
+                Err(e) => return Err(e),
+            }
+        }
+        let sock = UnixDatagram::unbound()?;
+        sock.connect(&self.peer)?;
+        let sent = sock.send(frame).map(drop);
+        self.sock = Some(sock);
+        sent
+    }
+}
+
 /// Frames waiting for the transmit thread, at most.
 const TX_QUEUE_LEN: usize = 8192;
 
@@ -110,7 +138,7 @@ pub enum Wait {
 /// Frames go out through a transmit thread, so no caller ever blocks on
 /// the peer's socket itself.
 pub struct Wire {
-    sock: Arc<UnixDatagram>,
+    sock: UnixDatagram,
     queue: SyncSender<Vec<u8>>,
     sender: Mutex<Sender>,
     /// Frames that could not be sent (peer absent or its socket gone).
@@ -124,12 +152,11 @@ pub struct Wire {
 impl Wire {
     /// Binds `local` and sends to `peer`.
     pub fn bind(local: &Path, peer: &Path) -> io::Result<Self> {
-        let sock = Arc::new(UnixDatagram::bind(local)?);
+        let sock = UnixDatagram::bind(local)?;
         let (queue, frames) = sync_channel::<Vec<u8>>(TX_QUEUE_LEN);
         let send_errors = Arc::new(AtomicU64::new(0));
         let capture = Arc::new(Capture::default());
-        let (tx_sock, errors, tap, peer) = (
-            Arc::clone(&sock),
+        let (errors, tap, peer) = (
             Arc::clone(&send_errors),
             Arc::clone(&capture),
             peer.to_path_buf(),
@@ -137,10 +164,11 @@ impl Wire {
         std::thread::Builder::new()
             .name("wire-tx".into())
             .spawn(move || {
+                let mut link = PeerLink { peer, sock: None };
                 // Ends when the wire is dropped.
                 for frame in frames {
                     tap.record(&frame[..frame.len() - FCS_LEN]);
-                    if tx_sock.send_to(&frame, &peer).is_err() {
+                    if link.send(&frame).is_err() {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -269,16 +297,26 @@ mod tests {
     }
 
     #[test]
-    fn two_ends_exchange_frames() {
+    fn two_ends_exchange_frames_across_a_peer_restart() {
         let (wa, wb, dir) = pair("exchange");
         wa.send(b"frame from a", Wait::Yes);
         assert_eq!(recv(&wb), (b"frame from a".to_vec(), true));
+        // The peer's card goes away: its socket closes, its path goes.
+        drop(wb);
         std::fs::remove_file(dir.join("b")).unwrap();
         wa.send(b"lost", Wait::Yes);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while wa.send_errors.load(Ordering::Relaxed) == 0 && std::time::Instant::now() < deadline {
             std::thread::yield_now();
         }
+        assert_eq!(wa.send_errors.load(Ordering::Relaxed), 1);
+        // It comes back at the same path: the sender connects again.
+        let wb = Wire::bind(&dir.join("b"), &dir.join("a")).unwrap();
+        // A sender stuck on the old socket fails the test, not hangs it.
+        let five_s = Some(std::time::Duration::from_secs(5));
+        wb.sock.set_read_timeout(five_s).unwrap();
+        wa.send(b"after the restart", Wait::Yes);
+        assert_eq!(recv(&wb), (b"after the restart".to_vec(), true));
         assert_eq!(wa.send_errors.load(Ordering::Relaxed), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
