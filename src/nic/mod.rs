@@ -68,8 +68,12 @@ pub(crate) static NIC_VTABLE: NetDevVTable<Nic> = NetDevVTable::new();
 
 /// Queue pairs used when the card has enough.
 const DEFAULT_QUEUES: u16 = 4;
-/// Default TX and RX ring entries.
-const DEFAULT_RING: u32 = 256;
+/// Default TX ring entries.
+const DEFAULT_TX_RING: u32 = 256;
+/// Default RX ring entries: as mlx5 and fbnic, 1024. With 256, one TCP
+/// stream overran the ring while the receiving vCPU was busy (the card
+/// counted rx_no_buffer drops, TCP retransmitted them).
+const DEFAULT_RX_RING: u32 = 1024;
 /// Multicast addresses the driver filters exactly-ish (64-bit hash); more
 /// than this and it accepts all multicast.
 const MAX_MC_FILTER: usize = 32;
@@ -214,8 +218,8 @@ pub(crate) fn register(
         dev_err!(pdev, "card offers no usable queue pair\n");
         return Err(EIO);
     }
-    let ring =
-        RingSize::new(DEFAULT_RING, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL)?;
+    let ring = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
+    let (tx_ring, rx_ring) = (ring(DEFAULT_TX_RING)?, ring(DEFAULT_RX_RING)?);
     // The card's permanent address is untrusted like everything it says.
     let mut mac = regs.mac()?;
     if !is_valid_ether_addr(&mac) {
@@ -289,7 +293,7 @@ pub(crate) fn register(
         None => {
             let mut rss_key = [0u8; hw::RSS_KEY_LEN];
             rss_key_fill(&mut rss_key);
-            Config::initial(max_queues.min(DEFAULT_QUEUES), ring, rss_key)
+            Config::initial(max_queues.min(DEFAULT_QUEUES), tx_ring, rx_ring, rss_key)
         }
     };
     let regs = regs.clone();
@@ -426,13 +430,18 @@ impl KeptConfig {
 }
 
 impl Config {
-    /// A new function's configuration: `queues` pairs, rings of `ring`
-    /// entries, hashing every field with `rss_key`.
-    fn initial(queues: u16, ring: RingSize, rss_key: [u8; hw::RSS_KEY_LEN]) -> Self {
+    /// A new function's configuration: `queues` pairs, rings of
+    /// `tx_ring` and `rx_ring` entries, hashing every field with `rss_key`.
+    fn initial(
+        queues: u16,
+        tx_ring: RingSize,
+        rx_ring: RingSize,
+        rss_key: [u8; hw::RSS_KEY_LEN],
+    ) -> Self {
         Config {
             queues,
-            tx_ring: ring,
-            rx_ring: ring,
+            tx_ring,
+            rx_ring,
             running: false,
             rss_key,
             rss_table: Config::default_rss_table(queues),

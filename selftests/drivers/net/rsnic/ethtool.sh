@@ -57,7 +57,8 @@ check "ethtool -L 0, 9 and rx-only refused, channels unchanged" $ok
 ethtool -L "$NETIF_A" combined 4
 check "ethtool -L combined 4 restores" test "$(channels)" = 4
 
-check "ethtool -g: rings 256, maximum 4096" test "$(ring RX)" = 256 -a "$(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" = 4096
+check "ethtool -g: RX ring 1024, TX ring 256, maximum 4096" test "$(ring RX)" = 1024 -a "$(ring TX)" = 256 -a \
+	"$(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" = 4096
 
 ok=true
 ethtool -G "$NETIF_A" rx 512 tx 128 || ok=false
