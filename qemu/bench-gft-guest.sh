@@ -6,7 +6,9 @@
 #   udp64 packets/s with the GFT off (no rules), fast path (flow cached),
 #   and exception path (hw-tc-offload off: every packet through the host);
 #   UDP request/response p50 for a new flow each time vs a cached flow;
-#   new flows per second end to end (exception, install, reinjection).
+#   new flows per second end to end (exception, install, reinjection),
+#   from a Python sender and from pktgen (native, every frame a new
+#   flow); and pktgen's frames over 1, 1000 and 64000 active flows.
 
 GFT_PY=/rsnic/selftests/drivers/net/rsnic/gft.py
 
@@ -88,8 +90,80 @@ print(installs, round(installs / (last_t - start)), drops)
 PY
 }
 
+# gft_stat DIR NAME: one of the GFT's counters (the stats file asks the
+# card for its own).
+gft_stat() { awk -v n="$2" '$1 == n {print $2}' "$1/stats"; }
+
+# rx_packets NS IF: the packets IF has received.
+rx_packets() {
+	ip -n "$1" -s -j link show "$2" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])'
+}
+
+# now: seconds since the epoch, to the nanosecond.
+now() { date +%s.%N; }
+
+# gft_flows DIR N: pktgen's 60-byte UDP frames from card A to card B
+# from N source ports in turn (1024 up, each frame the next flow), with
+# the flows installed first by frames through the exception path, paced
+# at 1000/s (the path installs some 1400/s; faster overflows its
+# backlog), up to three rounds until all are in. Prints one JSON object:
+# flows installed, frames/s pktgen sent and card B received, and the
+# card's hit ratio over the run.
+gft_flows() {
+	local dir=$1 n=$2 a_if mac ports installed h0 l0 r0 t0 pps t1 h1 l1 r1
+	a_if=$(netif_of "$(card_addr A)")
+	mac=$(ip -n bench-rsnic -j link show "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
+	ports=("udp_src_min 1024" "udp_src_max $((1023 + n))")
+	"$GFT_PY" write "$dir/flows" flush >/dev/null
+	for _ in 1 2 3; do
+		pktgen "$a_if" 10.99.0.2 "$mac" "$n" 1 "${ports[@]}" "delay 1000000" >/dev/null || return 1
+		sleep 1
+		installed=$(gft_stat "$dir" card_flows)
+		((installed >= n)) && break
+	done
+	h0=$(gft_stat "$dir" hits) l0=$(gft_stat "$dir" lookups) r0=$(rx_packets bench-rsnic "$b")
+	t0=$(now)
+	pps=$(pktgen "$a_if" 10.99.0.2 "$mac" $((DURATION * 20000)) 32 "${ports[@]}") || return 1
+	t1=$(now)
+	sleep 0.5
+	h1=$(gft_stat "$dir" hits) l1=$(gft_stat "$dir" lookups) r1=$(rx_packets bench-rsnic "$b")
+	python3 -c '
+import json, sys
+n, inst, pps, h, l, r = map(int, sys.argv[1:7]); secs = float(sys.argv[7])
+print(json.dumps({"flows": n, "installed": inst, "pktgen_pps": pps, "received_pps": round(r / secs),
+                  "hit_ratio": round(h / max(l, 1), 4)}))' \
+		"$n" "$installed" "$pps" $((h1 - h0)) $((l1 - l0)) $((r1 - r0)) "$(echo "$t1 - $t0" | bc -l)"
+}
+
+# gft_new_flows_native DIR: 64000 frames from pktgen at full speed, each
+# from a new source port, so each is a new flow: the rate at which the
+# driver installs them end to end (card exception, driver, install),
+# and how many the exception backlog had to drop.
+gft_new_flows_native() {
+	local dir=$1 a_if mac i0 d0 t0 pps last last_t i
+	a_if=$(netif_of "$(card_addr A)")
+	mac=$(ip -n bench-rsnic -j link show "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
+	"$GFT_PY" write "$dir/flows" flush >/dev/null
+	i0=$(gft_stat "$dir" installs) d0=$(gft_stat "$dir" backlog_drops)
+	t0=$(now)
+	pps=$(pktgen "$a_if" 10.99.0.2 "$mac" 64000 32 "udp_src_min 1024" "udp_src_max 65023") || return 1
+	last=$(gft_stat "$dir" installs) last_t=$(now)
+	# Installed until the count stays put for a second.
+	while i=$(gft_stat "$dir" installs); [ "$i" != "$last" ] || (($(echo "$(now) - $last_t < 1" | bc))); do
+		[ "$i" != "$last" ] && { last=$i; last_t=$(now); }
+		sleep 0.05
+	done
+	python3 -c '
+import json, sys
+inst, drops, pps = map(int, sys.argv[1:4]); secs = float(sys.argv[4])
+print(json.dumps({"frames": 64000, "pktgen_pps": pps, "installs": inst, "backlog_drops": drops,
+                  "new_flows_per_s": round(inst / secs)}))' \
+		$((last - i0)) $(($(gft_stat "$dir" backlog_drops) - d0)) "$pps" "$(echo "$last_t - $t0" | bc -l)"
+}
+
 gft_bench() {
-	local a dir off fast exc new cached inst rate drops
+	local a dir off fast exc new cached inst rate drops flows native
 	a=$(card_addr A)
 	dir=/sys/kernel/debug/rsnic/$a/gft
 	[ -d "$dir" ] || { echo '{}'; return; }
@@ -98,6 +172,8 @@ gft_bench() {
 	fast=$(gft_udp_pps)
 	read -r new cached < <(gft_rr)
 	read -r inst rate drops < <(gft_new_flows "$dir")
+	native=$(gft_new_flows_native "$dir") || native='{}'
+	flows=$(for n in 1 1000 64000; do gft_flows "$dir" $n || echo '{}'; done | paste -sd,)
 	ethtool -K "$(netif_of "$a")" hw-tc-offload off
 	exc=$(gft_udp_pps)
 	ethtool -K "$(netif_of "$a")" hw-tc-offload on
@@ -105,13 +181,15 @@ gft_bench() {
 	"$GFT_PY" write "$dir/flows" flush >/dev/null
 	python3 -c '
 import json, sys
-off, fast, exc, new, cached, inst, rate, drops = map(int, sys.argv[1:])
+native, flows = json.loads(sys.argv[9]), json.loads("[" + sys.argv[10] + "]")
+off, fast, exc, new, cached, inst, rate, drops = map(int, sys.argv[1:9])
 us = lambda pps: 1e6 / pps if pps else float("nan")
 print(json.dumps({"udp64_pps_gft_off": off, "udp64_pps_fast_path": fast,
                   "udp64_pps_exception_path": exc,
                   "us_per_packet_fast_path": round(us(fast), 1),
                   "us_per_packet_exception_path": round(us(exc), 1),
                   "rr_new_flow_p50_us": new, "rr_cached_flow_p50_us": cached,
-                  "new_flows": inst, "new_flows_per_s": rate, "new_flow_backlog_drops": drops}))
-' "$off" "$fast" "$exc" "$new" "$cached" "$inst" "$rate" "$drops"
+                  "new_flows": inst, "new_flows_per_s": rate, "new_flow_backlog_drops": drops,
+                  "new_flows_native": native, "active_flows": flows}))
+' "$off" "$fast" "$exc" "$new" "$cached" "$inst" "$rate" "$drops" "$native" "$flows"
 }

@@ -13,6 +13,7 @@
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 source /rsnic/qemu/bench-gft-guest.sh
 source /rsnic/qemu/bench-xdp-guest.sh
+source /rsnic/qemu/bench-pcie-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
 REPEATS=${RSNIC_BENCH_REPEATS:-5}
@@ -184,17 +185,21 @@ print(json.dumps(run))
 PY
 }
 
-# offload_state DEV [NS]: the offloads and channels a device ran with.
+# offload_state DEV [NS]: the offloads, channels and rings a device ran
+# with.
 offload_state() {
 	local e=${2:+ip netns exec $2}
-	python3 - "$($e ethtool -k "$1")" "$($e ethtool -l "$1" 2>&1)" <<'PY'
+	python3 - "$($e ethtool -k "$1")" "$($e ethtool -l "$1" 2>&1)" "$($e ethtool -g "$1" 2>&1)" <<'PY'
 import json, re, sys
 keys = ("scatter-gather", "tx-checksumming", "rx-checksumming", "tcp-segmentation-offload",
         "generic-segmentation-offload", "generic-receive-offload")
 k = dict(re.findall(r"^([a-z-]+): (on|off)", sys.argv[1], re.M))
 current = sys.argv[2].split("Current hardware settings:")[-1]
 m = re.search(r"Combined:\s+(\d+)", current)
-print(json.dumps({"offloads": {x: k.get(x) for x in keys}, "combined": int(m.group(1)) if m else 1}))
+rings = sys.argv[3].split("Current hardware settings:")[-1]
+ring = lambda name: int(r.group(1)) if (r := re.search(rf"^{name}:\s+(\d+)", rings, re.M)) else None
+print(json.dumps({"offloads": {x: k.get(x) for x in keys}, "combined": int(m.group(1)) if m else 1,
+                  "rx_ring": ring("RX"), "tx_ring": ring("TX")}))
 PY
 }
 
@@ -259,6 +264,76 @@ print(json.dumps(out))
 PY
 }
 
+# sweep_run DEVICE NS IP POINT IPERF_ARGS...: one TCP run, appended to
+# /tmp/b-sweep.jsonl with its host CPU seconds per GB.
+sweep_run() {
+	local dev=$1 ns=$2 ip=$3 point=$4 c0 c1
+	shift 4
+	c0=$(cpu_now) || return 1
+	iperf_json "$ns" "$ip" -t "$DURATION" "$@" >/tmp/b-sweep.json
+	c1=$(cpu_now) || return 1
+	python3 - "$dev" "$point" "$c0" "$c1" >>/tmp/b-sweep.jsonl <<'PY'
+import json, sys
+dev, point = sys.argv[1:3]
+c = [b - a for a, b in zip(map(float, sys.argv[3].split()), map(float, sys.argv[4].split()))]
+e = json.load(open("/tmp/b-sweep.json"))["end"]["sum_received"]
+print(json.dumps({"device": dev, "point": point, "mbps": round(e["bits_per_second"] / 1e6, 1),
+                  "host_cpu_s_per_gb": round(sum(c[:3]) / max(e["bytes"] / 1e9, 1e-9), 2)}))
+PY
+}
+
+# channels N: N combined channels on both ends of the rsnic and tap pairs.
+channels() {
+	ethtool -L "$a" combined "$1" && ip netns exec bench-rsnic ethtool -L "$b" combined "$1" &&
+		ethtool -L "${vifs[0]}" combined "$1" && ip netns exec bench-virtio ethtool -L "${vifs[1]}" combined "$1" &&
+		wait_until 50 ping -c1 -W1 -q 10.99.0.2 >/dev/null && wait_until 50 ping -c1 -W1 -q 10.98.0.2 >/dev/null
+}
+
+# sweeps: rsnic vs the tap pair, REPEATS runs of each point, devices
+# interleaved: TCP (1 stream) by write size, 64 B to 64 KiB; TCP (4
+# streams) by queue pairs, 1, 2 and 4. Prints {"tcp_msg": {device:
+# {size: spread}}, "tcp4_queues": {...}}.
+sweeps() {
+	local r size q dev
+	: >/tmp/b-sweep.jsonl
+	ip netns exec bench-rsnic iperf3 -s -D -p 5201
+	ip netns exec bench-virtio iperf3 -s -D -p 5201
+	wait_until 50 listening tcp 5201 bench-rsnic
+	wait_until 50 listening tcp 5201 bench-virtio
+	for r in $(seq "$REPEATS"); do
+		for size in 64 1024 16384 65536; do
+			sweep_run rsnic bench-rsnic 10.99.0.2 "msg $size" -l $size || return 1
+			sweep_run virtio-tap bench-virtio 10.98.0.2 "msg $size" -l $size || return 1
+		done
+	done
+	for q in 1 2 4; do
+		channels $q || { echo "bench: cannot set $q channels" >&2; return 1; }
+		for r in $(seq "$REPEATS"); do
+			sweep_run rsnic bench-rsnic 10.99.0.2 "queues $q" -P 4 || return 1
+			sweep_run virtio-tap bench-virtio 10.98.0.2 "queues $q" -P 4 || return 1
+		done
+	done
+	channels "$QUEUES" || return 1
+	pkill -f "iperf3 -s -D -p 5201"
+	python3 - <<'PY'
+import json, statistics
+out = {"tcp_msg": {}, "tcp4_queues": {}}
+for line in open("/tmp/b-sweep.jsonl"):
+    r = json.loads(line)
+    kind, value = r["point"].split()
+    group = out["tcp_msg" if kind == "msg" else "tcp4_queues"].setdefault(r["device"], {})
+    group.setdefault(value, []).append(r)
+for group in out.values():
+    for dev, points in group.items():
+        for value, runs in points.items():
+            mb = sorted(x["mbps"] for x in runs)
+            cpu = sorted(x["host_cpu_s_per_gb"] for x in runs)
+            points[value] = {"mbps": {"median": statistics.median(mb), "min": mb[0], "max": mb[-1], "runs": mb},
+                             "host_cpu_s_per_gb": {"median": statistics.median(cpu), "min": cpu[0], "max": cpu[-1]}}
+print(json.dumps(out))
+PY
+}
+
 a=$(netif_of "$(card_addr A)")
 b=$(netif_of "$(card_addr B)")
 vifs=($(virtio_pair_ifs tap))
@@ -273,6 +348,8 @@ setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio tap pair
 setup vdgram "${dgram[0]}" "${dgram[1]}" 10.97.0 || { echo "bench: virtio dgram pair does not ping"; exit 1; }
 
 runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
+sweep=$(sweeps) || { echo "bench: the sweeps failed"; exit 1; }
+pcie=$(pcie_bench) || { echo "bench: the PCIe metadata runs failed"; exit 1; }
 read -r m0 p0 n0 < <(card_dma)
 rsnic=$(measure_rsnic rsnic)
 read -r m1 p1 n1 < <(card_dma)
@@ -337,7 +414,7 @@ if rmmod rsnic && insmod /rsnic/rsnic.ko tx_batching=0; then
 fi
 
 python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" "$xdp" "$runs" \
-	"$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" >"$out" <<'PY'
+	"$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" "$sweep" "$pcie" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
@@ -347,6 +424,7 @@ print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[
                   "gft": json.loads(sys.argv[7]), "unbatched": json.loads(sys.argv[8]),
                   "xdp": json.loads(sys.argv[9]), "repeated": json.loads(sys.argv[10]),
                   "vhost": sys.argv[11] or "unknown", "repeats": int(sys.argv[12]),
-                  "seconds_per_run": int(sys.argv[13])}))
+                  "seconds_per_run": int(sys.argv[13]), "sweeps": json.loads(sys.argv[14]),
+                  "pcie": json.loads(sys.argv[15])}))
 PY
 cat "$out"

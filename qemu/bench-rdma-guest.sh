@@ -22,6 +22,7 @@
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 out=/run/rsnic/bench-rdma.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
+REPEATS=${RSNIC_BENCH_REPEATS:-5}
 VIP_A=10.98.0.1
 VIP_B=10.98.0.2
 
@@ -70,23 +71,28 @@ measure() {
 	disk=$(wait_nvme_disk) || fail "$1: no namespace"
 	# Which device carried it: the host's QPs are on IBDEV.
 	rdma res show qp link "$4" | grep -q "type RC" || fail "$1: no RC QP on $4"
-	fio_run "$1-iops" "$disk" randread 4k 32
-	fio_run "$1-bw" "$disk" read 128k 8
-	fio_run "$1-lat" "$disk" randread 4k 1
+	for r in $(seq "$REPEATS"); do
+		fio_run "$1-iops-$r" "$disk" randread 4k 32
+		fio_run "$1-bw-$r" "$disk" read 128k 8
+		fio_run "$1-lat-$r" "$disk" randread 4k 1
+	done
 	nvme_disconnect
-	python3 - "$1" <<'PY'
-import json, sys
-name = sys.argv[1]
-def job(kind):
-    return json.load(open(f"/tmp/fio-{name}-{kind}.json"))["jobs"][0]["read"]
-iops, bw, lat = job("iops"), job("bw"), job("lat")
-print(json.dumps({
-    "name": name,
-    "iops_4k_qd32": round(iops["iops"]),
-    "mib_s_128k_qd8": round(bw["bw_bytes"] / 2**20, 1),
-    "lat_4k_qd1_p50_us": round(lat["clat_ns"]["percentile"]["50.000000"] / 1000),
-    "lat_4k_qd1_p99_us": round(lat["clat_ns"]["percentile"]["99.000000"] / 1000),
-}))
+	python3 - "$1" "$REPEATS" <<'PY'
+import json, statistics, sys
+name, repeats = sys.argv[1], int(sys.argv[2])
+def job(kind, r):
+    return json.load(open(f"/tmp/fio-{name}-{kind}-{r}.json"))["jobs"][0]["read"]
+runs = {"iops_4k_qd32": [], "mib_s_128k_qd8": [], "lat_4k_qd1_p50_us": [], "lat_4k_qd1_p99_us": []}
+for r in range(1, repeats + 1):
+    iops, bw, lat = job("iops", r), job("bw", r), job("lat", r)
+    runs["iops_4k_qd32"].append(round(iops["iops"]))
+    runs["mib_s_128k_qd8"].append(round(bw["bw_bytes"] / 2**20, 1))
+    runs["lat_4k_qd1_p50_us"].append(round(lat["clat_ns"]["percentile"]["50.000000"] / 1000))
+    runs["lat_4k_qd1_p99_us"].append(round(lat["clat_ns"]["percentile"]["99.000000"] / 1000))
+# The median of each figure, and every run.
+out = {"name": name, "repeats": repeats, "runs": runs}
+out.update({k: statistics.median(v) for k, v in runs.items()})
+print(json.dumps(out))
 PY
 }
 
@@ -96,26 +102,35 @@ nvmet_port_del 2
 nvmet_cleanup
 
 # write_bench NAME SRC DST: WQEs/s and MiB/s of RDMA WRITEs of 64 B and
-# 4 KiB, batches of 1 and 32, as one JSON object (the netdevs name the
-# RDMA devices).
+# 4 KiB, batches of 1 and 32, the median of REPEATS runs, with every
+# run's WQEs/s in "runs", as one JSON object (the netdevs name the RDMA
+# devices).
 BENCH_KO=/rsnic/qemu/rdma-bench/rdma_write_bench.ko
 write_bench() {
-	local size batch line json="{\"name\": \"$1\""
+	local size batch
+	: >/tmp/rdma-write.log
 	for size in 64 4096; do
 		for batch in 1 32; do
-			# Best of two runs: TCG's timing is noisy.
-			for _ in 1 2; do
+			for _ in $(seq "$REPEATS"); do
 				insmod $BENCH_KO src="$2" dst="$3" size=$size batch=$batch count=8192 ||
 					fail "$1: rdma_write_bench size=$size batch=$batch failed"
 				rmmod rdma_write_bench
+				dmesg | grep "rdma_write_bench: .* batch=$batch size=$size " | tail -n1 >>/tmp/rdma-write.log
 			done
-			line=$(dmesg | grep "rdma_write_bench: .* batch=$batch size=$size " | tail -n2 |
-				sort -t= -k7 -n | tail -n1)
-			json+=", \"wqe_per_s_${size}b_batch$batch\": $(sed 's/.*wqe_per_s=\([0-9]*\).*/\1/' <<<"$line")"
-			json+=", \"mib_per_s_${size}b_batch$batch\": $(sed 's/.*mib_per_s=\([0-9]*\).*/\1/' <<<"$line")"
 		done
 	done
-	echo "$json}"
+	python3 -c '
+import json, re, statistics, sys
+runs = {}
+for line in open("/tmp/rdma-write.log"):
+    f = dict(re.findall(r"(\w+)=(\d+)", line))
+    key = "%sb_batch%s" % (f["size"], f["batch"])
+    runs.setdefault(key, []).append((int(f["wqe_per_s"]), int(f["mib_per_s"])))
+out = {"name": sys.argv[1], "runs": {k: sorted(w for w, _ in v) for k, v in runs.items()}}
+for k, v in runs.items():
+    out[f"wqe_per_s_{k}"] = statistics.median(w for w, _ in v)
+    out[f"mib_per_s_{k}"] = statistics.median(m for _, m in v)
+print(json.dumps(out))' "$1"
 }
 [ -f $BENCH_KO ] || fail "no $BENCH_KO (make bench builds it)"
 wr_rsnic=$(write_bench rsnic "$NETIF_A" "$NETIF_B") || exit 1

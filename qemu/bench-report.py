@@ -80,7 +80,8 @@ def print_repeated(result):
     for k, label in devs:
         st = rep[k]["state"]
         on = [name for name, v in st["offloads"].items() if v == "on"]
-        print(f"  {label}: {st['combined']} queue pair(s); on: {', '.join(on) or 'none'}")
+        rings = f", rings RX {st.get('rx_ring')} TX {st.get('tx_ring')}" if "rx_ring" in st else ""
+        print(f"  {label}: {st['combined']} queue pair(s){rings}; on: {', '.join(on) or 'none'}")
 
 
 def chart_repeated(rep, path):
@@ -131,6 +132,80 @@ def print_xdp(xdp):
                 print(f"{'':42} {name}: {e['error']}")
 
 
+def spread_cell(runs):
+    """median [min-max] of a list of numbers."""
+    xs = sorted(runs)
+    return f"{fmt(xs[len(xs) // 2])} [{fmt(xs[0])}-{fmt(xs[-1])}]"
+
+
+def print_sweeps(sweeps):
+    """TCP by write size and by queue pairs: Mbit/s median [min-max] and
+    host CPU s/GB (median) of rsnic and the tap pair."""
+    for group, label in (("tcp_msg", "TCP 1 stream, write size (B)"), ("tcp4_queues", "TCP 4 streams, queue pairs")):
+        g = sweeps.get(group, {})
+        devs = [d for d in ("rsnic", "virtio-tap") if d in g]
+        print(f"{label:30}" + "".join(f"{d + ' Mbit/s':>26}{'CPU s/GB':>10}" for d in devs) + f"{'ratio':>7}")
+        for point in sorted(g.get("rsnic", {}), key=int):
+            cells, meds = "", []
+            for d in devs:
+                s = g[d].get(point)
+                if not s:
+                    cells += f"{'n/a':>26}{'':>10}"
+                    continue
+                meds.append(s["mbps"]["median"])
+                cells += f"{spread_cell(s['mbps']['runs']):>26}{fmt(s['host_cpu_s_per_gb']['median']):>10}"
+            ratio = meds[0] / meds[1] if len(meds) == 2 and meds[1] else float("nan")
+            print(f"{point:30}{cells}{ratio:>7.2f}")
+
+
+def chart_sweeps(sweeps, path):
+    """Two panels, Mbit/s against write size and against queue pairs,
+    with min-max error bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, (group, xlabel) in zip(axes, (("tcp_msg", "TCP write size (bytes), 1 stream"),
+                                          ("tcp4_queues", "queue pairs, TCP 4 streams"))):
+        for dev, color in (("rsnic", "#c0392b"), ("virtio-tap", "#2c3e50")):
+            points = sweeps.get(group, {}).get(dev, {})
+            xs = sorted(points, key=int)
+            med = [points[x]["mbps"]["median"] for x in xs]
+            lo = [m - points[x]["mbps"]["min"] for m, x in zip(med, xs)]
+            hi = [points[x]["mbps"]["max"] - m for m, x in zip(med, xs)]
+            ax.errorbar([int(x) for x in xs], med, yerr=[lo, hi], capsize=3, marker="o", color=color, label=dev)
+        if group == "tcp_msg":
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel("Mbit/s", fontsize=8)
+        ax.legend(fontsize=7)
+    fig.suptitle("rsnic vs virtio-net (tap), same VM: median, min-max error bars", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def print_pcie(pcie):
+    """Ensō's metric: metadata bytes per packet and their share of all
+    bytes moved over PCIe, with the parts."""
+    print(f"{'PCIe metadata (both ends)':34}{'bytes/packet':>14}{'share [min-max]':>24}"
+          f"{'desc+compl':>12}{'doorbells':>11}{'interrupts':>11}{'dev frames/pkt':>16}")
+    for w, wl in (("udp64", "UDP 64 B"), ("tcp1500", "TCP, 1500 B packets")):
+        for dev in ("rsnic", "virtio-tap"):
+            e = pcie.get(dev, {}).get(w)
+            if not e:
+                continue
+            parts = {k: sum(r["parts"][k] for r in e["runs"]) for k in e["runs"][0]["parts"]}
+            total = max(sum(parts.values()), 1)
+            share = (f"{100 * e['meta_share']:.1f}% [{100 * e['meta_share_min']:.1f}-"
+                     f"{100 * e['meta_share_max']:.1f}]")
+            print(f"{wl + ', ' + dev:34}{e['meta_bytes_per_packet']:>14}{share:>24}"
+                  + "".join(f"{100 * parts[k] / total:>10.0f}%" for k in
+                            ("descriptors_completions", "doorbells", "interrupts"))
+                  + f"{e.get('device_packets_per_packet', float('nan')):>16}")
+    print("  (virtio-net: a lower bound from the split-virtqueue layout, see bench-pcie-guest.sh;"
+          " dev frames/pkt: frames through the device's queues per packet of the workload)")
+
+
 def print_rdma(rdma):
     """The RDMA tables: fio on the engine and on rdma_rxe (over the rsnic
     netdevs, when measured, and over the virtio-net tap pair), then
@@ -142,6 +217,11 @@ def print_rdma(rdma):
             e, r, v = rdma["rsnic"][key], rxe_rsnic[key], rdma["rxe"][key]
             note = "" if higher_better else " (lower is better)"
             print(f"{label:44} {e:>10} {r:>10} {e / r if r else float('nan'):>7.2f} {v:>10}{note}")
+        if "runs" in rdma["rsnic"]:
+            print(f"  every run, median [min-max] ({rdma['rsnic']['repeats']} runs each):")
+            for key, label, _ in RDMA_ROWS:
+                cells = [spread_cell(d["runs"][key]) for d in (rdma["rsnic"], rxe_rsnic, rdma["rxe"])]
+                print(f"  {label:42} " + " | ".join(cells))
     else:
         print_side_by_side(RDMA_ROWS, rdma["rsnic"], rdma["rxe"], "rdma_rxe", 44)
     print()
@@ -153,7 +233,11 @@ def print_rdma(rdma):
             continue
         for size in (64, 4096):
             one, many = w[f"wqe_per_s_{size}b_batch1"], w[f"wqe_per_s_{size}b_batch32"]
-            print(f"{f'{label}, {size} B (WQE/s)':44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}")
+            spread = ""
+            if "runs" in w:
+                spread = (f"   [{w['runs'][f'{size}b_batch1'][0]}-{w['runs'][f'{size}b_batch1'][-1]}]"
+                          f" [{w['runs'][f'{size}b_batch32'][0]}-{w['runs'][f'{size}b_batch32'][-1]}]")
+            print(f"{f'{label}, {size} B (WQE/s)':44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}{spread}")
 
 
 def main():
@@ -204,7 +288,23 @@ def main():
         print(f"{'GFT, request/response p50 (us)':42} new flow {gft['rr_new_flow_p50_us']},"
               f" cached flow {gft['rr_cached_flow_p50_us']}")
         print(f"{'GFT, new flows end to end':42} {gft['new_flows_per_s']}/s"
-              f" ({gft['new_flows']} installed, {gft['new_flow_backlog_drops']} backlog drops)")
+              f" ({gft['new_flows']} installed, {gft['new_flow_backlog_drops']} backlog drops; Python sender)")
+        native = gft.get("new_flows_native") or {}
+        if native:
+            print(f"{'GFT, new flows end to end, pktgen':42} {native['new_flows_per_s']}/s"
+                  f" ({native['installs']} of {native['frames']} installed, {native['backlog_drops']}"
+                  f" backlog drops; pktgen sent {native['pktgen_pps']} frames/s)")
+        for f in gft.get("active_flows") or []:
+            if f:
+                print(f"{'GFT, pktgen 60 B over ' + str(f['flows']) + ' flows':42} sent {f['pktgen_pps']}/s,"
+                      f" card B received {f['received_pps']}/s, hit ratio {f['hit_ratio']}"
+                      f" ({f['installed']} flows installed)")
+    if "sweeps" in result:
+        print()
+        print_sweeps(result["sweeps"])
+    if "pcie" in result:
+        print()
+        print_pcie(result["pcie"])
     xdp = result.get("xdp") or {}
     if "rsnic" in xdp:
         print()
@@ -230,6 +330,9 @@ def main():
     if "repeated" in result:
         chart_repeated(result["repeated"], f"{outdir}/bench-repeated.png")
         print(f"chart of the repeated runs: {outdir}/bench-repeated.png")
+    if "sweeps" in result:
+        chart_sweeps(result["sweeps"], f"{outdir}/bench-sweeps.png")
+        print(f"chart of the sweeps: {outdir}/bench-sweeps.png")
     print(f"results: {outdir}/bench.json, {outdir}/bench.png")
 
 

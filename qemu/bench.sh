@@ -31,7 +31,7 @@ settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 # vm_bench GUEST_SCRIPT RESULT_NAME: one VM with the virtio-net pairs.
 vm_bench() {
 	local out=$RSNIC_CACHE/bench-$$.json
-	qemu/in-rootfs.sh python3 qemu/vm.py run --virtio-pair --timeout 1200 \
+	qemu/in-rootfs.sh python3 qemu/vm.py run --virtio-pair --timeout 3000 \
 		--export "$2=$RSNIC_IN_CACHE/$(basename "$out")" \
 		--cmd "$settings bash /rsnic/qemu/$1" || die "the benchmark run ($1) failed"
 	[[ -f $out ]] || die "the benchmark ($1) produced no result"

@@ -803,17 +803,18 @@ rdma_cqs_in_use() { rdma res show cq dev "$1" | grep -c 'users [1-9]'; }
 # rdma_res IBDEV KIND: how many objects of KIND (pd, cq, qp, mr) `rdma res` counts.
 rdma_res() { rdma res show | awk -v d="$1:" -v k="$2" '$2 == d {for (i = 3; i < NF; i++) if ($i == k) print $(i + 1)}'; }
 
-# pktgen DEV DST_IP DST_MAC COUNT BURST: sends COUNT 60-byte UDP frames
-# from DEV's TX queue 0 with pktgen's thread 0, BURST frames per
-# xmit_more batch (the stack's "more frames follow" for all but the
-# last); prints the rate pktgen measured, in frames/s.
+# pktgen DEV DST_IP DST_MAC COUNT BURST [COMMAND...]: sends COUNT 60-byte
+# UDP frames from DEV's TX queue 0 with pktgen's thread 0, BURST frames
+# per xmit_more batch (the stack's "more frames follow" for all but the
+# last), after the extra pktgen COMMANDs (e.g. "udp_src_min 1024");
+# prints the rate pktgen measured, in frames/s.
 pktgen() {
 	local dev=$1 pg=/proc/net/pktgen r
 	modprobe pktgen || return 1
 	echo rem_device_all >$pg/kpktgend_0 || return 1
 	echo "add_device $dev" >$pg/kpktgend_0 || return 1
 	for r in "count $4" "pkt_size 60" "dst $2" "dst_mac $3" "burst $5" \
-		"queue_map_min 0" "queue_map_max 0" "delay 0" "clone_skb 0"; do
+		"queue_map_min 0" "queue_map_max 0" "delay 0" "clone_skb 0" "${@:6}"; do
 		echo "$r" >"$pg/$dev" || { echo "pktgen: $r refused" >&2; return 1; }
 	done
 	echo start >$pg/pgctrl || return 1
