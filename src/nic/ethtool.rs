@@ -396,8 +396,7 @@ impl EthtoolOps for Nic {
 
     fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, rx: u32, tx: u32) -> Result {
         let nic = dev.data();
-        let size = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
-        let (rx_ring, tx_ring) = (size(rx)?, size(tx)?);
+        let (rx_ring, tx_ring) = (RingSize::new(rx)?, RingSize::new(tx)?);
         let mut cfg = nic.config.lock();
         let new = Config {
             rx_ring,

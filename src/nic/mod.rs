@@ -218,8 +218,10 @@ pub(crate) fn register(
         dev_err!(pdev, "card offers no usable queue pair\n");
         return Err(EIO);
     }
-    let ring = |n| RingSize::new(n, hw::MIN_RING_ENTRIES, hw::MAX_RING_ENTRIES).ok_or(EINVAL);
-    let (tx_ring, rx_ring) = (ring(DEFAULT_TX_RING)?, ring(DEFAULT_RX_RING)?);
+    let (tx_ring, rx_ring) = (
+        RingSize::new(DEFAULT_TX_RING)?,
+        RingSize::new(DEFAULT_RX_RING)?,
+    );
     // The card's permanent address is untrusted like everything it says.
     let mut mac = regs.mac()?;
     if !is_valid_ether_addr(&mac) {

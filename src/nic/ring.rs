@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use crate::hw::{Cqe, ENTRY_FLAGS_OFFSET};
+use crate::hw::{self, Cqe, ENTRY_FLAGS_OFFSET};
 use crate::linux::dma::{DmaBuffer, DmaDevice};
 
 /// A ring size: a power of two between the card's limits.
@@ -18,10 +18,16 @@ pub(crate) struct RingSize(u16);
 pub(crate) struct RingIndex(u16);
 
 impl RingSize {
-    /// `entries` if it is a power of two in `min..=max`.
-    pub(crate) fn new(entries: u32, min: u16, max: u16) -> Option<Self> {
-        let e = u16::try_from(entries).ok()?;
-        (e.is_power_of_two() && (min..=max).contains(&e)).then_some(Self(e))
+    /// `entries` if it is a power of two within the card's limits
+    /// ([`hw::MIN_RING_ENTRIES`]..=[`hw::MAX_RING_ENTRIES`]), else `EINVAL`.
+    pub(crate) fn new(entries: u32) -> Result<Self> {
+        let e = u16::try_from(entries).map_err(|_| EINVAL)?;
+        let fits = (hw::MIN_RING_ENTRIES..=hw::MAX_RING_ENTRIES).contains(&e);
+        if e.is_power_of_two() && fits {
+            Ok(Self(e))
+        } else {
+            Err(EINVAL)
+        }
     }
 
     /// Number of entries.
