@@ -117,7 +117,7 @@ gft_flows() {
 	# the first would age out before the last went in.
 	idle=$(cat "$dir/idle_timeout_ms")
 	echo 600000 >"$dir/idle_timeout_ms"
-	mac=$(ip -n bench-rsnic -j link show "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
+	mac=$(mac_of bench-rsnic "$b")
 	ports=("udp_src_min 1024" "udp_src_max $((1023 + n))")
 	"$GFT_PY" write "$dir/flows" flush >/dev/null
 	for _ in 1 2 3; do
@@ -148,7 +148,7 @@ print(json.dumps({"flows": n, "installed": inst, "pktgen_pps": pps, "received_pp
 gft_new_flows_native() {
 	local dir=$1 a_if mac i0 d0 t0 pps last last_t i
 	a_if=$(netif_of "$(card_addr A)")
-	mac=$(ip -n bench-rsnic -j link show "$b" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
+	mac=$(mac_of bench-rsnic "$b")
 	"$GFT_PY" write "$dir/flows" flush >/dev/null
 	i0=$(gft_stat "$dir" installs) d0=$(gft_stat "$dir" backlog_drops)
 	t0=$(now)

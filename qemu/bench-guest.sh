@@ -95,23 +95,21 @@ PY
 	pkill -f "iperf3 -s -D -p 5201"
 }
 
-# Card A's DMA counters ("meta payload packets") from the harness.
-card_dma() {
-	harness card A stats | tr ' ' '\n' | awk -F= '/^dma_meta_bytes=/ {m=$2} /^dma_payload_bytes=/ {p=$2} /^packets=/ {n=$2} END {print m, p, n}'
-}
-
 # Card A's TX doorbells and TX frames, all queue pairs, from the harness.
 card_doorbells() {
 	harness card A stats | tr ' ' '\n' |
 		awk -F= '/^q[0-9]+_tx_doorbells=/ {d += $2} /^q[0-9]+_tx_packets=/ {p += $2} END {print d + 0, p + 0}'
 }
 
+# mac_of NS IF: the MAC address of IF in netns NS.
+mac_of() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
+
 # pktgen_pps DEV NS PEER_IF PEER_IP: frames/s of 60-byte frames from
 # DEV's TX queue 0 in bursts of 32 (xmit_more set on all but the last),
 # the way a packet generator or a busy qdisc drives a NIC.
 pktgen_pps() {
 	local mac
-	mac=$(ip -n "$2" -j link show "$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+	mac=$(mac_of "$2" "$3")
 	pktgen "$1" "$4" "$mac" $((DURATION * 20000)) 32
 }
 
@@ -350,9 +348,10 @@ setup vdgram "${dgram[0]}" "${dgram[1]}" 10.97.0 || { echo "bench: virtio dgram 
 runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
 sweep=$(sweeps) || { echo "bench: the sweeps failed"; exit 1; }
 pcie=$(pcie_bench) || { echo "bench: the PCIe metadata runs failed"; exit 1; }
-read -r m0 p0 n0 < <(card_dma)
+# Card A's DMA counters around it (card_pcie in bench-pcie-guest.sh).
+read -r m0 p0 _ _ n0 < <(card_pcie A)
 rsnic=$(measure_rsnic rsnic)
-read -r m1 p1 n1 < <(card_dma)
+read -r m1 p1 _ _ n1 < <(card_pcie A)
 gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
 virtio=$(with_pktgen "$virtio" "$(pktgen_pps "${vifs[0]}" bench-virtio "${vifs[1]}" 10.98.0.2)")

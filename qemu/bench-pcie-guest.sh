@@ -9,8 +9,9 @@
 # dma_meta_bytes = descriptors and completions read or written, 4 bytes
 # per doorbell written to the card, 4 per MSI-X message it sent).
 # virtio-net: computed from the split virtqueue layout of the virtio 1.x
-# spec and the driver's own counters (ethtool -S packets, bytes and
-# kicks of each queue, the vectors' interrupts in /proc/interrupts):
+# spec and the driver's own counters (the netdev's packets and bytes,
+# ethtool -S kicks of each queue, the vectors' interrupts in
+# /proc/interrupts):
 # per packet one descriptor (16 bytes) read, one available-ring entry (2)
 # read, one used-ring element (8) written and the virtio-net header
 # (12) read or written; per kick the 2-byte notification and the 2-byte

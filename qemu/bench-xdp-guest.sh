@@ -34,7 +34,7 @@ xdp_mode() { # NS IF MODE
 xdp_run() { # GEN_IF NS FAR_IF FAR_IP MODE
 	local dir=rx c0 c1 t0 t1 gen mac
 	[ "$5" = tx ] && dir=tx
-	mac=$(ip -n "$2" -j link show "$3" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+	mac=$(mac_of "$2" "$3")
 	c0=$(xdp_link_packets "$2" "$3" $dir)
 	t0=$(date +%s%N)
 	gen=$(pktgen "$1" "$4" "$mac" $((DURATION * 20000)) 32)
