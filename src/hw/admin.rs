@@ -403,6 +403,25 @@ admin_commands! {
             /// Bus address of the block.
             buf @ 8: u64,
         } = 36,
+        /// Choose how queue pair `qp` receives from its next
+        /// [`AdminCmd::CreateQp`] on (the choice stays until changed or
+        /// the function resets): with `bytes` 0, into the buffers of its
+        /// RX ring; otherwise into a stream ([`super::stream`]): frames
+        /// back to back in the `bytes`-byte ring at `ring`, the card's
+        /// write position published in the 4-byte word at `tail`, and the
+        /// create command's RX ring unused. A running pair is
+        /// [`AdminStatus::BadState`].
+        SetRxStream {
+            /// Queue pair index.
+            qp @ 8: u16,
+            /// Ring bytes: 0, or a power of two in
+            /// [`super::stream::MIN_BYTES`]..=[`super::stream::MAX_BYTES`].
+            bytes @ 12: u32,
+            /// Bus address of the ring, [`super::stream::ALIGN`]-aligned.
+            ring @ 16: u64,
+            /// Bus address of the tail word, 4-byte aligned.
+            tail @ 24: u64,
+        } = 37,
     }
 }
 

@@ -22,6 +22,7 @@ pub mod gft;
 pub mod nic;
 pub mod rdma;
 pub mod selftest;
+pub mod stream;
 
 pub use admin::*;
 pub use nic::*;
@@ -167,6 +168,10 @@ pub mod regs {
     /// In a doorbell block, write-only: completion-queue head (next entry
     /// the driver will read), plus [`super::CQ_ARM`].
     pub const DB_CQ_HEAD: usize = 0x8;
+    /// In a doorbell block, write-only: RX stream head, the driver's read
+    /// position in [`super::stream::ALIGN`]-byte units (free-running,
+    /// wrapping); the card writes up to it and no further.
+    pub const DB_STREAM_HEAD: usize = 0xc;
 
     /// One past the last register; the size the driver maps.
     pub const END: usize = 0x2000;

@@ -127,7 +127,13 @@ impl Card {
                 })
                 .collect()
         };
+        let to_host = outputs.iter().any(|o| !matches!(o, Output::Wire(_)));
         self.dispatch(outputs, Wait::Yes);
+        // Not the wire's receive thread: what went to a host is a batch
+        // of its own.
+        if to_host {
+            self.end_of_batch();
+        }
     }
 
     /// Sends what the GFT decided where it goes (`wait`: whether this
@@ -191,6 +197,13 @@ impl Card {
             pf = lock(&self.pf);
         }
         pf.receive(frame, fcs_ok);
+    }
+
+    /// End of a batch of frames for the hosts (the wire had no more
+    /// waiting, or the batch reached its limit): RX streams publish.
+    pub fn end_of_batch(&self) {
+        lock(&self.pf).end_of_batch();
+        lock(&self.vf).end_of_batch();
     }
 
     /// Plugs or unplugs the cable: both functions share the uplink.

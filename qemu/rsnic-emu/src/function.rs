@@ -172,6 +172,18 @@ impl Function {
         self.kick_moderation_timer();
     }
 
+    /// End of a batch of received frames: streaming queue pairs publish
+    /// what they wrote and raise their vectors.
+    pub fn end_of_batch(&mut self) {
+        if self.faults.is(Fault::Gone) {
+            return;
+        }
+        for vector in self.nic.publish_streams(&self.dma) {
+            self.raise_queue_irq(vector);
+        }
+        self.kick_moderation_timer();
+    }
+
     /// PF: a frame the RDMA engine may take. `Some(frames to send)` if it
     /// took it, `None` if it is the NIC's.
     pub fn rdma_receive(&mut self, frame: &[u8]) -> Option<Vec<Vec<u8>>> {

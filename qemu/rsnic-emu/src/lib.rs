@@ -20,6 +20,7 @@ pub mod queues;
 pub mod rdma;
 pub mod rss;
 pub mod steer;
+pub mod stream;
 pub mod wire;
 
 #[path = "../../../src/hw/mod.rs"]

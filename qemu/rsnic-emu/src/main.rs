@@ -24,6 +24,10 @@ use rsnic_emu::queues::CqeFault;
 use rsnic_emu::rdma::faults::RdmaFault;
 use rsnic_emu::wire::Wire;
 
+/// Most frames the wire's receive thread hands the card before the card
+/// announces them (RX streams publish once per batch).
+const RX_BATCH: usize = 64;
+
 /// Command line of the emulator.
 #[derive(Parser, Debug)]
 #[command(version, about)]
@@ -109,7 +113,7 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                         .fault_completions(kind, n, !rest.is_empty());
                     format!("ok pairs={pairs}")
                 }),
-                None => format!("error: '{kind}' is not index, length, dup or drop"),
+                None => format!("error: '{kind}' is not index, length, dup, drop or tail"),
             }
         }
         ["irq-drop", n] => with_count(n, &|n| {
@@ -231,14 +235,17 @@ fn function_stats(func: &Function) -> String {
         let s = q.stats;
         out += &format!(
             " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_rx_packets={} q{i}_rx_no_buffer={} \
-             q{i}_bad_requests={} q{i}_irqs={} q{i}_irqs_moderated={}",
+             q{i}_bad_requests={} q{i}_irqs={} q{i}_irqs_moderated={} q{i}_stream={} \
+             q{i}_stream_notifications={}",
             s.tx_packets,
             s.tx_doorbells,
             s.rx_packets,
             s.rx_no_buffer,
             s.bad_requests,
             s.irqs,
-            s.irqs_moderated
+            s.irqs_moderated,
+            u8::from(q.streaming()),
+            s.stream_notifications
         );
     }
     out
@@ -261,6 +268,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 65536];
                 loop {
+                    // A batch: the first frame waited for, then those
+                    // already queued, up to a limit; RX streams announce
+                    // the whole batch at once.
                     match rx_wire.recv(&mut buf) {
                         Ok((n, fcs_ok)) => rx_card.receive(&buf[..n], fcs_ok),
                         Err(e) => {
@@ -268,6 +278,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             return;
                         }
                     }
+                    for _ in 1..RX_BATCH {
+                        match rx_wire.try_recv(&mut buf) {
+                            Ok(Some((n, fcs_ok))) => rx_card.receive(&buf[..n], fcs_ok),
+                            _ => break,
+                        }
+                    }
+                    rx_card.end_of_batch();
                 }
             });
             Some(wire)

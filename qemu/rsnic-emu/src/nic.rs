@@ -19,6 +19,7 @@ use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rdma::{Io, RdmaEngine};
 use crate::steer::Steering;
+use crate::stream::RxStream;
 
 /// Offloads this card performs (RSS is always on).
 const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO;
@@ -116,6 +117,9 @@ pub struct Nic {
     /// IEEE 802.3 MAC counters.
     mac_stats: hw::MacStats,
     qps: Vec<Option<QueuePair>>,
+    /// How each queue pair receives from its next creation on: a stream
+    /// (ring bytes, ring and tail addresses) or its RX ring (`None`).
+    rx_streams: Vec<Option<(u32, u64, u64)>>,
     /// Interrupt moderation of every queue pair.
     moderation: Moderation,
     /// Counts of destroyed queue pairs, per index, so counters survive
@@ -152,6 +156,7 @@ impl Nic {
             steering: Steering::default(),
             mac_stats: hw::MacStats::default(),
             qps: (0..MAX_QUEUE_PAIRS).map(|_| None).collect(),
+            rx_streams: vec![None; usize::from(MAX_QUEUE_PAIRS)],
             moderation: Moderation::default(),
             retired: vec![QpStats::default(); usize::from(MAX_QUEUE_PAIRS)],
             admin_fault: None,
@@ -299,6 +304,16 @@ impl Nic {
             .flatten()
             .map(|q| q.fault_completions(kind, n))
             .count()
+    }
+
+    /// End of a batch of received frames: every streaming pair publishes
+    /// what it wrote. Returns the vectors to raise.
+    pub fn publish_streams(&mut self, dma: &DmaSpace) -> Vec<u16> {
+        self.qps
+            .iter_mut()
+            .flatten()
+            .filter_map(|q| q.publish_stream(dma).then(|| q.vector()))
+            .collect()
     }
 
     /// Counters of queue pair `qp` since reset, across destroy and create.
@@ -465,6 +480,10 @@ impl Nic {
                 false
             }
             hw::regs::DB_CQ_HEAD => q.cq_doorbell(value),
+            hw::regs::DB_STREAM_HEAD => {
+                q.stream_doorbell(value);
+                false
+            }
             _ => false,
         };
         if raise {
@@ -534,14 +553,27 @@ impl Nic {
                 let Some(mut q) = QueuePair::new(cfg) else {
                     return AdminStatus::BadParam;
                 };
+                if let Some((bytes, ring, tail)) = self.rx_streams[usize::from(cfg.qp)] {
+                    match RxStream::new(bytes, ring, tail) {
+                        Some(stream) => q = q.with_stream(stream),
+                        None => return AdminStatus::BadParam,
+                    }
+                }
                 q.set_moderation(self.moderation);
                 if let Some((kind, n)) = self.cqe_fault_new {
                     q.fault_completions(kind, n);
                 }
-                info!(
-                    "queue pair {} created ({} TX, {} RX entries)",
-                    cfg.qp, cfg.tx_entries, cfg.rx_entries
-                );
+                if q.streaming() {
+                    info!(
+                        "queue pair {} created ({} TX entries, RX stream)",
+                        cfg.qp, cfg.tx_entries
+                    );
+                } else {
+                    info!(
+                        "queue pair {} created ({} TX, {} RX entries)",
+                        cfg.qp, cfg.tx_entries, cfg.rx_entries
+                    );
+                }
                 *slot = Some(q);
             }
             AdminCmd::DestroyQp { qp } => match self.qps.get_mut(usize::from(qp)) {
@@ -568,6 +600,26 @@ impl Nic {
                 }
                 info!("data path: {}", if vf { "VF" } else { "synthetic" });
                 self.datapath_vf = vf;
+            }
+            AdminCmd::SetRxStream {
+                qp,
+                bytes,
+                ring,
+                tail,
+            } => {
+                let Some(slot) = self.rx_streams.get_mut(usize::from(qp)) else {
+                    return AdminStatus::BadParam;
+                };
+                if self.qps[usize::from(qp)].is_some() {
+                    return AdminStatus::BadState;
+                }
+                if bytes == 0 {
+                    *slot = None;
+                } else if RxStream::new(bytes, ring, tail).is_some() {
+                    *slot = Some((bytes, ring, tail));
+                } else {
+                    return AdminStatus::BadParam;
+                }
             }
             AdminCmd::QueryQpStats { qp } => {
                 let Some(s) = self.qp_stats(usize::from(qp)) else {

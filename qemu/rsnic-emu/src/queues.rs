@@ -12,6 +12,7 @@ use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::hw::{
     Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
+use crate::stream::{RxStream, StreamDrop, StreamFault};
 
 /// Bytes a doorbell moves over PCIe: one 32-bit posted write.
 pub const DOORBELL_BYTES: u64 = 4;
@@ -51,6 +52,8 @@ pub struct QpStats {
     pub irqs_moderated: u64,
     /// Completions written wrong or not at all (fault injection).
     pub faults_injected: u64,
+    /// RX stream: times the card published its tail (notifications).
+    pub stream_notifications: u64,
 }
 
 impl QpStats {
@@ -76,6 +79,7 @@ impl QpStats {
         self.irqs += other.irqs;
         self.irqs_moderated += other.irqs_moderated;
         self.faults_injected += other.faults_injected;
+        self.stream_notifications += other.stream_notifications;
     }
 }
 
@@ -111,6 +115,8 @@ pub enum CqeFault {
     Duplicate,
     /// The completion is never written.
     Drop,
+    /// RX stream only: the published tail lies beyond the ring.
+    Tail,
 }
 
 impl CqeFault {
@@ -121,6 +127,7 @@ impl CqeFault {
             "length" => Some(Self::Length),
             "dup" => Some(Self::Duplicate),
             "drop" => Some(Self::Drop),
+            "tail" => Some(Self::Tail),
             _ => None,
         }
     }
@@ -155,6 +162,11 @@ pub struct QueuePair {
     /// When the oldest completion the driver has not been told about was
     /// written.
     oldest_unsignalled: Option<Instant>,
+    /// Streaming RX in place of the RX ring, if the pair was created so.
+    stream: Option<RxStream>,
+    /// Stream records published since the last interrupt (moderation
+    /// counts them as it counts completions).
+    stream_unsignalled: u32,
     /// Counters.
     pub stats: QpStats,
 }
@@ -188,8 +200,21 @@ impl QueuePair {
             tx_stalled: false,
             cqe_fault: None,
             oldest_unsignalled: None,
+            stream: None,
+            stream_unsignalled: 0,
             stats: QpStats::default(),
         })
+    }
+
+    /// The pair receives into `stream` instead of its RX ring.
+    pub fn with_stream(mut self, stream: RxStream) -> Self {
+        self.stream = Some(stream);
+        self
+    }
+
+    /// Whether the pair receives into a stream.
+    pub fn streaming(&self) -> bool {
+        self.stream.is_some()
     }
 
     /// MSI-X vector of this pair.
@@ -219,7 +244,8 @@ impl QueuePair {
             Some(CqeFault::Length) => cqe.len += 0x1_0000,
             Some(CqeFault::Duplicate) => self.write_cqe(dma, cqe)?,
             Some(CqeFault::Drop) => return Ok(()),
-            None => {}
+            // Stream faults never reach the completion queue.
+            Some(CqeFault::Tail) | None => {}
         }
         self.write_cqe(dma, cqe)
     }
@@ -248,8 +274,20 @@ impl QueuePair {
 
     /// Gets the next `n` completions wrong in the way of `kind` (fault
     /// injection); `n == 0` cancels what is still pending.
+    /// On a streaming pair, index, length and tail faults hit the
+    /// stream (its records' sequence numbers and lengths, its tail).
     pub fn fault_completions(&mut self, kind: CqeFault, n: u32) {
-        self.cqe_fault = Some((kind, n));
+        let stream_fault = match kind {
+            CqeFault::Index => Some(StreamFault::Seq),
+            CqeFault::Length => Some(StreamFault::Length),
+            CqeFault::Tail => Some(StreamFault::Tail),
+            _ => None,
+        };
+        match (&mut self.stream, stream_fault) {
+            (Some(stream), Some(fault)) => stream.fault(fault, n),
+            (None, Some(StreamFault::Tail)) => {}
+            _ => self.cqe_fault = Some((kind, n)),
+        }
     }
 
     /// Sets interrupt moderation.
@@ -271,14 +309,16 @@ impl QueuePair {
     /// Takes one raise decision after posting completions or arming:
     /// raise if armed with completions pending and moderation allows.
     fn take_arm(&mut self, now: Instant) -> bool {
-        if !self.armed || self.cq_pending() == 0 {
+        let unread = self.stream.as_ref().is_some_and(RxStream::unread);
+        if !self.armed || (self.cq_pending() == 0 && !unread) {
             return false;
         }
         let m = self.moderation;
+        let pending = self.cq_pending() + self.stream_unsignalled;
         // Completions the driver was already told about but re-armed
         // without consuming are raised again at once.
         let due = self.oldest_unsignalled.is_none_or(|oldest| {
-            let by_count = m.frames != 0 && self.cq_pending() >= m.frames;
+            let by_count = m.frames != 0 && pending >= m.frames;
             by_count || now >= oldest + Duration::from_micros(u64::from(m.usecs))
         });
         if !due {
@@ -286,6 +326,7 @@ impl QueuePair {
         }
         self.armed = false;
         self.oldest_unsignalled = None;
+        self.stream_unsignalled = 0;
         self.stats.irqs += 1;
         self.stats.dma_meta_bytes += MSI_BYTES;
         if m.usecs != 0 {
@@ -309,7 +350,8 @@ impl QueuePair {
             return false;
         }
         self.cq_head = head;
-        if self.cq_pending() == 0 {
+        let unread = self.stream.as_ref().is_some_and(RxStream::unread);
+        if self.cq_pending() == 0 && !unread {
             // The driver has seen everything: nothing is waiting.
             self.oldest_unsignalled = None;
         }
@@ -318,6 +360,38 @@ impl QueuePair {
             return self.take_arm(Instant::now());
         }
         false
+    }
+
+    /// Stream head doorbell: the driver read the stream up to `head`.
+    pub fn stream_doorbell(&mut self, head: u32) {
+        let ok = self.stream.as_mut().is_some_and(|s| s.head_doorbell(head));
+        if !ok {
+            self.stats.bad_requests += 1;
+        }
+    }
+
+    /// End of a batch of received frames: publishes the stream's tail if
+    /// records were written. Returns whether to raise the vector.
+    pub fn publish_stream(&mut self, dma: &DmaSpace) -> bool {
+        let Some(stream) = &mut self.stream else {
+            return false;
+        };
+        let published = stream.publish(dma);
+        self.stats.faults_injected += stream.take_injected();
+        match published {
+            Ok(0) => false,
+            Ok(records) => {
+                self.stats.stream_notifications += 1;
+                self.stats.dma_meta_bytes += 4;
+                self.stream_unsignalled += records;
+                self.oldest_unsignalled.get_or_insert_with(Instant::now);
+                self.take_arm(Instant::now())
+            }
+            Err(_) => {
+                self.stats.bad_requests += 1;
+                false
+            }
+        }
     }
 
     /// RX tail doorbell: the driver posted buffers up to `tail`.
@@ -410,6 +484,27 @@ impl QueuePair {
 
     /// Writes a received frame into the next posted RX buffer.
     pub fn deliver(&mut self, dma: &DmaSpace, frame: &[u8], flags: u16, hash: u32) -> RxOutcome {
+        if let Some(stream) = &mut self.stream {
+            // Announced at the end of the batch ([`Self::publish_stream`]).
+            let written = stream.write(dma, frame, flags, hash);
+            self.stats.faults_injected += stream.take_injected();
+            return match written {
+                Ok(meta) => {
+                    self.stats.dma_meta_bytes += meta;
+                    self.stats.rx_packets += 1;
+                    self.stats.rx_bytes += frame.len() as u64;
+                    RxOutcome::Delivered { raise: false }
+                }
+                Err(StreamDrop::NoRoom) => {
+                    self.stats.rx_no_buffer += 1;
+                    RxOutcome::Dropped
+                }
+                Err(StreamDrop::Dma(_)) => {
+                    self.stats.bad_requests += 1;
+                    RxOutcome::Dropped
+                }
+            };
+        }
         if self.rx_head == self.rx_tail {
             self.stats.rx_no_buffer += 1;
             return RxOutcome::Dropped;

@@ -18,6 +18,7 @@
 //! A [`Capture`] on the wire records what this end sends and receives.
 
 use std::io;
+use std::os::fd::AsRawFd as _;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -265,12 +266,39 @@ impl Wire {
     /// FCS) and whether its FCS matched.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         let n = self.sock.recv(buf)?;
+        Ok(self.received(buf, n))
+    }
+
+    /// The next frame if one is already waiting (as [`Self::recv`]);
+    /// `None` if none is.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<(usize, bool)>> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes of writes and the
+        // socket is open for the call.
+        let n = unsafe {
+            libc::recv(
+                self.sock.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(None),
+                _ => Err(e),
+            };
+        }
+        Ok(Some(self.received(buf, n as usize)))
+    }
+
+    fn received(&self, buf: &[u8], n: usize) -> (usize, bool) {
         let Some(len) = n.checked_sub(FCS_LEN) else {
-            return Ok((0, false));
+            return (0, false);
         };
         self.capture.record(&buf[..len]);
         let fcs = u32::from_le_bytes(buf[len..n].try_into().expect("four bytes"));
-        Ok((len, crc32fast::hash(&buf[..len]) == fcs))
+        (len, crc32fast::hash(&buf[..len]) == fcs)
     }
 }
 
