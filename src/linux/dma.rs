@@ -109,6 +109,32 @@ impl DmaBuffer {
         Some(entry)
     }
 
+    /// A 32-bit little-endian position the device publishes at `offset`
+    /// (how far it wrote into a stream), read before anything it
+    /// announces: a DMA read barrier follows the read. `None` if out of
+    /// bounds.
+    pub(crate) fn read_position(&self, offset: usize) -> Option<u32> {
+        let mut word = [0u8; 4];
+        self.read(offset, &mut word).ok()?;
+        // SAFETY: `dma_rmb` has no preconditions.
+        unsafe { bindings::rust_ext_dma_rmb() };
+        Some(u32::from_le_bytes(word))
+    }
+
+    /// Copies bytes starting at `offset` into `out` in one block copy:
+    /// for data the device wrote and announced, and by the protocol no
+    /// longer writes (a received frame the driver has not given back).
+    pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Result {
+        self.check(offset, out.len())?;
+        let base = self.mem.as_ptr().cast::<u8>();
+        // SAFETY: `offset..offset + out.len()` is inside the allocation
+        // (`check`), and `out` is other memory. The device does not write
+        // the range while the driver holds it; one that broke the protocol
+        // could only tear the bytes copied, not reach past them.
+        unsafe { core::ptr::copy_nonoverlapping(base.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
     /// Copies `data` into the buffer starting at `offset`.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.check(offset, data.len())?;

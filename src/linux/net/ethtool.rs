@@ -243,6 +243,10 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     const RSS_TABLE_LEN: usize = 0;
     /// [`coalesce_params`] bits the driver supports.
     const SUPPORTED_COALESCE: u32 = 0;
+    /// Names of the private flags (`ethtool --show-priv-flags`), bit `i`
+    /// of [`Self::priv_flags`] being entry `i`; each at most 31 bytes, at
+    /// most 32 of them.
+    const PRIV_FLAGS: &'static [&'static str] = &[];
 
     /// `ethtool -i`.
     fn drvinfo(_dev: &NetDev<Self>, _rtnl: &Rtnl, _out: &mut dyn FnMut(DrvInfo<'_>)) {
@@ -277,6 +281,18 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
 
     /// `ethtool -G rx R tx T`; on error nothing changed.
     fn set_rings(_dev: &NetDev<Self>, _rtnl: &Rtnl, _rx: u32, _tx: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool --show-priv-flags`: bit `i` is [`Self::PRIV_FLAGS`] entry `i`.
+    fn priv_flags(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool --set-priv-flags`: the whole set (bits beyond
+    /// [`Self::PRIV_FLAGS`] are clear; the core checked). On error nothing
+    /// changed.
+    fn set_priv_flags(_dev: &NetDev<Self>, _rtnl: &Rtnl, _flags: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

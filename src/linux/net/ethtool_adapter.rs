@@ -24,6 +24,8 @@ const GSTRING_LEN: usize = 32;
 const SS_TEST: u32 = 0;
 /// `ETH_SS_STATS`: the string set of `ethtool -S`.
 const SS_STATS: u32 = 1;
+/// `ETH_SS_PRIV_FLAGS`: the names of the private flags.
+const SS_PRIV_FLAGS: u32 = 2;
 
 /// `ETH_RSS_HASH_TOP`: the Toeplitz hash function.
 const RSS_HASH_TOP: u8 = 1 << 0;
@@ -109,12 +111,18 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         if T::HAS_SPEED_MBPS {
             ops.get_link_ksettings = Some(Self::get_link_ksettings);
         }
-        if T::HAS_STATS || !T::SELF_TESTS.is_empty() {
+        if T::HAS_STATS || !T::SELF_TESTS.is_empty() || T::HAS_PRIV_FLAGS {
             ops.get_sset_count = Some(Self::get_sset_count);
             ops.get_strings = Some(Self::get_strings);
         }
         if T::HAS_STATS {
             ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
+        }
+        if T::HAS_PRIV_FLAGS {
+            ops.get_priv_flags = Some(Self::get_priv_flags);
+        }
+        if T::HAS_SET_PRIV_FLAGS {
+            ops.set_priv_flags = Some(Self::set_priv_flags);
         }
         if T::HAS_CHANNELS {
             ops.get_channels = Some(Self::get_channels);
@@ -735,6 +743,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         match sset as u32 {
             SS_TEST if T::HAS_SELF_TEST => T::SELF_TESTS.len() as c_int,
             SS_STATS if T::HAS_STATS => Self::stats_count(dev, rtnl) as c_int,
+            SS_PRIV_FLAGS if T::HAS_PRIV_FLAGS => T::PRIV_FLAGS.len() as c_int,
             _ => EOPNOTSUPP_ERRNO,
         }
     }
@@ -752,6 +761,15 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                     core::slice::from_raw_parts_mut(data, T::SELF_TESTS.len() * GSTRING_LEN)
                 };
                 for (slot, name) in names.chunks_exact_mut(GSTRING_LEN).zip(T::SELF_TESTS) {
+                    copy_cstr(slot, name.as_bytes());
+                }
+            }
+            SS_PRIV_FLAGS if T::HAS_PRIV_FLAGS => {
+                // SAFETY: ethtool sized `data` from `get_sset_count`.
+                let names = unsafe {
+                    core::slice::from_raw_parts_mut(data, T::PRIV_FLAGS.len() * GSTRING_LEN)
+                };
+                for (slot, name) in names.chunks_exact_mut(GSTRING_LEN).zip(T::PRIV_FLAGS) {
                     copy_cstr(slot, name.as_bytes());
                 }
             }
@@ -796,6 +814,32 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                 index: 0,
             },
         );
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`.
+    unsafe extern "C" fn get_priv_flags(ndev: *mut bindings::net_device) -> u32 {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        T::priv_flags(dev, rtnl)
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`.
+    unsafe extern "C" fn set_priv_flags(ndev: *mut bindings::net_device, flags: u32) -> c_int {
+        // The core refuses flags beyond the count; checked again, so the
+        // driver may rely on it.
+        if u64::from(flags) >> T::PRIV_FLAGS.len() != 0 {
+            return EINVAL.to_errno();
+        }
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::set_priv_flags(dev, rtnl, flags)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

@@ -188,6 +188,30 @@ impl SkBuff {
         Some(skb)
     }
 
+    /// A new skb of `len` bytes of data that `fill` writes (NAPI context,
+    /// polling with `napi`); `None` if no memory or `fill` failed (the skb
+    /// is freed).
+    pub(crate) fn filled(
+        napi: &Napi,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Option<Self> {
+        let len32 = u32::try_from(len).ok()?;
+        // SAFETY: `napi` is the context polling right now.
+        let skb = unsafe { bindings::napi_alloc_skb(napi.as_raw(), len32) };
+        // SAFETY: NULL or a new skb that we own.
+        let skb = unsafe { Self::from_raw(skb) }?;
+        // SAFETY: The new skb has room for `len` bytes of data (asked for
+        // above); `skb_put` returns where they go, ours until the skb is
+        // handed on.
+        let data = unsafe {
+            let to = bindings::skb_put(skb.as_raw(), len32).cast::<u8>();
+            core::slice::from_raw_parts_mut(to, len)
+        };
+        // On error the skb is dropped: freed as a drop.
+        fill(data).ok().map(|()| skb)
+    }
+
     /// Hands a received frame to the stack through GRO, on RX queue `queue`.
     pub(crate) fn receive(self, napi: &Napi, queue: u16) {
         let skb = self.into_raw();
