@@ -172,8 +172,8 @@ fn pf_of<'r>(vf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
     sibling(vf, rtnl, FuncKind::Pf)
 }
 
-/// `pf`'s VF, if it is enslaved.
-fn enslaved_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+/// The VF enslaved to `pf`, if one is.
+pub(crate) fn enslaved_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
     pf.data().bond().has_vf().then(|| vf_of(pf, rtnl)).flatten()
 }
 

@@ -29,8 +29,9 @@ pub const MIN_BYTES: u32 = 64 * 1024;
 /// Largest ring.
 pub const MAX_BYTES: u32 = 16 * 1024 * 1024;
 /// Longest record payload: a GFT exception's meta block and the largest
-/// frame.
-pub const MAX_RECORD_LEN: u32 = super::MAX_FRAME + super::gft::META_LEN as u32;
+/// frame, with the most a GFT push adds.
+pub const MAX_RECORD_LEN: u32 =
+    super::MAX_FRAME + super::gft::META_LEN as u32 + super::gft::MAX_ENCAP_LEN;
 
 wire_struct! {
     /// The header of a record in the stream.

@@ -29,6 +29,7 @@ impl EthtoolOps for Nic {
     const FLOW_RULES: u32 = hw::MAX_FLOW_RULES;
     const RSS_TABLE_LEN: usize = hw::RSS_TABLE_LEN;
     const SUPPORTED_COALESCE: u32 = coalesce_params::RX_USECS | coalesce_params::RX_MAX_FRAMES;
+    const PRIV_FLAGS: &'static [&'static str] = &["rx-stream"];
 
     fn drvinfo(dev: &NetDev<Self>, _rtnl: &Rtnl, out: &mut dyn FnMut(DrvInfo<'_>)) {
         let nic = dev.data();
@@ -406,6 +407,28 @@ impl EthtoolOps for Nic {
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
     }
 
+    fn priv_flags(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+        u32::from(dev.data().config.lock().rx_stream) << PRIV_RX_STREAM
+    }
+
+    /// `rx-stream`: the queue pairs receive into streams; a running
+    /// interface restarts its queues (frames in flight are lost, as for a
+    /// ring resize). Refused while an XDP program or AF_XDP socket is
+    /// attached: neither runs on a stream.
+    fn set_priv_flags(dev: &NetDev<Self>, rtnl: &Rtnl, flags: u32) -> Result {
+        let nic = dev.data();
+        let rx_stream = flags & 1 << PRIV_RX_STREAM != 0;
+        let mut cfg = nic.config.lock();
+        if rx_stream == cfg.rx_stream {
+            return Ok(());
+        }
+        if rx_stream {
+            nic.stream_allowed(dev, rtnl)?;
+        }
+        let new = Config { rx_stream, ..*cfg };
+        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
+    }
+
     fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32, u32) {
         let cfg = dev.data().config.lock();
         (
@@ -415,6 +438,9 @@ impl EthtoolOps for Nic {
         )
     }
 }
+
+/// Bit of the `rx-stream` private flag.
+const PRIV_RX_STREAM: u32 = 0;
 
 /// The card's hash-field bits and the ethtool fields they are.
 const FIELD_BITS: [(HashFields, u8); 4] = [

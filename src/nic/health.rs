@@ -412,6 +412,8 @@ fn put_completion(fmsg: &mut Fmsg<'_>, s: &PairSnapshot) {
         .bool(c"cq_phase", s.cq_phase)
         .u32(c"rx_head", s.rx_head.into())
         .u32(c"rx_tail", s.rx_tail.into())
+        .u32(c"rx_stream_bytes", s.rx_stream_bytes)
+        .u32(c"rx_stream_head", s.rx_stream_head)
         .u32(c"tx_head", s.tx_head.into())
         .u64(c"bad_completions", s.bad_completions)
         .u64(c"missed_irqs", s.missed_irqs)

@@ -95,6 +95,9 @@ struct Config {
     rss_fields: [u8; hw::RssFlow::ALL.len()],
     /// Interrupt moderation (`ethtool -C`).
     coalesce: Coalesce,
+    /// Receive into streams instead of RX rings (private flag
+    /// `rx-stream`).
+    rx_stream: bool,
 }
 
 impl Config {
@@ -450,6 +453,7 @@ impl Config {
             rss_table_set: false,
             rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
             coalesce: Coalesce::default(),
+            rx_stream: false,
         }
     }
 }
@@ -551,7 +555,20 @@ impl Nic {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
             rx_frame: Self::max_frame(mtu) + gft_room,
+            rx_stream: cfg.rx_stream,
         }
+    }
+
+    /// Has the card create a prepared queue pair: how it receives, then
+    /// the pair.
+    fn create_pair(&self, cmds: queue::PairCommands) -> Result {
+        self.admin.run(cmds.rx_mode)?;
+        self.admin.run(AdminCmd::CreateQp(cmds.create))
+    }
+
+    /// Whether the queue pairs receive into streams (`rx-stream`).
+    pub(crate) fn rx_streaming(&self) -> bool {
+        self.config.lock().rx_stream
     }
 
     /// PF: the GFT.
@@ -604,7 +621,7 @@ impl Nic {
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
                 .prepare(rtnl, &self.dma, geo, self.tx_csum(), self.xsk_pool(n))
-                .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|cmds| self.create_pair(cmds))
                 .and_then(|()| queue.start(rtnl));
             if let Err(e) = started {
                 // A create that timed out may yet run on the card.

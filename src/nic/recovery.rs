@@ -17,7 +17,6 @@ use super::{
     Nic,
 };
 use crate::bond;
-use crate::hw::AdminCmd;
 use crate::linux::device::reprobe;
 use crate::linux::net::{
     netdev::NetDev,
@@ -297,7 +296,7 @@ impl Nic {
                     self.tx_csum(),
                     self.xsk_pool(usize::from(q)),
                 )
-                .and_then(|cmd| self.admin.run(AdminCmd::CreateQp(cmd)))
+                .and_then(|cmds| self.create_pair(cmds))
                 .and_then(|()| queue.start(rtnl));
             match &result {
                 Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),

@@ -15,6 +15,7 @@ use kernel::{cpu::CpuId, prelude::*};
 use super::{queue::bump, Config, Nic};
 use crate::bond;
 use crate::hw::FuncKind;
+use crate::linux::eopnotsupp;
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
@@ -40,6 +41,12 @@ impl Nic {
         }
         let new = setup.prog().map(|p| p.to_owned());
         let installed = new.is_some();
+        let vf_streams = self.kind == FuncKind::Pf
+            && bond::enslaved_vf(dev, rtnl).is_some_and(|vf| vf.data().rx_streaming());
+        if installed && (self.rx_streaming() || vf_streams) {
+            setup.refuse(c"XDP does not run on RX streams: turn the rx-stream private flag off");
+            return Err(eopnotsupp());
+        }
         let old = self.xdp.replace(rtnl, new);
         if installed != old.is_some() {
             pr_info!(
@@ -92,6 +99,11 @@ impl Nic {
                 self.xsk.lock()[q] = old;
                 return Err(EBUSY);
             }
+            if cfg.rx_stream {
+                // AF_XDP needs the RX ring's buffers.
+                self.xsk.lock()[q] = old;
+                return Err(eopnotsupp());
+            }
             if pool.rx_frame_size() < self.geometry(&cfg, dev.mtu()).rx_frame {
                 return Err(EINVAL);
             }
@@ -124,6 +136,20 @@ impl Nic {
                 Ok(())
             }
         }
+    }
+
+    /// Whether the queues may receive into streams: not while an XDP
+    /// program or AF_XDP socket is attached (`EBUSY`), which need the RX
+    /// ring's buffers.
+    pub(super) fn stream_allowed(&self, dev: &NetDev<Nic>, rtnl: &Rtnl) -> Result {
+        if self.xdp.cloned(rtnl).is_some() || self.xsk.lock().iter().any(Option::is_some) {
+            pr_info!(
+                "{}: rx-stream refused: detach the XDP program and AF_XDP sockets first\n",
+                dev.name()
+            );
+            return Err(EBUSY);
+        }
+        Ok(())
     }
 
     /// The AF_XDP pool bound to queue `q` in zero-copy mode.
@@ -161,6 +187,9 @@ impl Nic {
     /// synthetic NIC's.
     pub(crate) fn follow_xdp(&self, rtnl: &Rtnl, master: Option<&Nic>) {
         let prog = master.and_then(|m| m.xdp.cloned(rtnl));
+        if prog.is_some() && self.rx_streaming() {
+            pr_warn!("rsnic: a VF in rx-stream mode joined a synthetic NIC with an XDP program: the VF runs none\n");
+        }
         drop(self.xdp.replace(rtnl, prog));
     }
 }

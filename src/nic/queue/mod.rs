@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A queue pair of the synthetic NIC: TX ring, RX ring, their completion
-//! queue, its NAPI context and interrupt. The TX path is in `tx.rs`, the
-//! RX path and the NAPI poll in `rx.rs`.
+//! A queue pair of the synthetic NIC: TX ring, RX ring (or RX stream),
+//! their completion queue, its NAPI context and interrupt. The TX path is
+//! in `tx.rs`, the RX path and the NAPI poll in `rx.rs`, the RX stream in
+//! `stream.rs`.
 //!
 //! Nothing is copied. TX maps each part of the skb (linear head, page
 //! fragments) for the card to read, one descriptor per part, and frees the
 //! skb when the card completes its last descriptor. RX posts pages of a
 //! page pool and builds the skb around the filled page. Everything the
 //! card writes (completion index, length) is checked before use; a bad
-//! completion is counted and skipped, never followed.
+//! completion is counted and skipped, never followed. A streaming pair
+//! (`ethtool --set-priv-flags rx-stream on`) copies each frame out of its
+//! stream instead.
 
 mod rx;
+mod stream;
 mod tx;
+
+pub(crate) use stream::STREAM_BYTES;
 
 use kernel::{
     new_mutex, new_spinlock,
@@ -25,7 +31,7 @@ use kernel::{
 };
 
 use super::recovery::QueueHealth;
-use super::ring::{read_cqe, slots, CompletionQueue, Ring, RingSize};
+use super::ring::{slots, CompletionQueue, Ring, RingSize};
 use super::Nic;
 use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
 use crate::linux::{
@@ -43,7 +49,8 @@ use crate::linux::{
 };
 use crate::regs::Registers;
 use crate::selftest::IrqCount;
-use rx::{RxMem, RxState};
+use rx::{RingRx, RxMem, RxPath, RxState};
+use stream::StreamRx;
 use tx::{TxSlot, TxState};
 
 /// Counters of one queue pair.
@@ -163,12 +170,31 @@ pub(crate) struct QueueGeometry {
     pub(crate) rx: RingSize,
     /// Largest frame an RX buffer must hold (for the MTU).
     pub(crate) rx_frame: u32,
+    /// Receive into a stream of [`STREAM_BYTES`] instead of the RX ring.
+    pub(crate) rx_stream: bool,
 }
 
 impl QueueGeometry {
-    fn cq_entries(&self) -> u32 {
-        (u32::from(self.tx.get()) + u32::from(self.rx.get())).next_power_of_two()
+    /// RX ring entries the card is told of (a streaming pair has no RX
+    /// ring, but the card checks the smallest size).
+    fn rx_entries(&self) -> u16 {
+        if self.rx_stream {
+            hw::MIN_RING_ENTRIES
+        } else {
+            self.rx.get()
+        }
     }
+
+    fn cq_entries(&self) -> u32 {
+        (u32::from(self.tx.get()) + u32::from(self.rx_entries())).next_power_of_two()
+    }
+}
+
+/// The card's commands that create a prepared pair, in order: how it
+/// receives ([`hw::AdminCmd::SetRxStream`]), then the pair.
+pub(crate) struct PairCommands {
+    pub(crate) rx_mode: hw::AdminCmd,
+    pub(crate) create: hw::QpConfig,
 }
 
 /// One queue pair and its interrupt vector: the pair with the NAPI
@@ -247,7 +273,7 @@ impl WithNapi<QueuePair> {
     pub(crate) fn check_interrupts(&self) -> bool {
         let waiting = {
             let guard = lock_bh(&self.rx);
-            guard.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
+            guard.as_ref().is_some_and(RxState::waiting)
         };
         let lost = self
             .health
@@ -291,10 +317,13 @@ impl WithNapi<QueuePair> {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
-            if rx.refill(&self.stats.rx_alloc_failed) == 0 && rx.xsk().is_none() {
-                return Err(ENOMEM);
+            // A stream starts empty, with nothing to post.
+            if let RxPath::Ring(ring) = &mut rx.path {
+                if ring.refill(&self.stats.rx_alloc_failed) == 0 && ring.xsk().is_none() {
+                    return Err(ENOMEM);
+                }
+                self.doorbell(regs::DB_RX_TAIL, u32::from(ring.ring.tail.get()));
             }
-            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
         }
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
@@ -304,8 +333,9 @@ impl WithNapi<QueuePair> {
     }
 
     /// Adds the pair's NAPI context to the device, allocates rings and
-    /// buffers of `geo` and returns the card's create command; the queue
-    /// runs once the card accepted it and [`QueueVector::start`] ran.
+    /// buffers (or the stream) of `geo` and returns the card's commands
+    /// that create it; the queue runs once the card accepted them and
+    /// [`QueueVector::start`] ran.
     /// With `xsk` (an AF_XDP pool bound in zero-copy mode), RX takes its
     /// buffers and its socket's frames go out on TX.
     pub(crate) fn prepare(
@@ -315,7 +345,7 @@ impl WithNapi<QueuePair> {
         geo: QueueGeometry,
         tx_csum: bool,
         xsk: Option<XskPool>,
-    ) -> Result<hw::QpConfig> {
+    ) -> Result<PairCommands> {
         // Before the page pool, which recycles pages through it.
         self.napi().add(rtnl);
         let cq_entries = geo.cq_entries();
@@ -328,6 +358,63 @@ impl WithNapi<QueuePair> {
             csum: tx_csum,
             xsk: xsk.clone(),
         };
+        let cq = CompletionQueue {
+            mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
+            entries: cq_entries,
+            head: 0,
+            phase: true,
+        };
+        if geo.rx_stream && xsk.is_some() {
+            // Refused where they are set; never both.
+            return Err(EINVAL);
+        }
+        let (path, rx_ring, rx_mode) = if geo.rx_stream {
+            let stream = StreamRx::alloc(dma, STREAM_BYTES)?;
+            let cmd = stream.command(self.index)?;
+            (RxPath::Stream(stream), 0, cmd)
+        } else {
+            let ring = self.prepare_ring(dma, geo, xsk)?;
+            let addr = ring.ring.desc.dma_addr(0)?;
+            let cmd = hw::AdminCmd::SetRxStream {
+                qp: self.index,
+                bytes: 0,
+                ring: 0,
+                tail: 0,
+            };
+            (RxPath::Ring(ring), addr, cmd)
+        };
+        let rx = RxState { cq, path };
+        let create = hw::QpConfig {
+            qp: self.index,
+            vector: hw::qp_vector(self.index),
+            tx_entries: geo.tx.get(),
+            rx_entries: geo.rx_entries(),
+            tx_ring: tx.ring.desc.dma_addr(0)?,
+            rx_ring,
+            cq: rx.cq.mem.dma_addr(0)?,
+            cq_entries,
+        };
+        *lock_bh(&self.rx) = Some(rx);
+        let mut tx_slot = lock_bh(&self.tx);
+        // The ring is new: byte queue limits start from nothing in flight.
+        // Under the lock xmit counts its bytes in, so a frame an xmit
+        // racing the reset puts on the new ring is counted after the
+        // reset, never before (its completion would then exceed what is
+        // in flight: dql_completed's BUG).
+        self.dev.get().tx_reset(self.index);
+        *tx_slot = Some(tx);
+        drop(tx_slot);
+        Ok(PairCommands { rx_mode, create })
+    }
+
+    /// The RX ring of `geo` and its buffers' memory: the page pool, or
+    /// with `xsk` the AF_XDP socket's umem.
+    fn prepare_ring(
+        &self,
+        dma: &DmaDevice,
+        geo: QueueGeometry,
+        xsk: Option<XskPool>,
+    ) -> Result<RingRx> {
         let queue = u32::from(self.index);
         let mem = match xsk {
             Some(pool) => RxMem::Xsk {
@@ -348,38 +435,11 @@ impl WithNapi<QueuePair> {
                 }
             }
         };
-        let rx = RxState {
-            cq: CompletionQueue {
-                mem: dma.alloc(cq_entries as usize * Cqe::SIZE)?,
-                entries: cq_entries,
-                head: 0,
-                phase: true,
-            },
+        Ok(RingRx {
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
             bufs: slots(geo.rx, || None)?,
             mem,
-        };
-        let cmd = hw::QpConfig {
-            qp: self.index,
-            vector: hw::qp_vector(self.index),
-            tx_entries: geo.tx.get(),
-            rx_entries: geo.rx.get(),
-            tx_ring: tx.ring.desc.dma_addr(0)?,
-            rx_ring: rx.ring.desc.dma_addr(0)?,
-            cq: rx.cq.mem.dma_addr(0)?,
-            cq_entries,
-        };
-        *lock_bh(&self.rx) = Some(rx);
-        let mut tx_slot = lock_bh(&self.tx);
-        // The ring is new: byte queue limits start from nothing in flight.
-        // Under the lock xmit counts its bytes in, so a frame an xmit
-        // racing the reset puts on the new ring is counted after the
-        // reset, never before (its completion would then exceed what is
-        // in flight: dql_completed's BUG).
-        self.dev.get().tx_reset(self.index);
-        *tx_slot = Some(tx);
-        drop(tx_slot);
-        Ok(cmd)
+        })
     }
 
     /// Stops polling (if [`Self::start`] got that far), frees the rings
@@ -436,6 +496,10 @@ pub(crate) struct PairSnapshot {
     pub(crate) rx_entries: u16,
     pub(crate) rx_head: u16,
     pub(crate) rx_tail: u16,
+    /// A streaming pair: its ring's bytes (0: descriptor mode) and read
+    /// position in units.
+    pub(crate) rx_stream_bytes: u32,
+    pub(crate) rx_stream_head: u32,
     pub(crate) cq_entries: u32,
     pub(crate) cq_head: u32,
     pub(crate) cq_phase: bool,
@@ -492,6 +556,27 @@ impl QueuePair {
         }
     }
 
+    /// The card broke the RX stream's format (a tail beyond the ring, a
+    /// record out of sequence or too long): counted with the completion
+    /// faults, logged, and the pair reset.
+    fn stream_out_of_step(&self, e: stream::OutOfStep) {
+        bump(&self.stats.bad_completions, 1);
+        self.bad_cqe_index.store(e.head & 0xffff, Relaxed);
+        self.bad_cqe_len.store(e.found, Relaxed);
+        self.bad_cqe_expected.store(0, Relaxed);
+        if self.request_reset(ResetCause::COMPLETION) {
+            let dev = self.dev.get();
+            pr_warn!(
+                "{}: queue pair {}: RX stream out of step at {:#x} (card wrote {:#x}), resetting it\n",
+                dev.name(),
+                self.index,
+                e.head,
+                e.found
+            );
+            dev.data().schedule_work();
+        }
+    }
+
     /// Why a reset was asked for since the last call, if it was.
     pub(crate) fn take_reset_request(&self) -> Option<ResetCause> {
         match self.reset_requested.xchg(0, Relaxed) {
@@ -527,9 +612,16 @@ impl QueuePair {
         s.bad_cqe_len = self.bad_cqe_len.load(Relaxed);
         s.bad_cqe_expected = self.bad_cqe_expected.load(Relaxed) as u16;
         if let Some(rx) = &*lock_bh(&self.rx) {
-            s.rx_entries = rx.ring.size.get();
-            s.rx_head = rx.ring.head.get();
-            s.rx_tail = rx.ring.tail.get();
+            match &rx.path {
+                RxPath::Ring(ring) => {
+                    s.rx_entries = ring.ring.size.get();
+                    s.rx_head = ring.ring.head.get();
+                    s.rx_tail = ring.ring.tail.get();
+                }
+                RxPath::Stream(stream) => {
+                    (s.rx_stream_bytes, s.rx_stream_head) = stream.position();
+                }
+            }
             s.cq_entries = rx.cq.entries;
             s.cq_head = rx.cq.head;
             s.cq_phase = rx.cq.phase;

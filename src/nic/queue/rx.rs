@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RX path of a queue pair and its NAPI poll: completions in order,
-//! received pages turned into skbs and replaced, TX completions handed to
-//! the TX path.
+//! received pages turned into skbs and replaced (or, on a streaming pair,
+//! the stream's records copied into skbs), TX completions handed to the
+//! TX path.
 
 use kernel::{
     prelude::*,
     sync::{atomic::Relaxed, rcu},
 };
 
+use super::stream::{Record, StreamRx};
 use super::{bump, tx::TxDone, QueuePair};
-use crate::hw::{regs, Cqe, RxDesc, CQ_ARM};
+use crate::hw::{regs, stream::StreamHeader, Cqe, RxDesc, CQ_ARM};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -44,10 +46,39 @@ pub(super) enum RxMem {
 /// The completion queue and RX side of a running queue pair (NAPI only).
 pub(super) struct RxState {
     pub(super) cq: CompletionQueue,
+    pub(super) path: RxPath,
+}
+
+/// How a queue pair receives.
+pub(super) enum RxPath {
+    /// Into buffers posted on its RX ring, one completion each.
+    Ring(RingRx),
+    /// Into a stream (`hw::stream`); the completion queue carries only TX
+    /// completions.
+    Stream(StreamRx),
+}
+
+/// The RX ring of a pair in descriptor mode and the buffers posted on it.
+pub(super) struct RingRx {
     pub(super) ring: Ring,
     /// The buffer posted at each descriptor. Dropped before `mem`.
     pub(super) bufs: KVec<Option<RxBuf>>,
     pub(super) mem: RxMem,
+}
+
+impl RxState {
+    /// The AF_XDP pool bound to the queue (zero copy), if one is.
+    pub(super) fn xsk(&self) -> Option<&XskPool> {
+        match &self.path {
+            RxPath::Ring(ring) => ring.xsk(),
+            RxPath::Stream(_) => None,
+        }
+    }
+
+    /// Whether something the card wrote waits for a poll.
+    pub(super) fn waiting(&self) -> bool {
+        read_cqe(&self.cq).is_some() || matches!(&self.path, RxPath::Stream(s) if s.waiting())
+    }
 }
 
 /// What one poll works with: the RX offloads the stack has on
@@ -65,7 +96,7 @@ struct PollCtx<'a> {
     xdp_tx: bool,
 }
 
-impl RxState {
+impl RingRx {
     /// Posts fresh buffers until the ring is full or an allocation fails
     /// (a page: counted in `alloc_failed`; AF_XDP: user space's fill ring
     /// is empty, and the socket is told to wake the queue when it adds
@@ -163,7 +194,7 @@ impl QueuePair {
     /// Hands the frame of an RX completion on (XDP, the stack, the GFT's
     /// exception path) and posts a fresh buffer in its place. Runs with
     /// `rx` locked but `tx` free (the stack may transmit).
-    fn complete_rx(&self, napi: &Napi, rx: &mut RxState, cqe: Cqe, ctx: &mut PollCtx<'_>) {
+    fn complete_rx(&self, napi: &Napi, rx: &mut RingRx, cqe: Cqe, ctx: &mut PollCtx<'_>) {
         let len = cqe.len;
         let room = rx.room();
         let head = usize::from(rx.ring.head.get());
@@ -315,6 +346,61 @@ impl QueuePair {
         }
     }
 
+    /// Reads up to `budget` records of the stream and hands their frames
+    /// on (the stack or the GFT's exception path; XDP does not run on a
+    /// streaming pair). Returns how many it read. A stream out of step is
+    /// reported once and read no further.
+    fn poll_stream(&self, napi: &Napi, s: &mut StreamRx, budget: u32, ctx: &PollCtx<'_>) -> u32 {
+        let mut read = 0;
+        let tail = match s.tail() {
+            Ok(tail) => tail,
+            Err(e) => {
+                self.stream_out_of_step(e);
+                return 0;
+            }
+        };
+        while read < budget {
+            match s.next(tail) {
+                Ok(Some(record)) => {
+                    self.deliver_record(napi, s, record, ctx);
+                    read += 1;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.stream_out_of_step(e);
+                    break;
+                }
+            }
+        }
+        read
+    }
+
+    /// Hands a stream record's frame on, copied into a new skb.
+    fn deliver_record(&self, napi: &Napi, s: &StreamRx, record: Record, ctx: &PollCtx<'_>) {
+        let h = record.header;
+        let cqe = Cqe {
+            index: 0,
+            flags: h.flags & StreamHeader::FLAGS_MASK,
+            len: u32::from(h.len),
+            hash: h.hash,
+        };
+        if cqe.flags & Cqe::FCS_ERR != 0 {
+            bump(&self.stats.rx_crc_errors, 1);
+            return;
+        }
+        let Some(skb) = SkBuff::filled(napi, usize::from(h.len), |out| s.copy(&record, out)) else {
+            bump(&self.stats.rx_alloc_failed, 1);
+            bump(&self.stats.rx_dropped, 1);
+            return;
+        };
+        if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
+            self.dev.get().data().gft_exception(self.index, skb);
+            return;
+        }
+        self.count_received(cqe.len);
+        self.to_stack(napi, skb, cqe, ctx);
+    }
+
     /// Gives a received frame's skb to the stack with what the card
     /// found (flow hash, checksum).
     fn to_stack(&self, napi: &Napi, mut skb: SkBuff, cqe: Cqe, ctx: &PollCtx<'_>) {
@@ -390,18 +476,32 @@ impl NapiPoll for QueuePair {
             napi.complete_done(0);
             return 0;
         };
-        let rx_tail_before = rx.ring.tail;
+        let RxState { cq, path } = rx;
+        let rx_tail_before = match path {
+            RxPath::Ring(ring) => Some(ring.ring.tail),
+            RxPath::Stream(_) => None,
+        };
         let mut tx_done = TxDone::default();
         while received < budget {
-            let Some(cqe) = read_cqe(&rx.cq) else {
+            let Some(cqe) = read_cqe(cq) else {
                 break;
             };
-            rx.cq.advance();
-            if cqe.flags & Cqe::RX != 0 {
-                self.complete_rx(napi, rx, cqe, &mut ctx);
-                received += 1;
-            } else {
+            cq.advance();
+            if cqe.flags & Cqe::RX == 0 {
                 self.complete_tx(dev, cqe, &mut tx_done);
+                continue;
+            }
+            match path {
+                RxPath::Ring(ring) => self.complete_rx(napi, ring, cqe, &mut ctx),
+                // A streaming pair has no RX buffers to complete.
+                RxPath::Stream(_) => self.out_of_step(false, cqe.index, cqe.len, 0),
+            }
+            received += 1;
+        }
+        if let RxPath::Stream(s) = path {
+            received += self.poll_stream(napi, s, budget - received, &ctx);
+            if let Some(head) = s.give_back() {
+                self.doorbell(regs::DB_STREAM_HEAD, head);
             }
         }
         if ctx.redirected {
@@ -415,18 +515,21 @@ impl NapiPoll for QueuePair {
         if rx.xsk().is_some() && self.xsk_xmit() {
             received = budget;
         }
+        let RxState { cq, path } = rx;
         if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);
         }
-        // A ring that could not be filled (allocations failed at start or
-        // since) gets what it lacks.
-        if rx.ring.free() > 0 {
-            rx.refill(&self.stats.rx_alloc_failed);
+        if let (RxPath::Ring(ring), Some(tail_before)) = (path, rx_tail_before) {
+            // A ring that could not be filled (allocations failed at start
+            // or since) gets what it lacks.
+            if ring.ring.free() > 0 {
+                ring.refill(&self.stats.rx_alloc_failed);
+            }
+            if ring.ring.tail != tail_before {
+                self.doorbell(regs::DB_RX_TAIL, u32::from(ring.ring.tail.get()));
+            }
         }
-        if rx.ring.tail != rx_tail_before {
-            self.doorbell(regs::DB_RX_TAIL, u32::from(rx.ring.tail.get()));
-        }
-        let head = rx.cq.head;
+        let head = cq.head;
         drop(guard);
         if received < budget && napi.complete_done(received) {
             self.doorbell(regs::DB_CQ_HEAD, head | CQ_ARM);
