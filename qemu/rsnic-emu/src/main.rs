@@ -20,7 +20,7 @@ use rsnic_emu::control::{self, Fault, Faults};
 use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::nic::AdminFault;
-use rsnic_emu::queues::CqeFault;
+use rsnic_emu::queues::{CqeFault, QpStats};
 use rsnic_emu::rdma::faults::RdmaFault;
 use rsnic_emu::wire::Wire;
 
@@ -222,14 +222,17 @@ fn function_stats(func: &Function) -> String {
         packets += q.stats.wire_packets();
     }
     // Faults injected into pairs since destroyed count too.
-    let cqe_faults: u64 = (0..usize::from(hw::MAX_QUEUE_PAIRS))
-        .filter_map(|qp| func.nic.qp_stats(qp))
-        .map(|s| s.faults_injected)
-        .sum();
+    let mut all = QpStats::default();
+    for s in (0..usize::from(hw::MAX_QUEUE_PAIRS)).filter_map(|qp| func.nic.qp_stats(qp)) {
+        all.add(&s);
+    }
+    let streaming = func.nic.queue_pairs().filter(|q| q.streaming()).count();
     out += &format!(
         " dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets} \
          doorbells={doorbells} irqs={irqs} \
-         cqe_faults_injected={cqe_faults}"
+         cqe_faults_injected={} streaming_pairs={streaming} stream_notifications={} \
+         rx_no_buffer={}",
+        all.faults_injected, all.stream_notifications, all.rx_no_buffer
     );
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;

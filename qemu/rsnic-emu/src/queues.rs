@@ -778,4 +778,42 @@ mod tests {
             "second pass writes phase 0"
         );
     }
+
+    #[test]
+    fn a_streaming_pair_announces_batches_and_raises_once() {
+        let (dma, _f) = two_region_space();
+        // 8 units of stream at 0x2400, tail word at 0x2800.
+        let stream = RxStream::new(crate::hw::stream::MIN_BYTES, 0x2400, 0x2800)
+            .unwrap()
+            .with_units(8);
+        let mut q = qp().with_stream(stream);
+        assert!(q.streaming());
+        assert!(!q.cq_doorbell(CQ_ARM));
+        let delivered = RxOutcome::Delivered { raise: false };
+        assert_eq!(q.deliver(&dma, &[1; 60], Cqe::CSUM_OK, 5), delivered);
+        assert_eq!(q.deliver(&dma, &[2; 60], 0, 0), delivered);
+        assert_eq!(q.cq_tail, 0, "no completion per frame");
+        assert!(q.publish_stream(&dma), "armed: one interrupt for the batch");
+        assert!(!q.publish_stream(&dma), "nothing new");
+        let mut t = [0u8; 4];
+        dma.read(0x2800, &mut t).unwrap();
+        assert_eq!(u32::from_le_bytes(t), 4);
+        assert_eq!(q.stats.stream_notifications, 1);
+        // Two headers, one tail write, one interrupt.
+        assert_eq!(q.stats.dma_meta_bytes, 2 * 8 + 4 + MSI_BYTES);
+        // Full: the next two records do not fit before the head.
+        assert_eq!(q.deliver(&dma, &[3; 60], 0, 0), delivered);
+        assert_eq!(q.deliver(&dma, &[3; 60], 0, 0), delivered);
+        assert_eq!(q.deliver(&dma, &[4; 60], 0, 0), RxOutcome::Dropped);
+        assert_eq!(q.stats.rx_no_buffer, 1);
+        assert!(!q.publish_stream(&dma), "not armed");
+        // A head beyond the tail is refused; arming with records unread
+        // raises at once.
+        q.stream_doorbell(9);
+        assert_eq!(q.stats.bad_requests, 1);
+        q.stream_doorbell(4);
+        assert!(q.cq_doorbell(CQ_ARM), "unread records: raise at once");
+        q.stream_doorbell(8);
+        assert!(!q.cq_doorbell(CQ_ARM), "all read: wait");
+    }
 }

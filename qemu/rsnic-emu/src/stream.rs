@@ -15,7 +15,7 @@ use crate::hw::stream::{self, StreamHeader, ALIGN};
 pub enum StreamFault {
     /// A record's sequence number is off by 0x21.
     Seq,
-    /// A record's header claims 4 KiB more than it holds.
+    /// A record's header claims 32 KiB more than it holds.
     Length,
     /// The published tail lies a whole ring and 7 units past the head.
     Tail,
@@ -132,7 +132,7 @@ impl RxStream {
         };
         match self.take_fault(&[StreamFault::Seq, StreamFault::Length]) {
             Some(StreamFault::Seq) => header.flags ^= 0x21 << 8,
-            Some(StreamFault::Length) => header.len = header.len.wrapping_add(4096),
+            Some(StreamFault::Length) => header.len = header.len.wrapping_add(0x8000),
             _ => {}
         }
         let mut record = Vec::with_capacity(StreamHeader::SIZE + data.len());
@@ -177,6 +177,14 @@ impl RxStream {
         true
     }
 
+    /// The same stream over only `units` units of its ring (tests: a
+    /// ring smaller than the card accepts).
+    #[cfg(test)]
+    pub fn with_units(mut self, units: u32) -> Self {
+        self.units = units;
+        self
+    }
+
     /// Faults injected since the last call.
     pub fn take_injected(&mut self) -> u64 {
         std::mem::take(&mut self.injected)
@@ -203,9 +211,9 @@ mod tests {
     }
 
     fn small(ring: u64, tail: u64, units: u32) -> RxStream {
-        let mut s = RxStream::new(stream::MIN_BYTES, ring, tail).unwrap();
-        s.units = units;
-        s
+        RxStream::new(stream::MIN_BYTES, ring, tail)
+            .unwrap()
+            .with_units(units)
     }
 
     #[test]
@@ -280,7 +288,7 @@ mod tests {
         let mut s = small(0x1000, 0x1800, 16);
         s.fault(StreamFault::Length, 1);
         s.write(&dma, &[0; 60], 0, 0).unwrap();
-        assert_eq!(header(&dma, 0x1000).len, 60 + 4096);
+        assert_eq!(header(&dma, 0x1000).len, 60 + 0x8000);
         s.fault(StreamFault::Seq, 1);
         s.write(&dma, &[0; 60], 0, 0).unwrap();
         assert_eq!(header(&dma, 0x1000 + 2 * 64).seq(), 1 ^ 0x21);
