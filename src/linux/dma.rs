@@ -113,12 +113,24 @@ impl DmaBuffer {
     /// (how far it wrote into a stream), read before anything it
     /// announces: a DMA read barrier follows the read. `None` if out of
     /// bounds.
+    /// The word is read in one access (it must be 4-byte aligned): read
+    /// byte by byte while the device moves it, it could mix the old value
+    /// with the new.
     pub(crate) fn read_position(&self, offset: usize) -> Option<u32> {
-        let mut word = [0u8; 4];
-        self.read(offset, &mut word).ok()?;
+        if !offset.is_multiple_of(4) {
+            return None;
+        }
+        self.check(offset, 4).ok()?;
+        let base = self.mem.as_ptr().cast::<u8>();
+        // SAFETY: `offset..offset + 4` is inside the allocation (`check`),
+        // and the address is 4-byte aligned: coherent allocations are at
+        // least page aligned and `offset` is a multiple of 4. A volatile
+        // aligned u32 load is one access, which the device may write
+        // concurrently.
+        let word = unsafe { base.add(offset).cast::<u32>().read_volatile() };
         // SAFETY: `dma_rmb` has no preconditions.
         unsafe { bindings::rust_ext_dma_rmb() };
-        Some(u32::from_le_bytes(word))
+        Some(u32::from_le(word))
     }
 
     /// Copies bytes starting at `offset` into `out` in one block copy:

@@ -106,6 +106,27 @@ impl DmaSpace {
         Ok(())
     }
 
+    /// Stores the 4-byte aligned little-endian word at `addr` in one
+    /// access, with release ordering: a reader that sees the new value
+    /// sees everything written before it, never half of the word (a
+    /// position the driver reads while the card moves it).
+    pub fn store_u32(&self, addr: u64, value: u32) -> Result<(), DmaFault> {
+        if !addr.is_multiple_of(4) {
+            return Err(DmaFault { addr });
+        }
+        let (ptr, avail) = self.translate(addr)?;
+        if avail < 4 || !(ptr as usize).is_multiple_of(4) {
+            return Err(DmaFault { addr });
+        }
+        // SAFETY: `translate` returned a pointer with at least 4 mapped
+        // bytes behind it, 4-byte aligned (checked), so it is valid for an
+        // atomic u32 for the duration of the store; the guest accesses
+        // the word only with plain aligned loads and stores.
+        let word = unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast::<u32>()) };
+        word.store(value.to_le(), std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
     /// Copies `buf` into host memory at `addr`. Nothing is written on a fault.
     pub fn write(&self, addr: u64, buf: &[u8]) -> Result<(), DmaFault> {
         self.check(addr, buf.len())?;

@@ -54,7 +54,10 @@ impl RxStream {
     /// Checks a stream request: `None` for a size the card does not take
     /// or a misaligned address.
     pub fn new(bytes: u32, ring: u64, tail: u64) -> Option<Self> {
-        if !stream::valid_bytes(bytes) || ring % u64::from(ALIGN) != 0 || tail % 4 != 0 {
+        if !stream::valid_bytes(bytes)
+            || !ring.is_multiple_of(u64::from(ALIGN))
+            || !tail.is_multiple_of(4)
+        {
             return None;
         }
         Some(Self {
@@ -161,8 +164,8 @@ impl RxStream {
         if self.take_fault(&[StreamFault::Tail]).is_some() {
             tail = self.head.wrapping_add(self.units + 7);
         }
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        dma.write(self.tail_addr, &tail.to_le_bytes())?;
+        // One aligned store, after the records (release).
+        dma.store_u32(self.tail_addr, tail)?;
         self.published = self.written;
         Ok(std::mem::take(&mut self.unpublished))
     }

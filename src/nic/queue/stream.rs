@@ -137,7 +137,8 @@ impl StreamRx {
             }
             let len = u32::from(header.len);
             let units = StreamHeader::units(len);
-            if len < 14 || len > stream::MAX_RECORD_LEN || units > avail || units > to_end {
+            let possible = (14..=stream::MAX_RECORD_LEN).contains(&len);
+            if !possible || units > avail || units > to_end {
                 return Err(self.out_of_step(found));
             }
             self.head = self.head.wrapping_add(units);
