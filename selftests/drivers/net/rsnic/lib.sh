@@ -112,7 +112,10 @@ vf_plug() { # A|B
 	local reply
 	reply=$(harness vf "$1" plug) || return 1
 	[ "$reply" = "ok already plugged" ] && echo 1 >/sys/bus/pci/rescan
-	wait_until 100 vf_present "$1"
+	wait_until 100 vf_present "$1" || return 1
+	# Under rx_stream.sh the VF streams too.
+	[ -z "$RSNIC_RX_STREAM" ] ||
+		ethtool --set-priv-flags "$(netif_of "$(vf_addr "$1")")" rx-stream on
 }
 vf_present() { [ -n "$(vf_addr "$1")" ]; }
 
@@ -256,12 +259,20 @@ net_setup() {
 	ip link set "$NETIF_A" up
 	ip -n $NS addr add $IP_B/24 dev "$NETIF_B"
 	ip -n $NS addr add $IP6_B/64 dev "$NETIF_B" nodad
+	if [ -n "$RSNIC_RX_STREAM" ]; then
+		# Both ends receive into streams (rx_stream.sh runs tests so).
+		ethtool --set-priv-flags "$NETIF_A" rx-stream on || bail_out "rx-stream on $NETIF_A refused"
+		ip netns exec $NS ethtool --set-priv-flags "$NETIF_B" rx-stream on ||
+			bail_out "rx-stream on $NETIF_B refused"
+	fi
 	ip -n $NS link set "$NETIF_B" up
 	wait_carrier "$NETIF_A" 1 && wait_carrier "$NETIF_B" 1 $NS
 }
 
 # Undoes net_setup: card B's netdev returns to the default netns.
 net_cleanup() {
+	ip netns exec $NS ethtool --set-priv-flags "$NETIF_B" rx-stream off 2>/dev/null
+	ethtool --set-priv-flags "$NETIF_A" rx-stream off 2>/dev/null
 	ip -n $NS link set "$NETIF_B" netns 1 2>/dev/null
 	ip netns del $NS 2>/dev/null
 	ip addr flush dev "$NETIF_A" 2>/dev/null
