@@ -151,12 +151,13 @@ cpu_now() {
 run_once() {
 	local name=$1 ns=$2 ip=$3 t c0 c1
 	: >/tmp/b-cpu
-	for t in tcp1 tcp4 udp64 rr; do
+	for t in tcp1 tcp4 udp64 udp1500 rr; do
 		c0=$(cpu_now) || return 1
 		case $t in
 		tcp1) iperf_json "$ns" "$ip" -t "$DURATION" >/tmp/b-tcp1.json ;;
 		tcp4) iperf_json "$ns" "$ip" -t "$DURATION" -P 4 >/tmp/b-tcp4.json ;;
 		udp64) iperf_json "$ns" "$ip" -t "$DURATION" -u -l 64 -b 0 >/tmp/b-udp64.json ;;
+		udp1500) iperf_json "$ns" "$ip" -t "$DURATION" -u -l 1472 -b 0 >/tmp/b-udp1500.json ;;
 		rr) latency "$ns" "$ip" >/tmp/b-rr.txt ;;
 		esac
 		c1=$(cpu_now) || return 1
@@ -174,9 +175,10 @@ for t, streams in (("tcp1", 1), ("tcp4", 4)):
     e = json.load(open(f"/tmp/b-{t}.json"))["end"]["sum_received"]
     run[f"tcp_{streams}_mbps"] = round(e["bits_per_second"] / 1e6, 1)
     run[f"{t}_bytes"] = e["bytes"]
-u = json.load(open("/tmp/b-udp64.json"))["end"]["sum"]
-run["udp64_packets"] = u["packets"] - u["lost_packets"]
-run["udp64_pps"] = round(run["udp64_packets"] / u["seconds"])
+for t in ("udp64", "udp1500"):
+    u = json.load(open(f"/tmp/b-{t}.json"))["end"]["sum"]
+    run[f"{t}_packets"] = u["packets"] - u["lost_packets"]
+    run[f"{t}_pps"] = round(run[f"{t}_packets"] / u["seconds"])
 p50, p99, p999, timeouts = map(int, open("/tmp/b-rr.txt").read().split())
 run.update(rr_p50_us=p50, rr_p99_us=p99, rr_p999_us=p999, rr_timeouts=timeouts)
 print(json.dumps(run))
@@ -207,6 +209,13 @@ rsnic_offloads() {
 	ip netns exec bench-rsnic ethtool -K "$b" tx "$1" rx "$1" tso "$1" >/dev/null 2>&1
 }
 
+# rsnic_stream on|off: the rx-stream private flag of both rsnic ends.
+rsnic_stream() {
+	ethtool --set-priv-flags "$a" rx-stream "$1" &&
+		ip netns exec bench-rsnic ethtool --set-priv-flags "$b" rx-stream "$1" &&
+		wait_until 50 ping -c1 -W1 -q 10.99.0.2 >/dev/null
+}
+
 # repeated: REPEATS rounds, each running every device once, in turn.
 repeated() {
 	local r dev
@@ -216,9 +225,15 @@ repeated() {
 		wait_until 50 listening tcp 5201 "$d"
 	done
 	for r in $(seq "$REPEATS"); do
-		for dev in rsnic rsnic-nooffload virtio-tap virtio-dgram; do
+		for dev in rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram; do
 			case $dev in
 			rsnic) run_once rsnic bench-rsnic 10.99.0.2 ;;
+			rsnic-stream)
+				rsnic_stream on || return 1
+				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-stream
+				run_once "$dev" bench-rsnic 10.99.0.2
+				rsnic_stream off
+				;;
 			rsnic-nooffload)
 				rsnic_offloads off
 				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nooffload
@@ -247,8 +262,10 @@ def spread(xs):
 out = {}
 for dev, rs in runs.items():
     d = {k: spread([r[k] for r in rs]) for k in
-         ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "rr_p50_us", "rr_p99_us", "rr_p999_us", "rr_timeouts")}
-    for t, amount, unit in (("tcp1", "tcp1_bytes", 1e9), ("tcp4", "tcp4_bytes", 1e9), ("udp64", "udp64_packets", 1e6)):
+         ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "udp1500_pps", "rr_p50_us", "rr_p99_us", "rr_p999_us",
+          "rr_timeouts")}
+    for t, amount, unit in (("tcp1", "tcp1_bytes", 1e9), ("tcp4", "tcp4_bytes", 1e9), ("udp64", "udp64_packets", 1e6),
+                            ("udp1500", "udp1500_packets", 1e6)):
         per = "gb" if unit == 1e9 else "mpkt"
         host = [sum(r[f"{t}_cpu"][x] for x in ("vcpu", "qemu_other", "emu")) / max(r[amount] / unit, 1e-9) for r in rs]
         guest = [r[f"{t}_cpu"]["guest"] / max(r[amount] / unit, 1e-9) for r in rs]

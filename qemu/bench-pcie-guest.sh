@@ -60,7 +60,7 @@ print("bytes:", s["rx"]["bytes"] + s["tx"]["bytes"])'
 # doorbells irqs packets" (rsnic) or "packets bytes kicks irqs" (virtio-tap).
 pcie_counts() {
 	case $1 in
-	rsnic)
+	rsnic | rsnic-stream)
 		# One after the other: the harness port takes one user at a time.
 		local ca cb
 		ca=$(card_pcie A) && cb=$(card_pcie B) || return 1
@@ -92,7 +92,7 @@ if w == "udp64":
     packets = 2 * e["sum"]["packets"]
 else:
     packets = 2 * e["sum_received"]["bytes"] // 1448
-if dev == "rsnic":
+if dev.startswith("rsnic"):
     meta, payload, doorbells, irqs, dev_packets = d
     parts = {"descriptors_completions": meta - 4 * (doorbells + irqs), "doorbells": 4 * doorbells,
              "interrupts": 4 * irqs}
@@ -123,6 +123,9 @@ pcie_bench() {
 	for r in $(seq "$REPEATS"); do
 		for w in udp64 tcp1500; do
 			pcie_run rsnic bench-rsnic 10.99.0.2 $w || return 1
+			rsnic_stream on || return 1
+			pcie_run rsnic-stream bench-rsnic 10.99.0.2 $w || return 1
+			rsnic_stream off || return 1
 			pcie_run virtio-tap bench-virtio 10.98.0.2 $w || return 1
 		done
 	done >/tmp/b-pcie.jsonl

@@ -39,13 +39,14 @@ def print_side_by_side(rows, rsnic, reference, ref_name, width):
         print(f"{label:{width}} {r:>10} {x:>10} {ratio:>7.2f}{note}")
 
 
-DEVICES = [("rsnic", "rsnic"), ("rsnic-nooffload", "rsnic, no offl."),
+DEVICES = [("rsnic", "rsnic"), ("rsnic-stream", "rsnic, rx-stream"), ("rsnic-nooffload", "rsnic, no offl."),
            ("virtio-tap", "virtio tap"), ("virtio-dgram", "virtio dgram")]
 
 REPEATED_ROWS = [
     ("tcp_1_mbps", "TCP, 1 stream (Mbit/s)"),
     ("tcp_4_mbps", "TCP, 4 streams (Mbit/s)"),
     ("udp64_pps", "UDP 64 B (packets/s)"),
+    ("udp1500_pps", "UDP 1500 B (packets/s)"),
     ("rr_p50_us", "UDP req/resp p50 (us)"),
     ("rr_p99_us", "UDP req/resp p99 (us)"),
     ("rr_p999_us", "UDP req/resp p99.9 (us)"),
@@ -56,6 +57,7 @@ REPEATED_ROWS = [
     ("tcp4_guest_cpu_s_per_gb", "guest CPU s/GB, TCP 4 streams"),
     ("udp64_host_cpu_s_per_mpkt", "host CPU s/Mpkt, UDP 64 B"),
     ("udp64_guest_cpu_s_per_mpkt", "guest CPU s/Mpkt, UDP 64 B"),
+    ("udp1500_host_cpu_s_per_mpkt", "host CPU s/Mpkt, UDP 1500 B"),
 ]
 
 
@@ -74,8 +76,8 @@ def print_repeated(result):
     for key, label in REPEATED_ROWS:
         cells = []
         for k, _ in devs:
-            s = rep[k][key]
-            cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}-{fmt(s['max'])}]")
+            s = rep[k].get(key)
+            cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}-{fmt(s['max'])}]" if s else "n/a")
         print(f"{label:32}" + "".join(f"{c:>24}" for c in cells))
     for k, label in devs:
         st = rep[k]["state"]
@@ -93,7 +95,7 @@ def chart_repeated(rep, path):
                                                    "tcp4_host_cpu_s_per_gb", "udp64_host_cpu_s_per_mpkt")]
     devs = [(k, label) for k, label in DEVICES if k in rep]
     fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6))
-    colors = ["#c0392b", "#e59866", "#2c3e50", "#85929e"]
+    colors = ["#c0392b", "#8e44ad", "#e59866", "#2c3e50", "#85929e"]
     for ax, (key, label) in zip(axes, rows):
         med = [rep[k][key]["median"] for k, _ in devs]
         lo = [m - rep[k][key]["min"] for m, (k, _) in zip(med, devs)]
@@ -187,10 +189,10 @@ def chart_sweeps(sweeps, path):
 def print_pcie(pcie):
     """Ensō's metric: metadata bytes per packet and their share of all
     bytes moved over PCIe, with the parts."""
-    print(f"{'PCIe metadata (both ends)':34}{'bytes/packet':>14}{'share [min-max]':>24}"
+    print(f"{'PCIe metadata (both ends)':38}{'bytes/packet':>14}{'share [min-max]':>24}"
           f"{'desc+compl':>12}{'doorbells':>11}{'interrupts':>11}{'dev frames/pkt':>16}")
     for w, wl in (("udp64", "UDP 64 B"), ("tcp1500", "TCP, 1500 B packets")):
-        for dev in ("rsnic", "virtio-tap"):
+        for dev in ("rsnic", "rsnic-stream", "virtio-tap"):
             e = pcie.get(dev, {}).get(w)
             if not e:
                 continue
@@ -198,11 +200,12 @@ def print_pcie(pcie):
             total = max(sum(parts.values()), 1)
             share = (f"{100 * e['meta_share']:.1f}% [{100 * e['meta_share_min']:.1f}-"
                      f"{100 * e['meta_share_max']:.1f}]")
-            print(f"{wl + ', ' + dev:34}{e['meta_bytes_per_packet']:>14}{share:>24}"
+            print(f"{wl + ', ' + dev:38}{e['meta_bytes_per_packet']:>14}{share:>24}"
                   + "".join(f"{100 * parts[k] / total:>10.0f}%" for k in
                             ("descriptors_completions", "doorbells", "interrupts"))
                   + f"{e.get('device_packets_per_packet', float('nan')):>16}")
     print("  (virtio-net: a lower bound from the split-virtqueue layout, see bench-pcie-guest.sh;"
+          " rsnic-stream: desc+compl holds its record headers and tail writes;"
           " dev frames/pkt: frames through the device's queues per packet of the workload)")
 
 
