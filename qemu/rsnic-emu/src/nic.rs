@@ -117,9 +117,9 @@ pub struct Nic {
     /// IEEE 802.3 MAC counters.
     mac_stats: hw::MacStats,
     qps: Vec<Option<QueuePair>>,
-    /// How each queue pair receives from its next creation on: a stream
-    /// (ring bytes, ring and tail addresses) or its RX ring (`None`).
-    rx_streams: Vec<Option<(u32, u64, u64)>>,
+    /// How each queue pair receives from its next creation on: into a
+    /// copy of this (checked, empty) stream, or its RX ring (`None`).
+    rx_streams: Vec<Option<RxStream>>,
     /// Interrupt moderation of every queue pair.
     moderation: Moderation,
     /// Counts of destroyed queue pairs, per index, so counters survive
@@ -553,11 +553,8 @@ impl Nic {
                 let Some(mut q) = QueuePair::new(cfg) else {
                     return AdminStatus::BadParam;
                 };
-                if let Some((bytes, ring, tail)) = self.rx_streams[usize::from(cfg.qp)] {
-                    match RxStream::new(bytes, ring, tail) {
-                        Some(stream) => q = q.with_stream(stream),
-                        None => return AdminStatus::BadParam,
-                    }
+                if let Some(stream) = &self.rx_streams[usize::from(cfg.qp)] {
+                    q = q.with_stream(stream.clone());
                 }
                 q.set_moderation(self.moderation);
                 if let Some((kind, n)) = self.cqe_fault_new {
@@ -615,10 +612,11 @@ impl Nic {
                 }
                 if bytes == 0 {
                     *slot = None;
-                } else if RxStream::new(bytes, ring, tail).is_some() {
-                    *slot = Some((bytes, ring, tail));
                 } else {
-                    return AdminStatus::BadParam;
+                    let Some(stream) = RxStream::new(bytes, ring, tail) else {
+                        return AdminStatus::BadParam;
+                    };
+                    *slot = Some(stream);
                 }
             }
             AdminCmd::QueryQpStats { qp } => {

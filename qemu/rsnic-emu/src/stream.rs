@@ -31,6 +31,7 @@ pub enum StreamDrop {
 }
 
 /// The RX stream of a running queue pair.
+#[derive(Clone, Debug)]
 pub struct RxStream {
     ring: u64,
     units: u32,

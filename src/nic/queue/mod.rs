@@ -18,7 +18,7 @@ mod rx;
 mod stream;
 mod tx;
 
-pub(crate) use stream::STREAM_BYTES;
+use stream::STREAM_BYTES;
 
 use kernel::{
     new_mutex, new_spinlock,
@@ -39,7 +39,7 @@ use crate::linux::{
     irq::IrqHandler,
     net::{
         napi::WithNapi,
-        netdev::{net_ratelimit, NetDevRef, RxQueueStats, TxQueueStats},
+        netdev::{net_ratelimit, NetDev, NetDevRef, RxQueueStats, TxQueueStats},
         page_pool::PagePool,
         rtnl::Rtnl,
         xdp::XdpRxq,
@@ -540,39 +540,49 @@ impl QueuePair {
     /// always, logged once per reset. `tx`: on the TX side; `index` and
     /// `len` as the card wrote them, `expected` the ring's next index.
     fn out_of_step(&self, tx: bool, index: u16, len: u32, expected: u16) {
-        bump(&self.stats.bad_completions, 1);
-        self.bad_cqe_index
-            .store(u32::from(tx) << 16 | u32::from(index), Relaxed);
-        self.bad_cqe_len.store(len, Relaxed);
-        self.bad_cqe_expected.store(u32::from(expected), Relaxed);
-        if self.request_reset(ResetCause::COMPLETION) {
-            let dev = self.dev.get();
+        let index = u32::from(tx) << 16 | u32::from(index);
+        self.completion_fault(index, len, u32::from(expected), |dev| {
             pr_warn!(
                 "{}: queue pair {}: completion out of step with its ring, resetting it\n",
                 dev.name(),
                 self.index
-            );
-            dev.data().schedule_work();
-        }
+            )
+        });
     }
 
     /// The card broke the RX stream's format (a tail beyond the ring, a
-    /// record out of sequence or too long): counted with the completion
-    /// faults, logged, and the pair reset.
+    /// record out of sequence or too long): as [`Self::out_of_step`], the
+    /// driver's position and what the card wrote recorded for the dump.
     fn stream_out_of_step(&self, e: stream::OutOfStep) {
-        bump(&self.stats.bad_completions, 1);
-        self.bad_cqe_index.store(e.head & 0xffff, Relaxed);
-        self.bad_cqe_len.store(e.found, Relaxed);
-        self.bad_cqe_expected.store(0, Relaxed);
-        if self.request_reset(ResetCause::COMPLETION) {
-            let dev = self.dev.get();
+        self.completion_fault(e.head & 0xffff, e.found, 0, |dev| {
             pr_warn!(
                 "{}: queue pair {}: RX stream out of step at {:#x} (card wrote {:#x}), resetting it\n",
                 dev.name(),
                 self.index,
                 e.head,
                 e.found
-            );
+            )
+        });
+    }
+
+    /// What the card wrote into a completion queue or stream no longer
+    /// lines up with the driver: counted, recorded for the health dump
+    /// (`index`, `len`, `expected`), and the pair's reset asked for,
+    /// `log`ged once per reset.
+    fn completion_fault(
+        &self,
+        index: u32,
+        len: u32,
+        expected: u32,
+        log: impl FnOnce(&NetDev<Nic>),
+    ) {
+        bump(&self.stats.bad_completions, 1);
+        self.bad_cqe_index.store(index, Relaxed);
+        self.bad_cqe_len.store(len, Relaxed);
+        self.bad_cqe_expected.store(expected, Relaxed);
+        if self.request_reset(ResetCause::COMPLETION) {
+            let dev = self.dev.get();
+            log(dev);
             dev.data().schedule_work();
         }
     }
