@@ -395,6 +395,52 @@ void *rust_ext_page_address(const struct page *page)
 	return page_address(page);
 }
 
+struct page *rust_ext_alloc_chunk(unsigned int order, bool atomic)
+{
+	return alloc_pages((atomic ? GFP_ATOMIC : GFP_KERNEL) | __GFP_COMP | __GFP_NOWARN, order);
+}
+
+void rust_ext_get_page(struct page *page)
+{
+	get_page(page);
+}
+
+void rust_ext_put_page(struct page *page)
+{
+	put_page(page);
+}
+
+int rust_ext_page_ref_count(const struct page *page)
+{
+	return page_ref_count(page);
+}
+
+dma_addr_t rust_ext_dma_map_chunk(struct device *dev, struct page *page, size_t size)
+{
+	return dma_map_page(dev, page, 0, size, DMA_BIDIRECTIONAL);
+}
+
+void rust_ext_dma_unmap_chunk(struct device *dev, dma_addr_t addr, size_t size)
+{
+	dma_unmap_page(dev, addr, size, DMA_BIDIRECTIONAL);
+}
+
+void rust_ext_dma_sync_chunk_for_cpu(struct device *dev, dma_addr_t addr, u32 len)
+{
+	dma_sync_single_for_cpu(dev, addr, len, DMA_BIDIRECTIONAL);
+}
+
+void rust_ext_dma_sync_chunk_for_device(struct device *dev, dma_addr_t addr, u32 len)
+{
+	dma_sync_single_for_device(dev, addr, len, DMA_BIDIRECTIONAL);
+}
+
+void rust_ext_skb_add_rx_frag(struct sk_buff *skb, struct page *page, u32 offset, u32 size,
+			      u32 truesize)
+{
+	skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, offset, size, truesize);
+}
+
 void rust_ext_page_pool_dma_sync_for_device(const struct page_pool *pool, struct page *page,
 					 u32 offset, u32 len)
 {

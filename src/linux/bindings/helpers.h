@@ -111,6 +111,18 @@ dma_addr_t rust_ext_page_pool_get_dma_addr(const struct page *page);
 void rust_ext_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page *page,
 				      u32 offset, u32 len);
 void *rust_ext_page_address(const struct page *page);
+
+/* RX stream chunks: compound pages mapped both ways */
+struct page *rust_ext_alloc_chunk(unsigned int order, bool atomic);
+void rust_ext_get_page(struct page *page);
+void rust_ext_put_page(struct page *page);
+int rust_ext_page_ref_count(const struct page *page);
+dma_addr_t rust_ext_dma_map_chunk(struct device *dev, struct page *page, size_t size);
+void rust_ext_dma_unmap_chunk(struct device *dev, dma_addr_t addr, size_t size);
+void rust_ext_dma_sync_chunk_for_cpu(struct device *dev, dma_addr_t addr, u32 len);
+void rust_ext_dma_sync_chunk_for_device(struct device *dev, dma_addr_t addr, u32 len);
+void rust_ext_skb_add_rx_frag(struct sk_buff *skb, struct page *page, u32 offset, u32 size,
+			      u32 truesize);
 void rust_ext_page_pool_dma_sync_for_device(const struct page_pool *pool, struct page *page,
 					 u32 offset, u32 len);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Networking: net devices and their operations, ethtool, NAPI, socket
-//! buffers, page pools, native XDP, the RTNL lock, upper/lower device
+//! buffers, page pools, receive-stream chunks, native XDP, the RTNL lock, upper/lower device
 //! links and the netdevice notifier.
 
 pub(crate) mod dma_map;
@@ -13,6 +13,7 @@ pub(crate) mod netdev;
 pub(crate) mod netdev_ops;
 pub(crate) mod page_pool;
 pub(crate) mod rtnl;
+pub(crate) mod rx_chunk;
 pub(crate) mod skbuff;
 pub(crate) mod stats;
 pub(crate) mod upper;

@@ -198,8 +198,9 @@ impl RxPage {
     }
 }
 
-/// Bytes at the end of a buffer for `skb_shared_info`.
-fn shinfo_room() -> u32 {
+/// Bytes at the end of a buffer for `skb_shared_info`
+/// (`SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`).
+pub(crate) fn shinfo_room() -> u32 {
     // SAFETY: A pure function of the kernel configuration.
     unsafe { bindings::rust_ext_skb_shinfo_room() }
 }

@@ -23,6 +23,7 @@ use crate::linux::net::{
     napi::Napi,
     page_pool::PagePool,
     rtnl::Rtnl,
+    rx_chunk::ChunkMem,
     xsk::{set_rxq_pool, XskPool},
 };
 
@@ -294,6 +295,25 @@ impl XdpRxq<XskMem> {
     pub(crate) fn new_xsk(napi: &Napi, queue: u32, pool: &XskPool) -> Result<Self> {
         // SAFETY: Registered, without a memory model yet.
         Self::with_model(napi, queue, |raw| unsafe { set_rxq_pool(raw, pool) })
+    }
+}
+
+impl XdpRxq<ChunkMem> {
+    /// Registers RX queue `queue`, polled by `napi`, whose frames are in
+    /// receive-stream chunks, each holding a page reference the core
+    /// drops when it is done with the frame.
+    pub(crate) fn new_chunk(napi: &Napi, queue: u32) -> Result<Self> {
+        Self::with_model(napi, queue, |raw| {
+            // SAFETY: Registered, without a memory model yet; the shared
+            // page model needs no allocator.
+            kernel::error::to_result(unsafe {
+                bindings::xdp_rxq_info_reg_mem_model(
+                    raw.get(),
+                    bindings::xdp_mem_type_MEM_TYPE_PAGE_SHARED,
+                    ptr::null_mut(),
+                )
+            })
+        })
     }
 }
 
