@@ -407,20 +407,31 @@ admin_commands! {
         /// [`AdminCmd::CreateQp`] on (the choice stays until changed or
         /// the function resets): with `bytes` 0, into the buffers of its
         /// RX ring; otherwise into a stream ([`super::stream`]): frames
-        /// back to back in the `bytes`-byte ring at `ring`, the card's
-        /// write position published in the 4-byte word at `tail`, and the
-        /// create command's RX ring unused. A running pair is
-        /// [`AdminStatus::BadState`].
+        /// back to back in the `bytes`-byte ring whose chunks the table at
+        /// `table` lists, the card's write position published in the
+        /// 4-byte word at `tail`, and the create command's RX ring unused.
+        /// A running pair is [`AdminStatus::BadState`]; a shape that is
+        /// not [`super::stream::StreamGeometry::valid`],
+        /// [`AdminStatus::BadParam`].
         SetRxStream {
             /// Queue pair index.
             qp @ 8: u16,
-            /// Ring bytes: 0, or a power of two in
-            /// [`super::stream::MIN_BYTES`]..=[`super::stream::MAX_BYTES`].
+            /// Ring bytes: 0 (no stream), or as
+            /// [`super::stream::StreamGeometry::bytes`].
             bytes @ 12: u32,
-            /// Bus address of the ring, [`super::stream::ALIGN`]-aligned.
-            ring @ 16: u64,
+            /// Bus address of the chunk table, 8-byte aligned: one 64-bit
+            /// chunk address ([`super::stream::ALIGN`]-aligned) per chunk.
+            table @ 16: u64,
             /// Bus address of the tail word, 4-byte aligned.
             tail @ 24: u64,
+            /// Chunk bytes ([`super::stream::StreamGeometry::chunk_bytes`]).
+            chunk_bytes @ 32: u32,
+            /// Room in front of each frame
+            /// ([`super::stream::StreamGeometry::headroom`]).
+            headroom @ 36: u16,
+            /// Room behind each frame
+            /// ([`super::stream::StreamGeometry::tailroom`]).
+            tailroom @ 38: u16,
         } = 37,
     }
 }

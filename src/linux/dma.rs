@@ -133,20 +133,6 @@ impl DmaBuffer {
         Some(u32::from_le(word))
     }
 
-    /// Copies bytes starting at `offset` into `out` in one block copy:
-    /// for data the device wrote and announced, and by the protocol no
-    /// longer writes (a received frame the driver has not given back).
-    pub(crate) fn copy_out(&self, offset: usize, out: &mut [u8]) -> Result {
-        self.check(offset, out.len())?;
-        let base = self.mem.as_ptr().cast::<u8>();
-        // SAFETY: `offset..offset + out.len()` is inside the allocation
-        // (`check`), and `out` is other memory. The device does not write
-        // the range while the driver holds it; one that broke the protocol
-        // could only tear the bytes copied, not reach past them.
-        unsafe { core::ptr::copy_nonoverlapping(base.add(offset), out.as_mut_ptr(), out.len()) };
-        Ok(())
-    }
-
     /// Copies `data` into the buffer starting at `offset`.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.check(offset, data.len())?;

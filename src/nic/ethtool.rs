@@ -200,6 +200,13 @@ impl EthtoolOps for Nic {
             );
             sink.stat(format_args!("rx{q}_xsk"), s.rx_xsk.load(Relaxed));
             sink.stat(format_args!("tx{q}_xsk"), s.tx_xsk.load(Relaxed));
+            for (name, counter) in [
+                ("frags", &s.rx_stream_frags),
+                ("copies", &s.rx_stream_copies),
+                ("chunks_replaced", &s.rx_stream_chunks_replaced),
+            ] {
+                sink.stat(format_args!("rx{q}_stream_{name}"), counter.load(Relaxed));
+            }
             // The card's own counts of this pair, asked for only when the
             // values are read. A card that does not answer reads as zeros.
             let card = if sink.wants_values() {
@@ -413,8 +420,8 @@ impl EthtoolOps for Nic {
 
     /// `rx-stream`: the queue pairs receive into streams; a running
     /// interface restarts its queues (frames in flight are lost, as for a
-    /// ring resize). Refused while an XDP program or AF_XDP socket is
-    /// attached: neither runs on a stream.
+    /// ring resize). Refused while an AF_XDP socket is bound in zero-copy
+    /// mode (it needs the RX ring's buffers).
     fn set_priv_flags(dev: &NetDev<Self>, rtnl: &Rtnl, flags: u32) -> Result {
         let nic = dev.data();
         let rx_stream = flags & 1 << PRIV_RX_STREAM != 0;

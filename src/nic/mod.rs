@@ -98,6 +98,8 @@ struct Config {
     /// Receive into streams instead of RX rings (private flag
     /// `rx-stream`).
     rx_stream: bool,
+    /// An XDP program is attached (stream records then leave it room).
+    xdp: bool,
 }
 
 impl Config {
@@ -404,8 +406,10 @@ pub(crate) struct KeptConfig {
 impl KeptConfig {
     /// The NIC's configuration, for a card offering `max_queues` pairs.
     fn config(&self, max_queues: u16) -> Config {
+        // The new device starts without the old one's XDP program.
         let mut config = Config {
             running: false,
+            xdp: false,
             ..self.config
         };
         let queues = config.queues.clamp(1, max_queues);
@@ -454,6 +458,7 @@ impl Config {
             rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
             coalesce: Coalesce::default(),
             rx_stream: false,
+            xdp: false,
         }
     }
 }
@@ -556,6 +561,7 @@ impl Nic {
             rx: cfg.rx_ring,
             rx_frame: Self::max_frame(mtu) + gft_room,
             rx_stream: cfg.rx_stream,
+            xdp: cfg.xdp,
         }
     }
 

@@ -9,6 +9,10 @@
 //! for the MTU (high-order pages above a page), with
 //! `XDP_PACKET_HEADROOM` in front, so a program without frags support
 //! runs at any MTU and nothing is restarted when a program comes or goes.
+//! RX streams are the exception: their records are packed without room
+//! for a program, so streaming queues restart when the first program
+//! comes (records then leave `XDP_PACKET_HEADROOM` in front of each frame
+//! and `skb_shared_info` room behind it) and when the last one goes.
 
 use kernel::{cpu::CpuId, prelude::*};
 
@@ -43,11 +47,31 @@ impl Nic {
         let installed = new.is_some();
         let vf_streams = self.kind == FuncKind::Pf
             && bond::enslaved_vf(dev, rtnl).is_some_and(|vf| vf.data().rx_streaming());
-        if installed && (self.rx_streaming() || vf_streams) {
-            setup.refuse(c"XDP does not run on RX streams: turn the rx-stream private flag off");
+        if installed && vf_streams {
+            setup.refuse(c"the enslaved VF receives into RX streams: turn its rx-stream flag off");
             return Err(eopnotsupp());
         }
+        let mut cfg = self.config.lock();
+        let restart = cfg.xdp != installed && cfg.rx_stream;
+        if installed && restart {
+            // Room in the records before the program runs on them.
+            let new_cfg = Config { xdp: true, ..*cfg };
+            self.reconfigure(dev, rtnl, &mut cfg, new_cfg, dev.mtu())?;
+        }
+        cfg.xdp = installed;
         let old = self.xdp.replace(rtnl, new);
+        if !installed && restart {
+            // Packed records again, once no program runs on them.
+            let new_cfg = Config { xdp: false, ..*cfg };
+            if let Err(e) = self.reconfigure(dev, rtnl, &mut cfg, new_cfg, dev.mtu()) {
+                pr_warn!(
+                    "{}: RX streams keep XDP's room: restart failed ({:?})\n",
+                    dev.name(),
+                    e
+                );
+            }
+        }
+        drop(cfg);
         if installed != old.is_some() {
             pr_info!(
                 "{}: native XDP program {}\n",
@@ -138,13 +162,18 @@ impl Nic {
         }
     }
 
-    /// Whether the queues may receive into streams: not while an XDP
-    /// program or AF_XDP socket is attached (`EBUSY`), which need the RX
-    /// ring's buffers.
+    /// Whether the queues may receive into streams: not while an AF_XDP
+    /// socket is bound in zero-copy mode (`EBUSY`), which needs the RX
+    /// ring's buffers, nor while a synthetic NIC's VF runs its XDP
+    /// program (the VF's program cannot be given room without the VF
+    /// restarting on its own).
     pub(super) fn stream_allowed(&self, dev: &NetDev<Nic>, rtnl: &Rtnl) -> Result {
-        if self.xdp.cloned(rtnl).is_some() || self.xsk.lock().iter().any(Option::is_some) {
+        let follows_xdp = self.kind == FuncKind::Vf
+            && bond::is_enslaved(dev, rtnl)
+            && self.xdp.cloned(rtnl).is_some();
+        if follows_xdp || self.xsk.lock().iter().any(Option::is_some) {
             pr_info!(
-                "{}: rx-stream refused: detach the XDP program and AF_XDP sockets first\n",
+                "{}: rx-stream refused: unbind AF_XDP sockets (or the synthetic NIC's XDP program) first\n",
                 dev.name()
             );
             return Err(EBUSY);

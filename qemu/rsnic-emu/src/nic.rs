@@ -10,6 +10,7 @@ use log::{debug, info};
 
 use crate::dma::{DmaSpace, HostMem as _};
 use crate::gft::Gft;
+use crate::hw::stream::StreamGeometry;
 use crate::hw::Cqe;
 use crate::hw::{
     self, mc_filter_bit, offload as offload_bits, rx_mode, AdminCmd, AdminStatus, DeviceInfo,
@@ -601,8 +602,11 @@ impl Nic {
             AdminCmd::SetRxStream {
                 qp,
                 bytes,
-                ring,
+                table,
                 tail,
+                chunk_bytes,
+                headroom,
+                tailroom,
             } => {
                 let Some(slot) = self.rx_streams.get_mut(usize::from(qp)) else {
                     return AdminStatus::BadParam;
@@ -613,7 +617,13 @@ impl Nic {
                 if bytes == 0 {
                     *slot = None;
                 } else {
-                    let Some(stream) = RxStream::new(bytes, ring, tail) else {
+                    let geometry = StreamGeometry {
+                        bytes,
+                        chunk_bytes,
+                        headroom,
+                        tailroom,
+                    };
+                    let Some(stream) = RxStream::new(geometry, table, tail) else {
                         return AdminStatus::BadParam;
                     };
                     *slot = Some(stream);

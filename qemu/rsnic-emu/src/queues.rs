@@ -499,7 +499,7 @@ impl QueuePair {
                     self.stats.rx_no_buffer += 1;
                     RxOutcome::Dropped
                 }
-                Err(StreamDrop::Dma(_)) => {
+                Err(StreamDrop::Dma(_) | StreamDrop::BadChunk) => {
                     self.stats.bad_requests += 1;
                     RxOutcome::Dropped
                 }
@@ -782,10 +782,19 @@ mod tests {
     #[test]
     fn a_streaming_pair_announces_batches_and_raises_once() {
         let (dma, _f) = two_region_space();
-        // 8 units of stream at 0x2400, tail word at 0x2800.
-        let stream = RxStream::new(crate::hw::stream::MIN_BYTES, 0x2400, 0x2800)
+        // 8 units of stream in two chunks at 0x2400 and 0x2600 (the
+        // table at 0x2c00), tail word at 0x2800.
+        dma.write(0x2c00, &0x2400u64.to_le_bytes()).unwrap();
+        dma.write(0x2c08, &0x2600u64.to_le_bytes()).unwrap();
+        let geometry = crate::hw::stream::StreamGeometry {
+            bytes: crate::hw::stream::MIN_BYTES,
+            chunk_bytes: crate::hw::stream::MIN_CHUNK_BYTES,
+            headroom: 0,
+            tailroom: 0,
+        };
+        let stream = RxStream::new(geometry, 0x2c00, 0x2800)
             .unwrap()
-            .with_units(8);
+            .shrunk(8, 4);
         let mut q = qp().with_stream(stream);
         assert!(q.streaming());
         assert!(!q.cq_doorbell(CQ_ARM));
@@ -799,8 +808,8 @@ mod tests {
         dma.read(0x2800, &mut t).unwrap();
         assert_eq!(u32::from_le_bytes(t), 4);
         assert_eq!(q.stats.stream_notifications, 1);
-        // Two headers, one tail write, one interrupt.
-        assert_eq!(q.stats.dma_meta_bytes, 2 * 8 + 4 + MSI_BYTES);
+        // Two headers, a table entry, one tail write, one interrupt.
+        assert_eq!(q.stats.dma_meta_bytes, 2 * 8 + 8 + 4 + MSI_BYTES);
         // Full: the next two records do not fit before the head.
         assert_eq!(q.deliver(&dma, &[3; 60], 0, 0), delivered);
         assert_eq!(q.deliver(&dma, &[3; 60], 0, 0), delivered);

@@ -18,8 +18,6 @@ mod rx;
 mod stream;
 mod tx;
 
-use stream::STREAM_BYTES;
-
 use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
@@ -113,6 +111,13 @@ pub(crate) struct QueueStats {
     /// and frames sent from its TX ring.
     pub(crate) rx_xsk: Atomic<u64>,
     pub(crate) tx_xsk: Atomic<u64>,
+    /// Stream frames handed on as fragments of their chunk (or skbs
+    /// built around their record), and those copied whole (small ones).
+    pub(crate) rx_stream_frags: Atomic<u64>,
+    pub(crate) rx_stream_copies: Atomic<u64>,
+    /// Chunks the head left while frames in them were still out (a slow
+    /// socket): replaced by fresh ones instead of reused.
+    pub(crate) rx_stream_chunks_replaced: Atomic<u64>,
 }
 
 impl QueueStats {
@@ -153,6 +158,9 @@ impl QueueStats {
             tx_xdp_xmit_errors: Atomic::new(0),
             rx_xsk: Atomic::new(0),
             tx_xsk: Atomic::new(0),
+            rx_stream_frags: Atomic::new(0),
+            rx_stream_copies: Atomic::new(0),
+            rx_stream_chunks_replaced: Atomic::new(0),
         }
     }
 }
@@ -170,8 +178,11 @@ pub(crate) struct QueueGeometry {
     pub(crate) rx: RingSize,
     /// Largest frame an RX buffer must hold (for the MTU).
     pub(crate) rx_frame: u32,
-    /// Receive into a stream of [`STREAM_BYTES`] instead of the RX ring.
+    /// Receive into a stream ([`stream::STREAM_BYTES`]) instead of the RX
+    /// ring.
     pub(crate) rx_stream: bool,
+    /// An XDP program is attached: stream records leave it room.
+    pub(crate) xdp: bool,
 }
 
 impl QueueGeometry {
@@ -369,7 +380,7 @@ impl WithNapi<QueuePair> {
             return Err(EINVAL);
         }
         let (path, rx_ring, rx_mode) = if geo.rx_stream {
-            let stream = StreamRx::alloc(dma, STREAM_BYTES)?;
+            let stream = StreamRx::alloc(dma, self.napi(), u32::from(self.index), geo.xdp)?;
             let cmd = stream.command(self.index)?;
             (RxPath::Stream(stream), 0, cmd)
         } else {
@@ -378,8 +389,11 @@ impl WithNapi<QueuePair> {
             let cmd = hw::AdminCmd::SetRxStream {
                 qp: self.index,
                 bytes: 0,
-                ring: 0,
+                table: 0,
                 tail: 0,
+                chunk_bytes: 0,
+                headroom: 0,
+                tailroom: 0,
             };
             (RxPath::Ring(ring), addr, cmd)
         };

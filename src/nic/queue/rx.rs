@@ -2,8 +2,8 @@
 
 //! The RX path of a queue pair and its NAPI poll: completions in order,
 //! received pages turned into skbs and replaced (or, on a streaming pair,
-//! the stream's records copied into skbs), TX completions handed to the
-//! TX path.
+//! the stream's records made into skbs over their chunks), TX completions
+//! handed to the TX path.
 
 use kernel::{
     prelude::*,
@@ -11,12 +11,20 @@ use kernel::{
 };
 
 use super::stream::{Record, StreamRx};
+
+/// Stream frames of at most this many bytes are copied into the skb.
+const STREAM_COPY_MAX: u32 = 256;
+/// Most header bytes of a larger stream frame copied into the skb's
+/// linear part (Ethernet, IPv6 and TCP with options); the rest stays in
+/// the chunk.
+const STREAM_HEAD_MAX: u32 = 128;
 use super::{bump, tx::TxDone, QueuePair};
 use crate::hw::{regs, stream::StreamHeader, Cqe, RxDesc, CQ_ARM};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
     page_pool::{PagePool, RxPage},
+    rx_chunk::ChunkFrame,
     skbuff::SkBuff,
     xdp::{
         rss_type, xdp_flush, XdpDrop, XdpProgRef, XdpRunnable, XdpRxHash, XdpRxq, XdpVerdict,
@@ -347,10 +355,15 @@ impl QueuePair {
     }
 
     /// Reads up to `budget` records of the stream and hands their frames
-    /// on (the stack or the GFT's exception path; XDP does not run on a
-    /// streaming pair). Returns how many it read. A stream out of step is
-    /// reported once and read no further.
-    fn poll_stream(&self, napi: &Napi, s: &mut StreamRx, budget: u32, ctx: &PollCtx<'_>) -> u32 {
+    /// on (XDP, the stack or the GFT's exception path). Returns how many
+    /// it read. A stream out of step is reported once and read no further.
+    fn poll_stream(
+        &self,
+        napi: &Napi,
+        s: &mut StreamRx,
+        budget: u32,
+        ctx: &mut PollCtx<'_>,
+    ) -> u32 {
         let mut read = 0;
         let tail = match s.tail() {
             Ok(tail) => tail,
@@ -375,8 +388,10 @@ impl QueuePair {
         read
     }
 
-    /// Hands a stream record's frame on, copied into a new skb.
-    fn deliver_record(&self, napi: &Napi, s: &StreamRx, record: Record, ctx: &PollCtx<'_>) {
+    /// Hands a stream record's frame on: XDP where it lies (the records
+    /// leave room for it while a program is attached), then an skb over
+    /// its chunk.
+    fn deliver_record(&self, napi: &Napi, s: &StreamRx, record: Record, ctx: &mut PollCtx<'_>) {
         let h = record.header;
         let cqe = Cqe {
             index: 0,
@@ -388,17 +403,72 @@ impl QueuePair {
             bump(&self.stats.rx_crc_errors, 1);
             return;
         }
-        let Some(skb) = SkBuff::filled(napi, usize::from(h.len), |out| s.copy(&record, out)) else {
-            bump(&self.stats.rx_alloc_failed, 1);
+        let Some(frame) = s.frame(&record) else {
+            // Outside its record: `next` checked it, never happens.
             bump(&self.stats.rx_dropped, 1);
             return;
         };
         if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
-            self.dev.get().data().gft_exception(self.index, skb);
+            match self.stream_skb(napi, frame) {
+                Some(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                None => bump(&self.stats.rx_dropped, 1),
+            }
             return;
         }
         self.count_received(cqe.len);
-        self.to_stack(napi, skb, cqe, ctx);
+        let frame = match (ctx.xdp, s.xdp_rxq()) {
+            (None, _) => frame,
+            (Some(_), Some(rxq)) => {
+                let tx = |frame: ChunkFrame| {
+                    frame
+                        .into_xdp_frame(rxq)
+                        .is_some_and(|frame| self.send_xdp_frame(frame).is_ok())
+                };
+                match self.run_xdp(frame, rxq, cqe, ctx, tx) {
+                    Some(frame) => frame,
+                    None => return,
+                }
+            }
+            (Some(_), None) => {
+                // A program without room for it: the queues restart with
+                // room before a program is installed, so this is a frame
+                // from before; it does not bypass the program.
+                bump(&self.stats.rx_dropped, 1);
+                return;
+            }
+        };
+        match self.stream_skb(napi, frame) {
+            Some(skb) => self.to_stack(napi, skb, cqe, ctx),
+            None => bump(&self.stats.rx_dropped, 1),
+        }
+    }
+
+    /// An skb for a stream frame: built around its record if the record
+    /// has room for it, else the headers copied and the rest a fragment
+    /// of the chunk; a frame of at most [`STREAM_COPY_MAX`] bytes is
+    /// copied whole. `None` (counted) if no skb could be allocated.
+    fn stream_skb(&self, napi: &Napi, frame: ChunkFrame) -> Option<SkBuff> {
+        let frame = match frame.into_built_skb() {
+            Ok(skb) => {
+                bump(&self.stats.rx_stream_frags, 1);
+                return Some(skb);
+            }
+            Err(frame) => frame,
+        };
+        let copied = frame.len() <= STREAM_COPY_MAX;
+        let Some(skb) = frame.into_skb(napi, STREAM_COPY_MAX, STREAM_HEAD_MAX) else {
+            bump(&self.stats.rx_alloc_failed, 1);
+            return None;
+        };
+        bump(
+            if copied {
+                &self.stats.rx_stream_copies
+            } else {
+                &self.stats.rx_stream_frags
+            },
+            1,
+        );
+        Some(skb)
     }
 
     /// Gives a received frame's skb to the stack with what the card
@@ -499,9 +569,16 @@ impl NapiPoll for QueuePair {
             received += 1;
         }
         if let RxPath::Stream(s) = path {
-            received += self.poll_stream(napi, s, budget - received, &ctx);
-            if let Some(head) = s.give_back() {
+            received += self.poll_stream(napi, s, budget - received, &mut ctx);
+            let done = s.give_back();
+            if let Some(head) = done.head {
                 self.doorbell(regs::DB_STREAM_HEAD, head);
+            }
+            bump(&self.stats.rx_stream_chunks_replaced, done.replaced);
+            if done.starved {
+                // No chunk to put in place of a busy one: poll again.
+                bump(&self.stats.rx_alloc_failed, 1);
+                received = budget;
             }
         }
         if ctx.redirected {
