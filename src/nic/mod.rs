@@ -114,19 +114,29 @@ const RESET_POLLS: u32 = 100;
 
 /// The synthetic NIC's driver state, in its net device's private area.
 ///
-/// Field order is drop order: interrupt handlers go before the queues
-/// they schedule.
+/// Field order is drop order: work items first, interrupt handlers
+/// before the queues they schedule.
 #[pin_data]
 pub(crate) struct Nic {
-    /// The devlink health reporters (set once the device is registered).
-    /// First: destroying them waits for their callbacks, which use the
-    /// rest (the report work may hold them a little longer: it is
-    /// cancelled next).
+    /// The device's work: the periodic health check, VF sync. The work
+    /// items come first: each is disabled (waited for, never run again)
+    /// before anything it uses goes away.
     #[pin]
-    health: Mutex<Option<Arc<NicHealth>>>,
+    reset_work: NetDevWork<Nic>,
     /// Reports faults to the reporters, which recover them.
     #[pin]
     health_work: NetDevWork<Nic, HEALTH_WORK>,
+    /// PF: decides the GFT exceptions NAPI queued.
+    #[pin]
+    gft_work: NetDevWork<Nic, GFT_WORK>,
+    /// PF: binds the RDMA half afresh after a function reset.
+    #[pin]
+    rdma_work: NetDevWork<Nic, RDMA_WORK>,
+    /// The devlink health reporters (set once the device is registered).
+    /// Destroying them waits for their callbacks, which use the rest
+    /// (and may schedule the works, which then do nothing).
+    #[pin]
+    health: Mutex<Option<Arc<NicHealth>>>,
     /// Card faults noticed and not reported yet.
     card_faults: PendingCardFaults,
     /// PF: RDMA QPs the card failed, for the `rdma` reporter.
@@ -135,16 +145,6 @@ pub(crate) struct Nic {
     admin_errors_reported: Atomic<u64>,
     /// This device, for the reporters.
     handle: NetDevRef<Nic>,
-    /// The device's work: the periodic health check, VF sync. Cancelled
-    /// before anything it uses goes away.
-    #[pin]
-    reset_work: NetDevWork<Nic>,
-    /// PF: decides the GFT exceptions NAPI queued.
-    #[pin]
-    gft_work: NetDevWork<Nic, GFT_WORK>,
-    /// PF: binds the RDMA half afresh after a function reset.
-    #[pin]
-    rdma_work: NetDevWork<Nic, RDMA_WORK>,
     /// PF: the auxiliary device of the RDMA half while its driver is
     /// bound to it (a function reset rebinds it).
     #[pin]

@@ -63,8 +63,10 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
     fn run(dev: &NetDev<Self>, lock: &Self::Lock);
 }
 
-/// A work item of a net device. Keep it inside the device's `T`; dropping
-/// it waits for a running instance and cancels a pending one.
+/// A work item of a net device. Keep it inside the device's `T`, before
+/// the fields its run uses (fields drop in order); dropping it waits for
+/// a running instance, cancels a pending one and ignores any later
+/// scheduling.
 ///
 /// # Invariants
 ///
@@ -134,8 +136,10 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
 impl<T: DeviceWork<ID>, const ID: u8> PinnedDrop for NetDevWork<T, ID> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: `work` is initialised; after this returns it is neither
-        // pending nor running (even if it re-queues itself), so `run_raw`
-        // cannot see a dropped `self`.
-        unsafe { bindings::cancel_delayed_work_sync(self.work.get()) };
+        // pending nor running, and stays disabled: a later `schedule`
+        // (from itself, or from a sibling field's drop reaching it
+        // through the device) queues nothing, so `run_raw` cannot see a
+        // dropped `self`.
+        unsafe { bindings::disable_delayed_work_sync(self.work.get()) };
     }
 }
