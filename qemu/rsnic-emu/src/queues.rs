@@ -115,7 +115,8 @@ pub enum CqeFault {
     Duplicate,
     /// The completion is never written.
     Drop,
-    /// RX stream only: the published tail lies beyond the ring.
+    /// RX stream only: the published tail lies beyond the ring (from
+    /// then on, until the pair is created again).
     Tail,
 }
 

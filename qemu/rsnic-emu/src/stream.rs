@@ -19,7 +19,10 @@ pub enum StreamFault {
     Seq,
     /// A record's header claims 32 KiB more than it holds.
     Length,
-    /// The published tail lies a whole ring and 7 units past the head.
+    /// The published tail lies a whole ring and 7 units past the head,
+    /// in this and every later publication: a tail pointer gone wrong
+    /// stays wrong until the pair is created again (a later correct
+    /// publication must not hide it from the driver).
     Tail,
 }
 
@@ -66,6 +69,8 @@ pub struct RxStream {
     fault: Option<(StreamFault, u32)>,
     /// Faults injected and not yet taken by [`Self::take_injected`].
     injected: u64,
+    /// A tail fault was injected: every publication is wrong.
+    tail_broken: bool,
 }
 
 impl RxStream {
@@ -89,6 +94,7 @@ impl RxStream {
             unpublished: 0,
             fault: None,
             injected: 0,
+            tail_broken: false,
         })
     }
 
@@ -207,7 +213,10 @@ impl RxStream {
             return Ok(0);
         }
         let mut tail = self.written;
-        if self.take_fault(&[StreamFault::Tail]).is_some() {
+        if !self.tail_broken && self.take_fault(&[StreamFault::Tail]).is_some() {
+            self.tail_broken = true;
+        }
+        if self.tail_broken {
             tail = self.head.wrapping_add(self.units + 7);
         }
         // One aligned store, after the records (release).
@@ -414,5 +423,10 @@ mod tests {
         s.fault(StreamFault::Tail, 1);
         s.publish(&dma).unwrap();
         assert_eq!(tail(&dma), 16 + 7);
+        // It stays wrong: the next batch does not cover it up.
+        s.write(&dma, &[0; 60], 0, 0).unwrap();
+        s.publish(&dma).unwrap();
+        assert_eq!(tail(&dma), 16 + 7);
+        assert_eq!(s.take_injected(), 3);
     }
 }
