@@ -40,6 +40,11 @@ const CHUNK_BYTES: u32 = 32 * 1024;
 /// counted from the record's start (the header is read by then).
 const XDP_HEADROOM: u32 = 256;
 
+/// Writes `chunk`'s address into entry `slot` of the card's chunk table.
+fn list_chunk(table: &DmaBuffer, slot: usize, chunk: &RxChunk) -> Result {
+    table.write(slot * 8, &chunk.dma_addr().to_le_bytes())
+}
+
 /// Bytes of the block holding the tail word (a cache line of its own).
 const TAIL_BLOCK: usize = 64;
 
@@ -127,7 +132,7 @@ impl StreamRx {
         let mut chunks = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
             let chunk = RxChunk::alloc(dma, order, false)?;
-            table.write(i * 8, &chunk.dma_addr().to_le_bytes())?;
+            list_chunk(&table, i, &chunk)?;
             chunks.push(chunk, GFP_KERNEL)?;
         }
         Ok(Self {
@@ -266,22 +271,15 @@ impl StreamRx {
         while self.head.wrapping_sub(self.unreleased) >= chunk_units {
             let slot = ((self.unreleased / chunk_units) % self.geometry.chunks()) as usize;
             if self.chunks[slot].in_use() {
-                let Ok(fresh) = RxChunk::alloc(&self.dma, self.order, true) else {
+                let fresh = RxChunk::alloc(&self.dma, self.order, true)
+                    .and_then(|fresh| list_chunk(&self.table, slot, &fresh).map(|()| fresh));
+                let Ok(fresh) = fresh else {
                     done.starved = true;
                     // Anywhere short of the chunk's end keeps it the
                     // driver's; its last unit will do.
                     head = self.unreleased.wrapping_add(chunk_units - 1);
                     break;
                 };
-                if self
-                    .table
-                    .write(slot * 8, &fresh.dma_addr().to_le_bytes())
-                    .is_err()
-                {
-                    done.starved = true;
-                    head = self.unreleased.wrapping_add(chunk_units - 1);
-                    break;
-                }
                 // The old chunk goes with its last frame.
                 self.chunks[slot] = fresh;
                 done.replaced += 1;
