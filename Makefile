@@ -10,7 +10,7 @@
 #   make rust-analyzer   write rust-project.json
 #
 # Everything the project needs (Debian sid toolchain rootfs, kernel 7.2,
-# QEMU) is installed by qemu/*.sh into $(RSNIC_CACHE), default
+# QEMU, the rdma-core provider) is installed by qemu/*.sh into $(RSNIC_CACHE), default
 # ~/.cache/rsnic. With KDIR= set, the module is built with the host's own
 # toolchain against that tree instead.
 
@@ -33,7 +33,7 @@ BUILD_M := $(CURDIR)
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint
+.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint
 
 all: modules
 
@@ -44,7 +44,11 @@ kernel: rootfs
 	qemu/build-kernel.sh $(KERNEL)
 	qemu/build-ksft.sh $(KERNEL)
 
-setup: kernel
+# The libibverbs provider, built in rdma-core's tree into the rootfs.
+provider: rootfs
+	qemu/build-provider.sh
+
+setup: kernel provider
 
 # Kbuild does not notice the kernel tree changing under an external
 # module: objects built against another configuration (a rebuilt cached

@@ -13,7 +13,9 @@
 //!   to it;
 //! - it knows no driver: no driver name, hardware size or module object
 //!   appears here; drivers pass them in through traits' associated
-//!   constants, generic parameters and arguments.
+//!   constants, generic parameters and arguments. The exception is
+//!   [`uapi`], the driver's user-verbs ABI header as bindgen generates
+//!   it, bound here for the reason the kernel binds its own uapi headers.
 
 mod bindings;
 
@@ -25,6 +27,7 @@ pub(crate) mod irq;
 pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod sync;
+pub(crate) mod uapi;
 
 /// `-EOPNOTSUPP` ("operation not supported") as C callbacks return it;
 /// the `kernel` crate's error codes do not include it.

@@ -16,6 +16,7 @@ use super::ids::IdPool;
 use super::mr::RdmaMr;
 use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
+use super::ucontext::RdmaUcontext;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
@@ -29,11 +30,13 @@ use crate::linux::{
     irq::IrqHandlerRegistration,
     net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
+    rdma::udata::UserData,
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
         RecvWrs, SendWrs, StatDesc, WcWriter,
     },
     sync::lock_irqsave,
+    uapi,
 };
 use crate::nic::Nic;
 use crate::regs::Registers;
@@ -267,7 +270,9 @@ pub(crate) struct RdmaAh {
 #[vtable]
 impl IbDeviceOps for RdmaDev {
     const HW_STATS: &'static [StatDesc] = &HW_STATS;
+    const UVERBS_ABI_VERSION: u32 = uapi::ABI_VERSION;
 
+    type Ucontext = RdmaUcontext;
     type Pd = RdmaPd;
     type Cq = RdmaCq;
     type Qp = RdmaQp;
@@ -322,6 +327,15 @@ impl IbDeviceOps for RdmaDev {
         dev.data().admin.exec(AdminCmd::RdmaDelGid { index })?;
         Ok(())
     }
+
+    fn alloc_ucontext(
+        _dev: &IbDevice<Self>,
+        udata: &mut UserData<'_>,
+    ) -> Result<impl PinInit<RdmaUcontext, Error>> {
+        RdmaUcontext::new(udata)
+    }
+
+    fn dealloc_ucontext(_dev: &IbDevice<Self>, _uctx: &RdmaUcontext) {}
 
     fn alloc_pd(dev: &IbDevice<Self>) -> Result<impl PinInit<RdmaPd, Error>> {
         let pdn = dev.data().ids.lock().pds.alloc()?;

@@ -16,6 +16,7 @@ mod ids;
 mod mr;
 mod qp;
 mod tables;
+mod ucontext;
 
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 

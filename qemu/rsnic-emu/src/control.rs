@@ -30,6 +30,8 @@
 //! - `capture <path>` / `capture stop`: record every frame this card
 //!   sends and receives into a pcap file (see [`crate::capture`]).
 //! - `vf-stats`: the VF's counters, as `stats`.
+//! - `rdma-gids`, `rdma-state`, `rdma-caps`: the RDMA engine's GID table,
+//!   its QPs and counters, and the limits it reports.
 //! - `datapath`: where received frames go (`synthetic` or `vf`) and
 //!   whether the VF runs a queue pair.
 

@@ -21,6 +21,7 @@ use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::nic::AdminFault;
 use rsnic_emu::queues::{CqeFault, QpStats};
+use rsnic_emu::rdma;
 use rsnic_emu::rdma::faults::RdmaFault;
 use rsnic_emu::wire::Wire;
 
@@ -101,6 +102,7 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
         }
         ["gft-flows"] => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
         ["rdma-gids"] => format!("ok {}", card.lock_rdma().describe_gids()),
+        ["rdma-caps"] => format!("ok {}", rdma::describe_caps()),
         ["rdma-state"] => format!("ok {}", card.lock_rdma().describe_state()),
         ["gft-stats"] => format!("ok {}", card.lock_gft().describe_stats()),
         ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),

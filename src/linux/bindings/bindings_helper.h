@@ -12,9 +12,12 @@
 #include <net/net_namespace.h>
 #include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 #include <net/devlink.h>
 #include <linux/bpf.h>
 #include <linux/filter.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
 #include "helpers.h"
+/* The driver's user-verbs ABI, bound as the kernel binds its uapi headers. */
+#include "../../../include/uapi/rdma/rsnic-abi.h"

@@ -20,6 +20,7 @@ use crate::linux::bindings;
 use crate::linux::net::netdev::NetDev;
 use crate::linux::rdma::{
     device_adapter::Adapter,
+    udata::UserData,
     verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery, RecvWrs,
         SendWrs, StatDesc, WcWriter,
@@ -137,6 +138,14 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     const ROCE_VERSIONS: RoceVersions = RoceVersions::V2;
     /// The ports' hardware counters (`rdma statistic`), by name.
     const HW_STATS: &'static [StatDesc] = &[];
+    /// The user-verbs ABI version a provider library must match
+    /// (`uverbs_abi_ver`); only used with
+    /// [`IbDeviceOps::alloc_ucontext`].
+    const UVERBS_ABI_VERSION: u32 = 0;
+
+    /// A user context's state: one per process (per open of the device's
+    /// uverbs node and `ibv_open_device`).
+    type Ucontext: Send + Sync;
 
     /// A protection domain's state.
     type Pd: Send + Sync;
@@ -160,6 +169,23 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     }
     /// `del_gid`: clear entry `index` of port `port`.
     fn del_gid(_dev: &IbDevice<Self>, _port: u32, _index: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `alloc_ucontext`: a process opened the device. `udata` takes the
+    /// driver's response. Without this operation the device serves kernel
+    /// consumers only (ib_core creates no uverbs node for it).
+    #[allow(unreachable_code)]
+    fn alloc_ucontext(
+        _dev: &IbDevice<Self>,
+        _udata: &mut UserData<'_>,
+    ) -> Result<impl PinInit<Self::Ucontext, Error>> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<Result<Self::Ucontext>, _>(EINVAL)
+    }
+    /// `dealloc_ucontext`: every object of the context is destroyed.
+    fn dealloc_ucontext(_dev: &IbDevice<Self>, _uctx: &Self::Ucontext) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

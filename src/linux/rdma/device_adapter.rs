@@ -17,6 +17,7 @@ use kernel::{
 
 use crate::linux::rdma::{
     device::{GidEntry, GidType, IbDevice, IbDeviceOps},
+    udata::UserData,
     verbs::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
         QpKind, RecvWrs, SendWrs, StatDesc, WcWriter,
@@ -53,6 +54,14 @@ impl<T: IbDeviceOps> Adapter<T> {
         }
         if T::HAS_DEL_GID {
             ops.del_gid = Some(Self::del_gid);
+        }
+        if T::HAS_ALLOC_UCONTEXT {
+            ops.uverbs_abi_ver = T::UVERBS_ABI_VERSION;
+            ops.alloc_ucontext = Some(Self::alloc_ucontext);
+            ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+            ops.disassociate_ucontext = Some(Self::disassociate_ucontext);
+            ops.size_ib_ucontext =
+                core::mem::size_of::<IbObject<bindings::ib_ucontext, T::Ucontext>>();
         }
         ops.alloc_pd = Some(Self::alloc_pd);
         ops.dealloc_pd = Some(Self::dealloc_pd);
@@ -120,9 +129,11 @@ impl<T: IbDeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: A registered device of ours.
             let dev = unsafe { Self::dev(ibdev) };
-            if !udata.is_null() {
-                // No user-space provider: kernel consumers only.
-                return Err(eopnotsupp());
+            // SAFETY: NULL or the udata of this call.
+            if let Some(mut udata) = unsafe { UserData::from_raw(udata) } {
+                // The attributes are the whole answer: no driver data.
+                udata.expect_no_request()?;
+                udata.respond_empty()?;
             }
             let a = T::query_device(dev);
             let int = |v: u32| v.min(c_int::MAX as u32) as c_int;
@@ -318,12 +329,60 @@ impl<T: IbDeviceOps> Adapter<T> {
 
     /// # Safety
     ///
+    /// `uctx` is a context ib_core allocated for one of our devices;
+    /// `udata` is the call's.
+    unsafe extern "C" fn alloc_ucontext(
+        uctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*uctx).device) };
+            // SAFETY: The udata of this call; a context is only ever
+            // allocated for user space, which always passes one.
+            let mut udata = unsafe { UserData::from_raw(udata) }.ok_or(EINVAL)?;
+            udata.expect_no_request()?;
+            let data = T::alloc_ucontext(dev, &mut udata)?;
+            // SAFETY: Allocated with `size_ib_ucontext`, state not
+            // initialised.
+            unsafe { IbObject::<bindings::ib_ucontext, T::Ucontext>::init(uctx, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `uctx` is a context `alloc_ucontext` initialised, with no objects
+    /// left.
+    unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*uctx).device) };
+        // SAFETY: Initialised by `alloc_ucontext`.
+        let data = unsafe { IbObject::<bindings::ib_ucontext, T::Ucontext>::data(uctx) };
+        T::dealloc_ucontext(dev, data);
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<bindings::ib_ucontext, T::Ucontext>::drop_data(uctx) };
+    }
+
+    /// The device is going away under a live context: ib_core destroys
+    /// the context's objects through the usual callbacks and zaps its
+    /// mappings (`rdma_user_mmap_entry`) itself, so there is nothing left
+    /// for the driver to do here; providing the operation is what lets
+    /// unregistration go ahead without waiting for the process.
+    extern "C" fn disassociate_ucontext(_uctx: *mut bindings::ib_ucontext) {}
+
+    /// # Safety
+    ///
     /// `pd` is a PD ib_core allocated for one of our devices.
     unsafe extern "C" fn alloc_pd(
         pd: *mut bindings::ib_pd,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
+            // SAFETY: NULL or the udata of this call.
+            if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+                udata.expect_no_request()?;
+            }
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*pd).device) };
             let data = T::alloc_pd(dev)?;

@@ -6,5 +6,6 @@
 pub(crate) mod completion;
 pub(crate) mod device;
 pub(crate) mod device_adapter;
+pub(crate) mod udata;
 pub(crate) mod verbs;
 pub(crate) mod work_request;

@@ -49,6 +49,26 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     page_size_cap: 0x0000_0000_4020_1000,
 };
 
+/// [`CAPS`] as the harness shows them (`rdma-caps`): `name=value` pairs,
+/// named as `ibv_devinfo -v` names them.
+pub fn describe_caps() -> String {
+    let c = CAPS;
+    format!(
+        "max_qp={} max_qp_wr={} max_sge={} max_cq={} max_cqe={} max_mr={} max_pd={} \
+         max_qp_rd_atom={} max_mr_size={:#x} page_size_cap={:#x}",
+        c.max_qp,
+        c.max_qp_wr,
+        c.max_sge,
+        c.max_cq,
+        c.max_cqe,
+        c.max_mr,
+        c.max_pd,
+        c.max_qp_rd_atom,
+        c.max_mr_size,
+        c.page_size_cap
+    )
+}
+
 /// Counters of the engine (the harness shows them with `rdma-state`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RdmaStats {

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * The rsnic provider: device matching, the user context, and the verbs
+ * that are plain kernel commands.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rsnic-abi.h>
+#include <kernel-abi/rsnic-abi.h>
+
+#include "rsnic.h"
+
+DECLARE_DRV_CMD(rsnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
+		rsnic_ib_alloc_ucontext_resp);
+
+/* The modalias of the auxiliary device the kernel driver binds. */
+#define RSNIC_MODALIAS "MODALIAS=auxiliary:rsnic.rdma"
+
+/*
+ * The kernel driver registers its RDMA device under an auxiliary device
+ * of the card's PCI function (rsnic.rdma.<n>). It has no driver id in the
+ * kernel's enum rdma_driver_id, and auxiliary devices have no modalias
+ * file for a match table, so the modalias is read from the device's
+ * uevent instead (not the device's name, which an administrator may
+ * change).
+ */
+static bool rsnic_match_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	char uevent[512];
+	char *line, *save;
+
+	if (ibv_read_ibdev_sysfs_file(uevent, sizeof(uevent), sysfs_dev,
+				      "device/uevent") <= 0)
+		return false;
+	for (line = strtok_r(uevent, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (!strcmp(line, RSNIC_MODALIAS))
+			return true;
+	return false;
+}
+
+static int rsnic_query_device(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (ret)
+		return ret;
+
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", (unsigned int)(fw >> 32) & 0xffff,
+		 (unsigned int)(fw >> 16) & 0xffff, (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+static int rsnic_query_port(struct ibv_context *context, uint8_t port,
+			    struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+static struct ibv_pd *rsnic_alloc_pd(struct ibv_context *context)
+{
+	struct ib_uverbs_alloc_pd_resp resp;
+	struct ibv_alloc_pd cmd;
+	struct ibv_pd *pd;
+	int ret;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(pd);
+		errno = ret;
+		return NULL;
+	}
+	return pd;
+}
+
+static int rsnic_dealloc_pd(struct ibv_pd *pd)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_pd(pd);
+	if (ret)
+		return ret;
+	free(pd);
+	return 0;
+}
+
+static void rsnic_free_context(struct ibv_context *ibctx)
+{
+	struct rsnic_context *ctx = to_rctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+static const struct verbs_context_ops rsnic_ctx_ops = {
+	.alloc_pd = rsnic_alloc_pd,
+	.dealloc_pd = rsnic_dealloc_pd,
+	.free_context = rsnic_free_context,
+	.query_device_ex = rsnic_query_device,
+	.query_port = rsnic_query_port,
+};
+
+/* Whether the kernel's card writes and reads the entries this provider does. */
+static bool rsnic_formats_match(struct rsnic_context *ctx,
+				const struct rsnic_ib_alloc_ucontext_resp *r)
+{
+	if (r->sq_wqe_len == RSNIC_SQ_WQE_LEN &&
+	    r->rq_wqe_len == RSNIC_RQ_WQE_LEN && r->cqe_len == RSNIC_CQE_LEN &&
+	    r->max_sge == RSNIC_MAX_SGE)
+		return true;
+
+	verbs_err(&ctx->ibv_ctx,
+		  "rsnic: card formats SQ %u RQ %u CQE %u SGE %u, provider built for %u %u %u %u\n",
+		  r->sq_wqe_len, r->rq_wqe_len, r->cqe_len, r->max_sge,
+		  RSNIC_SQ_WQE_LEN, RSNIC_RQ_WQE_LEN, RSNIC_CQE_LEN,
+		  RSNIC_MAX_SGE);
+	return false;
+}
+
+static struct verbs_context *rsnic_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd, void *private_data)
+{
+	struct rsnic_alloc_ucontext_resp resp = {};
+	struct rsnic_context *ctx;
+	struct ibv_get_context cmd;
+	int ret;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd), NULL,
+				  &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err;
+	}
+	if (!rsnic_formats_match(ctx, &resp.drv_payload)) {
+		errno = EPROTO;
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &rsnic_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	return NULL;
+}
+
+static struct verbs_device *rsnic_device_alloc(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct rsnic_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+static void rsnic_uninit_device(struct verbs_device *verbs_device)
+{
+	free(container_of(verbs_device, struct rsnic_device, ibv_dev));
+}
+
+static const struct verbs_device_ops rsnic_dev_ops = {
+	.name = "rsnic",
+	.match_min_abi_version = RSNIC_UVERBS_ABI_VERSION,
+	.match_max_abi_version = RSNIC_UVERBS_ABI_VERSION,
+	.match_device = rsnic_match_device,
+	.alloc_device = rsnic_device_alloc,
+	.uninit_device = rsnic_uninit_device,
+	.alloc_context = rsnic_alloc_context,
+};
+PROVIDER_DRIVER(rsnic, rsnic_dev_ops);

@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# User-space RDMA through rdma-core: the rsnic provider
+# (librsnic-rdmav65.so) finds each PF's RDMA device, ibv_devinfo reports
+# the card's own limits (read from the emulator over the harness channel,
+# not from the driver), pyverbs opens a context and allocates PDs that
+# `rdma res` attributes to the process, and a device that goes away
+# under a live context (aux unbind, rmmod) is disassociated: the removal
+# completes, the process's next verb fails, its clean-up succeeds, and
+# the device comes back usable.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+harness ping >/dev/null || skip_all "no harness control channel"
+command -v ibv_devinfo >/dev/null || skip_all "ibv_devinfo not installed"
+python3 -c 'import pyverbs' 2>/dev/null || skip_all "python3-pyverbs not installed"
+work=$(mktemp -d)
+cleanup() {
+	kill $(jobs -p) 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$work"
+	load_driver
+	[ -n "$AUX_A" ] && [ ! -e $RDMA_AUX_DRV/"$AUX_A" ] &&
+		echo "$AUX_A" > $RDMA_AUX_DRV/bind 2>/dev/null
+	net_cleanup
+}
+trap cleanup EXIT
+dmesg_mark
+
+A=$(card_addr A)
+B=$(card_addr B)
+IB_A=$(ibdev_of "$A")
+IB_B=$(ibdev_of "$B")
+AUX_A=$(rdma_aux_of "$A")
+[ -n "$IB_A" ] && [ -n "$IB_B" ] || bail_out "no RDMA device under the PFs"
+echo "# $A: $IB_A ($AUX_A); $B: $IB_B"
+
+# guid_of IBDEV: the node GUID as ibv_devices prints it (no colons).
+guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
+# devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
+devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
+
+ktap_header 10
+
+devices=$(ibv_devices 2>&1)
+echo "$devices" | sed 's/^/# /'
+check "ibv_devices lists both cards' devices with their node GUIDs" eval \
+	'echo "$devices" | grep -Eq "^\s+$IB_A\s+$(guid_of "$IB_A")$" &&
+	 echo "$devices" | grep -Eq "^\s+$IB_B\s+$(guid_of "$IB_B")$"'
+
+# Every limit the card reports, as ibv_devinfo shows it for each device.
+caps_match() { # IBDEV CARD
+	local caps kv name want got bad=0
+	caps=$(harness card "$2" rdma-caps) || return 1
+	for kv in ${caps#ok }; do
+		name=${kv%%=*} want=${kv#*=}
+		got=$(devinfo_field "$1" "$name")
+		if [ -z "$got" ] || [ $((got)) -ne $((want)) ]; then
+			echo "# $1: $name is '$got', the card says $want"
+			bad=1
+		fi
+	done
+	return $bad
+}
+check "ibv_devinfo -v: the card's limits (max_qp ... page_size_cap), both devices" \
+	eval 'caps_match "$IB_A" A && caps_match "$IB_B" B'
+
+# Port 1 as the provider reports it: RoCE on Ethernet, active with the
+# cable, the largest RoCE MTU that fits a 1500-byte Ethernet MTU.
+port=$(ibv_devinfo -d "$IB_A" -i 1)
+echo "$port" | grep -E "state|mtu|link_layer" | sed 's/^/# /'
+check "ibv_devinfo: port 1 PORT_ACTIVE, Ethernet, active_mtu 1024" eval \
+	'echo "$port" | grep -q "state:.*PORT_ACTIVE" &&
+	 echo "$port" | grep -q "link_layer:.*Ethernet" &&
+	 echo "$port" | grep -q "active_mtu:.*1024"'
+
+# A process with a context and two PDs on card A's device, waiting for
+# the word to go on; then it tries a verb, and cleans up.
+holder() { # IBDEV TAG
+	python3 - "$1" "$work/$2" <<-'PY'
+	import os, sys, time
+	import pyverbs.device as d
+	from pyverbs.pd import PD
+	ctx = d.Context(name=sys.argv[1])
+	pds = [PD(ctx), PD(ctx)]
+	with open(sys.argv[2] + ".ready", "w") as f:
+	    f.write(str(os.getpid()))
+	while not os.path.exists(sys.argv[2] + ".go"):
+	    time.sleep(0.05)
+	try:
+	    PD(ctx)
+	    print("# a PD was allocated on a device that is gone")
+	    sys.exit(1)
+	except Exception as e:
+	    print("# after removal:", e)
+	for pd in pds:
+	    pd.close()
+	ctx.close()
+	PY
+}
+user_pds() { rdma res show pd dev "$1" 2>/dev/null | grep -cw "pid $2"; }
+
+holder "$IB_A" unbind &
+pid=$!
+wait_until 100 test -e "$work/unbind.ready"
+rdma res show pd dev "$IB_A" | sed 's/^/# /'
+check "pyverbs: a context and PDs; rdma res shows them as the process's" \
+	test "$(user_pds "$IB_A" "$(cat "$work/unbind.ready")")" = 2
+
+# Unbinding the RDMA half disassociates the live context: the unbind
+# must not wait for the process.
+start=$(date +%s%N)
+timeout 20 sh -c "echo $AUX_A > $RDMA_AUX_DRV/unbind"
+unbind_status=$?
+echo "# unbind with a live context: status $unbind_status, $((($(date +%s%N) - start) / 1000000)) ms"
+check "unbinding the device under a live context completes" test $unbind_status = 0
+touch "$work/unbind.go"
+wait $pid
+check "the process's next verb fails, and its clean-up succeeds" test $? = 0
+
+echo "$AUX_A" > $RDMA_AUX_DRV/bind
+IB_A=$(ibdev_of "$A")
+check "bound again: the device is back and opens" eval \
+	'[ -n "$IB_A" ] && ibv_devinfo -d "$IB_A" >/dev/null'
+
+check "no user PD left on the device" test "$(rdma res show pd dev "$IB_A" | grep -c " pid ")" = 0
+
+# rmmod with a live context: the module is not pinned by the process.
+holder "$IB_B" rmmod &
+pid=$!
+wait_until 100 test -e "$work/rmmod.ready"
+timeout 60 rmmod rsnic
+rmmod_status=$?
+check "rmmod with a live context completes" test $rmmod_status = 0
+touch "$work/rmmod.go"
+wait $pid
+check "that process's next verb fails, and its clean-up succeeds" test $? = 0
+
+dmesg_clean || dmesg_since_mark | grep -E 'WARNING|BUG' | head -5 | sed 's/^/# /'
+ktap_finish
