@@ -91,6 +91,7 @@ fn register_rdma<'a>(
             regs,
             vectors.irq(rdma::EVENT_VECTOR.into())?,
             rdma::EVENT_VECTOR,
+            user_doorbells(pdev),
         ),
     )
 }
@@ -134,4 +135,15 @@ impl pci::Driver for RsnicDriver {
             }))
         })
     }
+}
+
+/// The physical address of the PF's user doorbell BAR, if it has one of
+/// the size the interface gives it (an older card does not: its RDMA
+/// device then serves kernel consumers only).
+fn user_doorbells(pdev: &pci::Device<Core<'_>>) -> Option<u64> {
+    let bar = crate::hw::rdma::udb::BAR;
+    let len = pdev.resource_len(bar).ok()?;
+    (len >= crate::hw::rdma::udb::BAR_SIZE as u64)
+        .then(|| pdev.resource_start(bar).ok())
+        .flatten()
 }

@@ -344,6 +344,8 @@ admin_commands! {
             ring @ 16: u64,
             /// Entries (power of two, up to `max_cqe`).
             entries @ 24: u32,
+            /// The [`rdma::udb`] page that rings it; 0 for a kernel CQ.
+            db_page @ 28: u32,
         } = 24,
         /// PF only: destroy a completion queue no QP uses.
         RdmaDestroyCq {

@@ -107,6 +107,32 @@ pub mod db {
     pub const END: usize = 0x4010;
 }
 
+/// User doorbell pages: a BAR of 4 KiB pages, each with the four RDMA
+/// doorbells at the offsets below, values as in [`db`]. The driver maps
+/// page `n` (1 or more) into one process and creates that process's CQs
+/// and QPs with `db_page = n`; a doorbell written to a page acts only on
+/// queues created with that page, and any other is ignored and counted
+/// (`refused_doorbells`). Page 0 is never given out: queues created
+/// with `db_page = 0` are the kernel's, rung through [`db`] in BAR0 only.
+pub mod udb {
+    /// The BAR holding the pages.
+    pub const BAR: u32 = 4;
+    /// Bytes of one page (the host's page size: a page maps alone).
+    pub const PAGE_SIZE: usize = 4096;
+    /// Pages in the BAR, page 0 included.
+    pub const PAGES: u32 = 64;
+    /// Size of the BAR in bytes.
+    pub const BAR_SIZE: usize = PAGE_SIZE * PAGES as usize;
+    /// Send queue doorbell, as [`super::db::SQ`].
+    pub const SQ: usize = 0x0;
+    /// Receive queue doorbell, as [`super::db::RQ`].
+    pub const RQ: usize = 0x4;
+    /// CQ consumer index, as [`super::db::CQ_CI`].
+    pub const CQ_CI: usize = 0x8;
+    /// CQ arm, as [`super::db::CQ_ARM`].
+    pub const CQ_ARM: usize = 0xc;
+}
+
 /// Bits of [`db::CQ_ARM`] (shifted down by 16).
 pub mod arm {
     /// Raise an event for the next completion.
@@ -193,7 +219,7 @@ wire_struct! {
     /// Arguments of [`super::AdminCmd::RdmaCreateQp`] (offsets from
     /// [`super::AQ_PARAMS`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct QpCreate[48] {
+    pub struct QpCreate[52] {
         /// QP number: 1 for the GSI QP, else 2..max_qp.
         pub qpn @ 0: u32,
         /// [`QpType`] as a byte.
@@ -212,6 +238,10 @@ wire_struct! {
         pub send_cq @ 40: u32,
         /// CQ of receive completions.
         pub recv_cq @ 44: u32,
+        /// The [`udb`] page that rings it; 0 for a kernel QP. Both CQs
+        /// must have the same. A user QP may not use the reserved local
+        /// key 0 (all bus addresses) nor REG_MR or LOCAL_INV.
+        pub db_page @ 48: u32,
     }
 }
 
@@ -307,7 +337,7 @@ wire_struct! {
     /// Arguments of [`super::AdminCmd::RdmaRegMr`] (offsets from
     /// [`super::AQ_PARAMS`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct MrReg[24] {
+    pub struct MrReg[48] {
         /// Key: index (bits 8-31) and a variant byte; lkey and rkey alike.
         pub key @ 0: u32,
         /// Protection domain.
@@ -316,8 +346,20 @@ wire_struct! {
         pub access @ 8: u32,
         /// [`mr_kind`] value.
         pub kind @ 12: u8,
-        /// Fast-registration MRs: most pages a REG_MR may map.
+        /// Fast-registration MRs: most pages a REG_MR may map. User MRs:
+        /// pages in the page list.
         pub max_pages @ 16: u32,
+        /// User MRs: log2 of the page size (12..=30).
+        pub page_shift @ 13: u8,
+        /// User MRs: bus address of the page list (`max_pages` u64 bus
+        /// addresses of pages, little-endian, 8-byte aligned), read once
+        /// at registration.
+        pub pbl @ 24: u64,
+        /// User MRs: the first address of the region (the process's
+        /// virtual address).
+        pub iova @ 32: u64,
+        /// User MRs: bytes.
+        pub len @ 40: u64,
     }
 }
 
@@ -327,7 +369,13 @@ pub mod mr_kind {
     pub const DMA: u8 = 0;
     /// A fast-registration MR: invalid until a REG_MR WQE maps pages.
     pub const FAST_REG: u8 = 1;
+    /// Memory of a process: pages from a page list, mapped at
+    /// registration.
+    pub const USER: u8 = 2;
 }
+
+/// Most pages of a user MR's page list (its list is 2 MiB).
+pub const MAX_USER_MR_PAGES: u32 = 1 << 18;
 
 /// Send WQE opcodes (byte 0 of a send queue entry).
 pub mod wqe_op {
@@ -603,6 +651,9 @@ wire_struct! {
         pub timeouts @ 64: u64,
         /// Duplicate requests received (a responder answered again).
         pub duplicates @ 72: u64,
+        /// Doorbells on a user page for a queue the page does not own, or
+        /// for none (ignored).
+        pub refused_doorbells @ 80: u64,
     }
 }
 
@@ -641,6 +692,7 @@ mod tests {
             rx_udp_csum_errors: 8,
             timeouts: 9,
             duplicates: 10,
+            refused_doorbells: 11,
         };
         assert_eq!(RdmaCounters::from_bytes(&c.to_bytes()), c);
     }

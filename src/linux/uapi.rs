@@ -9,8 +9,17 @@
 use kernel::transmute::AsBytes;
 
 pub(crate) use super::bindings::{
-    rsnic_ib_alloc_ucontext_resp as AllocUcontextResp, RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
+    rsnic_ib_alloc_ucontext_resp as AllocUcontextResp, rsnic_ib_create_ah_resp as CreateAhResp,
+    rsnic_ib_create_cq_resp as CreateCqResp, rsnic_ib_create_qp_resp as CreateQpResp,
+    RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
 };
 
-// SAFETY: Four `__u32` fields, no padding: every byte is initialised.
+// SAFETY: Four `__u32` then a `__u64` at offset 16: no padding, every
+// byte is initialised.
 unsafe impl AsBytes for AllocUcontextResp {}
+// SAFETY: A `__u64` then two `__u32`: no padding.
+unsafe impl AsBytes for CreateCqResp {}
+// SAFETY: Two `__u64` then four `__u32`: no padding.
+unsafe impl AsBytes for CreateQpResp {}
+// SAFETY: Eight bytes: no padding.
+unsafe impl AsBytes for CreateAhResp {}

@@ -7,10 +7,10 @@
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::device::RdmaDev;
+use super::ring::RingMem;
 use crate::hw::rdma::{arm, cqe_flag, db, wc_op, Cqe, CQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
 use crate::linux::{
-    dma::DmaBuffer,
     rdma::verbs::{NetworkHdr, WcOpcode, WcStatus, WcWriter, WorkCompletion},
     sync::lock_irqsave,
 };
@@ -20,7 +20,7 @@ use crate::linux::{
 pub(crate) struct RdmaCq {
     /// CQ number.
     pub(crate) cqn: u32,
-    ring: DmaBuffer,
+    ring: RingMem,
     entries: u32,
     /// Completions consumed (free running).
     #[pin]
@@ -29,7 +29,7 @@ pub(crate) struct RdmaCq {
 
 impl RdmaCq {
     /// A CQ over `ring` of `entries` entries.
-    pub(crate) fn new(cqn: u32, ring: DmaBuffer, entries: u32) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(cqn: u32, ring: RingMem, entries: u32) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             cqn,
             ring,
@@ -38,11 +38,14 @@ impl RdmaCq {
         }? Error)
     }
 
-    /// The completion at `consumed`, if the card wrote it.
+    /// The completion at `consumed`, if the card wrote it (never for a
+    /// process's CQ, which it polls itself).
     fn peek(&self, consumed: u32) -> Option<Cqe> {
         let offset = (consumed & (self.entries - 1)) as usize * CQE_LEN;
         let lap_phase = (consumed / self.entries).is_multiple_of(2);
         self.ring
+            .kernel()
+            .ok()?
             .read_published(offset, ENTRY_FLAGS_OFFSET, |flags| {
                 (flags & cqe_flag::PHASE != 0) == lap_phase
             })

@@ -15,13 +15,14 @@ use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
 use super::mr::RdmaMr;
 use super::qp::{self, access_bits, address_vector, RdmaQp};
+use super::ring::RingMem;
 use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
 use super::ucontext::RdmaUcontext;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
-    mr_kind, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
+    mr_kind, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
     RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE,
-    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -30,7 +31,8 @@ use crate::linux::{
     irq::IrqHandlerRegistration,
     net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
-    rdma::udata::UserData,
+    rdma::udata::{UserCall, UserData},
+    rdma::umem::UserMemory,
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
         RecvWrs, SendWrs, StatDesc, WcWriter,
@@ -52,6 +54,8 @@ struct Ids {
     cqs: IdPool,
     qps: IdPool,
     mrs: IdPool,
+    /// Pages of the user doorbell BAR, one per user context.
+    udb_pages: IdPool,
 }
 
 /// The driver state of one RDMA device. Field order is drop order.
@@ -63,6 +67,9 @@ pub(crate) struct RdmaDev {
     regs: Arc<Registers>,
     dma: DmaDevice,
     caps: RdmaCaps,
+    /// Physical address of the user doorbell BAR; `None` on a card
+    /// without one, which then serves no process.
+    udb_bar: Option<u64>,
     #[pin]
     ids: Mutex<Ids>,
     tables: Arc<SpinLock<Tables>>,
@@ -100,6 +107,8 @@ pub(crate) struct EngineAccess<'a> {
     pub(crate) vector: u16,
     /// The PF's NIC, whose `rdma` health reporter hears of failed QPs.
     pub(crate) nic: &'a NetDev<Nic>,
+    /// Physical address of the user doorbell BAR, if the card has it.
+    pub(crate) udb_bar: Option<u64>,
 }
 
 /// The card's limits bounded by what the driver supports: a card that
@@ -129,6 +138,7 @@ impl RdmaDev {
             cqs: IdPool::new(0, caps.max_cq)?,
             qps: IdPool::new(GSI_QPN, caps.max_qp)?,
             mrs: IdPool::new(1, caps.max_mr)?,
+            udb_pages: IdPool::new(1, udb::PAGES)?,
         };
         let tables = Arc::pin_init(
             kernel::new_spinlock!(Tables::new(caps.max_cq, caps.max_qp)?),
@@ -159,6 +169,7 @@ impl RdmaDev {
             regs,
             dma,
             caps,
+            udb_bar: e.udb_bar,
             ids <- kernel::new_mutex!(ids),
             tables,
             modify_block <- kernel::new_mutex!(modify),
@@ -329,13 +340,18 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn alloc_ucontext(
-        _dev: &IbDevice<Self>,
+        dev: &IbDevice<Self>,
         udata: &mut UserData<'_>,
     ) -> Result<impl PinInit<RdmaUcontext, Error>> {
-        RdmaUcontext::new(udata)
+        let d = dev.data();
+        let bar = d.udb_bar.ok_or(ENODEV)?;
+        let page = d.ids.lock().udb_pages.alloc()?;
+        RdmaUcontext::new(udata, bar, page).inspect_err(|_| d.ids.lock().udb_pages.free(page))
     }
 
-    fn dealloc_ucontext(_dev: &IbDevice<Self>, _uctx: &RdmaUcontext) {}
+    fn dealloc_ucontext(dev: &IbDevice<Self>, uctx: &RdmaUcontext) {
+        dev.data().ids.lock().udb_pages.free(uctx.page());
+    }
 
     fn alloc_pd(dev: &IbDevice<Self>) -> Result<impl PinInit<RdmaPd, Error>> {
         let pdn = dev.data().ids.lock().pds.alloc()?;
@@ -350,18 +366,35 @@ impl IbDeviceOps for RdmaDev {
         dev: &IbDevice<Self>,
         cq: CqHandle,
         entries: u32,
+        user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<RdmaCq, Error>, u32)> {
         let d = dev.data();
         // One more than asked: a full ring is told from an empty one by
         // the card's count, but the user may have exactly `entries` out.
         let n = ring_size(entries.saturating_add(1), d.caps.max_cqe)?;
-        let ring = d.dma.alloc(n as usize * CQE_LEN)?;
-        let addr = ring.dma_addr(0)?;
+        let len = n as usize * CQE_LEN;
+        let (ring, db_page) = match &user {
+            Some(u) => (RingMem::user(&d.dma, &u.udata, len)?, u.context.page()),
+            None => (RingMem::Kernel(d.dma.alloc(len)?), 0),
+        };
+        let addr = ring.dma_addr()?;
         let cqn = d.ids.lock().cqs.alloc()?;
+        if let Some(u) = user {
+            let resp = uapi::CreateCqResp {
+                offset: ring.mmap_offset(),
+                cqn,
+                entries: n,
+            };
+            if let Err(e) = u.udata.respond(&resp) {
+                d.ids.lock().cqs.free(cqn);
+                return Err(e);
+            }
+        }
         let created = d.admin.exec(AdminCmd::RdmaCreateCq {
             cqn,
             ring: addr,
             entries: n,
+            db_page,
         });
         if let Err(e) = created {
             d.ids.lock().cqs.free(cqn);
@@ -400,6 +433,7 @@ impl IbDeviceOps for RdmaDev {
         dev: &IbDevice<Self>,
         qp: QpHandle,
         init: &QpInit<'_, Self>,
+        user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<RdmaQp, Error>, u32, QpCaps)> {
         let d = dev.data();
         let c = &init.caps;
@@ -408,8 +442,19 @@ impl IbDeviceOps for RdmaDev {
         }
         let sq_n = ring_size(c.max_send_wr, d.caps.max_qp_wr)?;
         let rq_n = ring_size(c.max_recv_wr, d.caps.max_qp_wr)?;
-        let sq = d.dma.alloc(sq_n as usize * SQ_WQE_LEN)?;
-        let rq = d.dma.alloc(rq_n as usize * RQ_WQE_LEN)?;
+        let (sq_len, rq_len) = (sq_n as usize * SQ_WQE_LEN, rq_n as usize * RQ_WQE_LEN);
+        let (sq, rq, db_page) = match &user {
+            Some(u) => (
+                RingMem::user(&d.dma, &u.udata, sq_len)?,
+                RingMem::user(&d.dma, &u.udata, rq_len)?,
+                u.context.page(),
+            ),
+            None => (
+                RingMem::Kernel(d.dma.alloc(sq_len)?),
+                RingMem::Kernel(d.dma.alloc(rq_len)?),
+                0,
+            ),
+        };
         let entry = QpEntry {
             handle: qp,
             sq: WorkRing::new(sq_n)?,
@@ -437,14 +482,26 @@ impl IbDeviceOps for RdmaDev {
             qpn,
             qp_type: qp_type as u8,
             pd: init.pd.pdn,
-            sq: sq.dma_addr(0)?,
-            rq: rq.dma_addr(0)?,
+            sq: sq.dma_addr()?,
+            rq: rq.dma_addr()?,
             sq_entries: sq_n,
             rq_entries: rq_n,
             send_cq: init.send_cq.cqn,
             recv_cq: init.recv_cq.cqn,
+            db_page,
         };
-        if let Err(e) = d.admin.exec(AdminCmd::RdmaCreateQp(create)) {
+        let responded = match user {
+            Some(u) => u.udata.respond(&uapi::CreateQpResp {
+                sq_offset: sq.mmap_offset(),
+                rq_offset: rq.mmap_offset(),
+                qpn,
+                sq_entries: sq_n,
+                rq_entries: rq_n,
+                reserved: 0,
+            }),
+            None => Ok(()),
+        };
+        if let Err(e) = responded.and_then(|()| Ok(d.admin.exec(AdminCmd::RdmaCreateQp(create))?)) {
             let mut ids = d.ids.lock();
             ids.qps.free(qpn);
             if init.kind == QpKind::Gsi {
@@ -452,7 +509,7 @@ impl IbDeviceOps for RdmaDev {
                 let _ = ids.qps.take(GSI_QPN);
                 ids.qps.free(GSI_QPN);
             }
-            return Err(e.into());
+            return Err(e);
         }
         if let Some(slot) = lock_irqsave(&d.tables).qps.get_mut(qpn as usize) {
             *slot = Some(entry);
@@ -509,11 +566,22 @@ impl IbDeviceOps for RdmaDev {
         qp::post_recv(dev.data(), qp, wrs)
     }
 
-    fn create_ah(dev: &IbDevice<Self>, path: &AddressPath) -> Result<impl PinInit<RdmaAh, Error>> {
+    fn create_ah(
+        dev: &IbDevice<Self>,
+        path: &AddressPath,
+        user: Option<&mut UserCall<'_, Self>>,
+    ) -> Result<impl PinInit<RdmaAh, Error>> {
         if u32::from(path.sgid_index) >= dev.data().caps.gid_table_len {
             return Err(EINVAL);
         }
         let av = address_vector(path);
+        if let Some(u) = user {
+            // A process's UD sends carry the address vector themselves.
+            u.udata.respond(&uapi::CreateAhResp {
+                dmac: av.dmac,
+                reserved: [0; 2],
+            })?;
+        }
         Ok(try_pin_init!(RdmaAh { av }? Error))
     }
 
@@ -531,7 +599,7 @@ impl IbDeviceOps for RdmaDev {
             pd: pd.pdn,
             access: access_bits(access) | crate::hw::rdma::access::LOCAL_WRITE,
             kind: mr_kind::DMA,
-            max_pages: 0,
+            ..MrReg::default()
         };
         if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
             d.ids.lock().mrs.free(key >> 8);
@@ -561,6 +629,7 @@ impl IbDeviceOps for RdmaDev {
             access: 0,
             kind: mr_kind::FAST_REG,
             max_pages,
+            ..MrReg::default()
         };
         if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
             d.ids.lock().mrs.free(key >> 8);
@@ -608,6 +677,50 @@ impl IbDeviceOps for RdmaDev {
         for (o, v) in out.iter_mut().zip(values) {
             *o = v;
         }
+    }
+
+    fn reg_user_mr(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        mem: UserMemory,
+        iova: u64,
+        access: Access,
+    ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
+        let d = dev.data();
+        let shift = mem
+            .best_page_shift(d.caps.page_size_cap, iova)
+            .ok_or(EINVAL)?;
+        let pages = mem.dma_blocks(shift)?;
+        let count = u32::try_from(pages.len())
+            .ok()
+            .filter(|n| (1..=MAX_USER_MR_PAGES).contains(n))
+            .ok_or(EINVAL)?;
+        // The card reads the list once, at registration.
+        let list = d.dma.alloc(pages.len() * 8)?;
+        for (i, page) in pages.iter().enumerate() {
+            list.write(i * 8, &page.to_le_bytes())?;
+        }
+        let key = d.ids.lock().mrs.alloc()? << 8;
+        let reg = MrReg {
+            key,
+            pd: pd.pdn,
+            access: access_bits(access),
+            kind: mr_kind::USER,
+            max_pages: count,
+            page_shift: shift,
+            pbl: list.dma_addr(0)?,
+            iova,
+            len: mem.len(),
+        };
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
+            d.ids.lock().mrs.free(key >> 8);
+            return Err(e.into());
+        }
+        let keys = MrKeys {
+            lkey: key,
+            rkey: key,
+        };
+        Ok((RdmaMr::user(key, mem), keys))
     }
 
     fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {

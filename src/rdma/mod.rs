@@ -15,6 +15,7 @@ mod eq;
 mod ids;
 mod mr;
 mod qp;
+mod ring;
 mod tables;
 mod ucontext;
 
@@ -45,22 +46,25 @@ pub(crate) struct RdmaLink {
     regs: Arc<Registers>,
     irq: u32,
     vector: u16,
+    udb_bar: Option<u64>,
 }
 
 impl RdmaLink {
     /// The link of a PF's function, with event vector `vector` (Linux IRQ
-    /// `irq`).
+    /// `irq`) and the user doorbell BAR at physical address `udb_bar`.
     pub(crate) fn new(
         function: Arc<DevlinkRegistration<FunctionDevlink>>,
         regs: &Arc<Registers>,
         irq: u32,
         vector: u16,
+        udb_bar: Option<u64>,
     ) -> Self {
         Self {
             function,
             regs: regs.clone(),
             irq,
             vector,
+            udb_bar,
         }
     }
 }
@@ -126,6 +130,7 @@ impl auxiliary::Driver for RdmaDriver {
                 irq: link.irq,
                 vector: link.vector,
                 nic: netdev,
+                udb_bar: link.udb_bar,
             };
             let init = RdmaDev::new(access).inspect_err(|e| {
                 dev_err!(adev, "RDMA engine does not answer: {e:?}\n");

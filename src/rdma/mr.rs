@@ -6,7 +6,7 @@
 
 use kernel::{prelude::*, sync::SpinLock};
 
-use crate::linux::{dma::DmaBuffer, sync::lock_irqsave};
+use crate::linux::{dma::DmaBuffer, rdma::umem::UserMemory, sync::lock_irqsave};
 
 /// A memory region's driver state.
 #[pin_data]
@@ -18,6 +18,8 @@ pub(crate) struct RdmaMr {
     /// it.
     #[pin]
     pages: SpinLock<Option<PageList>>,
+    /// A user region: the process's memory, pinned while registered.
+    _user: Option<UserMemory>,
 }
 
 struct PageList {
@@ -32,6 +34,17 @@ impl RdmaMr {
         try_pin_init!(Self {
             key,
             pages <- kernel::new_spinlock!(None),
+            _user: None,
+        }? Error)
+    }
+
+    /// A region over a process's memory, which stays pinned until the
+    /// region is deregistered.
+    pub(crate) fn user(key: u32, mem: UserMemory) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            key,
+            pages <- kernel::new_spinlock!(None),
+            _user: Some(mem),
         }? Error)
     }
 
@@ -40,6 +53,7 @@ impl RdmaMr {
         try_pin_init!(Self {
             key,
             pages <- kernel::new_spinlock!(Some(PageList { buf, max, count: 0 })),
+            _user: None,
         }? Error)
     }
 

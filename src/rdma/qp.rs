@@ -8,12 +8,12 @@ use kernel::{prelude::*, sync::Mutex};
 
 use super::device::RdmaDev;
 use super::mr::RdmaMr;
+use super::ring::RingMem;
 use crate::hw::rdma::{
     access, db, qp_attr, wqe_flag, wqe_op, AddressVector, Gid, QpModify, QpState, RegMrParams,
     RqWqe, Sge, SqWqe, MAX_SGE, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::linux::{
-    dma::DmaBuffer,
     rdma::verbs::{
         modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpStateKind, RecvWrs, SendOp,
         SendWr, SendWrs,
@@ -31,9 +31,9 @@ pub(crate) struct RdmaQp {
     /// Every send request completes.
     pub(crate) signal_all: bool,
     /// Send queue ring.
-    pub(crate) sq: DmaBuffer,
+    pub(crate) sq: RingMem,
     /// Receive queue ring.
-    pub(crate) rq: DmaBuffer,
+    pub(crate) rq: RingMem,
     /// Queue sizes granted.
     pub(crate) caps: QpCaps,
     /// What the driver last set.
@@ -63,8 +63,8 @@ impl RdmaQp {
         qpn: u32,
         kind: QpKind,
         signal_all: bool,
-        sq: DmaBuffer,
-        rq: DmaBuffer,
+        sq: RingMem,
+        rq: RingMem,
         caps: QpCaps,
     ) -> impl PinInit<Self, Error> {
         let settings = QpSettings {
@@ -350,7 +350,11 @@ pub(crate) fn post_send(dev: &RdmaDev, qp: &RdmaQp, wrs: &mut SendWrs<'_, RdmaDe
             }
         };
         let slot = entry.sq.slot(entry.sq.head);
-        if let Err(e) = qp.sq.write(slot * SQ_WQE_LEN, &w.to_bytes()) {
+        if let Err(e) = qp
+            .sq
+            .kernel()
+            .and_then(|sq| sq.write(slot * SQ_WQE_LEN, &w.to_bytes()))
+        {
             result = Err(e);
             break;
         }
@@ -394,7 +398,11 @@ pub(crate) fn post_recv(dev: &RdmaDev, qp: &RdmaQp, wrs: &mut RecvWrs<'_>) -> Re
             }
         }
         let slot = entry.rq.slot(entry.rq.head);
-        if let Err(e) = qp.rq.write(slot * RQ_WQE_LEN, &w.to_bytes()) {
+        if let Err(e) = qp
+            .rq
+            .kernel()
+            .and_then(|rq| rq.write(slot * RQ_WQE_LEN, &w.to_bytes()))
+        {
             result = Err(e);
             break;
         }

@@ -19,13 +19,50 @@
 /*
  * The response to alloc_ucontext: the entry sizes of the card's queues, so
  * a provider built for another card revision refuses the device instead of
- * writing entries the card reads differently.
+ * writing entries the card reads differently, and where the context's
+ * doorbell page is: mmap() 4096 bytes at db_offset of the device file.
+ * Its SQ, RQ, CQ_CI and CQ_ARM doorbells (offsets 0x0, 0x4, 0x8, 0xc) act
+ * only on this context's queues.
  */
 struct rsnic_ib_alloc_ucontext_resp {
 	__u32 sq_wqe_len;	/* bytes of a send queue entry */
 	__u32 rq_wqe_len;	/* bytes of a receive queue entry */
 	__u32 cqe_len;		/* bytes of a completion queue entry */
 	__u32 max_sge;		/* scatter/gather entries of one work request */
+	__aligned_u64 db_offset;	/* mmap offset of the doorbell page */
+};
+
+/*
+ * The response to create_cq: the ring the kernel allocated, to mmap()
+ * (entries * cqe_len bytes, rounded up to pages) at offset. The card
+ * writes entries there; the provider polls them by phase bit.
+ */
+struct rsnic_ib_create_cq_resp {
+	__aligned_u64 offset;
+	__u32 cqn;
+	__u32 entries;		/* a power of two; the CQ holds entries - 1 */
+};
+
+/*
+ * The response to create_qp: its send and receive rings, to mmap() at
+ * their offsets (entries * WQE length, rounded up to pages).
+ */
+struct rsnic_ib_create_qp_resp {
+	__aligned_u64 sq_offset;
+	__aligned_u64 rq_offset;
+	__u32 qpn;
+	__u32 sq_entries;	/* a power of two */
+	__u32 rq_entries;	/* a power of two */
+	__u32 reserved;
+};
+
+/*
+ * The response to create_ah: the destination MAC ib_core resolved, which
+ * a UD send carries in its address vector.
+ */
+struct rsnic_ib_create_ah_resp {
+	__u8 dmac[6];
+	__u8 reserved[2];
 };
 
 #endif /* RSNIC_ABI_USER_H */

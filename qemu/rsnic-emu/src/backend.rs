@@ -22,7 +22,8 @@ use crate::function::Function;
 use crate::hw;
 use std::sync::{Arc, Mutex};
 
-/// Region table: config space, BAR0 (registers) and the MSI-X BAR.
+/// Region table: config space, BAR0 (registers), the MSI-X BAR and the
+/// user doorbell BAR.
 pub fn region_infos() -> Vec<ServerRegion> {
     (0..VFIO_PCI_NUM_REGIONS)
         .map(|index| {
@@ -30,6 +31,7 @@ pub fn region_infos() -> Vec<ServerRegion> {
                 VFIO_PCI_CONFIG_REGION_INDEX => CONFIG_SPACE_SIZE,
                 VFIO_PCI_BAR0_REGION_INDEX => hw::BAR0_SIZE,
                 i if i == hw::MSIX_BAR => hw::MSIX_BAR_SIZE,
+                i if i == hw::rdma::udb::BAR => hw::rdma::udb::BAR_SIZE,
                 _ => 0,
             };
             let flags = if size > 0 {
@@ -91,14 +93,15 @@ impl Backend {
         self.func.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Splits an access into naturally aligned 32-bit register accesses.
-    fn bar0_dwords(offset: u64, len: usize) -> io::Result<std::ops::Range<usize>> {
+    /// Splits an access to a BAR of `size` bytes into naturally aligned
+    /// 32-bit register accesses.
+    fn dwords(offset: u64, len: usize, size: usize) -> io::Result<std::ops::Range<usize>> {
         let start =
             usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        if !start.is_multiple_of(4) || !len.is_multiple_of(4) || start + len > hw::BAR0_SIZE {
+        if !start.is_multiple_of(4) || !len.is_multiple_of(4) || start + len > size {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "BAR0 accesses are aligned dwords",
+                "register accesses are aligned dwords",
             ));
         }
         Ok(start..start + len)
@@ -110,7 +113,7 @@ impl ServerBackend for Backend {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.func().config.read(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => {
-                let range = Self::bar0_dwords(offset, data.len())?;
+                let range = Self::dwords(offset, data.len(), hw::BAR0_SIZE)?;
                 let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact_mut(4).zip(range.step_by(4)) {
                     chunk.copy_from_slice(&func.read_reg(reg).to_le_bytes());
@@ -118,6 +121,8 @@ impl ServerBackend for Backend {
             }
             // QEMU emulates the MSI-X table; the PBA reads as nothing pending.
             VFIO_PCI_BAR2_REGION_INDEX => data.fill(0),
+            // Doorbells are write-only.
+            i if i == hw::rdma::udb::BAR => data.fill(0),
             _ => data.fill(0xff),
         }
         Ok(())
@@ -127,12 +132,23 @@ impl ServerBackend for Backend {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.func().config.write(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => {
-                let range = Self::bar0_dwords(offset, data.len())?;
+                let range = Self::dwords(offset, data.len(), hw::BAR0_SIZE)?;
                 let mut frames = Vec::new();
                 let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {
                     let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
                     frames.extend(func.write_reg(reg, value));
+                }
+                drop(func);
+                self.card.transmit(frames);
+            }
+            i if i == hw::rdma::udb::BAR => {
+                let range = Self::dwords(offset, data.len(), hw::rdma::udb::BAR_SIZE)?;
+                let mut frames = Vec::new();
+                let mut func = self.func();
+                for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {
+                    let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    frames.extend(func.write_user_doorbell(reg, value));
                 }
                 drop(func);
                 self.card.transmit(frames);

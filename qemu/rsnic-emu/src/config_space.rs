@@ -37,6 +37,7 @@ impl ConfigSpace {
         cs.data[0x09..0x0c].copy_from_slice(&class[..3]);
         cs.put32(0x10, 0x4); // BAR0: 64-bit memory
         cs.put32(0x18, 0x4); // BAR2: 64-bit memory (MSI-X)
+        cs.put32(0x20, 0x4); // BAR4: 64-bit memory (user doorbell pages)
         cs.put16(0x2c, hw::PCI_VENDOR_ID);
         cs.put16(0x2e, device_id);
         cs.data[0x34] = PCIE_CAP_OFFSET as u8;

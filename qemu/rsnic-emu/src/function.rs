@@ -349,6 +349,24 @@ impl Function {
         fx.send
     }
 
+    /// Writes the 32-bit user doorbell at `offset` in the doorbell BAR
+    /// ([`hw::rdma::udb`]; PF only, a VF has no RDMA engine). Returns the
+    /// frames the write made the engine send.
+    pub fn write_user_doorbell(&mut self, offset: usize, value: u32) -> Vec<Outgoing> {
+        let mut fx = Effects::default();
+        if self.faults.is(Fault::Gone) {
+            return fx.send;
+        }
+        self.delay_dma();
+        self.nic
+            .write_user_doorbell(&self.dma, offset, value, &mut fx);
+        for vector in fx.raise {
+            self.raise_queue_irq(vector);
+        }
+        self.kick_moderation_timer();
+        fx.send
+    }
+
     /// Raises every MSI-X vector `n` times with nothing to report (fault
     /// injection: spurious interrupts). Returns how many were delivered.
     pub fn spurious_irqs(&mut self, n: u32) -> u32 {

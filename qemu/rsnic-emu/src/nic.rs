@@ -203,6 +203,20 @@ impl Nic {
         Some(r)
     }
 
+    /// A write to the user doorbell BAR ([`hw::rdma::udb`]) at `offset`.
+    pub fn write_user_doorbell(
+        &mut self,
+        dma: &DmaSpace,
+        offset: usize,
+        value: u32,
+        fx: &mut Effects,
+    ) {
+        let page = (offset / hw::rdma::udb::PAGE_SIZE) as u32;
+        let reg = offset % hw::rdma::udb::PAGE_SIZE;
+        let now = Instant::now();
+        self.with_rdma(dma, now, fx, |e, io| e.user_doorbell(page, reg, value, io));
+    }
+
     /// A frame from the wire the RDMA engine may take (RoCEv2 for this
     /// card); false if it is the NIC's.
     pub fn rdma_receive(&mut self, dma: &DmaSpace, frame: &[u8], fx: &mut Effects) -> bool {

@@ -7,14 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#include <rdma/rsnic-abi.h>
 #include <kernel-abi/rsnic-abi.h>
 
 #include "rsnic.h"
 
 DECLARE_DRV_CMD(rsnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rsnic_ib_alloc_ucontext_resp);
+DECLARE_DRV_CMD(ursnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
+		rsnic_ib_create_ah_resp);
 
 /* The modalias of the auxiliary device the kernel driver binds. */
 #define RSNIC_MODALIAS "MODALIAS=auxiliary:rsnic.rdma"
@@ -103,20 +105,116 @@ static int rsnic_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
+static struct ibv_mr *rsnic_reg_mr(struct ibv_pd *pd, void *addr,
+				   size_t length, uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+static int rsnic_dereg_mr(struct verbs_mr *vmr)
+{
+	int ret;
+
+	ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(vmr);
+	return 0;
+}
+
+/*
+ * An address handle: the address vector UD sends carry, with the
+ * destination MAC the kernel resolved.
+ */
+static struct ibv_ah *rsnic_create_ah(struct ibv_pd *pd,
+				      struct ibv_ah_attr *attr)
+{
+	struct ursnic_create_ah_resp resp = {};
+	struct rsnic_ah *ah;
+	int ret;
+
+	if (!attr->is_global) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (ret) {
+		free(ah);
+		errno = ret;
+		return NULL;
+	}
+	memcpy(ah->av.dmac, resp.drv_payload.dmac, sizeof(ah->av.dmac));
+	ah->av.sgid_index = attr->grh.sgid_index;
+	ah->av.hop_limit = attr->grh.hop_limit;
+	ah->av.traffic_class = attr->grh.traffic_class;
+	ah->av.flow_label = htole32(attr->grh.flow_label & 0xfffff);
+	memcpy(ah->av.dgid, attr->grh.dgid.raw, sizeof(ah->av.dgid));
+	return &ah->ibv_ah;
+}
+
+static int rsnic_destroy_ah(struct ibv_ah *ibah)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	free(to_rah(ibah));
+	return 0;
+}
+
 static void rsnic_free_context(struct ibv_context *ibctx)
 {
 	struct rsnic_context *ctx = to_rctx(ibctx);
+	int i;
 
+	for (i = 0; i < RSNIC_QP_TABLE_BLOCK; i++)
+		free(ctx->qp_table[i]);
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	munmap(ctx->db, RSNIC_DB_PAGE_SIZE);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
 
 static const struct verbs_context_ops rsnic_ctx_ops = {
 	.alloc_pd = rsnic_alloc_pd,
+	.create_ah = rsnic_create_ah,
+	.create_cq = rsnic_create_cq,
+	.create_qp = rsnic_create_qp,
 	.dealloc_pd = rsnic_dealloc_pd,
+	.dereg_mr = rsnic_dereg_mr,
+	.destroy_ah = rsnic_destroy_ah,
+	.destroy_cq = rsnic_destroy_cq,
+	.destroy_qp = rsnic_destroy_qp,
 	.free_context = rsnic_free_context,
+	.modify_qp = rsnic_modify_qp,
+	.poll_cq = rsnic_poll_cq,
+	.post_recv = rsnic_post_recv,
+	.post_send = rsnic_post_send,
 	.query_device_ex = rsnic_query_device,
 	.query_port = rsnic_query_port,
+	.query_qp = rsnic_query_qp,
+	.reg_mr = rsnic_reg_mr,
+	.req_notify_cq = rsnic_req_notify_cq,
 };
 
 /* Whether the kernel's card writes and reads the entries this provider does. */
@@ -159,6 +257,13 @@ static struct verbs_context *rsnic_alloc_context(struct ibv_device *ibdev,
 		errno = EPROTO;
 		goto err;
 	}
+	ctx->db = mmap(NULL, RSNIC_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED, cmd_fd,
+		       resp.drv_payload.db_offset);
+	if (ctx->db == MAP_FAILED) {
+		verbs_err(&ctx->ibv_ctx, "rsnic: cannot map the doorbell page\n");
+		goto err;
+	}
+	pthread_mutex_init(&ctx->qp_table_lock, NULL);
 
 	verbs_set_ops(&ctx->ibv_ctx, &rsnic_ctx_ops);
 	return &ctx->ibv_ctx;

@@ -1,37 +1,112 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * The rsnic provider: libibverbs' user-space half of the rsnic RDMA
- * engine (the kernel half is rsnic.ko's auxiliary RDMA driver).
+ * engine (the kernel half is rsnic.ko's auxiliary RDMA driver). The
+ * kernel allocates every ring and maps it, with the context's doorbell
+ * page, into the process; the provider writes WQEs, rings doorbells and
+ * polls CQEs itself.
  */
 #ifndef RSNIC_PROVIDER_H
 #define RSNIC_PROVIDER_H
 
-#include <infiniband/driver.h>
+#include <pthread.h>
+#include <stdint.h>
 
-/*
- * The card's queue entry formats this provider writes and reads
- * (src/hw/rdma.rs and Documentation/rsnic/rdma.rst in the rsnic tree).
- * alloc_ucontext's response must report the same or the device is
- * refused.
- */
-enum {
-	RSNIC_SQ_WQE_LEN = 128,
-	RSNIC_RQ_WQE_LEN = 80,
-	RSNIC_CQE_LEN = 32,
-	RSNIC_MAX_SGE = 4,
-};
+#include <infiniband/driver.h>
+#include <rdma/rsnic-abi.h>
+
+#include "rsnic_hw.h"
 
 struct rsnic_device {
 	struct verbs_device ibv_dev;
 };
 
+/* QPs by number, for completions: 256 blocks of 256, made as needed. */
+enum { RSNIC_QP_TABLE_BLOCK = 256 };
+
 struct rsnic_context {
 	struct verbs_context ibv_ctx;
+	void *db;			/* the context's doorbell page */
+	pthread_mutex_t qp_table_lock;
+	struct rsnic_qp **qp_table[RSNIC_QP_TABLE_BLOCK];
+};
+
+struct rsnic_cq {
+	struct ibv_cq ibv_cq;
+	pthread_spinlock_t lock;
+	uint32_t cqn;
+	uint32_t entries;		/* a power of two */
+	uint32_t consumed;		/* free running */
+	void *ring;
+	size_t ring_len;
+};
+
+/* One work queue of a QP: its mapped ring and the wr_id of each slot. */
+struct rsnic_wq {
+	void *ring;
+	size_t ring_len;
+	uint64_t *wrid;
+	uint32_t entries;		/* a power of two */
+	uint32_t head;			/* posted, free running */
+	uint32_t tail;			/* completed, free running */
+	pthread_spinlock_t lock;
+};
+
+struct rsnic_qp {
+	struct ibv_qp ibv_qp;
+	struct rsnic_wq sq;
+	struct rsnic_wq rq;
+	bool signal_all;
+};
+
+struct rsnic_ah {
+	struct ibv_ah ibv_ah;
+	struct rsnic_av av;
 };
 
 static inline struct rsnic_context *to_rctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct rsnic_context, ibv_ctx.context);
 }
+
+static inline struct rsnic_cq *to_rcq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct rsnic_cq, ibv_cq);
+}
+
+static inline struct rsnic_qp *to_rqp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct rsnic_qp, ibv_qp);
+}
+
+static inline struct rsnic_ah *to_rah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct rsnic_ah, ibv_ah);
+}
+
+/* Rings one of the context's doorbells. */
+void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
+		uint16_t value);
+
+struct rsnic_qp *rsnic_find_qp(struct rsnic_context *ctx, uint32_t qpn);
+
+struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector);
+int rsnic_destroy_cq(struct ibv_cq *cq);
+int rsnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int rsnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr);
+int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		   struct ibv_qp_init_attr *init_attr);
+int rsnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		    int attr_mask);
+int rsnic_destroy_qp(struct ibv_qp *qp);
+int rsnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr);
+int rsnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);
 
 #endif /* RSNIC_PROVIDER_H */

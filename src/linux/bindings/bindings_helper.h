@@ -13,6 +13,7 @@
 #include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/ib_umem.h>
 #include <net/devlink.h>
 #include <linux/bpf.h>
 #include <linux/filter.h>

@@ -16,6 +16,9 @@
 #include <net/sch_generic.h>
 #include <net/page_pool/helpers.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
+#include <rdma/uverbs_ioctl.h>
 #include <net/devlink.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
@@ -588,6 +591,80 @@ struct ib_device *rust_ext_ib_alloc_device(size_t size)
 void rust_ext_ib_set_parent(struct ib_device *ibdev, struct device *parent)
 {
 	ibdev->dev.parent = parent;
+}
+
+/* The user context of a verb call from user space. */
+struct ib_ucontext *rust_ext_udata_ucontext(struct ib_udata *udata)
+{
+	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
+}
+
+/* The driver data of a call carrying an attribute bundle (create_cq). */
+struct ib_udata *rust_ext_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return &attrs->driver_udata;
+}
+
+u64 rust_ext_mmap_entry_offset(const struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}
+
+/* Device registers into user space: uncached, zapped on disassociation. */
+int rust_ext_mmap_io(struct ib_ucontext *uctx, struct vm_area_struct *vma,
+		     phys_addr_t phys, size_t len, struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_io(uctx, vma, PHYS_PFN(phys), len,
+				 pgprot_noncached(vma->vm_page_prot), entry);
+}
+
+/*
+ * Memory pages into user space, each page taking a reference, so they
+ * outlive their owner's free while the process maps them.
+ */
+int rust_ext_mmap_pages(struct vm_area_struct *vma, struct page *page, size_t len)
+{
+	unsigned long addr;
+	int ret;
+
+	if (vma->vm_end - vma->vm_start != len)
+		return -EINVAL;
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE, page++) {
+		ret = vm_insert_page(vma, addr, page);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+struct page *rust_ext_alloc_zeroed_pages(unsigned int order)
+{
+	return alloc_pages(GFP_KERNEL | __GFP_COMP | __GFP_ZERO | __GFP_NOWARN, order);
+}
+
+struct ib_umem *rust_ext_umem_get(struct ib_device *dev, u64 addr, size_t len, int access)
+{
+	return ib_umem_get_va(dev, addr, len, access);
+}
+
+size_t rust_ext_umem_num_dma_blocks(struct ib_umem *umem, unsigned long pgsz)
+{
+	return ib_umem_num_dma_blocks(umem, pgsz);
+}
+
+/* The bus addresses of the umem's pgsz-blocks, at most max of them. */
+size_t rust_ext_umem_dma_blocks(struct ib_umem *umem, unsigned long pgsz, u64 *out, size_t max)
+{
+	struct ib_block_iter biter;
+	size_t n = 0;
+
+	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
+		if (n == max)
+			break;
+		out[n++] = rdma_block_iter_dma_address(&biter);
+	}
+	return n;
 }
 
 u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)

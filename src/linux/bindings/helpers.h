@@ -165,6 +165,16 @@ void rust_ext_local_irq_restore(unsigned long flags);
 /* RDMA */
 struct ib_device *rust_ext_ib_alloc_device(size_t size);
 void rust_ext_ib_set_parent(struct ib_device *ibdev, struct device *parent);
+struct ib_ucontext *rust_ext_udata_ucontext(struct ib_udata *udata);
+struct ib_udata *rust_ext_attrs_udata(struct uverbs_attr_bundle *attrs);
+u64 rust_ext_mmap_entry_offset(const struct rdma_user_mmap_entry *entry);
+int rust_ext_mmap_io(struct ib_ucontext *uctx, struct vm_area_struct *vma,
+		     phys_addr_t phys, size_t len, struct rdma_user_mmap_entry *entry);
+int rust_ext_mmap_pages(struct vm_area_struct *vma, struct page *page, size_t len);
+struct page *rust_ext_alloc_zeroed_pages(unsigned int order);
+struct ib_umem *rust_ext_umem_get(struct ib_device *dev, u64 addr, size_t len, int access);
+size_t rust_ext_umem_num_dma_blocks(struct ib_umem *umem, unsigned long pgsz);
+size_t rust_ext_umem_dma_blocks(struct ib_umem *umem, unsigned long pgsz, u64 *out, size_t max);
 
 /* devlink */
 struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,

@@ -20,7 +20,8 @@ use crate::linux::bindings;
 use crate::linux::net::netdev::NetDev;
 use crate::linux::rdma::{
     device_adapter::Adapter,
-    udata::UserData,
+    udata::{UserCall, UserData},
+    umem::UserMemory,
     verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery, RecvWrs,
         SendWrs, StatDesc, WcWriter,
@@ -196,11 +197,14 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
 
     /// `create_cq` with room for at least `entries` completions: the
     /// state and the room granted. The driver keeps `cq` until
-    /// [`IbDeviceOps::destroy_cq`] gives it back.
+    /// [`IbDeviceOps::destroy_cq`] gives it back. `user` is a process's
+    /// call (the driver answers through its udata); the process polls
+    /// such a CQ itself, never through [`IbDeviceOps::poll_cq`].
     fn create_cq(
         dev: &IbDevice<Self>,
         cq: CqHandle,
         entries: u32,
+        user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<Self::Cq, Error>, u32)>;
     /// `destroy_cq`: returns the handle given at creation (so nothing can
     /// notify the CQ any more).
@@ -213,10 +217,13 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
 
     /// `create_qp`: the state, the QP number and the sizes granted. The
     /// driver keeps `qp` until [`IbDeviceOps::destroy_qp`] gives it back.
+    /// `user` as for [`IbDeviceOps::create_cq`]: the process posts to
+    /// such a QP itself, never through [`IbDeviceOps::post_send`].
     fn create_qp(
         dev: &IbDevice<Self>,
         qp: QpHandle,
         init: &QpInit<'_, Self>,
+        user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<Self::Qp, Error>, u32, QpCaps)>;
     /// `modify_qp`.
     fn modify_qp(dev: &IbDevice<Self>, qp: &Self::Qp, attrs: &QpAttrs) -> Result;
@@ -232,9 +239,13 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     /// `post_recv` (any context), as `post_send`.
     fn post_recv(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
 
-    /// `create_ah` (may be atomic context).
-    fn create_ah(dev: &IbDevice<Self>, path: &AddressPath)
-        -> Result<impl PinInit<Self::Ah, Error>>;
+    /// `create_ah` (may be atomic context; a process's call, `user`,
+    /// is not).
+    fn create_ah(
+        dev: &IbDevice<Self>,
+        path: &AddressPath,
+        user: Option<&mut UserCall<'_, Self>>,
+    ) -> Result<impl PinInit<Self::Ah, Error>>;
     /// `destroy_ah`.
     fn destroy_ah(dev: &IbDevice<Self>, ah: &Self::Ah);
 
@@ -250,6 +261,21 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         pd: &Self::Pd,
         max_pages: u32,
     ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)>;
+    /// `reg_user_mr`: a region over `mem`, a process's memory, at
+    /// address `iova` of the region. Without it ib_core refuses user
+    /// memory regions.
+    #[allow(unreachable_code)]
+    fn reg_user_mr(
+        _dev: &IbDevice<Self>,
+        _pd: &Self::Pd,
+        _mem: UserMemory,
+        _iova: u64,
+        _access: Access,
+    ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Mr>, MrKeys), _>(EINVAL)
+    }
     /// `map_mr_sg` starts: forget the pages of the last mapping.
     fn mr_clear_pages(mr: &Self::Mr);
     /// `map_mr_sg` adds a page (bus address); fails when the MR is full.

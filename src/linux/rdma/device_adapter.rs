@@ -17,7 +17,9 @@ use kernel::{
 
 use crate::linux::rdma::{
     device::{GidEntry, GidType, IbDevice, IbDeviceOps},
-    udata::UserData,
+    mmap,
+    udata::{UserCall, UserData},
+    umem::UserMemory,
     verbs::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
         QpKind, RecvWrs, SendWrs, StatDesc, WcWriter,
@@ -60,6 +62,10 @@ impl<T: IbDeviceOps> Adapter<T> {
             ops.alloc_ucontext = Some(Self::alloc_ucontext);
             ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
             ops.disassociate_ucontext = Some(Self::disassociate_ucontext);
+            ops.mmap = Some(Self::mmap);
+            // ib_core asks for a separate operation for a process's AHs.
+            ops.create_user_ah = Some(Self::create_ah);
+            ops.mmap_free = Some(Self::mmap_free);
             ops.size_ib_ucontext =
                 core::mem::size_of::<IbObject<bindings::ib_ucontext, T::Ucontext>>();
         }
@@ -82,7 +88,11 @@ impl<T: IbDeviceOps> Adapter<T> {
         ops.dereg_mr = Some(Self::dereg_mr);
         // ib_core counts a device without `reg_user_mr` as no kernel verbs
         // provider; a driver without user memory regions refuses them.
-        ops.reg_user_mr = Some(Self::refuse_reg_user_mr);
+        ops.reg_user_mr = Some(if T::HAS_REG_USER_MR {
+            Self::reg_user_mr
+        } else {
+            Self::refuse_reg_user_mr
+        });
         if T::HAS_QUERY_QP {
             ops.query_qp = Some(Self::query_qp);
         }
@@ -338,9 +348,10 @@ impl<T: IbDeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*uctx).device) };
-            // SAFETY: The udata of this call; a context is only ever
-            // allocated for user space, which always passes one.
-            let mut udata = unsafe { UserData::from_raw(udata) }.ok_or(EINVAL)?;
+            // SAFETY: The udata of this call and the context it creates; a
+            // context is only ever allocated for user space, which always
+            // passes one.
+            let mut udata = unsafe { UserData::for_new_context(udata, uctx) }.ok_or(EINVAL)?;
             udata.expect_no_request()?;
             let data = T::alloc_ucontext(dev, &mut udata)?;
             // SAFETY: Allocated with `size_ib_ucontext`, state not
@@ -370,6 +381,25 @@ impl<T: IbDeviceOps> Adapter<T> {
     /// for the driver to do here; providing the operation is what lets
     /// unregistration go ahead without waiting for the process.
     extern "C" fn disassociate_ucontext(_uctx: *mut bindings::ib_ucontext) {}
+
+    /// # Safety
+    ///
+    /// ib_core's `mmap` call on a context of ours.
+    unsafe extern "C" fn mmap(
+        uctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        unsafe { mmap::mmap(uctx, vma) }
+    }
+
+    /// # Safety
+    ///
+    /// ib_core's `mmap_free` call on an entry of ours.
+    unsafe extern "C" fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: As the function's contract says.
+        unsafe { mmap::mmap_free(entry) }
+    }
 
     /// # Safety
     ///
@@ -418,14 +448,21 @@ impl<T: IbDeviceOps> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // Kernel consumers pass no attribute bundle; user CQs do.
-            if !attrs.is_null() {
-                return Err(eopnotsupp());
+            let mut user = if attrs.is_null() {
+                None
+            } else {
+                // SAFETY: A user call's bundle, whose udata names the
+                // process's context on this device.
+                unsafe { UserCall::<T>::from_raw(bindings::rust_ext_attrs_udata(attrs)) }
+            };
+            if let Some(u) = &user {
+                u.udata.expect_no_request()?;
             }
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*cq).device) };
             // SAFETY: Valid attribute (contract).
             let entries = unsafe { (*attr).cqe };
-            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries)?;
+            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries, user.as_mut())?;
             // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
             // ours to set in `create_cq`.
             unsafe {
@@ -513,8 +550,10 @@ impl<T: IbDeviceOps> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            if !udata.is_null() {
-                return Err(eopnotsupp());
+            // SAFETY: NULL or this call's udata, on our device.
+            let mut user = unsafe { UserCall::<T>::from_raw(udata) };
+            if let Some(u) = &user {
+                u.udata.expect_no_request()?;
             }
             // SAFETY: As the function's contract says.
             let a = unsafe { &mut *attr };
@@ -545,7 +584,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.cap.max_inline_data != 0 {
                 return Err(EINVAL);
             }
-            let (data, qpn, caps) = T::create_qp(dev, QpHandle::new(qp), &init)?;
+            let (data, qpn, caps) = T::create_qp(dev, QpHandle::new(qp), &init, user.as_mut())?;
             a.cap.max_send_wr = caps.max_send_wr;
             a.cap.max_recv_wr = caps.max_recv_wr;
             a.cap.max_send_sge = caps.max_send_sge;
@@ -569,8 +608,10 @@ impl<T: IbDeviceOps> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            if !udata.is_null() {
-                return Err(eopnotsupp());
+            // SAFETY: NULL or this call's udata.
+            if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+                // A process's QP changes as a kernel one does.
+                udata.expect_no_request()?;
             }
             // SAFETY: As the function's contract says.
             let (dev, data, attrs) = unsafe {
@@ -668,9 +709,14 @@ impl<T: IbDeviceOps> Adapter<T> {
     unsafe extern "C" fn create_ah(
         ah: *mut bindings::ib_ah,
         attr: *mut bindings::rdma_ah_init_attr,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
+            // SAFETY: NULL or this call's udata, on our device.
+            let mut user = unsafe { UserCall::<T>::from_raw(udata) };
+            if let Some(u) = &user {
+                u.udata.expect_no_request()?;
+            }
             // SAFETY: As the function's contract says.
             let (dev, path) = unsafe {
                 (
@@ -678,7 +724,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                     AddressPath::from_raw((*attr).ah_attr),
                 )
             };
-            let data = T::create_ah(dev, &path)?;
+            let data = T::create_ah(dev, &path, user.as_mut())?;
             // SAFETY: Allocated with `size_ib_ah`, not initialised.
             unsafe { IbObject::<bindings::ib_ah, T::Ah>::init(ah, data)? };
             Ok(0)
@@ -891,6 +937,51 @@ impl<T: IbDeviceOps> Adapter<T> {
         let values = unsafe { (*stats).value.as_mut_slice(n) };
         T::hw_stats(dev, port, values);
         n as c_int
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours; ib_core's call from the process whose
+    /// memory `start..start + length` names.
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        virt: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let known = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+        if access as u32 & !known != 0 || !dmah.is_null() {
+            return err_ptr(EOPNOTSUPP_ERRNO);
+        }
+        // SAFETY: NULL or this call's udata.
+        if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+            if let Err(e) = udata.expect_no_request() {
+                return err_ptr(e.to_errno());
+            }
+        }
+        // SAFETY: As the function's contract says.
+        let (ibdev, data) = unsafe { ((*pd).device, IbObject::<bindings::ib_pd, T::Pd>::data(pd)) };
+        // SAFETY: A registered device of ours, in the calling process.
+        let mem = match unsafe { UserMemory::get(ibdev, start, length, access) } {
+            Ok(mem) => mem,
+            Err(e) => return err_ptr(e.to_errno()),
+        };
+        // SAFETY: A registered device of ours.
+        let dev = unsafe { Self::dev(ibdev) };
+        Self::new_mr(T::reg_user_mr(
+            dev,
+            data,
+            mem,
+            virt,
+            Access::from_raw(access as u32),
+        ))
     }
 
     /// # Safety

@@ -6,6 +6,8 @@
 pub(crate) mod completion;
 pub(crate) mod device;
 pub(crate) mod device_adapter;
+pub(crate) mod mmap;
 pub(crate) mod udata;
+pub(crate) mod umem;
 pub(crate) mod verbs;
 pub(crate) mod work_request;

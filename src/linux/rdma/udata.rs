@@ -11,10 +11,21 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::to_result, prelude::*, transmute::AsBytes};
 
 use crate::linux::bindings;
+use crate::linux::rdma::{
+    device::IbDeviceOps,
+    mmap::{MapTarget, UserMapping},
+    verbs::IbObject,
+};
 
 /// The driver data of one user verb call, valid for the call.
+///
+/// # Invariants
+///
+/// `raw` is the udata of the running call and `uctx` the live user
+/// context of its process.
 pub(crate) struct UserData<'a> {
     raw: NonNull<bindings::ib_udata>,
+    uctx: *mut bindings::ib_ucontext,
     _call: PhantomData<&'a mut bindings::ib_udata>,
 }
 
@@ -24,13 +35,54 @@ impl UserData<'_> {
     ///
     /// # Safety
     ///
-    /// `raw` is NULL or the `ib_udata` of the running verb call, valid
+    /// `raw` is NULL or the `ib_udata` of the running verb call (one that
+    /// carries a user context: every verb but `alloc_ucontext`), valid
     /// until the returned value is dropped.
     pub(super) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
         NonNull::new(raw).map(|raw| Self {
             raw,
+            // SAFETY: A user call's udata sits in its attribute bundle,
+            // which names the process's context.
+            uctx: unsafe { bindings::rust_ext_udata_ucontext(raw.as_ptr()) },
             _call: PhantomData,
         })
+    }
+
+    /// The driver data of `alloc_ucontext`, whose context `uctx` is being
+    /// created.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is the udata of that call and `uctx` the context, both valid
+    /// until the returned value is dropped.
+    pub(super) unsafe fn for_new_context(
+        raw: *mut bindings::ib_udata,
+        uctx: *mut bindings::ib_ucontext,
+    ) -> Option<Self> {
+        NonNull::new(raw).map(|raw| Self {
+            raw,
+            uctx,
+            _call: PhantomData,
+        })
+    }
+
+    /// The driver state of the calling process's context.
+    ///
+    /// # Safety
+    ///
+    /// Not during `alloc_ucontext` (the state is not initialised yet);
+    /// `T` is the device's driver.
+    pub(super) unsafe fn context<'b, T: IbDeviceOps>(&self) -> &'b T::Ucontext {
+        // SAFETY: A live context of a `T` device whose state
+        // `alloc_ucontext` initialised (caller's promise).
+        unsafe { IbObject::<bindings::ib_ucontext, T::Ucontext>::data(self.uctx) }
+    }
+
+    /// Offers `target` to the calling process: the returned mapping's
+    /// offset is what it passes to `mmap()`.
+    pub(crate) fn map(&self, target: MapTarget) -> Result<UserMapping> {
+        // SAFETY: The live context of the calling process (invariant).
+        unsafe { UserMapping::insert(self.uctx, target) }
     }
 
     /// Fails with `EOPNOTSUPP` unless the provider sent no driver request
@@ -63,5 +115,30 @@ impl UserData<'_> {
         // SAFETY: The udata of the running call; a zero-length source is
         // never read.
         to_result(unsafe { bindings::_ib_respond_udata(self.raw.as_ptr(), core::ptr::null(), 0) })
+    }
+}
+
+/// A verb call from a process: the driver state of its context and the
+/// call's driver data.
+pub(crate) struct UserCall<'a, T: IbDeviceOps> {
+    /// The calling process's context.
+    pub(crate) context: &'a T::Ucontext,
+    /// The call's driver request and response.
+    pub(crate) udata: UserData<'a>,
+}
+
+impl<'a, T: IbDeviceOps> UserCall<'a, T> {
+    /// The call's driver data with its context; `None` for a kernel
+    /// caller.
+    ///
+    /// # Safety
+    ///
+    /// As [`UserData::from_raw`], for a device of `T`.
+    pub(super) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Option<Self> {
+        // SAFETY: As the function's contract says.
+        let udata = unsafe { UserData::from_raw(raw) }?;
+        // SAFETY: Not `alloc_ucontext` (the contract of `from_raw`).
+        let context = unsafe { udata.context::<T>() };
+        Some(Self { context, udata })
     }
 }

@@ -101,6 +101,46 @@ impl MrTable {
         AdminStatus::Ok
     }
 
+    /// `RDMA_REG_MR` of a user MR: `reg.len` bytes at `reg.iova` over
+    /// `pages` (bus addresses of `1 << reg.page_shift`-byte pages; the
+    /// first holds `reg.iova`, at its offset in a page).
+    pub fn register_user(&mut self, reg: &MrReg, pages: Vec<u64>) -> AdminStatus {
+        let index = reg.key >> 8;
+        let page = 1u64.checked_shl(u32::from(reg.page_shift)).unwrap_or(0);
+        let offset = reg.iova & page.wrapping_sub(1);
+        if reg.key == LOCAL_DMA_LKEY
+            || index >= self.limit
+            || reg.access & !access::ALL != 0
+            || !(12..=30).contains(&reg.page_shift)
+            || reg.len == 0
+            || reg.iova.checked_add(reg.len).is_none()
+            || offset + reg.len > page.saturating_mul(pages.len() as u64)
+            || pages.iter().any(|p| p & (page - 1) != 0)
+        {
+            return AdminStatus::BadParam;
+        }
+        if self.mrs.contains_key(&index) {
+            return AdminStatus::BadState;
+        }
+        self.mrs.insert(
+            index,
+            Mr {
+                key: reg.key,
+                pd: reg.pd,
+                access: reg.access,
+                kind: mr_kind::USER,
+                max_pages: reg.max_pages,
+                map: Some(Map::Pages {
+                    iova: reg.iova,
+                    len: reg.len,
+                    page_shift: reg.page_shift,
+                    pages,
+                }),
+            },
+        );
+        AdminStatus::Ok
+    }
+
     /// `RDMA_DEREG_MR`: the region whose index `key` names (whatever
     /// variant byte fast registrations gave it since).
     pub fn deregister(&mut self, key: u32) -> AdminStatus {
@@ -282,6 +322,7 @@ mod tests {
             access: 0,
             kind: mr_kind::FAST_REG,
             max_pages: 4,
+            ..MrReg::default()
         };
         assert_eq!(table.register(&reg), AdminStatus::Ok);
     }
@@ -368,7 +409,7 @@ mod tests {
             pd: 1,
             access: access::ALL,
             kind: mr_kind::DMA,
-            max_pages: 0,
+            ..MrReg::default()
         };
         assert_eq!(t.register(&dma), AdminStatus::Ok);
         assert_eq!(t.register(&dma), AdminStatus::BadState);

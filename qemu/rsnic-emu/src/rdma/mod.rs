@@ -22,8 +22,9 @@ use log::debug;
 
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, db, eqe_type, Gid, QpCreate, QpModify, QpQueryResult, QpState, QpType, RdmaCaps,
-    RdmaCounters, GID_TABLE_LEN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    arm, db, eqe_type, mr_kind, udb, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpState,
+    QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN,
+    SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -88,6 +89,8 @@ pub struct RdmaStats {
     pub cq_overflows: u64,
     /// Doorbells naming no queue or an impossible index.
     pub bad_doorbells: u64,
+    /// Doorbells on a user page for a queue it does not own, or for none.
+    pub refused_doorbells: u64,
     /// Events written.
     pub events: u64,
     /// Counters of QPs destroyed since reset.
@@ -154,6 +157,21 @@ fn ring_ok(entries: u32, max: u32) -> bool {
     entries.is_power_of_two() && entries <= max
 }
 
+/// The page list of a user MR registration, read from host memory.
+fn read_page_list(mem: &dyn HostMem, reg: &MrReg) -> Option<Vec<u64>> {
+    let n = reg.max_pages;
+    if n == 0 || n > MAX_USER_MR_PAGES || !reg.pbl.is_multiple_of(8) {
+        return None;
+    }
+    let mut raw = vec![0u8; n as usize * 8];
+    mem.read(reg.pbl, &mut raw).ok()?;
+    Some(
+        raw.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect(),
+    )
+}
+
 impl RdmaEngine {
     /// Back to power-on state: no GIDs, queues or regions.
     pub fn reset(&mut self) {
@@ -200,14 +218,24 @@ impl RdmaEngine {
                     return AdminStatus::NotFound;
                 }
             }
-            AdminCmd::RdmaCreateCq { cqn, ring, entries } => {
-                if cqn >= CAPS.max_cq || !ring_ok(entries, CAPS.max_cqe) || entries < 2 {
+            AdminCmd::RdmaCreateCq {
+                cqn,
+                ring,
+                entries,
+                db_page,
+            } => {
+                if cqn >= CAPS.max_cq
+                    || !ring_ok(entries, CAPS.max_cqe)
+                    || entries < 2
+                    || db_page >= udb::PAGES
+                {
                     return AdminStatus::BadParam;
                 }
                 if self.cqs.contains_key(&cqn) {
                     return AdminStatus::BadState;
                 }
-                self.cqs.insert(cqn, CompletionQueue::new(ring, entries));
+                self.cqs
+                    .insert(cqn, CompletionQueue::new(ring, entries, db_page));
             }
             AdminCmd::RdmaDestroyCq { cqn } => match self.cqs.get(&cqn) {
                 None => return AdminStatus::NotFound,
@@ -257,6 +285,12 @@ impl RdmaEngine {
                 }
                 None => return AdminStatus::NotFound,
             },
+            AdminCmd::RdmaRegMr(reg) if reg.kind == mr_kind::USER => {
+                let Some(pages) = read_page_list(io.mem, &reg) else {
+                    return AdminStatus::BadParam;
+                };
+                return self.mrs.register_user(&reg, pages);
+            }
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
             AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
             AdminCmd::RdmaQueryStats { buf } => {
@@ -281,21 +315,27 @@ impl RdmaEngine {
             || !ring_ok(c.sq_entries, CAPS.max_qp_wr)
             || !ring_ok(c.rq_entries, CAPS.max_qp_wr)
             || c.pd >= CAPS.max_pd
+            || c.db_page >= udb::PAGES
+            || (c.db_page != 0 && qp_type == QpType::Gsi)
         {
             return AdminStatus::BadParam;
         }
         if self.qps.contains_key(&c.qpn) {
             return AdminStatus::BadState;
         }
-        if !self.cqs.contains_key(&c.send_cq) || !self.cqs.contains_key(&c.recv_cq) {
+        let (Some(scq), Some(rcq)) = (self.cqs.get(&c.send_cq), self.cqs.get(&c.recv_cq)) else {
             return AdminStatus::NotFound;
+        };
+        // A QP and its CQs are rung through the same page: one process's.
+        if scq.db_page != c.db_page || rcq.db_page != c.db_page {
+            return AdminStatus::BadParam;
         }
         for cqn in [c.send_cq, c.recv_cq] {
             if let Some(cq) = self.cqs.get_mut(&cqn) {
                 cq.users += 1;
             }
         }
-        let qp = Qp::new(
+        let mut qp = Qp::new(
             c.qpn,
             qp_type,
             c.pd,
@@ -305,21 +345,46 @@ impl RdmaEngine {
             c.recv_cq,
         )
         .with_faults(Arc::clone(&self.faults));
+        qp.db_page = c.db_page;
         self.qps.insert(c.qpn, qp);
         AdminStatus::Ok
     }
 
-    /// A write to one of the [`db`] registers.
+    /// A write to one of the kernel's [`db`] registers in BAR0.
     pub fn doorbell(&mut self, offset: usize, value: u32, io: &mut Io<'_>) {
+        self.ring(0, offset - db::SQ, value, io);
+    }
+
+    /// A write to user doorbell page `page` at `offset` ([`udb`]).
+    pub fn user_doorbell(&mut self, page: u32, offset: usize, value: u32, io: &mut Io<'_>) {
+        if page == 0 || page >= udb::PAGES {
+            self.stats.refused_doorbells += 1;
+            return;
+        }
+        self.ring(page, offset, value, io);
+    }
+
+    /// A doorbell of page `page` (0: the kernel's), `reg` one of the
+    /// [`udb`] offsets: acts only on a queue that page owns.
+    fn ring(&mut self, page: u32, reg: usize, value: u32, io: &mut Io<'_>) {
         let id = value & 0xffff;
         let arg = (value >> 16) as u16;
-        match offset {
-            db::SQ | db::RQ => {
+        let owner = match reg {
+            udb::SQ | udb::RQ => self.qps.get(&id).map(|qp| qp.db_page),
+            udb::CQ_CI | udb::CQ_ARM => self.cqs.get(&id).map(|cq| cq.db_page),
+            _ => None,
+        };
+        if owner.is_some_and(|owner| owner != page) || (owner.is_none() && page != 0) {
+            self.stats.refused_doorbells += 1;
+            return;
+        }
+        match reg {
+            udb::SQ | udb::RQ => {
                 let Some(qp) = self.qps.get_mut(&id) else {
                     self.stats.bad_doorbells += 1;
                     return;
                 };
-                let q = if offset == db::SQ {
+                let q = if reg == udb::SQ {
                     &mut qp.sq
                 } else {
                     &mut qp.rq
@@ -329,16 +394,16 @@ impl RdmaEngine {
                     return;
                 }
                 let mut actions = Vec::new();
-                if offset == db::SQ || qp.state == QpState::Err {
+                if reg == udb::SQ || qp.state == QpState::Err {
                     qp.process_sq(io.mem, &mut self.mrs, io.now, &mut actions);
                 }
                 self.apply(id, actions, io);
             }
-            db::CQ_CI => match self.cqs.get_mut(&id) {
+            udb::CQ_CI => match self.cqs.get_mut(&id) {
                 Some(cq) => cq.consumed_to(arg),
                 None => self.stats.bad_doorbells += 1,
             },
-            db::CQ_ARM => match self.cqs.get_mut(&id) {
+            udb::CQ_ARM => match self.cqs.get_mut(&id) {
                 Some(cq) => {
                     if cq.arm(u32::from(arg) & (arm::NEXT | arm::SOLICITED)) {
                         self.event(eqe_type::COMPLETION, id, io);
@@ -520,6 +585,7 @@ impl RdmaEngine {
             rx_udp_csum_errors: self.stats.rx_bad_udp_csum,
             timeouts: q.timeouts,
             duplicates: q.duplicates,
+            refused_doorbells: self.stats.refused_doorbells,
         }
     }
 
@@ -558,7 +624,7 @@ impl RdmaEngine {
         format!(
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
              rx_bad_icrc={} rx_bad_udp_csum={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
-             events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
+             refused_doorbells={} events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
              qp_drops={} states={} cq_positions={}",
             u8::from(self.eq.is_some()),
             self.cqs.len(),
@@ -573,6 +639,7 @@ impl RdmaEngine {
             s.tx_no_gid,
             s.cq_overflows,
             s.bad_doorbells,
+            s.refused_doorbells,
             s.events,
             retransmits,
             timeouts,
@@ -659,6 +726,8 @@ pub(crate) mod tests {
         scq_seen: u32,
         rcq_seen: u32,
         now: Instant,
+        /// The user doorbell page its queues are created with (0: kernel).
+        db_page: u32,
     }
 
     impl Side {
@@ -673,7 +742,22 @@ pub(crate) mod tests {
                 scq_seen: 0,
                 rcq_seen: 0,
                 now: Instant::now(),
+                db_page: 0,
             }
+        }
+
+        /// Rings a doorbell (a [`udb`] offset) through the side's page.
+        fn ring(&mut self, reg: usize, value: u32) -> Vec<Vec<u8>> {
+            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+            let mut io = Io::new(&mem, self.mac, self.now);
+            if self.db_page == 0 {
+                self.e.doorbell(db::SQ + reg, value, &mut io);
+            } else {
+                self.e.user_doorbell(self.db_page, reg, value, &mut io);
+            }
+            let frames = io.frames;
+            self.mem = mem;
+            frames
         }
 
         fn admin(&mut self, cmd: AdminCmd) -> AdminStatus {
@@ -707,7 +791,8 @@ pub(crate) mod tests {
                     self.admin(AdminCmd::RdmaCreateCq {
                         cqn,
                         ring,
-                        entries: 128
+                        entries: 128,
+                        db_page: self.db_page,
                     }),
                     ok
                 );
@@ -717,7 +802,7 @@ pub(crate) mod tests {
                 pd: 3,
                 access: access::ALL,
                 kind: mr_kind::DMA,
-                max_pages: 0,
+                ..MrReg::default()
             };
             assert_eq!(self.admin(AdminCmd::RdmaRegMr(mr)), ok);
             let create = QpCreate {
@@ -730,6 +815,7 @@ pub(crate) mod tests {
                 rq_entries: 64,
                 send_cq: 1,
                 recv_cq: 2,
+                db_page: self.db_page,
             };
             assert_eq!(self.admin(AdminCmd::RdmaCreateQp(create)), ok);
         }
@@ -784,12 +870,7 @@ pub(crate) mod tests {
 
         fn ring_sq(&mut self, qpn: u32) -> Vec<Vec<u8>> {
             let value = qpn | u32::from(self.sq_tail) << 16;
-            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
-            let mut io = Io::new(&mem, self.mac, self.now);
-            self.e.doorbell(db::SQ, value, &mut io);
-            let frames = io.frames;
-            self.mem = mem;
-            frames
+            self.ring(udb::SQ, value)
         }
 
         fn post_recv(&mut self, qpn: u32, addr: u64, len: u32) {
@@ -806,10 +887,7 @@ pub(crate) mod tests {
             self.mem.set(RQ + slot * RQ_WQE_LEN as u64, &wqe.to_bytes());
             self.rq_tail = self.rq_tail.wrapping_add(1);
             let value = qpn | u32::from(self.rq_tail) << 16;
-            let mem = std::mem::replace(&mut self.mem, Memory::new(0));
-            let mut io = Io::new(&mem, self.mac, self.now);
-            self.e.doorbell(db::RQ, value, &mut io);
-            self.mem = mem;
+            self.ring(udb::RQ, value);
         }
 
         fn receive(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
@@ -916,6 +994,147 @@ pub(crate) mod tests {
             }
         }
         panic!("no quiet");
+    }
+
+    /// A pair whose side A's queues belong to a process (doorbell page 3).
+    fn user_pair() -> (Side, Side) {
+        let mut a = Side::new(1);
+        let mut b = Side::new(2);
+        a.db_page = 3;
+        a.setup(QpType::Rc, QPN);
+        b.setup(QpType::Rc, QPN);
+        a.connect(&b, 7, 7);
+        b.connect(&a, 7, 7);
+        (a, b)
+    }
+
+    /// A user MR (key `USER_KEY`, PD 3) over `DATA..DATA + 8 KiB` as two
+    /// 4 KiB pages listed in reverse, at virtual address `USER_VA`.
+    const USER_KEY: u32 = 7 << 8;
+    const USER_VA: u64 = 0x7f00_0000_0800;
+    const PBL: u64 = 0x3_8000;
+    fn reg_user_mr(s: &mut Side) -> AdminStatus {
+        let pages = [DATA + 0x1000, DATA];
+        let raw: Vec<u8> = pages.iter().flat_map(|p| p.to_le_bytes()).collect();
+        s.mem.set(PBL, &raw);
+        s.admin(AdminCmd::RdmaRegMr(MrReg {
+            key: USER_KEY,
+            pd: 3,
+            access: access::LOCAL_WRITE,
+            kind: mr_kind::USER,
+            max_pages: 2,
+            page_shift: 12,
+            pbl: PBL,
+            iova: USER_VA,
+            len: 0x1800,
+        }))
+    }
+
+    #[test]
+    fn user_queues_ring_only_through_their_page() {
+        let (mut a, mut b) = user_pair();
+        assert_eq!(reg_user_mr(&mut a), AdminStatus::Ok);
+        let data = pattern(100, 3);
+        // USER_VA is 0x800 into the first listed page, DATA + 0x1000.
+        a.mem.set(DATA + 0x1800, &data);
+        b.post_recv(QPN, DATA, 4096);
+        let mut wqe = send_wqe(wqe_op::SEND, USER_VA, 100);
+        wqe.sge[0].lkey = USER_KEY;
+        a.post_send(QPN, wqe);
+        let value = QPN | u32::from(a.sq_tail) << 16;
+        // The kernel's doorbell and another process's page do nothing.
+        a.db_page = 0;
+        assert!(a.ring(udb::SQ, value).is_empty());
+        a.db_page = 4;
+        assert!(a.ring(udb::SQ, value).is_empty());
+        a.db_page = 0;
+        assert!(a.ring(udb::CQ_ARM, 1 | arm::NEXT << 16).is_empty());
+        assert_eq!(a.e.stats.refused_doorbells, 3);
+        assert_eq!(a.e.counters().refused_doorbells, 3);
+        // Its own page sends.
+        a.db_page = 3;
+        let frames = a.ring(udb::SQ, value);
+        assert_eq!(frames.len(), 1);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(DATA, 100), data);
+        assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+        // A page no process holds, and page 0 through the user BAR.
+        let mem = Memory::new(0);
+        let mut io = Io::new(&mem, a.mac, a.now);
+        a.e.user_doorbell(0, udb::SQ, value, &mut io);
+        a.e.user_doorbell(udb::PAGES, udb::SQ, value, &mut io);
+        assert_eq!(a.e.stats.refused_doorbells, 5);
+    }
+
+    #[test]
+    fn user_qps_may_not_use_the_local_dma_key_nor_map_memory() {
+        let (mut a, _b) = user_pair();
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 100));
+        assert!(a.ring_sq(QPN).is_empty());
+        let cqe = a.completions(false)[0];
+        assert_eq!(cqe.status, wc_status::LOC_PROT_ERR);
+        let (mut a, _b) = user_pair();
+        a.post_send(QPN, send_wqe(wqe_op::LOCAL_INV, 0, 0));
+        assert!(a.ring_sq(QPN).is_empty());
+        assert_eq!(a.completions(false)[0].status, wc_status::LOC_QP_OP_ERR);
+        // Its receive buffers cannot use it either: the QP fails.
+        let (mut a, mut b) = user_pair();
+        a.post_recv(QPN, DATA, 4096);
+        b.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 100));
+        let frames = b.ring_sq(QPN);
+        exchange(&mut b, &mut a, frames);
+        assert_ne!(a.completions(true)[0].status, wc_status::SUCCESS);
+        // A user QP needs CQs of its own page.
+        let mut c = Side::new(3);
+        c.setup(QpType::Rc, QPN);
+        let create = QpCreate {
+            qpn: QPN + 1,
+            qp_type: QpType::Rc as u8,
+            pd: 3,
+            sq: SQ,
+            rq: RQ,
+            sq_entries: 64,
+            rq_entries: 64,
+            send_cq: 1,
+            recv_cq: 2,
+            db_page: 5,
+        };
+        assert_eq!(
+            c.admin(AdminCmd::RdmaCreateQp(create)),
+            AdminStatus::BadParam
+        );
+    }
+
+    #[test]
+    fn user_mrs_map_their_page_list() {
+        let mut a = Side::new(1);
+        assert_eq!(reg_user_mr(&mut a), AdminStatus::Ok);
+        let segs = a.e.mrs.resolve(USER_KEY, 3, USER_VA + 0x700, 0x200, 0);
+        assert_eq!(segs, Ok(vec![(DATA + 0x1f00, 0x100), (DATA, 0x100)]));
+        let past = a.e.mrs.resolve(USER_KEY, 3, USER_VA + 0x1700, 0x200, 0);
+        assert_eq!(past, Err(mem::AccessError::OutOfBounds));
+        assert_eq!(
+            a.e.mrs.resolve(USER_KEY, 4, USER_VA, 1, 0),
+            Err(mem::AccessError::WrongPd)
+        );
+        // A list too short for the length, a misaligned page, no list.
+        let mut bad = MrReg {
+            key: 8 << 8,
+            pd: 3,
+            kind: mr_kind::USER,
+            max_pages: 2,
+            page_shift: 12,
+            pbl: PBL,
+            iova: USER_VA,
+            len: 0x1801,
+            ..MrReg::default()
+        };
+        assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
+        a.mem.set(PBL, &(DATA + 8).to_le_bytes());
+        bad.len = 0x100;
+        assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
+        bad.max_pages = 0;
+        assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
     }
 
     #[test]
@@ -1305,6 +1524,7 @@ pub(crate) mod tests {
             cqn: 9,
             ring: 0,
             entries: 3,
+            db_page: 0,
         };
         assert_eq!(a.admin(c), AdminStatus::BadParam);
         let bad_jump = QpModify {

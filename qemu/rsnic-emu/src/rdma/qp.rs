@@ -18,7 +18,7 @@ use crate::hw::rdma::{
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
-use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment};
+use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY};
 use super::queues::WorkQueue;
 use super::wire::{AckKind, Aeth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
 use crate::dma::HostMem;
@@ -183,6 +183,10 @@ pub struct Qp {
     pub send_cq: u32,
     /// CQ of receive completions.
     pub recv_cq: u32,
+    /// The user doorbell page that rings it (0: the kernel's doorbells).
+    /// A user QP may not use the local DMA key nor map or invalidate
+    /// memory regions.
+    pub db_page: u32,
     path_mtu: u32,
     qkey: u32,
     access: u32,
@@ -236,6 +240,7 @@ impl Qp {
             rq,
             send_cq,
             recv_cq,
+            db_page: 0,
             path_mtu: 1024,
             qkey: if qp_type == QpType::Gsi { GSI_QKEY } else { 0 },
             access: 0,
@@ -520,6 +525,11 @@ impl Qp {
                 });
             }
         };
+        let user = self.db_page != 0;
+        if user && matches!(wqe.opcode, wqe_op::LOCAL_INV | wqe_op::REG_MR) {
+            self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+            return false;
+        }
         match wqe.opcode {
             wqe_op::LOCAL_INV => match mrs.invalidate(wqe.imm_or_key, self.pd) {
                 Ok(()) => ok(out, self.qpn, 0),
@@ -566,6 +576,10 @@ impl Qp {
                 };
                 let mut segs = Vec::new();
                 for s in sges {
+                    if user && s.lkey == LOCAL_DMA_LKEY {
+                        self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                        return false;
+                    }
                     match mrs.resolve(s.lkey, self.pd, s.addr, u64::from(s.len), need) {
                         Ok(mut v) => segs.append(&mut v),
                         Err(_) => {
@@ -1091,7 +1105,7 @@ impl Qp {
             flags |= cqe_flag::IPV4;
         }
         let mut status = wc_status::SUCCESS;
-        match scatter(&wqe, self.pd, mrs, mem, 0, &data) {
+        match scatter(&wqe, self.pd, self.db_page != 0, mrs, mem, 0, &data) {
             Ok(()) => {}
             Err(ScatterError::TooLong) => status = wc_status::LOC_LEN_ERR,
             Err(ScatterError::Access) => status = wc_status::LOC_PROT_ERR,
@@ -1226,7 +1240,15 @@ impl Qp {
         let Some(r) = self.receiving.as_mut() else {
             return Err(NakCode::InvalidRequest);
         };
-        match scatter(&r.wqe, self.pd, mrs, mem, r.offset, pkt.payload) {
+        match scatter(
+            &r.wqe,
+            self.pd,
+            self.db_page != 0,
+            mrs,
+            mem,
+            r.offset,
+            pkt.payload,
+        ) {
             Ok(()) => r.offset += pkt.payload.len() as u32,
             Err(ScatterError::TooLong) => {
                 let r = self.receiving.take().unwrap_or_else(|| unreachable!());
@@ -1446,10 +1468,12 @@ enum ScatterError {
     Access,
 }
 
-/// Writes `data` into the receive WQE's buffers from byte `offset`.
+/// Writes `data` into the receive WQE's buffers from byte `offset`; a
+/// `user` QP's buffers may not use the local DMA key.
 fn scatter(
     wqe: &RqWqe,
     pd: u32,
+    user: bool,
     mrs: &MrTable,
     mem: &dyn HostMem,
     offset: u32,
@@ -1458,6 +1482,9 @@ fn scatter(
     let n = usize::from(wqe.num_sge).min(wqe.sge.len());
     let mut segs = Vec::new();
     for s in &wqe.sge[..n] {
+        if user && s.lkey == LOCAL_DMA_LKEY {
+            return Err(ScatterError::Access);
+        }
         let mut v = mrs
             .resolve(s.lkey, pd, s.addr, u64::from(s.len), access::LOCAL_WRITE)
             .map_err(|_| ScatterError::Access)?;

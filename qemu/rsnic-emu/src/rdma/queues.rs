@@ -100,13 +100,16 @@ pub struct CompletionQueue {
     armed: u32,
     /// QPs using it.
     pub users: u32,
+    /// The user doorbell page that rings it (0: the kernel's doorbells).
+    pub db_page: u32,
     /// Doorbells ignored as impossible.
     pub bad_doorbells: u64,
 }
 
 impl CompletionQueue {
-    /// A CQ of `entries` entries at `base`.
-    pub fn new(base: u64, entries: u32) -> Self {
+    /// A CQ of `entries` entries at `base`, rung through doorbell page
+    /// `db_page`.
+    pub fn new(base: u64, entries: u32, db_page: u32) -> Self {
         Self {
             base,
             entries,
@@ -114,6 +117,7 @@ impl CompletionQueue {
             consumed: 0,
             armed: 0,
             users: 0,
+            db_page,
             bad_doorbells: 0,
         }
     }
@@ -258,7 +262,7 @@ mod tests {
     #[test]
     fn entries_are_written_with_the_phase_word_last() {
         let log = WriteLog::default();
-        let mut cq = CompletionQueue::new(0x100, 4);
+        let mut cq = CompletionQueue::new(0x100, 4, 0);
         assert!(matches!(
             cq.post(&log, Cqe::default(), false),
             Posted::Written { .. }
@@ -276,7 +280,7 @@ mod tests {
     #[test]
     fn completion_queue_phases_arming_and_overflow() {
         let mem = Memory::new(0x1_0000);
-        let mut cq = CompletionQueue::new(0x100, 2);
+        let mut cq = CompletionQueue::new(0x100, 2, 0);
         let cqe = Cqe::default();
         assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
         // Armed over an unconsumed completion: the event is due at once.

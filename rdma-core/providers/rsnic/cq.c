@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Completion queues: a ring the kernel allocated and mapped, which the
+ * card writes and the provider polls by phase bit. Everything a CQE says
+ * is checked against what was posted before the application sees it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+#include <util/util.h>
+#include <kernel-abi/rsnic-abi.h>
+
+#include "rsnic.h"
+
+DECLARE_DRV_CMD(ursnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty,
+		rsnic_ib_create_cq_resp);
+
+struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector)
+{
+	struct rsnic_context *ctx = to_rctx(context);
+	struct ursnic_create_cq_resp resp = {};
+	struct ibv_create_cq cmd;
+	struct rsnic_cq *cq;
+	int ret;
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
+				&cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+	cq->cqn = resp.drv_payload.cqn;
+	cq->entries = resp.drv_payload.entries;
+	cq->ring_len = align((size_t)cq->entries * RSNIC_CQE_LEN,
+			     RSNIC_DB_PAGE_SIZE);
+	if (!cq->entries || cq->entries & (cq->entries - 1)) {
+		errno = EPROTO;
+		goto err_destroy;
+	}
+	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
+			context->cmd_fd, resp.drv_payload.offset);
+	if (cq->ring == MAP_FAILED) {
+		verbs_err(&ctx->ibv_ctx, "rsnic: cannot map CQ %u's ring\n",
+			  cq->cqn);
+		goto err_destroy;
+	}
+	return &cq->ibv_cq;
+
+err_destroy:
+	ret = errno;
+	ibv_cmd_destroy_cq(&cq->ibv_cq);
+	errno = ret;
+err_free:
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return NULL;
+}
+
+int rsnic_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct rsnic_cq *cq = to_rcq(ibcq);
+	int ret;
+
+	ret = ibv_cmd_destroy_cq(ibcq);
+	if (ret)
+		return ret;
+	munmap(cq->ring, cq->ring_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+/* The CQE at the consumer index, if the card has written it. */
+static struct rsnic_cqe *next_cqe(struct rsnic_cq *cq)
+{
+	struct rsnic_cqe *cqe = (struct rsnic_cqe *)cq->ring +
+				(cq->consumed & (cq->entries - 1));
+	bool lap_phase = !((cq->consumed / cq->entries) & 1);
+	uint16_t flags = le16toh(mmio_read16(&cqe->flags));
+
+	if (!!(flags & RSNIC_CQE_PHASE) != lap_phase)
+		return NULL;
+	/* The rest of the entry is read after its flags. */
+	udma_from_device_barrier();
+	return cqe;
+}
+
+/*
+ * Retires the work request in `slot` of `wq` (and, as a queue completes in
+ * order, every unsignaled one before it); false if none was posted there.
+ */
+static bool retire(struct rsnic_wq *wq, uint16_t slot, uint64_t *wr_id)
+{
+	uint32_t in_flight = wq->head - wq->tail;
+	uint32_t ahead = (slot - wq->tail) & (wq->entries - 1);
+
+	if (slot >= wq->entries || ahead >= in_flight)
+		return false;
+	*wr_id = wq->wrid[slot];
+	wq->tail += ahead + 1;
+	return true;
+}
+
+static enum ibv_wc_opcode wc_opcode(const struct rsnic_cqe *cqe, bool recv)
+{
+	if (recv)
+		return cqe->opcode == RSNIC_CQE_OP_RECV_RDMA_WITH_IMM ?
+			       IBV_WC_RECV_RDMA_WITH_IMM :
+			       IBV_WC_RECV;
+	switch (cqe->opcode) {
+	case RSNIC_CQE_OP_RDMA_WRITE:
+		return IBV_WC_RDMA_WRITE;
+	case RSNIC_CQE_OP_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* Turns a CQE into a work completion; false if it names nothing posted. */
+static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
+		    struct ibv_wc *wc)
+{
+	uint16_t flags = le16toh(cqe->flags);
+	bool recv = flags & RSNIC_CQE_RECV;
+	uint32_t qpn = le32toh(cqe->qpn);
+	struct rsnic_qp *qp = rsnic_find_qp(ctx, qpn);
+	struct rsnic_wq *wq;
+	bool ok;
+
+	if (!qp)
+		return false;
+	wq = recv ? &qp->rq : &qp->sq;
+	pthread_spin_lock(&wq->lock);
+	ok = retire(wq, le16toh(cqe->wqe_index), &wc->wr_id);
+	pthread_spin_unlock(&wq->lock);
+	if (!ok)
+		return false;
+
+	memset(&wc->status, 0, sizeof(*wc) - offsetof(struct ibv_wc, status));
+	wc->status = cqe->status <= IBV_WC_TM_RNDV_INCOMPLETE ?
+			     (enum ibv_wc_status)cqe->status :
+			     IBV_WC_GENERAL_ERR;
+	wc->opcode = wc_opcode(cqe, recv);
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = qpn;
+	wc->src_qp = le32toh(cqe->src_qp) & 0xffffff;
+	if (flags & RSNIC_CQE_WITH_IMM) {
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+		wc->imm_data = cqe->imm_or_key;
+	} else if (flags & RSNIC_CQE_WITH_INV) {
+		wc->wc_flags |= IBV_WC_WITH_INV;
+		wc->invalidated_rkey = cqe->imm_or_key;
+	}
+	if (flags & RSNIC_CQE_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
+	return true;
+}
+
+int rsnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct rsnic_context *ctx = to_rctx(ibcq->context);
+	struct rsnic_cq *cq = to_rcq(ibcq);
+	uint32_t start;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	start = cq->consumed;
+	while (n < ne) {
+		struct rsnic_cqe *cqe = next_cqe(cq);
+
+		if (!cqe)
+			break;
+		cq->consumed++;
+		/* A CQE for nothing posted (a QP destroyed since) is dropped. */
+		if (fill_wc(ctx, cqe, &wc[n]))
+			n++;
+	}
+	if (cq->consumed != start)
+		rsnic_ring(ctx, RSNIC_DB_CQ_CI, cq->cqn, cq->consumed);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int rsnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct rsnic_cq *cq = to_rcq(ibcq);
+
+	rsnic_ring(to_rctx(ibcq->context), RSNIC_DB_CQ_ARM, cq->cqn,
+		   solicited_only ? RSNIC_ARM_SOLICITED : RSNIC_ARM_NEXT);
+	return 0;
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory of a process pinned for the device (`struct ib_umem`): what a
+//! user memory region maps, as bus addresses of equal blocks.
+
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+
+use crate::linux::bindings;
+
+/// Pinned process memory, mapped for the device until drop.
+///
+/// # Invariants
+///
+/// `umem` came from `ib_umem_get` and is released once, on drop.
+pub(crate) struct UserMemory {
+    umem: NonNull<bindings::ib_umem>,
+}
+
+// SAFETY: A pinned umem may be released from any thread; `&UserMemory`
+// only reads its fixed fields and scatterlist.
+unsafe impl Send for UserMemory {}
+// SAFETY: As above.
+unsafe impl Sync for UserMemory {}
+
+impl UserMemory {
+    /// Pins `len` bytes at `addr` of the calling process for `ibdev`,
+    /// with the verbs' `access` flags (write access pins for writing).
+    ///
+    /// # Safety
+    ///
+    /// `ibdev` is a registered device; called in the process's context
+    /// (a verb call).
+    pub(super) unsafe fn get(
+        ibdev: *mut bindings::ib_device,
+        addr: u64,
+        len: u64,
+        access: i32,
+    ) -> Result<Self> {
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: As the function's contract says; an ERR_PTR on failure.
+        let umem = unsafe { bindings::rust_ext_umem_get(ibdev, addr, len, access) };
+        let umem = kernel::error::from_err_ptr(umem)?;
+        // INVARIANT: from `ib_umem_get`, released on drop.
+        Ok(Self {
+            umem: NonNull::new(umem).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// Bytes pinned.
+    pub(crate) fn len(&self) -> u64 {
+        // SAFETY: A live umem (type invariant); its length is fixed.
+        unsafe { (*self.umem.as_ptr()).length as u64 }
+    }
+
+    /// The largest block size (log2) among `sizes` (bit n: 2^n bytes)
+    /// that describes the memory as seen at `iova`; `None` if none does.
+    pub(crate) fn best_page_shift(&self, sizes: u64, iova: u64) -> Option<u8> {
+        // SAFETY: A live umem (type invariant).
+        let size =
+            unsafe { bindings::ib_umem_find_best_pgsz(self.umem.as_ptr(), sizes as usize, iova) };
+        (size != 0).then(|| size.trailing_zeros() as u8)
+    }
+
+    /// How many `1 << shift`-byte blocks cover the memory.
+    pub(crate) fn blocks(&self, shift: u8) -> usize {
+        // SAFETY: A live umem (type invariant).
+        unsafe { bindings::rust_ext_umem_num_dma_blocks(self.umem.as_ptr(), 1 << shift) }
+    }
+
+    /// The bus addresses of the memory's `1 << shift`-byte blocks.
+    pub(crate) fn dma_blocks(&self, shift: u8) -> Result<KVec<u64>> {
+        let n = self.blocks(shift);
+        let mut out = KVec::with_capacity(n, GFP_KERNEL)?;
+        out.resize(n, 0, GFP_KERNEL)?;
+        // SAFETY: A live umem; `out` has room for `n` addresses.
+        let got = unsafe {
+            bindings::rust_ext_umem_dma_blocks(self.umem.as_ptr(), 1 << shift, out.as_mut_ptr(), n)
+        };
+        out.truncate(got);
+        Ok(out)
+    }
+}
+
+impl Drop for UserMemory {
+    fn drop(&mut self) {
+        // SAFETY: From `ib_umem_get`, released once (type invariant).
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
