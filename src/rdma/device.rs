@@ -242,7 +242,7 @@ fn ring_size(asked: u32, max: u32) -> Result<u32> {
 }
 
 /// How many counters [`HW_STATS`] names.
-const HW_STAT_COUNT: usize = 16;
+const HW_STAT_COUNT: usize = 17;
 
 /// The port counters `rdma statistic` shows: the engine's, then the
 /// driver's.
@@ -257,6 +257,7 @@ static HW_STATS: [StatDesc; HW_STAT_COUNT] = [
     StatDesc::new(c"rnr_naks_sent"),
     StatDesc::new(c"retransmit_timeouts"),
     StatDesc::new(c"duplicate_requests"),
+    StatDesc::new(c"refused_doorbells"),
     StatDesc::new(c"events"),
     StatDesc::new(c"bogus_completions"),
     StatDesc::new(c"req_cqe_error"),
@@ -541,6 +542,8 @@ impl IbDeviceOps for RdmaDev {
             dest_qpn: s.dest_qpn,
             rq_psn: s.rq_psn,
             sq_psn: s.sq_psn,
+            qkey: s.qkey,
+            access: s.access,
             caps: qp.caps,
             kind: qp.kind,
         })
@@ -667,6 +670,7 @@ impl IbDeviceOps for RdmaDev {
             c.rnr_naks,
             c.timeouts,
             c.duplicates,
+            c.refused_doorbells,
             d.events(),
             bogus,
             errors.req,

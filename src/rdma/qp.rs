@@ -55,6 +55,10 @@ pub(crate) struct QpSettings {
     pub(crate) rq_psn: u32,
     /// Send PSN.
     pub(crate) sq_psn: u32,
+    /// Q_Key (UD).
+    pub(crate) qkey: u32,
+    /// Responder access (RC).
+    pub(crate) access: Access,
 }
 
 impl RdmaQp {
@@ -73,6 +77,8 @@ impl RdmaQp {
             dest_qpn: 0,
             rq_psn: 0,
             sq_psn: 0,
+            qkey: 0,
+            access: Access::default(),
         };
         try_pin_init!(Self {
             qpn,
@@ -215,6 +221,12 @@ pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
     }
     if let Some(p) = a.sq_psn {
         settings.sq_psn = p;
+    }
+    if let Some(q) = a.qkey {
+        settings.qkey = q;
+    }
+    if let Some(acc) = a.access {
+        settings.access = acc;
     }
     if next == QpStateKind::Reset {
         // The card forgot the queues' contents; so do we.

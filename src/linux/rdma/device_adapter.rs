@@ -888,6 +888,8 @@ impl<T: IbDeviceOps> Adapter<T> {
                 a.dest_qp_num = q.dest_qpn;
                 a.rq_psn = q.rq_psn;
                 a.sq_psn = q.sq_psn;
+                a.qkey = q.qkey;
+                a.qp_access_flags = q.access.to_raw() as c_int;
                 a.port_num = qp_port((*qp).port);
                 a.cap = cap;
                 let i = &mut *init;

@@ -342,6 +342,20 @@ pub(crate) struct Access {
 }
 
 impl Access {
+    pub(super) fn to_raw(self) -> u32 {
+        let mut flags = 0;
+        if self.local_write {
+            flags |= bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        }
+        if self.remote_write {
+            flags |= bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+        }
+        if self.remote_read {
+            flags |= bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+        }
+        flags
+    }
+
     pub(super) fn from_raw(flags: u32) -> Self {
         Self {
             local_write: flags & bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE != 0,
@@ -466,6 +480,10 @@ pub(crate) struct QpQuery {
     pub(crate) rq_psn: u32,
     /// Send PSN as set.
     pub(crate) sq_psn: u32,
+    /// Q_Key as set (UD).
+    pub(crate) qkey: u32,
+    /// Responder access as set (RC).
+    pub(crate) access: Access,
     /// Queue sizes.
     pub(crate) caps: QpCaps,
     /// Transport.

@@ -541,6 +541,20 @@ for line in sys.stdin:
         print(a.ipv4_mapped or a)' | sort
 }
 
+# roce_gid_index IBDEV IPV4: the index of the RoCE v2 GID of an IPv4
+# address in port 1's table (what ibv_*_pingpong -g and perftest -x take).
+roce_gid_index() {
+	local f i want
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		i=${f##*/}
+		[ "$(cat "$f")" = "$want" ] || continue
+		[ "$(cat /sys/class/infiniband/"$1"/ports/1/gid_attrs/types/"$i" 2>/dev/null)" = "RoCE v2" ] &&
+			echo "$i" && return 0
+	done
+	return 1
+}
+
 # The GIDs the card's RDMA engine holds, one per line, sorted.
 card_gids() { harness card "$1" rdma-gids | tr ' ' '\n' | sed -n 's/^[0-9]*=//p' | sort; }
 

@@ -4,11 +4,13 @@
 # User-space RDMA through rdma-core: the rsnic provider
 # (librsnic-rdmav65.so) finds each PF's RDMA device, ibv_devinfo reports
 # the card's own limits (read from the emulator over the harness channel,
-# not from the driver), pyverbs opens a context and allocates PDs that
-# `rdma res` attributes to the process, and a device that goes away
-# under a live context (aux unbind, rmmod) is disassociated: the removal
-# completes, the process's next verb fails, its clean-up succeeds, and
-# the device comes back usable.
+# not from the driver); the examples and perftest run between the two
+# cards (card B's netdev in its own namespace, so every packet crosses
+# the cable), their packets counted by both engines; pyverbs opens a
+# context and allocates PDs that `rdma res` attributes to the process,
+# and a device that goes away under a live context (aux unbind, rmmod) is
+# disassociated: the removal completes, the process's next verb fails,
+# its clean-up succeeds, and the device comes back usable.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -41,7 +43,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 10
+ktap_header 21
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -74,6 +76,72 @@ check "ibv_devinfo: port 1 PORT_ACTIVE, Ethernet, active_mtu 1024" eval \
 	'echo "$port" | grep -q "state:.*PORT_ACTIVE" &&
 	 echo "$port" | grep -q "link_layer:.*Ethernet" &&
 	 echo "$port" | grep -q "active_mtu:.*1024"'
+
+GID_A=$(roce_gid_index "$IB_A" "$IP_A")
+GID_B=$(roce_gid_index "$IB_B" "$IP_B")
+[ -n "$GID_A" ] && [ -n "$GID_B" ] || bail_out "no RoCE v2 GID for $IP_A / $IP_B"
+
+# engine_packets IBDEV tx|rx: the engine's packet counter.
+engine_packets() {
+	rdma statistic show link "$1/1" | awk -v n="$2_packets" '$1 == n {print $2}'
+}
+# pair NAME SERVER-COMMAND CLIENT-COMMAND: runs a server on card B and its
+# client on card A (the server started first, given a second to listen);
+# true if both exit 0 and each engine sent and received at least
+# $min_packets RoCE packets meanwhile.
+min_packets=1
+pair() {
+	local name=$1 server=$2 client=$3 tx0 rx0 srv_status cli_status tx rx
+	tx0=$(engine_packets "$IB_A" tx) rx0=$(engine_packets "$IB_B" rx)
+	timeout 60 $server >"$work/server.log" 2>&1 &
+	local spid=$!
+	sleep 1
+	timeout 60 $client >"$work/client.log" 2>&1
+	cli_status=$?
+	wait $spid
+	srv_status=$?
+	tx=$(($(engine_packets "$IB_A" tx) - tx0)) rx=$(($(engine_packets "$IB_B" rx) - rx0))
+	echo "# $name: client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
+	if [ $cli_status != 0 ] || [ $srv_status != 0 ]; then
+		tail -n 5 "$work/server.log" "$work/client.log" | sed 's/^/#   /'
+		return 1
+	fi
+	grep -E '^ *[0-9]+ +[0-9]+ ' "$work/client.log" | tail -n 1 | sed 's/^/#   /'
+	[ "$tx" -ge "$min_packets" ] && [ "$rx" -ge "$min_packets" ]
+}
+
+# The examples: RC with completion events, and UD, each checking the
+# data it received (-c).
+min_packets=100
+check "ibv_rc_pingpong -e -c: 100 round trips between the cards" \
+	pair rc_pingpong "ibv_rc_pingpong -d $IB_B -g $GID_B -n 100 -e -c" \
+	"ibv_rc_pingpong -d $IB_A -g $GID_A -n 100 -e -c 127.0.0.1"
+check "ibv_ud_pingpong -c: 100 round trips between the cards" \
+	pair ud_pingpong "ibv_ud_pingpong -d $IB_B -g $GID_B -n 100 -c" \
+	"ibv_ud_pingpong -d $IB_A -g $GID_A -n 100 -c 127.0.0.1"
+
+# perftest, 200 iterations of 4 KiB (4 packets each at the 1024-byte
+# RoCE MTU; an RDMA READ's request is one packet, its response four),
+# then through rdma_cm (-R; the server in card B's namespace).
+for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do
+	min_packets=800
+	[ $t = ib_read_bw ] && min_packets=200
+	check "perftest $t, 4 KiB" pair "$t" "$t -d $IB_B -x $GID_B -n 200 -s 4096" \
+		"$t -d $IB_A -x $GID_A -n 200 -s 4096 127.0.0.1"
+done
+min_packets=800
+for t in ib_write_bw ib_send_bw; do
+	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t -d $IB_B -R -n 200 -s 4096" \
+		"$t -d $IB_A -R -n 200 -s 4096 $IP_B"
+done
+
+# rdma_cm's examples: rping checking every payload (-V), udaddy's UD
+# exchange.
+min_packets=20
+check "rping -V: 20 verified pings over rdma_cm" \
+	pair rping "ip netns exec $NS rping -s -a $IP_B -C 20 -V -S 1000" "rping -c -a $IP_B -C 20 -V -S 1000"
+min_packets=1
+check "udaddy: UD datagrams over rdma_cm" pair udaddy "ip netns exec $NS udaddy -b $IP_B" "udaddy -s $IP_B"
 
 # A process with a context and two PDs on card A's device, waiting for
 # the word to go on; then it tries a verb, and cleans up.
