@@ -304,7 +304,8 @@ impl IbDeviceOps for RdmaDev {
             max_qp_wr: c.max_qp_wr,
             max_sge: c.max_sge,
             max_cq: c.max_cq,
-            max_cqe: c.max_cqe,
+            // A CQ's ring keeps one entry spare (see `create_cq`).
+            max_cqe: c.max_cqe - 1,
             max_mr: c.max_mr,
             max_pd: c.max_pd,
             max_ah: 1 << 16,
@@ -544,6 +545,9 @@ impl IbDeviceOps for RdmaDev {
             sq_psn: s.sq_psn,
             qkey: s.qkey,
             access: s.access,
+            max_rd_atomic: s.max_rd_atomic,
+            max_dest_rd_atomic: s.max_dest_rd_atomic,
+            retry: s.retry,
             caps: qp.caps,
             kind: qp.kind,
         })

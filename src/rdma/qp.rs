@@ -15,8 +15,8 @@ use crate::hw::rdma::{
 };
 use crate::linux::{
     rdma::verbs::{
-        modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpStateKind, RecvWrs, SendOp,
-        SendWr, SendWrs,
+        modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpRetry, QpStateKind, RecvWrs,
+        SendOp, SendWr, SendWrs,
     },
     sync::lock_irqsave,
 };
@@ -59,6 +59,12 @@ pub(crate) struct QpSettings {
     pub(crate) qkey: u32,
     /// Responder access (RC).
     pub(crate) access: Access,
+    /// RDMA READs outstanding as requester.
+    pub(crate) max_rd_atomic: u8,
+    /// RDMA READs outstanding as responder.
+    pub(crate) max_dest_rd_atomic: u8,
+    /// Timeout and retries.
+    pub(crate) retry: QpRetry,
 }
 
 impl RdmaQp {
@@ -79,6 +85,9 @@ impl RdmaQp {
             sq_psn: 0,
             qkey: 0,
             access: Access::default(),
+            max_rd_atomic: 0,
+            max_dest_rd_atomic: 0,
+            retry: QpRetry::default(),
         };
         try_pin_init!(Self {
             qpn,
@@ -227,6 +236,20 @@ pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
     }
     if let Some(acc) = a.access {
         settings.access = acc;
+    }
+    if let Some(n) = a.max_rd_atomic {
+        settings.max_rd_atomic = n;
+    }
+    if let Some(n) = a.max_dest_rd_atomic {
+        settings.max_dest_rd_atomic = n;
+    }
+    if m.mask & qp_attr::RETRY != 0 {
+        settings.retry.timeout = m.timeout;
+        settings.retry.retry_cnt = m.retry_cnt;
+        settings.retry.rnr_retry = m.rnr_retry;
+    }
+    if let Some(t) = a.min_rnr_timer {
+        settings.retry.min_rnr_timer = t;
     }
     if next == QpStateKind::Reset {
         // The card forgot the queues' contents; so do we.

@@ -889,6 +889,12 @@ impl<T: IbDeviceOps> Adapter<T> {
                 a.rq_psn = q.rq_psn;
                 a.sq_psn = q.sq_psn;
                 a.qkey = q.qkey;
+                a.max_rd_atomic = q.max_rd_atomic;
+                a.max_dest_rd_atomic = q.max_dest_rd_atomic;
+                a.timeout = q.retry.timeout;
+                a.retry_cnt = q.retry.retry_cnt;
+                a.rnr_retry = q.retry.rnr_retry;
+                a.min_rnr_timer = q.retry.min_rnr_timer;
                 a.qp_access_flags = q.access.to_raw() as c_int;
                 a.port_num = qp_port((*qp).port);
                 a.cap = cap;

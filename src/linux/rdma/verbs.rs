@@ -484,10 +484,29 @@ pub(crate) struct QpQuery {
     pub(crate) qkey: u32,
     /// Responder access as set (RC).
     pub(crate) access: Access,
+    /// RDMA READs outstanding as requester, as set.
+    pub(crate) max_rd_atomic: u8,
+    /// RDMA READs outstanding as responder, as set.
+    pub(crate) max_dest_rd_atomic: u8,
+    /// Timeout, retry and RNR attributes as set.
+    pub(crate) retry: QpRetry,
     /// Queue sizes.
     pub(crate) caps: QpCaps,
     /// Transport.
     pub(crate) kind: QpKind,
+}
+
+/// A QP's ACK timeout and retry attributes, as the verbs number them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QpRetry {
+    /// Local ACK timeout exponent.
+    pub(crate) timeout: u8,
+    /// Retries on timeout.
+    pub(crate) retry_cnt: u8,
+    /// Retries on RNR NAK.
+    pub(crate) rnr_retry: u8,
+    /// RNR NAK timer code.
+    pub(crate) min_rnr_timer: u8,
 }
 
 /// The IB MTU enum value of `bytes` (rounded down; at least 256).

@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdma-core's own test suite (tests/run_tests.py of rdma-core 65.0, the
+# source qemu/build-provider.sh builds the provider in, on Debian's
+# python3-pyverbs 65.0) against card A's RDMA device: every test either
+# passes or skips with pyverbs' own reason (no SRQ, atomics, memory
+# windows, ODP, extended QPs/CQs, or another vendor's device). Traffic
+# tests run both ends on the one device, which the card loops back.
+# The counts go to the log; at least the tests that pass today must.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+cleanup() { net_cleanup; }
+trap cleanup EXIT
+
+SUITE=/rsnic-cache/rdma-core/src/tests/run_tests.py
+# The tests passing on 2026-11-27 (390 run, 326 skipped by the suite).
+MIN_PASSED=66
+
+A=$(card_addr A)
+IB_A=$(ibdev_of "$A")
+[ -n "$IB_A" ] || bail_out "no RDMA device under card A"
+[ -f "$SUITE" ] || bail_out "no rdma-core test suite at $SUITE (qemu/build-provider.sh)"
+python3 -c 'import pyverbs' 2>/dev/null || bail_out "python3-pyverbs not installed"
+GID_A=$(roce_gid_index "$IB_A" "$IP_A") || bail_out "no RoCE v2 GID for $IP_A"
+
+ktap_header 2
+log=$(mktemp)
+timeout 900 python3 "$SUITE" --dev "$IB_A" --port 1 --gid "$GID_A" -v >"$log" 2>&1
+status=$?
+summary=$(grep -E '^(Ran|OK|FAILED)' "$log" | tr '\n' ' ')
+echo "# rdma-core tests on $IB_A: $summary"
+grep -E '^(FAIL|ERROR):' "$log" | sed 's/^/#   /'
+# Why tests skip, by reason.
+grep -oE "skipped ['\"][^'\"]*" "$log" | sort | uniq -c | sort -rn | sed 's/^/#   /'
+check "rdma-core's tests: no failure, no error" test $status = 0
+ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$log")
+skipped=$(grep -oE 'skipped=[0-9]+' "$log" | tail -n1 | cut -d= -f2)
+passed=$((${ran:-0} - ${skipped:-0}))
+echo "# $passed passed, ${skipped:-0} skipped of ${ran:-0}"
+check "rdma-core's tests: at least $MIN_PASSED pass ($passed)" test "$passed" -ge $MIN_PASSED
+rm -f "$log"
+ktap_finish
