@@ -43,7 +43,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 28
+ktap_header 31
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -186,9 +186,18 @@ holder() { # IBDEV TAG
 	python3 - "$1" "$work/$2" <<-'PY'
 	import os, sys, time
 	import pyverbs.device as d
+	from pyverbs.cq import CQ
+	from pyverbs.libibverbs_enums import ibv_access_flags, ibv_qp_type
+	from pyverbs.mr import MR
 	from pyverbs.pd import PD
+	from pyverbs.qp import QP, QPCap, QPInitAttr
 	ctx = d.Context(name=sys.argv[1])
 	pds = [PD(ctx), PD(ctx)]
+	# A CQ, an MR and a QP too: the device's removal destroys them all.
+	cq = CQ(ctx, 8)
+	mr = MR(pds[0], 65536, ibv_access_flags.IBV_ACCESS_LOCAL_WRITE)
+	qp = QP(pds[0], QPInitAttr(qp_type=ibv_qp_type.IBV_QPT_RC, scq=cq, rcq=cq,
+	                            cap=QPCap(max_send_wr=4, max_recv_wr=4)))
 	with open(sys.argv[2] + ".ready", "w") as f:
 	    f.write(str(os.getpid()))
 	while not os.path.exists(sys.argv[2] + ".go"):
@@ -199,12 +208,12 @@ holder() { # IBDEV TAG
 	    sys.exit(1)
 	except Exception as e:
 	    print("# after removal:", e)
-	for pd in pds:
-	    pd.close()
-	ctx.close()
+	for obj in (qp, mr, cq, *pds, ctx):
+	    obj.close()
 	PY
 }
 user_pds() { rdma res show pd dev "$1" 2>/dev/null | grep -cw "pid $2"; }
+carrier_is_down() { ! ip link show "$NETIF_A" | grep -q LOWER_UP; }
 
 holder "$IB_A" unbind &
 pid=$!
@@ -230,6 +239,29 @@ check "bound again: the device is back and opens" eval \
 	'[ -n "$IB_A" ] && ibv_devinfo -d "$IB_A" >/dev/null'
 
 check "no user PD left on the device" test "$(rdma res show pd dev "$IB_A" | grep -c " pid ")" = 0
+
+# The card vanishes under a live context and comes back (the health
+# check resets the function and binds the RDMA half afresh): the
+# context is disassociated as on unbind, nothing is left of it.
+holder "$IB_A" gone &
+wait_until 100 test -e "$work/gone.ready"
+# ib_core's index of a device: a new registration gets a new one.
+index_of() { rdma dev show "$1" 2>/dev/null | sed -n '1s/:.*//p'; }
+old_index=$(index_of "$IB_A")
+harness card A fault gone >/dev/null
+wait_until 100 carrier_is_down
+harness card A fault none >/dev/null
+back() {
+	IB_A=$(ibdev_of "$A") && [ -n "$IB_A" ] && [ "$(index_of "$IB_A")" != "$old_index" ] &&
+		ibv_devinfo -d "$IB_A" >/dev/null 2>&1
+}
+check "card gone and back under a live context: its RDMA device registers afresh" \
+	wait_until 150 back
+touch "$work/gone.go"
+wait $!
+check "that process's next verb fails, and its clean-up succeeds" test $? = 0
+left=$(($(user_objects qp) + $(user_objects cq) + $(user_objects mr) + $(user_objects pd)))
+check "no user object left after the card's return ($left)" test "$left" = 0
 
 # rmmod with a live context: the module is not pinned by the process.
 holder "$IB_B" rmmod &
