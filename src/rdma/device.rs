@@ -189,6 +189,19 @@ impl RdmaDev {
         Ok(RdmaCounters::from_bytes(&raw))
     }
 
+    /// Registers `reg` on the card; its key is given back if the card
+    /// refuses.
+    fn register_mr(&self, reg: MrReg) -> Result<MrKeys> {
+        if let Err(e) = self.admin.exec(AdminCmd::RdmaRegMr(reg)) {
+            self.ids.lock().mrs.free(reg.key >> 8);
+            return Err(e.into());
+        }
+        Ok(MrKeys {
+            lkey: reg.key,
+            rkey: reg.key,
+        })
+    }
+
     /// The tables completions and events are resolved against.
     pub(crate) fn tables(&self) -> &SpinLock<Tables> {
         &self.tables
@@ -608,14 +621,7 @@ impl IbDeviceOps for RdmaDev {
             kind: mr_kind::DMA,
             ..MrReg::default()
         };
-        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
-            d.ids.lock().mrs.free(key >> 8);
-            return Err(e.into());
-        }
-        let keys = MrKeys {
-            lkey: key,
-            rkey: key,
-        };
+        let keys = d.register_mr(reg)?;
         Ok((RdmaMr::dma(key), keys))
     }
 
@@ -638,14 +644,7 @@ impl IbDeviceOps for RdmaDev {
             max_pages,
             ..MrReg::default()
         };
-        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
-            d.ids.lock().mrs.free(key >> 8);
-            return Err(e.into());
-        }
-        let keys = MrKeys {
-            lkey: key,
-            rkey: key,
-        };
+        let keys = d.register_mr(reg)?;
         Ok((RdmaMr::fast_reg(key, list, max_pages), keys))
     }
 
@@ -720,14 +719,7 @@ impl IbDeviceOps for RdmaDev {
             iova,
             len: mem.len(),
         };
-        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
-            d.ids.lock().mrs.free(key >> 8);
-            return Err(e.into());
-        }
-        let keys = MrKeys {
-            lkey: key,
-            rkey: key,
-        };
+        let keys = d.register_mr(reg)?;
         Ok((RdmaMr::user(key, mem), keys))
     }
 

@@ -83,10 +83,17 @@ impl MrTable {
         {
             return AdminStatus::BadParam;
         }
+        let map = (reg.kind == mr_kind::DMA).then_some(Map::Dma);
+        self.insert(reg, map)
+    }
+
+    /// Adds the region `reg` describes, mapped by `map`, unless its index
+    /// is taken.
+    fn insert(&mut self, reg: &MrReg, map: Option<Map>) -> AdminStatus {
+        let index = reg.key >> 8;
         if self.mrs.contains_key(&index) {
             return AdminStatus::BadState;
         }
-        let map = (reg.kind == mr_kind::DMA).then_some(Map::Dma);
         self.mrs.insert(
             index,
             Mr {
@@ -119,26 +126,13 @@ impl MrTable {
         {
             return AdminStatus::BadParam;
         }
-        if self.mrs.contains_key(&index) {
-            return AdminStatus::BadState;
-        }
-        self.mrs.insert(
-            index,
-            Mr {
-                key: reg.key,
-                pd: reg.pd,
-                access: reg.access,
-                kind: mr_kind::USER,
-                max_pages: reg.max_pages,
-                map: Some(Map::Pages {
-                    iova: reg.iova,
-                    len: reg.len,
-                    page_shift: reg.page_shift,
-                    pages,
-                }),
-            },
-        );
-        AdminStatus::Ok
+        let map = Map::Pages {
+            iova: reg.iova,
+            len: reg.len,
+            page_shift: reg.page_shift,
+            pages,
+        };
+        self.insert(reg, Some(map))
     }
 
     /// `RDMA_DEREG_MR`: the region whose index `key` names (whatever
