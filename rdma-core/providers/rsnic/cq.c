@@ -25,7 +25,7 @@ struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 {
 	struct rsnic_context *ctx = to_rctx(context);
 	struct ursnic_create_cq_resp resp = {};
-	struct ibv_create_cq cmd;
+	struct ibv_create_cq cmd = {};
 	struct rsnic_cq *cq;
 	int ret;
 

@@ -85,7 +85,7 @@ struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct rsnic_context *ctx = to_rctx(pd->context);
 	struct ursnic_create_qp_resp resp = {};
-	struct ibv_create_qp cmd;
+	struct ibv_create_qp cmd = {};
 	struct rsnic_qp *qp;
 	int ret;
 
@@ -136,7 +136,7 @@ err_free:
 int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		   struct ibv_qp_init_attr *init_attr)
 {
-	struct ibv_query_qp cmd;
+	struct ibv_query_qp cmd = {};
 
 	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
 				sizeof(cmd));
@@ -144,7 +144,7 @@ int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 int rsnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-	struct ibv_modify_qp cmd;
+	struct ibv_modify_qp cmd = {};
 
 	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
 }

@@ -68,7 +68,7 @@ static int rsnic_query_device(struct ibv_context *context,
 static int rsnic_query_port(struct ibv_context *context, uint8_t port,
 			    struct ibv_port_attr *attr)
 {
-	struct ibv_query_port cmd;
+	struct ibv_query_port cmd = {};
 
 	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
 }
@@ -76,7 +76,7 @@ static int rsnic_query_port(struct ibv_context *context, uint8_t port,
 static struct ibv_pd *rsnic_alloc_pd(struct ibv_context *context)
 {
 	struct ib_uverbs_alloc_pd_resp resp;
-	struct ibv_alloc_pd cmd;
+	struct ibv_alloc_pd cmd = {};
 	struct ibv_pd *pd;
 	int ret;
 
@@ -109,7 +109,7 @@ static struct ibv_mr *rsnic_reg_mr(struct ibv_pd *pd, void *addr,
 				   size_t length, uint64_t hca_va, int access)
 {
 	struct ib_uverbs_reg_mr_resp resp;
-	struct ibv_reg_mr cmd;
+	struct ibv_reg_mr cmd = {};
 	struct verbs_mr *vmr;
 	int ret;
 
@@ -239,7 +239,7 @@ static struct verbs_context *rsnic_alloc_context(struct ibv_device *ibdev,
 {
 	struct rsnic_alloc_ucontext_resp resp = {};
 	struct rsnic_context *ctx;
-	struct ibv_get_context cmd;
+	struct ibv_get_context cmd = {};
 	int ret;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,

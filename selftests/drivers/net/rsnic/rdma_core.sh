@@ -15,8 +15,10 @@ cleanup() { net_cleanup; }
 trap cleanup EXIT
 
 SUITE=/rsnic-cache/rdma-core/src/tests/run_tests.py
-# The tests passing on 2026-11-27 (390 run, 326 skipped by the suite).
-MIN_PASSED=66
+# The tests passing on 2026-11-27: 66 of 390, less the 6 whose
+# extended-QP half draws random ibv_create_qp_ex attributes that this
+# provider does not take (they then skip, as the suite intends).
+MIN_PASSED=60
 
 A=$(card_addr A)
 IB_A=$(ibdev_of "$A")
@@ -33,7 +35,7 @@ summary=$(grep -E '^(Ran|OK|FAILED)' "$log" | tr '\n' ' ')
 echo "# rdma-core tests on $IB_A: $summary"
 grep -E '^(FAIL|ERROR):' "$log" | sed 's/^/#   /'
 # Why tests skip, by reason.
-grep -oE "skipped ['\"][^'\"]*" "$log" | sort | uniq -c | sort -rn | sed 's/^/#   /'
+grep -oE "skipped .*" "$log" | sort | uniq -c | sort -rn | sed 's/^/#   /'
 check "rdma-core's tests: no failure, no error" test $status = 0
 ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$log")
 skipped=$(grep -oE 'skipped=[0-9]+' "$log" | tail -n1 | cut -d= -f2)
