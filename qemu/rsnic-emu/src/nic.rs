@@ -22,10 +22,6 @@ use crate::rdma::{Io, RdmaEngine};
 use crate::steer::Steering;
 use crate::stream::RxStream;
 
-/// Rounds of RoCE frames an engine loops back to itself in one call
-/// (a request, its response or ACK, and what that triggers).
-const LOOPBACK_ROUNDS: usize = 8;
-
 /// Offloads this card performs (RSS is always on).
 const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO;
 
@@ -198,25 +194,7 @@ impl Nic {
             .unwrap_or_else(|e| e.into_inner());
         let mut io = Io::new(dma, self.mac, now);
         let r = f(&mut engine, &mut io);
-        // RoCE between two QPs of this engine (a destination MAC of its
-        // own) goes through the engine again instead of to the wire, as
-        // a NIC loops it back; replies may loop too, a bounded number of
-        // rounds.
-        for _ in 0..LOOPBACK_ROUNDS {
-            let (local, wire): (Vec<_>, Vec<_>) = std::mem::take(&mut io.frames)
-                .into_iter()
-                .partition(|f| f.get(..6) == Some(&self.mac[..]));
-            io.frames = wire;
-            if local.is_empty() {
-                break;
-            }
-            let mut looped = Io::new(dma, self.mac, now);
-            for frame in &local {
-                engine.receive(frame, &mut looped);
-            }
-            io.frames.extend(looped.frames);
-            io.raise = io.raise.or(looped.raise);
-        }
+        engine.loop_back(&mut io);
         fx.send.extend(io.frames.into_iter().map(|frame| Outgoing {
             frame,
             reinject: false,

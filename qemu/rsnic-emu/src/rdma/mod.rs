@@ -153,6 +153,10 @@ impl Default for RdmaEngine {
     }
 }
 
+/// Rounds of frames an engine loops back to itself in one call (a
+/// request, its response or ACK, and what that triggers).
+const LOOPBACK_ROUNDS: usize = 8;
+
 fn ring_ok(entries: u32, max: u32) -> bool {
     entries.is_power_of_two() && entries <= max
 }
@@ -412,6 +416,26 @@ impl RdmaEngine {
                 None => self.stats.bad_doorbells += 1,
             },
             _ => self.stats.bad_doorbells += 1,
+        }
+    }
+
+    /// Takes back the frames in `io.frames` addressed to the card's own
+    /// MAC (RoCE between two of its QPs), as a NIC loops them back instead
+    /// of sending them to the wire; what they make the engine send loops
+    /// too, for a bounded number of rounds. `io.frames` keeps the rest.
+    pub fn loop_back(&mut self, io: &mut Io<'_>) {
+        for _ in 0..LOOPBACK_ROUNDS {
+            let mac = io.mac;
+            let (local, wire): (Vec<_>, Vec<_>) = std::mem::take(&mut io.frames)
+                .into_iter()
+                .partition(|f| f.get(..6) == Some(&mac[..]));
+            io.frames = wire;
+            if local.is_empty() {
+                return;
+            }
+            for frame in &local {
+                self.receive(frame, io);
+            }
         }
     }
 
@@ -1135,6 +1159,89 @@ pub(crate) mod tests {
         assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
         bad.max_pages = 0;
         assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
+    }
+
+    #[test]
+    fn rc_between_two_qps_of_one_engine_loops_back() {
+        let mut a = Side::new(1);
+        a.setup(QpType::Rc, QPN);
+        // A second QP on the same engine and CQs, rings after the first's.
+        let create = QpCreate {
+            qpn: QPN + 1,
+            qp_type: QpType::Rc as u8,
+            pd: 3,
+            sq: SQ + 0x4000,
+            rq: RQ + 0x4000,
+            sq_entries: 64,
+            rq_entries: 64,
+            send_cq: 1,
+            recv_cq: 2,
+            db_page: 0,
+        };
+        assert_eq!(a.admin(AdminCmd::RdmaCreateQp(create)), AdminStatus::Ok);
+        for (qpn, dest) in [(QPN, QPN + 1), (QPN + 1, QPN)] {
+            for m in [
+                QpModify {
+                    mask: qp_attr::STATE | qp_attr::ACCESS,
+                    state: QpState::Init as u8,
+                    access: access::ALL,
+                    ..QpModify::default()
+                },
+                QpModify {
+                    mask: qp_attr::STATE | qp_attr::PATH | qp_attr::DEST_QPN | qp_attr::RQ_PSN,
+                    state: QpState::Rtr as u8,
+                    path_mtu: 1024,
+                    dest_qpn: dest,
+                    av: AddressVector {
+                        dmac: a.mac,
+                        dgid: a.gid,
+                        ..AddressVector::default()
+                    },
+                    ..QpModify::default()
+                },
+                QpModify {
+                    mask: qp_attr::STATE | qp_attr::SQ_PSN,
+                    state: QpState::Rts as u8,
+                    ..QpModify::default()
+                },
+            ] {
+                assert_eq!(a.modify(qpn, m), AdminStatus::Ok);
+            }
+        }
+        // A receive on the second QP, a 3000-byte SEND from the first.
+        let mut recv = RqWqe {
+            num_sge: 1,
+            ..RqWqe::default()
+        };
+        recv.sge[0] = Sge {
+            addr: DATA + 0x8000,
+            len: 4096,
+            lkey: mem::LOCAL_DMA_LKEY,
+        };
+        a.mem.set(RQ + 0x4000, &recv.to_bytes());
+        let data = pattern(3000, 7);
+        a.mem.set(DATA, &data);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 3000));
+        let mem = std::mem::replace(&mut a.mem, Memory::new(0));
+        let mut io = Io::new(&mem, a.mac, a.now);
+        a.e.doorbell(db::RQ, (QPN + 1) | 1 << 16, &mut io);
+        a.e.doorbell(db::SQ, QPN | u32::from(a.sq_tail) << 16, &mut io);
+        assert_eq!(io.frames.len(), 3, "three packets of the SEND");
+        a.e.loop_back(&mut io);
+        // Nothing left for the wire: data, then the ACK, looped back.
+        assert!(io.frames.is_empty());
+        a.mem = mem;
+        assert_eq!(a.mem.get(DATA + 0x8000, 3000), data);
+        let sent = a.completions(false);
+        let received = a.completions(true);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].status, wc_status::SUCCESS);
+        assert_eq!((received[0].qpn, received[0].byte_len), (QPN + 1, 3000));
+        // Frames for another MAC stay for the wire.
+        let mut other = Io::new(&a.mem, a.mac, a.now);
+        other.frames.push(vec![2, 0, 0, 0, 0, 9, 1, 2, 3]);
+        a.e.loop_back(&mut other);
+        assert_eq!(other.frames.len(), 1);
     }
 
     #[test]
