@@ -273,7 +273,10 @@ net_setup() {
 net_cleanup() {
 	ip netns exec $NS ethtool --set-priv-flags "$NETIF_B" rx-stream off 2>/dev/null
 	ethtool --set-priv-flags "$NETIF_A" rx-stream off 2>/dev/null
-	ip -n $NS link set "$NETIF_B" netns 1 2>/dev/null
+	# Its name may be taken here meanwhile (card A rebound): then it
+	# comes back under the next free ethN.
+	ip -n $NS link set "$NETIF_B" netns 1 2>/dev/null ||
+		ip -n $NS link set "$NETIF_B" netns 1 name "eth%d" 2>/dev/null
 	ip netns del $NS 2>/dev/null
 	ip addr flush dev "$NETIF_A" 2>/dev/null
 	ip link set "$NETIF_A" mtu 1500 2>/dev/null
