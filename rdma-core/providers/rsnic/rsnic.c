@@ -44,6 +44,15 @@ static bool rsnic_match_device(struct verbs_sysfs_dev *sysfs_dev)
 	return false;
 }
 
+/*
+ * No entries, but a table: libibverbs walks every provider's match table
+ * for a device with a driver id (rxe, mlx5, ...), even when the provider
+ * matches by its match_device alone.
+ */
+static const struct verbs_match_ent rsnic_match_table[] = {
+	{},
+};
+
 static int rsnic_query_device(struct ibv_context *context,
 			      const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -293,6 +302,7 @@ static const struct verbs_device_ops rsnic_dev_ops = {
 	.name = "rsnic",
 	.match_min_abi_version = RSNIC_UVERBS_ABI_VERSION,
 	.match_max_abi_version = RSNIC_UVERBS_ABI_VERSION,
+	.match_table = rsnic_match_table,
 	.match_device = rsnic_match_device,
 	.alloc_device = rsnic_device_alloc,
 	.uninit_device = rsnic_uninit_device,

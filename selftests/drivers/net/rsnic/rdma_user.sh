@@ -43,7 +43,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 31
+ktap_header 35
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -69,6 +69,19 @@ caps_match() { # IBDEV CARD
 }
 check "ibv_devinfo -v: the card's limits (max_qp ... page_size_cap), both devices" \
 	eval 'caps_match "$IB_A" A && caps_match "$IB_B" B'
+
+# Another provider's device beside them: libibverbs asks every provider
+# about a device with a kernel driver id (rdma_rxe has one, rsnic not).
+with_rxe() {
+	modprobe rdma_rxe && rdma link add rxe_t type rxe netdev "$NETIF_A" || return 1
+	devices=$(ibv_devices 2>&1) && echo "$devices" | grep -Eq "^\s+rxe_t\s" &&
+		echo "$devices" | grep -Eq "^\s+$IB_A\s" && ibv_devinfo -d "$IB_A" >/dev/null
+	local status=$?
+	rdma link del rxe_t
+	modprobe -r rdma_rxe
+	return $status
+}
+check "with an rdma_rxe device beside them: ibv_devices lists all, ibv_devinfo opens rsnic" with_rxe
 
 # Port 1 as the provider reports it: RoCE on Ethernet, active with the
 # cable, the largest RoCE MTU that fits a 1500-byte Ethernet MTU.
@@ -131,8 +144,9 @@ for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do
 	check "perftest $t, 4 KiB" pair "$t" "$t -d $IB_B -x $GID_B -n 200 -s 4096" \
 		"$t -d $IB_A -x $GID_A -n 200 -s 4096 127.0.0.1"
 done
-min_packets=800
-for t in ib_write_bw ib_send_bw; do
+for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do
+	min_packets=800
+	[ $t = ib_read_bw ] && min_packets=200
 	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t -d $IB_B -R -n 200 -s 4096" \
 		"$t -d $IB_A -R -n 200 -s 4096 $IP_B"
 done
