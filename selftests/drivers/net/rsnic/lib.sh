@@ -22,6 +22,9 @@ ktap_header() { echo "TAP version 13"; echo "1..$1"; }
 
 ktap_result() { # ok|fail|skip description [reason]
 	ktap_count=$((ktap_count + 1))
+	# Seconds since the previous result (or the start), for ktap_finish.
+	ktap_times+="$ktap_count:$((SECONDS - ${ktap_last:-0})) "
+	ktap_last=$SECONDS
 	case $1 in
 	ok) echo "ok $ktap_count $2" ;;
 	skip) echo "ok $ktap_count $2 # SKIP ${3:-}"; ktap_skipped=$((ktap_skipped + 1)) ;;
@@ -44,6 +47,8 @@ missing() {
 }
 
 ktap_finish() {
+	# Where the test's time went: what keeps `make check` short.
+	echo "# seconds taken up to each result: ${ktap_times% }"
 	echo "# totals: $((ktap_count - ktap_failed - ktap_skipped)) pass, $ktap_failed fail, $ktap_skipped skip"
 	[ "$ktap_failed" -eq 0 ] && exit $KSFT_PASS
 	exit $KSFT_FAIL
