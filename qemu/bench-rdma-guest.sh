@@ -8,7 +8,11 @@
 # in the same VM and run. The target exports a null_blk
 # device (no backing memory to copy), so the transport is what is timed.
 # Then RDMA WRITE throughput with one doorbell per WQE and one per batch
-# of 32 (qemu/rdma-bench/rdma_write_bench.ko), on both pairs.
+# of 32 (qemu/rdma-bench/rdma_write_bench.ko), on both pairs. Then
+# perftest from user space (ib_write_bw, ib_write_lat, ib_send_lat) on
+# the engines, and on rdma_rxe over the same netdevs with the engines'
+# RDMA devices unbound, so both cross the same wire; with the host CPU
+# every run cost.
 # Writes /run/rsnic/bench-rdma.json.
 #
 # nvme-rdma and nvmet-rdma open their endpoints in init_net, so both
@@ -134,6 +138,81 @@ print(json.dumps(out))' "$1"
 }
 [ -f $BENCH_KO ] || fail "no $BENCH_KO (make bench builds it)"
 wr_rsnic=$(write_bench rsnic "$NETIF_A" "$NETIF_B") || exit 1
+
+# perftest_bench NAME SERVER_IBDEV CLIENT_IBDEV: perftest from user space
+# between two RDMA devices of this host, the server's on card B's
+# address (out-of-band exchange over loopback, RoCE over the cable):
+# ib_write_bw at 64 B, 4 KiB and 64 KiB for DURATION s, ib_write_lat and
+# ib_send_lat at 64 B, REPEATS rounds of all five, interleaved; each run
+# with the host's CPU seconds (vCPUs, QEMU's other threads, the cards'
+# emulators: harness cpu) over its wall time. One JSON object: the
+# median of each figure and every run.
+perftest_bench() {
+	local name=$1 sgid cgid r size tool
+	sgid=$(roce_gid_index "$2" $IP_B) && cgid=$(roce_gid_index "$3" $IP_A) ||
+		fail "$name: no RoCE v2 GIDs for $IP_B on $2 and $IP_A on $3"
+	: >/tmp/perftest.log
+	for r in $(seq "$REPEATS"); do
+		for size in 64 4096 65536; do
+			perftest_run "$name" ib_write_bw $size "-D $DURATION" "$2" $sgid "$3" $cgid || return 1
+		done
+		for tool in ib_write_lat ib_send_lat; do
+			perftest_run "$name" $tool 64 "-n 10000" "$2" $sgid "$3" $cgid || return 1
+		done
+	done
+	python3 - "$name" "$REPEATS" <<'PY'
+import json, statistics, sys
+name, repeats = sys.argv[1], int(sys.argv[2])
+runs = {}
+for line in open("/tmp/perftest.log"):
+    r = json.loads(line)
+    res, tool, size = r["results"], r["tool"], r["size"]
+    cores = round(r["cpu_s"] / r["wall_s"], 2)
+    if tool == "ib_write_bw":
+        key = f"write_bw_{size}b"
+        runs.setdefault(f"{key}_mib_s", []).append(res["BW_average"])
+        runs.setdefault(f"{key}_mmsg_s", []).append(res["MsgRate"])
+    else:
+        key = f"{tool[3:]}_{size}b"
+        runs.setdefault(f"{key}_p50_us", []).append(res["t_typical"])
+        runs.setdefault(f"{key}_p99_us", []).append(res["percentile_99"])
+    runs.setdefault(f"{key}_host_cores", []).append(cores)
+out = {"name": name, "repeats": repeats, "runs": runs}
+out.update({k: statistics.median(v) for k, v in runs.items()})
+print(json.dumps(out))
+PY
+}
+# perftest_run NAME TOOL SIZE ARGS SERVER_IBDEV SERVER_GID CLIENT_IBDEV
+# CLIENT_GID: one run, appended to /tmp/perftest.log as a JSON line.
+perftest_run() {
+	local c0 c1 t0 t1 spid
+	timeout 120 $2 -d "$5" -x "$6" -s "$3" $4 -F >/tmp/perftest-server.out 2>&1 &
+	spid=$!
+	sleep 1
+	c0=$(harness cpu) || fail "harness cpu: $c0"
+	t0=$(date +%s.%N)
+	timeout 120 $2 -d "$7" -x "$8" -s "$3" $4 -F --out_json --out_json_file=/tmp/perftest.json \
+		127.0.0.1 >/tmp/perftest-client.out 2>&1 || {
+		local status=$?
+		sleep 1
+		tail -n 3 /tmp/perftest-client.out /tmp/perftest-server.out >&2
+		fail "$1: $2 -s $3 failed (exit status $status)"
+	}
+	t1=$(date +%s.%N)
+	c1=$(harness cpu) || fail "harness cpu: $c1"
+	wait $spid || fail "$1: the $2 server failed"
+	python3 -c '
+import json, sys
+def secs(reply):
+    return sum(float(kv.split("=")[1]) for kv in reply.split()[1:])
+r = json.load(open("/tmp/perftest.json"))
+print(json.dumps({"tool": sys.argv[1], "size": int(sys.argv[2]), "results": r["results"],
+                  "cpu_s": secs(sys.argv[4]) - secs(sys.argv[3]),
+                  "wall_s": float(sys.argv[6]) - float(sys.argv[5])}))' \
+		"$2" "$3" "$c0" "$c1" "$t0" "$t1" >>/tmp/perftest.log
+}
+IB_A=$(ibdev_of "$(card_addr A)") IB_B=$(ibdev_of "$(card_addr B)")
+pt_rsnic=$(perftest_bench rsnic "$IB_B" "$IB_A") || exit 1
 wr_rxe=$(write_bench rxe "${vifs[0]}" "${vifs[1]}") || exit 1
 
 # rdma_rxe on the rsnic netdevs: the virtio pair's rxe and routing go,
@@ -155,11 +234,13 @@ nvmet_setup /dev/nullb0 || fail "nvmet set-up for rxe on rsnic failed"
 rxe_rsnic=$(measure rxe-on-rsnic $IP_B $IP_A rxe_a) || exit 1
 nvmet_cleanup
 wr_rxe_rsnic=$(write_bench rxe-on-rsnic "$NETIF_A" "$NETIF_B") || exit 1
+pt_rxe_rsnic=$(perftest_bench rxe-on-rsnic rxe_b rxe_a) || exit 1
 
 python3 -c '
 import json, sys
 r = [json.loads(a) for a in sys.argv[1:]]
 print(json.dumps({"rsnic": r[0], "rxe": r[1], "write_rsnic": r[2], "write_rxe": r[3],
-                  "rxe_on_rsnic": r[4], "write_rxe_on_rsnic": r[5]}))' \
-	"$rsnic" "$rxe" "$wr_rsnic" "$wr_rxe" "$rxe_rsnic" "$wr_rxe_rsnic" > "$out"
+                  "rxe_on_rsnic": r[4], "write_rxe_on_rsnic": r[5],
+                  "perftest_rsnic": r[6], "perftest_rxe_on_rsnic": r[7]}))' \
+	"$rsnic" "$rxe" "$wr_rsnic" "$wr_rxe" "$rxe_rsnic" "$wr_rxe_rsnic" "$pt_rsnic" "$pt_rxe_rsnic" > "$out"
 cat "$out"

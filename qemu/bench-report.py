@@ -28,6 +28,42 @@ RDMA_ROWS = [
 ]
 
 
+PERFTEST_ROWS = [
+    ("write_bw_64b_mib_s", "ib_write_bw 64 B (MiB/s)", True),
+    ("write_bw_64b_mmsg_s", "ib_write_bw 64 B (Mmsg/s)", True),
+    ("write_bw_4096b_mib_s", "ib_write_bw 4 KiB (MiB/s)", True),
+    ("write_bw_65536b_mib_s", "ib_write_bw 64 KiB (MiB/s)", True),
+    ("write_lat_64b_p50_us", "ib_write_lat 64 B p50 (us)", False),
+    ("write_lat_64b_p99_us", "ib_write_lat 64 B p99 (us)", False),
+    ("send_lat_64b_p50_us", "ib_send_lat 64 B p50 (us)", False),
+    ("send_lat_64b_p99_us", "ib_send_lat 64 B p99 (us)", False),
+    ("write_bw_65536b_host_cores", "host CPU (cores), ib_write_bw 64 KiB", False),
+    ("write_bw_65536b_host_cpu_s_per_gb", "host CPU s/GB, ib_write_bw 64 KiB", False),
+    ("write_lat_64b_host_cores", "host CPU (cores), ib_write_lat 64 B", False),
+]
+
+
+def print_perftest(engine, rxe):
+    """perftest from user space: the engine next to rdma_rxe on the same
+    netdevs, median and [min-max] of every run."""
+    for d in (engine, rxe):
+        # Host CPU seconds per GB moved, run by run (the lists are in run order).
+        runs = d["runs"]
+        runs["write_bw_65536b_host_cpu_s_per_gb"] = [
+            round(cores / (mib * 2**20 / 1e9), 2)
+            for cores, mib in zip(runs["write_bw_65536b_host_cores"], runs["write_bw_65536b_mib_s"])]
+        xs = sorted(runs["write_bw_65536b_host_cpu_s_per_gb"])
+        d["write_bw_65536b_host_cpu_s_per_gb"] = xs[len(xs) // 2]
+    print(f"{'perftest, user space':38} {'rsnic engine':>26} {'rdma_rxe on rsnic':>26} {'ratio':>7}")
+    for key, label, higher_better in PERFTEST_ROWS:
+        e, r = engine[key], rxe[key]
+        note = "" if higher_better else " (lower is better)"
+        cells = [spread_cell(d["runs"][key]) for d in (engine, rxe)]
+        print(f"{label:38} {cells[0]:>26} {cells[1]:>26} {e / r if r else float('nan'):>7.2f}{note}")
+    print(f"  ({engine['repeats']} runs each; host CPU: the vCPUs, QEMU's other threads and both"
+          " cards' emulators, CPU seconds over the run's wall time)")
+
+
 def print_side_by_side(rows, rsnic, reference, ref_name, width):
     """One line per (key, label, higher_better) row: rsnic's number, the
     reference's, and their ratio."""
@@ -241,6 +277,9 @@ def print_rdma(rdma):
                 spread = (f"   [{w['runs'][f'{size}b_batch1'][0]}-{w['runs'][f'{size}b_batch1'][-1]}]"
                           f" [{w['runs'][f'{size}b_batch32'][0]}-{w['runs'][f'{size}b_batch32'][-1]}]")
             print(f"{f'{label}, {size} B (WQE/s)':44} {one:>10} {many:>10} {many / max(one, 1):>7.2f}{spread}")
+    if "perftest_rsnic" in rdma:
+        print()
+        print_perftest(rdma["perftest_rsnic"], rdma["perftest_rxe_on_rsnic"])
 
 
 def main():

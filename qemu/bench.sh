@@ -8,7 +8,8 @@
 # card's GFT engine alone (cargo bench). Then a second VM for the RDMA
 # part: fio over nvme-rdma on the cards' engines vs over rdma_rxe on the
 # virtio-net pair, and RDMA WRITE throughput with one doorbell per WQE vs
-# one per batch of 32 (qemu/bench-rdma-guest.sh).
+# one per batch of 32, and perftest on the engines vs on rdma_rxe over
+# the same netdevs (qemu/bench-rdma-guest.sh).
 # Results: bench-out/bench.json, bench-out/bench.png,
 # bench-out/gft-card.txt. `qemu/bench.sh rdma` runs the RDMA part alone,
 # `qemu/bench.sh net` the first VM alone.
