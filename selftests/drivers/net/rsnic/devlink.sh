@@ -133,15 +133,19 @@ check "devlink health recover brings it back" \
 check "and traffic flows" pings
 devlink health set $DL reporter completion auto_recover true
 
-# Grace period: a fault soon after a recovery is left to the user.
-devlink health set $DL reporter completion grace_period 600000
+# Grace period: a fault soon after a recovery is left to the user. The
+# period runs from the last recovery, so the first fault comes with no
+# period (recovered), the second within one.
+recovers=$(reporter completion recover)
 completion_fault
-wait_reporter completion state healthy
+wait_reporter completion recover $((recovers + 1))
+first=$?
+devlink health set $DL reporter completion grace_period 600000
 recovers=$(reporter completion recover)
 completion_fault
 wait_reporter completion state error
-check "within the grace period a second fault is not recovered automatically" \
-	test "$(reporter completion state)" = error -a "$(reporter completion recover)" = "$recovers"
+check "within the grace period a second fault is not recovered automatically (the first was)" \
+	test $first = 0 -a "$(reporter completion state)" = error -a "$(reporter completion recover)" = "$recovers"
 devlink health recover $DL reporter completion
 devlink health set $DL reporter completion grace_period 0
 check "recovered by hand, traffic flows" pings
