@@ -829,18 +829,7 @@ pub(crate) mod tests {
                 ..MrReg::default()
             };
             assert_eq!(self.admin(AdminCmd::RdmaRegMr(mr)), ok);
-            let create = QpCreate {
-                qpn,
-                qp_type: qp_type as u8,
-                pd: 3,
-                sq: SQ,
-                rq: RQ,
-                sq_entries: 64,
-                rq_entries: 64,
-                send_cq: 1,
-                recv_cq: 2,
-                db_page: self.db_page,
-            };
+            let create = qp_create(qpn, qp_type, SQ, RQ, self.db_page);
             assert_eq!(self.admin(AdminCmd::RdmaCreateQp(create)), ok);
         }
 
@@ -974,6 +963,23 @@ pub(crate) mod tests {
 
         fn state(&mut self) -> QpState {
             self.e.qps[&QPN].state
+        }
+    }
+
+    /// A QP of protection domain 3 on CQs 1 (send) and 2 (receive), with
+    /// rings of 64 entries at `sq` and `rq`.
+    fn qp_create(qpn: u32, qp_type: QpType, sq: u64, rq: u64, db_page: u32) -> QpCreate {
+        QpCreate {
+            qpn,
+            qp_type: qp_type as u8,
+            pd: 3,
+            sq,
+            rq,
+            sq_entries: 64,
+            rq_entries: 64,
+            send_cq: 1,
+            recv_cq: 2,
+            db_page,
         }
     }
 
@@ -1111,18 +1117,7 @@ pub(crate) mod tests {
         // A user QP needs CQs of its own page.
         let mut c = Side::new(3);
         c.setup(QpType::Rc, QPN);
-        let create = QpCreate {
-            qpn: QPN + 1,
-            qp_type: QpType::Rc as u8,
-            pd: 3,
-            sq: SQ,
-            rq: RQ,
-            sq_entries: 64,
-            rq_entries: 64,
-            send_cq: 1,
-            recv_cq: 2,
-            db_page: 5,
-        };
+        let create = qp_create(QPN + 1, QpType::Rc, SQ, RQ, 5);
         assert_eq!(
             c.admin(AdminCmd::RdmaCreateQp(create)),
             AdminStatus::BadParam
@@ -1166,18 +1161,7 @@ pub(crate) mod tests {
         let mut a = Side::new(1);
         a.setup(QpType::Rc, QPN);
         // A second QP on the same engine and CQs, rings after the first's.
-        let create = QpCreate {
-            qpn: QPN + 1,
-            qp_type: QpType::Rc as u8,
-            pd: 3,
-            sq: SQ + 0x4000,
-            rq: RQ + 0x4000,
-            sq_entries: 64,
-            rq_entries: 64,
-            send_cq: 1,
-            recv_cq: 2,
-            db_page: 0,
-        };
+        let create = qp_create(QPN + 1, QpType::Rc, SQ + 0x4000, RQ + 0x4000, 0);
         assert_eq!(a.admin(AdminCmd::RdmaCreateQp(create)), AdminStatus::Ok);
         for (qpn, dest) in [(QPN, QPN + 1), (QPN + 1, QPN)] {
             for m in [
