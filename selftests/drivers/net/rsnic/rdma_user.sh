@@ -138,15 +138,15 @@ check "ibv_ud_pingpong -c: 100 round trips between the cards" \
 # perftest, 200 iterations of 4 KiB (4 packets each at the 1024-byte
 # RoCE MTU; an RDMA READ's request is one packet, its response four),
 # then through rdma_cm (-R; the server in card B's namespace).
-for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do
-	min_packets=800
-	[ $t = ib_read_bw ] && min_packets=200
+perftest_tools="ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat"
+perftest_min_packets() { if [ $1 = ib_read_bw ]; then min_packets=200; else min_packets=800; fi; }
+for t in $perftest_tools; do
+	perftest_min_packets $t
 	check "perftest $t, 4 KiB" pair "$t" "$t -d $IB_B -x $GID_B -n 200 -s 4096" \
 		"$t -d $IB_A -x $GID_A -n 200 -s 4096 127.0.0.1"
 done
-for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do
-	min_packets=800
-	[ $t = ib_read_bw ] && min_packets=200
+for t in $perftest_tools; do
+	perftest_min_packets $t
 	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t -d $IB_B -R -n 200 -s 4096" \
 		"$t -d $IB_A -R -n 200 -s 4096 $IP_B"
 done
