@@ -69,10 +69,12 @@ qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-3300}
 	--results "$RSNIC_IN_CACHE/$(basename "$results")" \
 	--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
 if [[ -f $results ]]; then
-	subskips=()
+	subskips=() subfails=() kreports=()
 	while read -r result name p f s; do
 		case $result/$name in
 		subskip/*) subskips+=("$name $p $f $s") ; continue ;;
+		subfail/*) subfails+=("$name $p $f $s") ; continue ;;
+		kreport/*) kreports+=("$name $p $f $s") ; continue ;;
 		*/final-kernel-log) ;;
 		pass/*) files_passed=$((files_passed + 1)) ;;
 		skip/*) files_skipped=$((files_skipped + 1)) ;;
@@ -86,6 +88,15 @@ if [[ -f $results ]]; then
 	if [[ ${#subskips[@]} -gt 0 ]]; then
 		log "skipped checks:"
 		printf '  %s\n' "${subskips[@]}" >&2
+	fi
+	# Last, so that a log cut to its tail still says what failed.
+	if [[ ${#kreports[@]} -gt 0 ]]; then
+		log "the first kernel report of each test that had one:"
+		printf '  %s\n' "${kreports[@]}" >&2
+	fi
+	if [[ ${#subfails[@]} -gt 0 ]]; then
+		log "failed checks:"
+		printf '  %s\n' "${subfails[@]}" >&2
 	fi
 else
 	log "the VM produced no results (exit $vm_status)"

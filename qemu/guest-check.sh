@@ -13,6 +13,9 @@
 # what ran):
 #   <pass|fail|skip> <test> <subtests passed> <failed> <skipped>
 #   subskip <test> <subtest # reason>       one per skipped subtest
+#   subfail <test> <subtest # reason>       one per failed subtest, or
+#                                           why the test failed as a whole
+#   kreport <test> <line>                   the first kernel report's lines
 
 dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
@@ -87,6 +90,11 @@ for t in "${tests[@]}"; do
 		dmesg_since_mark | sed 's/^/#   /' | head -n 200
 		echo "$reports" | sed 's/^/#   /' | head -n 50
 		[ $rc = 124 ] || rc=1
+		# The first report whole (a WARNING's first line says little),
+		# for the summary at the end of the log.
+		dmesg_since_mark | awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' |
+			head -n 40 | sed "s/^/kreport $t /" >>"$results"
+		echo "subfail $t kernel log # the kernel reported problems" >>"$results"
 	fi
 	read -r plan p f s < <(ktap_counts /tmp/test.out)
 	# A whole-test skip prints "1..0 # SKIP"; otherwise the plan must
@@ -97,6 +105,8 @@ for t in "${tests[@]}"; do
 	fi
 	grep -E '^ok [0-9]+ .*# *[Ss][Kk][Ii][Pp]' /tmp/test.out |
 		sed -E "s/^ok [0-9]+ /subskip $t /" >>"$results"
+	grep -E '^not ok [0-9]+ ' /tmp/test.out |
+		sed -E "s/^not ok [0-9]+ /subfail $t /" >>"$results"
 	took=$((SECONDS - start))
 	case $rc in
 	0) echo "ok $n $t # ${took}s"; r=pass ;;
@@ -106,7 +116,13 @@ for t in "${tests[@]}"; do
 	esac
 	# A failed test with no failed subtest (a crash, a bail-out, a
 	# kernel report) still counts one failure.
-	[ $r = fail ] && [ "$f" -eq 0 ] && f=1
+	if [ $r = fail ] && [ "$f" -eq 0 ]; then
+		f=1
+		case $rc in
+		124) echo "subfail $t # timed out after ${timeout:-600}s" ;;
+		*) [ -n "$reports" ] || echo "subfail $t # exit $rc, no failed subtest: $(grep -v '^ *$' /tmp/test.out | tail -n1)" ;;
+		esac >>"$results"
+	fi
 	echo "$r $t $p $f $s" >>"$results"
 done
 
