@@ -211,8 +211,10 @@ pub mod access {
     pub const REMOTE_WRITE: u32 = 1 << 1;
     /// A peer may RDMA READ from it.
     pub const REMOTE_READ: u32 = 1 << 2;
+    /// A peer may run atomics (compare-and-swap, fetch-and-add) on it.
+    pub const REMOTE_ATOMIC: u32 = 1 << 3;
     /// Every bit the engine knows.
-    pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ;
+    pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 }
 
 wire_struct! {
@@ -395,6 +397,11 @@ pub mod wqe_op {
     pub const LOCAL_INV: u8 = 6;
     /// Map pages into a fast-registration MR.
     pub const REG_MR: u8 = 7;
+    /// Atomic compare-and-swap of the 8 bytes at `remote_addr`
+    /// ([`super::AtomicParams`]); the old value lands in the one SGE.
+    pub const CMP_SWAP: u8 = 8;
+    /// Atomic fetch-and-add, like [`CMP_SWAP`].
+    pub const FETCH_ADD: u8 = 9;
 }
 
 /// Send WQE flags (byte 1).
@@ -422,7 +429,8 @@ wire_struct! {
 
 wire_struct! {
     /// A send queue entry. Bytes 32..64 ([`SqWqe::ext`]) hold the UD
-    /// address vector, or for a REG_MR its [`RegMrParams`]; a REG_MR
+    /// address vector, for an atomic its [`AtomicParams`], or for a
+    /// REG_MR its [`RegMrParams`]; a REG_MR
     /// carries the MR's key in `rkey`, its access in `qkey` and the page
     /// list's bus address in `remote_addr`.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -436,9 +444,9 @@ wire_struct! {
         /// Immediate data (in network order, as the verbs hold it), or the
         /// key SEND_INV / LOCAL_INV invalidates.
         pub imm_or_key @ 4: u32,
-        /// WRITE/READ: remote address. REG_MR: page list address.
+        /// WRITE/READ/atomic: remote address. REG_MR: page list address.
         pub remote_addr @ 8: u64,
-        /// WRITE/READ: remote key. REG_MR: the MR's key.
+        /// WRITE/READ/atomic: remote key. REG_MR: the MR's key.
         pub rkey @ 16: u32,
         /// UD: destination QP.
         pub dest_qpn @ 20: u32,
@@ -448,6 +456,17 @@ wire_struct! {
         pub ext @ 32: [u8; AV_LEN],
         /// Gather list.
         pub sge @ 64: [Sge; MAX_SGE],
+    }
+}
+
+wire_struct! {
+    /// The operands of an atomic WQE (in [`SqWqe::ext`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AtomicParams[16] {
+        /// CMP_SWAP: the value compared with. FETCH_ADD: the value added.
+        pub compare_add @ 0: u64,
+        /// CMP_SWAP: the value stored if equal.
+        pub swap @ 8: u64,
     }
 }
 
@@ -486,6 +505,17 @@ impl SqWqe {
     pub fn set_reg(&mut self, reg: &RegMrParams) {
         self.ext = [0; AV_LEN];
         reg.put(&mut self.ext[..RegMrParams::SIZE]);
+    }
+
+    /// The atomic operands in [`SqWqe::ext`].
+    pub fn atomic(&self) -> AtomicParams {
+        Field::get(&self.ext[..AtomicParams::SIZE])
+    }
+
+    /// Puts atomic operands in [`SqWqe::ext`].
+    pub fn set_atomic(&mut self, a: &AtomicParams) {
+        self.ext = [0; AV_LEN];
+        a.put(&mut self.ext[..AtomicParams::SIZE]);
     }
 }
 
@@ -544,6 +574,10 @@ pub mod wc_op {
     pub const RDMA_WRITE: u8 = 1;
     /// RDMA READ.
     pub const RDMA_READ: u8 = 2;
+    /// Atomic compare-and-swap.
+    pub const COMP_SWAP: u8 = 3;
+    /// Atomic fetch-and-add.
+    pub const FETCH_ADD: u8 = 4;
     /// LOCAL_INV.
     pub const LOCAL_INV: u8 = 6;
     /// REG_MR.

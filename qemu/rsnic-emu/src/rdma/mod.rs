@@ -682,8 +682,8 @@ pub(crate) mod tests {
     use super::*;
     use crate::dma::DmaFault;
     use crate::hw::rdma::{
-        access, cqe_flag, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe,
-        Eqe, MrReg, RqWqe, Sge, SqWqe, CQE_LEN, EQE_LEN,
+        access, cqe_flag, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector,
+        AtomicParams, Cqe, Eqe, MrReg, RqWqe, Sge, SqWqe, CQE_LEN, EQE_LEN,
     };
     use std::cell::RefCell;
     use std::time::Duration;
@@ -1314,6 +1314,101 @@ pub(crate) mod tests {
         let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.status)).collect();
         assert_eq!(ops, [(wc_op::RDMA_WRITE, 0), (wc_op::RDMA_READ, 0)]);
         assert_eq!(sc[1].byte_len, 5000);
+    }
+
+    fn atomic_wqe(op: u8, to: u64, compare_add: u64, swap: u64, result: u64) -> SqWqe {
+        let mut w = send_wqe(op, result, 8);
+        w.remote_addr = to;
+        w.rkey = RKEY;
+        w.set_atomic(&AtomicParams { compare_add, swap });
+        w
+    }
+
+    fn u64_at(s: &Side, addr: u64) -> u64 {
+        u64::from_le_bytes(s.mem.get(addr, 8).try_into().unwrap())
+    }
+
+    #[test]
+    fn atomics_return_the_old_value_and_compare_before_swapping() {
+        let (mut a, mut b) = pair();
+        b.mem.set(REMOTE, &5u64.to_le_bytes());
+        a.post_send(QPN, atomic_wqe(wqe_op::FETCH_ADD, REMOTE, 3, 0, DATA));
+        a.post_send(QPN, atomic_wqe(wqe_op::CMP_SWAP, REMOTE, 8, 100, DATA + 8));
+        a.post_send(QPN, atomic_wqe(wqe_op::CMP_SWAP, REMOTE, 7, 1, DATA + 16));
+        let frames = a.ring_sq(QPN);
+        let req = packet::parse(&frames[0]).unwrap();
+        let req = wire::Packet::parse(req.transport).unwrap();
+        assert_eq!(req.opcode, wire::Opcode::RcFetchAdd);
+        let eth = req.atomic.unwrap();
+        assert_eq!((eth.va, eth.rkey, eth.swap_add), (REMOTE, RKEY, 3));
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(u64_at(&b, REMOTE), 100);
+        assert_eq!((u64_at(&a, DATA), u64_at(&a, DATA + 8)), (5, 8));
+        assert_eq!(u64_at(&a, DATA + 16), 100);
+        let sc = a.completions(false);
+        let ops: Vec<_> = sc
+            .iter()
+            .map(|c| (c.opcode, c.status, c.byte_len))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                (wc_op::FETCH_ADD, 0, 8),
+                (wc_op::COMP_SWAP, 0, 8),
+                (wc_op::COMP_SWAP, 0, 8)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_retried_atomic_is_answered_again_not_run_again() {
+        let (mut a, mut b) = pair();
+        b.mem.set(REMOTE, &40u64.to_le_bytes());
+        a.post_send(QPN, atomic_wqe(wqe_op::FETCH_ADD, REMOTE, 2, 0, DATA));
+        let request = a.ring_sq(QPN);
+        let lost = b.receive(request);
+        assert_eq!(lost.len(), 1);
+        assert_eq!(u64_at(&b, REMOTE), 42);
+        let resent = a.tick(Duration::from_millis(100));
+        assert_eq!(resent.len(), 1);
+        exchange(&mut a, &mut b, resent);
+        assert_eq!(u64_at(&b, REMOTE), 42);
+        assert_eq!(u64_at(&a, DATA), 40);
+        let sc = a.completions(false);
+        assert_eq!(sc.len(), 1);
+        assert_eq!(
+            (sc[0].opcode, sc[0].status),
+            (wc_op::FETCH_ADD, wc_status::SUCCESS)
+        );
+        assert_eq!(b.e.qps[&QPN].counters.duplicates, 1);
+    }
+
+    #[test]
+    fn a_misaligned_or_unpermitted_atomic_is_refused() {
+        let (mut a, mut b) = pair();
+        b.mem.set(REMOTE, &9u64.to_le_bytes());
+        a.post_send(QPN, atomic_wqe(wqe_op::FETCH_ADD, REMOTE + 4, 1, 0, DATA));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        let sc = a.completions(false);
+        assert_eq!(sc[0].status, wc_status::REM_INV_REQ_ERR);
+        assert_eq!(u64_at(&b, REMOTE), 9);
+
+        // The target QP without remote-atomic access.
+        let (mut a, mut b) = pair();
+        let only_rw = QpModify {
+            mask: qp_attr::ACCESS,
+            access: access::ALL & !access::REMOTE_ATOMIC,
+            ..QpModify::default()
+        };
+        assert_eq!(b.modify(QPN, only_rw), AdminStatus::Ok);
+        b.mem.set(REMOTE, &9u64.to_le_bytes());
+        a.post_send(QPN, atomic_wqe(wqe_op::CMP_SWAP, REMOTE, 9, 1, DATA));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        let sc = a.completions(false);
+        assert_eq!(sc[0].status, wc_status::REM_ACCESS_ERR);
+        assert_eq!(u64_at(&b, REMOTE), 9);
     }
 
     #[test]

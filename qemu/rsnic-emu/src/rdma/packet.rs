@@ -211,6 +211,8 @@ mod tests {
             aeth: None,
             imm: None,
             inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
             payload,
         })
     }

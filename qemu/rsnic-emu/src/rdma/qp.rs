@@ -20,7 +20,7 @@ use crate::hw::rdma::{
 use super::faults::{RdmaFault, RdmaFaults};
 use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY};
 use super::queues::WorkQueue;
-use super::wire::{AckKind, Aeth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
+use super::wire::{AckKind, Aeth, AtomicEth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
 use crate::dma::HostMem;
 
 /// Shortest retransmission timeout the engine uses, whatever the QP asks:
@@ -29,6 +29,9 @@ use crate::dma::HostMem;
 const MIN_TIMEOUT: Duration = Duration::from_millis(50);
 /// Shortest RNR wait.
 const MIN_RNR_WAIT: Duration = Duration::from_millis(1);
+/// Atomic responses a responder keeps to answer a retried request with
+/// (the operation must not run twice); the QP's responder resources.
+const ATOMIC_REPLIES: usize = 16;
 
 /// Something the engine must do for a QP.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +83,7 @@ struct InFlight {
     data: Vec<u8>,
     /// READ: response packets received so far.
     read_packets: u32,
-    /// READ: where the data lands.
+    /// READ and atomics: where the data (the original value) lands.
     read_segs: Vec<Segment>,
 }
 
@@ -92,6 +95,20 @@ impl InFlight {
     fn is_read(&self) -> bool {
         self.wqe.opcode == wqe_op::READ
     }
+
+    fn is_atomic(&self) -> bool {
+        is_atomic_op(self.wqe.opcode)
+    }
+
+    /// READs and atomics complete with the responder's data, not with an
+    /// ACK, and count against the QP's outstanding-READ limit.
+    fn awaits_response(&self) -> bool {
+        self.is_read() || self.is_atomic()
+    }
+}
+
+fn is_atomic_op(op: u8) -> bool {
+    matches!(op, wqe_op::CMP_SWAP | wqe_op::FETCH_ADD)
 }
 
 /// A SEND being received (RC): its receive WQE and how far it got.
@@ -214,6 +231,8 @@ pub struct Qp {
     receiving: Option<Receiving>,
     writing: Option<Writing>,
     nak_sent: bool,
+    /// The last atomics executed: (PSN, original value).
+    atomic_replies: VecDeque<(u32, u64)>,
     /// Counters.
     pub counters: QpCounters,
     /// The engine's fault injection.
@@ -263,6 +282,7 @@ impl Qp {
             receiving: None,
             writing: None,
             nak_sent: false,
+            atomic_replies: VecDeque::new(),
             counters: QpCounters::default(),
             faults: Arc::default(),
         }
@@ -478,9 +498,10 @@ impl Qp {
                 return;
             }
             let wqe = SqWqe::from_bytes(&raw);
-            let reads = self.inflight.iter().filter(|f| f.is_read()).count();
+            let reads = self.inflight.iter().filter(|f| f.awaits_response()).count();
+            let read_like = wqe.opcode == wqe_op::READ || is_atomic_op(wqe.opcode);
             if self.is_rc()
-                && (wqe.opcode == wqe_op::READ && reads >= usize::from(self.max_rd_atomic)
+                && (read_like && reads >= usize::from(self.max_rd_atomic)
                     || wqe.flags & wqe_flag::FENCE != 0 && reads > 0)
             {
                 return; // Continues when a READ completes.
@@ -503,8 +524,10 @@ impl Qp {
         out: &mut Vec<Action>,
     ) -> bool {
         let mut wqe = wqe;
-        if matches!(wqe.opcode, wqe_op::READ | wqe_op::WRITE | wqe_op::WRITE_IMM)
-            && self.faults.take(RdmaFault::BadRkey)
+        if matches!(
+            wqe.opcode,
+            wqe_op::READ | wqe_op::WRITE | wqe_op::WRITE_IMM | wqe_op::CMP_SWAP | wqe_op::FETCH_ADD
+        ) && self.faults.take(RdmaFault::BadRkey)
         {
             wqe.rkey = !wqe.rkey;
         }
@@ -639,6 +662,39 @@ impl Qp {
                     self.deadline = Some(now + self.timeout);
                 }
             }
+            wqe_op::CMP_SWAP | wqe_op::FETCH_ADD => {
+                // One SGE of at least 8 bytes takes the original value.
+                let sge = wqe.sge[0];
+                if !self.is_rc() || wqe.num_sge != 1 || sge.len < 8 {
+                    self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                    return false;
+                }
+                if user && sge.lkey == LOCAL_DMA_LKEY {
+                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                    return false;
+                }
+                let Ok(read_segs) =
+                    mrs.resolve(sge.lkey, self.pd, sge.addr, 8, access::LOCAL_WRITE)
+                else {
+                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                    return false;
+                };
+                let f = InFlight {
+                    slot,
+                    wqe,
+                    first_psn: self.next_psn,
+                    packets: 1,
+                    data: Vec::new(),
+                    read_packets: 0,
+                    read_segs,
+                };
+                self.next_psn = psn_add(self.next_psn, 1);
+                self.emit(&f, 0, out);
+                self.inflight.push_back(f);
+                if self.deadline.is_none() {
+                    self.deadline = Some(now + self.timeout);
+                }
+            }
             _ => {
                 self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                 return false;
@@ -677,6 +733,8 @@ impl Qp {
             aeth: None,
             imm: imm.then_some(wqe.imm_or_key),
             inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
             payload: data,
         };
         self.next_psn = psn_add(self.next_psn, 1);
@@ -698,6 +756,35 @@ impl Qp {
             psn: psn_add(f.first_psn, i),
             ..Bth::default()
         };
+        if f.is_atomic() {
+            let a = f.wqe.atomic();
+            let (opcode, swap_add, compare) = match f.wqe.opcode {
+                wqe_op::CMP_SWAP => (Opcode::RcCompareSwap, a.swap, a.compare_add),
+                _ => (Opcode::RcFetchAdd, a.compare_add, 0),
+            };
+            let pkt = Packet {
+                bth: bth(0, true),
+                opcode,
+                deth: None,
+                reth: None,
+                aeth: None,
+                imm: None,
+                inv_rkey: None,
+                atomic: Some(AtomicEth {
+                    va: f.wqe.remote_addr,
+                    rkey: f.wqe.rkey,
+                    swap_add,
+                    compare,
+                }),
+                atomic_ack: None,
+                payload: &[],
+            };
+            out.push(Action::Send {
+                av: self.av,
+                transport: super::wire::encode(&pkt),
+            });
+            return;
+        }
         if f.is_read() {
             // From the response `from` on: what came before has landed.
             let done = u64::from(from) * mtu as u64;
@@ -715,6 +802,8 @@ impl Qp {
                 aeth: None,
                 imm: None,
                 inv_rkey: None,
+                atomic: None,
+                atomic_ack: None,
                 payload: &[],
             };
             out.push(Action::Send {
@@ -764,6 +853,8 @@ impl Qp {
                 aeth: None,
                 imm: imm.then_some(f.wqe.imm_or_key),
                 inv_rkey: inv.then_some(f.wqe.imm_or_key),
+                atomic: None,
+                atomic_ack: None,
                 payload: &f.data[start..end],
             };
             out.push(Action::Send {
@@ -778,7 +869,9 @@ impl Qp {
         if f.wqe.flags & wqe_flag::SIGNALED == 0 {
             return;
         }
-        let len = if f.is_read() {
+        let len = if f.is_atomic() {
+            8
+        } else if f.is_read() {
             f.read_segs.iter().map(|s| s.1).sum::<u64>() as u32
         } else {
             f.data.len() as u32
@@ -804,11 +897,11 @@ impl Qp {
     }
 
     /// Everything up to `psn` is acknowledged: SENDs and WRITEs up to it
-    /// complete; a READ completes only with its data.
+    /// complete; a READ or an atomic completes only with its response.
     fn acknowledge(&mut self, psn: u32, now: Instant, out: &mut Vec<Action>) {
         let mut any = false;
         while let Some(f) = self.inflight.front() {
-            if f.is_read() || psn_diff(psn, f.last_psn()) < 0 {
+            if f.awaits_response() || psn_diff(psn, f.last_psn()) < 0 {
                 break;
             }
             let f = self.inflight.pop_front().unwrap_or_else(|| unreachable!());
@@ -840,9 +933,17 @@ impl Qp {
                 }
             };
             started = true;
-            let from = if f.is_read() { f.read_packets } else { from };
+            let from = if f.awaits_response() {
+                f.read_packets
+            } else {
+                from
+            };
             // A READ is one request packet, whatever it asks for.
-            let packets = if f.is_read() { 1 } else { f.packets - from };
+            let packets = if f.awaits_response() {
+                1
+            } else {
+                f.packets - from
+            };
             self.counters.retransmits += u64::from(packets);
             self.emit(f, from, out);
         }
@@ -952,9 +1053,12 @@ impl Qp {
             | Opcode::RcReadResponseLast
             | Opcode::RcReadResponseOnly => {
                 // Requests before the READ are implicitly acknowledged.
-                let Some(idx) = self.inflight.iter().position(|f| f.is_read()) else {
+                let Some(idx) = self.inflight.iter().position(|f| f.awaits_response()) else {
                     return;
                 };
+                if !self.inflight[idx].is_read() {
+                    return;
+                }
                 let f = &self.inflight[idx];
                 let expect = psn_add(f.first_psn, f.read_packets);
                 if psn != expect {
@@ -1011,6 +1115,31 @@ impl Qp {
                 // A READ finishing may unblock the send queue.
                 self.process_sq(mem, mrs, now, out);
             }
+            Opcode::RcAtomicAck => {
+                let (Some(idx), Some(orig)) = (
+                    self.inflight.iter().position(|f| f.awaits_response()),
+                    pkt.atomic_ack,
+                ) else {
+                    return;
+                };
+                let f = &self.inflight[idx];
+                if !f.is_atomic() || psn != f.first_psn {
+                    return; // A duplicate, or not the response awaited.
+                }
+                if write_segments(mem, &f.read_segs, &orig.to_le_bytes()).is_err() {
+                    let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
+                    self.inflight.remove(idx);
+                    self.fail(false, slot, op, wc_status::LOC_PROT_ERR, out);
+                    return;
+                }
+                for _ in 0..=idx {
+                    if let Some(done) = self.inflight.pop_front() {
+                        self.complete(&done, out);
+                    }
+                }
+                self.progressed(now);
+                self.process_sq(mem, mrs, now, out);
+            }
             _ => {}
         }
     }
@@ -1034,6 +1163,8 @@ impl Qp {
             }),
             imm: None,
             inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
             payload: &[],
         };
         Action::Send {
@@ -1060,6 +1191,7 @@ impl Qp {
             if matches!(
                 op,
                 Opcode::RcAck
+                    | Opcode::RcAtomicAck
                     | Opcode::RcReadResponseFirst
                     | Opcode::RcReadResponseMiddle
                     | Opcode::RcReadResponseLast
@@ -1146,6 +1278,12 @@ impl Qp {
                 if let Some(reth) = pkt.reth {
                     let _ = self.read_response(psn, &reth, mem, mrs, out);
                 }
+            } else if matches!(pkt.opcode, Opcode::RcCompareSwap | Opcode::RcFetchAdd) {
+                // A lost response: the same answer again, the operation
+                // not run twice. One too old to be kept gets none.
+                if let Some(&(_, orig)) = self.atomic_replies.iter().find(|r| r.0 == psn) {
+                    out.push(self.atomic_ack(psn, orig));
+                }
             } else {
                 out.push(self.ack(AckKind::Ack(31), psn_add(self.epsn, PSN_MASK)));
             }
@@ -1170,13 +1308,17 @@ impl Qp {
                 Some(reth) => self.read_response(psn, &reth, mem, mrs, out),
                 None => Err(NakCode::InvalidRequest),
             },
+            RcCompareSwap | RcFetchAdd => match pkt.atomic {
+                Some(a) => self.atomic_response(psn, op, &a, mem, mrs, out),
+                None => Err(NakCode::InvalidRequest),
+            },
             _ => Err(NakCode::InvalidRequest),
         };
         match result {
             Ok(Step::Done { packets }) => {
                 self.nak_sent = false;
                 self.epsn = psn_add(self.epsn, packets);
-                if pkt.bth.ack_req && op != RcReadRequest {
+                if pkt.bth.ack_req && !matches!(op, RcReadRequest | RcCompareSwap | RcFetchAdd) {
                     out.push(self.ack(AckKind::Ack(31), psn));
                 }
             }
@@ -1437,6 +1579,8 @@ impl Qp {
                 }),
                 imm: None,
                 inv_rkey: None,
+                atomic: None,
+                atomic_ack: None,
                 payload: &data[start..end],
             };
             out.push(Action::Send {
@@ -1448,6 +1592,81 @@ impl Qp {
             self.msn = msn;
         }
         Ok(Step::Done { packets })
+    }
+}
+
+impl Qp {
+    /// Runs an atomic request at `psn` and answers it. The engine
+    /// handles one packet at a time, so the read-modify-write is atomic
+    /// against every other access by the card (`IB_ATOMIC_HCA`); the
+    /// target is 8 bytes in host order, as the CPU reads them.
+    fn atomic_response(
+        &mut self,
+        psn: u32,
+        op: Opcode,
+        a: &AtomicEth,
+        mem: &dyn HostMem,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        if self.access & access::REMOTE_ATOMIC == 0 {
+            return Err(NakCode::RemoteAccessError);
+        }
+        if a.va % 8 != 0 {
+            return Err(NakCode::InvalidRequest);
+        }
+        let segs = mrs
+            .resolve(a.rkey, self.pd, a.va, 8, access::REMOTE_ATOMIC)
+            .map_err(|_| NakCode::RemoteAccessError)?;
+        let old = read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?;
+        let orig = u64::from_le_bytes(
+            old.as_slice()
+                .try_into()
+                .map_err(|_| NakCode::RemoteOperationalError)?,
+        );
+        let new = match op {
+            Opcode::RcCompareSwap if orig == a.compare => Some(a.swap_add),
+            Opcode::RcCompareSwap => None,
+            _ => Some(orig.wrapping_add(a.swap_add)),
+        };
+        if let Some(new) = new {
+            write_segments(mem, &segs, &new.to_le_bytes())
+                .map_err(|_| NakCode::RemoteOperationalError)?;
+        }
+        self.msn = psn_add(self.msn, 1);
+        if self.atomic_replies.len() == ATOMIC_REPLIES {
+            self.atomic_replies.pop_front();
+        }
+        self.atomic_replies.push_back((psn, orig));
+        out.push(self.atomic_ack(psn, orig));
+        Ok(Step::Done { packets: 1 })
+    }
+
+    fn atomic_ack(&self, psn: u32, orig: u64) -> Action {
+        let pkt = Packet {
+            bth: Bth {
+                pkey: 0xffff,
+                dest_qp: self.dest_qpn,
+                psn,
+                ..Bth::default()
+            },
+            opcode: Opcode::RcAtomicAck,
+            deth: None,
+            reth: None,
+            aeth: Some(Aeth {
+                kind: AckKind::Ack(31),
+                msn: self.msn,
+            }),
+            imm: None,
+            inv_rkey: None,
+            atomic: None,
+            atomic_ack: Some(orig),
+            payload: &[],
+        };
+        Action::Send {
+            av: self.av,
+            transport: super::wire::encode(&pkt),
+        }
     }
 }
 
@@ -1524,6 +1743,8 @@ fn send_wc_op(op: u8) -> u8 {
     match op {
         wqe_op::WRITE | wqe_op::WRITE_IMM => wc_op::RDMA_WRITE,
         wqe_op::READ => wc_op::RDMA_READ,
+        wqe_op::CMP_SWAP => wc_op::COMP_SWAP,
+        wqe_op::FETCH_ADD => wc_op::FETCH_ADD,
         wqe_op::LOCAL_INV => wc_op::LOCAL_INV,
         wqe_op::REG_MR => wc_op::REG_MR,
         _ => wc_op::SEND,

@@ -22,6 +22,10 @@ pub const DETH_LEN: usize = 8;
 pub const IMMDT_LEN: usize = 4;
 /// Length of the Invalidate Extended Transport Header.
 pub const IETH_LEN: usize = 4;
+/// Length of the Atomic Extended Transport Header.
+pub const ATOMIC_ETH_LEN: usize = 28;
+/// Length of the Atomic Acknowledge Extended Transport Header.
+pub const ATOMIC_ACK_ETH_LEN: usize = 8;
 /// Length of the invariant CRC.
 pub const ICRC_LEN: usize = 4;
 /// PSNs are 24 bits.
@@ -80,6 +84,12 @@ pub enum Opcode {
     RcReadResponseOnly = 0x10,
     /// RC acknowledge (ACK, NAK, RNR NAK).
     RcAck = 0x11,
+    /// The response to an atomic: AETH and the original value.
+    RcAtomicAck = 0x12,
+    /// Atomic compare-and-swap request.
+    RcCompareSwap = 0x13,
+    /// Atomic fetch-and-add request.
+    RcFetchAdd = 0x14,
     /// RC SEND, last packet, invalidating an rkey at the responder.
     RcSendLastInv = 0x16,
     /// RC SEND in one packet, invalidating an rkey at the responder.
@@ -115,6 +125,9 @@ impl Opcode {
             0x0f => RcReadResponseLast,
             0x10 => RcReadResponseOnly,
             0x11 => RcAck,
+            0x12 => RcAtomicAck,
+            0x13 => RcCompareSwap,
+            0x14 => RcFetchAdd,
             0x16 => RcSendLastInv,
             0x17 => RcSendOnlyInv,
             0x64 => UdSendOnly,
@@ -143,6 +156,8 @@ impl Opcode {
             RcSendLastImm | RcSendOnlyImm | RcWriteLastImm => l.immdt = true,
             RcSendLastInv | RcSendOnlyInv => l.ieth = true,
             RcReadResponseFirst | RcReadResponseLast | RcReadResponseOnly | RcAck => l.aeth = true,
+            RcAtomicAck => (l.aeth, l.atomic_ack) = (true, true),
+            RcCompareSwap | RcFetchAdd => l.atomic = true,
             UdSendOnly => l.deth = true,
             UdSendOnlyImm => (l.deth, l.immdt) = (true, true),
             RcSendFirst | RcSendMiddle | RcSendLast | RcSendOnly | RcWriteMiddle | RcWriteLast
@@ -165,6 +180,10 @@ pub struct Layout {
     pub immdt: bool,
     /// Invalidate Extended Transport Header.
     pub ieth: bool,
+    /// Atomic Extended Transport Header.
+    pub atomic: bool,
+    /// Atomic Acknowledge Extended Transport Header.
+    pub atomic_ack: bool,
 }
 
 impl Layout {
@@ -176,6 +195,8 @@ impl Layout {
             + n(self.aeth, AETH_LEN)
             + n(self.immdt, IMMDT_LEN)
             + n(self.ieth, IETH_LEN)
+            + n(self.atomic, ATOMIC_ETH_LEN)
+            + n(self.atomic_ack, ATOMIC_ACK_ETH_LEN)
     }
 
     /// Whether there are none.
@@ -281,6 +302,43 @@ impl Reth {
         b[0..8].copy_from_slice(&self.va.to_be_bytes());
         b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
         b[12..16].copy_from_slice(&self.len.to_be_bytes());
+        b
+    }
+}
+
+/// The Atomic Extended Transport Header: an atomic request's target and
+/// operands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AtomicEth {
+    /// Remote virtual address (8-byte aligned).
+    pub va: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// The value stored (compare-and-swap) or added (fetch-and-add).
+    pub swap_add: u64,
+    /// The value compared with (compare-and-swap).
+    pub compare: u64,
+}
+
+impl AtomicEth {
+    /// Decodes the first [`ATOMIC_ETH_LEN`] bytes.
+    pub fn parse(b: &[u8]) -> Option<Self> {
+        let b = b.get(..ATOMIC_ETH_LEN)?;
+        Some(Self {
+            va: u64::from_be_bytes(b[0..8].try_into().ok()?),
+            rkey: u32::from_be_bytes(b[8..12].try_into().ok()?),
+            swap_add: u64::from_be_bytes(b[12..20].try_into().ok()?),
+            compare: u64::from_be_bytes(b[20..28].try_into().ok()?),
+        })
+    }
+
+    /// Encodes the header.
+    pub fn to_bytes(&self) -> [u8; ATOMIC_ETH_LEN] {
+        let mut b = [0u8; ATOMIC_ETH_LEN];
+        b[0..8].copy_from_slice(&self.va.to_be_bytes());
+        b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
+        b[12..20].copy_from_slice(&self.swap_add.to_be_bytes());
+        b[20..28].copy_from_slice(&self.compare.to_be_bytes());
         b
     }
 }
@@ -404,6 +462,10 @@ pub struct Packet<'a> {
     pub imm: Option<u32>,
     /// Rkey to invalidate (SEND with invalidate).
     pub inv_rkey: Option<u32>,
+    /// Atomic request header.
+    pub atomic: Option<AtomicEth>,
+    /// Atomic response: the value the target held before.
+    pub atomic_ack: Option<u64>,
     /// Payload, without pad.
     pub payload: &'a [u8],
 }
@@ -453,6 +515,13 @@ impl<'a> Packet<'a> {
         let inv_rkey = layout
             .ieth
             .then(|| u32::from_be_bytes(take(IETH_LEN).try_into().unwrap_or_default()));
+        let atomic = layout
+            .atomic
+            .then(|| AtomicEth::parse(take(ATOMIC_ETH_LEN)))
+            .flatten();
+        let atomic_ack = layout
+            .atomic_ack
+            .then(|| u64::from_be_bytes(take(ATOMIC_ACK_ETH_LEN).try_into().unwrap_or_default()));
         let rest = &body[at..];
         let pad = usize::from(bth.pad);
         if rest.len() < pad {
@@ -466,6 +535,8 @@ impl<'a> Packet<'a> {
             aeth,
             imm,
             inv_rkey,
+            atomic,
+            atomic_ack,
             payload: &rest[..rest.len() - pad],
         })
     }
@@ -495,6 +566,12 @@ pub fn encode(packet: &Packet<'_>) -> Vec<u8> {
     }
     if let Some(k) = packet.inv_rkey {
         out.extend_from_slice(&k.to_be_bytes());
+    }
+    if let Some(a) = packet.atomic {
+        out.extend_from_slice(&a.to_bytes());
+    }
+    if let Some(v) = packet.atomic_ack {
+        out.extend_from_slice(&v.to_be_bytes());
     }
     out.extend_from_slice(packet.payload);
     out.resize(out.len() + pad + ICRC_LEN, 0);
@@ -648,6 +725,8 @@ mod tests {
             aeth: None,
             imm: Some(0xdead_beef),
             inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
             payload: b"hello",
         };
         let bytes = encode(&pkt);
