@@ -15,7 +15,7 @@ use super::layout::Field;
 /// UDP destination port of RoCEv2 (IANA).
 pub const ROCE_V2_UDP_PORT: u16 = 4791;
 /// Entries in the card's GID table.
-pub const GID_TABLE_LEN: u32 = 16;
+pub const GID_TABLE_LEN: u16 = 16;
 /// Length of a GID (an IPv6 address; IPv4 is mapped as `::ffff:a.b.c.d`).
 pub const GID_LEN: usize = 16;
 /// The one P_Key a RoCE port has: the default, full membership.
@@ -81,12 +81,21 @@ admin_result! {
         /// Pages of one fast-registration page list.
         pub max_fast_reg_page_list_len @ 40: u32,
         /// Entries of the GID table.
-        pub gid_table_len @ 44: u32,
+        pub gid_table_len @ 44: u16,
+        /// [`rdma_cap`] bits.
+        pub flags @ 46: u16,
         /// Largest memory region in bytes.
         pub max_mr_size @ 48: u64,
         /// Page sizes a memory region may use: bit n set means 2^n bytes.
         pub page_size_cap @ 56: u64,
     }
+}
+
+/// What the engine can do beyond the basics ([`RdmaCaps::flags`]).
+pub mod rdma_cap {
+    /// RC atomics (compare-and-swap, fetch-and-add), atomic against the
+    /// engine's own accesses only (`IB_ATOMIC_HCA`).
+    pub const ATOMIC: u16 = 1 << 0;
 }
 
 /// RDMA doorbells in BAR0 (all write-only, 32 bits).
@@ -709,6 +718,7 @@ mod tests {
             max_qp_rd_atom: 8,
             max_fast_reg_page_list_len: 9,
             gid_table_len: 10,
+            flags: 11,
             max_mr_size: 1 << 40,
             page_size_cap: 0xffff_f000,
         };

@@ -20,9 +20,9 @@ use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
 use super::ucontext::RdmaUcontext;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
-    mr_kind, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType, RdmaCaps,
-    RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_SGE,
-    MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    mr_kind, rdma_cap, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType,
+    RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION,
+    MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -209,7 +209,7 @@ impl RdmaDev {
 
     /// Entries of the GID table.
     pub(crate) fn gid_table_len(&self) -> u32 {
-        self.caps.gid_table_len
+        u32::from(self.caps.gid_table_len)
     }
 
     /// Writes an RDMA doorbell.
@@ -325,12 +325,13 @@ impl IbDeviceOps for RdmaDev {
             max_qp_rd_atom: c.max_qp_rd_atom,
             max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
             local_dma_lkey_0: true,
+            atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
         }
     }
 
     fn query_port(dev: &IbDevice<Self>, _port: u32) -> PortAttr {
         PortAttr {
-            gid_tbl_len: dev.data().caps.gid_table_len,
+            gid_tbl_len: u32::from(dev.data().caps.gid_table_len),
             max_mtu: MAX_MTU,
         }
     }
@@ -338,7 +339,7 @@ impl IbDeviceOps for RdmaDev {
     fn add_gid(dev: &IbDevice<Self>, entry: GidEntry) -> Result {
         let index = entry.index;
         // One port; the engine speaks RoCEv2 only.
-        if entry.kind != GidType::RoceV2 || index >= dev.data().caps.gid_table_len {
+        if entry.kind != GidType::RoceV2 || index >= u32::from(dev.data().caps.gid_table_len) {
             return Err(EINVAL);
         }
         let gid = Gid(entry.gid);
@@ -347,7 +348,7 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn del_gid(dev: &IbDevice<Self>, _port: u32, index: u32) -> Result {
-        if index >= dev.data().caps.gid_table_len {
+        if index >= u32::from(dev.data().caps.gid_table_len) {
             return Err(EINVAL);
         }
         dev.data().admin.exec(AdminCmd::RdmaDelGid { index })?;
@@ -591,7 +592,7 @@ impl IbDeviceOps for RdmaDev {
         path: &AddressPath,
         user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<impl PinInit<RdmaAh, Error>> {
-        if u32::from(path.sgid_index) >= dev.data().caps.gid_table_len {
+        if u32::from(path.sgid_index) >= u32::from(dev.data().caps.gid_table_len) {
             return Err(EINVAL);
         }
         let av = address_vector(path);

@@ -10,8 +10,8 @@ use super::device::RdmaDev;
 use super::mr::RdmaMr;
 use super::ring::RingMem;
 use crate::hw::rdma::{
-    access, db, qp_attr, wqe_flag, wqe_op, AddressVector, Gid, QpModify, QpState, RegMrParams,
-    RqWqe, Sge, SqWqe, MAX_SGE, RQ_WQE_LEN, SQ_WQE_LEN,
+    access, db, qp_attr, wqe_flag, wqe_op, AddressVector, AtomicParams, Gid, QpModify, QpState,
+    RegMrParams, RqWqe, Sge, SqWqe, MAX_SGE, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::linux::{
     rdma::verbs::{
@@ -112,6 +112,9 @@ pub(crate) fn access_bits(a: Access) -> u32 {
     }
     if a.remote_read {
         bits |= access::REMOTE_READ;
+    }
+    if a.remote_atomic {
+        bits |= access::REMOTE_ATOMIC;
     }
     bits
 }
@@ -319,6 +322,29 @@ fn send_wqe(qp: &RdmaQp, wr: &SendWr<'_, RdmaDev>) -> Result<SqWqe> {
         }
         SendOp::Read { remote_addr, rkey } => {
             (w.opcode, w.remote_addr, w.rkey) = (wqe_op::READ, *remote_addr, *rkey)
+        }
+        SendOp::CmpSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => {
+            (w.opcode, w.remote_addr, w.rkey) = (wqe_op::CMP_SWAP, *remote_addr, *rkey);
+            w.set_atomic(&AtomicParams {
+                compare_add: *compare,
+                swap: *swap,
+            });
+        }
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => {
+            (w.opcode, w.remote_addr, w.rkey) = (wqe_op::FETCH_ADD, *remote_addr, *rkey);
+            w.set_atomic(&AtomicParams {
+                compare_add: *add,
+                swap: 0,
+            });
         }
         SendOp::LocalInv(key) => (w.opcode, w.imm_or_key) = (wqe_op::LOCAL_INV, *key),
         SendOp::RegMr {

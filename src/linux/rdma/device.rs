@@ -67,6 +67,9 @@ pub(crate) struct DeviceAttr {
     /// Key 0 reaches all memory by bus address for local access, for
     /// every PD (`IBK_LOCAL_DMA_LKEY`).
     pub(crate) local_dma_lkey_0: bool,
+    /// RC atomics, atomic against the device's own accesses only
+    /// (`IB_ATOMIC_HCA`; else `IB_ATOMIC_NONE`).
+    pub(crate) atomic_hca: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.

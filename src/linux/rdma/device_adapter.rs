@@ -172,7 +172,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_res_rd_atom = int(a.max_qp_rd_atom.saturating_mul(a.max_qp));
             p.max_pkeys = 1;
             p.local_ca_ack_delay = 15;
-            p.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_NONE;
+            p.atomic_cap = if a.atomic_hca {
+                bindings::ib_atomic_cap_IB_ATOMIC_HCA
+            } else {
+                bindings::ib_atomic_cap_IB_ATOMIC_NONE
+            };
             p.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
             p.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
             if a.local_dma_lkey_0 {
@@ -964,6 +968,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         let known = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
             | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
             | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
             | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
         if access as u32 & !known != 0 || !dmah.is_null() {
             return err_ptr(EOPNOTSUPP_ERRNO);

@@ -339,6 +339,8 @@ pub(crate) struct Access {
     pub(crate) remote_write: bool,
     /// Remote read.
     pub(crate) remote_read: bool,
+    /// Remote atomics.
+    pub(crate) remote_atomic: bool,
 }
 
 impl Access {
@@ -353,6 +355,9 @@ impl Access {
         if self.remote_read {
             flags |= bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
         }
+        if self.remote_atomic {
+            flags |= bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+        }
         flags
     }
 
@@ -361,6 +366,7 @@ impl Access {
             local_write: flags & bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE != 0,
             remote_write: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE != 0,
             remote_read: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_READ != 0,
+            remote_atomic: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC != 0,
         }
     }
 }

@@ -53,6 +53,26 @@ pub(crate) enum SendOp<'a, T: IbDeviceOps> {
         /// Remote key.
         rkey: u32,
     },
+    /// Atomic compare-and-swap of 8 remote bytes.
+    CmpSwap {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The value compared with.
+        compare: u64,
+        /// The value stored if equal.
+        swap: u64,
+    },
+    /// Atomic fetch-and-add on 8 remote bytes.
+    FetchAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The value added.
+        add: u64,
+    },
     /// Invalidate a local MR.
     LocalInv(u32),
     /// Register pages into a fast-registration MR.
@@ -166,9 +186,10 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
         let flags = wr.send_flags;
         // SAFETY: Which union member is valid follows from the opcode;
         // the extended structs start with this `ib_send_wr` (ib_core's
-        // `rdma_wr()`, `ud_wr()`, `reg_wr()` casts).
+        // `rdma_wr()`, `ud_wr()`, `reg_wr()`, `atomic_wr()` casts).
         let op = unsafe {
             let rdma = || &*self.current.cast::<bindings::ib_rdma_wr>();
+            let atomic = || &*self.current.cast::<bindings::ib_atomic_wr>();
             match (wr.opcode, self.qp_kind) {
                 (
                     bindings::ib_wr_opcode_IB_WR_SEND | bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
@@ -205,6 +226,17 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
                 (bindings::ib_wr_opcode_IB_WR_RDMA_READ, _) => SendOp::Read {
                     remote_addr: rdma().remote_addr,
                     rkey: rdma().rkey,
+                },
+                (bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP, _) => SendOp::CmpSwap {
+                    remote_addr: atomic().remote_addr,
+                    rkey: atomic().rkey,
+                    compare: atomic().compare_add,
+                    swap: atomic().swap,
+                },
+                (bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD, _) => SendOp::FetchAdd {
+                    remote_addr: atomic().remote_addr,
+                    rkey: atomic().rkey,
+                    add: atomic().compare_add,
                 },
                 (bindings::ib_wr_opcode_IB_WR_LOCAL_INV, _) => {
                     SendOp::LocalInv(wr.ex.invalidate_rkey)

@@ -22,9 +22,9 @@ use log::debug;
 
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, db, eqe_type, mr_kind, udb, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpState,
-    QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN,
-    SQ_WQE_LEN,
+    arm, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify, QpQueryResult,
+    QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, QP_MODIFY_LEN,
+    RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -46,6 +46,7 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     max_qp_rd_atom: 16,
     max_fast_reg_page_list_len: 512,
     gid_table_len: GID_TABLE_LEN,
+    flags: rdma_cap::ATOMIC,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };
@@ -1244,7 +1245,7 @@ pub(crate) mod tests {
             AdminStatus::Ok
         );
         let far = AdminCmd::RdmaSetGid {
-            index: GID_TABLE_LEN,
+            index: u32::from(GID_TABLE_LEN),
             gid: g,
         };
         assert_eq!(a.admin(far), AdminStatus::BadParam);

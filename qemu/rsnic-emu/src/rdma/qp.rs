@@ -1612,7 +1612,7 @@ impl Qp {
         if self.access & access::REMOTE_ATOMIC == 0 {
             return Err(NakCode::RemoteAccessError);
         }
-        if a.va % 8 != 0 {
+        if !a.va.is_multiple_of(8) {
             return Err(NakCode::InvalidRequest);
         }
         let segs = mrs
