@@ -123,6 +123,10 @@ static enum ibv_wc_opcode wc_opcode(const struct rsnic_cqe *cqe, bool recv)
 		return IBV_WC_RDMA_WRITE;
 	case RSNIC_CQE_OP_RDMA_READ:
 		return IBV_WC_RDMA_READ;
+	case RSNIC_CQE_OP_COMP_SWAP:
+		return IBV_WC_COMP_SWAP;
+	case RSNIC_CQE_OP_FETCH_ADD:
+		return IBV_WC_FETCH_ADD;
 	default:
 		return IBV_WC_SEND;
 	}

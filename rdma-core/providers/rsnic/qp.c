@@ -206,6 +206,19 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->remote_addr = htole64(wr->wr.rdma.remote_addr);
 		w->rkey = htole32(wr->wr.rdma.rkey);
 		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* The old value lands in the one SGE (8 bytes). */
+		if (qp->ibv_qp.qp_type != IBV_QPT_RC || wr->num_sge != 1)
+			return EINVAL;
+		w->opcode = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+				    RSNIC_WQE_CMP_SWAP :
+				    RSNIC_WQE_FETCH_ADD;
+		w->remote_addr = htole64(wr->wr.atomic.remote_addr);
+		w->rkey = htole32(wr->wr.atomic.rkey);
+		w->atomic.compare_add = htole64(wr->wr.atomic.compare_add);
+		w->atomic.swap = htole64(wr->wr.atomic.swap);
+		break;
 	default:
 		return EINVAL;
 	}

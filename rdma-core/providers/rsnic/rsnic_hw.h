@@ -39,6 +39,8 @@ enum {
 	RSNIC_WQE_WRITE = 3,
 	RSNIC_WQE_WRITE_IMM = 4,
 	RSNIC_WQE_READ = 5,
+	RSNIC_WQE_CMP_SWAP = 8,
+	RSNIC_WQE_FETCH_ADD = 9,
 };
 
 enum {
@@ -64,6 +66,13 @@ struct rsnic_av {
 	uint8_t dgid[16];
 };
 
+/* An atomic's operands (SqWqe::ext, AtomicParams). */
+struct rsnic_atomic {
+	__le64 compare_add;
+	__le64 swap;
+	uint8_t rsvd[16];
+};
+
 struct rsnic_sq_wqe {
 	uint8_t opcode;
 	uint8_t flags;
@@ -75,7 +84,10 @@ struct rsnic_sq_wqe {
 	__le32 dest_qpn;
 	__le32 qkey;
 	uint8_t rsvd2[4];
-	struct rsnic_av av;
+	union {
+		struct rsnic_av av;
+		struct rsnic_atomic atomic;
+	};
 	struct rsnic_sge sge[RSNIC_MAX_SGE];
 };
 
@@ -99,6 +111,8 @@ enum {
 	RSNIC_CQE_OP_SEND = 0,
 	RSNIC_CQE_OP_RDMA_WRITE = 1,
 	RSNIC_CQE_OP_RDMA_READ = 2,
+	RSNIC_CQE_OP_COMP_SWAP = 3,
+	RSNIC_CQE_OP_FETCH_ADD = 4,
 	RSNIC_CQE_OP_RECV = 128,
 	RSNIC_CQE_OP_RECV_RDMA_WITH_IMM = 129,
 };
