@@ -25,7 +25,7 @@ dmesg_mark
 
 rxe_interop_setup
 echo "# engine $IB_A on $NETIF_A ($IP_A, $IP6_A); rxe_b on $NETIF_B ($IP_B, $IP6_B)"
-ktap_header 13
+ktap_header 16
 
 # udp_csum_errors: Udp InCsumErrors from /proc/net/snmp (IPv4) plus
 # Udp6InCsumErrors from /proc/net/snmp6.
@@ -77,6 +77,19 @@ check "IPv6: engine host -> rxe target, $DATA_MB MiB, same SHA-256" \
 	nvme_roundtrip v6-engine-rxe $IP6_B $IP6_A ipv6 "$IB_A"
 check "IPv6: rxe host -> engine target, $DATA_MB MiB, same SHA-256" \
 	nvme_roundtrip v6-rxe-engine $IP6_A $IP6_B ipv6 rxe_b
+
+# Atomics across implementations (rdma_atomic.py, pyverbs): the engine's
+# requests on rxe's memory and rxe's on the engine's, two QPs on one
+# word, each old value seen once.
+ATOMIC=$(dirname "$0")/rdma_atomic.py
+GID_A=$(roce_gid_index "$IB_A" "$IP_A")
+GID_B=$(roce_gid_index rxe_b "$IP_B")
+check "atomics: engine -> rxe, 2 x 500 fetch-and-adds, each old value once" \
+	python3 "$ATOMIC" fetch-add "$IB_A" "$GID_A" rxe_b "$GID_B" 500
+check "atomics: rxe -> engine, 2 x 500 fetch-and-adds, each old value once" \
+	python3 "$ATOMIC" fetch-add rxe_b "$GID_B" "$IB_A" "$GID_A" 500
+check "atomics: engine -> rxe, compare-and-swap race, each value won once" \
+	python3 "$ATOMIC" cmp-swap "$IB_A" "$GID_A" rxe_b "$GID_B" 300
 
 csum=$(($(udp_csum_errors) - csum0))
 rxe_rx=$(($(rdma_counter rxe_b rcvd_pkts) - rxe_rx0))

@@ -6,7 +6,8 @@
 # the card's own limits (read from the emulator over the harness channel,
 # not from the driver); the examples and perftest run between the two
 # cards (card B's netdev in its own namespace, so every packet crosses
-# the cable), their packets counted by both engines; pyverbs opens a
+# the cable), their packets counted by both engines; RC atomics
+# (perftest's and rdma_atomic.py's, values checked); pyverbs opens a
 # context and allocates PDs that `rdma res` attributes to the process,
 # and a device that goes away under a live context (aux unbind, rmmod) is
 # disassociated: the removal completes, the process's next verb fails,
@@ -43,7 +44,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 35
+ktap_header 43
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -150,6 +151,29 @@ for t in $perftest_tools; do
 	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t -d $IB_B -R -n 200 -s 4096" \
 		"$t -d $IB_A -R -n 200 -s 4096 $IP_B"
 done
+
+# Atomics: the device says IB_ATOMIC_HCA; perftest's atomic tools (one
+# request and one response packet per operation); then with pyverbs
+# (rdma_atomic.py) thousands of them from two QPs on one word, each old
+# value seen once, and the two refusals.
+check "ibv_devinfo: atomic_cap ATOMIC_HCA" test "$(devinfo_field "$IB_A" atomic_cap)" = ATOMIC_HCA
+min_packets=200
+check "perftest ib_atomic_bw, fetch-and-add" pair ib_atomic_bw \
+	"ib_atomic_bw -d $IB_B -x $GID_B -n 200" "ib_atomic_bw -d $IB_A -x $GID_A -n 200 127.0.0.1"
+check "perftest ib_atomic_bw -A CMP_AND_SWAP" pair ib_atomic_bw \
+	"ib_atomic_bw -d $IB_B -x $GID_B -n 200 -A CMP_AND_SWAP" \
+	"ib_atomic_bw -d $IB_A -x $GID_A -n 200 -A CMP_AND_SWAP 127.0.0.1"
+check "perftest ib_atomic_lat, fetch-and-add" pair ib_atomic_lat \
+	"ib_atomic_lat -d $IB_B -x $GID_B -n 200" "ib_atomic_lat -d $IB_A -x $GID_A -n 200 127.0.0.1"
+ATOMIC=$(dirname "$0")/rdma_atomic.py
+check "atomics: 2 x 2000 fetch-and-adds from two QPs on one word, each old value once" \
+	python3 "$ATOMIC" fetch-add "$IB_A" "$GID_A" "$IB_B" "$GID_B" 2000
+check "atomics: two QPs racing compare-and-swap on one word, each value won once" \
+	python3 "$ATOMIC" cmp-swap "$IB_A" "$GID_A" "$IB_B" "$GID_B" 1000
+check "atomics: a misaligned target fails (REM_INV_REQ_ERR), memory unchanged" \
+	python3 "$ATOMIC" misaligned "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "atomics: an MR without remote-atomic access (REM_ACCESS_ERR), memory unchanged" \
+	python3 "$ATOMIC" no-access "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # rdma_cm's examples: rping checking every payload (-V), udaddy's UD
 # exchange.
