@@ -3,7 +3,9 @@
 #
 # The RDMA engine speaks standard RoCEv2 on the wire: nvme-rdma traffic
 # between the cards (rdma_cm's CM MADs on QP1, then RC sends, RDMA
-# writes, reads and acknowledgements) is captured by the tap on card A's
+# writes, reads and acknowledgements), then RC atomics from pyverbs
+# (compare-and-swap, fetch-and-add, atomic acknowledges) are captured by
+# the tap on card A's
 # wire, decoded by tshark as RoCEv2 without a malformed frame, and every
 # frame's invariant CRC is checked by an independent implementation
 # (roce.py).
@@ -15,6 +17,7 @@
 
 source "$(dirname "$0")/lib.sh"
 ROCE_PY="$(dirname "$0")/roce.py"
+ATOMIC_PY="$(dirname "$0")/rdma_atomic.py"
 CAP=rdma_wire.pcap
 CAP_PATH=/run/rsnic/$CAP
 DATA_MB=2
@@ -32,7 +35,7 @@ dmesg_mark
 nvme_rdma_require
 [ -d /run/rsnic ] || skip_all "no shared run directory (not in the rsnic VM?)"
 
-ktap_header 11
+ktap_header 12
 check "card A's wire tap starts" eval 'harness card A capture $CAP >/dev/null'
 
 truncate -s $((DATA_MB + 8))M /tmp/wire-backing
@@ -47,6 +50,12 @@ fi
 check "nvme-rdma writes and reads back $DATA_MB MiB while the tap records" $ok
 nvme_disconnect
 nvmet_cleanup
+A=$(card_addr A) B=$(card_addr B)
+IB_A=$(ibdev_of "$A") IB_B=$(ibdev_of "$B")
+GID_A=$(roce_gid_index "$IB_A" "$IP_A") GID_B=$(roce_gid_index "$IB_B" "$IP_B")
+check "pyverbs: 2 x 50 fetch-and-adds and a compare-and-swap race card A -> card B" \
+	eval 'python3 "$ATOMIC_PY" fetch-add "$IB_A" "$GID_A" "$IB_B" "$GID_B" 50 &&
+	      python3 "$ATOMIC_PY" cmp-swap "$IB_A" "$GID_A" "$IB_B" "$GID_B" 50'
 
 reply=$(harness card A capture stop)
 frames=${reply#ok frames=}
@@ -90,11 +99,14 @@ has_opcode RDMA-WRITE 6 10
 has_opcode RDMA-READ-REQUEST 12
 has_opcode RDMA-READ-RESPONSE 13 16
 has_opcode ACK 17
+has_opcode ATOMIC-ACKNOWLEDGE 18
+has_opcode COMPARE-SWAP 19
+has_opcode FETCH-ADD 20
 for msg in ConnectRequest ConnectReply ReadyToUse; do
 	grep -q "CM: $msg" /tmp/wire-decoded || missing+=" CM-$msg"
 done
 echo "# opcodes: $(awk -F'|' '$1 == 4791 {print $2}' /tmp/wire-decoded | sort -n | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
-check "the CM handshake, sends, RDMA writes, reads and ACKs are all on the wire${missing:+ (missing:$missing)}" \
+check "the CM handshake, sends, RDMA writes, reads, atomics and ACKs are all on the wire${missing:+ (missing:$missing)}" \
 	test -z "$missing"
 
 icrc=$(python3 "$ROCE_PY" icrc "$CAP_PATH")
