@@ -125,6 +125,8 @@ fn decode(cqe: &Cqe, recv: bool) -> (WcStatus, WcOpcode) {
         (wc_op::SEND, false) => WcOpcode::Send,
         (wc_op::RDMA_WRITE, false) => WcOpcode::RdmaWrite,
         (wc_op::RDMA_READ, false) => WcOpcode::RdmaRead,
+        (wc_op::COMP_SWAP, false) => WcOpcode::CompSwap,
+        (wc_op::FETCH_ADD, false) => WcOpcode::FetchAdd,
         (wc_op::LOCAL_INV, false) => WcOpcode::LocalInv,
         (wc_op::REG_MR, false) => WcOpcode::RegMr,
         (wc_op::RECV_RDMA_WITH_IMM, true) => WcOpcode::RecvRdmaWithImm,

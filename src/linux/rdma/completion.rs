@@ -99,6 +99,10 @@ c_enum! {
         RdmaWrite = bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
         /// RDMA READ.
         RdmaRead = bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+        /// Atomic compare-and-swap.
+        CompSwap = bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+        /// Atomic fetch-and-add.
+        FetchAdd = bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
         /// Local invalidate.
         LocalInv = bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
         /// Memory registration.
