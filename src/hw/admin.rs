@@ -435,6 +435,23 @@ admin_commands! {
             /// ([`super::stream::StreamGeometry::tailroom`]).
             tailroom @ 38: u16,
         } = 37,
+        /// PF only: move a completion queue to a new ring. The card
+        /// copies the completions from the driver's consumer index
+        /// `consumed` (free running, as the CQ_CI doorbell holds it) up
+        /// to its producer into the new ring's first slots, in order and
+        /// with the first lap's phase, and goes on there; the driver then
+        /// consumes from slot 0. Completions that do not fit in `entries`
+        /// less one is [`AdminStatus::BadParam`], nothing changed.
+        RdmaResizeCq {
+            /// CQ number.
+            cqn @ 8: u32,
+            /// Bus address of the new ring.
+            ring @ 16: u64,
+            /// Its entries (power of two, up to `max_cqe`).
+            entries @ 24: u32,
+            /// The driver's consumer index (16 bits).
+            consumed @ 28: u32,
+        } = 38,
     }
 }
 

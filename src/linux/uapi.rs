@@ -6,11 +6,12 @@
 //! the reason the kernel's `uapi` crate exists: a C header that user space
 //! compiles is the single declaration of the layout.
 
-use kernel::transmute::AsBytes;
+use kernel::transmute::{AsBytes, FromBytes};
 
 pub(crate) use super::bindings::{
     rsnic_ib_alloc_ucontext_resp as AllocUcontextResp, rsnic_ib_create_ah_resp as CreateAhResp,
     rsnic_ib_create_cq_resp as CreateCqResp, rsnic_ib_create_qp_resp as CreateQpResp,
+    rsnic_ib_resize_cq as ResizeCqReq, rsnic_ib_resize_cq_resp as ResizeCqResp,
     RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
 };
 
@@ -23,3 +24,9 @@ unsafe impl AsBytes for CreateCqResp {}
 unsafe impl AsBytes for CreateQpResp {}
 // SAFETY: Eight bytes: no padding.
 unsafe impl AsBytes for CreateAhResp {}
+// SAFETY: Two `__u32`: no padding.
+unsafe impl AsBytes for ResizeCqReq {}
+// SAFETY: Two `__u32`: any bytes are a valid value.
+unsafe impl FromBytes for ResizeCqReq {}
+// SAFETY: A `__u64` then two `__u32`: no padding.
+unsafe impl AsBytes for ResizeCqResp {}

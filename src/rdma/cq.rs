@@ -20,30 +20,26 @@ use crate::linux::{
 pub(crate) struct RdmaCq {
     /// CQ number.
     pub(crate) cqn: u32,
-    ring: RingMem,
-    entries: u32,
-    /// Completions consumed (free running).
     #[pin]
-    consumed: SpinLock<u32>,
+    ring: SpinLock<CqRing>,
 }
 
-impl RdmaCq {
-    /// A CQ over `ring` of `entries` entries.
-    pub(crate) fn new(cqn: u32, ring: RingMem, entries: u32) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            cqn,
-            ring,
-            entries,
-            consumed <- kernel::new_spinlock!(0),
-        }? Error)
-    }
+/// Where a CQ's completions are and how far they were consumed.
+struct CqRing {
+    mem: RingMem,
+    /// Entries (a power of two).
+    entries: u32,
+    /// Completions consumed (free running; a process's CQ: unused).
+    consumed: u32,
+}
 
+impl CqRing {
     /// The completion at `consumed`, if the card wrote it (never for a
     /// process's CQ, which it polls itself).
-    fn peek(&self, consumed: u32) -> Option<Cqe> {
-        let offset = (consumed & (self.entries - 1)) as usize * CQE_LEN;
-        let lap_phase = (consumed / self.entries).is_multiple_of(2);
-        self.ring
+    fn peek(&self) -> Option<Cqe> {
+        let offset = (self.consumed & (self.entries - 1)) as usize * CQE_LEN;
+        let lap_phase = (self.consumed / self.entries).is_multiple_of(2);
+        self.mem
             .kernel()
             .ok()?
             .read_published(offset, ENTRY_FLAGS_OFFSET, |flags| {
@@ -51,17 +47,41 @@ impl RdmaCq {
             })
             .map(|raw| Cqe::from_bytes(&raw))
     }
+}
+
+impl RdmaCq {
+    /// A CQ over `ring` of `entries` entries.
+    pub(crate) fn new(cqn: u32, ring: RingMem, entries: u32) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            cqn,
+            ring <- kernel::new_spinlock!(CqRing {
+                mem: ring,
+                entries,
+                consumed: 0,
+            }),
+        }? Error)
+    }
+
+    /// A process's CQ moved to `ring` of `entries` entries (the card
+    /// already writes there); returns the old ring, to drop outside the
+    /// lock (removing its mapping may sleep).
+    pub(crate) fn replace_ring(&self, ring: RingMem, entries: u32) -> RingMem {
+        let mut r = lock_irqsave(&self.ring);
+        r.entries = entries;
+        r.consumed = 0;
+        core::mem::replace(&mut r.mem, ring)
+    }
 
     /// Moves completions into `out`; tells the card how far it got.
     pub(crate) fn poll(&self, dev: &RdmaDev, out: &mut WcWriter<'_>) {
-        let mut consumed = lock_irqsave(&self.consumed);
-        let start = *consumed;
+        let mut ring = lock_irqsave(&self.ring);
+        let start = ring.consumed;
         let mut tables = lock_irqsave(dev.tables());
         while out.has_room() {
-            let Some(cqe) = self.peek(*consumed) else {
+            let Some(cqe) = ring.peek() else {
                 break;
             };
-            *consumed = consumed.wrapping_add(1);
+            ring.consumed = ring.consumed.wrapping_add(1);
             let recv = cqe.flags & cqe_flag::RECV != 0;
             let (status, opcode) = decode(&cqe, recv);
             let network = if cqe.flags & cqe_flag::IPV4 != 0 {
@@ -97,8 +117,8 @@ impl RdmaCq {
             tables.cqe_errors.count(recv, status);
         }
         drop(tables);
-        if *consumed != start {
-            let value = self.cqn | u32::from(*consumed as u16) << 16;
+        if ring.consumed != start {
+            let value = self.cqn | u32::from(ring.consumed as u16) << 16;
             let _ = dev.doorbell(db::CQ_CI, value);
         }
     }
@@ -111,8 +131,7 @@ impl RdmaCq {
             arm::NEXT
         };
         let _ = dev.doorbell(db::CQ_ARM, self.cqn | bits << 16);
-        let consumed = lock_irqsave(&self.consumed);
-        self.peek(*consumed).is_some()
+        lock_irqsave(&self.ring).peek().is_some()
     }
 }
 

@@ -422,6 +422,34 @@ impl IbDeviceOps for RdmaDev {
         Ok((RdmaCq::new(cqn, ring, n), n - 1))
     }
 
+    fn resize_user_cq(
+        dev: &IbDevice<Self>,
+        cq: &RdmaCq,
+        entries: u32,
+        user: &mut UserCall<'_, Self>,
+    ) -> Result<u32> {
+        let d = dev.data();
+        let req: uapi::ResizeCqReq = user.udata.request()?;
+        let n = ring_size(entries.saturating_add(1), d.caps.max_cqe)?;
+        let ring = RingMem::user(&d.dma, &user.udata, n as usize * CQE_LEN)?;
+        user.udata.respond(&uapi::ResizeCqResp {
+            offset: ring.mmap_offset(),
+            entries: n,
+            reserved: 0,
+        })?;
+        // The card checks the consumer index against what it produced,
+        // and refuses (nothing moved) if the unpolled completions do not
+        // fit: the process keeps its old ring then.
+        d.admin.exec(AdminCmd::RdmaResizeCq {
+            cqn: cq.cqn,
+            ring: ring.dma_addr()?,
+            entries: n,
+            consumed: req.consumed & 0xffff,
+        })?;
+        drop(cq.replace_ring(ring, n));
+        Ok(n - 1)
+    }
+
     fn destroy_cq(dev: &IbDevice<Self>, cq: &RdmaCq) -> Result<CqHandle> {
         let d = dev.data();
         // A card that does not answer keeps nothing of ours alive that we

@@ -44,6 +44,27 @@ struct rsnic_ib_create_cq_resp {
 };
 
 /*
+ * resize_cq: the provider's consumer index (the free-running count of
+ * completions it polled; the low 16 bits count). The card moves what
+ * the provider has not polled to the new ring's first slots.
+ */
+struct rsnic_ib_resize_cq {
+	__u32 consumed;
+	__u32 reserved;
+};
+
+/*
+ * The response to resize_cq: the new ring, to mmap() at offset; the
+ * provider polls it from slot 0, first lap. The old mapping stays valid
+ * until the provider unmaps it, but the card no longer writes there.
+ */
+struct rsnic_ib_resize_cq_resp {
+	__aligned_u64 offset;
+	__u32 entries;		/* a power of two; the CQ holds entries - 1 */
+	__u32 reserved;
+};
+
+/*
  * The response to create_qp: its send and receive rings, to mmap() at
  * their offsets (entries * WQE length, rounded up to pages).
  */

@@ -700,6 +700,7 @@ impl Nic {
             | AdminCmd::RdmaDestroyEq
             | AdminCmd::RdmaCreateCq { .. }
             | AdminCmd::RdmaDestroyCq { .. }
+            | AdminCmd::RdmaResizeCq { .. }
             | AdminCmd::RdmaCreateQp(_)
             | AdminCmd::RdmaModifyQp { .. }
             | AdminCmd::RdmaQueryQp { .. }

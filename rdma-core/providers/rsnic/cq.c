@@ -18,6 +18,8 @@
 
 DECLARE_DRV_CMD(ursnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty,
 		rsnic_ib_create_cq_resp);
+DECLARE_DRV_CMD(ursnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		rsnic_ib_resize_cq, rsnic_ib_resize_cq_resp);
 
 struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
@@ -65,6 +67,49 @@ err_free:
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
 	return NULL;
+}
+
+/*
+ * The kernel allocates a new ring; the card moves what this CQ has not
+ * polled (from `consumed` on) to its first slots. Polling goes on there
+ * from slot 0; the old ring is unmapped.
+ */
+int rsnic_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct rsnic_cq *cq = to_rcq(ibcq);
+	struct ursnic_resize_cq_resp resp = {};
+	struct ursnic_resize_cq cmd = {};
+	uint32_t entries;
+	size_t len;
+	void *ring;
+	int ret;
+
+	pthread_spin_lock(&cq->lock);
+	cmd.drv_payload.consumed = cq->consumed;
+	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto out;
+	entries = resp.drv_payload.entries;
+	if (!entries || entries & (entries - 1)) {
+		ret = EPROTO;
+		goto out;
+	}
+	len = align((size_t)entries * RSNIC_CQE_LEN, RSNIC_DB_PAGE_SIZE);
+	ring = mmap(NULL, len, PROT_READ, MAP_SHARED, ibcq->context->cmd_fd,
+		    resp.drv_payload.offset);
+	if (ring == MAP_FAILED) {
+		ret = errno;
+		goto out;
+	}
+	munmap(cq->ring, cq->ring_len);
+	cq->ring = ring;
+	cq->ring_len = len;
+	cq->entries = entries;
+	cq->consumed = 0;
+out:
+	pthread_spin_unlock(&cq->lock);
+	return ret;
 }
 
 int rsnic_destroy_cq(struct ibv_cq *ibcq)

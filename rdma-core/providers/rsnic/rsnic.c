@@ -213,6 +213,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.dereg_mr = rsnic_dereg_mr,
 	.destroy_ah = rsnic_destroy_ah,
 	.destroy_cq = rsnic_destroy_cq,
+	.resize_cq = rsnic_resize_cq,
 	.destroy_qp = rsnic_destroy_qp,
 	.free_context = rsnic_free_context,
 	.modify_qp = rsnic_modify_qp,

@@ -94,6 +94,7 @@ struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);
 int rsnic_destroy_cq(struct ibv_cq *cq);
+int rsnic_resize_cq(struct ibv_cq *cq, int cqe);
 int rsnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int rsnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 

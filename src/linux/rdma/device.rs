@@ -214,6 +214,17 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn destroy_cq(dev: &IbDevice<Self>, cq: &Self::Cq) -> Result<CqHandle>;
     /// `poll_cq`: moves completions into `out` (any context).
     fn poll_cq(dev: &IbDevice<Self>, cq: &Self::Cq, out: &mut WcWriter<'_>);
+    /// `resize_user_cq`: gives a process's CQ room for at least `entries`
+    /// completions; returns the room granted. Without it ib_core refuses
+    /// (`ibv_resize_cq` fails with `EOPNOTSUPP`).
+    fn resize_user_cq(
+        _dev: &IbDevice<Self>,
+        _cq: &Self::Cq,
+        _entries: u32,
+        _user: &mut UserCall<'_, Self>,
+    ) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// `req_notify_cq`: arms the CQ; returns whether completions are
     /// already waiting (for `IB_CQ_REPORT_MISSED_EVENTS`). Any context.
     fn req_notify_cq(dev: &IbDevice<Self>, cq: &Self::Cq, solicited_only: bool) -> bool;

@@ -11,7 +11,7 @@ use core::marker::PhantomData;
 
 use kernel::{
     error::from_result,
-    ffi::{c_int, c_void},
+    ffi::{c_int, c_uint, c_void},
     prelude::*,
 };
 
@@ -95,6 +95,9 @@ impl<T: IbDeviceOps> Adapter<T> {
         });
         if T::HAS_QUERY_QP {
             ops.query_qp = Some(Self::query_qp);
+        }
+        if T::HAS_RESIZE_USER_CQ {
+            ops.resize_user_cq = Some(Self::resize_user_cq);
         }
         if T::HAS_HW_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
@@ -500,6 +503,32 @@ impl<T: IbDeviceOps> Adapter<T> {
 
     /// # Safety
     ///
+    /// `cq` is a process's CQ `create_cq` initialised; `udata` the call's.
+    unsafe extern "C" fn resize_user_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: c_uint,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The running call's udata (contract).
+            let mut user = unsafe { UserCall::<T>::from_raw(udata) }.ok_or(EINVAL)?;
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*cq).device),
+                    IbObject::<bindings::ib_cq, T::Cq>::data(cq),
+                )
+            };
+            let granted = T::resize_user_cq(dev, data, cqe, &mut user)?;
+            // SAFETY: The CQ's own fields are the driver's to set in its
+            // callbacks; ib_uverbs reports `cqe` back.
+            unsafe { (*cq).cqe = granted.min(c_int::MAX as u32) as c_int };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// `cq` is a live CQ of ours; `wc` has room for `num` completions.
     unsafe extern "C" fn poll_cq(
         cq: *mut bindings::ib_cq,
@@ -824,7 +853,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         mr: *mut bindings::ib_mr,
         sg: *mut bindings::scatterlist,
         sg_nents: c_int,
-        sg_offset: *mut core::ffi::c_uint,
+        sg_offset: *mut c_uint,
     ) -> c_int {
         // SAFETY: As the function's contract says.
         T::mr_clear_pages(unsafe { IbObject::<bindings::ib_mr, T::Mr>::data(mr) });

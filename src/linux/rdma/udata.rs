@@ -8,7 +8,11 @@
 
 use core::{marker::PhantomData, ptr::NonNull};
 
-use kernel::{error::to_result, prelude::*, transmute::AsBytes};
+use kernel::{
+    error::to_result,
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+};
 
 use crate::linux::bindings;
 use crate::linux::rdma::{
@@ -97,6 +101,19 @@ impl UserData<'_> {
         to_result(unsafe {
             bindings::_ib_copy_validate_udata_in(self.raw.as_ptr(), core::ptr::null_mut(), 0, 0)
         })
+    }
+
+    /// The provider's request, which must hold at least the whole `R`
+    /// (`EINVAL`); bytes past it must be zero (`EOPNOTSUPP`).
+    pub(crate) fn request<R: FromBytes + AsBytes + Default>(&self) -> Result<R> {
+        let mut req = R::default();
+        let len = core::mem::size_of::<R>();
+        // SAFETY: The udata of the running call; `req` is writable for
+        // `len` bytes, and any bytes are a valid `R` (`FromBytes`).
+        to_result(unsafe {
+            bindings::_ib_copy_validate_udata_in(self.raw.as_ptr(), (&raw mut req).cast(), len, len)
+        })?;
+        Ok(req)
     }
 
     /// Writes the driver's response: truncated to what the provider reads,

@@ -242,6 +242,22 @@ impl RdmaEngine {
                 self.cqs
                     .insert(cqn, CompletionQueue::new(ring, entries, db_page));
             }
+            AdminCmd::RdmaResizeCq {
+                cqn,
+                ring,
+                entries,
+                consumed,
+            } => {
+                if !ring_ok(entries, CAPS.max_cqe) || entries < 2 || consumed > 0xffff {
+                    return AdminStatus::BadParam;
+                }
+                let Some(cq) = self.cqs.get_mut(&cqn) else {
+                    return AdminStatus::NotFound;
+                };
+                if cq.resize(io.mem, ring, entries, consumed as u16).is_none() {
+                    return AdminStatus::BadParam;
+                }
+            }
             AdminCmd::RdmaDestroyCq { cqn } => match self.cqs.get(&cqn) {
                 None => return AdminStatus::NotFound,
                 Some(cq) if cq.users > 0 => return AdminStatus::BadState,
@@ -1410,6 +1426,52 @@ pub(crate) mod tests {
         let sc = a.completions(false);
         assert_eq!(sc[0].status, wc_status::REM_ACCESS_ERR);
         assert_eq!(u64_at(&b, REMOTE), 9);
+    }
+
+    #[test]
+    fn a_resized_cq_keeps_what_the_driver_has_not_consumed() {
+        let (mut a, mut b) = pair();
+        a.mem.set(DATA, &pattern(64, 1));
+        for _ in 0..3 {
+            b.post_recv(QPN, DATA, 64);
+            a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 64));
+        }
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        let old: Vec<Cqe> = a.completions(false);
+        assert_eq!(old.len(), 3);
+        const NEW: u64 = 0x7_0000;
+        let resize = |entries, consumed| AdminCmd::RdmaResizeCq {
+            cqn: 1,
+            ring: NEW,
+            entries,
+            consumed,
+        };
+        // Two unconsumed do not fit in two entries (one kept spare), nor
+        // can the driver have consumed more than the card produced.
+        assert_eq!(a.admin(resize(2, 1)), AdminStatus::BadParam);
+        assert_eq!(a.admin(resize(4, 4)), AdminStatus::BadParam);
+        assert_eq!(a.admin(resize(4, 1)), AdminStatus::Ok);
+        let slot = |s: &Side, i: u64| {
+            Cqe::from_bytes(
+                &s.mem
+                    .get(NEW + i * CQE_LEN as u64, CQE_LEN)
+                    .try_into()
+                    .unwrap(),
+            )
+        };
+        assert_eq!(slot(&a, 0).wqe_index, old[1].wqe_index);
+        assert_eq!(slot(&a, 1).wqe_index, old[2].wqe_index);
+        assert!(slot(&a, 1).flags & cqe_flag::PHASE != 0);
+        // The next completion goes on in the new ring, first lap.
+        b.post_recv(QPN, DATA, 64);
+        a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 64));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        let next = slot(&a, 2);
+        assert!(next.flags & cqe_flag::PHASE != 0);
+        assert_eq!(next.wqe_index, 3);
+        assert_eq!(slot(&a, 3).flags & cqe_flag::PHASE, 0);
     }
 
     #[test]

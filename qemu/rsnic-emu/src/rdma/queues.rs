@@ -151,6 +151,42 @@ impl CompletionQueue {
         false
     }
 
+    /// Moves to `entries` entries at `base`: the completions from the
+    /// driver's consumer index `ci` to the producer are copied, in
+    /// order, to the new ring's first slots (with the first lap's phase);
+    /// the driver consumes from slot 0 on. `None` (nothing changed) if
+    /// `ci` is not one the driver can have, they do not fit with a slot
+    /// to spare, or the memory is not reachable.
+    pub fn resize(&mut self, mem: &dyn HostMem, base: u64, entries: u32, ci: u16) -> Option<()> {
+        let back = distance(ci, self.produced as u16);
+        if back > self.entries || back > self.produced.wrapping_sub(self.consumed) {
+            return None;
+        }
+        if back >= entries {
+            return None;
+        }
+        let from = self.produced.wrapping_sub(back);
+        let mut moved = Vec::with_capacity(back as usize);
+        for i in 0..back {
+            let slot = from.wrapping_add(i) & (self.entries - 1);
+            let mut raw = [0u8; CQE_LEN];
+            mem.read(self.base + u64::from(slot) * CQE_LEN as u64, &mut raw)
+                .ok()?;
+            let mut cqe = Cqe::from_bytes(&raw);
+            cqe.flags |= cqe_flag::PHASE;
+            moved.push(cqe);
+        }
+        for (i, cqe) in moved.iter().enumerate() {
+            let addr = base + i as u64 * CQE_LEN as u64;
+            mem.write_flags_last(addr, &cqe.to_bytes()).ok()?;
+        }
+        self.base = base;
+        self.entries = entries;
+        self.produced = back;
+        self.consumed = 0;
+        Some(())
+    }
+
     /// Writes a completion (the phase bit set here).
     pub fn post(&mut self, mem: &dyn HostMem, mut cqe: Cqe, solicited: bool) -> Posted {
         if self.produced.wrapping_sub(self.consumed) >= self.entries {

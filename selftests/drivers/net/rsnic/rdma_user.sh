@@ -44,7 +44,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 43
+ktap_header 44
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -174,6 +174,11 @@ check "atomics: a misaligned target fails (REM_INV_REQ_ERR), memory unchanged" \
 	python3 "$ATOMIC" misaligned "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "atomics: an MR without remote-atomic access (REM_ACCESS_ERR), memory unchanged" \
 	python3 "$ATOMIC" no-access "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+
+# ibv_resize_cq with completions waiting (rdma_cq_resize.py): they move
+# to the new ring in order; shrinking below them fails, losing none.
+check "ibv_resize_cq: grow with completions waiting, refuse to shrink below them, none lost" \
+	python3 "$(dirname "$0")/rdma_cq_resize.py" "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # rdma_cm's examples: rping checking every payload (-V), udaddy's UD
 # exchange.
