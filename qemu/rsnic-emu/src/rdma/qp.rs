@@ -762,27 +762,16 @@ impl Qp {
                 wqe_op::CMP_SWAP => (Opcode::RcCompareSwap, a.swap, a.compare_add),
                 _ => (Opcode::RcFetchAdd, a.compare_add, 0),
             };
-            let pkt = Packet {
-                bth: bth(0, true),
-                opcode,
-                deth: None,
-                reth: None,
-                aeth: None,
-                imm: None,
-                inv_rkey: None,
-                atomic: Some(AtomicEth {
-                    va: f.wqe.remote_addr,
-                    rkey: f.wqe.rkey,
-                    swap_add,
-                    compare,
-                }),
-                atomic_ack: None,
-                payload: &[],
+            let atomic = AtomicEth {
+                va: f.wqe.remote_addr,
+                rkey: f.wqe.rkey,
+                swap_add,
+                compare,
             };
-            out.push(Action::Send {
-                av: self.av,
-                transport: super::wire::encode(&pkt),
-            });
+            out.push(self.transmit(&Packet {
+                atomic: Some(atomic),
+                ..Packet::bare(bth(0, true), opcode)
+            }));
             return;
         }
         if f.is_read() {
@@ -794,22 +783,10 @@ impl Qp {
                 rkey: f.wqe.rkey,
                 len: total.saturating_sub(done) as u32,
             };
-            let pkt = Packet {
-                bth: bth(from, true),
-                opcode: Opcode::RcReadRequest,
-                deth: None,
+            out.push(self.transmit(&Packet {
                 reth: Some(reth),
-                aeth: None,
-                imm: None,
-                inv_rkey: None,
-                atomic: None,
-                atomic_ack: None,
-                payload: &[],
-            };
-            out.push(Action::Send {
-                av: self.av,
-                transport: super::wire::encode(&pkt),
-            });
+                ..Packet::bare(bth(from, true), Opcode::RcReadRequest)
+            }));
             return;
         }
         let reth = Reth {
@@ -1146,31 +1123,33 @@ impl Qp {
 
     // ---- Responder -----------------------------------------------------
 
-    fn ack(&self, kind: AckKind, psn: u32) -> Action {
-        let pkt = Packet {
-            bth: Bth {
-                pkey: 0xffff,
-                dest_qp: self.dest_qpn,
-                psn,
-                ..Bth::default()
-            },
-            opcode: Opcode::RcAck,
-            deth: None,
-            reth: None,
-            aeth: Some(Aeth {
-                kind,
-                msn: self.msn,
-            }),
-            imm: None,
-            inv_rkey: None,
-            atomic: None,
-            atomic_ack: None,
-            payload: &[],
-        };
+    /// A packet to the connected peer.
+    fn transmit(&self, pkt: &Packet<'_>) -> Action {
         Action::Send {
             av: self.av,
-            transport: super::wire::encode(&pkt),
+            transport: super::wire::encode(pkt),
         }
+    }
+
+    /// The BTH of a response (ACK, READ response, atomic ACK) at `psn`.
+    fn response_bth(&self, psn: u32) -> Bth {
+        Bth {
+            pkey: 0xffff,
+            dest_qp: self.dest_qpn,
+            psn,
+            ..Bth::default()
+        }
+    }
+
+    fn ack(&self, kind: AckKind, psn: u32) -> Action {
+        let aeth = Aeth {
+            kind,
+            msn: self.msn,
+        };
+        self.transmit(&Packet {
+            aeth: Some(aeth),
+            ..Packet::bare(self.response_bth(psn), Opcode::RcAck)
+        })
     }
 
     /// A packet addressed to this QP.
@@ -1563,30 +1542,15 @@ impl Qp {
             };
             let start = (i as usize * mtu).min(data.len());
             let end = ((i as usize + 1) * mtu).min(data.len());
-            let pkt = Packet {
-                bth: Bth {
-                    pkey: 0xffff,
-                    dest_qp: self.dest_qpn,
-                    psn: psn_add(psn, i),
-                    ..Bth::default()
-                },
-                opcode,
-                deth: None,
-                reth: None,
-                aeth: (first || last).then_some(Aeth {
-                    kind: AckKind::Ack(31),
-                    msn,
-                }),
-                imm: None,
-                inv_rkey: None,
-                atomic: None,
-                atomic_ack: None,
-                payload: &data[start..end],
+            let aeth = Aeth {
+                kind: AckKind::Ack(31),
+                msn,
             };
-            out.push(Action::Send {
-                av: self.av,
-                transport: super::wire::encode(&pkt),
-            });
+            out.push(self.transmit(&Packet {
+                aeth: (first || last).then_some(aeth),
+                payload: &data[start..end],
+                ..Packet::bare(self.response_bth(psn_add(psn, i)), opcode)
+            }));
         }
         if psn == self.epsn {
             self.msn = msn;
@@ -1643,30 +1607,15 @@ impl Qp {
     }
 
     fn atomic_ack(&self, psn: u32, orig: u64) -> Action {
-        let pkt = Packet {
-            bth: Bth {
-                pkey: 0xffff,
-                dest_qp: self.dest_qpn,
-                psn,
-                ..Bth::default()
-            },
-            opcode: Opcode::RcAtomicAck,
-            deth: None,
-            reth: None,
-            aeth: Some(Aeth {
-                kind: AckKind::Ack(31),
-                msn: self.msn,
-            }),
-            imm: None,
-            inv_rkey: None,
-            atomic: None,
-            atomic_ack: Some(orig),
-            payload: &[],
+        let aeth = Aeth {
+            kind: AckKind::Ack(31),
+            msn: self.msn,
         };
-        Action::Send {
-            av: self.av,
-            transport: super::wire::encode(&pkt),
-        }
+        self.transmit(&Packet {
+            aeth: Some(aeth),
+            atomic_ack: Some(orig),
+            ..Packet::bare(self.response_bth(psn), Opcode::RcAtomicAck)
+        })
     }
 }
 

@@ -470,6 +470,25 @@ pub struct Packet<'a> {
     pub payload: &'a [u8],
 }
 
+impl Packet<'static> {
+    /// A packet of `opcode` without extension headers or payload (set
+    /// the ones it needs with struct update syntax).
+    pub fn bare(bth: Bth, opcode: Opcode) -> Self {
+        Self {
+            bth,
+            opcode,
+            deth: None,
+            reth: None,
+            aeth: None,
+            imm: None,
+            inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
+            payload: &[],
+        }
+    }
+}
+
 /// Why a UDP payload is not a RoCEv2 packet the engine accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParseError {

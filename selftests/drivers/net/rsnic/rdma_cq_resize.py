@@ -19,20 +19,18 @@ import sys
 import time
 
 import pyverbs.device as d
-from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
-from pyverbs.libibverbs_enums import (ibv_access_flags as acc, ibv_mtu,
-                                      ibv_qp_type, ibv_wc_status as st,
+from pyverbs.libibverbs_enums import (ibv_qp_type, ibv_wc_status as st,
                                       ibv_wr_opcode as op)
 from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsRDMAError
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
+from rdma_verbs import RW as ALL, rc_to_rts
+
 LEN = 4096
-ALL = (acc.IBV_ACCESS_LOCAL_WRITE | acc.IBV_ACCESS_REMOTE_WRITE |
-       acc.IBV_ACCESS_REMOTE_READ)
 
 
 class Side:
@@ -52,20 +50,7 @@ class Side:
                                          scq=self.scq, rcq=self.rcq, cap=cap))
 
     def connect(self, peer):
-        attr = QPAttr(port_num=1, path_mtu=ibv_mtu.IBV_MTU_1024)
-        attr.qp_access_flags = ALL
-        attr.dest_qp_num = peer.qp.qp_num
-        attr.rq_psn = 0
-        attr.sq_psn = 0
-        attr.max_rd_atomic = 1
-        attr.max_dest_rd_atomic = 1
-        attr.min_rnr_timer = 12
-        attr.timeout = 14
-        attr.retry_cnt = 7
-        attr.rnr_retry = 7
-        gr = GlobalRoute(dgid=peer.gid, sgid_index=self.gid_index)
-        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        self.qp.to_rts(attr)
+        rc_to_rts(self.qp, self.gid_index, peer.qp.qp_num, peer.gid)
 
 
 def sends(a, b, first, n):
