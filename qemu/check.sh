@@ -62,49 +62,87 @@ if ! make -s modules >&2; then
 	exit 1
 fi
 
-results=$RSNIC_CACHE/check-results.$$
+subskips=() subfails=() kreports=()
+
+# vm_pass KERNEL PREFIX [TEST...]: boots the VM on kernel KERNEL (normal
+# or debug) with the module built for it, runs the tests (default all)
+# and adds up their results; PREFIX goes before each test's name.
+vm_pass() {
+	local kernel=$1 prefix=$2 results vm_status=0
+	shift 2
+	results=$RSNIC_CACHE/check-results.$$
+	KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-3300}" \
+		--results "$RSNIC_IN_CACHE/$(basename "$results")" \
+		--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
+	if [[ -f $results ]]; then
+		while read -r result name p f s; do
+			case $result/$name in
+			subskip/*) subskips+=("$prefix$name $p $f $s") ; continue ;;
+			subfail/*) subfails+=("$prefix$name $p $f $s") ; continue ;;
+			kreport/*) kreports+=("$prefix$name $p $f $s") ; continue ;;
+			*/final-kernel-log) ;;
+			pass/*) files_passed=$((files_passed + 1)) ;;
+			skip/*) files_skipped=$((files_skipped + 1)) ;;
+			*) files_failed=$((files_failed + 1)) ;;
+			esac
+			passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+			# A test skipped as a whole counts as one skipped check.
+			[[ $result == skip ]] && skipped=$((skipped + 1))
+		done <"$results"
+		rm -f "$results"
+	else
+		log "the VM produced no results (exit $vm_status)"
+		subfails+=("${prefix}VM # no results (exit $vm_status)")
+		failed=$((failed + 1))
+	fi
+	if [[ $vm_status -ne 0 ]]; then
+		log "the VM run exited with status $vm_status"
+		subfails+=("${prefix}VM # exited with status $vm_status")
+		failed=$((failed + 1))
+	fi
+}
+
 log "booting the VM and running the selftests"
-vm_status=0
-qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-3300}" \
-	--results "$RSNIC_IN_CACHE/$(basename "$results")" \
-	--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
-if [[ -f $results ]]; then
-	subskips=() subfails=() kreports=()
-	while read -r result name p f s; do
-		case $result/$name in
-		subskip/*) subskips+=("$name $p $f $s") ; continue ;;
-		subfail/*) subfails+=("$name $p $f $s") ; continue ;;
-		kreport/*) kreports+=("$name $p $f $s") ; continue ;;
-		*/final-kernel-log) ;;
-		pass/*) files_passed=$((files_passed + 1)) ;;
-		skip/*) files_skipped=$((files_skipped + 1)) ;;
-		*) files_failed=$((files_failed + 1)) ;;
-		esac
-		passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
-		# A test skipped as a whole counts as one skipped check.
-		[[ $result == skip ]] && skipped=$((skipped + 1))
-	done <"$results"
-	rm -f "$results"
-	if [[ ${#subskips[@]} -gt 0 ]]; then
-		log "skipped checks:"
-		printf '  %s\n' "${subskips[@]}" >&2
+vm_pass "${KERNEL:-normal}" "" "$@"
+
+# The whole run, on the normal kernel: then the tests that load, fault
+# and remove the driver, and user-space RDMA, once more on the debug
+# kernel (KASAN, lockdep, kmemleak, DEBUG_OBJECTS, DMA-API debugging;
+# Documentation/rsnic/testing.rst), if that kernel was built (`make
+# kernel KERNEL=debug`; a changed configuration then rebuilds it). Its
+# build alone takes ~20 min, which a cold machine's check cannot afford:
+# there it is one skip.
+DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh rdma_user.sh)
+if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]; then
+	debug_tree=$RSNIC_KERNEL_DIR/debug
+	if [[ -f $debug_tree/.rsnic-stamp && -f $debug_tree/arch/x86/boot/bzImage ]]; then
+		log "the debug kernel: ${DEBUG_TESTS[*]}"
+		if qemu/build-ksft.sh debug && make -s modules KERNEL=debug >&2; then
+			vm_pass debug "debug:" "${DEBUG_TESTS[@]}"
+		else
+			log "building for the debug kernel failed"
+			subfails+=("debug: module build # failed")
+			failed=$((failed + 1))
+		fi
+	else
+		log "the debug kernel is not built (make kernel KERNEL=debug): its tests skipped"
+		subskips+=("debug: ${DEBUG_TESTS[*]} # SKIP the debug kernel is not built")
+		skipped=$((skipped + 1))
 	fi
-	# Last, so that a log cut to its tail still says what failed.
-	if [[ ${#kreports[@]} -gt 0 ]]; then
-		log "the first kernel report of each test that had one:"
-		printf '  %s\n' "${kreports[@]}" >&2
-	fi
-	if [[ ${#subfails[@]} -gt 0 ]]; then
-		log "failed checks:"
-		printf '  %s\n' "${subfails[@]}" >&2
-	fi
-else
-	log "the VM produced no results (exit $vm_status)"
-	failed=$((failed + 1))
 fi
-if [[ $vm_status -ne 0 ]]; then
-	log "the VM run exited with status $vm_status"
-	failed=$((failed + 1))
+
+if [[ ${#subskips[@]} -gt 0 ]]; then
+	log "skipped checks:"
+	printf '  %s\n' "${subskips[@]}" >&2
+fi
+# Last, so that a log cut to its tail still says what failed.
+if [[ ${#kreports[@]} -gt 0 ]]; then
+	log "the first kernel report of each test that had one:"
+	printf '  %s\n' "${kreports[@]}" >&2
+fi
+if [[ ${#subfails[@]} -gt 0 ]]; then
+	log "failed checks:"
+	printf '  %s\n' "${subfails[@]}" >&2
 fi
 
 log "check took $((SECONDS - start)) s"
