@@ -195,25 +195,20 @@ mod tests {
     use crate::rdma::wire::{Bth, Deth, Opcode, Packet};
 
     fn ud_packet(payload: &[u8]) -> Vec<u8> {
+        let bth = Bth {
+            pkey: 0xffff,
+            dest_qp: 1,
+            psn: 7,
+            ..Bth::default()
+        };
+        let deth = Deth {
+            qkey: 0x8001_0000,
+            src_qp: 1,
+        };
         wire::encode(&Packet {
-            bth: Bth {
-                pkey: 0xffff,
-                dest_qp: 1,
-                psn: 7,
-                ..Bth::default()
-            },
-            opcode: Opcode::UdSendOnly,
-            deth: Some(Deth {
-                qkey: 0x8001_0000,
-                src_qp: 1,
-            }),
-            reth: None,
-            aeth: None,
-            imm: None,
-            inv_rkey: None,
-            atomic: None,
-            atomic_ack: None,
+            deth: Some(deth),
             payload,
+            ..Packet::bare(bth, Opcode::UdSendOnly)
         })
     }
 

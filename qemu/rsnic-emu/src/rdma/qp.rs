@@ -100,15 +100,19 @@ impl InFlight {
         is_atomic_op(self.wqe.opcode)
     }
 
-    /// READs and atomics complete with the responder's data, not with an
-    /// ACK, and count against the QP's outstanding-READ limit.
     fn awaits_response(&self) -> bool {
-        self.is_read() || self.is_atomic()
+        awaits_response(self.wqe.opcode)
     }
 }
 
 fn is_atomic_op(op: u8) -> bool {
     matches!(op, wqe_op::CMP_SWAP | wqe_op::FETCH_ADD)
+}
+
+/// READs and atomics complete with the responder's data, not with an
+/// ACK, and count against the QP's outstanding-READ limit.
+fn awaits_response(op: u8) -> bool {
+    op == wqe_op::READ || is_atomic_op(op)
 }
 
 /// A SEND being received (RC): its receive WQE and how far it got.
@@ -499,9 +503,8 @@ impl Qp {
             }
             let wqe = SqWqe::from_bytes(&raw);
             let reads = self.inflight.iter().filter(|f| f.awaits_response()).count();
-            let read_like = wqe.opcode == wqe_op::READ || is_atomic_op(wqe.opcode);
             if self.is_rc()
-                && (read_like && reads >= usize::from(self.max_rd_atomic)
+                && (awaits_response(wqe.opcode) && reads >= usize::from(self.max_rd_atomic)
                     || wqe.flags & wqe_flag::FENCE != 0 && reads > 0)
             {
                 return; // Continues when a READ completes.
@@ -646,21 +649,7 @@ impl Qp {
                     data.len() as u64
                 };
                 let packets = (len.div_ceil(u64::from(self.path_mtu))).max(1) as u32;
-                let f = InFlight {
-                    slot,
-                    wqe,
-                    first_psn: self.next_psn,
-                    packets,
-                    data,
-                    read_packets: 0,
-                    read_segs,
-                };
-                self.next_psn = psn_add(self.next_psn, packets);
-                self.emit(&f, 0, out);
-                self.inflight.push_back(f);
-                if self.deadline.is_none() {
-                    self.deadline = Some(now + self.timeout);
-                }
+                self.start_request(slot, wqe, packets, data, read_segs, now, out);
             }
             wqe_op::CMP_SWAP | wqe_op::FETCH_ADD => {
                 // One SGE of at least 8 bytes takes the original value.
@@ -679,21 +668,7 @@ impl Qp {
                     self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
                     return false;
                 };
-                let f = InFlight {
-                    slot,
-                    wqe,
-                    first_psn: self.next_psn,
-                    packets: 1,
-                    data: Vec::new(),
-                    read_packets: 0,
-                    read_segs,
-                };
-                self.next_psn = psn_add(self.next_psn, 1);
-                self.emit(&f, 0, out);
-                self.inflight.push_back(f);
-                if self.deadline.is_none() {
-                    self.deadline = Some(now + self.timeout);
-                }
+                self.start_request(slot, wqe, 1, Vec::new(), read_segs, now, out);
             }
             _ => {
                 self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
@@ -701,6 +676,36 @@ impl Qp {
             }
         }
         true
+    }
+
+    /// Sends an RC request of `packets` PSNs and keeps it in flight
+    /// (with the retransmission timer running) until it is answered.
+    #[allow(clippy::too_many_arguments)]
+    fn start_request(
+        &mut self,
+        slot: u16,
+        wqe: SqWqe,
+        packets: u32,
+        data: Vec<u8>,
+        read_segs: Vec<Segment>,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let f = InFlight {
+            slot,
+            wqe,
+            first_psn: self.next_psn,
+            packets,
+            data,
+            read_packets: 0,
+            read_segs,
+        };
+        self.next_psn = psn_add(self.next_psn, packets);
+        self.emit(&f, 0, out);
+        self.inflight.push_back(f);
+        if self.deadline.is_none() {
+            self.deadline = Some(now + self.timeout);
+        }
     }
 
     fn send_ud(&mut self, wqe: &SqWqe, data: &[u8], out: &mut Vec<Action>) {
@@ -846,9 +851,8 @@ impl Qp {
         if f.wqe.flags & wqe_flag::SIGNALED == 0 {
             return;
         }
-        let len = if f.is_atomic() {
-            8
-        } else if f.is_read() {
+        // An atomic's segments hold its 8 bytes, a READ's its data.
+        let len = if f.awaits_response() {
             f.read_segs.iter().map(|s| s.1).sum::<u64>() as u32
         } else {
             f.data.len() as u32

@@ -86,10 +86,6 @@ def expect(what, got, want):
         raise SystemExit(f"{what}: expected {want}")
 
 
-def wait_received(b, n):
-    drain(b.rcq, n)
-
-
 def main(argv):
     a = Side(argv[0], int(argv[1]), 8)
     b = Side(argv[2], int(argv[3]), 8)
@@ -97,19 +93,19 @@ def main(argv):
     b.connect(a)
 
     sends(a, b, 0, 6)
-    wait_received(b, 6)
+    drain(b.rcq, 6)
     expect("polled before the resize", drain(a.scq, 2), [0, 1])
     a.scq.resize(64)
     expect("room after growing to 64", a.scq.cqe >= 64, True)
     expect("the 4 unpolled, after it", drain(a.scq, 4), [2, 3, 4, 5])
     sends(a, b, 6, 40)
-    wait_received(b, 40)
+    drain(b.rcq, 40)
     expect("40 more on the new ring, in order", drain(a.scq, 40),
            list(range(6, 46)))
 
     # The smallest ring the driver makes has 16 entries (15 usable).
     sends(a, b, 46, 20)
-    wait_received(b, 20)
+    drain(b.rcq, 20)
     time.sleep(0.2)
     try:
         a.scq.resize(2)
@@ -121,7 +117,7 @@ def main(argv):
     a.scq.resize(2)
     expect("room after shrinking to 2 when empty", 2 <= a.scq.cqe < 64, True)
     sends(a, b, 66, 2)
-    wait_received(b, 2)
+    drain(b.rcq, 2)
     expect("SENDs complete on the small ring", drain(a.scq, 2), [66, 67])
 
 
