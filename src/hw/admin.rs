@@ -452,6 +452,37 @@ admin_commands! {
             /// The driver's consumer index (16 bits).
             consumed @ 28: u32,
         } = 38,
+        /// PF only: create shared receive queue `srqn`: a ring of
+        /// [`rdma::RqWqe`]s any QP created with it takes from in order,
+        /// rung through [`rdma::db::SRQ`] (or that register of
+        /// `db_page`).
+        RdmaCreateSrq {
+            /// SRQ number, 1..max_srq.
+            srqn @ 8: u32,
+            /// Bus address of the ring.
+            ring @ 16: u64,
+            /// Entries (power of two, up to `max_qp_wr`).
+            entries @ 24: u32,
+            /// Protection domain.
+            pd @ 28: u32,
+            /// The [`rdma::udb`] page that rings it; 0 for a kernel SRQ.
+            db_page @ 32: u32,
+        } = 39,
+        /// PF only: arm a shared receive queue's limit: once fewer than
+        /// `limit` requests are posted and not taken, the card writes an
+        /// [`rdma::eqe_type::SRQ_LIMIT`] event and disarms it (0: disarm).
+        /// A limit at or above the requests posted now fires at once.
+        RdmaArmSrq {
+            /// SRQ number.
+            srqn @ 8: u32,
+            /// The limit.
+            limit @ 12: u32,
+        } = 40,
+        /// PF only: destroy a shared receive queue no QP uses.
+        RdmaDestroySrq {
+            /// SRQ number.
+            srqn @ 8: u32,
+        } = 41,
     }
 }
 

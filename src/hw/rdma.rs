@@ -67,7 +67,10 @@ admin_result! {
         /// Work requests one send or receive queue holds.
         pub max_qp_wr @ 12: u32,
         /// Scatter/gather entries of one work request.
-        pub max_sge @ 16: u32,
+        pub max_sge @ 16: u16,
+        /// Shared receive queues (numbered 1..max_srq; 0: none). Each
+        /// holds up to `max_qp_wr` requests of up to `max_sge` entries.
+        pub max_srq @ 18: u16,
         /// Completion queues.
         pub max_cq @ 20: u32,
         /// Entries of one completion queue.
@@ -112,8 +115,11 @@ pub mod db {
     /// Arm a completion queue: CQ number in bits 0-15, [`super::arm`]
     /// bits in 16-31.
     pub const CQ_ARM: usize = 0x400c;
+    /// Shared receive queue: SRQ number in bits 0-15, the new producer
+    /// index in bits 16-31, as [`RQ`].
+    pub const SRQ: usize = 0x4010;
     /// End of the RDMA doorbell block.
-    pub const END: usize = 0x4010;
+    pub const END: usize = 0x4014;
 }
 
 /// User doorbell pages: a BAR of 4 KiB pages, each with the four RDMA
@@ -140,6 +146,8 @@ pub mod udb {
     pub const CQ_CI: usize = 0x8;
     /// CQ arm, as [`super::db::CQ_ARM`].
     pub const CQ_ARM: usize = 0xc;
+    /// Shared receive queue, as [`super::db::SRQ`].
+    pub const SRQ: usize = 0x10;
 }
 
 /// Bits of [`db::CQ_ARM`] (shifted down by 16).
@@ -230,7 +238,7 @@ wire_struct! {
     /// Arguments of [`super::AdminCmd::RdmaCreateQp`] (offsets from
     /// [`super::AQ_PARAMS`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct QpCreate[52] {
+    pub struct QpCreate[56] {
         /// QP number: 1 for the GSI QP, else 2..max_qp.
         pub qpn @ 0: u32,
         /// [`QpType`] as a byte.
@@ -253,6 +261,10 @@ wire_struct! {
         /// must have the same. A user QP may not use the reserved local
         /// key 0 (all bus addresses) nor REG_MR or LOCAL_INV.
         pub db_page @ 48: u32,
+        /// The shared receive queue it receives from (same PD and
+        /// `db_page`), or 0 for its own receive queue (`rq`, then
+        /// unused with an SRQ). RC only.
+        pub srq @ 52: u32,
     }
 }
 
@@ -610,6 +622,9 @@ pub mod cqe_flag {
     /// The sender's address was IPv4 (the GRH area holds an IPv4 header
     /// in its last 20 bytes).
     pub const IPV4: u16 = 1 << 4;
+    /// A receive from the QP's shared receive queue: `wqe_index` is a
+    /// slot of that SRQ's ring.
+    pub const SRQ: u16 = 1 << 5;
     /// The card's phase: flips each time the ring wraps.
     pub const PHASE: u16 = 1 << 15;
 }
@@ -648,6 +663,9 @@ pub mod eqe_type {
     pub const QP_FATAL: u16 = 2;
     /// A CQ overflowed; `id` is the CQ.
     pub const CQ_ERROR: u16 = 3;
+    /// A shared receive queue fell below its armed limit; `id` is the
+    /// SRQ. The limit is disarmed.
+    pub const SRQ_LIMIT: u16 = 4;
 }
 
 wire_struct! {
@@ -711,6 +729,7 @@ mod tests {
             max_qp: 1,
             max_qp_wr: 2,
             max_sge: 3,
+            max_srq: 12,
             max_cq: 4,
             max_cqe: 5,
             max_mr: 6,

@@ -701,6 +701,9 @@ impl Nic {
             | AdminCmd::RdmaCreateCq { .. }
             | AdminCmd::RdmaDestroyCq { .. }
             | AdminCmd::RdmaResizeCq { .. }
+            | AdminCmd::RdmaCreateSrq { .. }
+            | AdminCmd::RdmaArmSrq { .. }
+            | AdminCmd::RdmaDestroySrq { .. }
             | AdminCmd::RdmaCreateQp(_)
             | AdminCmd::RdmaModifyQp { .. }
             | AdminCmd::RdmaQueryQp { .. }

@@ -31,7 +31,7 @@ use faults::{RdmaFault, RdmaFaults};
 use mem::MrTable;
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
-use queues::{CompletionQueue, EventQueue, Posted, WorkQueue};
+use queues::{lock_srq, CompletionQueue, EventQueue, Posted, RecvQueue, SharedRq, SrqRef, WorkQueue};
 
 /// The limits the engine reports. Queue and region counts are those of a
 /// small FPGA design; a page list covers 2 MiB in 4 KiB pages.
@@ -39,6 +39,7 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     max_qp: 256,
     max_qp_wr: 4096,
     max_sge: 4,
+    max_srq: 64,
     max_cq: 256,
     max_cqe: 8192,
     max_mr: 4096,
@@ -57,7 +58,7 @@ pub fn describe_caps() -> String {
     let c = CAPS;
     format!(
         "max_qp={} max_qp_wr={} max_sge={} max_cq={} max_cqe={} max_mr={} max_pd={} \
-         max_qp_rd_atom={} max_mr_size={:#x} page_size_cap={:#x}",
+         max_qp_rd_atom={} max_mr_size={:#x} page_size_cap={:#x} max_srq={}",
         c.max_qp,
         c.max_qp_wr,
         c.max_sge,
@@ -67,7 +68,8 @@ pub fn describe_caps() -> String {
         c.max_pd,
         c.max_qp_rd_atom,
         c.max_mr_size,
-        c.page_size_cap
+        c.page_size_cap,
+        c.max_srq
     )
 }
 
@@ -133,6 +135,7 @@ pub struct RdmaEngine {
     eq: Option<EventQueue>,
     cqs: HashMap<u32, CompletionQueue>,
     qps: HashMap<u32, Qp>,
+    srqs: HashMap<u32, SrqRef>,
     mrs: MrTable,
     /// Counters.
     pub stats: RdmaStats,
@@ -147,6 +150,7 @@ impl Default for RdmaEngine {
             eq: None,
             cqs: HashMap::new(),
             qps: HashMap::new(),
+            srqs: HashMap::new(),
             mrs: MrTable::new(CAPS.max_mr),
             stats: RdmaStats::default(),
             faults: Arc::default(),
@@ -298,6 +302,10 @@ impl RdmaEngine {
             AdminCmd::RdmaDestroyQp { qpn } => match self.qps.remove(&qpn) {
                 Some(qp) => {
                     self.stats.retired.add(&qp.counters);
+                    if let RecvQueue::Shared { srq, .. } = &qp.rq {
+                        let mut s = lock_srq(srq);
+                        s.users = s.users.saturating_sub(1);
+                    }
                     for cqn in [qp.send_cq, qp.recv_cq] {
                         if let Some(cq) = self.cqs.get_mut(&cqn) {
                             cq.users = cq.users.saturating_sub(1);
@@ -314,6 +322,48 @@ impl RdmaEngine {
             }
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
             AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
+            AdminCmd::RdmaCreateSrq {
+                srqn,
+                ring,
+                entries,
+                pd,
+                db_page,
+            } => {
+                if !(1..u32::from(CAPS.max_srq)).contains(&srqn)
+                    || !ring_ok(entries, CAPS.max_qp_wr)
+                    || pd >= CAPS.max_pd
+                    || db_page >= udb::PAGES
+                {
+                    return AdminStatus::BadParam;
+                }
+                if self.srqs.contains_key(&srqn) {
+                    return AdminStatus::BadState;
+                }
+                let srq = SharedRq::new(ring, entries, pd, db_page);
+                self.srqs.insert(srqn, Arc::new(std::sync::Mutex::new(srq)));
+            }
+            AdminCmd::RdmaArmSrq { srqn, limit } => {
+                let Some(srq) = self.srqs.get(&srqn) else {
+                    return AdminStatus::NotFound;
+                };
+                let due = {
+                    let mut s = lock_srq(srq);
+                    if limit > s.wq.entries {
+                        return AdminStatus::BadParam;
+                    }
+                    s.arm(limit)
+                };
+                if due {
+                    self.event(eqe_type::SRQ_LIMIT, srqn, io);
+                }
+            }
+            AdminCmd::RdmaDestroySrq { srqn } => match self.srqs.get(&srqn) {
+                None => return AdminStatus::NotFound,
+                Some(srq) if lock_srq(srq).users > 0 => return AdminStatus::BadState,
+                Some(_) => {
+                    self.srqs.remove(&srqn);
+                }
+            },
             AdminCmd::RdmaQueryStats { buf } => {
                 if io.mem.write(buf, &self.counters().to_bytes()).is_err() {
                     return AdminStatus::BadParam;
@@ -334,7 +384,8 @@ impl RdmaEngine {
         };
         if !qpn_ok
             || !ring_ok(c.sq_entries, CAPS.max_qp_wr)
-            || !ring_ok(c.rq_entries, CAPS.max_qp_wr)
+            || (c.srq == 0 && !ring_ok(c.rq_entries, CAPS.max_qp_wr))
+            || (c.srq != 0 && qp_type != QpType::Rc)
             || c.pd >= CAPS.max_pd
             || c.db_page >= udb::PAGES
             || (c.db_page != 0 && qp_type == QpType::Gsi)
@@ -351,6 +402,25 @@ impl RdmaEngine {
         if scq.db_page != c.db_page || rcq.db_page != c.db_page {
             return AdminStatus::BadParam;
         }
+        let rq = if c.srq == 0 {
+            RecvQueue::Own(WorkQueue::new(c.rq, c.rq_entries, RQ_WQE_LEN))
+        } else {
+            let Some(srq) = self.srqs.get(&c.srq) else {
+                return AdminStatus::NotFound;
+            };
+            {
+                // And its SRQ: the same process's, the same PD.
+                let mut s = lock_srq(srq);
+                if s.db_page != c.db_page || s.pd != c.pd {
+                    return AdminStatus::BadParam;
+                }
+                s.users += 1;
+            }
+            RecvQueue::Shared {
+                srqn: c.srq,
+                srq: Arc::clone(srq),
+            }
+        };
         for cqn in [c.send_cq, c.recv_cq] {
             if let Some(cq) = self.cqs.get_mut(&cqn) {
                 cq.users += 1;
@@ -361,7 +431,7 @@ impl RdmaEngine {
             qp_type,
             c.pd,
             WorkQueue::new(c.sq, c.sq_entries, SQ_WQE_LEN),
-            WorkQueue::new(c.rq, c.rq_entries, RQ_WQE_LEN),
+            rq,
             c.send_cq,
             c.recv_cq,
         )
@@ -393,6 +463,7 @@ impl RdmaEngine {
         let owner = match reg {
             udb::SQ | udb::RQ => self.qps.get(&id).map(|qp| qp.db_page),
             udb::CQ_CI | udb::CQ_ARM => self.cqs.get(&id).map(|cq| cq.db_page),
+            udb::SRQ => self.srqs.get(&id).map(|srq| lock_srq(srq).db_page),
             _ => None,
         };
         if owner.is_some_and(|owner| owner != page) || (owner.is_none() && page != 0) {
@@ -406,11 +477,11 @@ impl RdmaEngine {
                     return;
                 };
                 let q = if reg == udb::SQ {
-                    &mut qp.sq
+                    Some(&mut qp.sq)
                 } else {
-                    &mut qp.rq
+                    qp.rq.own_mut()
                 };
-                if !q.ring(arg) {
+                if !q.is_some_and(|q| q.ring(arg)) {
                     self.stats.bad_doorbells += 1;
                     return;
                 }
@@ -420,6 +491,10 @@ impl RdmaEngine {
                 }
                 self.apply(id, actions, io);
             }
+            udb::SRQ => match self.srqs.get(&id) {
+                Some(srq) if lock_srq(srq).wq.ring(arg) => {}
+                _ => self.stats.bad_doorbells += 1,
+            },
             udb::CQ_CI => match self.cqs.get_mut(&id) {
                 Some(cq) => cq.consumed_to(arg),
                 None => self.stats.bad_doorbells += 1,
@@ -575,6 +650,7 @@ impl RdmaEngine {
                     }
                 }
                 Action::Fatal => self.event(eqe_type::QP_FATAL, qpn, io),
+                Action::SrqLimit(srqn) => self.event(eqe_type::SRQ_LIMIT, srqn, io),
             }
         }
     }
@@ -647,8 +723,12 @@ impl RdmaEngine {
             .values()
             .map(|q| {
                 format!(
-                    "{}:{:?}:sq{}/{}:rq{}/{}",
-                    q.qpn, q.state, q.sq.head, q.sq.tail, q.rq.head, q.rq.tail
+                    "{}:{:?}:sq{}/{}:{}",
+                    q.qpn,
+                    q.state,
+                    q.sq.head,
+                    q.sq.tail,
+                    q.rq.describe()
                 )
             })
             .collect();
@@ -666,7 +746,7 @@ impl RdmaEngine {
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
              rx_bad_icrc={} rx_bad_udp_csum={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
              refused_doorbells={} events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
-             qp_drops={} states={} cq_positions={}",
+             qp_drops={} states={} cq_positions={} srqs={}",
             u8::from(self.eq.is_some()),
             self.cqs.len(),
             self.qps.len(),
@@ -690,6 +770,7 @@ impl RdmaEngine {
             dropped,
             states.join(","),
             cqs.join(","),
+            self.srqs.len(),
         )
     }
 }
@@ -769,6 +850,8 @@ pub(crate) mod tests {
         now: Instant,
         /// The user doorbell page its queues are created with (0: kernel).
         db_page: u32,
+        /// The SRQ (at `RQ`) its QP receives from (0: its own queue).
+        srq: u32,
     }
 
     impl Side {
@@ -784,6 +867,7 @@ pub(crate) mod tests {
                 rcq_seen: 0,
                 now: Instant::now(),
                 db_page: 0,
+                srq: 0,
             }
         }
 
@@ -846,7 +930,18 @@ pub(crate) mod tests {
                 ..MrReg::default()
             };
             assert_eq!(self.admin(AdminCmd::RdmaRegMr(mr)), ok);
-            let create = qp_create(qpn, qp_type, SQ, RQ, self.db_page);
+            let mut create = qp_create(qpn, qp_type, SQ, RQ, self.db_page);
+            if self.srq != 0 {
+                let srq = AdminCmd::RdmaCreateSrq {
+                    srqn: self.srq,
+                    ring: RQ,
+                    entries: 64,
+                    pd: 3,
+                    db_page: self.db_page,
+                };
+                assert_eq!(self.admin(srq), ok);
+                create.srq = self.srq;
+            }
             assert_eq!(self.admin(AdminCmd::RdmaCreateQp(create)), ok);
         }
 
@@ -916,8 +1011,13 @@ pub(crate) mod tests {
             let slot = u64::from(self.rq_tail % 64);
             self.mem.set(RQ + slot * RQ_WQE_LEN as u64, &wqe.to_bytes());
             self.rq_tail = self.rq_tail.wrapping_add(1);
-            let value = qpn | u32::from(self.rq_tail) << 16;
-            self.ring(udb::RQ, value);
+            // With an SRQ, `RQ` is its ring and `qpn` is not used.
+            let (reg, id) = if self.srq != 0 {
+                (udb::SRQ, self.srq)
+            } else {
+                (udb::RQ, qpn)
+            };
+            self.ring(reg, id | u32::from(self.rq_tail) << 16);
         }
 
         fn receive(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
@@ -997,6 +1097,7 @@ pub(crate) mod tests {
             send_cq: 1,
             recv_cq: 2,
             db_page,
+            srq: 0,
         }
     }
 
@@ -1572,6 +1673,104 @@ pub(crate) mod tests {
             .iter()
             .any(|e| e.kind == eqe_type::QP_FATAL && e.id == QPN));
         let _ = &mut b;
+    }
+
+    #[test]
+    fn an_srq_feeds_its_qp_raises_its_limit_once_and_outlives_flushes() {
+        let ok = AdminStatus::Ok;
+        let mut a = Side::new(1);
+        let mut b = Side::new(2);
+        b.srq = 5;
+        a.setup(QpType::Rc, QPN);
+        b.setup(QpType::Rc, QPN);
+        a.connect(&b, 7, 7);
+        b.connect(&a, 7, 7);
+        let limit_events = |s: &Side| {
+            s.events()
+                .iter()
+                .filter(|e| (e.kind, e.id) == (eqe_type::SRQ_LIMIT, 5))
+                .count()
+        };
+        // Armed over an empty SRQ: due at once, and spent.
+        assert_eq!(b.admin(AdminCmd::RdmaArmSrq { srqn: 5, limit: 2 }), ok);
+        assert_eq!(limit_events(&b), 1);
+        for i in 0..3 {
+            b.post_recv(QPN, DATA + i * 0x100, 64);
+        }
+        assert_eq!(b.admin(AdminCmd::RdmaArmSrq { srqn: 5, limit: 2 }), ok);
+        assert_eq!(limit_events(&b), 1);
+        // The QP's own receive doorbell means nothing with an SRQ.
+        let bad = b.e.stats.bad_doorbells;
+        b.ring(udb::RQ, QPN | 1 << 16);
+        assert_eq!(b.e.stats.bad_doorbells, bad + 1);
+        for n in 0..2u8 {
+            a.mem.set(DATA, &[n; 8]);
+            a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 8));
+            let frames = a.ring_sq(QPN);
+            exchange(&mut a, &mut b, frames);
+        }
+        let r = b.completions(true);
+        assert_eq!(r.len(), 2);
+        for (i, c) in r.iter().enumerate() {
+            assert_eq!((c.status, c.wqe_index), (0, i as u16));
+            assert_ne!(c.flags & cqe_flag::SRQ, 0);
+        }
+        assert_eq!(b.mem.get(DATA + 0x100, 8), [1; 8]);
+        // One left, below 2: the event came once.
+        assert_eq!(limit_events(&b), 2);
+        // The QP's error flushes nothing of the SRQ's.
+        let err = QpModify {
+            mask: qp_attr::STATE,
+            state: QpState::Err as u8,
+            ..QpModify::default()
+        };
+        assert_eq!(b.modify(QPN, err), ok);
+        assert!(b.completions(true).is_empty());
+        assert_eq!(lock_srq(&b.e.srqs[&5]).wq.pending(), 1);
+        // Destroyed only when no QP uses it.
+        let destroy = AdminCmd::RdmaDestroySrq { srqn: 5 };
+        assert_eq!(b.admin(destroy), AdminStatus::BadState);
+        assert_eq!(b.admin(AdminCmd::RdmaDestroyQp { qpn: QPN }), ok);
+        assert_eq!(b.admin(destroy), ok);
+    }
+
+    #[test]
+    fn an_srq_is_its_own_process_s_and_pd_s() {
+        let mut s = Side::new(1);
+        s.db_page = 3;
+        s.setup(QpType::Rc, QPN);
+        let srq = |pd, db_page| AdminCmd::RdmaCreateSrq {
+            srqn: 1,
+            ring: RQ,
+            entries: 64,
+            pd,
+            db_page,
+        };
+        assert_eq!(s.admin(srq(3, 4)), AdminStatus::Ok);
+        // Another page's SRQ, then another PD's: refused.
+        let mut c = qp_create(20, QpType::Rc, SQ, RQ, 3);
+        c.srq = 1;
+        assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
+        assert_eq!(s.admin(AdminCmd::RdmaDestroySrq { srqn: 1 }), AdminStatus::Ok);
+        assert_eq!(s.admin(srq(4, 3)), AdminStatus::Ok);
+        assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
+        // Not with UD; not a number out of range.
+        c.qp_type = QpType::Ud as u8;
+        assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
+        assert_eq!(s.admin(srq(3, 3)), AdminStatus::BadState);
+        let far = AdminCmd::RdmaCreateSrq {
+            srqn: 64,
+            ring: RQ,
+            entries: 64,
+            pd: 3,
+            db_page: 3,
+        };
+        assert_eq!(s.admin(far), AdminStatus::BadParam);
+        // A doorbell through another page is refused.
+        let refused = s.e.stats.refused_doorbells;
+        s.db_page = 4;
+        s.ring(udb::SRQ, 1 | 1 << 16);
+        assert_eq!(s.e.stats.refused_doorbells, refused + 1);
     }
 
     #[test]

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use crate::hw::rdma::{
     access, cqe_flag, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe, QpModify,
-    QpState, QpType, RqWqe, SqWqe, GSI_QKEY, RQ_WQE_LEN, SQ_WQE_LEN,
+    QpState, QpType, RqWqe, SqWqe, GSI_QKEY, SQ_WQE_LEN,
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
 use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY};
-use super::queues::WorkQueue;
+use super::queues::{RecvQueue, TakenRecv, WorkQueue};
 use super::wire::{AckKind, Aeth, AtomicEth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK};
 use crate::dma::HostMem;
 
@@ -55,6 +55,9 @@ pub enum Action {
     },
     /// The QP went to the error state by itself: raise a fatal event.
     Fatal,
+    /// A receive taken from this SRQ crossed its armed limit: raise the
+    /// limit event.
+    SrqLimit(u32),
 }
 
 /// A data packet the QP received, with what the engine knows of its
@@ -198,8 +201,8 @@ pub struct Qp {
     pub state: QpState,
     /// Send queue.
     pub sq: WorkQueue,
-    /// Receive queue.
-    pub rq: WorkQueue,
+    /// Receive queue: its own or a shared one.
+    pub rq: RecvQueue,
     /// CQ of send completions.
     pub send_cq: u32,
     /// CQ of receive completions.
@@ -250,7 +253,7 @@ impl Qp {
         qp_type: QpType,
         pd: u32,
         sq: WorkQueue,
-        rq: WorkQueue,
+        rq: RecvQueue,
         send_cq: u32,
         recv_cq: u32,
     ) -> Self {
@@ -396,13 +399,22 @@ impl Qp {
             self.qp_type,
             self.pd,
             WorkQueue::new(self.sq.base, self.sq.entries, SQ_WQE_LEN),
-            WorkQueue::new(self.rq.base, self.rq.entries, RQ_WQE_LEN),
+            self.rq.reset(),
             self.send_cq,
             self.recv_cq,
         );
         let counters = self.counters;
         *self = fresh;
         self.counters = counters;
+    }
+
+    /// The flags of a receive completion: its WQE came from the QP's own
+    /// queue or from its SRQ.
+    fn recv_flags(&self) -> u16 {
+        match self.rq {
+            RecvQueue::Own(_) => cqe_flag::RECV,
+            RecvQueue::Shared { .. } => cqe_flag::RECV | cqe_flag::SRQ,
+        }
     }
 
     fn is_rc(&self) -> bool {
@@ -424,7 +436,7 @@ impl Qp {
             recv,
             cqe: Cqe {
                 wqe_index: slot,
-                flags: if recv { cqe_flag::RECV } else { 0 },
+                flags: if recv { self.recv_flags() } else { 0 },
                 qpn: self.qpn,
                 status: wc_status::WR_FLUSH_ERR,
                 opcode,
@@ -446,8 +458,15 @@ impl Qp {
         if let Some(r) = self.receiving.take() {
             out.push(self.flush_cqe(true, r.slot, wc_op::RECV));
         }
-        while let Some((slot, _)) = self.rq.peek() {
-            self.rq.pop();
+        // An SRQ's WQEs are not this QP's: they stay for the others.
+        let mut flushed = Vec::new();
+        if let Some(rq) = self.rq.own_mut() {
+            while let Some((slot, _)) = rq.peek() {
+                rq.pop();
+                flushed.push(slot);
+            }
+        }
+        for slot in flushed {
             out.push(self.flush_cqe(true, slot, wc_op::RECV));
         }
         self.writing = None;
@@ -463,7 +482,7 @@ impl Qp {
             recv,
             cqe: Cqe {
                 wqe_index: slot,
-                flags: if recv { cqe_flag::RECV } else { 0 },
+                flags: if recv { self.recv_flags() } else { 0 },
                 qpn: self.qpn,
                 status,
                 opcode,
@@ -1202,20 +1221,17 @@ impl Qp {
             self.counters.dropped += 1;
             return;
         }
-        let Some((slot, addr)) = self.rq.peek() else {
+        if self.rq.pending() == 0 {
             // UD drops what it has no buffer for.
             self.counters.dropped += 1;
             return;
-        };
-        let mut raw = [0u8; RQ_WQE_LEN];
-        if mem.read(addr, &mut raw).is_err() {
-            return;
         }
-        self.rq.pop();
-        let wqe = RqWqe::from_bytes(&raw);
+        let Some(TakenRecv { slot, wqe, .. }) = self.take_recv(mem, out) else {
+            return;
+        };
         let mut data = inc.grh.to_vec();
         data.extend_from_slice(pkt.payload);
-        let mut flags = cqe_flag::RECV | cqe_flag::GRH;
+        let mut flags = self.recv_flags() | cqe_flag::GRH;
         if inc.ipv4 {
             flags |= cqe_flag::IPV4;
         }
@@ -1322,16 +1338,13 @@ impl Qp {
     }
 
     /// Takes the next receive WQE for a new SEND (or WRITE with immediate).
-    fn take_recv(&mut self, mem: &dyn HostMem) -> Option<Receiving> {
-        let (slot, addr) = self.rq.peek()?;
-        let mut raw = [0u8; RQ_WQE_LEN];
-        mem.read(addr, &mut raw).ok()?;
-        self.rq.pop();
-        Some(Receiving {
-            slot,
-            wqe: RqWqe::from_bytes(&raw),
-            offset: 0,
-        })
+    /// Raises the SRQ limit event if taking it crossed the limit.
+    fn take_recv(&mut self, mem: &dyn HostMem, out: &mut Vec<Action>) -> Option<TakenRecv> {
+        let taken = self.rq.take(mem)?;
+        if let Some(srqn) = taken.limit_reached {
+            out.push(Action::SrqLimit(srqn));
+        }
+        Some(taken)
     }
 
     fn recv_send(
@@ -1354,7 +1367,11 @@ impl Qp {
             if self.rq.pending() == 0 || self.faults.take(RdmaFault::Rnr) {
                 return Ok(Step::Rnr);
             }
-            self.receiving = self.take_recv(mem);
+            self.receiving = self.take_recv(mem, out).map(|t| Receiving {
+                slot: t.slot,
+                wqe: t.wqe,
+                offset: 0,
+            });
             if self.receiving.is_none() {
                 return Err(NakCode::RemoteOperationalError);
             }
@@ -1388,7 +1405,7 @@ impl Qp {
         }
         if last {
             let r = self.receiving.take().unwrap_or_else(|| unreachable!());
-            let mut flags = cqe_flag::RECV;
+            let mut flags = self.recv_flags();
             let mut key = 0;
             if let Some(imm) = pkt.imm {
                 flags |= cqe_flag::WITH_IMM;
@@ -1426,7 +1443,7 @@ impl Qp {
             recv: true,
             cqe: Cqe {
                 wqe_index: slot,
-                flags: cqe_flag::RECV,
+                flags: self.recv_flags(),
                 qpn: self.qpn,
                 status,
                 opcode: wc_op::RECV,
@@ -1489,12 +1506,14 @@ impl Qp {
             let total = w.len;
             self.writing = None;
             if imm {
-                let r = self.take_recv(mem).ok_or(NakCode::RemoteOperationalError)?;
+                let r = self
+                    .take_recv(mem, out)
+                    .ok_or(NakCode::RemoteOperationalError)?;
                 out.push(Action::Complete {
                     recv: true,
                     cqe: Cqe {
                         wqe_index: r.slot,
-                        flags: cqe_flag::RECV | cqe_flag::WITH_IMM,
+                        flags: self.recv_flags() | cqe_flag::WITH_IMM,
                         qpn: self.qpn,
                         opcode: wc_op::RECV_RDMA_WITH_IMM,
                         byte_len: total as u32,

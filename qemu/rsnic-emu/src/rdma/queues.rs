@@ -8,7 +8,9 @@
 //! a value that would put more entries in flight than the ring holds is
 //! ignored (and counted), never trusted.
 
-use crate::hw::rdma::{arm, cqe_flag, Cqe, Eqe, CQE_LEN, EQE_LEN};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::hw::rdma::{arm, cqe_flag, Cqe, Eqe, RqWqe, CQE_LEN, EQE_LEN, RQ_WQE_LEN};
 
 use crate::dma::HostMem;
 
@@ -70,6 +72,157 @@ impl WorkQueue {
     /// Moves past the next entry.
     pub fn pop(&mut self) {
         self.head = self.head.wrapping_add(1);
+    }
+}
+
+/// A shared receive queue: one ring of receive WQEs that the QPs created
+/// with it take from, in order, whichever QP a SEND arrives on.
+#[derive(Debug)]
+pub struct SharedRq {
+    /// The ring.
+    pub wq: WorkQueue,
+    /// Protection domain (its QPs must have the same).
+    pub pd: u32,
+    /// The user doorbell page that rings it (0: the kernel's doorbells).
+    pub db_page: u32,
+    /// The armed limit (0: not armed).
+    limit: u32,
+    /// QPs using it.
+    pub users: u32,
+}
+
+impl SharedRq {
+    /// An SRQ of `entries` receive WQEs at `base`.
+    pub fn new(base: u64, entries: u32, pd: u32, db_page: u32) -> Self {
+        Self {
+            wq: WorkQueue::new(base, entries, RQ_WQE_LEN),
+            pd,
+            db_page,
+            limit: 0,
+            users: 0,
+        }
+    }
+
+    /// Arms the limit (0 disarms). Returns true if fewer than `limit`
+    /// WQEs are posted already: the event is due now, and the limit is
+    /// spent.
+    pub fn arm(&mut self, limit: u32) -> bool {
+        self.limit = limit;
+        self.limit_reached()
+    }
+
+    /// Whether the armed limit was just crossed (then disarmed).
+    fn limit_reached(&mut self) -> bool {
+        if self.limit != 0 && self.wq.pending() < self.limit {
+            self.limit = 0;
+            return true;
+        }
+        false
+    }
+}
+
+/// An SRQ as the engine and its QPs hold it.
+pub type SrqRef = Arc<Mutex<SharedRq>>;
+
+/// Locks an SRQ (the engine runs on one thread; a poisoned lock only
+/// means a test panicked).
+pub fn lock_srq(srq: &SrqRef) -> MutexGuard<'_, SharedRq> {
+    srq.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where a QP's receive WQEs come from.
+#[derive(Clone, Debug)]
+pub enum RecvQueue {
+    /// Its own receive queue.
+    Own(WorkQueue),
+    /// Shared receive queue `srqn`.
+    Shared {
+        /// SRQ number.
+        srqn: u32,
+        /// The queue.
+        srq: SrqRef,
+    },
+}
+
+/// A receive WQE taken from a [`RecvQueue`].
+#[derive(Clone, Copy, Debug)]
+pub struct TakenRecv {
+    /// Its slot in the ring it came from.
+    pub slot: u16,
+    /// The WQE as fetched.
+    pub wqe: RqWqe,
+    /// The SRQ whose armed limit this take crossed.
+    pub limit_reached: Option<u32>,
+}
+
+impl RecvQueue {
+    /// WQEs posted and not taken.
+    pub fn pending(&self) -> u32 {
+        match self {
+            Self::Own(q) => q.pending(),
+            Self::Shared { srq, .. } => lock_srq(srq).wq.pending(),
+        }
+    }
+
+    /// Fetches and takes the next WQE; `None` (nothing taken) if none is
+    /// posted or its memory is not reachable.
+    pub fn take(&mut self, mem: &dyn HostMem) -> Option<TakenRecv> {
+        fn fetch(q: &mut WorkQueue, mem: &dyn HostMem) -> Option<(u16, RqWqe)> {
+            let (slot, addr) = q.peek()?;
+            let mut raw = [0u8; RQ_WQE_LEN];
+            mem.read(addr, &mut raw).ok()?;
+            q.pop();
+            Some((slot, RqWqe::from_bytes(&raw)))
+        }
+        match self {
+            Self::Own(q) => fetch(q, mem).map(|(slot, wqe)| TakenRecv {
+                slot,
+                wqe,
+                limit_reached: None,
+            }),
+            Self::Shared { srqn, srq } => {
+                let mut s = lock_srq(srq);
+                let (slot, wqe) = fetch(&mut s.wq, mem)?;
+                Some(TakenRecv {
+                    slot,
+                    wqe,
+                    limit_reached: s.limit_reached().then_some(*srqn),
+                })
+            }
+        }
+    }
+
+    /// The QP's own queue; `None` with an SRQ.
+    pub fn own_mut(&mut self) -> Option<&mut WorkQueue> {
+        match self {
+            Self::Own(q) => Some(q),
+            Self::Shared { .. } => None,
+        }
+    }
+
+    /// The same queue as after creation: an own queue empty again, an SRQ
+    /// as it is (its WQEs belong to no QP).
+    pub fn reset(&self) -> Self {
+        match self {
+            Self::Own(q) => Self::Own(WorkQueue::new(q.base, q.entries, RQ_WQE_LEN)),
+            shared => shared.clone(),
+        }
+    }
+
+    /// The SRQ number, if shared.
+    pub fn srqn(&self) -> Option<u32> {
+        match self {
+            Self::Own(_) => None,
+            Self::Shared { srqn, .. } => Some(*srqn),
+        }
+    }
+
+    /// Positions for the harness.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Own(q) => format!("rq{}/{}", q.head, q.tail),
+            Self::Shared { srqn, .. } => format!("srq{srqn}"),
+        }
     }
 }
 
