@@ -457,7 +457,7 @@ admin_commands! {
         /// rung through [`rdma::db::SRQ`] (or that register of
         /// `db_page`).
         RdmaCreateSrq {
-            /// SRQ number, 1..max_srq.
+            /// SRQ number, 1..=max_srq.
             srqn @ 8: u32,
             /// Bus address of the ring.
             ring @ 16: u64,

@@ -68,7 +68,7 @@ admin_result! {
         pub max_qp_wr @ 12: u32,
         /// Scatter/gather entries of one work request.
         pub max_sge @ 16: u16,
-        /// Shared receive queues (numbered 1..max_srq; 0: none). Each
+        /// Shared receive queues, numbered 1..=max_srq (0: none). Each
         /// holds up to `max_qp_wr` requests of up to `max_sge` entries.
         pub max_srq @ 18: u16,
         /// Completion queues.

@@ -11,7 +11,8 @@ use kernel::transmute::{AsBytes, FromBytes};
 pub(crate) use super::bindings::{
     rsnic_ib_alloc_ucontext_resp as AllocUcontextResp, rsnic_ib_create_ah_resp as CreateAhResp,
     rsnic_ib_create_cq_resp as CreateCqResp, rsnic_ib_create_qp_resp as CreateQpResp,
-    rsnic_ib_resize_cq as ResizeCqReq, rsnic_ib_resize_cq_resp as ResizeCqResp,
+    rsnic_ib_create_srq_resp as CreateSrqResp, rsnic_ib_resize_cq as ResizeCqReq,
+    rsnic_ib_resize_cq_resp as ResizeCqResp,
     RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
 };
 
@@ -24,6 +25,8 @@ unsafe impl AsBytes for CreateCqResp {}
 unsafe impl AsBytes for CreateQpResp {}
 // SAFETY: Eight bytes: no padding.
 unsafe impl AsBytes for CreateAhResp {}
+// SAFETY: A `__u64` then two `__u32`: no padding.
+unsafe impl AsBytes for CreateSrqResp {}
 // SAFETY: Two `__u32`: no padding.
 unsafe impl AsBytes for ResizeCqReq {}
 // SAFETY: Two `__u32`: any bytes are a valid value.

@@ -92,13 +92,17 @@ impl RdmaCq {
             let grh = (cqe.flags & cqe_flag::GRH != 0).then_some(network);
             let imm = (cqe.flags & cqe_flag::WITH_IMM != 0).then_some(cqe.imm_or_key);
             let invalidated = (cqe.flags & cqe_flag::WITH_INV != 0).then_some(cqe.imm_or_key);
-            let Some(entry) = tables.qp(cqe.qpn) else {
-                // A QP destroyed since: nobody to report to.
-                tables.bogus += 1;
-                continue;
+            // A QP destroyed since (nobody to report to), or a slot with
+            // nothing posted: not believed.
+            let resolved = if recv {
+                let shared = cqe.flags & cqe_flag::SRQ != 0;
+                tables.complete_recv(cqe.qpn, cqe.wqe_index, shared)
+            } else {
+                tables
+                    .qp(cqe.qpn)
+                    .and_then(|e| Some((e.sq.complete(cqe.wqe_index)?, &e.handle)))
             };
-            let ring = if recv { &mut entry.rq } else { &mut entry.sq };
-            let Some(wr_id) = ring.complete(cqe.wqe_index) else {
+            let Some((wr_id, qp)) = resolved else {
                 tables.bogus += 1;
                 continue;
             };
@@ -107,7 +111,7 @@ impl RdmaCq {
                 status,
                 opcode,
                 byte_len: cqe.byte_len,
-                qp: &entry.handle,
+                qp,
                 imm,
                 invalidated,
                 src_qp: cqe.src_qp & 0xff_ffff,

@@ -16,7 +16,8 @@ use super::ids::IdPool;
 use super::mr::RdmaMr;
 use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::ring::RingMem;
-use super::tables::{CqeErrors, QpEntry, Tables, WorkRing};
+use super::srq::{self, RdmaSrq};
+use super::tables::{CqeErrors, QpEntry, SharedRing, SrqEntry, Tables, WorkRing};
 use super::ucontext::RdmaUcontext;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
@@ -28,6 +29,7 @@ use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
     dma::DmaBuffer,
     dma::DmaDevice,
+    eopnotsupp,
     irq::IrqHandlerRegistration,
     net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
@@ -35,7 +37,7 @@ use crate::linux::{
     rdma::umem::UserMemory,
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
-        RecvWrs, SendWrs, StatDesc, WcWriter,
+        RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
     sync::lock_irqsave,
     uapi,
@@ -54,6 +56,7 @@ struct Ids {
     cqs: IdPool,
     qps: IdPool,
     mrs: IdPool,
+    srqs: IdPool,
     /// Pages of the user doorbell BAR, one per user context.
     udb_pages: IdPool,
 }
@@ -118,7 +121,8 @@ fn sane_caps(c: RdmaCaps) -> RdmaCaps {
         gid_table_len: c.gid_table_len.min(GID_TABLE_LEN),
         max_qp: c.max_qp.clamp(2, 1 << 16),
         max_cq: c.max_cq.min(1 << 16),
-        max_sge: c.max_sge.min(MAX_SGE as u32),
+        max_sge: c.max_sge.min(MAX_SGE as u16),
+        max_srq: c.max_srq.min(256),
         max_qp_wr: c.max_qp_wr.min(1 << 15),
         max_cqe: c.max_cqe.min(1 << 15),
         max_mr: c.max_mr.min(1 << 24),
@@ -138,10 +142,11 @@ impl RdmaDev {
             cqs: IdPool::new(0, caps.max_cq)?,
             qps: IdPool::new(GSI_QPN, caps.max_qp)?,
             mrs: IdPool::new(1, caps.max_mr)?,
+            srqs: IdPool::new(1, u32::from(caps.max_srq) + 1)?,
             udb_pages: IdPool::new(1, udb::PAGES)?,
         };
         let tables = Arc::pin_init(
-            kernel::new_spinlock!(Tables::new(caps.max_cq, caps.max_qp)?),
+            kernel::new_spinlock!(Tables::new(caps.max_cq, caps.max_qp, u32::from(caps.max_srq) + 1)?),
             GFP_KERNEL,
         )?;
         let ring = dma.alloc(EQ_ENTRIES as usize * EQE_LEN)?;
@@ -246,6 +251,19 @@ impl RdmaDev {
     }
 }
 
+/// Arms an SRQ's limit (0 disarms): recorded for `query_srq` before the
+/// card may fire it.
+fn arm_srq(d: &RdmaDev, srqn: u32, entries: u32, limit: u32) -> Result {
+    if limit > entries {
+        return Err(EINVAL);
+    }
+    if let Some(e) = lock_irqsave(&d.tables).srq(srqn) {
+        e.limit = limit;
+    }
+    d.admin.exec(AdminCmd::RdmaArmSrq { srqn, limit })?;
+    Ok(())
+}
+
 /// A ring's size: what was asked for, rounded up to a power of two.
 fn ring_size(asked: u32, max: u32) -> Result<u32> {
     if asked > max {
@@ -303,6 +321,7 @@ impl IbDeviceOps for RdmaDev {
     type Qp = RdmaQp;
     type Ah = RdmaAh;
     type Mr = RdmaMr;
+    type Srq = RdmaSrq;
 
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
@@ -315,12 +334,14 @@ impl IbDeviceOps for RdmaDev {
             page_size_cap: c.page_size_cap,
             max_qp: c.max_qp,
             max_qp_wr: c.max_qp_wr,
-            max_sge: c.max_sge,
+            max_sge: c.max_sge.into(),
             max_cq: c.max_cq,
             // A CQ's ring keeps one entry spare (see `create_cq`).
             max_cqe: c.max_cqe - 1,
             max_mr: c.max_mr,
             max_pd: c.max_pd,
+            max_srq: c.max_srq.into(),
+            max_srq_wr: if c.max_srq == 0 { 0 } else { c.max_qp_wr },
             max_ah: 1 << 16,
             max_qp_rd_atom: c.max_qp_rd_atom,
             max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
@@ -481,28 +502,35 @@ impl IbDeviceOps for RdmaDev {
     ) -> Result<(impl PinInit<RdmaQp, Error>, u32, QpCaps)> {
         let d = dev.data();
         let c = &init.caps;
-        if c.max_send_sge > d.caps.max_sge || c.max_recv_sge > d.caps.max_sge {
+        let max_sge = u32::from(d.caps.max_sge);
+        if c.max_send_sge > max_sge || (init.srq.is_none() && c.max_recv_sge > max_sge) {
             return Err(EINVAL);
         }
+        // Only an RC QP receives from an SRQ on this card.
+        if init.srq.is_some() && init.kind != QpKind::Rc {
+            return Err(eopnotsupp());
+        }
         let sq_n = ring_size(c.max_send_wr, d.caps.max_qp_wr)?;
-        let rq_n = ring_size(c.max_recv_wr, d.caps.max_qp_wr)?;
+        let rq_n = match init.srq {
+            Some(_) => 0,
+            None => ring_size(c.max_recv_wr, d.caps.max_qp_wr)?,
+        };
         let (sq_len, rq_len) = (sq_n as usize * SQ_WQE_LEN, rq_n as usize * RQ_WQE_LEN);
-        let (sq, rq, db_page) = match &user {
-            Some(u) => (
-                RingMem::user(&d.dma, &u.udata, sq_len)?,
-                RingMem::user(&d.dma, &u.udata, rq_len)?,
-                u.context.page(),
-            ),
-            None => (
-                RingMem::Kernel(d.dma.alloc(sq_len)?),
-                RingMem::Kernel(d.dma.alloc(rq_len)?),
-                0,
-            ),
+        let db_page = user.as_ref().map_or(0, |u| u.context.page());
+        let ring = |len: usize| match &user {
+            Some(u) => RingMem::user(&d.dma, &u.udata, len),
+            None => Ok(RingMem::Kernel(d.dma.alloc(len)?)),
+        };
+        let sq = ring(sq_len)?;
+        let rq = match init.srq {
+            Some(_) => None,
+            None => Some(ring(rq_len)?),
         };
         let entry = QpEntry {
             handle: qp,
             sq: WorkRing::new(sq_n)?,
             rq: WorkRing::new(rq_n)?,
+            srq: init.srq.map(|s| s.srqn),
         };
         let qpn = {
             let mut ids = d.ids.lock();
@@ -527,17 +555,18 @@ impl IbDeviceOps for RdmaDev {
             qp_type: qp_type as u8,
             pd: init.pd.pdn,
             sq: sq.dma_addr()?,
-            rq: rq.dma_addr()?,
+            rq: rq.as_ref().map_or(Ok(0), RingMem::dma_addr)?,
             sq_entries: sq_n,
             rq_entries: rq_n,
             send_cq: init.send_cq.cqn,
             recv_cq: init.recv_cq.cqn,
             db_page,
+            srq: init.srq.map_or(0, |s| s.srqn),
         };
         let responded = match user {
             Some(u) => u.udata.respond(&uapi::CreateQpResp {
                 sq_offset: sq.mmap_offset(),
-                rq_offset: rq.mmap_offset(),
+                rq_offset: rq.as_ref().map_or(0, RingMem::mmap_offset),
                 qpn,
                 sq_entries: sq_n,
                 rq_entries: rq_n,
@@ -561,8 +590,8 @@ impl IbDeviceOps for RdmaDev {
         let caps = QpCaps {
             max_send_wr: sq_n,
             max_recv_wr: rq_n,
-            max_send_sge: d.caps.max_sge,
-            max_recv_sge: d.caps.max_sge,
+            max_send_sge: max_sge,
+            max_recv_sge: if init.srq.is_some() { 0 } else { max_sge },
         };
         let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq, caps);
         Ok((state, qpn, caps))
@@ -613,6 +642,121 @@ impl IbDeviceOps for RdmaDev {
 
     fn post_recv(dev: &IbDevice<Self>, qp: &RdmaQp, wrs: &mut RecvWrs<'_>) -> Result {
         qp::post_recv(dev.data(), qp, wrs)
+    }
+
+    fn create_srq(
+        dev: &IbDevice<Self>,
+        srq: SrqHandle,
+        pd: &RdmaPd,
+        attr: SrqAttr,
+        user: Option<&mut UserCall<'_, Self>>,
+    ) -> Result<(impl PinInit<RdmaSrq, Error>, SrqAttr)> {
+        let d = dev.data();
+        let max_sge = u32::from(d.caps.max_sge);
+        if d.caps.max_srq == 0 {
+            return Err(eopnotsupp());
+        }
+        if attr.max_sge > max_sge || attr.limit > attr.max_wr {
+            return Err(EINVAL);
+        }
+        let n = ring_size(attr.max_wr, d.caps.max_qp_wr)?;
+        let len = n as usize * RQ_WQE_LEN;
+        let (ring, db_page) = match &user {
+            Some(u) => (RingMem::user(&d.dma, &u.udata, len)?, u.context.page()),
+            None => (RingMem::Kernel(d.dma.alloc(len)?), 0),
+        };
+        let entry = SrqEntry {
+            handle: srq,
+            ring: SharedRing::new(n)?,
+            limit: 0,
+        };
+        let srqn = d.ids.lock().srqs.alloc()?;
+        let responded = match user {
+            Some(u) => u.udata.respond(&uapi::CreateSrqResp {
+                offset: ring.mmap_offset(),
+                srqn,
+                entries: n,
+            }),
+            None => Ok(()),
+        };
+        let created = responded.and_then(|()| {
+            Ok(d.admin.exec(AdminCmd::RdmaCreateSrq {
+                srqn,
+                ring: ring.dma_addr()?,
+                entries: n,
+                pd: pd.pdn,
+                db_page,
+            })?)
+        });
+        if let Err(e) = created {
+            d.ids.lock().srqs.free(srqn);
+            return Err(e);
+        }
+        if let Some(slot) = lock_irqsave(&d.tables).srqs.get_mut(srqn as usize) {
+            *slot = Some(entry);
+        }
+        if attr.limit != 0 {
+            if let Err(e) = arm_srq(d, srqn, n, attr.limit) {
+                let _ = d.admin.exec(AdminCmd::RdmaDestroySrq { srqn });
+                let _ = lock_irqsave(&d.tables)
+                    .srqs
+                    .get_mut(srqn as usize)
+                    .and_then(Option::take);
+                d.ids.lock().srqs.free(srqn);
+                return Err(e);
+            }
+        }
+        let state = try_init!(RdmaSrq {
+            srqn,
+            ring,
+            entries: n,
+            max_sge,
+        }? Error);
+        let granted = SrqAttr {
+            max_wr: n,
+            max_sge,
+            limit: attr.limit,
+        };
+        Ok((state, granted))
+    }
+
+    fn modify_srq(dev: &IbDevice<Self>, srq: &RdmaSrq, change: SrqChange) -> Result {
+        // The ring does not grow: as mlx5, a resize is refused.
+        if change.max_wr.is_some() {
+            return Err(eopnotsupp());
+        }
+        match change.limit {
+            Some(limit) => arm_srq(dev.data(), srq.srqn, srq.entries, limit),
+            None => Ok(()),
+        }
+    }
+
+    fn query_srq(dev: &IbDevice<Self>, srq: &RdmaSrq) -> Result<SrqAttr> {
+        let limit = lock_irqsave(&dev.data().tables)
+            .srq(srq.srqn)
+            .ok_or(EINVAL)?
+            .limit;
+        Ok(SrqAttr {
+            max_wr: srq.entries,
+            max_sge: srq.max_sge,
+            limit,
+        })
+    }
+
+    fn destroy_srq(dev: &IbDevice<Self>, srq: &RdmaSrq) -> Result<SrqHandle> {
+        let d = dev.data();
+        let _ = d.admin.exec(AdminCmd::RdmaDestroySrq { srqn: srq.srqn });
+        let entry = lock_irqsave(&d.tables)
+            .srqs
+            .get_mut(srq.srqn as usize)
+            .and_then(Option::take)
+            .ok_or(EINVAL)?;
+        d.ids.lock().srqs.free(srq.srqn);
+        Ok(entry.handle)
+    }
+
+    fn post_srq_recv(dev: &IbDevice<Self>, srq: &RdmaSrq, wrs: &mut RecvWrs<'_>) -> Result {
+        srq::post_recv(dev.data(), srq, wrs)
     }
 
     fn create_ah(

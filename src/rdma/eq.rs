@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The event queue: the card writes an entry when an armed CQ got a
-//! completion, a QP failed by itself or a CQ overflowed, and raises the
+//! completion, a QP failed by itself, a CQ overflowed or an SRQ fell
+//! below its limit, and raises the
 //! RDMA vector. The interrupt handler resolves each entry against the
 //! tables and tells ib_core's user; a failed QP is also the NIC's `rdma`
 //! health reporter's to report.
@@ -17,8 +18,8 @@ use crate::hw::ENTRY_FLAGS_OFFSET;
 use crate::linux::{dma::DmaBuffer, irq::IrqHandler, net::upper::NetDevHold, sync::lock_irqsave};
 use crate::nic::Nic;
 
-/// Entries of the event queue: more than all CQs and QPs together, so it
-/// cannot overflow (an event is written once per arming or per failure).
+/// Entries of the event queue: more than all CQs, QPs and SRQs of the
+/// card together (256, 256 and 64), so it cannot overflow (an event is written once per arming or per failure).
 pub(crate) const EQ_ENTRIES: u32 = 1024;
 
 /// The event interrupt's state.
@@ -75,6 +76,13 @@ impl EqIrq {
                     cq.error_event();
                 }
             }
+            eqe_type::SRQ_LIMIT => match tables.srq(eqe.id) {
+                Some(srq) => {
+                    srq.limit = 0;
+                    srq.handle.limit_event();
+                }
+                None => tables.bogus += 1,
+            },
             eqe_type::QP_FATAL => match tables.qp(eqe.id) {
                 Some(qp) => {
                     qp.handle.fatal_event();

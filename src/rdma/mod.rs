@@ -16,6 +16,7 @@ mod ids;
 mod mr;
 mod qp;
 mod ring;
+mod srq;
 mod tables;
 mod ucontext;
 

@@ -15,8 +15,8 @@ use crate::hw::rdma::{
 };
 use crate::linux::{
     rdma::verbs::{
-        modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpRetry, QpStateKind, RecvWrs,
-        SendOp, SendWr, SendWrs,
+        modify_is_ok, Access, AddressPath, QpAttrs, QpCaps, QpKind, QpRetry, QpStateKind, RecvWr,
+        RecvWrs, SendOp, SendWr, SendWrs,
     },
     sync::lock_irqsave,
 };
@@ -32,8 +32,8 @@ pub(crate) struct RdmaQp {
     pub(crate) signal_all: bool,
     /// Send queue ring.
     pub(crate) sq: RingMem,
-    /// Receive queue ring.
-    pub(crate) rq: RingMem,
+    /// Receive queue ring; none with an SRQ.
+    pub(crate) rq: Option<RingMem>,
     /// Queue sizes granted.
     pub(crate) caps: QpCaps,
     /// What the driver last set.
@@ -74,7 +74,7 @@ impl RdmaQp {
         kind: QpKind,
         signal_all: bool,
         sq: RingMem,
-        rq: RingMem,
+        rq: Option<RingMem>,
         caps: QpCaps,
     ) -> impl PinInit<Self, Error> {
         let settings = QpSettings {
@@ -430,38 +430,55 @@ pub(crate) fn post_send(dev: &RdmaDev, qp: &RdmaQp, wrs: &mut SendWrs<'_, RdmaDe
     result
 }
 
+/// The receive WQE of a request; `EINVAL` with too many entries.
+pub(crate) fn recv_wqe(wr: &RecvWr<'_>) -> Result<RqWqe> {
+    if wr.num_sge() > MAX_SGE {
+        return Err(EINVAL);
+    }
+    let mut w = RqWqe {
+        num_sge: wr.num_sge() as u8,
+        ..RqWqe::default()
+    };
+    for (i, o) in w.sge.iter_mut().enumerate().take(wr.num_sge()) {
+        if let Some(s) = wr.sge(i) {
+            *o = Sge {
+                addr: s.addr,
+                len: s.len,
+                lkey: s.lkey,
+            };
+        }
+    }
+    Ok(w)
+}
+
 /// `post_recv`: as [`post_send`], for the receive queue.
 pub(crate) fn post_recv(dev: &RdmaDev, qp: &RdmaQp, wrs: &mut RecvWrs<'_>) -> Result {
     let mut tables = lock_irqsave(dev.tables());
     let entry = tables.qp(qp.qpn).ok_or(EINVAL)?;
     let start = entry.rq.head;
     let mut result = Ok(());
+    if entry.srq.is_some() {
+        // Its receives are posted to the SRQ.
+        return Err(EINVAL);
+    }
     for wr in wrs {
         if !entry.rq.has_room() {
             result = Err(ENOMEM);
             break;
         }
-        if wr.num_sge() > MAX_SGE {
-            result = Err(EINVAL);
-            break;
-        }
-        let mut w = RqWqe {
-            num_sge: wr.num_sge() as u8,
-            ..RqWqe::default()
-        };
-        for (i, o) in w.sge.iter_mut().enumerate().take(wr.num_sge()) {
-            if let Some(s) = wr.sge(i) {
-                *o = Sge {
-                    addr: s.addr,
-                    len: s.len,
-                    lkey: s.lkey,
-                };
+        let w = match recv_wqe(&wr) {
+            Ok(w) => w,
+            Err(e) => {
+                result = Err(e);
+                break;
             }
-        }
+        };
         let slot = entry.rq.slot(entry.rq.head);
         if let Err(e) = qp
             .rq
-            .kernel()
+            .as_ref()
+            .ok_or(EINVAL)
+            .and_then(RingMem::kernel)
             .and_then(|rq| rq.write(slot * RQ_WQE_LEN, &w.to_bytes()))
         {
             result = Err(e);

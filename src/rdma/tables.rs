@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What completions and events are resolved against: the CQs and QPs by
-//! number, and each QP's work queue bookkeeping (which request sits in
+//! What completions and events are resolved against: the CQs, QPs and
+//! SRQs by number, and each queue's bookkeeping (which request sits in
 //! which slot). Shared by the verbs, the CQ poller and the event
 //! interrupt, so it lives under one spinlock taken with interrupts off.
 
 use kernel::prelude::*;
 
-use crate::linux::rdma::verbs::{CqHandle, QpHandle, WcStatus};
+use crate::linux::rdma::verbs::{CqHandle, QpHandle, SrqHandle, WcStatus};
 
 /// A free-running 16-bit ring index.
 pub(crate) type RingIndex = u16;
@@ -71,14 +71,66 @@ impl WorkRing {
     }
 }
 
+/// A shared receive queue's ring as the driver tracks it. The card takes
+/// entries in ring order, but they complete in any order (a SEND to one
+/// QP may finish before an earlier one to another), so each slot is
+/// tracked alone: the next post waits for its slot's completion.
+pub(crate) struct SharedRing {
+    /// Next slot to fill.
+    pub(crate) head: RingIndex,
+    /// The `wr_id` of each slot with a request posted and not completed.
+    pub(crate) wr_ids: KVec<Option<u64>>,
+}
+
+impl SharedRing {
+    /// A ring of `entries` slots (a power of two).
+    pub(crate) fn new(entries: u32) -> Result<Self> {
+        let mut wr_ids = KVec::with_capacity(entries as usize, GFP_KERNEL)?;
+        wr_ids.resize(entries as usize, None, GFP_KERNEL)?;
+        Ok(Self { head: 0, wr_ids })
+    }
+
+    /// The slot the next request goes to, if its last one completed.
+    pub(crate) fn next_free(&self) -> Option<usize> {
+        let slot = usize::from(self.head) & self.wr_ids.len().wrapping_sub(1);
+        matches!(self.wr_ids.get(slot), Some(None)).then_some(slot)
+    }
+
+    /// Records a request in `slot` (from [`SharedRing::next_free`]).
+    pub(crate) fn post(&mut self, slot: usize, wr_id: u64) {
+        if let Some(s) = self.wr_ids.get_mut(slot) {
+            *s = Some(wr_id);
+            self.head = self.head.wrapping_add(1);
+        }
+    }
+
+    /// The card completed the request in `slot`: its `wr_id`, or `None`
+    /// if none is posted there.
+    pub(crate) fn complete(&mut self, slot: u16) -> Option<u64> {
+        self.wr_ids.get_mut(usize::from(slot))?.take()
+    }
+}
+
+/// An SRQ's entry.
+pub(crate) struct SrqEntry {
+    /// ib_core's SRQ.
+    pub(crate) handle: SrqHandle,
+    /// Its ring (a process's SRQ: unused, the process tracks its own).
+    pub(crate) ring: SharedRing,
+    /// The armed limit (0: none); the card disarms it as it fires.
+    pub(crate) limit: u32,
+}
+
 /// A QP's entry.
 pub(crate) struct QpEntry {
     /// ib_core's QP.
     pub(crate) handle: QpHandle,
     /// Send queue.
     pub(crate) sq: WorkRing,
-    /// Receive queue.
+    /// Receive queue (no slots with an SRQ).
     pub(crate) rq: WorkRing,
+    /// The SRQ it receives from.
+    pub(crate) srq: Option<u32>,
 }
 
 /// Completions with an error status, as mlx5 counts them: requester
@@ -116,6 +168,8 @@ pub(crate) struct Tables {
     pub(crate) cqs: KVec<Option<CqHandle>>,
     /// QPs.
     pub(crate) qps: KVec<Option<QpEntry>>,
+    /// SRQs.
+    pub(crate) srqs: KVec<Option<SrqEntry>>,
     /// Completions and events naming no object, or a slot with nothing
     /// posted: the card's word not taken.
     pub(crate) bogus: u64,
@@ -124,19 +178,19 @@ pub(crate) struct Tables {
 }
 
 impl Tables {
-    /// Room for `cqs` CQs and `qps` QPs.
-    pub(crate) fn new(cqs: u32, qps: u32) -> Result<Self> {
-        let mut c = KVec::with_capacity(cqs as usize, GFP_KERNEL)?;
-        for _ in 0..cqs {
-            c.push(None, GFP_KERNEL)?;
-        }
-        let mut q = KVec::with_capacity(qps as usize, GFP_KERNEL)?;
-        for _ in 0..qps {
-            q.push(None, GFP_KERNEL)?;
+    /// Room for `cqs` CQs, `qps` QPs and `srqs` SRQs.
+    pub(crate) fn new(cqs: u32, qps: u32, srqs: u32) -> Result<Self> {
+        fn slots<E>(n: u32) -> Result<KVec<Option<E>>> {
+            let mut v = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+            for _ in 0..n {
+                v.push(None, GFP_KERNEL)?;
+            }
+            Ok(v)
         }
         Ok(Self {
-            cqs: c,
-            qps: q,
+            cqs: slots(cqs)?,
+            qps: slots(qps)?,
+            srqs: slots(srqs)?,
             bogus: 0,
             cqe_errors: CqeErrors::default(),
         })
@@ -145,5 +199,34 @@ impl Tables {
     /// The QP `qpn`, if it exists.
     pub(crate) fn qp(&mut self, qpn: u32) -> Option<&mut QpEntry> {
         self.qps.get_mut(qpn as usize).and_then(Option::as_mut)
+    }
+
+    /// The SRQ `srqn`, if it exists.
+    pub(crate) fn srq(&mut self, srqn: u32) -> Option<&mut SrqEntry> {
+        self.srqs.get_mut(srqn as usize).and_then(Option::as_mut)
+    }
+
+    /// Resolves a receive completion of QP `qpn` in `slot` of its own
+    /// queue or (`shared`) of its SRQ's ring: the request's `wr_id` and
+    /// the QP's handle, or `None` for a completion the driver cannot
+    /// believe.
+    pub(crate) fn complete_recv(
+        &mut self,
+        qpn: u32,
+        slot: u16,
+        shared: bool,
+    ) -> Option<(u64, &QpHandle)> {
+        let entry = self.qps.get_mut(qpn as usize)?.as_mut()?;
+        let wr_id = match (shared, entry.srq) {
+            (false, None) => entry.rq.complete(slot)?,
+            (true, Some(srqn)) => self
+                .srqs
+                .get_mut(srqn as usize)?
+                .as_mut()?
+                .ring
+                .complete(slot)?,
+            _ => return None,
+        };
+        Some((wr_id, &entry.handle))
     }
 }

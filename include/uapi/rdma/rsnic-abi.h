@@ -78,6 +78,20 @@ struct rsnic_ib_create_qp_resp {
 };
 
 /*
+ * The response to create_srq: its ring of receive entries, to mmap() at
+ * offset. The provider posts there and rings the SRQ doorbell of its
+ * page with srqn; completions of its entries carry the SRQ flag and
+ * their slot in this ring. The card takes entries in ring order, but
+ * they complete in any order: a slot is free again once its completion
+ * was polled.
+ */
+struct rsnic_ib_create_srq_resp {
+	__aligned_u64 offset;
+	__u32 srqn;
+	__u32 entries;		/* a power of two */
+};
+
+/*
  * The response to create_ah: the destination MAC ib_core resolved, which
  * a UD send carries in its address vector.
  */

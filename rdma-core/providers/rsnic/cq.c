@@ -190,12 +190,22 @@ static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
 
 	if (!qp)
 		return false;
-	wq = recv ? &qp->rq : &qp->sq;
-	pthread_spin_lock(&wq->lock);
-	ok = retire(wq, le16toh(cqe->wqe_index), &wc->wr_id);
-	pthread_spin_unlock(&wq->lock);
-	if (!ok)
-		return false;
+	if (recv && (flags & RSNIC_CQE_SRQ)) {
+		/* A slot of the QP's SRQ, not of its own receive queue. */
+		if (!qp->ibv_qp.srq ||
+		    !rsnic_srq_retire(to_rsrq(qp->ibv_qp.srq),
+				      le16toh(cqe->wqe_index), &wc->wr_id))
+			return false;
+	} else {
+		if (recv && qp->ibv_qp.srq)
+			return false;
+		wq = recv ? &qp->rq : &qp->sq;
+		pthread_spin_lock(&wq->lock);
+		ok = retire(wq, le16toh(cqe->wqe_index), &wc->wr_id);
+		pthread_spin_unlock(&wq->lock);
+		if (!ok)
+			return false;
+	}
 
 	memset(&wc->status, 0, sizeof(*wc) - offsetof(struct ibv_wc, status));
 	wc->status = cqe->status <= IBV_WC_TM_RNDV_INCOMPLETE ?

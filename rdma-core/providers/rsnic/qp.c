@@ -89,7 +89,9 @@ struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	struct rsnic_qp *qp;
 	int ret;
 
-	if (attr->srq || attr->cap.max_inline_data ||
+	/* Only an RC QP receives from an SRQ on this card. */
+	if (attr->cap.max_inline_data ||
+	    (attr->srq && attr->qp_type != IBV_QPT_RC) ||
 	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -107,7 +109,7 @@ struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		goto err_free;
 	ret = map_wq(pd->context, &qp->sq, resp.drv_payload.sq_entries,
 		     RSNIC_SQ_WQE_LEN, resp.drv_payload.sq_offset);
-	if (!ret)
+	if (!ret && !attr->srq)
 		ret = map_wq(pd->context, &qp->rq, resp.drv_payload.rq_entries,
 			     RSNIC_RQ_WQE_LEN, resp.drv_payload.rq_offset);
 	if (!ret)
@@ -121,7 +123,7 @@ struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_send_wr = qp->sq.entries;
 	attr->cap.max_recv_wr = qp->rq.entries;
 	attr->cap.max_send_sge = RSNIC_MAX_SGE;
-	attr->cap.max_recv_sge = RSNIC_MAX_SGE;
+	attr->cap.max_recv_sge = attr->srq ? 0 : RSNIC_MAX_SGE;
 	attr->cap.max_inline_data = 0;
 	return &qp->ibv_qp;
 
@@ -166,7 +168,7 @@ int rsnic_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
-static void put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n)
+void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n)
 {
 	int i;
 
@@ -236,7 +238,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	if (wr->send_flags & IBV_SEND_FENCE)
 		w->flags |= RSNIC_WQE_FENCE;
 	w->num_sge = wr->num_sge;
-	put_sges(w->sge, wr->sg_list, wr->num_sge);
+	rsnic_put_sges(w->sge, wr->sg_list, wr->num_sge);
 	return 0;
 }
 
@@ -286,6 +288,11 @@ int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
+	if (ibqp->srq) {
+		/* Its receives are posted to the SRQ. */
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&rq->lock);
 	start = rq->head;
 	for (; wr; wr = wr->next) {
@@ -301,7 +308,7 @@ int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			break;
 		}
 		w.num_sge = wr->num_sge;
-		put_sges(w.sge, wr->sg_list, wr->num_sge);
+		rsnic_put_sges(w.sge, wr->sg_list, wr->num_sge);
 		memcpy((uint8_t *)rq->ring + (size_t)slot * RSNIC_RQ_WQE_LEN,
 		       &w, sizeof(w));
 		rq->wrid[slot] = wr->wr_id;

@@ -52,6 +52,22 @@ struct rsnic_wq {
 	pthread_spinlock_t lock;
 };
 
+/*
+ * A shared receive queue: its mapped ring, and per slot the wr_id and
+ * whether a request is posted there and not completed.
+ */
+struct rsnic_srq {
+	struct ibv_srq ibv_srq;
+	void *ring;
+	size_t ring_len;
+	uint64_t *wrid;
+	bool *posted;
+	uint32_t srqn;
+	uint32_t entries;		/* a power of two */
+	uint32_t head;			/* posted, free running */
+	pthread_spinlock_t lock;
+};
+
 struct rsnic_qp {
 	struct ibv_qp ibv_qp;
 	struct rsnic_wq sq;
@@ -79,6 +95,11 @@ static inline struct rsnic_qp *to_rqp(struct ibv_qp *ibqp)
 	return container_of(ibqp, struct rsnic_qp, ibv_qp);
 }
 
+static inline struct rsnic_srq *to_rsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct rsnic_srq, ibv_srq);
+}
+
 static inline struct rsnic_ah *to_rah(struct ibv_ah *ibah)
 {
 	return container_of(ibah, struct rsnic_ah, ibv_ah);
@@ -89,6 +110,8 @@ void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
 		uint16_t value);
 
 struct rsnic_qp *rsnic_find_qp(struct rsnic_context *ctx, uint32_t qpn);
+/* Writes `n` SGEs in the card's format. */
+void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n);
 
 struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
@@ -109,5 +132,16 @@ int rsnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int rsnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
+
+struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr);
+int rsnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask);
+int rsnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int rsnic_destroy_srq(struct ibv_srq *srq);
+int rsnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
+/* The SRQ's request in `slot` completed: its wr_id; false if none. */
+bool rsnic_srq_retire(struct rsnic_srq *srq, uint16_t slot, uint64_t *wr_id);
 
 #endif /* RSNIC_PROVIDER_H */

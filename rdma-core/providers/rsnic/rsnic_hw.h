@@ -25,6 +25,7 @@ enum {
 	RSNIC_DB_RQ = 0x4,
 	RSNIC_DB_CQ_CI = 0x8,
 	RSNIC_DB_CQ_ARM = 0xc,
+	RSNIC_DB_SRQ = 0x10,
 };
 
 enum {
@@ -103,6 +104,7 @@ enum {
 	RSNIC_CQE_WITH_IMM = 1 << 1,
 	RSNIC_CQE_WITH_INV = 1 << 2,
 	RSNIC_CQE_GRH = 1 << 3,
+	RSNIC_CQE_SRQ = 1 << 5,
 	RSNIC_CQE_PHASE = 1 << 15,
 };
 

@@ -24,7 +24,7 @@ use crate::linux::rdma::{
     umem::UserMemory,
     verbs::{
         Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery, RecvWrs,
-        SendWrs, StatDesc, WcWriter,
+        SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
 };
 
@@ -57,6 +57,10 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_mr: u32,
     /// Protection domains.
     pub(crate) max_pd: u32,
+    /// Shared receive queues (0: none).
+    pub(crate) max_srq: u32,
+    /// Requests of one shared receive queue.
+    pub(crate) max_srq_wr: u32,
     /// Address handles.
     pub(crate) max_ah: u32,
     /// Outstanding RDMA READs per QP (requester and responder).
@@ -161,6 +165,8 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     type Ah: Send + Sync;
     /// A memory region's state.
     type Mr: Send + Sync;
+    /// A shared receive queue's state.
+    type Srq: Send + Sync;
 
     /// `query_device`: the device's limits.
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
@@ -252,6 +258,41 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn post_send(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut SendWrs<'_, Self>) -> Result;
     /// `post_recv` (any context), as `post_send`.
     fn post_recv(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
+
+    /// `create_srq` in protection domain `pd`, with room for at least
+    /// `attr.max_wr` requests of `attr.max_sge` entries: the state and
+    /// the sizes granted. The driver keeps `srq` until
+    /// [`IbDeviceOps::destroy_srq`] gives it back. `user` as for
+    /// [`IbDeviceOps::create_qp`]. Without it ib_core refuses SRQs.
+    #[allow(unreachable_code)]
+    fn create_srq(
+        _dev: &IbDevice<Self>,
+        _srq: SrqHandle,
+        _pd: &Self::Pd,
+        _attr: SrqAttr,
+        _user: Option<&mut UserCall<'_, Self>>,
+    ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttr)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Srq>, SrqAttr), _>(EINVAL)
+    }
+    /// `modify_srq`: resize or arm the limit (may sleep).
+    fn modify_srq(_dev: &IbDevice<Self>, _srq: &Self::Srq, _change: SrqChange) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// `query_srq`.
+    fn query_srq(_dev: &IbDevice<Self>, _srq: &Self::Srq) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// `destroy_srq`: returns the handle given at creation. No QP uses
+    /// it any more (ib_core counts them).
+    fn destroy_srq(_dev: &IbDevice<Self>, _srq: &Self::Srq) -> Result<SrqHandle> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// `post_srq_recv` (any context), as `post_recv`.
+    fn post_srq_recv(_dev: &IbDevice<Self>, _srq: &Self::Srq, _wrs: &mut RecvWrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// `create_ah` (may be atomic context; a process's call, `user`,
     /// is not).

@@ -22,7 +22,7 @@ use crate::linux::rdma::{
     umem::UserMemory,
     verbs::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
-        QpKind, RecvWrs, SendWrs, StatDesc, WcWriter,
+        QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
 };
 use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
@@ -99,6 +99,14 @@ impl<T: IbDeviceOps> Adapter<T> {
         if T::HAS_RESIZE_USER_CQ {
             ops.resize_user_cq = Some(Self::resize_user_cq);
         }
+        if T::HAS_CREATE_SRQ {
+            ops.create_srq = Some(Self::create_srq);
+            ops.modify_srq = Some(Self::modify_srq);
+            ops.query_srq = Some(Self::query_srq);
+            ops.destroy_srq = Some(Self::destroy_srq);
+            ops.post_srq_recv = Some(Self::post_srq_recv);
+            ops.size_ib_srq = core::mem::size_of::<IbObject<bindings::ib_srq, T::Srq>>();
+        }
         if T::HAS_HW_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
@@ -169,6 +177,9 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_cqe = int(a.max_cqe);
             p.max_mr = int(a.max_mr);
             p.max_pd = int(a.max_pd);
+            p.max_srq = int(a.max_srq);
+            p.max_srq_wr = int(a.max_srq_wr);
+            p.max_srq_sge = int(a.max_sge);
             p.max_ah = int(a.max_ah);
             p.max_qp_rd_atom = int(a.max_qp_rd_atom);
             p.max_qp_init_rd_atom = int(a.max_qp_rd_atom);
@@ -591,7 +602,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: As the function's contract says.
             let a = unsafe { &mut *attr };
             let kind = QpKind::from_raw(a.qp_type).ok_or_else(eopnotsupp)?;
-            if a.send_cq.is_null() || a.recv_cq.is_null() || !a.srq.is_null() {
+            if a.send_cq.is_null() || a.recv_cq.is_null() {
                 return Err(EINVAL);
             }
             // SAFETY: `device` and `pd` are set by ib_core; the CQs and PD
@@ -604,6 +615,9 @@ impl<T: IbDeviceOps> Adapter<T> {
                         pd: IbObject::<bindings::ib_pd, T::Pd>::data((*qp).pd),
                         send_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.send_cq),
                         recv_cq: IbObject::<bindings::ib_cq, T::Cq>::data(a.recv_cq),
+                        // ib_core holds a reference on the SRQ too.
+                        srq: (!a.srq.is_null())
+                            .then(|| IbObject::<bindings::ib_srq, T::Srq>::data(a.srq)),
                         caps: QpCaps {
                             max_send_wr: a.cap.max_send_wr,
                             max_recv_wr: a.cap.max_recv_wr,
@@ -726,6 +740,151 @@ impl<T: IbDeviceOps> Adapter<T> {
         // SAFETY: A valid chain for the call (contract).
         let mut wrs = unsafe { RecvWrs::new(wr) };
         match T::post_recv(dev, data, &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                // SAFETY: `bad` is writable (contract).
+                unsafe { *bad = wrs.current() };
+                e.to_errno()
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `srq` is an SRQ ib_core allocated (with `device`, `pd` set) for one
+    /// of our devices; `attr` is valid.
+    unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: NULL or this call's udata, on our device.
+            let mut user = unsafe { UserCall::<T>::from_raw(udata) };
+            if let Some(u) = &user {
+                u.udata.expect_no_request()?;
+            }
+            // SAFETY: As the function's contract says.
+            let a = unsafe { &mut *attr };
+            if a.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                return Err(eopnotsupp());
+            }
+            // SAFETY: `device` and `pd` are set by ib_core; the PD is ours
+            // and initialised (ib_core holds a reference on it).
+            let (dev, pd) = unsafe {
+                (
+                    Self::dev((*srq).device),
+                    IbObject::<bindings::ib_pd, T::Pd>::data((*srq).pd),
+                )
+            };
+            let asked = SrqAttr::from_raw(&a.attr);
+            let (data, granted) =
+                T::create_srq(dev, SrqHandle::new(srq), pd, asked, user.as_mut())?;
+            granted.write(&mut a.attr);
+            // SAFETY: Allocated with `size_ib_srq`, state not initialised.
+            unsafe { IbObject::<bindings::ib_srq, T::Srq>::init(srq, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `srq` is a live SRQ of ours; `attr` valid for the fields `mask`
+    /// names.
+    unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: NULL or this call's udata.
+            if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+                udata.expect_no_request()?;
+            }
+            let known =
+                bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+            if mask & !known != 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: As the function's contract says.
+            let (dev, data, a) = unsafe {
+                (
+                    Self::dev((*srq).device),
+                    IbObject::<bindings::ib_srq, T::Srq>::data(srq),
+                    SrqAttr::from_raw(&*attr),
+                )
+            };
+            let change = SrqChange {
+                max_wr: (mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0).then_some(a.max_wr),
+                limit: (mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0).then_some(a.limit),
+            };
+            T::modify_srq(dev, data, change)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `srq` is a live SRQ of ours; `attr` writable.
+    unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*srq).device),
+                    IbObject::<bindings::ib_srq, T::Srq>::data(srq),
+                )
+            };
+            let a = T::query_srq(dev, data)?;
+            // SAFETY: Writable (contract).
+            a.write(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `srq` is an SRQ `create_srq` initialised.
+    unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let dev = unsafe { Self::dev((*srq).device) };
+            // SAFETY: Initialised by `create_srq`.
+            let handle =
+                T::destroy_srq(dev, unsafe { IbObject::<bindings::ib_srq, T::Srq>::data(srq) })?;
+            // The handle proves the driver let go of the object.
+            debug_assert!(handle.as_raw() == srq);
+            // SAFETY: Not used after this: the driver gave the handle back.
+            unsafe { IbObject::<bindings::ib_srq, T::Srq>::drop_data(srq) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `srq` is a live SRQ of ours; `wr` a valid chain; `bad` writable.
+    unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*srq).device),
+                IbObject::<bindings::ib_srq, T::Srq>::data(srq),
+            )
+        };
+        // SAFETY: A valid chain for the call (contract).
+        let mut wrs = unsafe { RecvWrs::new(wr) };
+        match T::post_srq_recv(dev, data, &mut wrs) {
             Ok(()) => 0,
             Err(e) => {
                 // SAFETY: `bad` is writable (contract).

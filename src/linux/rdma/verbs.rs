@@ -15,7 +15,7 @@ use crate::linux::rdma::device::IbDeviceOps;
 
 pub(crate) use crate::linux::rdma::{
     completion::{NetworkHdr, WcOpcode, WcStatus, WcWriter, WorkCompletion},
-    work_request::{RecvWrs, SendOp, SendWr, SendWrs},
+    work_request::{RecvWr, RecvWrs, SendOp, SendWr, SendWrs},
 };
 /// An ib_core object (`C`) followed by the driver's state for it (`D`).
 ///
@@ -194,6 +194,84 @@ impl QpHandle {
     }
 }
 
+/// A shared receive queue as ib_core knows it; the driver gives it back
+/// when the SRQ is destroyed.
+///
+/// # Invariants
+///
+/// `ptr` is a live `ib_srq` of the driver's device until the handle is
+/// returned from `destroy_srq`.
+pub(crate) struct SrqHandle {
+    ptr: *mut bindings::ib_srq,
+}
+
+// SAFETY: The SRQ's event handler may be called from any context.
+unsafe impl Send for SrqHandle {}
+// SAFETY: As above; the handle is only read.
+unsafe impl Sync for SrqHandle {}
+
+impl SrqHandle {
+    pub(super) fn new(ptr: *mut bindings::ib_srq) -> Self {
+        Self { ptr }
+    }
+
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_srq {
+        self.ptr
+    }
+
+    /// Fewer requests than the armed limit are posted: an
+    /// `IB_EVENT_SRQ_LIMIT_REACHED` to its user.
+    pub(crate) fn limit_event(&self) {
+        // SAFETY: Live SRQ (type invariant); the event lives on the stack
+        // for the call.
+        unsafe {
+            if let Some(handler) = (*self.ptr).event_handler {
+                let mut ev: bindings::ib_event = core::mem::zeroed();
+                ev.device = (*self.ptr).device;
+                ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                ev.element.srq = self.ptr;
+                handler(&mut ev, (*self.ptr).srq_context);
+            }
+        }
+    }
+}
+
+/// A shared receive queue's sizes and limit (`ib_srq_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SrqAttr {
+    /// Receive requests it holds.
+    pub(crate) max_wr: u32,
+    /// Scatter/gather entries of one request.
+    pub(crate) max_sge: u32,
+    /// The armed limit (0: not armed).
+    pub(crate) limit: u32,
+}
+
+impl SrqAttr {
+    pub(super) fn from_raw(a: &bindings::ib_srq_attr) -> Self {
+        Self {
+            max_wr: a.max_wr,
+            max_sge: a.max_sge,
+            limit: a.srq_limit,
+        }
+    }
+
+    pub(super) fn write(&self, a: &mut bindings::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.limit;
+    }
+}
+
+/// What `modify_srq` changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SrqChange {
+    /// A new size (`IB_SRQ_MAX_WR`).
+    pub(crate) max_wr: Option<u32>,
+    /// A limit to arm (`IB_SRQ_LIMIT`).
+    pub(crate) limit: Option<u32>,
+}
+
 /// A QP transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QpKind {
@@ -247,8 +325,10 @@ pub(crate) struct QpInit<'a, T: IbDeviceOps> {
     pub(crate) send_cq: &'a T::Cq,
     /// CQ of receive completions.
     pub(crate) recv_cq: &'a T::Cq,
-    /// Queue sizes asked for.
+    /// Queue sizes asked for (the receive sizes mean nothing with `srq`).
     pub(crate) caps: QpCaps,
+    /// The shared receive queue it receives from, if any.
+    pub(crate) srq: Option<&'a T::Srq>,
     /// Every send request completes (`IB_SIGNAL_ALL_WR`), not only the
     /// signaled ones.
     pub(crate) signal_all: bool,

@@ -329,7 +329,7 @@ impl RdmaEngine {
                 pd,
                 db_page,
             } => {
-                if !(1..u32::from(CAPS.max_srq)).contains(&srqn)
+                if !(1..=u32::from(CAPS.max_srq)).contains(&srqn)
                     || !ring_ok(entries, CAPS.max_qp_wr)
                     || pd >= CAPS.max_pd
                     || db_page >= udb::PAGES
@@ -1759,7 +1759,7 @@ pub(crate) mod tests {
         assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
         assert_eq!(s.admin(srq(3, 3)), AdminStatus::BadState);
         let far = AdminCmd::RdmaCreateSrq {
-            srqn: 64,
+            srqn: 65,
             ring: RQ,
             entries: 64,
             pd: 3,

@@ -44,7 +44,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 44
+ktap_header 48
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -179,6 +179,21 @@ check "atomics: an MR without remote-atomic access (REM_ACCESS_ERR), memory unch
 # to the new ring in order; shrinking below them fails, losing none.
 check "ibv_resize_cq: grow with completions waiting, refuse to shrink below them, none lost" \
 	python3 "$(dirname "$0")/rdma_cq_resize.py" "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+
+# Shared receive queues: ibv_srq_pingpong's 16 RC QPs on one SRQ per
+# side, checking the data (-c); then with pyverbs (rdma_srq.py) two QPs
+# sharing card B's SRQ, the limit event, a full SRQ and a QP's error.
+min_packets=100
+check "ibv_srq_pingpong -c: 16 QPs on one SRQ each side, 100 round trips" \
+	pair srq_pingpong "ibv_srq_pingpong -d $IB_B -g $GID_B -n 100 -c" \
+	"ibv_srq_pingpong -d $IB_A -g $GID_A -n 100 -c 127.0.0.1"
+SRQ=$(dirname "$0")/rdma_srq.py
+check "SRQ: two QPs' SENDs land in its buffers, each once; the limit event fires and disarms" \
+	timeout 60 python3 "$SRQ" share "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "SRQ: a post beyond max_wr is ENOMEM; max_wr SENDs all arrive" \
+	timeout 60 python3 "$SRQ" full "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "SRQ: one QP's error flushes nothing of it; the other QP still receives" \
+	timeout 60 python3 "$SRQ" error "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # rdma_cm's examples: rping checking every payload (-V), udaddy's UD
 # exchange.

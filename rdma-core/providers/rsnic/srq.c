@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Shared receive queues: a ring of receive WQEs the kernel allocated and
+ * mapped, which every QP created with the SRQ takes from. The card takes
+ * entries in ring order but they complete in any order, so each slot is
+ * tracked alone: a post goes to the next slot once that slot's last
+ * request completed, and a full SRQ refuses with ENOMEM.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+#include <util/util.h>
+#include <kernel-abi/rsnic-abi.h>
+
+#include "rsnic.h"
+
+DECLARE_DRV_CMD(ursnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
+		rsnic_ib_create_srq_resp);
+
+static void free_srq(struct rsnic_srq *srq)
+{
+	if (srq->ring)
+		munmap(srq->ring, srq->ring_len);
+	free(srq->wrid);
+	free(srq->posted);
+	pthread_spin_destroy(&srq->lock);
+	free(srq);
+}
+
+struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	struct rsnic_context *ctx = to_rctx(pd->context);
+	struct ursnic_create_srq_resp resp = {};
+	struct ibv_create_srq cmd = {};
+	struct rsnic_srq *srq;
+	uint32_t entries;
+	int ret;
+
+	if (attr->attr.max_sge > RSNIC_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	ret = ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free_srq(srq);
+		errno = ret;
+		return NULL;
+	}
+	entries = resp.drv_payload.entries;
+	srq->srqn = resp.drv_payload.srqn;
+	srq->entries = entries;
+	if (!entries || entries & (entries - 1)) {
+		ret = EPROTO;
+		goto err_destroy;
+	}
+	srq->wrid = calloc(entries, sizeof(*srq->wrid));
+	srq->posted = calloc(entries, sizeof(*srq->posted));
+	if (!srq->wrid || !srq->posted) {
+		ret = ENOMEM;
+		goto err_destroy;
+	}
+	srq->ring_len = align((size_t)entries * RSNIC_RQ_WQE_LEN,
+			      RSNIC_DB_PAGE_SIZE);
+	srq->ring = mmap(NULL, srq->ring_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, pd->context->cmd_fd,
+			 resp.drv_payload.offset);
+	if (srq->ring == MAP_FAILED) {
+		srq->ring = NULL;
+		ret = errno;
+		goto err_destroy;
+	}
+	attr->attr.max_wr = entries;
+	attr->attr.max_sge = RSNIC_MAX_SGE;
+	return &srq->ibv_srq;
+
+err_destroy:
+	verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up SRQ %u: %d\n",
+		  srq->srqn, ret);
+	ibv_cmd_destroy_srq(&srq->ibv_srq);
+	free_srq(srq);
+	errno = ret;
+	return NULL;
+}
+
+int rsnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask)
+{
+	struct ibv_modify_srq cmd = {};
+
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int rsnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd = {};
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+int rsnic_destroy_srq(struct ibv_srq *ibsrq)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_srq(ibsrq);
+	if (ret)
+		return ret;
+	free_srq(to_rsrq(ibsrq));
+	return 0;
+}
+
+int rsnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	struct rsnic_srq *srq = to_rsrq(ibsrq);
+	uint32_t start;
+	int ret = 0;
+
+	pthread_spin_lock(&srq->lock);
+	start = srq->head;
+	for (; wr; wr = wr->next) {
+		uint32_t slot = srq->head & (srq->entries - 1);
+		struct rsnic_rq_wqe w = {};
+
+		if (srq->posted[slot]) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE) {
+			ret = EINVAL;
+			break;
+		}
+		w.num_sge = wr->num_sge;
+		rsnic_put_sges(w.sge, wr->sg_list, wr->num_sge);
+		memcpy((uint8_t *)srq->ring + (size_t)slot * RSNIC_RQ_WQE_LEN,
+		       &w, sizeof(w));
+		srq->wrid[slot] = wr->wr_id;
+		srq->posted[slot] = true;
+		srq->head++;
+	}
+	if (srq->head != start) {
+		/* The WQEs are in memory before the card hears of them. */
+		udma_to_device_barrier();
+		rsnic_ring(to_rctx(ibsrq->context), RSNIC_DB_SRQ, srq->srqn,
+			   srq->head);
+	}
+	pthread_spin_unlock(&srq->lock);
+	if (ret)
+		*bad_wr = wr;
+	return ret;
+}
+
+bool rsnic_srq_retire(struct rsnic_srq *srq, uint16_t slot, uint64_t *wr_id)
+{
+	bool ok = false;
+
+	pthread_spin_lock(&srq->lock);
+	if (slot < srq->entries && srq->posted[slot]) {
+		*wr_id = srq->wrid[slot];
+		srq->posted[slot] = false;
+		ok = true;
+	}
+	pthread_spin_unlock(&srq->lock);
+	return ok;
+}
