@@ -666,6 +666,9 @@ pub mod eqe_type {
     /// A shared receive queue fell below its armed limit; `id` is the
     /// SRQ. The limit is disarmed.
     pub const SRQ_LIMIT: u16 = 4;
+    /// A QP with an SRQ went to the error state: it takes no more of the
+    /// SRQ's WQEs, and the one it had is flushed; `id` is the QP.
+    pub const QP_LAST_WQE: u16 = 5;
 }
 
 wire_struct! {

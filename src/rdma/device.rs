@@ -146,7 +146,11 @@ impl RdmaDev {
             udb_pages: IdPool::new(1, udb::PAGES)?,
         };
         let tables = Arc::pin_init(
-            kernel::new_spinlock!(Tables::new(caps.max_cq, caps.max_qp, u32::from(caps.max_srq) + 1)?),
+            kernel::new_spinlock!(Tables::new(
+                caps.max_cq,
+                caps.max_qp,
+                u32::from(caps.max_srq) + 1
+            )?),
             GFP_KERNEL,
         )?;
         let ring = dma.alloc(EQ_ENTRIES as usize * EQE_LEN)?;

@@ -83,6 +83,10 @@ impl EqIrq {
                 }
                 None => tables.bogus += 1,
             },
+            eqe_type::QP_LAST_WQE => match tables.qp(eqe.id) {
+                Some(qp) if qp.srq.is_some() => qp.handle.last_wqe_event(),
+                _ => tables.bogus += 1,
+            },
             eqe_type::QP_FATAL => match tables.qp(eqe.id) {
                 Some(qp) => {
                     qp.handle.fatal_event();

@@ -857,8 +857,9 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: As the function's contract says.
             let dev = unsafe { Self::dev((*srq).device) };
             // SAFETY: Initialised by `create_srq`.
-            let handle =
-                T::destroy_srq(dev, unsafe { IbObject::<bindings::ib_srq, T::Srq>::data(srq) })?;
+            let handle = T::destroy_srq(dev, unsafe {
+                IbObject::<bindings::ib_srq, T::Srq>::data(srq)
+            })?;
             // The handle proves the driver let go of the object.
             debug_assert!(handle.as_raw() == srq);
             // SAFETY: Not used after this: the driver gave the handle back.

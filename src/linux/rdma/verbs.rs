@@ -180,13 +180,23 @@ impl QpHandle {
 
     /// The QP failed by itself: an `IB_EVENT_QP_FATAL` to its user.
     pub(crate) fn fatal_event(&self) {
+        self.event(bindings::ib_event_type_IB_EVENT_QP_FATAL);
+    }
+
+    /// The QP, in error, takes no more of its SRQ's requests: an
+    /// `IB_EVENT_QP_LAST_WQE_REACHED` (`ib_drain_qp` waits for it).
+    pub(crate) fn last_wqe_event(&self) {
+        self.event(bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+
+    fn event(&self, kind: bindings::ib_event_type) {
         // SAFETY: Live QP (type invariant); the event lives on the stack
         // for the call.
         unsafe {
             if let Some(handler) = (*self.ptr).event_handler {
                 let mut ev: bindings::ib_event = core::mem::zeroed();
                 ev.device = (*self.ptr).device;
-                ev.event = bindings::ib_event_type_IB_EVENT_QP_FATAL;
+                ev.event = kind;
                 ev.element.qp = self.ptr;
                 handler(&mut ev, (*self.ptr).qp_context);
             }

@@ -31,7 +31,9 @@ use faults::{RdmaFault, RdmaFaults};
 use mem::MrTable;
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
-use queues::{lock_srq, CompletionQueue, EventQueue, Posted, RecvQueue, SharedRq, SrqRef, WorkQueue};
+use queues::{
+    lock_srq, CompletionQueue, EventQueue, Posted, RecvQueue, SharedRq, SrqRef, WorkQueue,
+};
 
 /// The limits the engine reports. Queue and region counts are those of a
 /// small FPGA design; a page list covers 2 MiB in 4 KiB pages.
@@ -651,6 +653,7 @@ impl RdmaEngine {
                 }
                 Action::Fatal => self.event(eqe_type::QP_FATAL, qpn, io),
                 Action::SrqLimit(srqn) => self.event(eqe_type::SRQ_LIMIT, srqn, io),
+                Action::LastWqeReached => self.event(eqe_type::QP_LAST_WQE, qpn, io),
             }
         }
     }
@@ -1718,7 +1721,8 @@ pub(crate) mod tests {
         assert_eq!(b.mem.get(DATA + 0x100, 8), [1; 8]);
         // One left, below 2: the event came once.
         assert_eq!(limit_events(&b), 2);
-        // The QP's error flushes nothing of the SRQ's.
+        // The QP's error flushes nothing of the SRQ's, and says it takes
+        // no more of them.
         let err = QpModify {
             mask: qp_attr::STATE,
             state: QpState::Err as u8,
@@ -1726,6 +1730,12 @@ pub(crate) mod tests {
         };
         assert_eq!(b.modify(QPN, err), ok);
         assert!(b.completions(true).is_empty());
+        let last = b
+            .events()
+            .iter()
+            .filter(|e| e.kind == eqe_type::QP_LAST_WQE)
+            .count();
+        assert_eq!(last, 1);
         assert_eq!(lock_srq(&b.e.srqs[&5]).wq.pending(), 1);
         // Destroyed only when no QP uses it.
         let destroy = AdminCmd::RdmaDestroySrq { srqn: 5 };
@@ -1751,7 +1761,10 @@ pub(crate) mod tests {
         let mut c = qp_create(20, QpType::Rc, SQ, RQ, 3);
         c.srq = 1;
         assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
-        assert_eq!(s.admin(AdminCmd::RdmaDestroySrq { srqn: 1 }), AdminStatus::Ok);
+        assert_eq!(
+            s.admin(AdminCmd::RdmaDestroySrq { srqn: 1 }),
+            AdminStatus::Ok
+        );
         assert_eq!(s.admin(srq(4, 3)), AdminStatus::Ok);
         assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::BadParam);
         // Not with UD; not a number out of range.

@@ -58,6 +58,9 @@ pub enum Action {
     /// A receive taken from this SRQ crossed its armed limit: raise the
     /// limit event.
     SrqLimit(u32),
+    /// The QP, which receives from an SRQ, is in error and will take no
+    /// more of its WQEs: raise the last-WQE event.
+    LastWqeReached,
 }
 
 /// A data packet the QP received, with what the engine knows of its
@@ -468,6 +471,9 @@ impl Qp {
         }
         for slot in flushed {
             out.push(self.flush_cqe(true, slot, wc_op::RECV));
+        }
+        if self.rq.srqn().is_some() {
+            out.push(Action::LastWqeReached);
         }
         self.writing = None;
         self.deadline = None;

@@ -812,7 +812,7 @@ print(str(r[sys.argv[2]]).lower())' "$1" "$3"
 rdma_objects() {
 	local d
 	for d in $IB_A $IB_B; do
-		echo -n "$d: $(rdma_res $d pd) $(rdma_cqs_in_use $d) $(rdma_res $d qp) $(rdma_res $d mr); "
+		echo -n "$d: $(rdma_res $d pd) $(rdma_cqs_in_use $d) $(rdma_res $d qp) $(rdma_res $d mr) $(rdma_res $d srq); "
 	done
 }
 rdma_objects_are() { [ "$(rdma_objects)" = "$1" ]; }

@@ -17,8 +17,9 @@ share:   8 receives posted to the SRQ, its limit armed at 4 (query_srq
 full:    the SRQ takes exactly the max_wr it granted; one more post fails
          with ENOMEM; then max_wr SENDs all arrive, none lost.
 error:   B's first QP goes to the error state with 4 receives in the SRQ:
-         nothing is flushed from the SRQ (no completion on B), and the
-         second QP still receives all 4 SENDs through it.
+         IBV_EVENT_QP_LAST_WQE_REACHED comes for it, nothing is flushed
+         from the SRQ (no completion on B), and the second QP still
+         receives all 4 SENDs through it.
 Exit status 0 when the case holds.
 """
 
@@ -216,6 +217,11 @@ def case_error(a, b):
         b.post_srq(slot)
     b.qps[0].modify(QPAttr(qp_state=ibv_qp_state.IBV_QPS_ERR),
                     1)  # IBV_QP_STATE
+    ev = next_async_event(b.ctx)
+    kind = ev.event_type
+    ev.ack()
+    if kind != ibv_event_type.IBV_EVENT_QP_LAST_WQE_REACHED:
+        raise SystemExit(f"async event {kind}, not QP_LAST_WQE_REACHED")
     if not quiet(b.cq):
         raise SystemExit("the QP's error flushed the SRQ")
     sends = {n: 1 for n in range(4)}
@@ -223,7 +229,8 @@ def case_error(a, b):
         send(a, 1, n)
     drain(a.cq, 4)
     received(a, b, sends, drain(b.cq, 4))
-    print("# QP 0 in error; QP 1 received all 4 through the SRQ")
+    print("# QP 0 in error, its last-WQE event came; QP 1 received all 4 "
+          "through the SRQ")
 
 
 def main():

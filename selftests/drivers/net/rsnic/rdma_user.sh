@@ -192,7 +192,7 @@ check "SRQ: two QPs' SENDs land in its buffers, each once; the limit event fires
 	timeout 60 python3 "$SRQ" share "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "SRQ: a post beyond max_wr is ENOMEM; max_wr SENDs all arrive" \
 	timeout 60 python3 "$SRQ" full "$IB_A" "$GID_A" "$IB_B" "$GID_B"
-check "SRQ: one QP's error flushes nothing of it; the other QP still receives" \
+check "SRQ: one QP's error: its last-WQE event, nothing of the SRQ flushed, the other QP receives" \
 	timeout 60 python3 "$SRQ" error "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # rdma_cm's examples: rping checking every payload (-V), udaddy's UD
