@@ -230,8 +230,12 @@ pub mod access {
     pub const REMOTE_READ: u32 = 1 << 2;
     /// A peer may run atomics (compare-and-swap, fetch-and-add) on it.
     pub const REMOTE_ATOMIC: u32 = 1 << 3;
+    /// Memory windows may be bound over it (an MR's right only).
+    pub const MW_BIND: u32 = 1 << 4;
     /// Every bit the engine knows.
-    pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
+    pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND;
+    /// The rights a memory window may grant.
+    pub const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 }
 
 wire_struct! {
@@ -395,6 +399,13 @@ pub mod mr_kind {
     /// Memory of a process: pages from a page list, mapped at
     /// registration.
     pub const USER: u8 = 2;
+    /// A memory window of type 1: a PD's remote view of part of an MR,
+    /// unbound until a BIND_MW WQE binds it (length 0 unbinds).
+    pub const MW_TYPE1: u8 = 3;
+    /// A memory window of type 2 (2B): bound by a BIND_MW WQE to the
+    /// QP that posted it, usable only through that QP, until
+    /// invalidated (LOCAL_INV, or a peer's SEND with invalidate).
+    pub const MW_TYPE2: u8 = 4;
 }
 
 /// Most pages of a user MR's page list (its list is 2 MiB).
@@ -423,6 +434,11 @@ pub mod wqe_op {
     pub const CMP_SWAP: u8 = 8;
     /// Atomic fetch-and-add, like [`CMP_SWAP`].
     pub const FETCH_ADD: u8 = 9;
+    /// Bind the memory window whose index `rkey` names (which takes
+    /// `rkey`, its new variant byte) over `remote_addr` and the
+    /// [`super::BindParams`]'s length of an MR, granting the [`super::access`]
+    /// bits in `qkey` (remote ones only).
+    pub const BIND_MW: u8 = 10;
 }
 
 /// Send WQE flags (byte 1).
@@ -492,6 +508,18 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// What a BIND_MW WQE binds (in [`SqWqe::ext`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct BindParams[16] {
+        /// The lkey of the MR the window shows (of the QP's PD, with
+        /// [`access::MW_BIND`]).
+        pub mr_key @ 0: u32,
+        /// Bytes of the window (0: a type 1 window unbound).
+        pub len @ 8: u64,
+    }
+}
+
+wire_struct! {
     /// What a REG_MR WQE maps (in [`SqWqe::ext`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct RegMrParams[24] {
@@ -537,6 +565,17 @@ impl SqWqe {
     pub fn set_atomic(&mut self, a: &AtomicParams) {
         self.ext = [0; AV_LEN];
         a.put(&mut self.ext[..AtomicParams::SIZE]);
+    }
+
+    /// The BIND_MW parameters in [`SqWqe::ext`].
+    pub fn bind(&self) -> BindParams {
+        Field::get(&self.ext[..BindParams::SIZE])
+    }
+
+    /// Puts BIND_MW parameters in [`SqWqe::ext`].
+    pub fn set_bind(&mut self, b: &BindParams) {
+        self.ext = [0; AV_LEN];
+        b.put(&mut self.ext[..BindParams::SIZE]);
     }
 }
 
@@ -599,6 +638,8 @@ pub mod wc_op {
     pub const COMP_SWAP: u8 = 3;
     /// Atomic fetch-and-add.
     pub const FETCH_ADD: u8 = 4;
+    /// BIND_MW.
+    pub const BIND_MW: u8 = 5;
     /// LOCAL_INV.
     pub const LOCAL_INV: u8 = 6;
     /// REG_MR.

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::dma::{DmaFault, HostMem};
-use crate::hw::rdma::{access, mr_kind, MrReg, RegMrParams};
+use crate::hw::rdma::{access, mr_kind, BindParams, MrReg, RegMrParams};
 use crate::hw::AdminStatus;
 
 /// The reserved local key: every bus address, as is, for local access by
@@ -25,8 +25,12 @@ pub enum AccessError {
     NoRights,
     /// The range is outside the MR.
     OutOfBounds,
-    /// A fast-registration MR not (or no longer) registered.
+    /// A fast-registration MR not (or no longer) registered, or a
+    /// memory window not bound.
     Invalid,
+    /// A type 2 memory window used through another QP than the one it
+    /// was bound through.
+    WrongQp,
 }
 
 /// How a valid MR maps its addresses.
@@ -43,6 +47,16 @@ enum Map {
     },
 }
 
+/// What a bound memory window shows: part of an MR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Binding {
+    mr_key: u32,
+    addr: u64,
+    len: u64,
+    /// Type 2: the QP it was bound through, the only one that may use it.
+    qpn: Option<u32>,
+}
+
 #[derive(Clone, Debug)]
 struct Mr {
     key: u32,
@@ -50,8 +64,17 @@ struct Mr {
     access: u32,
     kind: u8,
     max_pages: u32,
-    /// `None`: a fast-registration MR that is not registered.
+    /// `None`: a fast-registration MR that is not registered (a window:
+    /// always).
     map: Option<Map>,
+    /// A memory window: what it is bound to, if it is.
+    bound: Option<Binding>,
+}
+
+impl Mr {
+    fn is_window(&self) -> bool {
+        matches!(self.kind, mr_kind::MW_TYPE1 | mr_kind::MW_TYPE2)
+    }
 }
 
 /// The engine's memory regions, by index (key bits 8-31).
@@ -79,7 +102,10 @@ impl MrTable {
         if reg.key == LOCAL_DMA_LKEY
             || index >= self.limit
             || reg.access & !access::ALL != 0
-            || !matches!(reg.kind, mr_kind::DMA | mr_kind::FAST_REG)
+            || !matches!(
+                reg.kind,
+                mr_kind::DMA | mr_kind::FAST_REG | mr_kind::MW_TYPE1 | mr_kind::MW_TYPE2
+            )
         {
             return AdminStatus::BadParam;
         }
@@ -103,6 +129,7 @@ impl MrTable {
                 kind: reg.kind,
                 max_pages: reg.max_pages,
                 map,
+                bound: None,
             },
         );
         AdminStatus::Ok
@@ -137,8 +164,17 @@ impl MrTable {
 
     /// `RDMA_DEREG_MR`: the region whose index `key` names (whatever
     /// variant byte fast registrations gave it since).
+    /// An MR with windows bound over it stays (as the verbs require).
     pub fn deregister(&mut self, key: u32) -> AdminStatus {
-        match self.mrs.remove(&(key >> 8)) {
+        let index = key >> 8;
+        if self
+            .mrs
+            .values()
+            .any(|m| m.bound.is_some_and(|b| b.mr_key >> 8 == index))
+        {
+            return AdminStatus::BadState;
+        }
+        match self.mrs.remove(&index) {
             Some(_) => AdminStatus::Ok,
             None => AdminStatus::NotFound,
         }
@@ -200,17 +236,110 @@ impl MrTable {
     }
 
     /// LOCAL_INV, or a peer's SEND with invalidate: the fast-registration
-    /// MR `key` stops translating until registered again.
-    pub fn invalidate(&mut self, key: u32, pd: u32) -> Result<(), AccessError> {
+    /// MR `key` stops translating until registered again, or the type 2
+    /// window `key` is unbound. `windows_only`: a process's QP, which may
+    /// not invalidate MRs.
+    pub fn invalidate(&mut self, key: u32, pd: u32, windows_only: bool) -> Result<(), AccessError> {
         let mr = self.mrs.get_mut(&(key >> 8)).ok_or(AccessError::BadKey)?;
-        if mr.key != key || mr.kind != mr_kind::FAST_REG {
+        let mr_ok = mr.kind == mr_kind::FAST_REG && !windows_only;
+        if mr.key != key || !(mr_ok || mr.kind == mr_kind::MW_TYPE2) {
             return Err(AccessError::BadKey);
         }
         if mr.pd != pd {
             return Err(AccessError::WrongPd);
         }
         mr.map = None;
+        mr.bound = None;
         Ok(())
+    }
+
+    /// A BIND_MW work request of QP `qpn` (PD `pd`): the window whose
+    /// index `key` names takes `key` and shows `[addr, addr + len)` of
+    /// the MR `mr_key` with the remote rights `rights`. A type 2 window
+    /// must be unbound; a type 1 window is rebound (length 0 unbinds it).
+    /// Nothing changes on an error.
+    pub fn bind(
+        &mut self,
+        qpn: u32,
+        pd: u32,
+        key: u32,
+        p: &BindParams,
+        addr: u64,
+        rights: u32,
+    ) -> Result<(), AccessError> {
+        let (kind, bound) = {
+            let w = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
+            if !w.is_window() {
+                return Err(AccessError::BadKey);
+            }
+            if w.pd != pd {
+                return Err(AccessError::WrongPd);
+            }
+            (w.kind, w.bound)
+        };
+        if rights & !access::REMOTE != 0 || (kind == mr_kind::MW_TYPE2 && bound.is_some()) {
+            return Err(AccessError::Invalid);
+        }
+        let binding = if p.len == 0 && kind == mr_kind::MW_TYPE1 {
+            None
+        } else {
+            let mr = self.mrs.get(&(p.mr_key >> 8)).ok_or(AccessError::BadKey)?;
+            if mr.is_window() || mr.key != p.mr_key {
+                return Err(AccessError::BadKey);
+            }
+            if mr.access & access::MW_BIND == 0 {
+                return Err(AccessError::NoRights);
+            }
+            // Inside the MR, of the same PD.
+            self.resolve(p.mr_key, pd, addr, p.len, 0)?;
+            Some(Binding {
+                mr_key: p.mr_key,
+                addr,
+                len: p.len,
+                qpn: (kind == mr_kind::MW_TYPE2).then_some(qpn),
+            })
+        };
+        let w = self.mrs.get_mut(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        w.key = key;
+        w.access = rights;
+        w.bound = binding;
+        Ok(())
+    }
+
+    /// As [`MrTable::resolve`], for a peer's request arriving on QP
+    /// `qpn`: `key` may also be a memory window's, bound and granting
+    /// `need`, which then resolves through its MR.
+    pub fn resolve_remote(
+        &self,
+        key: u32,
+        pd: u32,
+        qpn: u32,
+        addr: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<Vec<Segment>, AccessError> {
+        let Some(w) = self.mrs.get(&(key >> 8)).filter(|m| m.is_window()) else {
+            return self.resolve(key, pd, addr, len, need);
+        };
+        if w.key != key {
+            return Err(AccessError::BadKey);
+        }
+        if w.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        let b = w.bound.ok_or(AccessError::Invalid)?;
+        if b.qpn.is_some_and(|q| q != qpn) {
+            return Err(AccessError::WrongQp);
+        }
+        if w.access & need != need {
+            return Err(AccessError::NoRights);
+        }
+        let end = addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+        if addr < b.addr || end > b.addr + b.len {
+            return Err(AccessError::OutOfBounds);
+        }
+        // The window's rights stand for the MR's.
+        self.resolve(b.mr_key, pd, addr, len, 0)
     }
 
     /// The host memory behind `[addr, addr + len)` of the MR `key`, if
@@ -232,7 +361,8 @@ impl MrTable {
             return Ok(vec![(addr, len)]);
         }
         let mr = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
-        if mr.key != key {
+        // A window is a remote key only (`resolve_remote`).
+        if mr.key != key || mr.is_window() {
             return Err(AccessError::BadKey);
         }
         if mr.pd != pd {
@@ -362,7 +492,7 @@ mod tests {
             t.resolve(0x101, 2, 0x7000_0800, 1, 0),
             Err(AccessError::WrongPd)
         );
-        t.invalidate(0x101, 1).unwrap();
+        t.invalidate(0x101, 1, false).unwrap();
         assert_eq!(
             t.resolve(0x101, 1, 0x7000_0800, 1, 0),
             Err(AccessError::Invalid)
@@ -372,6 +502,82 @@ mod tests {
             t.resolve(0x101, 1, 0x7000_0800, 1, 0),
             Err(AccessError::BadKey)
         );
+    }
+
+    #[test]
+    fn memory_windows_show_part_of_an_mr_to_the_right_qp_until_invalidated() {
+        let mut t = MrTable::new(16);
+        let reg = |key, access, kind| MrReg {
+            key,
+            pd: 1,
+            access,
+            kind,
+            ..MrReg::default()
+        };
+        // A DMA MR that allows binding, one that does not, two windows.
+        let bindable = access::LOCAL_WRITE | access::MW_BIND;
+        assert_eq!(t.register(&reg(0x100, bindable, mr_kind::DMA)), AdminStatus::Ok);
+        assert_eq!(t.register(&reg(0x200, access::LOCAL_WRITE, mr_kind::DMA)), AdminStatus::Ok);
+        assert_eq!(t.register(&reg(0x300, 0, mr_kind::MW_TYPE2)), AdminStatus::Ok);
+        assert_eq!(t.register(&reg(0x400, 0, mr_kind::MW_TYPE1)), AdminStatus::Ok);
+        let p = |mr_key, len| BindParams { mr_key, len };
+        let rw = access::REMOTE_READ | access::REMOTE_WRITE;
+        // Unbound: no access.
+        assert_eq!(
+            t.resolve_remote(0x300, 1, 7, 0x1000, 8, 0),
+            Err(AccessError::Invalid)
+        );
+        // Not over an MR without MW_BIND, nor with local rights, nor
+        // from another PD.
+        assert!(t.bind(7, 1, 0x301, &p(0x200, 0x100), 0x1000, rw).is_err());
+        assert!(t.bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, access::LOCAL_WRITE).is_err());
+        assert!(t.bind(7, 2, 0x301, &p(0x100, 0x100), 0x1000, rw).is_err());
+        t.bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, rw).unwrap();
+        // A bound type 2 window is not bound again.
+        assert!(t.bind(7, 1, 0x302, &p(0x100, 0x100), 0x1000, rw).is_err());
+        // Its new key, inside it, through its QP, with its rights.
+        assert_eq!(
+            t.resolve_remote(0x301, 1, 7, 0x1080, 0x80, access::REMOTE_WRITE),
+            Ok(vec![(0x1080, 0x80)])
+        );
+        assert_eq!(
+            t.resolve_remote(0x300, 1, 7, 0x1080, 8, 0),
+            Err(AccessError::BadKey)
+        );
+        assert_eq!(
+            t.resolve_remote(0x301, 1, 7, 0x10f9, 8, 0),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.resolve_remote(0x301, 1, 8, 0x1080, 8, 0),
+            Err(AccessError::WrongQp)
+        );
+        assert_eq!(
+            t.resolve_remote(0x301, 1, 7, 0x1080, 8, access::REMOTE_ATOMIC),
+            Err(AccessError::NoRights)
+        );
+        // Not a local key.
+        assert_eq!(t.resolve(0x301, 1, 0x1080, 8, 0), Err(AccessError::BadKey));
+        // The MR stays while a window shows it.
+        assert_eq!(t.deregister(0x100), AdminStatus::BadState);
+        // Type 1: any QP of the PD; rebound, unbound with length 0; no
+        // LOCAL_INV.
+        t.bind(7, 1, 0x401, &p(0x100, 0x10), 0x2000, access::REMOTE_READ).unwrap();
+        assert!(t.resolve_remote(0x401, 1, 9, 0x2000, 0x10, access::REMOTE_READ).is_ok());
+        assert_eq!(t.invalidate(0x401, 1, true), Err(AccessError::BadKey));
+        t.bind(9, 1, 0x402, &p(0x100, 0), 0, 0).unwrap();
+        assert_eq!(
+            t.resolve_remote(0x402, 1, 9, 0x2000, 1, 0),
+            Err(AccessError::Invalid)
+        );
+        // A process may invalidate its type 2 window, not an MR.
+        assert_eq!(t.invalidate(0x100, 1, true), Err(AccessError::BadKey));
+        t.invalidate(0x301, 1, true).unwrap();
+        assert_eq!(
+            t.resolve_remote(0x301, 1, 7, 0x1080, 8, 0),
+            Err(AccessError::Invalid)
+        );
+        assert_eq!(t.deregister(0x100), AdminStatus::Ok);
     }
 
     #[test]

@@ -1224,10 +1224,17 @@ pub(crate) mod tests {
         assert!(a.ring_sq(QPN).is_empty());
         let cqe = a.completions(false)[0];
         assert_eq!(cqe.status, wc_status::LOC_PROT_ERR);
+        // It maps no memory; it invalidates only its memory windows.
         let (mut a, _b) = user_pair();
-        a.post_send(QPN, send_wqe(wqe_op::LOCAL_INV, 0, 0));
+        a.post_send(QPN, send_wqe(wqe_op::REG_MR, 0, 0));
         assert!(a.ring_sq(QPN).is_empty());
         assert_eq!(a.completions(false)[0].status, wc_status::LOC_QP_OP_ERR);
+        let (mut a, _b) = user_pair();
+        let mut inv = send_wqe(wqe_op::LOCAL_INV, 0, 0);
+        inv.imm_or_key = RKEY;
+        a.post_send(QPN, inv);
+        assert!(a.ring_sq(QPN).is_empty());
+        assert_eq!(a.completions(false)[0].status, wc_status::LOC_PROT_ERR);
         // Its receive buffers cannot use it either: the QP fails.
         let (mut a, mut b) = user_pair();
         a.post_recv(QPN, DATA, 4096);

@@ -576,13 +576,32 @@ impl Qp {
                 });
             }
         };
+        // A process's QP maps no memory itself: it may only invalidate
+        // its memory windows.
         let user = self.db_page != 0;
-        if user && matches!(wqe.opcode, wqe_op::LOCAL_INV | wqe_op::REG_MR) {
+        if user && wqe.opcode == wqe_op::REG_MR {
             self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
             return false;
         }
         match wqe.opcode {
-            wqe_op::LOCAL_INV => match mrs.invalidate(wqe.imm_or_key, self.pd) {
+            wqe_op::BIND_MW => {
+                let bound = mrs.bind(
+                    self.qpn,
+                    self.pd,
+                    wqe.rkey,
+                    &wqe.bind(),
+                    wqe.remote_addr,
+                    wqe.qkey,
+                );
+                match bound {
+                    Ok(()) => ok(out, self.qpn, 0),
+                    Err(_) => {
+                        self.fail(false, slot, wc, wc_status::MW_BIND_ERR, out);
+                        return false;
+                    }
+                }
+            }
+            wqe_op::LOCAL_INV => match mrs.invalidate(wqe.imm_or_key, self.pd, user) {
                 Ok(()) => ok(out, self.qpn, 0),
                 Err(_) => {
                     self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
@@ -1418,7 +1437,7 @@ impl Qp {
                 key = imm;
             }
             if let Some(rkey) = pkt.inv_rkey {
-                if mrs.invalidate(rkey, self.pd).is_err() {
+                if mrs.invalidate(rkey, self.pd, self.db_page != 0).is_err() {
                     out.push(self.recv_error(r.slot, wc_status::LOC_PROT_ERR));
                     return Err(NakCode::InvalidRequest);
                 }
@@ -1484,7 +1503,14 @@ impl Qp {
             let segs = if len == 0 {
                 Vec::new()
             } else {
-                mrs.resolve(reth.rkey, self.pd, reth.va, len, access::REMOTE_WRITE)
+                mrs.resolve_remote(
+                    reth.rkey,
+                    self.pd,
+                    self.qpn,
+                    reth.va,
+                    len,
+                    access::REMOTE_WRITE,
+                )
                     .map_err(|_| NakCode::RemoteAccessError)?
             };
             self.writing = Some(Writing {
@@ -1552,7 +1578,14 @@ impl Qp {
             Vec::new()
         } else {
             let segs = mrs
-                .resolve(reth.rkey, self.pd, reth.va, len, access::REMOTE_READ)
+                .resolve_remote(
+                    reth.rkey,
+                    self.pd,
+                    self.qpn,
+                    reth.va,
+                    len,
+                    access::REMOTE_READ,
+                )
                 .map_err(|_| NakCode::RemoteAccessError)?;
             read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?
         };
@@ -1609,7 +1642,7 @@ impl Qp {
             return Err(NakCode::InvalidRequest);
         }
         let segs = mrs
-            .resolve(a.rkey, self.pd, a.va, 8, access::REMOTE_ATOMIC)
+            .resolve_remote(a.rkey, self.pd, self.qpn, a.va, 8, access::REMOTE_ATOMIC)
             .map_err(|_| NakCode::RemoteAccessError)?;
         let old = read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?;
         let orig = u64::from_le_bytes(
@@ -1725,6 +1758,7 @@ fn send_wc_op(op: u8) -> u8 {
         wqe_op::FETCH_ADD => wc_op::FETCH_ADD,
         wqe_op::LOCAL_INV => wc_op::LOCAL_INV,
         wqe_op::REG_MR => wc_op::REG_MR,
+        wqe_op::BIND_MW => wc_op::BIND_MW,
         _ => wc_op::SEND,
     }
 }
