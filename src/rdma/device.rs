@@ -13,7 +13,7 @@ use kernel::{
 use super::cq::RdmaCq;
 use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
-use super::mr::RdmaMr;
+use super::mr::{RdmaMr, RdmaMw};
 use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::ring::RingMem;
 use super::srq::{self, RdmaSrq};
@@ -36,8 +36,8 @@ use crate::linux::{
     rdma::udata::{UserCall, UserData},
     rdma::umem::UserMemory,
     rdma::verbs::{
-        Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpKind, QpQuery,
-        RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
+        QpQuery, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
     sync::lock_irqsave,
     uapi,
@@ -326,6 +326,7 @@ impl IbDeviceOps for RdmaDev {
     type Ah = RdmaAh;
     type Mr = RdmaMr;
     type Srq = RdmaSrq;
+    type Mw = RdmaMw;
 
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
@@ -351,6 +352,7 @@ impl IbDeviceOps for RdmaDev {
             max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
             local_dma_lkey_0: true,
             atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
+            mem_windows: true,
         }
     }
 
@@ -823,6 +825,35 @@ impl IbDeviceOps for RdmaDev {
         };
         let keys = d.register_mr(reg)?;
         Ok((RdmaMr::fast_reg(key, list, max_pages), keys))
+    }
+
+    fn alloc_mw(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        kind: MwKind,
+    ) -> Result<(impl PinInit<RdmaMw, Error>, u32)> {
+        let d = dev.data();
+        // Windows and regions share the card's key space.
+        let key = d.ids.lock().mrs.alloc()? << 8;
+        let reg = MrReg {
+            key,
+            pd: pd.pdn,
+            access: 0,
+            kind: match kind {
+                MwKind::Type1 => mr_kind::MW_TYPE1,
+                MwKind::Type2 => mr_kind::MW_TYPE2,
+            },
+            ..MrReg::default()
+        };
+        d.register_mr(reg)?;
+        Ok((try_init!(RdmaMw { key }? Error), key))
+    }
+
+    fn dealloc_mw(dev: &IbDevice<Self>, mw: &RdmaMw) -> Result {
+        let d = dev.data();
+        let _ = d.admin.exec(AdminCmd::RdmaDeregMr { key: mw.key });
+        d.ids.lock().mrs.free(mw.key >> 8);
+        Ok(())
     }
 
     fn mr_clear_pages(mr: &RdmaMr) {

@@ -8,6 +8,12 @@ use kernel::{prelude::*, sync::SpinLock};
 
 use crate::linux::{dma::DmaBuffer, rdma::umem::UserMemory, sync::lock_irqsave};
 
+/// A memory window's driver state: its key's index is the card's.
+pub(crate) struct RdmaMw {
+    /// Its first key (binds change the variant byte, not the index).
+    pub(crate) key: u32,
+}
+
 /// A memory region's driver state.
 #[pin_data]
 pub(crate) struct RdmaMr {

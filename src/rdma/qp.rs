@@ -116,6 +116,9 @@ pub(crate) fn access_bits(a: Access) -> u32 {
     if a.remote_atomic {
         bits |= access::REMOTE_ATOMIC;
     }
+    if a.mw_bind {
+        bits |= access::MW_BIND;
+    }
     bits
 }
 

@@ -172,6 +172,10 @@ static enum ibv_wc_opcode wc_opcode(const struct rsnic_cqe *cqe, bool recv)
 		return IBV_WC_COMP_SWAP;
 	case RSNIC_CQE_OP_FETCH_ADD:
 		return IBV_WC_FETCH_ADD;
+	case RSNIC_CQE_OP_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case RSNIC_CQE_OP_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}

@@ -196,6 +196,35 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->opcode = RSNIC_WQE_SEND_IMM;
 		w->imm = wr->imm_data;
 		break;
+	case IBV_WR_SEND_WITH_INV:
+		if (qp->ibv_qp.qp_type != IBV_QPT_RC)
+			return EINVAL;
+		w->opcode = RSNIC_WQE_SEND_INV;
+		w->imm = htole32(wr->invalidate_rkey);
+		break;
+	case IBV_WR_LOCAL_INV:
+		/* A process invalidates its type 2 memory windows only. */
+		w->opcode = RSNIC_WQE_LOCAL_INV;
+		w->imm = htole32(wr->invalidate_rkey);
+		break;
+	case IBV_WR_BIND_MW: {
+		const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+		unsigned int remote = IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC;
+
+		/* Not zero-based; the card's access bits are the verbs'. */
+		if (!wr->bind_mw.mw || b->mw_access_flags & ~remote ||
+		    (b->length && !b->mr))
+			return EINVAL;
+		w->opcode = RSNIC_WQE_BIND_MW;
+		w->rkey = htole32(wr->bind_mw.rkey);
+		w->remote_addr = htole64(b->addr);
+		w->qkey = htole32(b->mw_access_flags);
+		w->bind.mr_key = htole32(b->mr ? b->mr->lkey : 0);
+		w->bind.len = htole64(b->length);
+		break;
+	}
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:

@@ -135,6 +135,64 @@ static struct ibv_mr *rsnic_reg_mr(struct ibv_pd *pd, void *addr,
 	return &vmr->ibv_mr;
 }
 
+static struct ibv_mw *rsnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int ret;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+static int rsnic_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret;
+
+	ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}
+
+/*
+ * ibv_bind_mw: a type 1 window is bound by a BIND_MW work request on
+ * `qp`, with the window's next key.
+ */
+static int rsnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+			 struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1 || mw->pd != qp->pd)
+		return EINVAL;
+	if (bind->bind_info.length && bind->bind_info.mr->pd != qp->pd)
+		return EINVAL;
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	ret = rsnic_post_send(qp, &wr, &bad);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 static int rsnic_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
@@ -205,11 +263,14 @@ static void rsnic_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops rsnic_ctx_ops = {
+	.alloc_mw = rsnic_alloc_mw,
 	.alloc_pd = rsnic_alloc_pd,
+	.bind_mw = rsnic_bind_mw,
 	.create_ah = rsnic_create_ah,
 	.create_cq = rsnic_create_cq,
 	.create_qp = rsnic_create_qp,
 	.create_srq = rsnic_create_srq,
+	.dealloc_mw = rsnic_dealloc_mw,
 	.dealloc_pd = rsnic_dealloc_pd,
 	.dereg_mr = rsnic_dereg_mr,
 	.destroy_ah = rsnic_destroy_ah,

@@ -37,11 +37,14 @@ enum {
 enum {
 	RSNIC_WQE_SEND = 0,
 	RSNIC_WQE_SEND_IMM = 1,
+	RSNIC_WQE_SEND_INV = 2,
 	RSNIC_WQE_WRITE = 3,
 	RSNIC_WQE_WRITE_IMM = 4,
 	RSNIC_WQE_READ = 5,
+	RSNIC_WQE_LOCAL_INV = 6,
 	RSNIC_WQE_CMP_SWAP = 8,
 	RSNIC_WQE_FETCH_ADD = 9,
+	RSNIC_WQE_BIND_MW = 10,
 };
 
 enum {
@@ -67,6 +70,14 @@ struct rsnic_av {
 	uint8_t dgid[16];
 };
 
+/* What a BIND_MW binds (SqWqe::ext, BindParams). */
+struct rsnic_bind {
+	__le32 mr_key;
+	uint8_t rsvd[4];
+	__le64 len;
+	uint8_t rsvd2[16];
+};
+
 /* An atomic's operands (SqWqe::ext, AtomicParams). */
 struct rsnic_atomic {
 	__le64 compare_add;
@@ -88,6 +99,7 @@ struct rsnic_sq_wqe {
 	union {
 		struct rsnic_av av;
 		struct rsnic_atomic atomic;
+		struct rsnic_bind bind;
 	};
 	struct rsnic_sge sge[RSNIC_MAX_SGE];
 };
@@ -115,6 +127,8 @@ enum {
 	RSNIC_CQE_OP_RDMA_READ = 2,
 	RSNIC_CQE_OP_COMP_SWAP = 3,
 	RSNIC_CQE_OP_FETCH_ADD = 4,
+	RSNIC_CQE_OP_BIND_MW = 5,
+	RSNIC_CQE_OP_LOCAL_INV = 6,
 	RSNIC_CQE_OP_RECV = 128,
 	RSNIC_CQE_OP_RECV_RDMA_WITH_IMM = 129,
 };

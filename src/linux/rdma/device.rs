@@ -23,8 +23,8 @@ use crate::linux::rdma::{
     udata::{UserCall, UserData},
     umem::UserMemory,
     verbs::{
-        Access, AddressPath, CqHandle, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery, RecvWrs,
-        SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery,
+        RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
 };
 
@@ -74,6 +74,9 @@ pub(crate) struct DeviceAttr {
     /// RC atomics, atomic against the device's own accesses only
     /// (`IB_ATOMIC_HCA`; else `IB_ATOMIC_NONE`).
     pub(crate) atomic_hca: bool,
+    /// Memory windows of type 1 and 2B (`IB_DEVICE_MEM_WINDOW`,
+    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`).
+    pub(crate) mem_windows: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.
@@ -167,6 +170,8 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     type Mr: Send + Sync;
     /// A shared receive queue's state.
     type Srq: Send + Sync;
+    /// A memory window's state.
+    type Mw: Send + Sync;
 
     /// `query_device`: the device's limits.
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
@@ -330,6 +335,23 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR);
         // Gives the signature's initialiser a type; never reached.
         Err::<(Result<Self::Mr>, MrKeys), _>(EINVAL)
+    }
+    /// `alloc_mw` of `kind` in protection domain `pd` (a process's call,
+    /// `udata` its): the state and the window's first rkey. Without it
+    /// ib_core refuses memory windows.
+    #[allow(unreachable_code)]
+    fn alloc_mw(
+        _dev: &IbDevice<Self>,
+        _pd: &Self::Pd,
+        _kind: MwKind,
+    ) -> Result<(impl PinInit<Self::Mw, Error>, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Mw>, u32), _>(EINVAL)
+    }
+    /// `dealloc_mw`.
+    fn dealloc_mw(_dev: &IbDevice<Self>, _mw: &Self::Mw) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// `map_mr_sg` starts: forget the pages of the last mapping.
     fn mr_clear_pages(mr: &Self::Mr);

@@ -21,8 +21,8 @@ use crate::linux::rdma::{
     udata::{UserCall, UserData},
     umem::UserMemory,
     verbs::{
-        ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, QpAttrs, QpCaps, QpHandle, QpInit,
-        QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle,
+        QpInit, QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
 };
 use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
@@ -106,6 +106,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             ops.destroy_srq = Some(Self::destroy_srq);
             ops.post_srq_recv = Some(Self::post_srq_recv);
             ops.size_ib_srq = core::mem::size_of::<IbObject<bindings::ib_srq, T::Srq>>();
+        }
+        if T::HAS_ALLOC_MW {
+            ops.alloc_mw = Some(Self::alloc_mw);
+            ops.dealloc_mw = Some(Self::dealloc_mw);
+            ops.size_ib_mw = core::mem::size_of::<IbObject<bindings::ib_mw, T::Mw>>();
         }
         if T::HAS_HW_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
@@ -195,6 +200,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.device_cap_flags = bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
             if a.local_dma_lkey_0 {
                 p.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
+            }
+            if a.mem_windows {
+                p.device_cap_flags |= (bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
+                    | bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B)
+                    as u64;
             }
             if a.max_fast_reg_page_list_len != 0 {
                 p.device_cap_flags |=
@@ -897,6 +907,57 @@ impl<T: IbDeviceOps> Adapter<T> {
 
     /// # Safety
     ///
+    /// `mw` is an MW ib_core allocated (with `device`, `pd`, `type_` set)
+    /// for one of our devices.
+    unsafe extern "C" fn alloc_mw(
+        mw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: NULL or this call's udata.
+            if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+                udata.expect_no_request()?;
+            }
+            // SAFETY: As the function's contract says; the PD is ours and
+            // initialised (ib_core holds a reference on it).
+            let (dev, pd, kind) = unsafe {
+                (
+                    Self::dev((*mw).device),
+                    IbObject::<bindings::ib_pd, T::Pd>::data((*mw).pd),
+                    MwKind::from_raw((*mw).type_).ok_or(EINVAL)?,
+                )
+            };
+            let (data, rkey) = T::alloc_mw(dev, pd, kind)?;
+            // SAFETY: Allocated with `size_ib_mw`; `rkey` is ours to set.
+            unsafe {
+                (*mw).rkey = rkey;
+                IbObject::<bindings::ib_mw, T::Mw>::init(mw, data)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `mw` is an MW `alloc_mw` initialised.
+    unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*mw).device),
+                    IbObject::<bindings::ib_mw, T::Mw>::data(mw),
+                )
+            };
+            T::dealloc_mw(dev, data)?;
+            // SAFETY: Not used after this.
+            unsafe { IbObject::<bindings::ib_mw, T::Mw>::drop_data(mw) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
     /// `ah` is an AH ib_core allocated for one of our devices; `attr`
     /// valid.
     unsafe extern "C" fn create_ah(
@@ -1158,6 +1219,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
             | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
             | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
             | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
         if access as u32 & !known != 0 || !dmah.is_null() {
             return err_ptr(EOPNOTSUPP_ERRNO);

@@ -282,6 +282,25 @@ pub(crate) struct SrqChange {
     pub(crate) limit: Option<u32>,
 }
 
+/// A memory window's type (`ib_mw_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MwKind {
+    /// Type 1: bound to the PD, rebound through `ibv_bind_mw`.
+    Type1,
+    /// Type 2: bound to a QP by a work request, invalidated by one.
+    Type2,
+}
+
+impl MwKind {
+    pub(super) fn from_raw(t: bindings::ib_mw_type) -> Option<Self> {
+        match t {
+            bindings::ib_mw_type_IB_MW_TYPE_1 => Some(Self::Type1),
+            bindings::ib_mw_type_IB_MW_TYPE_2 => Some(Self::Type2),
+            _ => None,
+        }
+    }
+}
+
 /// A QP transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QpKind {
@@ -431,6 +450,8 @@ pub(crate) struct Access {
     pub(crate) remote_read: bool,
     /// Remote atomics.
     pub(crate) remote_atomic: bool,
+    /// Memory windows may be bound over it (an MR's right).
+    pub(crate) mw_bind: bool,
 }
 
 impl Access {
@@ -448,6 +469,9 @@ impl Access {
         if self.remote_atomic {
             flags |= bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
         }
+        if self.mw_bind {
+            flags |= bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+        }
         flags
     }
 
@@ -457,6 +481,7 @@ impl Access {
             remote_write: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE != 0,
             remote_read: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_READ != 0,
             remote_atomic: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC != 0,
+            mw_bind: flags & bindings::ib_access_flags_IB_ACCESS_MW_BIND != 0,
         }
     }
 }

@@ -164,15 +164,14 @@ impl MrTable {
 
     /// `RDMA_DEREG_MR`: the region whose index `key` names (whatever
     /// variant byte fast registrations gave it since).
-    /// An MR with windows bound over it stays (as the verbs require).
+    /// Windows bound over it are unbound: none outlives its MR (whose
+    /// index a new MR may take).
     pub fn deregister(&mut self, key: u32) -> AdminStatus {
         let index = key >> 8;
-        if self
-            .mrs
-            .values()
-            .any(|m| m.bound.is_some_and(|b| b.mr_key >> 8 == index))
-        {
-            return AdminStatus::BadState;
+        for m in self.mrs.values_mut() {
+            if m.bound.is_some_and(|b| b.mr_key >> 8 == index) {
+                m.bound = None;
+            }
         }
         match self.mrs.remove(&index) {
             Some(_) => AdminStatus::Ok,
@@ -516,10 +515,22 @@ mod tests {
         };
         // A DMA MR that allows binding, one that does not, two windows.
         let bindable = access::LOCAL_WRITE | access::MW_BIND;
-        assert_eq!(t.register(&reg(0x100, bindable, mr_kind::DMA)), AdminStatus::Ok);
-        assert_eq!(t.register(&reg(0x200, access::LOCAL_WRITE, mr_kind::DMA)), AdminStatus::Ok);
-        assert_eq!(t.register(&reg(0x300, 0, mr_kind::MW_TYPE2)), AdminStatus::Ok);
-        assert_eq!(t.register(&reg(0x400, 0, mr_kind::MW_TYPE1)), AdminStatus::Ok);
+        assert_eq!(
+            t.register(&reg(0x100, bindable, mr_kind::DMA)),
+            AdminStatus::Ok
+        );
+        assert_eq!(
+            t.register(&reg(0x200, access::LOCAL_WRITE, mr_kind::DMA)),
+            AdminStatus::Ok
+        );
+        assert_eq!(
+            t.register(&reg(0x300, 0, mr_kind::MW_TYPE2)),
+            AdminStatus::Ok
+        );
+        assert_eq!(
+            t.register(&reg(0x400, 0, mr_kind::MW_TYPE1)),
+            AdminStatus::Ok
+        );
         let p = |mr_key, len| BindParams { mr_key, len };
         let rw = access::REMOTE_READ | access::REMOTE_WRITE;
         // Unbound: no access.
@@ -530,7 +541,9 @@ mod tests {
         // Not over an MR without MW_BIND, nor with local rights, nor
         // from another PD.
         assert!(t.bind(7, 1, 0x301, &p(0x200, 0x100), 0x1000, rw).is_err());
-        assert!(t.bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, access::LOCAL_WRITE).is_err());
+        assert!(t
+            .bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, access::LOCAL_WRITE)
+            .is_err());
         assert!(t.bind(7, 2, 0x301, &p(0x100, 0x100), 0x1000, rw).is_err());
         t.bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, rw).unwrap();
         // A bound type 2 window is not bound again.
@@ -558,12 +571,13 @@ mod tests {
         );
         // Not a local key.
         assert_eq!(t.resolve(0x301, 1, 0x1080, 8, 0), Err(AccessError::BadKey));
-        // The MR stays while a window shows it.
-        assert_eq!(t.deregister(0x100), AdminStatus::BadState);
         // Type 1: any QP of the PD; rebound, unbound with length 0; no
         // LOCAL_INV.
-        t.bind(7, 1, 0x401, &p(0x100, 0x10), 0x2000, access::REMOTE_READ).unwrap();
-        assert!(t.resolve_remote(0x401, 1, 9, 0x2000, 0x10, access::REMOTE_READ).is_ok());
+        t.bind(7, 1, 0x401, &p(0x100, 0x10), 0x2000, access::REMOTE_READ)
+            .unwrap();
+        assert!(t
+            .resolve_remote(0x401, 1, 9, 0x2000, 0x10, access::REMOTE_READ)
+            .is_ok());
         assert_eq!(t.invalidate(0x401, 1, true), Err(AccessError::BadKey));
         t.bind(9, 1, 0x402, &p(0x100, 0), 0, 0).unwrap();
         assert_eq!(
@@ -577,7 +591,13 @@ mod tests {
             t.resolve_remote(0x301, 1, 7, 0x1080, 8, 0),
             Err(AccessError::Invalid)
         );
+        // Deregistering the MR unbinds what shows it.
+        t.bind(7, 1, 0x302, &p(0x100, 0x100), 0x1000, rw).unwrap();
         assert_eq!(t.deregister(0x100), AdminStatus::Ok);
+        assert_eq!(
+            t.resolve_remote(0x302, 1, 7, 0x1080, 8, 0),
+            Err(AccessError::Invalid)
+        );
     }
 
     #[test]

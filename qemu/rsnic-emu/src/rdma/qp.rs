@@ -1511,7 +1511,7 @@ impl Qp {
                     len,
                     access::REMOTE_WRITE,
                 )
-                    .map_err(|_| NakCode::RemoteAccessError)?
+                .map_err(|_| NakCode::RemoteAccessError)?
             };
             self.writing = Some(Writing {
                 segs,

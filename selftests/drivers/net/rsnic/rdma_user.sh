@@ -44,7 +44,7 @@ guid_of() { tr -d ':' </sys/class/infiniband/"$1"/node_guid; }
 # devinfo_field IBDEV NAME: the value ibv_devinfo -v gives NAME.
 devinfo_field() { ibv_devinfo -v -d "$1" | awk -v n="$2:" '$1 == n {print $2; exit}'; }
 
-ktap_header 48
+ktap_header 53
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -194,6 +194,21 @@ check "SRQ: a post beyond max_wr is ENOMEM; max_wr SENDs all arrive" \
 	timeout 60 python3 "$SRQ" full "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "SRQ: one QP's error: its last-WQE event, nothing of the SRQ flushed, the other QP receives" \
 	timeout 60 python3 "$SRQ" error "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+
+# Memory windows (rdma_mw.py): card A reaches card B's memory only
+# through a window's rkey, within its bounds and rights, until B
+# invalidates or rebinds it.
+MW=$(dirname "$0")/rdma_mw.py
+check "MW type 2: bound by a work request, WRITE and READ through it, dead after LOCAL_INV" \
+	timeout 60 python3 "$MW" type2 "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "MW: a WRITE past the window's end fails REM_ACCESS_ERR, memory unchanged" \
+	timeout 60 python3 "$MW" bounds "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "MW: a read-only window refuses a WRITE (REM_ACCESS_ERR), memory unchanged" \
+	timeout 60 python3 "$MW" rights "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "MW type 1: ibv_bind_mw, READ through it; rebound, its old rkey fails" \
+	timeout 60 python3 "$MW" type1 "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "MW: a SEND with invalidate kills the peer's type 2 window (IBV_WC_WITH_INV)" \
+	timeout 60 python3 "$MW" send-inv "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # rdma_cm's examples: rping checking every payload (-V), udaddy's UD
 # exchange.
