@@ -212,15 +212,18 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		unsigned int remote = IBV_ACCESS_REMOTE_WRITE |
 				      IBV_ACCESS_REMOTE_READ |
 				      IBV_ACCESS_REMOTE_ATOMIC;
+		/* A window grants remote rights; local write means nothing. */
+		unsigned int rights = b->mw_access_flags &
+				      ~IBV_ACCESS_LOCAL_WRITE;
 
 		/* Not zero-based; the card's access bits are the verbs'. */
-		if (!wr->bind_mw.mw || b->mw_access_flags & ~remote ||
+		if (!wr->bind_mw.mw || rights & ~remote ||
 		    (b->length && !b->mr))
 			return EINVAL;
 		w->opcode = RSNIC_WQE_BIND_MW;
 		w->rkey = htole32(wr->bind_mw.rkey);
 		w->remote_addr = htole64(b->addr);
-		w->qkey = htole32(b->mw_access_flags);
+		w->qkey = htole32(rights);
 		w->bind.mr_key = htole32(b->mr ? b->mr->lkey : 0);
 		w->bind.len = htole64(b->length);
 		break;
@@ -296,6 +299,9 @@ int rsnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		       &w, sizeof(w));
 		sq->wrid[slot] = wr->wr_id;
 		sq->head++;
+		/* The window answers to the key the bind gives it. */
+		if (wr->opcode == IBV_WR_BIND_MW)
+			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
 	}
 	if (sq->head != start) {
 		/* The WQEs are in memory before the card hears of them. */
