@@ -168,6 +168,19 @@ int rsnic_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+int rsnic_write_recv(void *ring, uint32_t slot, const struct ibv_recv_wr *wr)
+{
+	struct rsnic_rq_wqe w = {};
+
+	if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE)
+		return EINVAL;
+	w.num_sge = wr->num_sge;
+	rsnic_put_sges(w.sge, wr->sg_list, wr->num_sge);
+	memcpy((uint8_t *)ring + (size_t)slot * RSNIC_RQ_WQE_LEN, &w,
+	       sizeof(w));
+	return 0;
+}
+
 void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n)
 {
 	int i;
@@ -332,20 +345,14 @@ int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	start = rq->head;
 	for (; wr; wr = wr->next) {
 		uint32_t slot = rq->head & (rq->entries - 1);
-		struct rsnic_rq_wqe w = {};
 
 		if (rq->head - rq->tail >= rq->entries) {
 			ret = ENOMEM;
 			break;
 		}
-		if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE) {
-			ret = EINVAL;
+		ret = rsnic_write_recv(rq->ring, slot, wr);
+		if (ret)
 			break;
-		}
-		w.num_sge = wr->num_sge;
-		rsnic_put_sges(w.sge, wr->sg_list, wr->num_sge);
-		memcpy((uint8_t *)rq->ring + (size_t)slot * RSNIC_RQ_WQE_LEN,
-		       &w, sizeof(w));
 		rq->wrid[slot] = wr->wr_id;
 		rq->head++;
 	}

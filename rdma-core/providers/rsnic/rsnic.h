@@ -112,6 +112,9 @@ void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
 struct rsnic_qp *rsnic_find_qp(struct rsnic_context *ctx, uint32_t qpn);
 /* Writes `n` SGEs in the card's format. */
 void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n);
+/* Writes the receive WQE of `wr` into `slot` of `ring`; EINVAL if it
+ * has more SGEs than the card takes. */
+int rsnic_write_recv(void *ring, uint32_t slot, const struct ibv_recv_wr *wr);
 
 struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,

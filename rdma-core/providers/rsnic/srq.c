@@ -129,20 +129,14 @@ int rsnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	start = srq->head;
 	for (; wr; wr = wr->next) {
 		uint32_t slot = srq->head & (srq->entries - 1);
-		struct rsnic_rq_wqe w = {};
 
 		if (srq->posted[slot]) {
 			ret = ENOMEM;
 			break;
 		}
-		if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE) {
-			ret = EINVAL;
+		ret = rsnic_write_recv(srq->ring, slot, wr);
+		if (ret)
 			break;
-		}
-		w.num_sge = wr->num_sge;
-		rsnic_put_sges(w.sge, wr->sg_list, wr->num_sge);
-		memcpy((uint8_t *)srq->ring + (size_t)slot * RSNIC_RQ_WQE_LEN,
-		       &w, sizeof(w));
 		srq->wrid[slot] = wr->wr_id;
 		srq->posted[slot] = true;
 		srq->head++;

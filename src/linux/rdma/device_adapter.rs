@@ -747,16 +747,8 @@ impl<T: IbDeviceOps> Adapter<T> {
                 IbObject::<bindings::ib_qp, T::Qp>::data(qp),
             )
         };
-        // SAFETY: A valid chain for the call (contract).
-        let mut wrs = unsafe { RecvWrs::new(wr) };
-        match T::post_recv(dev, data, &mut wrs) {
-            Ok(()) => 0,
-            Err(e) => {
-                // SAFETY: `bad` is writable (contract).
-                unsafe { *bad = wrs.current() };
-                e.to_errno()
-            }
-        }
+        // SAFETY: A valid chain and a writable `bad` (contract).
+        unsafe { post_recv_chain(wr, bad, |wrs| T::post_recv(dev, data, wrs)) }
     }
 
     /// # Safety
@@ -893,16 +885,8 @@ impl<T: IbDeviceOps> Adapter<T> {
                 IbObject::<bindings::ib_srq, T::Srq>::data(srq),
             )
         };
-        // SAFETY: A valid chain for the call (contract).
-        let mut wrs = unsafe { RecvWrs::new(wr) };
-        match T::post_srq_recv(dev, data, &mut wrs) {
-            Ok(()) => 0,
-            Err(e) => {
-                // SAFETY: `bad` is writable (contract).
-                unsafe { *bad = wrs.current() };
-                e.to_errno()
-            }
-        }
+        // SAFETY: A valid chain and a writable `bad` (contract).
+        unsafe { post_recv_chain(wr, bad, |wrs| T::post_srq_recv(dev, data, wrs)) }
     }
 
     /// # Safety
@@ -1267,6 +1251,29 @@ impl<T: IbDeviceOps> Adapter<T> {
 
 /// The port of a QP as ib_core records it (`qp->port`, 0 until a modify
 /// sets it): port 1 then, the one a single-port device has.
+/// Runs `post` over the receive chain at `wr`; on failure `*bad` names
+/// the request it stopped at.
+///
+/// # Safety
+///
+/// `wr` is a valid chain for the call; `bad` is writable.
+unsafe fn post_recv_chain(
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+    post: impl FnOnce(&mut RecvWrs<'_>) -> Result,
+) -> c_int {
+    // SAFETY: A valid chain (contract).
+    let mut wrs = unsafe { RecvWrs::new(wr) };
+    match post(&mut wrs) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: `bad` is writable (contract).
+            unsafe { *bad = wrs.current() };
+            e.to_errno()
+        }
+    }
+}
+
 fn qp_port(port: u32) -> u32 {
     port.max(1)
 }

@@ -288,8 +288,7 @@ impl MrTable {
             }
             // Remote writes through it need the MR's local write.
             let writes = rights & (access::REMOTE_WRITE | access::REMOTE_ATOMIC) != 0;
-            if mr.access & access::MW_BIND == 0
-                || (writes && mr.access & access::LOCAL_WRITE == 0)
+            if mr.access & access::MW_BIND == 0 || (writes && mr.access & access::LOCAL_WRITE == 0)
             {
                 return Err(AccessError::NoRights);
             }
@@ -519,7 +518,10 @@ mod tests {
         };
         // A DMA MR that allows binding, one that does not, two windows.
         let bindable = access::LOCAL_WRITE | access::MW_BIND;
-        assert_eq!(t.register(&reg(0x500, access::MW_BIND, mr_kind::DMA)), AdminStatus::Ok);
+        assert_eq!(
+            t.register(&reg(0x500, access::MW_BIND, mr_kind::DMA)),
+            AdminStatus::Ok
+        );
         assert_eq!(
             t.register(&reg(0x100, bindable, mr_kind::DMA)),
             AdminStatus::Ok
@@ -553,7 +555,9 @@ mod tests {
         t.bind(7, 1, 0x301, &p(0x100, 0x100), 0x1000, rw).unwrap();
         // Remote write needs the MR's local write.
         let read_only = |len| BindParams { mr_key: 0x500, len };
-        assert!(t.bind(9, 1, 0x401, &read_only(0x10), 0x1000, access::REMOTE_WRITE).is_err());
+        assert!(t
+            .bind(9, 1, 0x401, &read_only(0x10), 0x1000, access::REMOTE_WRITE)
+            .is_err());
         // A bound type 2 window is not bound again.
         assert!(t.bind(7, 1, 0x302, &p(0x100, 0x100), 0x1000, rw).is_err());
         // Its new key, inside it, through its QP, with its rights.
