@@ -72,10 +72,19 @@ impl FunctionDevlink {
 
     /// Remove (or a failed probe): tears down what the function runs and
     /// lets the instance go.
+    ///
+    /// Each is taken out under its lock and dropped after it: dropping the
+    /// NIC waits for its work items, and the recovery item's reprobe of
+    /// the RDMA half takes `loaded` (through `current_nic`), so dropping
+    /// it under `loaded` could deadlock with a recovery in flight
+    /// (lockdep caught it in `fault_removal.sh`'s rmmod with a gone card).
     fn unload(&self) {
-        drop(self.loaded.lock().take());
-        drop(self.rdma_aux.lock().take());
-        drop(self.instance.lock().take());
+        let loaded = self.loaded.lock().take();
+        drop(loaded);
+        let rdma_aux = self.rdma_aux.lock().take();
+        drop(rdma_aux);
+        let instance = self.instance.lock().take();
+        drop(instance);
     }
 
     /// The NIC the function runs now, held.
