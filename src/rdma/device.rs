@@ -211,6 +211,26 @@ impl RdmaDev {
         })
     }
 
+    /// Takes the MR or memory window whose index `key` names off the card
+    /// and gives the index back. The key the card knows may have a newer
+    /// variant byte (fast registration, binds); the index names the entry.
+    fn release_key(&self, key: u32) {
+        let _ = self.admin.exec(AdminCmd::RdmaDeregMr { key });
+        self.ids.lock().mrs.free(key >> 8);
+    }
+
+    /// Takes SRQ `srqn` off the card and out of the tables and gives its
+    /// number back; `None` if the tables did not hold it.
+    fn release_srq(&self, srqn: u32) -> Option<SrqEntry> {
+        let _ = self.admin.exec(AdminCmd::RdmaDestroySrq { srqn });
+        let entry = lock_irqsave(&self.tables)
+            .srqs
+            .get_mut(srqn as usize)
+            .and_then(Option::take)?;
+        self.ids.lock().srqs.free(srqn);
+        Some(entry)
+    }
+
     /// The tables completions and events are resolved against.
     pub(crate) fn tables(&self) -> &SpinLock<Tables> {
         &self.tables
@@ -703,12 +723,7 @@ impl IbDeviceOps for RdmaDev {
         }
         if attr.limit != 0 {
             if let Err(e) = arm_srq(d, srqn, n, attr.limit) {
-                let _ = d.admin.exec(AdminCmd::RdmaDestroySrq { srqn });
-                let _ = lock_irqsave(&d.tables)
-                    .srqs
-                    .get_mut(srqn as usize)
-                    .and_then(Option::take);
-                d.ids.lock().srqs.free(srqn);
+                let _ = d.release_srq(srqn);
                 return Err(e);
             }
         }
@@ -750,14 +765,7 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn destroy_srq(dev: &IbDevice<Self>, srq: &RdmaSrq) -> Result<SrqHandle> {
-        let d = dev.data();
-        let _ = d.admin.exec(AdminCmd::RdmaDestroySrq { srqn: srq.srqn });
-        let entry = lock_irqsave(&d.tables)
-            .srqs
-            .get_mut(srq.srqn as usize)
-            .and_then(Option::take)
-            .ok_or(EINVAL)?;
-        d.ids.lock().srqs.free(srq.srqn);
+        let entry = dev.data().release_srq(srq.srqn).ok_or(EINVAL)?;
         Ok(entry.handle)
     }
 
@@ -850,9 +858,7 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn dealloc_mw(dev: &IbDevice<Self>, mw: &RdmaMw) -> Result {
-        let d = dev.data();
-        let _ = d.admin.exec(AdminCmd::RdmaDeregMr { key: mw.key });
-        d.ids.lock().mrs.free(mw.key >> 8);
+        dev.data().release_key(mw.key);
         Ok(())
     }
 
@@ -932,11 +938,7 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {
-        let d = dev.data();
-        // The key the card knows may have a newer variant byte (fast
-        // registration); the index is what names the region.
-        let _ = d.admin.exec(AdminCmd::RdmaDeregMr { key: mr.key });
-        d.ids.lock().mrs.free(mr.key >> 8);
+        dev.data().release_key(mr.key);
         Ok(())
     }
 }
