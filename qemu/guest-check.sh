@@ -21,6 +21,9 @@ dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
 bad='BUG:|WARNING:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|rcu_.* detected stall|unreferenced object|Kernel panic'
 timeout=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
+# The debug kernel (KASAN, lockdep, kmemleak) runs a test 3 to 10 times
+# slower: it gets three times the time before it counts as hung.
+[ -e /sys/kernel/debug/kmemleak ] && timeout=$((${timeout:-600} * 3))
 # dmesg_mark and dmesg_since_mark: the kernel log from a mark line on (a
 # mark, not a line count: the ring buffer wraps).
 source "$dir/lib.sh"
