@@ -80,7 +80,7 @@ vm_pass() {
 			subskip/*) subskips+=("$prefix$name $p $f $s") ; continue ;;
 			subfail/*) subfails+=("$prefix$name $p $f $s") ; continue ;;
 			kreport/*) kreports+=("$prefix$name $p $f $s") ; continue ;;
-			*/final-kernel-log) ;;
+			*/boot-kernel-log | */final-kernel-log) ;;
 			pass/*) files_passed=$((files_passed + 1)) ;;
 			skip/*) files_skipped=$((files_skipped + 1)) ;;
 			*) files_failed=$((files_failed + 1)) ;;

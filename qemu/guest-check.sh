@@ -3,6 +3,8 @@
 #
 # Runs the rsnic selftests inside the VM, KTAP in and out.
 #   guest-check.sh [TEST...]   (default: every TEST_PROGS of the Makefile)
+# The kernel log from boot and the module's first load is scanned before
+# the first test (on the debug kernel lockdep must also still be on).
 # After each test the kernel log is scanned; a BUG, WARNING, Oops, KASAN,
 # UBSAN, lockdep, hung-task, soft-lockup, RCU-stall or kmemleak report
 # fails the test whatever it printed (kmemleak is cleared before each
@@ -60,10 +62,31 @@ ktap_counts() {
 }
 
 : >"$results"
-[ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 echo "TAP version 13"
-echo "1..$((${#tests[@]} + 1))"
-n=0
+echo "1..$((${#tests[@]} + 2))"
+
+# The kernel log from boot to here, the module's first load included: a
+# report there belongs to no test, and the first KASAN or lockdep report
+# also turns lockdep off for the rest of the run. On the debug kernel,
+# lockdep must still be on.
+n=1
+reports=$(dmesg | grep -E "$bad")
+if [ -e /proc/lockdep_stats ] && ! grep -Eq 'debug_locks: +1' /proc/lockdep_stats; then
+	reports+="${reports:+$'\n'}lockdep is off: $(grep debug_locks /proc/lockdep_stats)"
+fi
+if [ -n "$reports" ]; then
+	echo "# kernel reported problems at boot or on the module's first load:"
+	echo "$reports" | sed 's/^/#   /' | head -n 50
+	dmesg | awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' | head -n 40 |
+		sed "s/^/kreport boot-kernel-log /" >>"$results"
+	echo "not ok $n kernel log at boot"
+	echo "subfail boot-kernel-log # the kernel reported problems before the first test" >>"$results"
+	echo "fail boot-kernel-log 0 1 0" >>"$results"
+else
+	echo "ok $n kernel log at boot"
+	echo "pass boot-kernel-log 1 0 0" >>"$results"
+fi
+[ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 for t in "${tests[@]}"; do
 	n=$((n + 1))
 	t=$(basename "$t")
