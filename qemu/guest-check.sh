@@ -23,12 +23,12 @@ dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
 bad='BUG:|WARNING:|Oops|KASAN|UBSAN|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|INFO: task .* blocked|soft lockup|hard LOCKUP|detected stalls? on CPU|self-detected stall|rcu_.* detected stall|unreferenced object|Kernel panic'
 timeout=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
+# dmesg_mark and dmesg_since_mark: the kernel log from a mark line on (a
+# mark, not a line count: the ring buffer wraps); is_debug_kernel.
+source "$dir/lib.sh"
 # The debug kernel (KASAN, lockdep, kmemleak) runs a test 3 to 10 times
 # slower: it gets three times the time before it counts as hung.
-[ -e /sys/kernel/debug/kmemleak ] && timeout=$((${timeout:-600} * 3))
-# dmesg_mark and dmesg_since_mark: the kernel log from a mark line on (a
-# mark, not a line count: the ring buffer wraps).
-source "$dir/lib.sh"
+is_debug_kernel && timeout=$((${timeout:-600} * 3))
 # In the project's VM every prerequisite the project provides is there:
 # lib.sh's skip_all fails instead of skipping.
 export RSNIC_IN_VM=1
@@ -49,6 +49,14 @@ kernel_reports() {
 		echo clear >/sys/kernel/debug/kmemleak
 	fi
 	(dmesg_since_mark; echo "$leaks") | grep -E "$bad"
+}
+
+# first_report NAME: the first report of the kernel log on stdin whole
+# (a WARNING's first line says little), as "kreport" results of NAME for
+# the summary at the end of the log.
+first_report() {
+	awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' | head -n 40 |
+		sed "s/^/kreport $1 /" >>"$results"
 }
 
 # ktap_counts FILE: "plan passed failed skipped" of a test's own KTAP
@@ -77,8 +85,7 @@ fi
 if [ -n "$reports" ]; then
 	echo "# kernel reported problems at boot or on the module's first load:"
 	echo "$reports" | sed 's/^/#   /' | head -n 50
-	dmesg | awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' | head -n 40 |
-		sed "s/^/kreport boot-kernel-log /" >>"$results"
+	dmesg | first_report boot-kernel-log
 	echo "not ok $n kernel log at boot"
 	echo "subfail boot-kernel-log # the kernel reported problems before the first test" >>"$results"
 	echo "fail boot-kernel-log 0 1 0" >>"$results"
@@ -116,10 +123,7 @@ for t in "${tests[@]}"; do
 		dmesg_since_mark | sed 's/^/#   /' | head -n 200
 		echo "$reports" | sed 's/^/#   /' | head -n 50
 		[ $rc = 124 ] || rc=1
-		# The first report whole (a WARNING's first line says little),
-		# for the summary at the end of the log.
-		dmesg_since_mark | awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' |
-			head -n 40 | sed "s/^/kreport $t /" >>"$results"
+		dmesg_since_mark | first_report "$t"
 		echo "subfail $t kernel log # the kernel reported problems" >>"$results"
 	fi
 	read -r plan p f s < <(ktap_counts /tmp/test.out)

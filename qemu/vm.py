@@ -280,8 +280,13 @@ def setup_tap_pair():
     return os.access("/dev/vhost-net", os.R_OK | os.W_OK)
 
 
+def kernel_variant():
+    """The kernel the VM boots: "normal" or "debug" (KERNEL)."""
+    return os.environ.get("KERNEL", "normal")
+
+
 def kernel_image():
-    variant = os.environ.get("KERNEL", "normal")
+    variant = kernel_variant()
     image = f"{CACHE}/kernel/{variant}/arch/x86/boot/bzImage"
     if not os.path.exists(image):
         sys.exit(f"no kernel at {image}; run qemu/build-kernel.sh {variant}")
@@ -310,7 +315,7 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
               # wraps within it).
               f"init={REPO}/qemu/guest-init.sh panic=-1 loglevel=4 log_buf_len=8M "
               f"possible_cpus={max(int(cpus), 4)}")
-    if os.environ.get("KERNEL", "normal") == "debug":
+    if kernel_variant() == "debug":
         # Every KASAN report, not only the first: the runner gives each
         # to the test it came in.
         append += " kasan_multi_shot"
