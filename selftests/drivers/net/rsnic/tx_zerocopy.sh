@@ -11,7 +11,11 @@
 # the user pages themselves for the card, so every send must complete as
 # zero copy, over IPv4 and IPv6 (TSO), and B must receive what A sent.
 # The control: with scatter-gather off the same run must report copies,
-# which shows the checker sees them on this path.
+# which shows the checker sees them on this path. Only some of its sends
+# are reported: a skb of one segment is linearised before the driver
+# (skb_copy_ubufs marks the send copied), but a GSO skb is cut into
+# copied segments by skb_segment's no-SG path, which does not mark it,
+# so which kind the last completion was (msg_zerocopy's "zc=") varies.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -59,7 +63,9 @@ all_zerocopy() {
 	rx_mb=$(sed -n 's/^rx=[0-9]* (\([0-9]*\) MB).*/\1/p' "$WORK/rx")
 	[ -n "$tx_mb" ] && [ "$tx_mb" -gt 0 ] && [ "$tx_mb" = "$rx_mb" ]
 }
-copies_reported() { grep -q "^serr: ee_code" "$WORK/tx" && grep -q "zc=n" "$WORK/tx"; }
+# At least one completion said "copied" (msg_zerocopy prints this line
+# when the first such completion breaks -Z 1).
+copies_reported() { grep -q "^serr: ee_code: 0 != expected 1" "$WORK/tx"; }
 
 ktap_header 3
 transfer -4 $IP_A $IP_B
