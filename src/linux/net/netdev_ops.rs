@@ -330,7 +330,10 @@ impl<T: NetDevOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// As `dev`; `stats` is valid for writes.
+    /// As `dev`; `stats` is valid for reads and writes, but may be only
+    /// 4-byte aligned: `rtnl_fill_stats` hands the driver the payload of
+    /// a netlink attribute, which `nla_reserve_64bit` pads to 8 bytes
+    /// only where unaligned access is slow (not on x86).
     unsafe extern "C" fn get_stats64(
         ndev: *mut bindings::net_device,
         stats: *mut bindings::rtnl_link_stats64,
@@ -339,8 +342,10 @@ impl<T: NetDevOps> Adapter<T> {
         let dev = unsafe { Self::dev(ndev) };
         let mut s = LinkStats::default();
         T::get_stats64(dev, &mut s);
-        // SAFETY: `stats` is valid for writes per the contract.
-        let out = unsafe { &mut *stats };
+        // SAFETY: `stats` is valid for reads per the contract; read
+        // unaligned, since it may not be 8-byte aligned (no reference to
+        // it is ever made).
+        let mut out = unsafe { stats.read_unaligned() };
         out.rx_packets = s.rx_packets;
         out.tx_packets = s.tx_packets;
         out.rx_bytes = s.rx_bytes;
@@ -350,6 +355,9 @@ impl<T: NetDevOps> Adapter<T> {
         out.tx_errors = s.tx_errors;
         out.rx_dropped = s.rx_dropped;
         out.tx_dropped = s.tx_dropped;
+        // SAFETY: `stats` is valid for writes per the contract; written
+        // unaligned as it was read.
+        unsafe { stats.write_unaligned(out) };
     }
 
     /// # Safety
