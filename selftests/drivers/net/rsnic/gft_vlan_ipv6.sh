@@ -92,8 +92,12 @@ grep "10.79.0.2" "$GFT/flows" | sed 's/^/# /'
 check "without the pop rule the replies are lost, the requests still tagged" \
 	test "$loss" = 100 -a "$n" = 3
 
-# IPv6 match: port 9999 dropped in the card, 9998 delivered.
-recv() { ip netns exec $NS "$GFT_PY" udp-recv "$1" 5 3 >"/tmp/gft_udp$1" & }
+# IPv6 match: port 9999 dropped in the card, 9998 delivered. Each
+# receiver waits up to 10 s for a datagram, from its bind on: both senders
+# (two Python starts) must fit in it, which took more than 3 s on the
+# debug kernel, and 9999's count of 0 only means something if its wait
+# covered the send.
+recv() { ip netns exec $NS "$GFT_PY" udp-recv "$1" 5 10 >"/tmp/gft_udp$1" & }
 recv 9999
 r1=$!
 recv 9998
