@@ -123,14 +123,15 @@ log "booting the VM and running the selftests"
 vm_pass "${KERNEL:-normal}" "" "$@"
 
 # The whole run, on the normal kernel: then the tests that load, fault
-# and remove the driver once more on the debug kernel (KASAN, lockdep,
-# kmemleak, DEBUG_OBJECTS, DMA-API debugging;
-# Documentation/rsnic/testing.rst), if that kernel was built (`make
-# kernel KERNEL=debug`; a changed configuration then rebuilds it). Its
-# build alone takes ~20 min, which a cold machine's check cannot afford:
-# there it is one skip. rdma_user.sh (350 to 480 s there) no longer fits
-# the budget beside the normal pass; `make check KERNEL=debug` runs it.
-DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh)
+# and remove the driver, and tear down user-space RDMA under live
+# contexts, once more on the debug kernel (KASAN, lockdep, kmemleak,
+# DEBUG_OBJECTS, DMA-API debugging; Documentation/rsnic/testing.rst), if
+# that kernel was built (`make kernel KERNEL=debug`; a changed
+# configuration then rebuilds it). Its build alone takes ~20 min, which
+# a cold machine's check cannot afford: there it is one skip. The whole
+# rdma_user.sh (350 to 480 s there) does not fit the budget beside the
+# normal pass: its teardowns without the data-path checks do.
+DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh rdma_user_lifecycle.sh)
 if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]; then
 	debug_tree=$RSNIC_KERNEL_DIR/debug
 	if [[ -f $debug_tree/.rsnic-stamp && -f $debug_tree/arch/x86/boot/bzImage ]]; then
