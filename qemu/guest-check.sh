@@ -18,6 +18,7 @@
 #   subfail <test> <subtest # reason>       one per failed subtest, or
 #                                           why the test failed as a whole
 #   kreport <test> <line>                   the first kernel report's lines
+#   planned <test>                          one per test, before the first
 
 dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
@@ -70,6 +71,7 @@ ktap_counts() {
 }
 
 : >"$results"
+printf 'planned %s\n' "${tests[@]}" >>"$results"
 echo "TAP version 13"
 echo "1..$((${#tests[@]} + 2))"
 
