@@ -68,10 +68,11 @@ for t in ping.sh traffic.sh offload.sh vf_bond.sh gft_exception.sh xdp.sh; do
 	echo "# $t: exit $rc, $skipped skipped, stream notifications A +$a, B +$b"
 	# A failure names the nested test's failed checks, so that the
 	# summary at the end of a run says which one it was.
+	desc="in stream mode: $t passes, nothing skipped, both cards streamed"
 	if [ $rc = 0 ] && [ "$skipped" = 0 ] && [ $a -gt 0 ] && [ $b -gt 0 ]; then
-		ktap_result ok "in stream mode: $t passes, nothing skipped, both cards streamed"
+		ktap_result ok "$desc"
 	else
-		ktap_result fail "in stream mode: $t passes, nothing skipped, both cards streamed" \
+		ktap_result fail "$desc" \
 			"exit $rc, $skipped skipped, notifications A +$a B +$b$(sed -n 's/^not ok [0-9]* \(.*\)/; failed: \1/p' /tmp/rx_stream.$t.out | tr -d '\n')"
 	fi
 done
