@@ -144,7 +144,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	# A case line: "ok 3 name", "not ok 3 name # reason", "ok 3 name # SKIP why";
 	# shell tests print "TEST: name [ OK ]" / "[FAIL]" / "[SKIP]" instead.
 	starved=false late=false
-	checks_failed=()
+	checks_failed=() exception=
 	# gro.py tries each case 6 times; its receiver prints each failed
 	# try's frame lengths, "Expected {A B }" then "Received {a [!=A]b }".
 	gro_tries=0 gro_split_only=true expected=
@@ -157,6 +157,10 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 		# whose timer TCG fired late: so_txtime's receiver times out.
 		[[ $line =~ so_txtime:\ recv:\ timeout ]] && late=true
 		[[ $line =~ Check\ failed\ (.*[^\ ])\ *$ ]] && checks_failed+=("${BASH_REMATCH[1]}")
+		# ksft prints an exception's traceback as "# Exception| ...";
+		# its last unindented line is the exception and its message.
+		[[ $line =~ ^#\ *Exception\|\ ?([^\ ].*[^\ ])\ *$ ]] &&
+			[[ ${BASH_REMATCH[1]} != Traceback* ]] && exception=${BASH_REMATCH[1]}
 		[[ $line =~ Expected\ \{([^}]*)\} ]] && expected=${BASH_REMATCH[1]}
 		if [[ $line =~ Received\ \{([^}]*)\} ]]; then
 			gro_tries=$((gro_tries + 1))
@@ -206,21 +210,29 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 			done
 			[ ${#checks_failed[@]} -gt 0 ] || kind=timing-other
 		fi
+		# The reason a failure gets: upstream's comment, else its last
+		# failed check, else its exception (what the summary shows).
+		if [ -z "$comment" ] && [ "$verdict" = fail ]; then
+			if [ ${#checks_failed[@]} -gt 0 ]; then
+				comment="check failed ${checks_failed[-1]}"
+			elif [ -n "$exception" ]; then
+				comment=$exception
+			fi
+		fi
 		if [ "$kind" = retry ]; then
 			tries=${reason%% *} reason=${reason#* }
-			[ -z "$comment" ] && [ ${#checks_failed[@]} -gt 0 ] && comment="check failed ${checks_failed[-1]}"
 			if [ "$verdict" = fail ] && [ "$try" -lt "$tries" ]; then
 				echo "# $cname: try $try of $tries failed (${comment:-no reason}), once more: $reason"
 				listed_failures=$((listed_failures + 1))
 				queue+=("$((try + 1)) $t -t ${cname#*.}")
-				checks_failed=()
+				checks_failed=() exception=
 				continue
 			fi
 			[ "$verdict" = fail ] && comment="try $try of $tries: $comment"
 			kind=
 			[ "$verdict" = ok ] && [ "$try" -gt 1 ] && echo "# $cname: passed on try $try of $tries"
 		fi
-		checks_failed=()
+		checks_failed=() exception=
 		case $verdict/$kind in
 		ok/|ok/timing|ok/timing-other)
 			ktap_result ok "$cname" ;;
