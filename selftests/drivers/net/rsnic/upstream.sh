@@ -220,20 +220,19 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 				comment=$exception
 			fi
 		fi
+		checks_failed=() exception=
 		if [ "$kind" = retry ]; then
 			tries=${reason%% *} reason=${reason#* }
 			if [ "$verdict" = fail ] && [ "$try" -lt "$tries" ]; then
 				echo "# $cname: try $try of $tries failed (${comment:-no reason}), once more: $reason"
 				listed_failures=$((listed_failures + 1))
 				queue+=("$((try + 1)) $t -t ${cname#*.}")
-				checks_failed=() exception=
 				continue
 			fi
 			[ "$verdict" = fail ] && comment="try $try of $tries: $comment"
 			kind=
 			[ "$verdict" = ok ] && [ "$try" -gt 1 ] && echo "# $cname: passed on try $try of $tries"
 		fi
-		checks_failed=() exception=
 		case $verdict/$kind in
 		ok/|ok/timing|ok/timing-other)
 			ktap_result ok "$cname" ;;
