@@ -489,7 +489,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: ib_core sets `device` before calling us.
             let dev = unsafe { Self::dev((*cq).device) };
             // SAFETY: Valid attribute (contract).
-            let entries = unsafe { (*attr).cqe };
+            let (entries, flags) = unsafe { ((*attr).cqe, (*attr).flags) };
+            // No completion timestamps, no ignored overruns.
+            if flags != 0 {
+                return Err(eopnotsupp());
+            }
             let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries, user.as_mut())?;
             // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
             // ours to set in `create_cq`.
@@ -640,6 +644,10 @@ impl<T: IbDeviceOps> Adapter<T> {
             };
             if a.cap.max_inline_data != 0 {
                 return Err(EINVAL);
+            }
+            // No creation flags (multicast loopback blocking, LSO, ...).
+            if a.create_flags != 0 {
+                return Err(eopnotsupp());
             }
             let (data, qpn, caps) = T::create_qp(dev, QpHandle::new(qp), &init, user.as_mut())?;
             a.cap.max_send_wr = caps.max_send_wr;
