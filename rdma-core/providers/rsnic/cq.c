@@ -18,54 +18,76 @@
 
 DECLARE_DRV_CMD(ursnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ, empty,
 		rsnic_ib_create_cq_resp);
+DECLARE_DRV_CMD(ursnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty,
+		rsnic_ib_create_cq_resp);
 DECLARE_DRV_CMD(ursnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		rsnic_ib_resize_cq, rsnic_ib_resize_cq_resp);
+
+/* Maps the ring the kernel allocated for `cq`; an errno. */
+static int map_cq(struct ibv_context *context, struct rsnic_cq *cq,
+		  const struct rsnic_ib_create_cq_resp *r)
+{
+	int ret;
+
+	cq->cqn = r->cqn;
+	cq->entries = r->entries;
+	if (!cq->entries || cq->entries & (cq->entries - 1))
+		return EPROTO;
+	cq->ring_len = align((size_t)cq->entries * RSNIC_CQE_LEN,
+			     RSNIC_DB_PAGE_SIZE);
+	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
+			context->cmd_fd, r->offset);
+	if (cq->ring == MAP_FAILED) {
+		ret = errno;
+		verbs_err(&to_rctx(context)->ibv_ctx,
+			  "rsnic: cannot map CQ %u's ring\n", cq->cqn);
+		return ret;
+	}
+	return 0;
+}
+
+static struct rsnic_cq *alloc_cq(void)
+{
+	struct rsnic_cq *cq = calloc(1, sizeof(*cq));
+
+	if (cq)
+		pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return cq;
+}
+
+static void free_cq(struct rsnic_cq *cq)
+{
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+}
 
 struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector)
 {
-	struct rsnic_context *ctx = to_rctx(context);
 	struct ursnic_create_cq_resp resp = {};
 	struct ibv_create_cq cmd = {};
 	struct rsnic_cq *cq;
 	int ret;
 
-	cq = calloc(1, sizeof(*cq));
+	cq = alloc_cq();
 	if (!cq)
 		return NULL;
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-
-	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector, &cq->ibv_cq,
-				&cmd, sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector,
+				&cq->vcq.cq, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (ret)
+		goto err_free;
+	ret = map_cq(context, cq, &resp.drv_payload);
 	if (ret) {
-		errno = ret;
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		goto err_free;
 	}
-	cq->cqn = resp.drv_payload.cqn;
-	cq->entries = resp.drv_payload.entries;
-	cq->ring_len = align((size_t)cq->entries * RSNIC_CQE_LEN,
-			     RSNIC_DB_PAGE_SIZE);
-	if (!cq->entries || cq->entries & (cq->entries - 1)) {
-		errno = EPROTO;
-		goto err_destroy;
-	}
-	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
-			context->cmd_fd, resp.drv_payload.offset);
-	if (cq->ring == MAP_FAILED) {
-		verbs_err(&ctx->ibv_ctx, "rsnic: cannot map CQ %u's ring\n",
-			  cq->cqn);
-		goto err_destroy;
-	}
-	return &cq->ibv_cq;
+	return &cq->vcq.cq;
 
-err_destroy:
-	ret = errno;
-	ibv_cmd_destroy_cq(&cq->ibv_cq);
-	errno = ret;
 err_free:
-	pthread_spin_destroy(&cq->lock);
-	free(cq);
+	free_cq(cq);
+	errno = ret;
 	return NULL;
 }
 
@@ -121,8 +143,7 @@ int rsnic_destroy_cq(struct ibv_cq *ibcq)
 	if (ret)
 		return ret;
 	munmap(cq->ring, cq->ring_len);
-	pthread_spin_destroy(&cq->lock);
-	free(cq);
+	free_cq(cq);
 	return 0;
 }
 
@@ -196,12 +217,12 @@ static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
 		return false;
 	if (recv && (flags & RSNIC_CQE_SRQ)) {
 		/* A slot of the QP's SRQ, not of its own receive queue. */
-		if (!qp->ibv_qp.srq ||
-		    !rsnic_srq_retire(to_rsrq(qp->ibv_qp.srq),
+		if (!qp->vqp.qp.srq ||
+		    !rsnic_srq_retire(to_rsrq(qp->vqp.qp.srq),
 				      le16toh(cqe->wqe_index), &wc->wr_id))
 			return false;
 	} else {
-		if (recv && qp->ibv_qp.srq)
+		if (recv && qp->vqp.qp.srq)
 			return false;
 		wq = recv ? &qp->rq : &qp->sq;
 		pthread_spin_lock(&wq->lock);
@@ -231,29 +252,195 @@ static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
 	return true;
 }
 
+/* The next completion into `wc`; false if the ring holds none. */
+static bool poll_one(struct rsnic_cq *cq, struct ibv_wc *wc)
+{
+	struct rsnic_context *ctx = to_rctx(cq->vcq.cq.context);
+	struct rsnic_cqe *cqe;
+
+	while ((cqe = next_cqe(cq))) {
+		cq->consumed++;
+		/* A CQE for nothing posted (a QP destroyed since) is dropped. */
+		if (fill_wc(ctx, cqe, wc))
+			return true;
+	}
+	return false;
+}
+
+/* Gives the card back the slots polled since `start`. */
+static void give_back(struct rsnic_cq *cq, uint32_t start)
+{
+	if (cq->consumed != start)
+		rsnic_ring(to_rctx(cq->vcq.cq.context), RSNIC_DB_CQ_CI, cq->cqn,
+			   cq->consumed);
+}
+
 int rsnic_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 {
-	struct rsnic_context *ctx = to_rctx(ibcq->context);
 	struct rsnic_cq *cq = to_rcq(ibcq);
 	uint32_t start;
 	int n = 0;
 
 	pthread_spin_lock(&cq->lock);
 	start = cq->consumed;
-	while (n < ne) {
-		struct rsnic_cqe *cqe = next_cqe(cq);
-
-		if (!cqe)
-			break;
-		cq->consumed++;
-		/* A CQE for nothing posted (a QP destroyed since) is dropped. */
-		if (fill_wc(ctx, cqe, &wc[n]))
-			n++;
-	}
-	if (cq->consumed != start)
-		rsnic_ring(ctx, RSNIC_DB_CQ_CI, cq->cqn, cq->consumed);
+	while (n < ne && poll_one(cq, &wc[n]))
+		n++;
+	give_back(cq, start);
 	pthread_spin_unlock(&cq->lock);
 	return n;
+}
+
+/*
+ * The extended CQ's poll: start_poll takes the CQ's lock and its first
+ * completion, next_poll each further one, end_poll gives the slots back
+ * and unlocks. The readers read the current completion, which poll_one
+ * checked as it checks ibv_poll_cq's.
+ */
+static int poll_next(struct rsnic_cq *cq)
+{
+	if (!poll_one(cq, &cq->cur))
+		return ENOENT;
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = cq->cur.status;
+	return 0;
+}
+
+static int rsnic_start_poll(struct ibv_cq_ex *cq_ex,
+			    struct ibv_poll_cq_attr *attr)
+{
+	struct rsnic_cq *cq = to_rcq_ex(cq_ex);
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	cq->poll_start = cq->consumed;
+	if (poll_next(cq)) {
+		/* No end_poll follows an empty start_poll. */
+		give_back(cq, cq->poll_start);
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;
+	}
+	return 0;
+}
+
+static int rsnic_next_poll(struct ibv_cq_ex *cq_ex)
+{
+	return poll_next(to_rcq_ex(cq_ex));
+}
+
+static void rsnic_end_poll(struct ibv_cq_ex *cq_ex)
+{
+	struct rsnic_cq *cq = to_rcq_ex(cq_ex);
+
+	give_back(cq, cq->poll_start);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode rsnic_read_opcode(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.opcode;
+}
+
+static uint32_t rsnic_read_vendor_err(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.vendor_err;
+}
+
+static uint32_t rsnic_read_byte_len(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.byte_len;
+}
+
+static __be32 rsnic_read_imm_data(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.imm_data;
+}
+
+static uint32_t rsnic_read_qp_num(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.qp_num;
+}
+
+static uint32_t rsnic_read_src_qp(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.src_qp;
+}
+
+static unsigned int rsnic_read_wc_flags(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur.wc_flags;
+}
+
+/* RoCE: no LID, SL or path bits; ibv_poll_cq gives them as 0 too. */
+static uint32_t rsnic_read_slid(struct ibv_cq_ex *cq_ex)
+{
+	return 0;
+}
+
+static uint8_t rsnic_read_sl(struct ibv_cq_ex *cq_ex)
+{
+	return 0;
+}
+
+static uint8_t rsnic_read_dlid_path_bits(struct ibv_cq_ex *cq_ex)
+{
+	return 0;
+}
+
+/*
+ * An extended CQ: the same ring as ibv_create_cq's, polled through the
+ * callbacks above. The card stamps no time and tags no flow, so only
+ * IBV_WC_STANDARD_FLAGS are taken; the single-threaded hint is.
+ */
+struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct ursnic_create_cq_ex_resp resp = {};
+	struct ibv_create_cq_ex cmd = {};
+	struct ibv_cq_ex *cq_ex;
+	struct rsnic_cq *cq;
+	int ret;
+
+	if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS ||
+	    attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
+	     attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = alloc_cq();
+	if (!cq)
+		return NULL;
+	ret = ibv_cmd_create_cq_ex(context, attr, NULL, &cq->vcq, &cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
+				   0);
+	if (ret)
+		goto err_free;
+	ret = map_cq(context, cq, &resp.drv_payload);
+	if (ret) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		goto err_free;
+	}
+	cq_ex = &cq->vcq.cq_ex;
+	cq_ex->start_poll = rsnic_start_poll;
+	cq_ex->next_poll = rsnic_next_poll;
+	cq_ex->end_poll = rsnic_end_poll;
+	cq_ex->read_opcode = rsnic_read_opcode;
+	cq_ex->read_vendor_err = rsnic_read_vendor_err;
+	cq_ex->read_byte_len = rsnic_read_byte_len;
+	cq_ex->read_imm_data = rsnic_read_imm_data;
+	cq_ex->read_qp_num = rsnic_read_qp_num;
+	cq_ex->read_src_qp = rsnic_read_src_qp;
+	cq_ex->read_wc_flags = rsnic_read_wc_flags;
+	cq_ex->read_slid = rsnic_read_slid;
+	cq_ex->read_sl = rsnic_read_sl;
+	cq_ex->read_dlid_path_bits = rsnic_read_dlid_path_bits;
+	return cq_ex;
+
+err_free:
+	free_cq(cq);
+	errno = ret;
+	return NULL;
 }
 
 int rsnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)

@@ -18,6 +18,23 @@
 
 DECLARE_DRV_CMD(ursnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty,
 		rsnic_ib_create_qp_resp);
+DECLARE_DRV_CMD(ursnic_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP, empty,
+		rsnic_ib_create_qp_resp);
+
+/* The work requests the card carries out, by QP type (ibv_wr_*). */
+enum {
+	RSNIC_UD_SEND_OPS = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	RSNIC_RC_SEND_OPS = RSNIC_UD_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |
+			    IBV_QP_EX_WITH_RDMA_WRITE |
+			    IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			    IBV_QP_EX_WITH_RDMA_READ |
+			    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW,
+	RSNIC_QP_INIT_ATTRS = IBV_QP_INIT_ATTR_PD |
+			      IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+};
 
 void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
 		uint16_t value)
@@ -81,19 +98,49 @@ static void unmap_wq(struct rsnic_wq *wq)
 	pthread_spin_destroy(&wq->lock);
 }
 
-struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* Whether the card makes the QP `attr` asks for; an errno if not. */
+static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 {
-	struct rsnic_context *ctx = to_rctx(pd->context);
-	struct ursnic_create_qp_resp resp = {};
-	struct ibv_create_qp cmd = {};
-	struct rsnic_qp *qp;
-	int ret;
+	uint64_t ops = attr->qp_type == IBV_QPT_UD ? RSNIC_UD_SEND_OPS :
+						      RSNIC_RC_SEND_OPS;
 
+	if (attr->comp_mask & ~RSNIC_QP_INIT_ATTRS ||
+	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return EOPNOTSUPP;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS &&
+	    attr->send_ops_flags & ~ops)
+		return EOPNOTSUPP;
+	/* The card knows no creation flag. */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS &&
+	    attr->create_flags)
+		return EOPNOTSUPP;
 	/* Only an RC QP receives from an SRQ on this card. */
 	if (attr->cap.max_inline_data ||
 	    (attr->srq && attr->qp_type != IBV_QPT_RC) ||
-	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD)) {
-		errno = EOPNOTSUPP;
+	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+static void set_qp_ex_ops(struct rsnic_qp *qp);
+
+/*
+ * Creates the QP: the kernel's extended command for extended attributes,
+ * the plain one otherwise; then maps its rings. A QP created with
+ * send_ops_flags posts through ibv_wr_* too.
+ */
+static struct ibv_qp *create_qp(struct ibv_context *context,
+				struct ibv_qp_init_attr_ex *attr)
+{
+	bool ex = attr->comp_mask != IBV_QP_INIT_ATTR_PD;
+	struct rsnic_context *ctx = to_rctx(context);
+	struct rsnic_ib_create_qp_resp r;
+	struct rsnic_qp *qp;
+	int ret;
+
+	ret = check_qp_attr(attr);
+	if (ret) {
+		errno = ret;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -103,29 +150,46 @@ struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	qp->signal_all = attr->sq_sig_all;
 
-	ret = ibv_cmd_create_qp(pd, &qp->ibv_qp, attr, &cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+	if (ex) {
+		struct ursnic_create_qp_ex_resp resp = {};
+		struct ibv_create_qp_ex cmd = {};
+
+		ret = ibv_cmd_create_qp_ex2(context, &qp->vqp, attr, &cmd,
+					    sizeof(cmd), &resp.ibv_resp,
+					    sizeof(resp), NULL);
+		r = resp.drv_payload;
+	} else {
+		struct ursnic_create_qp_resp resp = {};
+		struct ibv_create_qp cmd = {};
+
+		ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd,
+					   sizeof(cmd), &resp.ibv_resp,
+					   sizeof(resp));
+		r = resp.drv_payload;
+	}
 	if (ret)
 		goto err_free;
-	ret = map_wq(pd->context, &qp->sq, resp.drv_payload.sq_entries,
-		     RSNIC_SQ_WQE_LEN, resp.drv_payload.sq_offset);
+	ret = map_wq(context, &qp->sq, r.sq_entries, RSNIC_SQ_WQE_LEN,
+		     r.sq_offset);
 	if (!ret && !attr->srq)
-		ret = map_wq(pd->context, &qp->rq, resp.drv_payload.rq_entries,
-			     RSNIC_RQ_WQE_LEN, resp.drv_payload.rq_offset);
+		ret = map_wq(context, &qp->rq, r.rq_entries, RSNIC_RQ_WQE_LEN,
+			     r.rq_offset);
 	if (!ret)
-		ret = store_qp(ctx, qp->ibv_qp.qp_num, qp);
+		ret = store_qp(ctx, qp->vqp.qp.qp_num, qp);
 	if (ret) {
 		verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up QP %u: %d\n",
-			  qp->ibv_qp.qp_num, ret);
-		ibv_cmd_destroy_qp(&qp->ibv_qp);
+			  qp->vqp.qp.qp_num, ret);
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
 		goto err_free;
 	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		set_qp_ex_ops(qp);
 	attr->cap.max_send_wr = qp->sq.entries;
 	attr->cap.max_recv_wr = qp->rq.entries;
 	attr->cap.max_send_sge = RSNIC_MAX_SGE;
 	attr->cap.max_recv_sge = attr->srq ? 0 : RSNIC_MAX_SGE;
 	attr->cap.max_inline_data = 0;
-	return &qp->ibv_qp;
+	return &qp->vqp.qp;
 
 err_free:
 	unmap_wq(&qp->sq);
@@ -133,6 +197,27 @@ err_free:
 	free(qp);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {};
+	struct ibv_qp *qp;
+
+	/* ibv_qp_init_attr is the head of ibv_qp_init_attr_ex. */
+	memcpy(&attr_ex, attr, sizeof(*attr));
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+	qp = create_qp(pd->context, &attr_ex);
+	if (qp)
+		attr->cap = attr_ex.cap;
+	return qp;
+}
+
+struct ibv_qp *rsnic_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr)
+{
+	return create_qp(context, attr);
 }
 
 int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
@@ -164,6 +249,7 @@ int rsnic_destroy_qp(struct ibv_qp *ibqp)
 	store_qp(ctx, qpn, NULL);
 	unmap_wq(&qp->sq);
 	unmap_wq(&qp->rq);
+	free(qp->batch.rekey);
 	free(qp);
 	return 0;
 }
@@ -210,7 +296,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->imm = wr->imm_data;
 		break;
 	case IBV_WR_SEND_WITH_INV:
-		if (qp->ibv_qp.qp_type != IBV_QPT_RC)
+		if (qp->vqp.qp.qp_type != IBV_QPT_RC)
 			return EINVAL;
 		w->opcode = RSNIC_WQE_SEND_INV;
 		w->imm = htole32(wr->invalidate_rkey);
@@ -244,7 +330,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
-		if (qp->ibv_qp.qp_type != IBV_QPT_RC)
+		if (qp->vqp.qp.qp_type != IBV_QPT_RC)
 			return EINVAL;
 		w->opcode = wr->opcode == IBV_WR_RDMA_READ ? RSNIC_WQE_READ :
 			    wr->opcode == IBV_WR_RDMA_WRITE ? RSNIC_WQE_WRITE :
@@ -256,7 +342,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		/* The old value lands in the one SGE (8 bytes). */
-		if (qp->ibv_qp.qp_type != IBV_QPT_RC || wr->num_sge != 1)
+		if (qp->vqp.qp.qp_type != IBV_QPT_RC || wr->num_sge != 1)
 			return EINVAL;
 		w->opcode = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
 				    RSNIC_WQE_CMP_SWAP :
@@ -269,7 +355,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	default:
 		return EINVAL;
 	}
-	if (qp->ibv_qp.qp_type == IBV_QPT_UD) {
+	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
 		if (!wr->wr.ud.ah)
 			return EINVAL;
 		w->av = to_rah(wr->wr.ud.ah)->av;
@@ -287,6 +373,46 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/*
+ * Writes the WQE of `wr` at the SQ's head and moves the head (not the
+ * card's: that is the doorbell's). The caller holds the SQ's lock.
+ */
+static int write_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr)
+{
+	struct rsnic_wq *sq = &qp->sq;
+	uint32_t slot = sq->head & (sq->entries - 1);
+	struct rsnic_sq_wqe w;
+	int ret;
+
+	if (sq->head - sq->tail >= sq->entries)
+		return ENOMEM;
+	ret = build_send(qp, wr, &w);
+	if (ret)
+		return ret;
+	memcpy((uint8_t *)sq->ring + (size_t)slot * RSNIC_SQ_WQE_LEN, &w,
+	       sizeof(w));
+	sq->wrid[slot] = wr->wr_id;
+	sq->head++;
+	return 0;
+}
+
+/*
+ * A QP takes send requests from RTS on (libibverbs keeps `state` as
+ * ibv_modify_qp set it), receive requests from INIT on.
+ */
+static bool can_send(const struct ibv_qp *ibqp)
+{
+	return ibqp->state >= IBV_QPS_RTS;
+}
+
+/* Tells the card of the SQ's WQEs up to its head, once they are in memory. */
+static void ring_sq(struct rsnic_qp *qp)
+{
+	udma_to_device_barrier();
+	rsnic_ring(to_rctx(qp->vqp.qp.context), RSNIC_DB_SQ,
+		   qp->vqp.qp.qp_num, qp->sq.head);
+}
+
 int rsnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr)
 {
@@ -295,37 +421,301 @@ int rsnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
+	if (!can_send(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&sq->lock);
 	start = sq->head;
 	for (; wr; wr = wr->next) {
-		uint32_t slot = sq->head & (sq->entries - 1);
-		struct rsnic_sq_wqe w;
-
-		if (sq->head - sq->tail >= sq->entries) {
-			ret = ENOMEM;
-			break;
-		}
-		ret = build_send(qp, wr, &w);
+		ret = write_send(qp, wr);
 		if (ret)
 			break;
-		memcpy((uint8_t *)sq->ring + (size_t)slot * RSNIC_SQ_WQE_LEN,
-		       &w, sizeof(w));
-		sq->wrid[slot] = wr->wr_id;
-		sq->head++;
 		/* The window answers to the key the bind gives it. */
 		if (wr->opcode == IBV_WR_BIND_MW)
 			wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
 	}
-	if (sq->head != start) {
-		/* The WQEs are in memory before the card hears of them. */
-		udma_to_device_barrier();
-		rsnic_ring(to_rctx(ibqp->context), RSNIC_DB_SQ, ibqp->qp_num,
-			   sq->head);
-	}
+	if (sq->head != start)
+		ring_sq(qp);
 	pthread_spin_unlock(&sq->lock);
 	if (ret)
 		*bad_wr = wr;
 	return ret;
+}
+
+/*
+ * ibv_wr_*: each builder fills the batch's ibv_send_wr (after writing
+ * the one before it to the ring), so a request built this way is checked
+ * and written exactly as ibv_post_send's are.
+ */
+
+static void batch_fail(struct rsnic_wr_batch *b, int err)
+{
+	if (!b->err)
+		b->err = err;
+}
+
+/* Writes the started request, if any, to the ring. */
+static void batch_write(struct rsnic_qp *qp)
+{
+	struct rsnic_wr_batch *b = &qp->batch;
+	struct rsnic_mw_rekey *more;
+
+	if (!b->pending)
+		return;
+	b->pending = false;
+	if (b->err)
+		return;
+	batch_fail(b, write_send(qp, &b->wr));
+	if (b->err || b->wr.opcode != IBV_WR_BIND_MW)
+		return;
+	if (b->nr_rekey == b->max_rekey) {
+		more = realloc(b->rekey, (b->max_rekey + 4) * sizeof(*more));
+		if (!more) {
+			batch_fail(b, ENOMEM);
+			return;
+		}
+		b->rekey = more;
+		b->max_rekey += 4;
+	}
+	b->rekey[b->nr_rekey++] = (struct rsnic_mw_rekey){
+		b->wr.bind_mw.mw, b->wr.bind_mw.rkey };
+}
+
+/* Starts the batch's next request: `opcode`, the QP's wr_id and flags. */
+static struct ibv_send_wr *batch_next(struct ibv_qp_ex *qpx,
+				      enum ibv_wr_opcode opcode)
+{
+	struct rsnic_qp *qp = to_rqp_ex(qpx);
+	struct rsnic_wr_batch *b = &qp->batch;
+
+	batch_write(qp);
+	memset(&b->wr, 0, sizeof(b->wr));
+	b->wr.opcode = opcode;
+	b->wr.wr_id = qpx->wr_id;
+	b->wr.send_flags = qpx->wr_flags;
+	b->wr.sg_list = b->sge;
+	b->pending = true;
+	return &b->wr;
+}
+
+/* The started request, for a setter; NULL (and the batch fails) if none. */
+static struct ibv_send_wr *batch_started(struct ibv_qp_ex *qpx)
+{
+	struct rsnic_wr_batch *b = &to_rqp_ex(qpx)->batch;
+
+	if (b->pending)
+		return &b->wr;
+	batch_fail(b, EINVAL);
+	return NULL;
+}
+
+static void rsnic_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct rsnic_qp *qp = to_rqp_ex(qpx);
+	struct rsnic_wr_batch *b = &qp->batch;
+
+	pthread_spin_lock(&qp->sq.lock);
+	b->start = qp->sq.head;
+	b->pending = false;
+	b->err = can_send(&qpx->qp_base) ? 0 : EINVAL;
+	b->nr_rekey = 0;
+}
+
+static void rsnic_wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct rsnic_qp *qp = to_rqp_ex(qpx);
+
+	/* The card never heard of what was written since wr_start. */
+	qp->sq.head = qp->batch.start;
+	qp->batch.pending = false;
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+static int rsnic_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct rsnic_qp *qp = to_rqp_ex(qpx);
+	struct rsnic_wr_batch *b = &qp->batch;
+	int ret;
+	uint32_t i;
+
+	batch_write(qp);
+	ret = b->err;
+	if (ret) {
+		rsnic_wr_abort(qpx);
+		return ret;
+	}
+	for (i = 0; i < b->nr_rekey; i++)
+		b->rekey[i].mw->rkey = b->rekey[i].rkey;
+	if (qp->sq.head != b->start)
+		ring_sq(qp);
+	pthread_spin_unlock(&qp->sq.lock);
+	return 0;
+}
+
+static void rsnic_wr_send(struct ibv_qp_ex *qpx)
+{
+	batch_next(qpx, IBV_WR_SEND);
+}
+
+static void rsnic_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	batch_next(qpx, IBV_WR_SEND_WITH_IMM)->imm_data = imm_data;
+}
+
+static void rsnic_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	batch_next(qpx, IBV_WR_SEND_WITH_INV)->invalidate_rkey =
+		invalidate_rkey;
+}
+
+static void rdma(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
+		 uint32_t rkey, uint64_t remote_addr, __be32 imm_data)
+{
+	struct ibv_send_wr *wr = batch_next(qpx, opcode);
+
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	wr->imm_data = imm_data;
+}
+
+static void rsnic_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				uint64_t remote_addr)
+{
+	rdma(qpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+}
+
+static void rsnic_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, __be32 imm_data)
+{
+	rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr, imm_data);
+}
+
+static void rsnic_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	rdma(qpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+}
+
+static void atomic(struct ibv_qp_ex *qpx, enum ibv_wr_opcode opcode,
+		   uint32_t rkey, uint64_t remote_addr, uint64_t compare_add,
+		   uint64_t swap)
+{
+	struct ibv_send_wr *wr = batch_next(qpx, opcode);
+
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = remote_addr;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
+}
+
+static void rsnic_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr, compare,
+	       swap);
+}
+
+static void rsnic_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
+}
+
+static void rsnic_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	batch_next(qpx, IBV_WR_LOCAL_INV)->invalidate_rkey = invalidate_rkey;
+}
+
+static void rsnic_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			     uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct ibv_send_wr *wr = batch_next(qpx, IBV_WR_BIND_MW);
+
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *bind_info;
+}
+
+static void rsnic_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+				  const struct ibv_sge *sg_list)
+{
+	struct ibv_send_wr *wr = batch_started(qpx);
+
+	if (!wr)
+		return;
+	if (num_sge > RSNIC_MAX_SGE) {
+		batch_fail(&to_rqp_ex(qpx)->batch, EINVAL);
+		return;
+	}
+	memcpy(wr->sg_list, sg_list, num_sge * sizeof(*sg_list));
+	wr->num_sge = num_sge;
+}
+
+static void rsnic_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	rsnic_wr_set_sge_list(qpx, 1, &sge);
+}
+
+static void rsnic_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct ibv_send_wr *wr = batch_started(qpx);
+
+	if (!wr)
+		return;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
+}
+
+/* The card takes no inline data (max_inline_data is 0). */
+static void rsnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				     size_t length)
+{
+	batch_fail(&to_rqp_ex(qpx)->batch, EINVAL);
+}
+
+static void rsnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
+					  size_t num_buf,
+					  const struct ibv_data_buf *buf_list)
+{
+	batch_fail(&to_rqp_ex(qpx)->batch, EINVAL);
+}
+
+/*
+ * Every builder, whatever the QP's type and send_ops_flags: one the type
+ * cannot carry out (an RDMA WRITE on a UD QP) fails its batch as
+ * ibv_post_send fails it, instead of calling through a NULL pointer.
+ */
+static void set_qp_ex_ops(struct rsnic_qp *qp)
+{
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+
+	qp->vqp.comp_mask |= VERBS_QP_EX;
+	qpx->wr_send = rsnic_wr_send;
+	qpx->wr_send_imm = rsnic_wr_send_imm;
+	qpx->wr_send_inv = rsnic_wr_send_inv;
+	qpx->wr_rdma_write = rsnic_wr_rdma_write;
+	qpx->wr_rdma_write_imm = rsnic_wr_rdma_write_imm;
+	qpx->wr_rdma_read = rsnic_wr_rdma_read;
+	qpx->wr_atomic_cmp_swp = rsnic_wr_atomic_cmp_swp;
+	qpx->wr_atomic_fetch_add = rsnic_wr_atomic_fetch_add;
+	qpx->wr_local_inv = rsnic_wr_local_inv;
+	qpx->wr_bind_mw = rsnic_wr_bind_mw;
+	qpx->wr_set_sge = rsnic_wr_set_sge;
+	qpx->wr_set_sge_list = rsnic_wr_set_sge_list;
+	qpx->wr_set_inline_data = rsnic_wr_set_inline_data;
+	qpx->wr_set_inline_data_list = rsnic_wr_set_inline_data_list;
+	qpx->wr_set_ud_addr = rsnic_wr_set_ud_addr;
+	qpx->wr_start = rsnic_wr_start;
+	qpx->wr_complete = rsnic_wr_complete;
+	qpx->wr_abort = rsnic_wr_abort;
 }
 
 int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
@@ -336,8 +726,8 @@ int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	if (ibqp->srq) {
-		/* Its receives are posted to the SRQ. */
+	/* An SRQ's QP takes its receives from the SRQ. */
+	if (ibqp->srq || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -32,13 +32,15 @@ struct rsnic_context {
 };
 
 struct rsnic_cq {
-	struct ibv_cq ibv_cq;
+	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex if extended */
 	pthread_spinlock_t lock;
 	uint32_t cqn;
 	uint32_t entries;		/* a power of two */
 	uint32_t consumed;		/* free running */
+	uint32_t poll_start;		/* `consumed` at start_poll */
 	void *ring;
 	size_t ring_len;
+	struct ibv_wc cur;		/* what the ibv_cq_ex readers read */
 };
 
 /* One work queue of a QP: its mapped ring and the wr_id of each slot. */
@@ -68,11 +70,35 @@ struct rsnic_srq {
 	pthread_spinlock_t lock;
 };
 
+/* A memory window's rkey, given it when the batch that binds it posts. */
+struct rsnic_mw_rekey {
+	struct ibv_mw *mw;
+	uint32_t rkey;
+};
+
+/*
+ * What an ibv_qp_ex builds between wr_start and wr_complete: the request
+ * a wr_* builder started, which its setters complete and which goes to
+ * the ring when the next one starts or at wr_complete. The SQ's head
+ * moves only in the QP's ring until wr_complete rings the doorbell; an
+ * error or wr_abort puts it back to `start`.
+ */
+struct rsnic_wr_batch {
+	struct ibv_send_wr wr;
+	struct ibv_sge sge[RSNIC_MAX_SGE];
+	bool pending;			/* `wr` is started, not yet written */
+	uint32_t start;			/* the SQ's head at wr_start */
+	int err;			/* the first error since wr_start */
+	struct rsnic_mw_rekey *rekey;	/* the batch's binds */
+	uint32_t nr_rekey, max_rekey;
+};
+
 struct rsnic_qp {
-	struct ibv_qp ibv_qp;
+	struct verbs_qp vqp;		/* ibv_qp, and ibv_qp_ex if extended */
 	struct rsnic_wq sq;
 	struct rsnic_wq rq;
 	bool signal_all;
+	struct rsnic_wr_batch batch;
 };
 
 struct rsnic_ah {
@@ -87,12 +113,22 @@ static inline struct rsnic_context *to_rctx(struct ibv_context *ibctx)
 
 static inline struct rsnic_cq *to_rcq(struct ibv_cq *ibcq)
 {
-	return container_of(ibcq, struct rsnic_cq, ibv_cq);
+	return container_of(ibcq, struct rsnic_cq, vcq.cq);
+}
+
+static inline struct rsnic_cq *to_rcq_ex(struct ibv_cq_ex *cq_ex)
+{
+	return container_of(cq_ex, struct rsnic_cq, vcq.cq_ex);
 }
 
 static inline struct rsnic_qp *to_rqp(struct ibv_qp *ibqp)
 {
-	return container_of(ibqp, struct rsnic_qp, ibv_qp);
+	return container_of(ibqp, struct rsnic_qp, vqp.qp);
+}
+
+static inline struct rsnic_qp *to_rqp_ex(struct ibv_qp_ex *qp_ex)
+{
+	return container_of(qp_ex, struct rsnic_qp, vqp.qp_ex);
 }
 
 static inline struct rsnic_srq *to_rsrq(struct ibv_srq *ibsrq)
@@ -119,6 +155,8 @@ int rsnic_write_recv(void *ring, uint32_t slot, const struct ibv_recv_wr *wr);
 struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector);
+struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
 int rsnic_destroy_cq(struct ibv_cq *cq);
 int rsnic_resize_cq(struct ibv_cq *cq, int cqe);
 int rsnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
@@ -126,6 +164,8 @@ int rsnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
 struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);
+struct ibv_qp *rsnic_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr);
 int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		   struct ibv_qp_init_attr *init_attr);
 int rsnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
