@@ -1218,6 +1218,38 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_user_qp_reset_and_reconnected_rings_through_its_page_again() {
+        let (mut a, mut b) = user_pair();
+        let to_reset = |s: &mut Side| {
+            let reset = QpModify {
+                mask: qp_attr::STATE,
+                state: QpState::Reset as u8,
+                ..QpModify::default()
+            };
+            assert_eq!(s.modify(QPN, reset), AdminStatus::Ok);
+            s.sq_tail = 0;
+            s.rq_tail = 0;
+        };
+        to_reset(&mut a);
+        to_reset(&mut b);
+        a.connect(&b, 7, 7);
+        b.connect(&a, 7, 7);
+        assert_eq!(reg_user_mr(&mut a), AdminStatus::Ok);
+        let data = pattern(100, 5);
+        a.mem.set(DATA + 0x1800, &data);
+        b.post_recv(QPN, DATA, 4096);
+        let mut wqe = send_wqe(wqe_op::SEND, USER_VA, 100);
+        wqe.sge[0].lkey = USER_KEY;
+        a.post_send(QPN, wqe);
+        let frames = a.ring_sq(QPN);
+        assert_eq!(frames.len(), 1, "the page still owns the QP after RESET");
+        assert_eq!(a.e.stats.refused_doorbells, 0);
+        exchange(&mut a, &mut b, frames);
+        assert_eq!(b.mem.get(DATA, 100), data);
+        assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+    }
+
+    #[test]
     fn user_qps_may_not_use_the_local_dma_key_nor_map_memory() {
         let (mut a, _b) = user_pair();
         a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 100));

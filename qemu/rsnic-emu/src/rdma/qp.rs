@@ -396,8 +396,11 @@ impl Qp {
         Ok(actions)
     }
 
+    /// Back to RESET: the queues start again from slot 0 and the
+    /// connection is forgotten; what the QP is (its queues, CQs, owner's
+    /// doorbell page, counters, injected faults) stays.
     fn reset(&mut self) {
-        let fresh = Self::new(
+        let mut fresh = Self::new(
             self.qpn,
             self.qp_type,
             self.pd,
@@ -405,10 +408,11 @@ impl Qp {
             self.rq.reset(),
             self.send_cq,
             self.recv_cq,
-        );
-        let counters = self.counters;
+        )
+        .with_faults(Arc::clone(&self.faults));
+        fresh.db_page = self.db_page;
+        fresh.counters = self.counters;
         *self = fresh;
-        self.counters = counters;
     }
 
     /// The flags of a receive completion: its WQE came from the QP's own
