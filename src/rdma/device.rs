@@ -13,7 +13,7 @@ use kernel::{
 use super::cq::RdmaCq;
 use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
-use super::mr::{RdmaMr, RdmaMw};
+use super::mr::{RdmaMr, RdmaMw, UserRegion};
 use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::ring::RingMem;
 use super::srq::{self, RdmaSrq};
@@ -34,7 +34,7 @@ use crate::linux::{
     net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
     rdma::udata::{UserCall, UserData},
-    rdma::umem::UserMemory,
+    rdma::umem::{UserMemory, UserPin, UserRange},
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
         QpQuery, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
@@ -289,6 +289,42 @@ fn arm_srq(d: &RdmaDev, srqn: u32, entries: u32, limit: u32) -> Result {
 }
 
 /// A ring's size: what was asked for, rounded up to a power of two.
+/// The card's registration of a user region of PD `pd` over `mem` at
+/// address `iova` with `access` (its key still to be set), and the list of
+/// its pages, which the card reads once, at registration.
+fn user_mr_reg(
+    d: &RdmaDev,
+    pd: u32,
+    mem: &UserMemory,
+    iova: u64,
+    access: Access,
+) -> Result<(DmaBuffer, MrReg)> {
+    let shift = mem
+        .best_page_shift(d.caps.page_size_cap, iova)
+        .ok_or(EINVAL)?;
+    let pages = mem.dma_blocks(shift)?;
+    let count = u32::try_from(pages.len())
+        .ok()
+        .filter(|n| (1..=MAX_USER_MR_PAGES).contains(n))
+        .ok_or(EINVAL)?;
+    let list = d.dma.alloc(pages.len() * 8)?;
+    for (i, page) in pages.iter().enumerate() {
+        list.write(i * 8, &page.to_le_bytes())?;
+    }
+    let reg = MrReg {
+        key: 0,
+        pd,
+        access: access_bits(access),
+        kind: mr_kind::USER,
+        max_pages: count,
+        page_shift: shift,
+        pbl: list.dma_addr(0)?,
+        iova,
+        len: mem.len(),
+    };
+    Ok((list, reg))
+}
+
 fn ring_size(asked: u32, max: u32) -> Result<u32> {
     if asked > max {
         return Err(EINVAL);
@@ -645,6 +681,7 @@ impl IbDeviceOps for RdmaDev {
             max_rd_atomic: s.max_rd_atomic,
             max_dest_rd_atomic: s.max_dest_rd_atomic,
             retry: s.retry,
+            path: s.path,
             caps: qp.caps,
             kind: qp.kind,
         })
@@ -908,33 +945,62 @@ impl IbDeviceOps for RdmaDev {
         access: Access,
     ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
         let d = dev.data();
-        let shift = mem
-            .best_page_shift(d.caps.page_size_cap, iova)
-            .ok_or(EINVAL)?;
-        let pages = mem.dma_blocks(shift)?;
-        let count = u32::try_from(pages.len())
-            .ok()
-            .filter(|n| (1..=MAX_USER_MR_PAGES).contains(n))
-            .ok_or(EINVAL)?;
-        // The card reads the list once, at registration.
-        let list = d.dma.alloc(pages.len() * 8)?;
-        for (i, page) in pages.iter().enumerate() {
-            list.write(i * 8, &page.to_le_bytes())?;
-        }
-        let key = d.ids.lock().mrs.alloc()? << 8;
-        let reg = MrReg {
-            key,
-            pd: pd.pdn,
-            access: access_bits(access),
-            kind: mr_kind::USER,
-            max_pages: count,
-            page_shift: shift,
-            pbl: list.dma_addr(0)?,
-            iova,
-            len: mem.len(),
-        };
+        let (list, mut reg) = user_mr_reg(d, pd.pdn, &mem, iova, access)?;
+        reg.key = d.ids.lock().mrs.alloc()? << 8;
         let keys = d.register_mr(reg)?;
-        Ok((RdmaMr::user(key, mem), keys))
+        // The card read the list at registration; it is not needed after.
+        drop(list);
+        let region = UserRegion {
+            mem,
+            iova,
+            access,
+            pd: pd.pdn,
+        };
+        Ok((RdmaMr::user(reg.key, region), keys))
+    }
+
+    fn rereg_user_mr(
+        dev: &IbDevice<Self>,
+        mr: &RdmaMr,
+        pd: &RdmaPd,
+        pin: &UserPin<'_>,
+        range: Option<UserRange>,
+        access: Option<Access>,
+    ) -> Result {
+        let d = dev.data();
+        let mut user = mr.user_region();
+        let cur: &mut UserRegion = (*user).as_mut().ok_or(EINVAL)?;
+        let access = access.unwrap_or(cur.access);
+        let range = range.unwrap_or(UserRange {
+            addr: cur.mem.addr(),
+            len: cur.mem.len(),
+            iova: cur.iova,
+        });
+        // Pinned afresh even over the same range: the new access may
+        // need the pages pinned writable.
+        let mem = pin.pin(range.addr, range.len, access)?;
+        let (list, mut reg) = user_mr_reg(d, pd.pdn, &mem, range.iova, access)?;
+        reg.key = mr.key;
+        // The same key, registered anew: the card has no in-place change.
+        let _ = d.admin.exec(AdminCmd::RdmaDeregMr { key: mr.key });
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaRegMr(reg)) {
+            // Back to the old registration, if the card takes it.
+            if let Ok((_old_list, mut old)) = user_mr_reg(d, cur.pd, &cur.mem, cur.iova, cur.access)
+            {
+                old.key = mr.key;
+                let _ = d.admin.exec(AdminCmd::RdmaRegMr(old));
+            }
+            return Err(e.into());
+        }
+        drop(list);
+        // The old pages are unpinned once the card no longer maps them.
+        *cur = UserRegion {
+            mem,
+            iova: range.iova,
+            access,
+            pd: pd.pdn,
+        };
+        Ok(())
     }
 
     fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {

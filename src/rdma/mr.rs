@@ -4,9 +4,16 @@
 //! fast-registration regions, whose page list `map_mr_sg` fills and a
 //! REG_MR work request hands to the card.
 
-use kernel::{prelude::*, sync::SpinLock};
+use kernel::{
+    prelude::*,
+    sync::{Mutex, MutexGuard, SpinLock},
+};
 
-use crate::linux::{dma::DmaBuffer, rdma::umem::UserMemory, sync::lock_irqsave};
+use crate::linux::{
+    dma::DmaBuffer,
+    rdma::{umem::UserMemory, verbs::Access},
+    sync::lock_irqsave,
+};
 
 /// A memory window's driver state: its key's index is the card's.
 pub(crate) struct RdmaMw {
@@ -24,8 +31,22 @@ pub(crate) struct RdmaMr {
     /// it.
     #[pin]
     pages: SpinLock<Option<PageList>>,
-    /// A user region: the process's memory, pinned while registered.
-    _user: Option<UserMemory>,
+    /// A user region: what it is registered over, and how (changed in
+    /// place by a re-registration).
+    #[pin]
+    user: Mutex<Option<UserRegion>>,
+}
+
+/// What a user region is registered over, and how.
+pub(crate) struct UserRegion {
+    /// The process's memory, pinned while registered.
+    pub(crate) mem: UserMemory,
+    /// The region's address of its first byte.
+    pub(crate) iova: u64,
+    /// Its access rights.
+    pub(crate) access: Access,
+    /// Its protection domain.
+    pub(crate) pd: u32,
 }
 
 struct PageList {
@@ -40,18 +61,23 @@ impl RdmaMr {
         try_pin_init!(Self {
             key,
             pages <- kernel::new_spinlock!(None),
-            _user: None,
+            user <- kernel::new_mutex!(None),
         }? Error)
     }
 
     /// A region over a process's memory, which stays pinned until the
-    /// region is deregistered.
-    pub(crate) fn user(key: u32, mem: UserMemory) -> impl PinInit<Self, Error> {
+    /// region is deregistered (or re-registered over other memory).
+    pub(crate) fn user(key: u32, region: UserRegion) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             key,
             pages <- kernel::new_spinlock!(None),
-            _user: Some(mem),
+            user <- kernel::new_mutex!(Some(region)),
         }? Error)
+    }
+
+    /// The user region, locked (`None` inside for any other region).
+    pub(crate) fn user_region(&self) -> MutexGuard<'_, Option<UserRegion>> {
+        self.user.lock()
     }
 
     /// A fast-registration region of up to `max` pages listed in `buf`.
@@ -59,7 +85,7 @@ impl RdmaMr {
         try_pin_init!(Self {
             key,
             pages <- kernel::new_spinlock!(Some(PageList { buf, max, count: 0 })),
-            _user: None,
+            user <- kernel::new_mutex!(None),
         }? Error)
     }
 

@@ -65,6 +65,8 @@ pub(crate) struct QpSettings {
     pub(crate) max_dest_rd_atomic: u8,
     /// Timeout and retries.
     pub(crate) retry: QpRetry,
+    /// Where an RC QP's packets go (set on the way to RTR).
+    pub(crate) path: Option<AddressPath>,
 }
 
 impl RdmaQp {
@@ -88,6 +90,7 @@ impl RdmaQp {
             max_rd_atomic: 0,
             max_dest_rd_atomic: 0,
             retry: QpRetry::default(),
+            path: None,
         };
         try_pin_init!(Self {
             qpn,
@@ -227,6 +230,7 @@ pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
     settings.state = next;
     if m.mask & qp_attr::PATH != 0 {
         settings.path_mtu = m.path_mtu;
+        settings.path = a.path;
     }
     if let Some(d) = a.dest_qpn {
         settings.dest_qpn = d;

@@ -193,6 +193,22 @@ static int rsnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 	return 0;
 }
 
+/*
+ * The kernel registers a new region (new keys) with what `flags` changes
+ * and the old region's values for the rest, and deregisters the old one;
+ * libibverbs' ibv_cmd_rereg_mr gives the MR its new keys.
+ */
+static int rsnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			  void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd = {};
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 static int rsnic_dereg_mr(struct verbs_mr *vmr)
 {
 	int ret;
@@ -292,6 +308,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.query_qp = rsnic_query_qp,
 	.query_srq = rsnic_query_srq,
 	.reg_mr = rsnic_reg_mr,
+	.rereg_mr = rsnic_rereg_mr,
 	.req_notify_cq = rsnic_req_notify_cq,
 };
 

@@ -21,7 +21,7 @@ use crate::linux::net::netdev::NetDev;
 use crate::linux::rdma::{
     device_adapter::Adapter,
     udata::{UserCall, UserData},
-    umem::UserMemory,
+    umem::{UserMemory, UserPin, UserRange},
     verbs::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery,
         RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
@@ -359,6 +359,22 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn mr_add_page(mr: &Self::Mr, addr: u64) -> Result;
     /// `dereg_mr`.
     fn dereg_mr(dev: &IbDevice<Self>, mr: &Self::Mr) -> Result;
+    /// `rereg_user_mr`, in place (the keys stay): a region
+    /// [`Self::reg_user_mr`] made now belongs to `pd` (its own or a new
+    /// one), over `range` if given and with `access` if given; what is
+    /// not given stays. `pin` pins the calling process's memory. A
+    /// failure leaves the region as it was, if it can. Without it
+    /// ib_core refuses `ibv_rereg_mr`.
+    fn rereg_user_mr(
+        _dev: &IbDevice<Self>,
+        _mr: &Self::Mr,
+        _pd: &Self::Pd,
+        _pin: &UserPin<'_>,
+        _range: Option<UserRange>,
+        _access: Option<Access>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// The values of port `port`'s counters, in
     /// [`IbDeviceOps::HW_STATS`] order (`out` has one slot per name).

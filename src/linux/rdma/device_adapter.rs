@@ -19,7 +19,7 @@ use crate::linux::rdma::{
     device::{GidEntry, GidType, IbDevice, IbDeviceOps},
     mmap,
     udata::{UserCall, UserData},
-    umem::UserMemory,
+    umem::{UserMemory, UserPin, UserRange},
     verbs::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle,
         QpInit, QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
@@ -93,6 +93,9 @@ impl<T: IbDeviceOps> Adapter<T> {
         } else {
             Self::refuse_reg_user_mr
         });
+        if T::HAS_REREG_USER_MR {
+            ops.rereg_user_mr = Some(Self::rereg_user_mr);
+        }
         if T::HAS_QUERY_QP {
             ops.query_qp = Some(Self::query_qp);
         }
@@ -1143,6 +1146,9 @@ impl<T: IbDeviceOps> Adapter<T> {
                 a.min_rnr_timer = q.retry.min_rnr_timer;
                 a.qp_access_flags = q.access.to_raw() as c_int;
                 a.port_num = qp_port((*qp).port);
+                if let Some(path) = q.path {
+                    a.ah_attr = path.to_raw(a.port_num);
+                }
                 a.cap = cap;
                 let i = &mut *init;
                 i.qp_type = q.kind.to_raw();
@@ -1238,6 +1244,68 @@ impl<T: IbDeviceOps> Adapter<T> {
             virt,
             Access::from_raw(access as u32),
         ))
+    }
+
+    /// `ibv_rereg_mr`, in place: the region keeps its keys; a range
+    /// (`IB_MR_REREG_TRANS`), PD or access not named in `flags` stays as
+    /// it was.
+    ///
+    /// # Safety
+    ///
+    /// `mr` is a live MR of ours, `pd` a live PD of ours (the new one, or
+    /// `mr`'s own); ib_core's call from the process that owns `mr`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: c_int,
+        start: u64,
+        length: u64,
+        virt: u64,
+        access: c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let flags = flags as u32;
+        let known = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+            | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
+            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+        let change_access = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0;
+        if flags & !bindings::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED != 0
+            || (change_access && access as u32 & !known != 0)
+        {
+            return err_ptr(EOPNOTSUPP_ERRNO);
+        }
+        // SAFETY: NULL or this call's udata.
+        if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+            if let Err(e) = udata.expect_no_request() {
+                return err_ptr(e.to_errno());
+            }
+        }
+        // SAFETY: As the function's contract says: both live and ours, on
+        // a registered device, in the owning process's call.
+        let (dev, data, pd_data, pin) = unsafe {
+            (
+                Self::dev((*mr).device),
+                IbObject::<bindings::ib_mr, T::Mr>::data(mr),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
+                UserPin::new((*mr).device),
+            )
+        };
+        let range =
+            (flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0).then_some(UserRange {
+                addr: start,
+                len: length,
+                iova: virt,
+            });
+        let access = change_access.then(|| Access::from_raw(access as u32));
+        match T::rereg_user_mr(dev, data, pd_data, &pin, range, access) {
+            // NULL: the same region, changed in place.
+            Ok(()) => core::ptr::null_mut(),
+            Err(e) => err_ptr(e.to_errno()),
+        }
     }
 
     /// # Safety

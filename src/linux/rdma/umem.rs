@@ -3,11 +3,55 @@
 //! Memory of a process pinned for the device (`struct ib_umem`): what a
 //! user memory region maps, as bus addresses of equal blocks.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::prelude::*;
 
-use crate::linux::bindings;
+use crate::linux::{bindings, rdma::verbs::Access};
+
+/// A range of a process's memory a verb names, and the address a region
+/// over it has.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UserRange {
+    /// The process's address of its first byte.
+    pub(crate) addr: u64,
+    /// Its length in bytes.
+    pub(crate) len: u64,
+    /// The region's address of its first byte.
+    pub(crate) iova: u64,
+}
+
+/// The right to pin the memory of the process whose verb call is running,
+/// for one device; lent to the driver for that call only.
+///
+/// # Invariants
+///
+/// `ibdev` is a registered device and the value lives only inside a
+/// verb call of the process (it is neither `Send` nor `Sync`).
+pub(crate) struct UserPin<'call> {
+    ibdev: *mut bindings::ib_device,
+    _call: PhantomData<&'call ()>,
+}
+
+impl UserPin<'_> {
+    /// # Safety
+    ///
+    /// `ibdev` is a registered device; made inside a process's verb call
+    /// and not kept past it.
+    pub(super) unsafe fn new(ibdev: *mut bindings::ib_device) -> Self {
+        // INVARIANT: As the function's contract says.
+        Self {
+            ibdev,
+            _call: PhantomData,
+        }
+    }
+
+    /// Pins `len` bytes at `addr` of the process for `access`.
+    pub(crate) fn pin(&self, addr: u64, len: u64, access: Access) -> Result<UserMemory> {
+        // SAFETY: A registered device, in the process's call (invariant).
+        unsafe { UserMemory::get(self.ibdev, addr, len, access.to_raw() as i32) }
+    }
+}
 
 /// Pinned process memory, mapped for the device until drop.
 ///
@@ -46,6 +90,12 @@ impl UserMemory {
         Ok(Self {
             umem: NonNull::new(umem).ok_or(ENOMEM)?,
         })
+    }
+
+    /// The process's address of the first byte pinned.
+    pub(crate) fn addr(&self) -> u64 {
+        // SAFETY: A live umem (type invariant); its address is fixed.
+        unsafe { (*self.umem.as_ptr()).address as u64 }
     }
 
     /// Bytes pinned.

@@ -399,6 +399,24 @@ impl AddressPath {
             }
         }
     }
+
+    /// The path as a RoCE `rdma_ah_attr` on port `port`, with the GRH it
+    /// always has and no GID attribute reference (`query_qp`'s answer).
+    pub(super) fn to_raw(self, port: u32) -> bindings::rdma_ah_attr {
+        let mut a = bindings::rdma_ah_attr {
+            type_: bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
+            port_num: port,
+            ah_flags: bindings::ib_ah_flags_IB_AH_GRH as u8,
+            ..Default::default()
+        };
+        a.grh.dgid.raw = self.dgid;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.grh.flow_label = self.flow_label;
+        a.__bindgen_anon_1.roce = bindings::roce_ah_attr { dmac: self.dmac };
+        a
+    }
 }
 
 /// The QP states of the verbs.
@@ -611,6 +629,8 @@ pub(crate) struct QpQuery {
     pub(crate) max_dest_rd_atomic: u8,
     /// Timeout, retry and RNR attributes as set.
     pub(crate) retry: QpRetry,
+    /// The address path as set (RC).
+    pub(crate) path: Option<AddressPath>,
     /// Queue sizes.
     pub(crate) caps: QpCaps,
     /// Transport.
