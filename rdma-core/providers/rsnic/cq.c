@@ -147,12 +147,12 @@ int rsnic_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-/* The CQE at the consumer index, if the card has written it. */
-static struct rsnic_cqe *next_cqe(struct rsnic_cq *cq)
+/* The CQE at free-running index `pos`, if the card has written it. */
+static struct rsnic_cqe *cqe_at(struct rsnic_cq *cq, uint32_t pos)
 {
 	struct rsnic_cqe *cqe = (struct rsnic_cqe *)cq->ring +
-				(cq->consumed & (cq->entries - 1));
-	bool lap_phase = !((cq->consumed / cq->entries) & 1);
+				(pos & (cq->entries - 1));
+	bool lap_phase = !((pos / cq->entries) & 1);
 	uint16_t flags = le16toh(mmio_read16(&cqe->flags));
 
 	if (!!(flags & RSNIC_CQE_PHASE) != lap_phase)
@@ -160,6 +160,51 @@ static struct rsnic_cqe *next_cqe(struct rsnic_cq *cq)
 	/* The rest of the entry is read after its flags. */
 	udma_from_device_barrier();
 	return cqe;
+}
+
+/* The CQE at the consumer index, if the card has written it. */
+static struct rsnic_cqe *next_cqe(struct rsnic_cq *cq)
+{
+	return cqe_at(cq, cq->consumed);
+}
+
+/* Under the CQ's lock, as `stale` reads the mark under it. */
+void rsnic_cq_mark_stale(struct ibv_cq *ibcq, struct rsnic_stale *s)
+{
+	struct rsnic_cq *cq = to_rcq(ibcq);
+	uint32_t pos;
+
+	pthread_spin_lock(&cq->lock);
+	pos = cq->consumed;
+	while (pos - cq->consumed < cq->entries && cqe_at(cq, pos))
+		pos++;
+	s->active = true;
+	s->until = pos;
+	pthread_spin_unlock(&cq->lock);
+}
+
+/*
+ * Whether the CQE at `pos` is one `qp` left before its last RESET. An
+ * SRQ's slot it names is given back to the SRQ all the same.
+ */
+static bool stale(struct rsnic_qp *qp, const struct rsnic_cqe *cqe,
+		  uint32_t pos)
+{
+	uint16_t flags = le16toh(cqe->flags);
+	bool recv = flags & RSNIC_CQE_RECV;
+	struct rsnic_stale *s = recv ? &qp->stale_recv : &qp->stale_send;
+	uint64_t wr_id;
+
+	if (!s->active)
+		return false;
+	if ((int32_t)(pos - s->until) >= 0) {
+		s->active = false;
+		return false;
+	}
+	if (recv && flags & RSNIC_CQE_SRQ && qp->vqp.qp.srq)
+		rsnic_srq_retire(to_rsrq(qp->vqp.qp.srq),
+				 le16toh(cqe->wqe_index), &wr_id);
+	return true;
 }
 
 /*
@@ -202,9 +247,12 @@ static enum ibv_wc_opcode wc_opcode(const struct rsnic_cqe *cqe, bool recv)
 	}
 }
 
-/* Turns a CQE into a work completion; false if it names nothing posted. */
+/*
+ * Turns the CQE at `pos` into a work completion; false if it names
+ * nothing posted.
+ */
 static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
-		    struct ibv_wc *wc)
+		    uint32_t pos, struct ibv_wc *wc)
 {
 	uint16_t flags = le16toh(cqe->flags);
 	bool recv = flags & RSNIC_CQE_RECV;
@@ -213,7 +261,7 @@ static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
 	struct rsnic_wq *wq;
 	bool ok;
 
-	if (!qp)
+	if (!qp || stale(qp, cqe, pos))
 		return false;
 	if (recv && (flags & RSNIC_CQE_SRQ)) {
 		/* A slot of the QP's SRQ, not of its own receive queue. */
@@ -261,7 +309,7 @@ static bool poll_one(struct rsnic_cq *cq, struct ibv_wc *wc)
 	while ((cqe = next_cqe(cq))) {
 		cq->consumed++;
 		/* A CQE for nothing posted (a QP destroyed since) is dropped. */
-		if (fill_wc(ctx, cqe, wc))
+		if (fill_wc(ctx, cqe, cq->consumed - 1, wc))
 			return true;
 	}
 	return false;

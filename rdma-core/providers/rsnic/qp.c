@@ -229,11 +229,38 @@ int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 				sizeof(cmd));
 }
 
-int rsnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+/* Forgets what a work queue held, as the card does at RESET. */
+static void reset_wq(struct rsnic_wq *wq)
 {
-	struct ibv_modify_qp cmd = {};
+	pthread_spin_lock(&wq->lock);
+	wq->head = 0;
+	wq->tail = 0;
+	pthread_spin_unlock(&wq->lock);
+}
 
-	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+int rsnic_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+		    int attr_mask)
+{
+	struct rsnic_qp *qp = to_rqp(ibqp);
+	struct ibv_modify_qp cmd = {};
+	int ret;
+
+	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret || !(attr_mask & IBV_QP_STATE) ||
+	    attr->qp_state != IBV_QPS_RESET)
+		return ret;
+	/*
+	 * The card starts the QP's queues again from slot 0 and forgets
+	 * their requests: so does the provider, and the completions of them
+	 * still in the CQs (flushed when the QP failed) are dropped, not
+	 * taken for the new requests in the same slots.
+	 */
+	reset_wq(&qp->sq);
+	if (!ibqp->srq)
+		reset_wq(&qp->rq);
+	rsnic_cq_mark_stale(ibqp->send_cq, &qp->stale_send);
+	rsnic_cq_mark_stale(ibqp->recv_cq, &qp->stale_recv);
+	return 0;
 }
 
 int rsnic_destroy_qp(struct ibv_qp *ibqp)

@@ -93,12 +93,22 @@ struct rsnic_wr_batch {
 	uint32_t nr_rekey, max_rekey;
 };
 
+/*
+ * Completions a QP's earlier life (before its last RESET) left in one of
+ * its CQs: those up to `until`, the CQ's free-running index, are dropped.
+ */
+struct rsnic_stale {
+	bool active;
+	uint32_t until;
+};
+
 struct rsnic_qp {
 	struct verbs_qp vqp;		/* ibv_qp, and ibv_qp_ex if extended */
 	struct rsnic_wq sq;
 	struct rsnic_wq rq;
 	bool signal_all;
 	struct rsnic_wr_batch batch;
+	struct rsnic_stale stale_send, stale_recv;
 };
 
 struct rsnic_ah {
@@ -146,6 +156,8 @@ void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
 		uint16_t value);
 
 struct rsnic_qp *rsnic_find_qp(struct rsnic_context *ctx, uint32_t qpn);
+/* Marks what `cq` holds now as stale (`s`, one of a QP's, at RESET). */
+void rsnic_cq_mark_stale(struct ibv_cq *cq, struct rsnic_stale *s);
 /* Writes `n` SGEs in the card's format. */
 void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n);
 /* Writes the receive WQE of `wr` into `slot` of `ring`; EINVAL if it
