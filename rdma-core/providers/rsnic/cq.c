@@ -23,16 +23,19 @@ DECLARE_DRV_CMD(ursnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty,
 DECLARE_DRV_CMD(ursnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
 		rsnic_ib_resize_cq, rsnic_ib_resize_cq_resp);
 
-/* Maps the ring the kernel allocated for `cq`; an errno. */
+/*
+ * Maps the ring the kernel allocated for the CQ it just created; an errno,
+ * and the CQ destroyed, if that cannot be done.
+ */
 static int map_cq(struct ibv_context *context, struct rsnic_cq *cq,
 		  const struct rsnic_ib_create_cq_resp *r)
 {
-	int ret;
+	int ret = EPROTO;
 
 	cq->cqn = r->cqn;
 	cq->entries = r->entries;
 	if (!cq->entries || cq->entries & (cq->entries - 1))
-		return EPROTO;
+		goto err_destroy;
 	cq->ring_len = align((size_t)cq->entries * RSNIC_CQE_LEN,
 			     RSNIC_DB_PAGE_SIZE);
 	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
@@ -41,9 +44,13 @@ static int map_cq(struct ibv_context *context, struct rsnic_cq *cq,
 		ret = errno;
 		verbs_err(&to_rctx(context)->ibv_ctx,
 			  "rsnic: cannot map CQ %u's ring\n", cq->cqn);
-		return ret;
+		goto err_destroy;
 	}
 	return 0;
+
+err_destroy:
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+	return ret;
 }
 
 static struct rsnic_cq *alloc_cq(void)
@@ -79,10 +86,8 @@ struct ibv_cq *rsnic_create_cq(struct ibv_context *context, int cqe,
 	if (ret)
 		goto err_free;
 	ret = map_cq(context, cq, &resp.drv_payload);
-	if (ret) {
-		ibv_cmd_destroy_cq(&cq->vcq.cq);
+	if (ret)
 		goto err_free;
-	}
 	return &cq->vcq.cq;
 
 err_free:
@@ -465,10 +470,8 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	if (ret)
 		goto err_free;
 	ret = map_cq(context, cq, &resp.drv_payload);
-	if (ret) {
-		ibv_cmd_destroy_cq(&cq->vcq.cq);
+	if (ret)
 		goto err_free;
-	}
 	cq_ex = &cq->vcq.cq_ex;
 	cq_ex->start_poll = rsnic_start_poll;
 	cq_ex->next_poll = rsnic_next_poll;

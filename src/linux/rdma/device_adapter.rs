@@ -1213,13 +1213,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         dmah: *mut bindings::ib_dmah,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        let known = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
-            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
-            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
-        if access as u32 & !known != 0 || !dmah.is_null() {
+        if access as u32 & !USER_MR_ACCESS != 0 || !dmah.is_null() {
             return err_ptr(EOPNOTSUPP_ERRNO);
         }
         // SAFETY: NULL or this call's udata.
@@ -1266,15 +1260,9 @@ impl<T: IbDeviceOps> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         let flags = flags as u32;
-        let known = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
-            | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
-            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
-            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
         let change_access = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0;
         if flags & !bindings::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED != 0
-            || (change_access && access as u32 & !known != 0)
+            || (change_access && access as u32 & !USER_MR_ACCESS != 0)
         {
             return err_ptr(EOPNOTSUPP_ERRNO);
         }
@@ -1324,6 +1312,14 @@ impl<T: IbDeviceOps> Adapter<T> {
         err_ptr(EOPNOTSUPP_ERRNO)
     }
 }
+
+/// The access flags a process's memory region may have.
+const USER_MR_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+    | bindings::ib_access_flags_IB_ACCESS_MW_BIND
+    | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 
 /// The port of a QP as ib_core records it (`qp->port`, 0 until a modify
 /// sets it): port 1 then, the one a single-port device has.
