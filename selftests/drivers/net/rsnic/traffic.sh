@@ -85,12 +85,24 @@ else
 	ktap_result fail "TCP 8 streams remote -> A" "iperf3 failed"
 fi
 
+# UDP datagrams B's sockets dropped for want of buffer space: a receiver
+# the host starves (TCG) drops them there, after the NIC delivered them.
+udp_rcvbuf_drops() {
+	ip netns exec $NS python3 -c 'u = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
+print(u[1][u[0].index("RcvbufErrors")])'
+}
+
 rate=20M
 is_debug_kernel && rate=2M
+drops0=$(udp_rcvbuf_drops)
 if iperf3 -c $IP_B -p 5201 -u -b $rate -t 3 -J >/tmp/udp.json; then
-	lost=$(python3 -c 'import json; print(json.load(open("/tmp/udp.json"))["end"]["sum"]["lost_percent"])')
-	echo "# UDP $rate bit/s: ${lost}% lost"
-	check "UDP at $rate bit/s with under 1% loss" python3 -c "import sys; sys.exit(0 if $lost < 1 else 1)"
+	drops=$(($(udp_rcvbuf_drops) - drops0))
+	read -r lost sent < <(python3 -c 'import json; s = json.load(open("/tmp/udp.json"))["end"]["sum"]; print(s["lost_packets"], s["packets"])')
+	# The loss the path (driver, card, wire) is answerable for.
+	path_lost=$((lost > drops ? lost - drops : 0))
+	echo "# UDP $rate bit/s: $lost of $sent datagrams lost, $drops of them dropped by B's full socket buffer"
+	check "UDP at $rate bit/s with under 1% lost on the way (not at B's socket)" \
+		test $((path_lost * 100)) -lt "$sent"
 else
 	ktap_result fail "UDP at $rate bit/s" "iperf3 failed"
 fi
