@@ -288,7 +288,6 @@ fn arm_srq(d: &RdmaDev, srqn: u32, entries: u32, limit: u32) -> Result {
     Ok(())
 }
 
-/// A ring's size: what was asked for, rounded up to a power of two.
 /// The card's registration of a user region of PD `pd` over `mem` at
 /// address `iova` with `access` (its key still to be set), and the list of
 /// its pages, which the card reads once, at registration.
@@ -325,6 +324,7 @@ fn user_mr_reg(
     Ok((list, reg))
 }
 
+/// A ring's size: what was asked for, rounded up to a power of two.
 fn ring_size(asked: u32, max: u32) -> Result<u32> {
     if asked > max {
         return Err(EINVAL);
