@@ -34,6 +34,12 @@ const GFT_WORK_BUDGET: u32 = 256;
 
 /// How often the device's health check runs while it is up, in ms.
 pub(crate) const HEALTH_CHECK_MS: u32 = 1000;
+/// How long the card must read all ones before it counts as gone, in
+/// ms, so that a glitch (a read during a reset, a fault held briefly)
+/// is not taken for a removal: one and a half health periods, so the
+/// second periodic check after the first miss finds it gone even if it
+/// ran a little early relative to the first.
+const CARD_GONE_MS: i64 = 3 * HEALTH_CHECK_MS as i64 / 2;
 
 /// Wait before a reset that follows another one closely.
 const FIRST_BACKOFF_MS: i64 = 100;
@@ -141,28 +147,32 @@ pub(crate) enum CardChange {
 }
 
 /// Whether the card answers register reads, as the health check sees it:
-/// gone once two checks in a row read all ones (one may be a glitch, such
-/// as a read during a reset), back at the first good read.
+/// gone once every check for [`CARD_GONE_MS`] read all ones (one may be
+/// a glitch, such as a read during a reset), back at the first good
+/// read. Time, not a count of checks: other events (a VF to sync, a
+/// queue to reset) run the check too, so two checks may be a moment
+/// apart.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CardWatch {
-    misses: u32,
+    /// When the first check of the current run of misses read all ones.
+    first_miss: Option<Instant<Monotonic>>,
     gone: bool,
 }
 
 impl CardWatch {
-    /// One health check; `answering`: a status register read something
-    /// other than all ones.
-    pub(crate) fn check(&mut self, answering: bool) -> CardChange {
+    /// One health check at `now`; `answering`: a status register read
+    /// something other than all ones.
+    pub(crate) fn check(&mut self, answering: bool, now: Instant<Monotonic>) -> CardChange {
         if answering {
-            self.misses = 0;
+            self.first_miss = None;
             return if core::mem::take(&mut self.gone) {
                 CardChange::Back
             } else {
                 CardChange::Same
             };
         }
-        self.misses = self.misses.saturating_add(1);
-        if self.misses == 2 {
+        let first = *self.first_miss.get_or_insert(now);
+        if !self.gone && (now - first).as_millis() >= CARD_GONE_MS {
             self.gone = true;
             return CardChange::Gone;
         }
@@ -334,7 +344,10 @@ impl Nic {
     /// worth running).
     fn check_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> bool {
         let answering = self.regs.status().is_some();
-        let change = self.card_watch.lock().check(answering);
+        let change = self
+            .card_watch
+            .lock()
+            .check(answering, Instant::<Monotonic>::now());
         match change {
             CardChange::Same => {}
             CardChange::Gone => {
