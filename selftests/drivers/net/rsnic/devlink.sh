@@ -193,7 +193,7 @@ check "an unanswered admin command: an error on 'card' (function reset), recover
 	devlink -j health dump show $DL reporter card
 devlink health dump clear $DL reporter card
 harness card A fault all-ones >/dev/null
-sleep 3.5
+sleep 4.5 # the health check takes it for gone after 2.5 s of all ones
 harness card A fault none >/dev/null
 wait_reporter card recover $((recovers + 3))
 echo "# card: errors $errors -> $(reporter card error), recoveries $recovers -> $(reporter card recover)"

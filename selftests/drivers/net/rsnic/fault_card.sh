@@ -206,7 +206,7 @@ check "after the function reset, the RDMA half is bound afresh, its GIDs on the 
 # interrupt asks for the link state: the carrier is left as it was, and
 # traffic resumes when the card answers again. The fault is held only
 # until every vector (the admin one too) has fired, well under the
-# 1.5 s of all ones after which the health check takes the card for gone
+# 2.5 s of all ones after which the health check takes the card for gone
 # (that is fault_removal.sh's).
 # (vector_irqs runs awk once per vector and takes about a second in the
 # VM: too slow inside the window. One pass over /proc/interrupts here.)
