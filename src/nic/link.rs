@@ -35,14 +35,24 @@ impl AdminIrq {
     /// Runs in the interrupt handler, so it must not touch the `Nic`
     /// (which does not exist yet when the handler is first registered).
     fn sync_link(&self) {
+        let dev = self.dev.get();
+        let running = self.running.load(Relaxed) != 0;
         // All ones (or a failed read) is a card that is not answering, not
-        // a link state: keep what we have until it answers again.
+        // a link state: keep what we have until it answers again. But a
+        // stopped interface has no carrier whatever the card says: `stop`
+        // must leave it off even for a card gone, or the health check
+        // could drop it after `unregister_netdev` (which stops the
+        // device first), queueing a link event for a freed device.
         let up = match self.regs.read(regs::LINK_STATUS) {
             Ok(v) if v != u32::MAX => v & hw::link::UP != 0,
-            _ => return,
+            _ => {
+                if !running {
+                    dev.carrier_off();
+                }
+                return;
+            }
         };
-        let dev = self.dev.get();
-        if up && self.running.load(Relaxed) != 0 {
+        if up && running {
             dev.carrier_on();
         } else {
             dev.carrier_off();

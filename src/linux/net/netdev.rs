@@ -125,13 +125,18 @@ impl<T> NetDev<T> {
         unsafe { bindings::rust_ext_netif_running(self.as_raw()) }
     }
 
-    /// Reports carrier up.
+    /// Reports carrier up. A change queues a link event holding the
+    /// device, so none may happen after `unregister_netdev` has run (the
+    /// device is freed with the event still queued): a driver leaves the
+    /// carrier off in `ndo_stop`, which unregistering calls first, and
+    /// raises it only while the interface runs.
     pub(crate) fn carrier_on(&self) {
         // SAFETY: The device is alive; callable from any context.
         unsafe { bindings::netif_carrier_on(self.as_raw()) };
     }
 
-    /// Reports carrier down.
+    /// Reports carrier down (see [`Self::carrier_on`]: a no-op once it is
+    /// off, so calling it on a stopped device is harmless).
     pub(crate) fn carrier_off(&self) {
         // SAFETY: As `carrier_on`.
         unsafe { bindings::netif_carrier_off(self.as_raw()) };
