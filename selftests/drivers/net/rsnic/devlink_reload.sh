@@ -30,7 +30,7 @@ cleanup() {
 	ip netns del rsnic-reload 2>/dev/null
 	NETIF_A=$(netif_of "$A")
 	ethtool -L "$NETIF_A" combined 4 2>/dev/null
-	ethtool -G "$NETIF_A" rx 256 tx 256 2>/dev/null
+	ethtool -G "$NETIF_A" rx 1024 tx 256 2>/dev/null # the defaults (ethtool.sh)
 	ethtool -C "$NETIF_A" rx-usecs 0 2>/dev/null
 	ethtool -X "$NETIF_A" default 2>/dev/null
 	$vf_was_present || vf_unplug A 2>/dev/null
