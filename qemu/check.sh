@@ -22,9 +22,19 @@ start=$SECONDS
 # guest-check.sh's timeout.
 budget=${RSNIC_CHECK_BUDGET:-5100}
 
+# phase NAME: the time since the previous phase (or the start) was NAME's,
+# for the summary of where the check's time went.
+phase_start=$SECONDS
+phases=()
+phase() {
+	phases+=("$1 $((SECONDS - phase_start))")
+	phase_start=$SECONDS
+}
+
 qemu/setup-rootfs.sh
 qemu/build-kernel.sh "${KERNEL:-normal}"
 qemu/build-ksft.sh "${KERNEL:-normal}"
+phase set-up
 
 if [[ $# -eq 0 ]]; then
 	log "emulator unit tests (cargo test)"
@@ -46,6 +56,7 @@ if [[ $# -eq 0 ]]; then
 		log "cargo test exited with status $cargo_status"
 		failed=$((failed + 1))
 	fi
+	phase "cargo test"
 fi
 
 if [[ $# -eq 0 ]]; then
@@ -58,6 +69,7 @@ if [[ $# -eq 0 ]]; then
 		echo "not ok lint" >&2
 		failed=$((failed + 1))
 	fi
+	phase lint
 fi
 
 log "building the emulator and the module"
@@ -67,8 +79,9 @@ if ! make -s modules >&2; then
 	echo "$passed passed, $((failed + 1)) failed, $skipped skipped"
 	exit 1
 fi
+phase build
 
-subskips=() subfails=() kreports=()
+subskips=() subfails=() kreports=() times=()
 
 # vm_pass KERNEL PREFIX [TEST...]: boots the VM on kernel KERNEL (normal
 # or debug) with the module built for it, runs the tests (default all)
@@ -91,6 +104,7 @@ vm_pass() {
 			subfail/*) subfails+=("$prefix$name $p $f $s") ; continue ;;
 			kreport/*) kreports+=("$prefix$name $p $f $s") ; continue ;;
 			planned/*) planned+=("$name") ; continue ;;
+			time/*) times+=("$prefix$name $p $f") ; continue ;;
 			*/boot-kernel-log | */final-kernel-log) ;;
 			*) ran[$name]=1 ;;&
 			pass/*) files_passed=$((files_passed + 1)) ;;
@@ -123,6 +137,7 @@ vm_pass() {
 
 log "booting the VM and running the selftests"
 vm_pass "${KERNEL:-normal}" "" "$@"
+phase "${KERNEL:-normal} VM"
 
 # The whole run, on the normal kernel: then the tests that load, fault
 # and remove the driver, and tear down user-space RDMA under live
@@ -140,6 +155,7 @@ if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]
 		log "the debug kernel: ${DEBUG_TESTS[*]}"
 		if qemu/build-ksft.sh debug && make -s modules KERNEL=debug >&2; then
 			vm_pass debug "debug:" "${DEBUG_TESTS[@]}"
+			phase "debug build and VM"
 		else
 			log "building for the debug kernel failed"
 			subfails+=("debug: module build # failed")
@@ -151,6 +167,16 @@ if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]
 		skipped=$((skipped + 1))
 	fi
 fi
+
+# Where the time went: each selftest file (wall and host CPU seconds),
+# slowest first, and each phase of the check. Also kept in the cache,
+# for comparing runs.
+if [[ ${#times[@]} -gt 0 ]]; then
+	log "time per file (wall s, host CPU s of the VM and its cards), slowest first:"
+	printf '%s\n' "${times[@]}" | sort -k2,2nr | awk '{printf "  %-34s %5s %5s\n", $1, $2, $3}' >&2
+	printf '%s\n' "${times[@]}" >"$RSNIC_CACHE/check-times.txt"
+fi
+log "time per phase (s): $(printf '%s; ' "${phases[@]}")"
 
 if [[ ${#subskips[@]} -gt 0 ]]; then
 	log "skipped checks:"

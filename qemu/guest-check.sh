@@ -19,6 +19,11 @@
 #                                           why the test failed as a whole
 #   kreport <test> <line>                   the first kernel report's lines
 #   planned <test>                          one per test, before the first
+#   time <test> <wall s> <host CPU s>       what the test took: wall time,
+#                                           and the host CPU the VM and its
+#                                           cards used meanwhile (a file far
+#                                           below 2 CPU-s per s waits more
+#                                           than it works)
 
 dir=/rsnic/selftests/drivers/net/rsnic
 results=/run/rsnic/results
@@ -58,6 +63,18 @@ kernel_reports() {
 first_report() {
 	awk -v re="$bad" 'f || $0 ~ re { f = 1; print }' | head -n 40 |
 		sed "s/^/kreport $1 /" >>"$results"
+}
+
+# host_cpu: host CPU seconds so far of the VM (vCPUs, QEMU's other
+# threads) and the cards' processes, from the harness; host_cpu_since
+# CPU0: how many since that reading ("-" if either is missing).
+host_cpu() {
+	harness cpu 2>/dev/null | awk '{n = 0; for (i = 2; i <= NF; i++) { split($i, kv, "="); n += kv[2] } print n}'
+}
+host_cpu_since() {
+	local now
+	now=$(host_cpu)
+	if [ -n "$1" ] && [ -n "$now" ]; then awk -v a="$1" -v b="$now" 'BEGIN { printf "%.0f", b - a }'; else echo -; fi
 }
 
 # ktap_counts FILE: "plan passed failed skipped" of a test's own KTAP
@@ -106,6 +123,7 @@ for t in "${tests[@]}"; do
 	fi
 	echo "# running $t"
 	dmesg_mark
+	cpu0=$(host_cpu)
 	start=$SECONDS
 	(cd "$dir" && timeout -k 10 "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
 	rc=$?
@@ -140,6 +158,7 @@ for t in "${tests[@]}"; do
 	grep -E '^not ok [0-9]+ ' /tmp/test.out |
 		sed -E "s/^not ok [0-9]+ /subfail $t /" >>"$results"
 	took=$((SECONDS - start))
+	echo "time $t $took $(host_cpu_since "$cpu0")" >>"$results"
 	case $rc in
 	0) echo "ok $n $t # ${took}s"; r=pass ;;
 	4) echo "ok $n $t # SKIP"; r=skip ;;
