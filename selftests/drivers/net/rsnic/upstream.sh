@@ -135,8 +135,10 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 		run=($(head -n1 "$KSFT/$t" | sed -n 's/^#!//p') "${run[@]}")
 	fi
 	# shellcheck disable=SC2086 # args: ksft's -t/-T filters, word-split
+	t0=$SECONDS
 	(cd "$KSFT/$(dirname "$t")" && timeout -k 10 "$CASE_TIMEOUT" "${run[@]}" $args) </dev/null >"$out" 2>&1
 	rc=$?
+	echo "# $t $args: exit $rc in $((SECONDS - t0)) s"
 	sed 's/^/# /' "$out"
 	cases=0
 	failed_before=$ktap_failed
