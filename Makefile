@@ -24,12 +24,23 @@ IN_ROOTFS := qemu/in-rootfs.sh
 BUILD_KDIR := /rsnic-cache/kernel/$(KERNEL)
 # The debug kernel is built with clang (qemu/build-kernel.sh); modules must be too.
 KBUILD_ARGS := $(if $(filter debug,$(KERNEL)),CC=clang)
+# The module for the debug kernel is built in a copy of the sources in
+# the cache (the guest loads it from there), so that the repo's own
+# rsnic.ko stays the normal kernel's: make check boots both kernels at
+# once, and neither build starts from scratch because the other ran.
+ifeq ($(KERNEL),debug)
+BUILD_M := /rsnic-cache/module/debug
+STAGE := $(RSNIC_CACHE)/module/debug
+else
 BUILD_M := /rsnic
+STAGE := .
+endif
 SETUP := setup
 else
 IN_ROOTFS :=
 BUILD_KDIR := $(KDIR)
 BUILD_M := $(CURDIR)
+STAGE := .
 SETUP :=
 endif
 
@@ -57,10 +68,17 @@ setup: kernel provider
 KERNEL_CONFIG := $(if $(KDIR),$(KDIR),$(RSNIC_CACHE)/kernel/$(KERNEL))/.config
 
 modules: $(SETUP)
+ifneq ($(STAGE),.)
+	@# The sources only: the copy keeps its own objects.
+	@mkdir -p $(STAGE)
+	$(IN_ROOTFS) rsync -a --delete --exclude='*.o' --exclude='.*.cmd' --exclude='*.ko' \
+		--exclude='*.mod' --exclude='*.mod.c' --exclude='bindings_generated.rs' \
+		--exclude='.kernel-stamp' Kbuild src include $(BUILD_M)/
+endif
 	@k="$$(cksum < $(KERNEL_CONFIG))"; \
-	if [ "$$k" != "$$(cat .kernel-stamp 2>/dev/null)" ]; then \
-		[ ! -e .kernel-stamp ] || echo "[rsnic] kernel configuration changed: rebuilding the module from scratch"; \
-		$(MAKE) -s clean >/dev/null; echo "$$k" > .kernel-stamp; \
+	if [ "$$k" != "$$(cat $(STAGE)/.kernel-stamp 2>/dev/null)" ]; then \
+		[ ! -e $(STAGE)/.kernel-stamp ] || echo "[rsnic] kernel configuration changed: rebuilding the module from scratch"; \
+		$(MAKE) -s clean >/dev/null; echo "$$k" > $(STAGE)/.kernel-stamp; \
 	fi
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) $(if $(CLIPPY),CLIPPY=1) modules
 
@@ -112,4 +130,4 @@ rustfmtcheck: rootfs
 
 clean:
 	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) clean
-	rm -f src/linux/bindings/bindings_generated.rs .kernel-stamp
+	rm -f $(STAGE)/src/linux/bindings/bindings_generated.rs $(STAGE)/.kernel-stamp

@@ -418,7 +418,7 @@ fi
 unbatched='{}'
 vf_unplug A >/dev/null 2>&1
 ip netns del bench-rsnic
-if rmmod rsnic && insmod /rsnic/rsnic.ko tx_batching=0; then
+if rmmod rsnic && insmod "${RSNIC_KO:-/rsnic/rsnic.ko}" tx_batching=0; then
 	for _ in $(seq 50); do
 		a=$(netif_of "$(card_addr A)") b=$(netif_of "$(card_addr B)")
 		[ -n "$a" ] && [ -n "$b" ] && break

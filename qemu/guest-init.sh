@@ -39,8 +39,13 @@ for port in /sys/class/virtio-ports/*; do
 done
 ip link set lo up
 
-# The driver: the harness built it into the repo, mounted at /rsnic.
-if insmod /rsnic/rsnic.ko; then
+# The driver: the harness built it into the repo, mounted at /rsnic, or
+# for the debug kernel into the cache (the Makefile's KERNEL=debug).
+case $(uname -r) in
+*-debug) export RSNIC_KO=/rsnic-cache/module/debug/rsnic.ko ;;
+*) export RSNIC_KO=/rsnic/rsnic.ko ;;
+esac
+if insmod "$RSNIC_KO"; then
 	echo "rsnic-vm: rsnic.ko loaded"
 else
 	echo "rsnic-vm: insmod rsnic.ko failed"
