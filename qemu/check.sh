@@ -83,84 +83,35 @@ phase build
 
 subskips=() subfails=() kreports=() times=()
 
-# vm_pass KERNEL PREFIX [TEST...]: boots the VM on kernel KERNEL (normal
-# or debug) with the module built for it, runs the tests (default all)
-# and adds up their results; PREFIX goes before each test's name.
-vm_pass() {
-	local kernel=$1 prefix=$2 results vm_status=0 t planned=()
-	local -A ran=()
-	shift 2
-	results=$RSNIC_CACHE/check-results.$$
-	local left=$((budget - (SECONDS - start)))
-	[[ $left -ge 60 ]] || left=60
-	log "$kernel VM: $left s left of the check's $budget s"
-	KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
-		--results "$RSNIC_IN_CACHE/$(basename "$results")" \
-		--cmd "bash /rsnic/qemu/guest-check.sh $*" || vm_status=$?
-	if [[ -f $results ]]; then
-		while read -r result name p f s; do
-			case $result/$name in
-			subskip/*) subskips+=("$prefix$name $p $f $s") ; continue ;;
-			subfail/*) subfails+=("$prefix$name $p $f $s") ; continue ;;
-			kreport/*) kreports+=("$prefix$name $p $f $s") ; continue ;;
-			planned/*) planned+=("$name") ; continue ;;
-			time/*) times+=("$prefix$name $p $f") ; continue ;;
-			*/boot-kernel-log | */final-kernel-log) ;;
-			*) ran[$name]=1 ;;&
-			pass/*) files_passed=$((files_passed + 1)) ;;
-			skip/*) files_skipped=$((files_skipped + 1)) ;;
-			*) files_failed=$((files_failed + 1)) ;;
-			esac
-			passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
-			# A test skipped as a whole counts as one skipped check.
-			[[ $result == skip ]] && skipped=$((skipped + 1))
-		done <"$results"
-		rm -f "$results"
-	else
-		log "the VM produced no results (exit $vm_status)"
-		subfails+=("${prefix}VM # no results (exit $vm_status)")
-		failed=$((failed + 1))
-	fi
-	if [[ $vm_status -ne 0 ]]; then
-		log "the VM run exited with status $vm_status"
-		subfails+=("${prefix}VM # exited with status $vm_status")
-		failed=$((failed + 1))
-		# Each test the guest planned and did not finish is a failure
-		# of its own.
-		for t in "${planned[@]}"; do
-			[[ -n ${ran[$t]:-} ]] && continue
-			subfails+=("$prefix$t # did not finish: the VM ended first")
-			files_failed=$((files_failed + 1)) failed=$((failed + 1))
-		done
-	fi
-}
-
-log "booting the VM and running the selftests"
-vm_pass "${KERNEL:-normal}" "" "$@"
-phase "${KERNEL:-normal} VM"
-
-# The whole run, on the normal kernel: then the tests that load, fault
-# and remove the driver, and tear down user-space RDMA under live
-# contexts, once more on the debug kernel (KASAN, lockdep, kmemleak,
-# DEBUG_OBJECTS, DMA-API debugging; Documentation/rsnic/testing.rst), if
-# that kernel was built (`make kernel KERNEL=debug`; a changed
-# configuration then rebuilds it). Its build alone takes ~20 min, which
-# a cold machine's check cannot afford: there it is one skip. The whole
-# rdma_user.sh (350 to 480 s there) does not fit the budget beside the
-# normal pass: its teardowns without the data-path checks do.
+# The tests: the ones named, or the Makefile's TEST_PROGS; then the
+# debug pass's, on the debug kernel: the whole run goes on the normal
+# kernel, and the tests that load, fault and remove the driver, and tear
+# down user-space RDMA under live contexts, once more on the debug kernel
+# (KASAN, lockdep, kmemleak, DEBUG_OBJECTS, DMA-API debugging;
+# Documentation/rsnic/testing.rst), if that kernel was built (`make
+# kernel KERNEL=debug`; a changed configuration then rebuilds it). Its
+# build alone takes ~20 min, which a cold machine's check cannot afford:
+# there it is one skip. The whole rdma_user.sh does not fit the budget
+# beside the normal pass: its teardowns without the data-path checks do.
+if [[ $# -gt 0 ]]; then
+	tests=("$@")
+else
+	tests=($(sed -n 's/^TEST_PROGS *+\?:\?= *//p' selftests/drivers/net/rsnic/Makefile))
+fi
 DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh rdma_user_lifecycle.sh)
+debug_tests=()
 if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]; then
 	debug_tree=$RSNIC_KERNEL_DIR/debug
 	if [[ -f $debug_tree/.rsnic-stamp && -f $debug_tree/arch/x86/boot/bzImage ]]; then
 		log "the debug kernel: ${DEBUG_TESTS[*]}"
 		if qemu/build-ksft.sh debug && make -s modules KERNEL=debug >&2; then
-			vm_pass debug "debug:" "${DEBUG_TESTS[@]}"
-			phase "debug build and VM"
+			debug_tests=("${DEBUG_TESTS[@]}")
 		else
 			log "building for the debug kernel failed"
 			subfails+=("debug: module build # failed")
 			failed=$((failed + 1))
 		fi
+		phase "debug build"
 	else
 		log "the debug kernel is not built (make kernel KERNEL=debug): its tests skipped"
 		subskips+=("debug: ${DEBUG_TESTS[*]} # SKIP the debug kernel is not built")
@@ -168,12 +119,144 @@ if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]
 	fi
 fi
 
+# longest_first TEST...: the tests, those that took longest in the run
+# qemu/check-times.txt records first (a test it does not know counts as
+# 60 s). The VMs take tests from one queue in this order, so the long
+# ones start early and the short ones fill the lanes at the end.
+longest_first() {
+	local t
+	for t in "$@"; do
+		echo "$(awk -v t="$t" '$1 == t { print $2; found = 1 } END { if (!found) print 60 }' \
+			qemu/check-times.txt 2>/dev/null || echo 60) $t"
+	done | sort -s -k1,1nr | cut -d' ' -f2
+}
+
+# The VMs run side by side in lanes, RSNIC_CHECK_LANES of them (default
+# 2): on these 2-core machines a VM with its cards keeps one core busy
+# on average (testing.rst). Each VM has its own two cards and takes the
+# next test from the queue as it finishes one (qemu/vm.py --queue), so
+# the lanes share the work out however long each test takes. Lane 1
+# runs the debug kernel's VM first, then joins the others.
+run=$RSNIC_CACHE/check.$$
+rm -rf "$run"
+mkdir -p "$run"
+kernel=${KERNEL:-normal}
+longest_first "${tests[@]}" >"$run/$kernel.queue"
+[[ ${#debug_tests[@]} -eq 0 ]] || printf '%s\n' "${debug_tests[@]}" >"$run/debug.queue"
+lanes=${RSNIC_CHECK_LANES:-2}
+[[ $lanes -le ${#tests[@]} ]] || lanes=${#tests[@]}
+[[ $lanes -ge 1 ]] || lanes=1
+
+# vm_boot LANE N KERNEL: boots VM number N of a lane on KERNEL, which
+# takes tests from that kernel's queue until it is empty, a test fails
+# (the VM's state is then unknown) or the check's time runs out. Its
+# results go to $run/LANE.N.KERNEL, its exit status to .status beside.
+vm_boot() {
+	local lane=$1 n=$2 kernel=$3 status
+	local out=$run/$lane.$n.$kernel left=$((budget - (SECONDS - start)))
+	log "lane $lane: VM $n ($kernel kernel), $left s left of the check's $budget s"
+	# Each line the VM prints carries its lane.
+	{
+		KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
+			--queue "$RSNIC_IN_CACHE/check.$$/$kernel.queue" \
+			--results "$RSNIC_IN_CACHE/check.$$/$(basename "$out")" \
+			--cmd "bash /rsnic/qemu/guest-check.sh --queue" && status=0 || status=$?
+		echo "$status" >"$out.status"
+	} 2>&1 | sed -u "s/^/[$lane] /"
+}
+
+# lane LANE KERNEL...: VMs one after another, on each KERNEL's queue in
+# turn, while it has tests and the check has time. A VM that started no
+# test ends the lane (the VM itself is broken: booting it again would
+# not help).
+lane() {
+	local id=$1 kernel n=0
+	shift
+	for kernel in "$@"; do
+		while [[ -s $run/$kernel.queue && $((budget - (SECONDS - start))) -ge 60 ]]; do
+			n=$((n + 1))
+			vm_boot "$id" $n "$kernel"
+			grep -q '^start ' "$run/$id.$n.$kernel" 2>/dev/null || break 2
+		done
+	done
+}
+
+log "booting $lanes VMs side by side and running the selftests"
+for ((l = 1; l <= lanes; l++)); do
+	if [[ $l == 1 && ${#debug_tests[@]} -gt 0 ]]; then
+		lane $l debug "$kernel" &
+	else
+		lane $l "$kernel" &
+	fi
+done
+wait
+phase "VMs"
+
+# The results of every VM, lane by lane.
+vm_results() { # FILE PREFIX LANE
+	local file=$1 prefix=$2 lane=$3 status started=() t
+	local -A ended=()
+	status=$(cat "$file.status" 2>/dev/null || echo "?")
+	if [[ ! -f $file ]]; then
+		subfails+=("${prefix}VM (lane $lane) # no results (exit $status)")
+		failed=$((failed + 1))
+		return
+	fi
+	while read -r result name p f s; do
+		case $result/$name in
+		subskip/*) subskips+=("$prefix$name $p $f $s") ; continue ;;
+		subfail/*) subfails+=("$prefix$name $p $f $s") ; continue ;;
+		kreport/*) kreports+=("$prefix$name $p $f $s") ; continue ;;
+		start/*) started+=("$name") ; continue ;;
+		time/*) times+=("$prefix$name $p $f $lane") ; continue ;;
+		restart/*) log "lane $lane: $prefix$name $p: the next tests got a fresh VM"; continue ;;
+		pace/*) log "lane $lane: a ${prefix:-normal }VM measured the machine's pace at $name (calibration $p ms)"; continue ;;
+		planned/*) continue ;;
+		*/boot-kernel-log | */final-kernel-log) ;;
+		*) ended[$name]=1 ;;&
+		pass/*) files_passed=$((files_passed + 1)) ;;
+		skip/*) files_skipped=$((files_skipped + 1)) ;;
+		*) files_failed=$((files_failed + 1)) ;;
+		esac
+		passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
+		# A test skipped as a whole counts as one skipped check.
+		[[ $result == skip ]] && skipped=$((skipped + 1))
+	done <"$file"
+	if [[ $status != 0 ]]; then
+		log "lane $lane: a VM exited with status $status"
+		subfails+=("${prefix}VM (lane $lane) # exited with status $status")
+		failed=$((failed + 1))
+		# The test it was running when it died fails; the lane went on
+		# with a fresh VM.
+		for t in "${started[@]}"; do
+			[[ -n ${ended[$t]:-} ]] && continue
+			subfails+=("$prefix$t # did not finish: the VM ended during it (exit $status)")
+			files_failed=$((files_failed + 1)) failed=$((failed + 1))
+		done
+	fi
+}
+# The debug pass's names carry "debug:".
+prefix_of() { [[ $1 == "$kernel" ]] || echo "$1:"; }
+for f in $(ls "$run" | grep -E '^[0-9]+\.[0-9]+\.(normal|debug)$' | sort -t. -k1,1n -k2,2n); do
+	vm_results "$run/$f" "$(prefix_of "${f##*.}")" "${f%%.*}"
+done
+# What no VM took: the check ran out of time, or every lane's VM broke.
+for q in "$run"/*.queue; do
+	prefix=$(prefix_of "$(basename "$q" .queue)")
+	while read -r t; do
+		[[ -n $t ]] || continue
+		subfails+=("$prefix$t # did not run: no VM took it before the check's time ran out or its lanes stopped")
+		files_failed=$((files_failed + 1)) failed=$((failed + 1))
+	done <"$q"
+done
+rm -rf "$run"
+
 # Where the time went: each selftest file (wall and host CPU seconds),
 # slowest first, and each phase of the check. Also kept in the cache,
 # for comparing runs.
 if [[ ${#times[@]} -gt 0 ]]; then
-	log "time per file (wall s, host CPU s of the VM and its cards), slowest first:"
-	printf '%s\n' "${times[@]}" | sort -k2,2nr | awk '{printf "  %-34s %5s %5s\n", $1, $2, $3}' >&2
+	log "time per file (wall s, host CPU s of the VM and its cards, lane), slowest first:"
+	printf '%s\n' "${times[@]}" | sort -k2,2nr | awk '{printf "  %-34s %5s %5s  lane %s\n", $1, $2, $3, $4}' >&2
 	printf '%s\n' "${times[@]}" >"$RSNIC_CACHE/check-times.txt"
 fi
 log "time per phase (s): $(printf '%s; ' "${phases[@]}")"

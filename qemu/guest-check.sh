@@ -3,6 +3,17 @@
 #
 # Runs the rsnic selftests inside the VM, KTAP in and out.
 #   guest-check.sh [TEST...]   (default: every TEST_PROGS of the Makefile)
+#   guest-check.sh --queue     the tests the harness hands out one at a
+#                              time ("next"), from a queue this VM may
+#                              share with others (qemu/check.sh)
+# Every test starts from the VM as it booted. A test that fails ends the
+# VM (its state is unknown: the host boots a fresh one for the rest of
+# the queue), and so does a test that passed but left the VM changed
+# (the driver unloaded, a card's netdev gone or in another netns, a netns
+# left, a VF plugged): that test fails, with what it left. Processes it
+# left running are killed and named. Each test's time limit is the
+# settings timeout times the machine's pace, measured at boot against a
+# reference (RSNIC_PACE, which tests with limits of their own scale by).
 # The kernel log from boot and the module's first load is scanned before
 # the first test (on the debug kernel lockdep must also still be on).
 # After each test the kernel log is scanned; a BUG, WARNING, Oops, KASAN,
@@ -19,6 +30,13 @@
 #                                           why the test failed as a whole
 #   kreport <test> <line>                   the first kernel report's lines
 #   planned <test>                          one per test, before the first
+#                                           (not in --queue mode)
+#   start <test>                            the test has started (a test
+#                                           started and never ended was
+#                                           running when the VM died)
+#   restart <test> <why>                    the VM ends after this test,
+#                                           for a fresh one
+#   pace <factor> <calibration ms>          the machine's pace at boot
 #   time <test> <wall s> <host CPU s>       what the test took: wall time,
 #                                           and the host CPU the VM and its
 #                                           cards used meanwhile (a file far
@@ -39,11 +57,71 @@ is_debug_kernel && timeout=$((${timeout:-600} * 3))
 # lib.sh's skip_all fails instead of skipping.
 export RSNIC_IN_VM=1
 
-if [ $# -gt 0 ]; then
+queue=false
+if [ "${1:-}" = --queue ]; then
+	queue=true
+	tests=()
+elif [ $# -gt 0 ]; then
 	tests=("$@")
 else
 	tests=($(sed -n 's/^TEST_PROGS *+\?:\?= *//p' "$dir/Makefile"))
 fi
+
+# The machine's pace: a fixed piece of guest work (10 process starts and
+# a 5000-step shell loop) timed three times, the median against what it
+# takes on an idle 2-core machine of the kind CI runs on (900 ms in an
+# idle VM on 2026-11-29). A slow host, or another VM beside this one,
+# makes it larger; never below 1.
+PACE_REFERENCE_MS=900
+calibrate() {
+	local s i=0
+	s=$(date +%s%N)
+	for _ in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done
+	while [ $i -lt 5000 ]; do i=$((i + 1)); done
+	echo $((($(date +%s%N) - s) / 1000000))
+}
+calibration=$( (calibrate; calibrate; calibrate) | sort -n | sed -n 2p)
+export RSNIC_PACE=$(awk -v c="$calibration" -v r=$PACE_REFERENCE_MS 'BEGIN { p = c / r; printf "%.2f", p < 1 ? 1 : p }')
+timeout=$(awk -v t="${timeout:-600}" -v p="$RSNIC_PACE" 'BEGIN { printf "%d", t * p }')
+
+# next_test: the next test to run (nothing once there is none).
+next_test() {
+	if $queue; then
+		local reply
+		reply=$(harness next) || { echo "# the harness gave no test: $reply" >&2; return; }
+		echo "${reply#ok}" | tr -d ' '
+	elif [ $ti -lt ${#tests[@]} ]; then
+		echo "${tests[ti]}"
+		ti=$((ti + 1))
+	fi
+}
+
+# vm_changes: what is not as it was at boot (nothing if all is): the
+# driver loaded, both cards' PFs bound with their netdevs in this netns,
+# no netns left, no VF plugged. Built-ins mostly: it runs after each test.
+vm_changes() {
+	local pfs addr ns
+	[ -d /sys/module/rsnic ] || echo "the rsnic module is not loaded;"
+	pfs=($(rsnic_pf_addrs))
+	[ ${#pfs[@]} = 2 ] || echo "${#pfs[@]} PFs instead of 2;"
+	for addr in "${pfs[@]}"; do
+		if ! is_bound "$addr"; then
+			echo "PF $addr is not bound to rsnic;"
+		elif [ -z "$(netif_of "$addr")" ]; then
+			echo "PF $addr's netdev is not in the default netns;"
+		fi
+	done
+	[ -z "$(rsnic_addrs $RSNIC_VF_DEVICE)" ] || echo "a VF is plugged: $(rsnic_addrs $RSNIC_VF_DEVICE);"
+	ns=(/run/netns/*)
+	[ ! -e "${ns[0]}" ] || echo "netns left: ${ns[*]##*/};"
+}
+
+# user_pids: the user-space processes now (no kernel threads), but this
+# shell and what it runs to list them.
+user_pids() {
+	ps -e -o pid=,ppid= | awk -v me=$$ -v subsh=$BASHPID \
+		'$1 != 1 && $1 != 2 && $2 != 2 && $1 != me && $2 != me && $1 != subsh && $2 != subsh { print $1 }' | sort
+}
 
 # kernel_reports: the kernel's complaints since the mark, kmemleak's
 # included (its report is read, then cleared for the next test).
@@ -88,9 +166,10 @@ ktap_counts() {
 }
 
 : >"$results"
-printf 'planned %s\n' "${tests[@]}" >>"$results"
+$queue || printf 'planned %s\n' "${tests[@]}" >>"$results"
+echo "pace $RSNIC_PACE $calibration" >>"$results"
 echo "TAP version 13"
-echo "1..$((${#tests[@]} + 2))"
+echo "# pace $RSNIC_PACE (calibration $calibration ms, reference $PACE_REFERENCE_MS ms): each test may take ${timeout} s"
 
 # The kernel log from boot to here, the module's first load included: a
 # report there belongs to no test, and the first KASAN or lockdep report
@@ -113,26 +192,32 @@ else
 	echo "pass boot-kernel-log 1 0 0" >>"$results"
 fi
 [ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
-for t in "${tests[@]}"; do
+ti=0
+boot_changes=$(vm_changes)
+[ -z "$boot_changes" ] || echo "# the VM is not as a test expects it at boot: $boot_changes"
+while t=$(next_test) && [ -n "$t" ]; do
 	n=$((n + 1))
 	t=$(basename "$t")
+	echo "start $t" >>"$results"
 	if [ ! -x "$dir/$t" ]; then
 		echo "not ok $n $t # no such test"
+		echo "subfail $t # no such test" >>"$results"
 		echo "fail $t 0 1 0" >>"$results"
 		continue
 	fi
 	echo "# running $t"
 	dmesg_mark
+	pids0=$(user_pids)
 	cpu0=$(host_cpu)
 	start=$SECONDS
-	(cd "$dir" && timeout -k 10 "${timeout:-600}" "./$t") >/tmp/test.out 2>&1
+	(cd "$dir" && timeout -k 10 "$timeout" "./$t") >/tmp/test.out 2>&1
 	rc=$?
 	if [ $rc = 124 ] || [ $rc = 137 ]; then
 		# Hung: show where every CPU and every blocked task is.
 		echo l >/proc/sysrq-trigger
 		echo w >/proc/sysrq-trigger
 		sleep 1
-		echo "# $t timed out; kernel state:" >>/tmp/test.out
+		echo "# $t timed out after $timeout s; kernel state:" >>/tmp/test.out
 		dmesg | tail -n 150 >>/tmp/test.out
 		rc=124
 	fi
@@ -159,10 +244,29 @@ for t in "${tests[@]}"; do
 		sed -E "s/^not ok [0-9]+ /subfail $t /" >>"$results"
 	took=$((SECONDS - start))
 	echo "time $t $took $(host_cpu_since "$cpu0")" >>"$results"
+	# What the test left: processes (killed, named), and changes to the
+	# VM a later test would trip over (the test fails; the VM ends).
+	left=$(comm -13 <(echo "$pids0") <(user_pids))
+	[ -z "$left" ] || left=$(ps -o pid=,stat=,args= -p "$(echo $left | tr ' ' ,)" 2>/dev/null | awk '$2 !~ /^Z/')
+	if [ -n "$left" ]; then
+		echo "# $t left running (killed): $(echo "$left" | cut -c1-100 | tr '\n' ';')"
+		kill -9 $(echo "$left" | awk '{print $1}') 2>/dev/null
+	fi
+	# A netns whose last process was just killed goes, and gives its
+	# netdevs back, a moment later.
+	changes=$(vm_changes)
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		[ "$changes" != "$boot_changes" ] || break
+		sleep 0.3
+		changes=$(vm_changes)
+	done
+	[ "$changes" = "$boot_changes" ] || [ $rc != 0 ] || rc=3
 	case $rc in
 	0) echo "ok $n $t # ${took}s"; r=pass ;;
 	4) echo "ok $n $t # SKIP"; r=skip ;;
-	124) echo "not ok $n $t # TIMEOUT after ${timeout:-600}s"; r=fail ;;
+	124) echo "not ok $n $t # TIMEOUT after ${timeout}s"; r=fail ;;
+	3) echo "not ok $n $t # left the VM changed: $changes"; r=fail
+	   echo "subfail $t # passed, but left the VM changed: $changes" >>"$results"; f=$((f + 1)) ;;
 	*) echo "not ok $n $t # exit $rc"; r=fail ;;
 	esac
 	# A failed test with no failed subtest (a crash, a bail-out, a
@@ -170,11 +274,18 @@ for t in "${tests[@]}"; do
 	if [ $r = fail ] && [ "$f" -eq 0 ]; then
 		f=1
 		case $rc in
-		124) echo "subfail $t # timed out after ${timeout:-600}s" ;;
+		124) echo "subfail $t # timed out after ${timeout}s" ;;
 		*) [ -n "$reports" ] || echo "subfail $t # exit $rc, no failed subtest: $(grep -v '^ *$' /tmp/test.out | tail -n1)" ;;
 		esac >>"$results"
 	fi
 	echo "$r $t $p $f $s" >>"$results"
+	# After a failure nothing says what state the driver, the cards or
+	# the kernel are in: the next test gets a fresh VM.
+	if [ $r = fail ]; then
+		echo "# $t failed: this VM ends here, the remaining tests get a fresh one"
+		echo "restart $t failed" >>"$results"
+		break
+	fi
 done
 
 # Anything the kernel reported after the last test's scan (a hung task
@@ -187,8 +298,10 @@ if [ -n "$reports" ]; then
 	echo "# kernel reported problems after the last test:"
 	echo "$reports" | sed 's/^/#   /' | head -n 50
 	echo "not ok $n kernel log after the last test"
+	echo "subfail final-kernel-log # the kernel reported problems after the last test" >>"$results"
 	echo "fail final-kernel-log 0 1 0" >>"$results"
 else
 	echo "ok $n kernel log after the last test"
 	echo "pass final-kernel-log 1 0 0" >>"$results"
 fi
+echo "1..$n"

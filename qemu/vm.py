@@ -14,6 +14,7 @@ commands (see HarnessControl).
 """
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -150,16 +151,36 @@ class HarnessControl(threading.Thread):
                                 (main loop, I/O, the tap pair's host-side
                                 forwarding), and the cards' rsnic-emu
                                 processes: "ok vcpu=S qemu_other=S emu=S"
+      next                      takes the first test off the run's queue
+                                (--queue): "ok TEST", or "ok" once it is
+                                empty. VMs that share a queue share its
+                                tests out between them (make check)
       ping                      answers "ok pong"
     """
 
-    def __init__(self, path, cards, qmp, share, qemu_pid):
+    def __init__(self, path, cards, qmp, share, qemu_pid, queue=None):
         super().__init__(daemon=True)
         self.path = path
         self.share = share
         self.cards = cards
         self.qmp = qmp
         self.qemu_pid = qemu_pid
+        self.queue = queue
+
+    def next_test(self):
+        """Pops the queue's first line, under a lock the other VMs take too."""
+        if self.queue is None:
+            return "error: this VM has no test queue"
+        try:
+            with open(self.queue, "r+") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                tests = f.read().split()
+                f.seek(0)
+                f.truncate()
+                f.write("".join(t + "\n" for t in tests[1:]))
+            return f"ok {tests[0]}" if tests else "ok"
+        except OSError as e:
+            return f"error: queue: {e}"
 
     def cpu(self):
         tick = os.sysconf("SC_CLK_TCK")
@@ -187,6 +208,8 @@ class HarnessControl(threading.Thread):
         words = line.split()
         if words == ["ping"]:
             return "ok pong"
+        if words == ["next"]:
+            return self.next_test()
         if words == ["cpu"]:
             try:
                 return self.cpu()
@@ -384,7 +407,8 @@ def run(args):
         interactive = args.cmd is None
         cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair, vhost)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
-        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share, qemu.pid).start()
+        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share, qemu.pid,
+                       args.queue).start()
         timed_out = False
         try:
             qemu.wait(timeout=args.timeout)
@@ -436,6 +460,8 @@ def main():
                    help="add the benchmark's virtio-net pairs: multiqueue taps with vnet "
                    "headers on a bridge (in a network namespace of its own), and a dgram pair")
     r.add_argument("--timeout", type=float, default=None, help="kill the VM after this many seconds")
+    r.add_argument("--queue", help="a file of tests, one a line, that the guest takes one at a "
+                   "time (harness request \"next\"); other VMs may take from it too")
     args = p.parse_args()
     if args.cmd is None and os.environ.get("RSNIC_RUN_CMD"):
         args.cmd = os.environ["RSNIC_RUN_CMD"]

@@ -51,8 +51,9 @@ KSFT=/rsnic-cache/ksft/normal
 is_debug_kernel && KSFT=/rsnic-cache/ksft/debug
 KSFT=${UPSTREAM_KSFT:-$KSFT} # another installed tree (the runner's own checks)
 SKIPS="$(cd "$(dirname "$0")" && pwd)/upstream.skip"
-# Longest one upstream test may take (drivers/net/settings says 360 s).
-CASE_TIMEOUT=${UPSTREAM_TIMEOUT:-360}
+# Longest one upstream test may take (drivers/net/settings says 360 s),
+# times the machine's pace as the runner measured it (RSNIC_PACE).
+CASE_TIMEOUT=${UPSTREAM_TIMEOUT:-$(awk -v p="${RSNIC_PACE:-1}" 'BEGIN { printf "%d", 360 * (p < 1 ? 1 : p) }')}
 
 [ -f "$KSFT/kselftest-list.txt" ] || bail_out "no driver selftests in $KSFT (qemu/build-ksft.sh)"
 [ -f "$SKIPS" ] || bail_out "no $SKIPS"
