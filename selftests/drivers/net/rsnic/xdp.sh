@@ -24,10 +24,12 @@
 #
 # With RSNIC_RX_STREAM=1 (rx_stream.sh) both cards receive into streams
 # and the program runs on each frame where the card streamed it. Two
-# things differ by design: the VF joins in descriptor mode (a streaming
-# VF cannot take its synthetic NIC's program), and attaching or removing
-# a program restarts streaming queues (the records' room changes), so
-# the UDP churn only replaces the program, and TCP rides the restarts.
+# things differ by design: attaching or removing a program restarts
+# streaming queues (the records' room changes), so the UDP churn only
+# replaces the program, and TCP rides the restarts. What streaming does
+# not change is not run again there: the redirect into card A
+# (ndo_xdp_xmit, its TX path) and the VF (it joins in descriptor mode: a
+# streaming VF cannot take its synthetic NIC's program).
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -96,7 +98,8 @@ count_start() { # PORT FILE
 	wait_listening udp "$1" ""
 }
 
-ktap_header 17
+stream=${RSNIC_RX_STREAM:+1}
+if [ -n "$stream" ]; then ktap_header 13; else ktap_header 17; fi
 dmesg_mark
 
 attach_with $XDP_DROP
@@ -160,46 +163,48 @@ check "XDP_REDIRECT to another device: every frame came out of the veth (sent $s
 
 # Into rsnic (ndo_xdp_xmit): the same program on vx1 redirects what vx0
 # sends to card A's netdev, which puts it on the wire to B.
-ip addr add 10.198.0.1/24 dev vx0
-ip neigh replace 10.198.0.2 lladdr "$(ip -n $NS -j link show "$NETIF_B" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')" dev vx0
-ip link set dev vx1 xdpdrv obj "$OBJ" sec xdp
-XDP_DEV=vx1 map_set devs 0 "$(cat /sys/class/net/$NETIF_A/ifindex)"
-XDP_DEV=vx1 map_set cfg 1 $PORT
-XDP_DEV=vx1 map_set cfg 0 $ACT_DEVMAP
-x0=$(xdp_counter tx xmit)
-read -r sent arrived < <(blast_captured $NS "$NETIF_B" "udp and src host 10.198.0.1 and dst port $PORT" \
-	"10.198.0.1.$SPORT > 10.198.0.2.$PORT" "$GFT_PY" udp-blast 10.198.0.2 $PORT 1 $RATE 64 $SPORT)
-xmit=$(($(xdp_counter tx xmit) - x0))
-check "XDP_REDIRECT into card A (ndo_xdp_xmit): every frame reached B (sent $sent, arrived $arrived, driver $xmit)" \
-	test "$sent" -gt 0 -a "$arrived" = "$sent" -a "$xmit" = "$sent"
-ip link set dev vx1 xdpdrv off
+if [ -z "$stream" ]; then
+	ip addr add 10.198.0.1/24 dev vx0
+	ip neigh replace 10.198.0.2 lladdr "$(ip -n $NS -j link show "$NETIF_B" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')" dev vx0
+	ip link set dev vx1 xdpdrv obj "$OBJ" sec xdp
+	XDP_DEV=vx1 map_set devs 0 "$(cat /sys/class/net/$NETIF_A/ifindex)"
+	XDP_DEV=vx1 map_set cfg 1 $PORT
+	XDP_DEV=vx1 map_set cfg 0 $ACT_DEVMAP
+	x0=$(xdp_counter tx xmit)
+	read -r sent arrived < <(blast_captured $NS "$NETIF_B" "udp and src host 10.198.0.1 and dst port $PORT" \
+		"10.198.0.1.$SPORT > 10.198.0.2.$PORT" "$GFT_PY" udp-blast 10.198.0.2 $PORT 1 $RATE 64 $SPORT)
+	xmit=$(($(xdp_counter tx xmit) - x0))
+	check "XDP_REDIRECT into card A (ndo_xdp_xmit): every frame reached B (sent $sent, arrived $arrived, driver $xmit)" \
+		test "$sent" -gt 0 -a "$arrived" = "$sent" -a "$xmit" = "$sent"
+	ip link set dev vx1 xdpdrv off
 
-# Card A's VF joins: the data path moves to it, and so does the program.
-map_set cfg 0 $XDP_DROP
-RSNIC_RX_STREAM= vf_plug A || echo "# card A's VF did not appear"
-VF=$(netif_of "$(vf_addr A)")
-wait_datapath A vf || echo "# the data path stayed synthetic"
-v0=$(drv_xdp drop "$VF") p0=$(drv_xdp drop) s0=$(seen)
-sent=$(blast $PORT)
-vf_drop=$(($(drv_xdp drop "$VF") - v0)) pf_drop=$(($(drv_xdp drop) - p0)) vf_seen=$(($(seen) - s0))
-check "VF $VF joined: it runs the synthetic NIC's program (sent $sent, seen $vf_seen, dropped by the VF $vf_drop, by the synthetic NIC $pf_drop)" \
-	test -n "$VF" -a "$sent" -gt 0 -a "$vf_seen" = "$sent" -a "$vf_drop" = "$sent" -a "$pf_drop" = 0
-# The core refuses a program on a device whose upper device has one; with
-# none on the synthetic NIC, the driver refuses it.
-core=$(ip link set dev "$VF" xdpdrv obj "$OBJ" sec xdp 2>&1)
-ip link set dev "$NETIF_A" xdpdrv off
-drv=$(ip link set dev "$VF" xdpdrv obj "$OBJ" sec xdp 2>&1)
-ip link set dev "$VF" xdpdrv off 2>/dev/null
-attach_with $XDP_DROP
-check "the enslaved VF refuses a program of its own ($(echo "$drv" | grep -o "Error: .*"))" \
-	test -n "$VF" -a -n "$(echo "$core" | grep 'upper device already has a program')" \
-	-a -n "$(echo "$drv" | grep "attach it there")"
-vf_unplug A
-wait_datapath A synthetic || echo "# the data path stayed on the VF"
-p0=$(drv_xdp drop) s0=$(seen)
-sent=$(blast $PORT)
-check "VF unplugged: the program stays on the synthetic NIC (sent $sent, dropped $(($(drv_xdp drop) - p0)))" \
-	test "$sent" -gt 0 -a "$(($(drv_xdp drop) - p0))" = "$sent" -a "$(($(seen) - s0))" = "$sent"
+	# Card A's VF joins: the data path moves to it, and so does the program.
+	map_set cfg 0 $XDP_DROP
+	RSNIC_RX_STREAM= vf_plug A || echo "# card A's VF did not appear"
+	VF=$(netif_of "$(vf_addr A)")
+	wait_datapath A vf || echo "# the data path stayed synthetic"
+	v0=$(drv_xdp drop "$VF") p0=$(drv_xdp drop) s0=$(seen)
+	sent=$(blast $PORT)
+	vf_drop=$(($(drv_xdp drop "$VF") - v0)) pf_drop=$(($(drv_xdp drop) - p0)) vf_seen=$(($(seen) - s0))
+	check "VF $VF joined: it runs the synthetic NIC's program (sent $sent, seen $vf_seen, dropped by the VF $vf_drop, by the synthetic NIC $pf_drop)" \
+		test -n "$VF" -a "$sent" -gt 0 -a "$vf_seen" = "$sent" -a "$vf_drop" = "$sent" -a "$pf_drop" = 0
+	# The core refuses a program on a device whose upper device has one; with
+	# none on the synthetic NIC, the driver refuses it.
+	core=$(ip link set dev "$VF" xdpdrv obj "$OBJ" sec xdp 2>&1)
+	ip link set dev "$NETIF_A" xdpdrv off
+	drv=$(ip link set dev "$VF" xdpdrv obj "$OBJ" sec xdp 2>&1)
+	ip link set dev "$VF" xdpdrv off 2>/dev/null
+	attach_with $XDP_DROP
+	check "the enslaved VF refuses a program of its own ($(echo "$drv" | grep -o "Error: .*"))" \
+		test -n "$VF" -a -n "$(echo "$core" | grep 'upper device already has a program')" \
+		-a -n "$(echo "$drv" | grep "attach it there")"
+	vf_unplug A
+	wait_datapath A synthetic || echo "# the data path stayed on the VF"
+	p0=$(drv_xdp drop) s0=$(seen)
+	sent=$(blast $PORT)
+	check "VF unplugged: the program stays on the synthetic NIC (sent $sent, dropped $(($(drv_xdp drop) - p0)))" \
+		test "$sent" -gt 0 -a "$(($(drv_xdp drop) - p0))" = "$sent" -a "$(($(seen) - s0))" = "$sent"
+fi
 
 # Under traffic, the program is attached, replaced and removed 30 times
 # (it passes everything but $PORT): nothing is restarted, so a UDP
