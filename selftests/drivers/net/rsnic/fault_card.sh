@@ -219,18 +219,28 @@ all_grew() { # BEFORE: every vector's count rose
 	[ -n "$1" ] && awk 'NR == FNR {was[$1] = $2; next} !($2 > was[$1]) {bad = 1} END {exit bad}' \
 		<(echo "$1") <(vector_counts)
 }
-irqs=$(vector_counts)
-lost=$(counter card_lost)
-start=$(date +%s%N)
-harness card A fault all-ones >/dev/null
-harness card A spurious-irq 1 >/dev/null
-wait_until 10 all_grew "$irqs"
-fired=$?
-carrier=$(cat /sys/class/net/$NETIF_A/carrier)
-harness card A fault none >/dev/null
-echo "# all ones held $((($(date +%s%N) - start) / 1000000)) ms; card_lost $lost -> $(counter card_lost)"
-check "registers all ones: the admin interrupt fired, the carrier is not dropped" \
-	test $fired = 0 -a "$carrier" = 1
+# A try whose fault lasted 2.5 s or more (a slow VM, or another beside
+# it) tested the other case, a card gone: it does not count, the card is
+# given back its carrier, and the check tries again, up to 3 times.
+CARD_GONE_MS=2500
+for try in 1 2 3; do
+	irqs=$(vector_counts)
+	lost=$(counter card_lost)
+	start=$(date +%s%N)
+	harness card A fault all-ones >/dev/null
+	harness card A spurious-irq 1 >/dev/null
+	wait_until 10 all_grew "$irqs"
+	fired=$?
+	carrier=$(cat /sys/class/net/$NETIF_A/carrier)
+	harness card A fault none >/dev/null
+	held=$((($(date +%s%N) - start) / 1000000))
+	echo "# try $try: all ones held $held ms; card_lost $lost -> $(counter card_lost)"
+	[ $held -ge $CARD_GONE_MS ] || break
+	echo "# held past the $CARD_GONE_MS ms after which the card counts as gone: not this check's case"
+	wait_carrier "$NETIF_A" 1 || wait_until 100 carrier_of "$NETIF_A" 1
+done
+check "registers all ones: the admin interrupt fired, the carrier is not dropped (held $held ms)" \
+	test $fired = 0 -a "$carrier" = 1 -a $held -lt $CARD_GONE_MS
 check "and traffic flows once the card answers" ping -c 3 -W 2 -q $IP_B
 
 # Slow DMA: every queue DMA pass takes 1 ms longer. Each echo request
