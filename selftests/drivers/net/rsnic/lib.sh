@@ -151,6 +151,17 @@ vf_unplug() { # A|B
 	echo 1 >"/sys/bus/pci/devices/$addr/remove"
 }
 
+# Removes every VF the guest sees. A PCI rescan (fault_removal.sh's, to
+# find a removed PF again) also finds the VFs QEMU still holds from an
+# earlier test's plug (vf_plug): a test that rescans takes them away
+# again.
+vf_remove_all() {
+	local d
+	for d in $(rsnic_addrs $RSNIC_VF_DEVICE); do
+		echo 1 >"/sys/bus/pci/devices/$d/remove"
+	done
+}
+
 card_addr() { # A|B
 	local addrs
 	addrs=($(rsnic_pf_addrs))
@@ -291,8 +302,12 @@ net_setup() {
 	wait_carrier "$NETIF_A" 1 && wait_carrier "$NETIF_B" 1 $NS
 }
 
-# Undoes net_setup: card B's netdev returns to the default netns.
+# Undoes net_setup: what runs in netns "remote" (servers a test started
+# there) ends, and card B's netdev returns to the default netns.
 net_cleanup() {
+	local pids
+	pids=$(ip netns pids $NS 2>/dev/null)
+	[ -z "$pids" ] || { kill $pids; wait_until 20 no_netns_pids; kill -9 $(ip netns pids $NS 2>/dev/null) 2>/dev/null; }
 	ip netns exec $NS ethtool --set-priv-flags "$NETIF_B" rx-stream off 2>/dev/null
 	ethtool --set-priv-flags "$NETIF_A" rx-stream off 2>/dev/null
 	# Its name may be taken here meanwhile (card A rebound): then it
@@ -305,6 +320,8 @@ net_cleanup() {
 	ip link set "$NETIF_B" mtu 1500 2>/dev/null
 	harness cable up >/dev/null 2>&1
 }
+
+no_netns_pids() { [ -z "$(ip netns pids $NS 2>/dev/null)" ]; }
 
 # wait_carrier IFACE 0|1 [NETNS]: waits up to 5 s for the carrier state.
 wait_carrier() { wait_until 50 carrier_of "$@"; }
