@@ -44,7 +44,7 @@ STAGE := .
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint
+.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint lint-module lint-emu
 
 all: modules
 
@@ -71,7 +71,10 @@ modules: $(SETUP)
 ifneq ($(STAGE),.)
 	@# The sources only: the copy keeps its own objects.
 	@mkdir -p $(STAGE)
-	$(IN_ROOTFS) rsync -a --delete --exclude='*.o' --exclude='.*.cmd' --exclude='*.ko' \
+	@# By checksum, times not kept: a file that did not change keeps its
+	@# time, so what was built from it is not built again (a fresh
+	@# clone's files are all new by time).
+	$(IN_ROOTFS) rsync -rlpD --checksum --delete --exclude='*.o' --exclude='.*.cmd' --exclude='*.ko' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude='bindings_generated.rs' \
 		--exclude='.kernel-stamp' Kbuild src include $(BUILD_M)/
 endif
@@ -111,12 +114,17 @@ endif
 
 # Lints: the module with clippy (no warnings allowed), the emulator with
 # clippy, and rustfmt on both.
-lint: rustfmtcheck
+lint: rustfmtcheck lint-module lint-emu
+
+# The module built with clippy: the same object code, so the module it
+# leaves is the one make check loads (make check builds it this way).
+lint-module: $(SETUP)
 	@# Recompile the crate, or clippy has nothing to say about it.
 	rm -f src/rsnic_drv.o
-	$(IN_ROOTFS) $(MAKE) -C $(BUILD_KDIR) M=$(BUILD_M) $(KBUILD_ARGS) CLIPPY=1 KCFLAGS= modules 2>&1 | tee .lint.log
-	@! grep -E '^(warning|error)|: warning:' .lint.log
-	@rm -f .lint.log
+	$(MAKE) -s modules CLIPPY=1 KCFLAGS= >.lint.log 2>&1; s=$$?; cat .lint.log; \
+		! grep -E '^(warning|error)|: warning:' .lint.log && rm -f .lint.log && exit $$s
+
+lint-emu: rootfs
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings
 
 # The module's sources (not the generated bindings) and the emulator.

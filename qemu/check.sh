@@ -36,48 +36,19 @@ qemu/build-kernel.sh "${KERNEL:-normal}"
 qemu/build-ksft.sh "${KERNEL:-normal}"
 phase set-up
 
-if [[ $# -eq 0 ]]; then
-	log "emulator unit tests (cargo test)"
-	cargo_status=0
-	out=$(RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked 2>&1) || cargo_status=$?
-	cargo_failed_before=$failed
-	echo "$out" | grep -E '^test |^test result' >&2
-	while read -r p f; do
-		passed=$((passed + p)) failed=$((failed + f))
-	done < <(echo "$out" | sed -n 's/^test result: .*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p')
-	if ! echo "$out" | grep -q '^test result:'; then
-		echo "$out" | tail -n 30 >&2
-		log "cargo test did not run"
-		failed=$((failed + 1))
-	elif [[ $cargo_status -ne 0 && $failed -eq $cargo_failed_before ]]; then
-		# No failed test, yet cargo failed (a doctest build, a panic in
-		# a harness): that counts too.
-		echo "$out" | tail -n 30 >&2
-		log "cargo test exited with status $cargo_status"
-		failed=$((failed + 1))
-	fi
-	phase "cargo test"
-fi
-
-if [[ $# -eq 0 ]]; then
-	log "lints: rustfmt, clippy (module and emulator), no warnings"
-	if make -s lint >"$RSNIC_CACHE/lint.log" 2>&1; then
-		echo "ok lint" >&2
-		passed=$((passed + 1))
-	else
-		tail -n 40 "$RSNIC_CACHE/lint.log" >&2
-		echo "not ok lint" >&2
-		failed=$((failed + 1))
-	fi
-	phase lint
-fi
-
-log "building the emulator and the module"
+log "building the emulator, and the module with clippy (its lint)"
 RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo build --release --locked 2>&1 | tail -n 3 >&2
-if ! make -s modules >&2; then
-	log "module build failed"
-	echo "$passed passed, $((failed + 1)) failed, $skipped skipped"
-	exit 1
+# make lint-module leaves the module built: the VMs load that build.
+touch "$RSNIC_CACHE/check-build-start"
+module_lint=ok
+if ! make -s lint-module >"$RSNIC_CACHE/lint-module.log" 2>&1; then
+	if [[ ! rsnic.ko -nt $RSNIC_CACHE/check-build-start ]]; then
+		tail -n 40 "$RSNIC_CACHE/lint-module.log" >&2
+		log "module build failed"
+		echo "$passed passed, $((failed + 1)) failed, $skipped skipped"
+		exit 1
+	fi
+	module_lint=fail
 fi
 phase build
 
@@ -140,47 +111,69 @@ longest_first() {
 run=$RSNIC_CACHE/check.$$
 rm -rf "$run"
 mkdir -p "$run"
+# Tests that time frames to a few milliseconds run last, when no other
+# VM runs beside theirs (testing.rst): upstream_alone.sh (so_txtime.py).
+ALONE_TESTS=(upstream_alone.sh)
 kernel=${KERNEL:-normal}
-longest_first "${tests[@]}" >"$run/$kernel.queue"
+alone=() shared=()
+for t in "${tests[@]}"; do
+	if [[ " ${ALONE_TESTS[*]} " == *" $t "* ]]; then alone+=("$t"); else shared+=("$t"); fi
+done
+longest_first "${shared[@]}" >"$run/$kernel.queue"
+printf '%s\n' "${alone[@]}" | sed '/^$/d' >"$run/$kernel-alone.queue"
 [[ ${#debug_tests[@]} -eq 0 ]] || printf '%s\n' "${debug_tests[@]}" >"$run/debug.queue"
 lanes=${RSNIC_CHECK_LANES:-2}
-[[ $lanes -le ${#tests[@]} ]] || lanes=${#tests[@]}
+[[ $lanes -le ${#shared[@]} ]] || lanes=${#shared[@]}
 [[ $lanes -ge 1 ]] || lanes=1
 
-# vm_boot LANE N KERNEL: boots VM number N of a lane on KERNEL, which
-# takes tests from that kernel's queue until it is empty, a test fails
-# (the VM's state is then unknown) or the check's time runs out. Its
-# results go to $run/LANE.N.KERNEL, its exit status to .status beside.
+# vm_boot LANE N QUEUE: boots VM number N of a lane on the kernel of
+# QUEUE (normal, debug, normal-alone), which takes tests from that queue
+# until it is empty, a test fails (the VM's state is then unknown) or
+# the check's time runs out. Its results go to $run/LANE.N.KERNEL, its
+# exit status to .status beside.
 vm_boot() {
-	local lane=$1 n=$2 kernel=$3 status
+	local lane=$1 n=$2 queue=$3 kernel=${3%-alone} status
 	local out=$run/$lane.$n.$kernel left=$((budget - (SECONDS - start)))
 	log "lane $lane: VM $n ($kernel kernel), $left s left of the check's $budget s"
 	# Each line the VM prints carries its lane.
 	{
 		KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
-			--queue "$RSNIC_IN_CACHE/check.$$/$kernel.queue" \
+			--queue "$RSNIC_IN_CACHE/check.$$/$queue.queue" \
 			--results "$RSNIC_IN_CACHE/check.$$/$(basename "$out")" \
 			--cmd "bash /rsnic/qemu/guest-check.sh --queue" && status=0 || status=$?
 		echo "$status" >"$out.status"
 	} 2>&1 | sed -u "s/^/[$lane] /"
 }
 
-# lane LANE KERNEL...: VMs one after another, on each KERNEL's queue in
-# turn, while it has tests and the check has time. A VM that started no
-# test ends the lane (the VM itself is broken: booting it again would
-# not help).
+# lane LANE QUEUE...: VMs one after another, on each QUEUE in turn,
+# while it has tests and the check has time. A VM that started no test
+# ends the lane (the VM itself is broken: booting it again would not
+# help).
 lane() {
-	local id=$1 kernel n=0
+	local id=$1 queue n=0
 	shift
-	for kernel in "$@"; do
-		while [[ -s $run/$kernel.queue && $((budget - (SECONDS - start))) -ge 60 ]]; do
+	for queue in "$@"; do
+		while [[ -s $run/$queue.queue && $((budget - (SECONDS - start))) -ge 60 ]]; do
 			n=$((n + 1))
-			vm_boot "$id" $n "$kernel"
-			grep -q '^start ' "$run/$id.$n.$kernel" 2>/dev/null || break 2
+			vm_boot "$id" $n "$queue"
+			grep -q '^start ' "$run/$id.$n.${queue%-alone}" 2>/dev/null || break 2
 		done
 	done
 }
 
+# The emulator's unit tests and the other lints (rustfmt, the emulator's
+# clippy) run beside the VMs: they need nothing the VMs use.
+if [[ $# -eq 0 ]]; then
+	log "beside the VMs: the emulator's unit tests (cargo test), rustfmt, the emulator's clippy"
+	(
+		st=0
+		RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked >"$run/cargo.log" 2>&1 || st=$?
+		echo $st >"$run/cargo.status"
+		st=0
+		make -s rustfmtcheck lint-emu >"$run/lint.log" 2>&1 || st=$?
+		echo $st >"$run/lint.status"
+	) &
+fi
 log "booting $lanes VMs side by side and running the selftests"
 for ((l = 1; l <= lanes; l++)); do
 	if [[ $l == 1 && ${#debug_tests[@]} -gt 0 ]]; then
@@ -190,7 +183,45 @@ for ((l = 1; l <= lanes; l++)); do
 	fi
 done
 wait
+# Then what runs alone, in lane 0.
+[[ ! -s $run/$kernel-alone.queue ]] || lane 0 "$kernel-alone"
 phase "VMs"
+
+if [[ $# -eq 0 ]]; then
+	# cargo test: each test a check. No failed test, yet cargo failed (a
+	# doctest build, a panic in a harness): that counts too.
+	log "emulator unit tests (cargo test)"
+	out=$(cat "$run/cargo.log" 2>/dev/null)
+	cargo_status=$(cat "$run/cargo.status" 2>/dev/null || echo "?")
+	cargo_failed_before=$failed
+	echo "$out" | grep -E '^test |^test result' >&2
+	while read -r p f; do
+		passed=$((passed + p)) failed=$((failed + f))
+	done < <(echo "$out" | sed -n 's/^test result: .*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p')
+	if ! echo "$out" | grep -q '^test result:'; then
+		echo "$out" | tail -n 30 >&2
+		log "cargo test did not run"
+		subfails+=("cargo test # did not run")
+		failed=$((failed + 1))
+	elif [[ $cargo_status != 0 && $failed -eq $cargo_failed_before ]]; then
+		echo "$out" | tail -n 30 >&2
+		log "cargo test exited with status $cargo_status"
+		subfails+=("cargo test # exited with status $cargo_status")
+		failed=$((failed + 1))
+	fi
+	# The lints: one check.
+	log "lints: rustfmt, clippy (module and emulator), no warnings"
+	if [[ $module_lint == ok && $(cat "$run/lint.status" 2>/dev/null) == 0 ]]; then
+		echo "ok lint" >&2
+		passed=$((passed + 1))
+	else
+		[[ $module_lint == ok ]] || tail -n 40 "$RSNIC_CACHE/lint-module.log" >&2
+		tail -n 40 "$run/lint.log" >&2
+		echo "not ok lint" >&2
+		subfails+=("lint # rustfmt or clippy found something (above)")
+		failed=$((failed + 1))
+	fi
+fi
 
 # The results of every VM, lane by lane.
 vm_results() { # FILE PREFIX LANE
@@ -242,7 +273,8 @@ for f in $(ls "$run" | grep -E '^[0-9]+\.[0-9]+\.(normal|debug)$' | sort -t. -k1
 done
 # What no VM took: the check ran out of time, or every lane's VM broke.
 for q in "$run"/*.queue; do
-	prefix=$(prefix_of "$(basename "$q" .queue)")
+	q_kernel=$(basename "$q" .queue)
+	prefix=$(prefix_of "${q_kernel%-alone}")
 	while read -r t; do
 		[[ -n $t ]] || continue
 		subfails+=("$prefix$t # did not run: no VM took it before the check's time ran out or its lanes stopped")
