@@ -135,28 +135,36 @@ vm_boot() {
 	local lane=$1 n=$2 queue=$3 kernel=${3%-alone} status
 	local out=$run/$lane.$n.$kernel left=$((budget - (SECONDS - start)))
 	log "lane $lane: VM $n ($kernel kernel), $left s left of the check's $budget s"
-	# Each line the VM prints carries its lane.
+	echo "$((SECONDS - start))" >"$out.began"
+	# Each line the VM prints carries its lane; $out.log keeps them, for
+	# the summary of a VM that ran no test.
 	{
 		KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
 			--queue "$RSNIC_IN_CACHE/check.$$/$queue.queue" \
 			--results "$RSNIC_IN_CACHE/check.$$/$(basename "$out")" \
 			--cmd "bash /rsnic/qemu/guest-check.sh --queue" && status=0 || status=$?
 		echo "$status" >"$out.status"
-	} 2>&1 | sed -u "s/^/[$lane] /"
+		echo "$((SECONDS - start))" >"$out.ended"
+	} 2>&1 | tee "$out.log" | sed -u "s/^/[$lane] /"
 }
 
 # lane LANE QUEUE...: VMs one after another, on each QUEUE in turn,
 # while it has tests and the check has time. A VM that started no test
-# ends the lane (the VM itself is broken: booting it again would not
-# help).
+# (it did not boot, a card did not start) is tried once more; a second
+# one in a row ends the lane: the other lanes take its tests.
 lane() {
-	local id=$1 queue n=0
+	local id=$1 queue n=0 idle=0
 	shift
 	for queue in "$@"; do
 		while [[ -s $run/$queue.queue && $((budget - (SECONDS - start))) -ge 60 ]]; do
 			n=$((n + 1))
 			vm_boot "$id" $n "$queue"
-			grep -q '^start ' "$run/$id.$n.${queue%-alone}" 2>/dev/null || break 2
+			if grep -q '^start ' "$run/$id.$n.${queue%-alone}" 2>/dev/null; then
+				idle=0
+			else
+				idle=$((idle + 1))
+				[[ $idle -lt 2 ]] || break 2
+			fi
 		done
 	done
 }
@@ -228,6 +236,12 @@ vm_results() { # FILE PREFIX LANE
 	local file=$1 prefix=$2 lane=$3 status started=() t
 	local -A ended=()
 	status=$(cat "$file.status" 2>/dev/null || echo "?")
+	# What each VM did, for the summary at the end.
+	lane_vms[$lane]=$((${lane_vms[$lane]:-0} + 1))
+	lane_end[$lane]=$(cat "$file.ended" 2>/dev/null || echo "?")
+	if ! grep -q '^start ' "$file" 2>/dev/null; then
+		idle_vms+=("lane $lane VM ${file##*/}: exit $status after $(($(cat "$file.ended" 2>/dev/null || echo 0) - $(cat "$file.began" 2>/dev/null || echo 0))) s, no test started; it printed last: $(grep -v '^ *$' "$file.log" 2>/dev/null | tail -n 2 | cut -c1-160 | tr '\n' '|')")
+	fi
 	if [[ ! -f $file ]]; then
 		subfails+=("${prefix}VM (lane $lane) # no results (exit $status)")
 		failed=$((failed + 1))
@@ -241,7 +255,7 @@ vm_results() { # FILE PREFIX LANE
 		start/*) started+=("$name") ; continue ;;
 		time/*) times+=("$prefix$name $p $f $lane") ; continue ;;
 		restart/*) log "lane $lane: $prefix$name $p: the next tests got a fresh VM"; continue ;;
-		pace/*) log "lane $lane: a ${prefix:-normal }VM measured the machine's pace at $name (calibration $p ms)"; continue ;;
+		pace/*) paces+=("$name"); continue ;;
 		planned/*) continue ;;
 		*/boot-kernel-log | */final-kernel-log) ;;
 		*) ended[$name]=1 ;;&
@@ -268,7 +282,10 @@ vm_results() { # FILE PREFIX LANE
 }
 # The debug pass's names carry "debug:".
 prefix_of() { [[ $1 == "$kernel" ]] || echo "$1:"; }
-for f in $(ls "$run" | grep -E '^[0-9]+\.[0-9]+\.(normal|debug)$' | sort -t. -k1,1n -k2,2n); do
+# Every VM booted wrote a status, results or not.
+declare -A lane_vms=() lane_end=()
+idle_vms=() paces=()
+for f in $(ls "$run" | sed -n 's/^\([0-9]*\.[0-9]*\.\(normal\|debug\)\)\.status$/\1/p' | sort -t. -k1,1n -k2,2n); do
 	vm_results "$run/$f" "$(prefix_of "${f##*.}")" "${f%%.*}"
 done
 # What no VM took: the check ran out of time, or every lane's VM broke.
@@ -283,30 +300,34 @@ for q in "$run"/*.queue; do
 done
 rm -rf "$run"
 
+if [[ ${#subskips[@]} -gt 0 ]]; then
+	log "skipped checks:"
+	printf '  %s\n' "${subskips[@]}" >&2
+fi
+if [[ ${#kreports[@]} -gt 0 ]]; then
+	log "the first kernel report of each test that had one:"
+	printf '  %s\n' "${kreports[@]}" >&2
+fi
 # Where the time went: each selftest file (wall and host CPU seconds),
-# slowest first, and each phase of the check. Also kept in the cache,
-# for comparing runs.
+# slowest first. Also kept in the cache, for comparing runs.
 if [[ ${#times[@]} -gt 0 ]]; then
 	log "time per file (wall s, host CPU s of the VM and its cards, lane), slowest first:"
 	printf '%s\n' "${times[@]}" | sort -k2,2nr | awk '{printf "  %-34s %5s %5s  lane %s\n", $1, $2, $3, $4}' >&2
 	printf '%s\n' "${times[@]}" >"$RSNIC_CACHE/check-times.txt"
 fi
-log "time per phase (s): $(printf '%s; ' "${phases[@]}")"
-
-if [[ ${#subskips[@]} -gt 0 ]]; then
-	log "skipped checks:"
-	printf '  %s\n' "${subskips[@]}" >&2
-fi
-# Last, so that a log cut to its tail still says what failed.
-if [[ ${#kreports[@]} -gt 0 ]]; then
-	log "the first kernel report of each test that had one:"
-	printf '  %s\n' "${kreports[@]}" >&2
-fi
+# Last, so that a log cut to its tail (CI keeps about 20 lines) still
+# says what failed, where the time went and how each lane fared.
 if [[ ${#subfails[@]} -gt 0 ]]; then
 	log "failed checks:"
 	printf '  %s\n' "${subfails[@]}" >&2
 fi
-
+[[ ${#idle_vms[@]} -eq 0 ]] || printf '[rsnic] %s\n' "${idle_vms[@]}" >&2
+log "time per phase (s): $(printf '%s; ' "${phases[@]}")"
+lanes_line=
+for l in $(printf '%s\n' "${!lane_vms[@]}" | sort -n); do
+	lanes_line+="lane $l: ${lane_vms[$l]} VMs, done at ${lane_end[$l]} s; "
+done
+log "${lanes_line}pace ${paces[*]:-?}"
 log "check took $((SECONDS - start)) s"
 echo "selftest files: $files_passed passed, $files_failed failed, $files_skipped skipped"
 echo "$passed passed, $failed failed, $skipped skipped"

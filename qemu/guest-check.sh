@@ -240,8 +240,15 @@ while t=$(next_test) && [ -n "$t" ]; do
 	fi
 	grep -E '^ok [0-9]+ .*# *[Ss][Kk][Ii][Pp]' /tmp/test.out |
 		sed -E "s/^ok [0-9]+ /subskip $t /" >>"$results"
-	grep -E '^not ok [0-9]+ ' /tmp/test.out |
-		sed -E "s/^not ok [0-9]+ /subfail $t /" >>"$results"
+	# A failed subtest carries the comment line printed just before it
+	# (its "expected X, got Y"), so a log cut to its summary says why.
+	awk -v t="$t" '
+		/^#/ { last = $0; sub(/^#+ */, "", last); next }
+		/^not ok [0-9]+ / {
+			line = $0; sub(/^not ok [0-9]+ /, "", line)
+			print "subfail " t " " line (last != "" ? " | " substr(last, 1, 160) : "")
+		}
+		{ last = "" }' /tmp/test.out >>"$results"
 	took=$((SECONDS - start))
 	echo "time $t $took $(host_cpu_since "$cpu0")" >>"$results"
 	# What the test left: processes (killed, named), and changes to the

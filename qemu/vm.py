@@ -57,7 +57,7 @@ class Card:
              "--card-id", str(card_id), "--mac", mac],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
 
-    def wait_ready(self, timeout=10):
+    def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if all(os.path.exists(p) for p in (self.pf_socket, self.vf_socket, self.ctl_socket)):
