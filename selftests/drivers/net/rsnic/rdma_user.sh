@@ -108,23 +108,35 @@ GID_B=$(roce_gid_index "$IB_B" "$IP_B")
 engine_packets() {
 	rdma statistic show link "$1/1" | awk -v n="$2_packets" '$1 == n {print $2}'
 }
+# server_listening: a server listens on the examples' and perftest's
+# port 18515, on TCP (in either namespace) or through rdma_cm (-R), or
+# on rping's and udaddy's rdma_cm port 7174.
+server_listening() {
+	{ ss -Hltn 'sport = :18515'; ip netns exec "$NS" ss -Hltn 'sport = :18515'; } 2>/dev/null | grep -q . ||
+		rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -qE ':(18515|7174)( |$)'
+}
 # pair NAME SERVER-COMMAND CLIENT-COMMAND: runs a server on card B and its
-# client on card A (the server started first, given a second to listen);
-# true if both exit 0 and each engine sent and received at least
-# $min_packets RoCE packets meanwhile.
+# client on card A (the client once the server listens: a fixed pause
+# was too short on a loaded machine, and the client's connection was
+# refused); true if both exit 0 and each engine sent and received at
+# least $min_packets RoCE packets meanwhile.
 min_packets=1
 pair() {
-	local name=$1 server=$2 client=$3 tx0 rx0 srv_status cli_status tx rx
+	local name=$1 server=$2 client=$3 tx0 rx0 srv_status cli_status tx rx i
 	tx0=$(engine_packets "$IB_A" tx) rx0=$(engine_packets "$IB_B" rx)
 	timeout 60 $server >"$work/server.log" 2>&1 &
 	local spid=$!
-	sleep 1
+	for ((i = 0; i < 150; i++)); do
+		server_listening && break
+		kill -0 $spid 2>/dev/null || break
+		sleep 0.2
+	done
 	timeout 60 $client >"$work/client.log" 2>&1
 	cli_status=$?
 	wait $spid
 	srv_status=$?
 	tx=$(($(engine_packets "$IB_A" tx) - tx0)) rx=$(($(engine_packets "$IB_B" rx) - rx0))
-	echo "# $name: client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
+	echo "# $name: server listening after ~$((i / 5)) s; client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
 	if [ $cli_status != 0 ] || [ $srv_status != 0 ]; then
 		tail -n 5 "$work/server.log" "$work/client.log" | sed 's/^/#   /'
 		return 1
