@@ -115,7 +115,9 @@ pub struct Nic {
     link_up: bool,
     /// RSS contexts and steering rules.
     steering: Steering,
-    /// IEEE 802.3 MAC counters.
+    /// IEEE 802.3 MAC counters. They count at the port, so, as on a
+    /// real card, a function reset does not clear them: the host's
+    /// standard statistics never go backwards.
     mac_stats: hw::MacStats,
     qps: Vec<Option<QueuePair>>,
     /// How each queue pair receives from its next creation on: into a
@@ -255,13 +257,16 @@ impl Nic {
         }
     }
 
-    /// Back to power-on state (the link is physical and stays as it is).
+    /// Back to power-on state. The link and the MAC counters are the
+    /// port's, and stay as they are.
     pub fn reset(&mut self) {
         let link = self.link_up;
+        let mac_stats = self.mac_stats;
         let gft = self.gft.take();
         let rdma = self.rdma.take();
         *self = Self::new(self.perm_mac, self.is_pf);
         self.link_up = link;
+        self.mac_stats = mac_stats;
         if let Some(gft) = gft {
             gft.lock().unwrap_or_else(|e| e.into_inner()).reset();
             self.gft = Some(gft);
@@ -853,6 +858,14 @@ fn count_rx(s: &mut hw::MacStats, frame: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_counters_survive_a_function_reset() {
+        let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
+        count_tx(&mut pf.mac_stats, &[0xffu8; 64]);
+        pf.reset();
+        assert_eq!((pf.mac_stats.tx_frames, pf.mac_stats.tx_broadcast), (1, 1));
+    }
 
     #[test]
     fn mac_counters_classify_frames() {
