@@ -138,7 +138,8 @@ pair() {
 	tx=$(($(engine_packets "$IB_A" tx) - tx0)) rx=$(($(engine_packets "$IB_B" rx) - rx0))
 	echo "# $name: server listening after ~$((i / 5)) s; client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
 	if [ $cli_status != 0 ] || [ $srv_status != 0 ]; then
-		tail -n 5 "$work/server.log" "$work/client.log" | sed 's/^/#   /'
+		# stderr is unbuffered: an error can stand above the last lines.
+		grep -v -e "^ *-\+ *$" -e "^ *$" "$work/server.log" "$work/client.log" | tail -n 40 | sed 's/^/#   /'
 		return 1
 	fi
 	grep -E '^ *[0-9]+ +[0-9]+ ' "$work/client.log" | tail -n 1 | sed 's/^/#   /'

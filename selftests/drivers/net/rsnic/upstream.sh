@@ -143,6 +143,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	fi
 	# shellcheck disable=SC2086 # args: ksft's -t/-T filters, word-split
 	t0=$SECONDS
+	uptime0=$(cut -d' ' -f1 /proc/uptime)
 	(cd "$KSFT/$(dirname "$t")" && timeout -k 10 "$CASE_TIMEOUT" "${run[@]}" $args) </dev/null >"$out" 2>&1
 	rc=$?
 	echo "# $t $args: exit $rc in $((SECONDS - t0)) s"
@@ -153,7 +154,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	# A case line: "ok 3 name", "not ok 3 name # reason", "ok 3 name # SKIP why";
 	# shell tests print "TEST: name [ OK ]" / "[FAIL]" / "[SKIP]" instead.
 	starved=false late=false wrong=false few=false verified=false
-	checks_failed=() exception=
+	checks_failed=() exception= message=
 	# gro.py tries each case 6 times; its receiver prints each failed
 	# try's frame lengths, "Expected {A B }" then "Received {a [!=A]b }".
 	gro_tries=0 gro_split_only=true expected=
@@ -183,6 +184,13 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 			[[ ${BASH_REMATCH[2]} == 0 ]] || wrong=true
 		fi
 		[[ $line =~ Check\ failed\ (.*[^\ ])\ *$ ]] && checks_failed+=("${BASH_REMATCH[1]}")
+		# A shell test's message just before its case line ("... is not
+		# valid on eth0 (expected 1000, got 900)").
+		if [[ $line =~ ^#\ *([^#\ ].*[^\ ])\ *$ ]]; then
+			message=${BASH_REMATCH[1]}
+		elif [[ ! $line =~ ^(not\ )?ok\  ]]; then
+			message=
+		fi
 		# ksft prints an exception's traceback as "# Exception| ...";
 		# its last unindented line is the exception and its message.
 		[[ $line =~ ^#\ *Exception\|\ ?([^\ ].*[^\ ])\ *$ ]] &&
@@ -246,9 +254,11 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 				comment="check failed ${checks_failed[-1]}"
 			elif [ -n "$exception" ]; then
 				comment=$exception
+			elif [ -n "$message" ]; then
+				comment=$message
 			fi
 		fi
-		checks_failed=() exception=
+		checks_failed=() exception= message=
 		if [ "$kind" = retry ]; then
 			tries=${reason%% *} reason=${reason#* }
 			if [ "$verdict" = fail ] && [ "$try" -lt "$tries" ]; then
@@ -297,6 +307,12 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	*) [ $cases -gt 0 ] && [ $((ktap_failed - failed_before + listed_failures)) -gt 0 ] ||
 		ktap_result fail "$name" "exit $rc" ;;
 	esac
+	# After a failure, what the driver logged meanwhile (a reset, a
+	# timed-out admin command): the KTAP result cannot say it.
+	if [ $ktap_failed -gt $failed_before ]; then
+		dmesg | awk -v t="$uptime0" -F'[][]' '$2 + 0 >= t + 0' | grep -E 'rsnic|NETDEV WATCHDOG' |
+			tail -n 20 | sed 's/^/# kernel: /'
+	fi
 done
 check "no kernel warnings" dmesg_clean
 echo "1..$ktap_count"
