@@ -243,7 +243,7 @@ while t=$(next_test) && [ -n "$t" ]; do
 	# A failed subtest carries the comment line printed just before it
 	# (its "expected X, got Y"), so a log cut to its summary says why.
 	awk -v t="$t" '
-		/^#/ { last = $0; sub(/^#+ */, "", last); next }
+		/^#/ { last = $0; sub(/^[# ]+/, "", last); next }
 		/^not ok [0-9]+ / {
 			line = $0; sub(/^not ok [0-9]+ /, "", line)
 			print "subfail " t " " line (last != "" ? " | " substr(last, 1, 160) : "")

@@ -59,6 +59,15 @@ CASE_TIMEOUT=${UPSTREAM_TIMEOUT:-$(awk -v p="${RSNIC_PACE:-1}" 'BEGIN { printf "
 [ -f "$KSFT/kselftest-list.txt" ] || bail_out "no driver selftests in $KSFT (qemu/build-ksft.sh)"
 [ -f "$SKIPS" ] || bail_out "no $SKIPS"
 
+# new_case: forgets what the lines of the case before said (one place,
+# before the first case and after each).
+new_case() {
+	starved=false late=false wrong=false few=false verified=false
+	checks_failed=() exception= message=
+	# gro.py tries each case 6 times; its receiver prints each failed
+	# try's frame lengths, "Expected {A B }" then "Received {a [!=A]b }".
+	gro_tries=0 gro_split_only=true expected=
+}
 cleanup() { net_cleanup; }
 trap cleanup EXIT
 net_setup || bail_out "cannot set up card A and card B's netns"
@@ -153,11 +162,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	listed_failures=0
 	# A case line: "ok 3 name", "not ok 3 name # reason", "ok 3 name # SKIP why";
 	# shell tests print "TEST: name [ OK ]" / "[FAIL]" / "[SKIP]" instead.
-	starved=false late=false wrong=false few=false verified=false
-	checks_failed=() exception= message=
-	# gro.py tries each case 6 times; its receiver prints each failed
-	# try's frame lengths, "Expected {A B }" then "Received {a [!=A]b }".
-	gro_tries=0 gro_split_only=true expected=
+	new_case
 	while IFS= read -r line; do
 		# The one failure this VM causes rather than the driver: the
 		# traffic generator (iperf3 -P 16 in the remote netns, or its
@@ -235,8 +240,6 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 		if [ -z "$entry" ] && [ "$verdict" = fail ] && $few && $verified && ! $wrong && [[ $cname == toeplitz.* ]]; then
 			entry="env fewer than 10 frames in the receiver's 4 s window, each one it saw on the right queue: the sender's socat processes started too slowly (TCG)"
 		fi
-		gro_tries=0 gro_split_only=true expected=
-		starved=false late=false wrong=false few=false verified=false
 		kind=${entry%% *} reason=${entry#* }
 		if [ "$kind" = timing ]; then
 			# "timing LIMIT REASON": skipped only if every failed check
@@ -258,7 +261,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 				comment=$message
 			fi
 		fi
-		checks_failed=() exception= message=
+		new_case
 		if [ "$kind" = retry ]; then
 			tries=${reason%% *} reason=${reason#* }
 			if [ "$verdict" = fail ] && [ "$try" -lt "$tries" ]; then
