@@ -240,7 +240,7 @@ vm_results() { # FILE PREFIX LANE
 	lane_vms[$lane]=$((${lane_vms[$lane]:-0} + 1))
 	lane_end[$lane]=$(cat "$file.ended" 2>/dev/null || echo "?")
 	if ! grep -q '^start ' "$file" 2>/dev/null; then
-		idle_vms+=("lane $lane VM ${file##*/}: exit $status after $(($(cat "$file.ended" 2>/dev/null || echo 0) - $(cat "$file.began" 2>/dev/null || echo 0))) s, no test started; it printed last: $(grep -v '^ *$' "$file.log" 2>/dev/null | tail -n 2 | cut -c1-160 | tr '\n' '|')")
+		idle_vms+=("lane $lane VM ${file##*/}: exit $status after $(($(cat "$file.ended" 2>/dev/null || echo 0) - $(cat "$file.began" 2>/dev/null || echo 0))) s, no test started; it printed: $(grep -E 'rsnic-vm:|QEMU says|guest CPUs at|does not answer|killed|did not start' "$file.log" 2>/dev/null | tail -n 5 | cut -c1-200 | tr '\n' '|')")
 	fi
 	if [[ ! -f $file ]]; then
 		subfails+=("${prefix}VM (lane $lane) # no results (exit $status)")
@@ -269,7 +269,8 @@ vm_results() { # FILE PREFIX LANE
 	done <"$file"
 	if [[ $status != 0 ]]; then
 		log "lane $lane: a VM exited with status $status"
-		subfails+=("${prefix}VM (lane $lane) # exited with status $status")
+		# A VM the host killed (hung, or out of time) says where it was.
+		subfails+=("${prefix}VM (lane $lane) # exited with status $status$(grep -E 'QEMU says|guest CPUs at|does not answer|: killed' "$file.log" 2>/dev/null | sed 's/^\[rsnic\] *//' | cut -c1-200 | tr '\n' ';' | sed 's/^./: &/')")
 		failed=$((failed + 1))
 		# The test it was running when it died fails; the lane went on
 		# with a fresh VM.

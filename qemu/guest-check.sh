@@ -88,7 +88,7 @@ timeout=$(awk -v t="${timeout:-600}" -v p="$RSNIC_PACE" 'BEGIN { printf "%d", t 
 next_test() {
 	if $queue; then
 		local reply
-		reply=$(harness next) || { echo "# the harness gave no test: $reply" >&2; return; }
+		reply=$(harness next "$timeout") || { echo "# the harness gave no test: $reply" >&2; return; }
 		echo "${reply#ok}" | tr -d ' '
 	elif [ $ti -lt ${#tests[@]} ]; then
 		echo "${tests[ti]}"

@@ -45,6 +45,9 @@ case $(uname -r) in
 *-debug) export RSNIC_KO=/rsnic-cache/module/debug/rsnic.ko ;;
 *) export RSNIC_KO=/rsnic/rsnic.ko ;;
 esac
+# A line on the console this early says the kernel booted, should what
+# follows hang (the harness then kills the VM and shows its last lines).
+echo "rsnic-vm: booted in $(cut -d' ' -f1 /proc/uptime) s; loading rsnic.ko"
 if insmod "$RSNIC_KO"; then
 	echo "rsnic-vm: rsnic.ko loaded"
 else

@@ -34,6 +34,18 @@ EMU = f"{CACHE}/emu-target/release/rsnic-emu"
 # the two are cabled together.
 CARDS = {"A": (1, "02:52:53:00:00:0a", "B"), "B": (2, "02:52:53:00:00:0b", "A")}
 
+# A VM that runs a test queue (make check) must ask the harness for its
+# first test within BOOT_LIMIT seconds of QEMU's start (the debug kernel
+# boots and loads the driver in about 40 s on an idle machine), and for
+# each next one within the limit the guest gave with the last, plus
+# TEST_GRACE (the guest's own kill of a hung test, its kernel state dump
+# and log scan). A guest that does neither has hung where its own
+# timeouts cannot act (its kernel, QEMU, a card): the host kills it, says
+# where it was, and the check goes on with a fresh VM instead of waiting
+# out its whole budget.
+BOOT_LIMIT = float(os.environ.get("RSNIC_BOOT_LIMIT", "600"))
+TEST_GRACE = float(os.environ.get("RSNIC_TEST_GRACE", "300"))
+
 
 def log(msg):
     print(f"[rsnic] {msg}", file=sys.stderr, flush=True)
@@ -151,10 +163,14 @@ class HarnessControl(threading.Thread):
                                 (main loop, I/O, the tap pair's host-side
                                 forwarding), and the cards' rsnic-emu
                                 processes: "ok vcpu=S qemu_other=S emu=S"
-      next                      takes the first test off the run's queue
+      next [LIMIT]              takes the first test off the run's queue
                                 (--queue): "ok TEST", or "ok" once it is
                                 empty. VMs that share a queue share its
-                                tests out between them (make check)
+                                tests out between them (make check).
+                                LIMIT is the guest's own time limit for
+                                the test, in seconds: a guest that asks
+                                for nothing more within it (and a grace)
+                                has hung, and the host kills it
       ping                      answers "ok pong"
     """
 
@@ -166,6 +182,10 @@ class HarnessControl(threading.Thread):
         self.qmp = qmp
         self.qemu_pid = qemu_pid
         self.queue = queue
+        # The guest's sign of life: when it last asked for anything, and
+        # by when it must ask again (None: no limit set yet).
+        self.last_request = None
+        self.deadline = None
 
     def next_test(self):
         """Pops the queue's first line, under a lock the other VMs take too."""
@@ -206,9 +226,18 @@ class HarnessControl(threading.Thread):
 
     def handle(self, line):
         words = line.split()
+        self.last_request = time.time()
+        # Any request is a sign of life: the guest is at least this far.
+        if self.deadline is not None:
+            self.deadline = max(self.deadline, self.last_request + TEST_GRACE)
         if words == ["ping"]:
             return "ok pong"
-        if words == ["next"]:
+        if words[:1] == ["next"] and len(words) <= 2:
+            if len(words) == 2:
+                try:
+                    self.deadline = time.time() + float(words[1]) + TEST_GRACE
+                except ValueError:
+                    return f"error: next: limit '{words[1]}' is not a number"
             return self.next_test()
         if words == ["cpu"]:
             try:
@@ -379,6 +408,62 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
     return cmd
 
 
+def task_states(pid):
+    """Each thread of process PID: "name state wait-channel", one a string."""
+    out = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        try:
+            stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+            wchan = open(f"/proc/{pid}/task/{tid}/wchan").read().strip() or "-"
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        state = stat[stat.rindex(")") + 2:].split()[0]
+        out.append(f"{comm}:{state}:{wchan}")
+    return out
+
+
+def kernel_symbol(address):
+    """The guest kernel's symbol+offset at ADDRESS (hex), from System.map."""
+    try:
+        addr = int(address, 16)
+        best = None
+        with open(f"{CACHE}/kernel/{kernel_variant()}/System.map") as f:
+            for line in f:
+                a, _, name = line.split()
+                a = int(a, 16)
+                if a <= addr and (best is None or a > best[0]):
+                    best = (a, name)
+        return f"{best[1]}+{addr - best[0]:#x}" if best else address
+    except (OSError, ValueError):
+        return address
+
+
+def diagnose(qemu, qmp, cards):
+    """Where a VM that hung is: lines for the log, before it is killed."""
+    lines = []
+    try:
+        lines.append(f"QEMU says the guest is {qmp.command('query-status')['status']}")
+        regs = qmp.command("human-monitor-command", **{"command-line": "info registers -a"})
+        rips = [w.split("=", 1)[1] for w in regs.split() if w.startswith("RIP=")]
+        lines.append("guest CPUs at " + ", ".join(kernel_symbol(r) for r in rips))
+    except (OSError, RuntimeError, ValueError, KeyError) as e:
+        lines.append(f"QEMU's monitor does not answer ({e}): QEMU itself is stuck")
+    try:
+        lines.append("QEMU threads: " + " ".join(task_states(qemu.pid)))
+        for card in cards.values():
+            lines.append(f"card {card.name} threads: " + " ".join(task_states(card.proc.pid)))
+    except OSError as e:
+        lines.append(f"threads: {e}")
+    for card in cards.values():
+        try:
+            last = open(card.log_path).read().strip().splitlines()[-3:]
+        except OSError:
+            last = []
+        lines.append(f"card {card.name} log ends: " + " | ".join(l[:140] for l in last))
+    return lines
+
+
 def run(args):
     os.makedirs(f"{CACHE}/run", exist_ok=True)
     run_dir = tempfile.mkdtemp(prefix="vm-", dir=f"{CACHE}/run")
@@ -407,16 +492,35 @@ def run(args):
         interactive = args.cmd is None
         cmd = qemu_command(run_dir, cards, interactive, args.virtio_pair, vhost)
         qemu = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL)
-        HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share, qemu.pid,
-                       args.queue).start()
+        ctl = HarnessControl(f"{run_dir}/ctl.sock", cards, Qmp(f"{run_dir}/qmp.sock"), share,
+                             qemu.pid, args.queue)
+        ctl.start()
         timed_out = False
-        try:
-            qemu.wait(timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            log(f"VM still running after {args.timeout} s: killed")
+        started = time.time()
+        while True:
+            try:
+                qemu.wait(timeout=2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.time()
+            if args.timeout is not None and now - started > args.timeout:
+                why = f"VM still running after {args.timeout} s"
+            elif args.queue and ctl.last_request is None and now - started > BOOT_LIMIT:
+                why = (f"the guest asked for no test within {BOOT_LIMIT:.0f} s of QEMU's start: "
+                       "it did not boot, or its start hung")
+            elif ctl.deadline is not None and now > ctl.deadline:
+                why = (f"the guest gave no sign of life within its test's limit and {TEST_GRACE} s "
+                       "more: it hung")
+            else:
+                continue
+            for line in diagnose(qemu, ctl.qmp, cards):
+                log(f"  {line}")
+            log(f"{why}: killed")
             qemu.kill()
             qemu.wait()
             timed_out = True
+            break
         # The guest writes a result per test as it goes: what ran counts
         # even when the VM hung or crashed.
         if args.results and os.path.exists(f"{share}/results"):
