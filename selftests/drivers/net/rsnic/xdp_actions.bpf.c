@@ -2,7 +2,9 @@
 /*
  * The XDP program of xdp.sh and xsk.sh. It applies one action, set in map "cfg", to
  * the IPv4 UDP frames for one port, and counts them in map "seen";
- * everything else (ARP, the test's own control traffic) passes.
+ * everything else (ARP, the test's own control traffic) passes. Map
+ * "per_queue" counts every frame the program ran on, by RX queue: what
+ * the driver handed to XDP on each queue, whatever it was.
  *
  *   cfg[0]  the action: an XDP_* value, or ACT_CPUMAP / ACT_DEVMAP to
  *           redirect to entry 0 of map "cpus" / "devs", or ACT_XSKMAP
@@ -47,6 +49,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 8);
+	__type(key, __u32);
+	__type(value, __u64);
+} per_queue SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_CPUMAP);
@@ -94,9 +103,12 @@ int xdp_actions(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
-	__u32 zero = 0, act;
+	__u32 zero = 0, queue = ctx->rx_queue_index, act;
 	__u64 *count;
 
+	count = bpf_map_lookup_elem(&per_queue, &queue);
+	if (count)
+		__sync_fetch_and_add(count, 1);
 	if ((void *)(udp + 1) > data_end)
 		return XDP_PASS;
 	if (eth->h_proto != __builtin_bswap16(ETH_P_IP) || ip->ihl != 5 ||
