@@ -77,6 +77,14 @@ if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]
 		log "the debug kernel: ${DEBUG_TESTS[*]}"
 		if qemu/build-ksft.sh debug && make -s modules KERNEL=debug >&2; then
 			debug_tests=("${DEBUG_TESTS[@]}")
+			# What the debug pass runs, the normal one does not run
+			# again: the same checks, with KASAN, lockdep and kmemleak
+			# watching, are the stronger run (testing.rst).
+			normal_tests=()
+			for t in "${tests[@]}"; do
+				[[ " ${DEBUG_TESTS[*]} " == *" $t "* ]] || normal_tests+=("$t")
+			done
+			tests=("${normal_tests[@]}")
 		else
 			log "building for the debug kernel failed"
 			subfails+=("debug: module build # failed")
