@@ -56,6 +56,23 @@ SKIPS="$(cd "$(dirname "$0")" && pwd)/upstream.skip"
 # times the machine's pace as the runner measured it (RSNIC_PACE).
 CASE_TIMEOUT=${UPSTREAM_TIMEOUT:-$(awk -v p="${RSNIC_PACE:-1}" 'BEGIN { printf "%d", 360 * (p < 1 ? 1 : p) }')}
 
+# The cards' counters of frames they did not deliver (sent while the link
+# was down, oversize, bad TSO, no queue or filtered on receive, bad FCS)
+# and of interrupts dropped: "card:name=value" a line, for losses_delta.
+card_losses() {
+	local c
+	for c in A B; do
+		harness card $c stats | tr ' ' '\n' |
+			grep -E '^(tx_link_down|tx_oversize|tx_bad_[a-z]*|rx_no_queue|rx_filtered|rx_fcs_errors|irqs_dropped)=' |
+			sed "s/^/$c:/"
+	done
+}
+# Those that grew between two card_losses.
+losses_delta() { # BEFORE AFTER
+	awk -F= 'NR == FNR { old[$1] = $2; next } $2 + 0 > old[$1] + 0 { print $1, "+" $2 - old[$1] }' \
+		<(echo "$1") <(echo "$2")
+}
+
 [ -f "$KSFT/kselftest-list.txt" ] || bail_out "no driver selftests in $KSFT (qemu/build-ksft.sh)"
 [ -f "$SKIPS" ] || bail_out "no $SKIPS"
 
@@ -153,6 +170,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	# shellcheck disable=SC2086 # args: ksft's -t/-T filters, word-split
 	t0=$SECONDS
 	uptime0=$(cut -d' ' -f1 /proc/uptime)
+	losses0=$(card_losses)
 	(cd "$KSFT/$(dirname "$t")" && timeout -k 10 "$CASE_TIMEOUT" "${run[@]}" $args) </dev/null >"$out" 2>&1
 	rc=$?
 	echo "# $t $args: exit $rc in $((SECONDS - t0)) s"
@@ -315,6 +333,9 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	if [ $ktap_failed -gt $failed_before ]; then
 		dmesg | awk -v t="$uptime0" -F'[][]' '$2 + 0 >= t + 0' | grep -E 'rsnic|NETDEV WATCHDOG' |
 			tail -n 20 | sed 's/^/# kernel: /'
+		# And where frames the cards were given went, if not to the
+		# wire: a count that "expected N, got M" cannot show.
+		losses_delta "$losses0" "$(card_losses)" | sed 's/^/# cards: /'
 	fi
 done
 check "no kernel warnings" dmesg_clean
