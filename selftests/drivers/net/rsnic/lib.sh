@@ -382,22 +382,14 @@ page_pools_are() { [ "$(page_pools | wc -l)" = "$1" ] || { flush_deferred_skbs; 
 # netlink, through qstats.py).
 QSTATS="$(dirname "${BASH_SOURCE[0]}")/qstats.py"
 
-# "rx_packets rx_bytes tx_packets tx_bytes" from rtnl.
+# "rx_packets rx_bytes tx_packets tx_bytes" from rtnl (ip -s: the line
+# after "RX:" or "TX:" starts with bytes, packets).
 rtnl() {
-	ip -s -j link show "$NETIF_A" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"], s["rx"]["bytes"], s["tx"]["packets"], s["tx"]["bytes"])'
+	ip -s link show "$NETIF_A" | awk '/^ *RX:/ { getline; rp = $2; rb = $1 }
+		/^ *TX:/ { getline; tp = $2; tb = $1 } END { print rp, rb, tp, tb }'
 }
 # The same four from qstats: "device" totals, or "queues" summed.
-qstats() {
-	"$QSTATS" "$NETIF_A" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-keys = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
-if sys.argv[1] == "device":
-    print(*(r["device"].get(k, -1) for k in keys))
-else:
-    print(*(sum(q.get(k, 0) for q in r["queues"]) for k in keys))
-' "$1"
-}
+qstats() { "$QSTATS" "$NETIF_A" "$1"; }
 # rtnl minus what the VF path counted (ethtool -S vf_*): what the
 # synthetic NIC's own queues must add up to.
 rtnl_own_queues() {
@@ -408,7 +400,7 @@ rtnl_own_queues() {
 }
 # Packets "rx tx" of card B's netdev (in $NS), from rtnl.
 peer_packets() {
-	ip -n $NS -s -j link show "$NETIF_B" | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["stats64"]; print(s["rx"]["packets"], s["tx"]["packets"])'
+	ip -n $NS -s link show "$NETIF_B" | awk '/^ *RX:/ { getline; r = $2 } /^ *TX:/ { getline; t = $2 } END { print r, t }'
 }
 # Packets "rx tx" card A's function counted on its queue pairs (harness).
 card_packets() {
@@ -937,12 +929,15 @@ le32() { printf '%d %d %d %d' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255
 # The id of map NAME of the XDP program attached to $XDP_DEV (card A's
 # netdev unless set), in netns $XDP_NS if set.
 map_id() { # NAME
-	local prog id
-	prog=$(ip ${XDP_NS:+-n "$XDP_NS"} -j -d link show dev "${XDP_DEV:-$NETIF_A}" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["xdp"]["prog"]["id"])')
-	for id in $(bpftool -j prog show id "$prog" | python3 -c 'import json,sys; print(*json.load(sys.stdin)["map_ids"])'); do
-		bpftool -j map show id "$id" | grep -q "\"name\":\"$1\"" && echo "$id"
-	done
+	local link ids line
+	link=$(ip ${XDP_NS:+-n "$XDP_NS"} -d link show dev "${XDP_DEV:-$NETIF_A}")
+	[[ $link =~ prog/xdp\ id\ ([0-9]+) ]] || return 1
+	[[ $(bpftool prog show id "${BASH_REMATCH[1]}") =~ map_ids\ ([0-9,]+) ]] || return 1
+	ids=",${BASH_REMATCH[1]},"
+	while read -r line; do
+		[[ $line =~ ^([0-9]+):\ [a-z_]+\ +name\ ([^ ]+) ]] || continue
+		[[ ${BASH_REMATCH[2]} == "$1" && $ids == *",${BASH_REMATCH[1]},"* ]] && echo "${BASH_REMATCH[1]}"
+	done < <(bpftool map show)
 }
 # Sets entry KEY of that program's map NAME to the u32 VALUEs.
 map_set() { # NAME KEY VALUE...
@@ -956,8 +951,14 @@ map_set() { # NAME KEY VALUE...
 # entry KEY of that program's map MAP (per_queue: frames it ran on, by
 # RX queue).
 seen() { # [MAP KEY]
-	bpftool -j map lookup id "$(map_id "${1:-seen}")" key $(le32 "${2:-0}") | python3 -c '
-import json, sys
-v = json.load(sys.stdin)["value"]
-print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))'
+	local out bytes i n=0
+	out=$(bpftool map lookup id "$(map_id "${1:-seen}")" key $(le32 "${2:-0}")) || return 1
+	# With BTF: "value": N; without: value: and its bytes in hex, LSB first.
+	if [[ $out =~ \"value\":\ ([0-9]+) ]]; then
+		echo "${BASH_REMATCH[1]}"
+		return
+	fi
+	bytes=(${out##*value:})
+	for ((i = ${#bytes[@]} - 1; i >= 0; i--)); do n=$((n * 256 + 16#${bytes[i]})); done
+	echo "$n"
 }

@@ -5,6 +5,9 @@ JSON: qstats ({"device": {...}, "queues": [{"type": "rx"|"tx", "id": N,
 ...}]}), each queue's NAPI ("queue_napi": {"rx0": NAPI_ID, ...}) and each
 NAPI's IRQ ("napi_irq": {NAPI_ID: IRQ}). A minimal client so the tests need
 no YNL install:  qstats.py IFNAME
+With "device" or "queues" after IFNAME it prints only rx_packets, rx_bytes,
+tx_packets and tx_bytes, the device's or the queues' summed, on one line
+(a second Python process to pick them out cost as much as this one).
 """
 
 import json
@@ -87,7 +90,13 @@ def main():
     result["napi_irq"] = {}
     for reply in request(sock, family, NETDEV_CMD_NAPI_GET, ifn, NLM_F_DUMP):
         result["napi_irq"][str(uint(reply[NAPI_ID]))] = uint(reply[NAPI_IRQ]) if NAPI_IRQ in reply else None
-    print(json.dumps(result))
+    keys = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")
+    if sys.argv[2:] == ["device"]:
+        print(*(result["device"].get(k, -1) for k in keys))
+    elif sys.argv[2:] == ["queues"]:
+        print(*(sum(q.get(k, 0) for q in result["queues"]) for k in keys))
+    else:
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":
