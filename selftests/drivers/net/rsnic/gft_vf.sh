@@ -23,7 +23,8 @@ vf_if=$(netif_of "$(vf_addr A)")
 check "rule added" test "$(gft_w rules "add prio=10 dir=tx proto=udp dport=5050 action=allow")" = OK
 vf0=$(vf_tx)
 exc0=$(gft_stat exceptions)
-check "10 of 10 arrive through the VF" test "$(burst)" = 10 -a $(($(vf_tx) - vf0)) -ge 10
+check "10 of 10 arrive through the VF" \
+	test "$(udp_burst_settled 5050 10 41100 dir=tx proto=17 "sport=41100 dport=5050")" = 10 -a $(($(vf_tx) - vf0)) -ge 10
 check "the first was an exception on the PF, 9 hit in the card" \
 	test $(($(gft_stat exceptions) - exc0)) = 1 -a "$(drv_flow_field packets dir=tx proto=udp sport=41100)" = 9
 vf_unplug A
