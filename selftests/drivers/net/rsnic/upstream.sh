@@ -227,9 +227,10 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	losses0=$(card_losses)
 	wire_ok=false
 	if [ "$name" = so_txtime ]; then
-		txtime_capture "" "$NETIF_A" /tmp/txtime-sent
+		capturing=true
+		txtime_capture "" "$NETIF_A" /tmp/txtime-sent || capturing=false
 		captures=$!
-		txtime_capture $NS "$NETIF_B" /tmp/txtime-delivered
+		txtime_capture $NS "$NETIF_B" /tmp/txtime-delivered || capturing=false
 		captures+=" $!"
 	fi
 	(cd "$KSFT/$(dirname "$t")" && timeout -k 10 "$CASE_TIMEOUT" "${run[@]}" $args) </dev/null >"$out" 2>&1
@@ -241,8 +242,13 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 	if [ "$name" = so_txtime ]; then
 		kill -INT $captures 2>/dev/null
 		wait $captures
-		txtime_wire /tmp/txtime-sent /tmp/txtime-delivered && wire_ok=true
-		$wire_ok || ktap_result fail "so_txtime.wire" "the frames card B delivered are not those the stack gave card A's driver"
+		if ! $capturing; then
+			ktap_result fail "so_txtime.wire" "tcpdump did not start on both cards' netdevs: $(cat /tmp/txtime-sent.err /tmp/txtime-delivered.err | tr '\n' ' ')"
+		elif txtime_wire /tmp/txtime-sent /tmp/txtime-delivered; then
+			wire_ok=true
+		else
+			ktap_result fail "so_txtime.wire" "the frames card B delivered are not those the stack gave card A's driver"
+		fi
 	fi
 	listed_failures=0
 	# A case line: "ok 3 name", "not ok 3 name # reason", "ok 3 name # SKIP why";
