@@ -8,6 +8,7 @@
 #   make bench           rsnic vs virtio-net, side by side (then the RDMA part)
 #   make bench-rdma      only the RDMA part: nvme-rdma on rsnic vs rdma_rxe
 #   make rust-analyzer   write rust-project.json
+#   make layers          the driver's imports against its layers (qemu/layers.py)
 #
 # Everything the project needs (Debian sid toolchain rootfs, kernel 7.2,
 # QEMU, the rdma-core provider) is installed by qemu/*.sh into $(RSNIC_CACHE), default
@@ -44,7 +45,7 @@ STAGE := .
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint lint-module lint-emu
+.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint lint-module lint-emu layers
 
 all: modules
 
@@ -123,6 +124,11 @@ lint-module: $(SETUP)
 	rm -f src/rsnic_drv.o
 	$(MAKE) -s modules CLIPPY=1 KCFLAGS= >.lint.log 2>&1; s=$$?; cat .lint.log; \
 		! grep -E '^(warning|error)|: warning:' .lint.log && rm -f .lint.log && exit $$s
+
+# The driver's imports against its layers (qemu/layers.py): what issue 45
+# moves; it joins lint once the driver keeps them.
+layers: rootfs
+	qemu/in-rootfs.sh python3 qemu/layers.py src
 
 lint-emu: rootfs
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings
