@@ -213,11 +213,12 @@ check "after the function reset, the RDMA half is bound afresh, its GIDs on the 
 # VM three tries in a row held the fault past 2.5 s (2913 ms in CI) with
 # an awk per poll; the window is three harness requests and shell reads.
 vectors=" $(echo $(ls /sys/bus/pci/devices/"$(card_addr A)"/msi_irqs)) "
-# vector_counts: the count of each of card A's vectors into VECTOR_COUNT.
-declare -A VECTOR_COUNT
+# vector_counts NAME: the count of each of card A's vectors into the
+# associative array NAME.
 vector_counts() {
+	local -n counts=$1
 	local irq rest f n
-	VECTOR_COUNT=()
+	counts=()
 	while read -r irq rest; do
 		[[ $vectors == *" ${irq%:} "* ]] || continue
 		n=0
@@ -225,26 +226,24 @@ vector_counts() {
 			[[ $f =~ ^[0-9]+$ ]] || break
 			n=$((n + f))
 		done
-		VECTOR_COUNT[${irq%:}]=$n
+		counts[${irq%:}]=$n
 	done </proc/interrupts
 }
+declare -A IRQS_BEFORE IRQS_NOW
 all_grew() { # every vector's count rose above IRQS_BEFORE's
 	local v
-	vector_counts
-	[ ${#VECTOR_COUNT[@]} -gt 0 ] || return 1
+	vector_counts IRQS_NOW
+	[ ${#IRQS_NOW[@]} -gt 0 ] || return 1
 	for v in "${!IRQS_BEFORE[@]}"; do
-		[ "${VECTOR_COUNT[$v]:-0}" -gt "${IRQS_BEFORE[$v]}" ] || return 1
+		[ "${IRQS_NOW[$v]:-0}" -gt "${IRQS_BEFORE[$v]}" ] || return 1
 	done
 }
 # A try whose fault lasted 2.5 s or more (a slow VM, or another beside
 # it) tested the other case, a card gone: it does not count, the card is
 # given back its carrier, and the check tries again, up to 3 times.
 CARD_GONE_MS=2500
-declare -A IRQS_BEFORE
 for try in 1 2 3; do
-	vector_counts
-	IRQS_BEFORE=()
-	for v in "${!VECTOR_COUNT[@]}"; do IRQS_BEFORE[$v]=${VECTOR_COUNT[$v]}; done
+	vector_counts IRQS_BEFORE
 	lost=$(counter card_lost)
 	start=$EPOCHREALTIME
 	harness card A fault all-ones >/dev/null

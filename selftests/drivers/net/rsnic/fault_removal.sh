@@ -41,7 +41,7 @@ carrier_reads() { [ "$(cat /sys/class/net/$NETIF_A/carrier 2>/dev/null)" = "$1" 
 # runner's own limits), times the machine's pace (RSNIC_PACE, measured by
 # the runner at boot). rmmod under traffic took 0.5-1.5 s on the normal
 # kernel and 7-31 s on the debug kernel in the checks of 2026-11-29.
-HANG_S=$(awk -v p="${RSNIC_PACE:-1}" -v d="$(is_debug_kernel && echo 3 || echo 1)" \
+HANG_S=$(awk -v p="${RSNIC_PACE:-1}" -v d="$KERNEL_FACTOR" \
 	'BEGIN { printf "%d", 20 * d * (p < 1 ? 1 : p) }')
 timed() {
 	local start=$(date +%s%N) status

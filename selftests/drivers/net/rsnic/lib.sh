@@ -122,10 +122,12 @@ nap() { read -r -t "$1" -u "$NAP_FD" _ || :; }
 # tests is this loop. (With a sleep process a step, the debug kernel's
 # waits had been several times longer than asked, and rdma_user.sh's wait
 # for a pyverbs process there came to depend on that.)
-WAIT_FACTOR=1
-is_debug_kernel && WAIT_FACTOR=3
+# KERNEL_FACTOR: how much longer a hang bound is on this kernel (3 on the
+# debug kernel, as the runner's limits).
+KERNEL_FACTOR=1
+is_debug_kernel && KERNEL_FACTOR=3
 wait_until() {
-	local tenths=$(($1 * WAIT_FACTOR)) i
+	local tenths=$(($1 * KERNEL_FACTOR)) i
 	shift
 	for ((i = 0; i < tenths; i++)); do
 		"$@" && return 0
