@@ -145,17 +145,22 @@ pair_once() {
 	grep -E '^ *[0-9]+ +[0-9]+ ' "$work/client.log" | tail -n 1 | sed 's/^/#   /'
 	[ "$tx" -ge "$min_packets" ] && [ "$rx" -ge "$min_packets" ]
 }
-# pair ...: pair_once, and once more if perftest failed only because it
-# could not time itself: it calibrates the CPU clock against
-# gettimeofday() and gives up below a fit of r^2 0.9 ("Can't produce a
-# report", exit 1 after the transfer), which a loaded TCG host can spoil.
-# Any other failure, or that one twice, fails.
+# pair ...: pair_once, and a word when perftest could not time itself.
+# perftest calibrates the CPU's cycle counter against gettimeofday()
+# and, in its bandwidth tools, exits 1 after a completed transfer when
+# the fit is below r^2 0.9 ("Can't produce a report"), which a loaded
+# TCG host does now and then (r^2 0.78 seen in ib_send_bw and
+# ib_atomic_bw). The bandwidth tools therefore run with -F, under which
+# perftest reports instead of exiting (its figures are then 0): what
+# these checks judge is the transfer (both exit codes, completions
+# without error, the engines' packet counts), not perftest's clock.
 pair() {
-	pair_once "$@" && return 0
-	grep -q "Can't produce a report" "$work/server.log" "$work/client.log" || return 1
-	echo "# $1: perftest could not calibrate its clock (r^2 < 0.9): once more"
-	pair_once "$@"
+	pair_once "$@" || return 1
+	! grep -q "Correlation coefficient r^2" "$work/server.log" "$work/client.log" ||
+		echo "# $1: perftest could not calibrate its clock (r^2 < 0.9); its figures are not meaningful"
 }
+# perftest_flags TOOL: -F for the bandwidth tools (see pair).
+perftest_flags() { case $1 in *_bw) echo -F ;; esac; }
 
 # Checks 5 to 41, the data path (not in the lifecycle-only run).
 if [ -z "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then
@@ -176,13 +181,15 @@ perftest_tools="ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat"
 perftest_min_packets() { if [ $1 = ib_read_bw ]; then min_packets=200; else min_packets=800; fi; }
 for t in $perftest_tools; do
 	perftest_min_packets $t
-	check "perftest $t, 4 KiB" pair "$t" "$t -d $IB_B -x $GID_B -n 200 -s 4096" \
-		"$t -d $IB_A -x $GID_A -n 200 -s 4096 127.0.0.1"
+	f=$(perftest_flags $t)
+	check "perftest $t, 4 KiB" pair "$t" "$t $f -d $IB_B -x $GID_B -n 200 -s 4096" \
+		"$t $f -d $IB_A -x $GID_A -n 200 -s 4096 127.0.0.1"
 done
 for t in $perftest_tools; do
 	perftest_min_packets $t
-	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t -d $IB_B -R -n 200 -s 4096" \
-		"$t -d $IB_A -R -n 200 -s 4096 $IP_B"
+	f=$(perftest_flags $t)
+	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t $f -d $IB_B -R -n 200 -s 4096" \
+		"$t $f -d $IB_A -R -n 200 -s 4096 $IP_B"
 done
 
 # Atomics: the device says IB_ATOMIC_HCA; perftest's atomic tools (one
@@ -192,10 +199,10 @@ done
 check "ibv_devinfo: atomic_cap ATOMIC_HCA" test "$(devinfo_field "$IB_A" atomic_cap)" = ATOMIC_HCA
 min_packets=200
 check "perftest ib_atomic_bw, fetch-and-add" pair ib_atomic_bw \
-	"ib_atomic_bw -d $IB_B -x $GID_B -n 200" "ib_atomic_bw -d $IB_A -x $GID_A -n 200 127.0.0.1"
+	"ib_atomic_bw -F -d $IB_B -x $GID_B -n 200" "ib_atomic_bw -F -d $IB_A -x $GID_A -n 200 127.0.0.1"
 check "perftest ib_atomic_bw -A CMP_AND_SWAP" pair ib_atomic_bw \
-	"ib_atomic_bw -d $IB_B -x $GID_B -n 200 -A CMP_AND_SWAP" \
-	"ib_atomic_bw -d $IB_A -x $GID_A -n 200 -A CMP_AND_SWAP 127.0.0.1"
+	"ib_atomic_bw -F -d $IB_B -x $GID_B -n 200 -A CMP_AND_SWAP" \
+	"ib_atomic_bw -F -d $IB_A -x $GID_A -n 200 -A CMP_AND_SWAP 127.0.0.1"
 check "perftest ib_atomic_lat, fetch-and-add" pair ib_atomic_lat \
 	"ib_atomic_lat -d $IB_B -x $GID_B -n 200" "ib_atomic_lat -d $IB_A -x $GID_A -n 200 127.0.0.1"
 ATOMIC=$(dirname "$0")/rdma_atomic.py
