@@ -180,13 +180,13 @@ lane() {
 # The emulator's unit tests and the other lints (rustfmt, the emulator's
 # clippy) run beside the VMs: they need nothing the VMs use.
 if [[ $# -eq 0 ]]; then
-	log "beside the VMs: the emulator's unit tests (cargo test), rustfmt, the emulator's clippy"
+	log "beside the VMs: the emulator's unit tests (cargo test), rustfmt, the emulator's clippy, the driver's layers"
 	(
 		st=0
 		RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked >"$run/cargo.log" 2>&1 || st=$?
 		echo $st >"$run/cargo.status"
 		st=0
-		make -s rustfmtcheck lint-emu >"$run/lint.log" 2>&1 || st=$?
+		make -s rustfmtcheck lint-emu layers >"$run/lint.log" 2>&1 || st=$?
 		echo $st >"$run/lint.status"
 	) &
 fi
@@ -226,7 +226,7 @@ if [[ $# -eq 0 ]]; then
 		failed=$((failed + 1))
 	fi
 	# The lints: one check.
-	log "lints: rustfmt, clippy (module and emulator), no warnings"
+	log "lints: rustfmt, clippy (module and emulator), no warnings; layers"
 	if [[ $module_lint == ok && $(cat "$run/lint.status" 2>/dev/null) == 0 ]]; then
 		echo "ok lint" >&2
 		passed=$((passed + 1))

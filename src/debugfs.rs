@@ -9,10 +9,10 @@
 
 use kernel::{debugfs, fmt, prelude::*, sync::Arc, uaccess::UserSliceReader};
 
-use crate::bond::BondState;
 use crate::gft::{Gft, WriteError};
 use crate::hw;
 use crate::linux::debugfs as root;
+use crate::nic::bond::BondState;
 use crate::regs::Registers;
 use crate::selftest::SelfTestReport;
 

@@ -2,12 +2,11 @@
 
 //! The PCI driver: binds the card's PF and VF, maps BAR0, allocates
 //! MSI-X, creates the function's devlink instance, brings the function up
-//! (`function.rs`) and, on a PF, creates the RDMA auxiliary device.
+//! (`crate::function`) and, on a PF, creates the RDMA auxiliary device.
 
 use kernel::{auxiliary, device::Core, pci, prelude::*, sync::Arc};
 
-use crate::devlink::{FunctionDevlink, FunctionInstance};
-use crate::function;
+use crate::function::{self, Function, FunctionInstance};
 use crate::hw::{self, regs, FuncKind};
 use crate::linux::{
     devlink::{DevlinkVTable, Registration as DevlinkRegistration},
@@ -19,7 +18,7 @@ use crate::regs::Registers;
 use crate::selftest;
 
 /// The devlink operations of every function.
-static DEVLINK_VTABLE: DevlinkVTable<FunctionDevlink> = DevlinkVTable::new();
+static DEVLINK_VTABLE: DevlinkVTable<Function> = DevlinkVTable::new();
 
 /// Most MSI-X vectors the driver uses on one function, whatever the card claims.
 const MAX_VECTORS: u32 = 64;
@@ -79,7 +78,7 @@ fn register_rdma<'a>(
     pdev: &'a pci::Device<Core<'_>>,
     regs: &Arc<Registers>,
     vectors: &MsixVectors<'_>,
-    devlink: &Arc<DevlinkRegistration<FunctionDevlink>>,
+    devlink: &Arc<DevlinkRegistration<Function>>,
 ) -> Result<auxiliary::Registration<'a, RdmaLinkData>> {
     auxiliary::Registration::new(
         pdev.as_ref(),
@@ -118,12 +117,12 @@ impl pci::Driver for RsnicDriver {
             let devlink = DevlinkRegistration::new(
                 pdev.as_ref(),
                 &DEVLINK_VTABLE,
-                FunctionDevlink::new(regs.clone(), *kind, vectors.count()),
+                Function::new(regs.clone(), *kind, vectors.count())?,
             )?;
             // From here an error drops it, which undoes what follows.
             let instance = FunctionInstance::new(devlink);
             let devlink = instance.get();
-            let loaded = function::bring_up(pdev, &regs, &vectors, *kind, devlink, None)?;
+            let loaded = function::bring_up(pdev, devlink, &vectors, None)?;
             devlink.data().set_loaded(loaded)?;
             let rdma = match *kind {
                 FuncKind::Pf => Some(register_rdma(pdev, &regs, &vectors, devlink)?),

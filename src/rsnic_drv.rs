@@ -20,8 +20,6 @@ mod linux;
 #[deny(unsafe_code)]
 mod admin;
 #[deny(unsafe_code)]
-mod bond;
-#[deny(unsafe_code)]
 mod debugfs;
 #[deny(unsafe_code)]
 mod devlink;

@@ -142,9 +142,9 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("vf_tx_packets"), vf.tx_packets);
             sink.stat(format_args!("vf_tx_bytes"), vf.tx_bytes);
         }
-        if let Some(gft) = &nic.gft {
+        if let Some(flow) = &nic.flow {
             let fetch = sink.wants_values();
-            gft.for_each_counter(fetch, |name, value| {
+            flow.for_each_counter(fetch, &mut |name, value| {
                 sink.stat(format_args!("gft_{name}"), value)
             });
         }

@@ -29,12 +29,9 @@ use super::{
     queue::{PairSnapshot, ResetCause},
     Nic,
 };
-use crate::devlink::FunctionDevlink;
 use crate::hw::regs;
 use crate::linux::{
-    devlink::{
-        DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable, Registration,
-    },
+    devlink::{DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable},
     net::{
         netdev::{NetDev, NetDevRef},
         rtnl,
@@ -157,14 +154,10 @@ static RDMA_REPORTER: HealthReporterVTable<RdmaReporter> = HealthReporterVTable:
 
 impl NicHealth {
     /// The reporters of the NIC `dev` on `devlink`; `rdma` too for a PF.
-    pub(crate) fn new(
-        devlink: &Arc<Registration<FunctionDevlink>>,
-        dev: NetDevRef<Nic>,
-        rdma: bool,
-    ) -> Result<Self> {
+    pub(crate) fn new(devlink: &DevlinkRef, dev: NetDevRef<Nic>, rdma: bool) -> Result<Self> {
         let rdma = match rdma {
             true => Some(HealthReporter::new(
-                DevlinkRef::new(devlink),
+                devlink.clone(),
                 &RDMA_REPORTER,
                 dev.clone(),
             )?),
@@ -172,13 +165,9 @@ impl NicHealth {
         };
         Ok(Self {
             rdma,
-            tx: HealthReporter::new(DevlinkRef::new(devlink), &TX_REPORTER, dev.clone())?,
-            completion: HealthReporter::new(
-                DevlinkRef::new(devlink),
-                &COMPLETION_REPORTER,
-                dev.clone(),
-            )?,
-            card: HealthReporter::new(DevlinkRef::new(devlink), &CARD_REPORTER, dev)?,
+            tx: HealthReporter::new(devlink.clone(), &TX_REPORTER, dev.clone())?,
+            completion: HealthReporter::new(devlink.clone(), &COMPLETION_REPORTER, dev.clone())?,
+            card: HealthReporter::new(devlink.clone(), &CARD_REPORTER, dev)?,
         })
     }
 

@@ -7,10 +7,19 @@
 //! One file per surface, as fbnic and mana do it: registration and the
 //! card-facing configuration here, the net device operations in
 //! `netdev.rs`, ethtool in `ethtool.rs`, health checks and resets in
-//! `recovery.rs`, native XDP in `xdp.rs`, the queue pairs in `queue.rs`
-//! (with `tx.rs`, `rx.rs`).
+//! `recovery.rs`, the devlink health reporters in `health.rs`, native XDP
+//! in `xdp.rs`, `ethtool -N` steering in `steering.rs`, the queue pairs in
+//! `queue/` (with `tx.rs`, `rx.rs`, `stream.rs`), the VF bond in
+//! `bond.rs`.
+//!
+//! The NIC is a client of its function (`crate::function`), which owns
+//! the admin queue, the GFT and the RDMA half: what the NIC needs of them
+//! it asks through the traits of `events.rs`, which the function
+//! implements.
 
+pub(crate) mod bond;
 mod ethtool;
+mod events;
 mod health;
 mod link;
 mod netdev;
@@ -25,7 +34,6 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
-        aref::ARef,
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
@@ -33,12 +41,9 @@ use kernel::{
 };
 
 use crate::admin::{AdminError, AdminQueue};
-use crate::bond::{self, Bond};
-use crate::devlink::FunctionDevlink;
-use crate::gft::Gft;
 use crate::hw::{self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind};
 use crate::linux::{
-    devlink::{DevlinkRef, Port, PortFlavour, Registration as DevlinkRegistration},
+    devlink::{DevlinkRef, Port, PortFlavour},
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
@@ -55,10 +60,12 @@ use crate::linux::{
     },
 };
 use crate::regs::Registers;
+use bond::Bond;
+pub(crate) use events::{FlowOffload, NicEvents};
 use health::{NicHealth, PendingCardFaults, RdmaQpFaults, HEALTH_WORK};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
-use recovery::{CardWatch, GFT_WORK, RDMA_WORK};
+use recovery::{CardWatch, EVENTS_WORK, GFT_WORK};
 use ring::RingSize;
 use steering::Steering;
 
@@ -129,9 +136,10 @@ pub(crate) struct Nic {
     /// PF: decides the GFT exceptions NAPI queued.
     #[pin]
     gft_work: NetDevWork<Nic, GFT_WORK>,
-    /// PF: binds the RDMA half afresh after a function reset.
+    /// Tells the function of a function reset (which rebinds its RDMA
+    /// half).
     #[pin]
-    rdma_work: NetDevWork<Nic, RDMA_WORK>,
+    events_work: NetDevWork<Nic, EVENTS_WORK>,
     /// The devlink health reporters (set once the device is registered).
     /// Destroying them waits for their callbacks, which use the rest
     /// (and may schedule the works, which then do nothing).
@@ -145,10 +153,8 @@ pub(crate) struct Nic {
     admin_errors_reported: Atomic<u64>,
     /// This device, for the reporters.
     handle: NetDevRef<Nic>,
-    /// PF: the auxiliary device of the RDMA half while its driver is
-    /// bound to it (a function reset rebinds it).
-    #[pin]
-    rdma_device: Mutex<Option<ARef<Device>>>,
+    /// The function this NIC belongs to.
+    events: Arc<dyn NicEvents>,
     /// Times the whole function was reset (the card lost track of an
     /// admin command).
     device_resets: Atomic<u64>,
@@ -173,8 +179,8 @@ pub(crate) struct Nic {
     /// PF: the VF bond.
     #[pin]
     bond: Bond,
-    /// PF: the GFT's policy, flows and exception path.
-    gft: Option<Arc<Gft>>,
+    /// PF: the GFT's exception path, aging and counters.
+    flow: Option<Arc<dyn FlowOffload>>,
     /// The native XDP program every RX queue runs (`xdp.rs`).
     xdp: XdpProgSlot,
     /// The RX filter the device's own address lists and flags ask for
@@ -201,19 +207,44 @@ pub(crate) struct Nic {
 /// a VF's NIC.
 pub(crate) type NicRegistration = Registration<Nic>;
 
+/// What a function gives its network device.
+pub(crate) struct FunctionParts<'a, 'v> {
+    /// The function's registers.
+    pub(crate) regs: &'a Arc<Registers>,
+    /// The function's admin queue.
+    pub(crate) admin: &'a Arc<AdminQueue>,
+    /// The function's MSI-X vectors: the admin vector and one per queue
+    /// pair.
+    pub(crate) vectors: &'a MsixVectors<'v>,
+    /// PF or VF.
+    pub(crate) kind: FuncKind,
+    /// The function's devlink instance, for the port and reporters.
+    pub(crate) devlink: DevlinkRef,
+    /// PF: the GFT.
+    pub(crate) flow: Option<Arc<dyn FlowOffload>>,
+    /// The function, told of function resets.
+    pub(crate) events: Arc<dyn NicEvents>,
+}
+
 /// Creates and registers the network device of a function whose self-test
 /// passed: the synthetic NIC for a PF, a plain NIC with the same MAC for a
 /// VF.
 pub(crate) fn register(
     pdev: &Device<Bound>,
-    regs: &Arc<Registers>,
-    vectors: &MsixVectors<'_>,
-    kind: FuncKind,
-    devlink: &Arc<DevlinkRegistration<FunctionDevlink>>,
+    parts: FunctionParts<'_, '_>,
     kept: Option<&KeptConfig>,
 ) -> Result<NicRegistration> {
+    let FunctionParts {
+        regs,
+        admin,
+        vectors,
+        kind,
+        devlink,
+        flow,
+        events,
+    } = parts;
     let dma = DmaDevice::new(pdev);
-    let admin = AdminQueue::new(regs.clone(), &dma)?;
+    let admin = admin.clone();
     let entry = admin.exec(AdminCmd::QueryDevice)?;
     let info = DeviceInfo::read_result(&entry);
     // Everything the card claims is bounded by what the driver can use.
@@ -277,7 +308,7 @@ pub(crate) fn register(
             .with(XdpFeatures::XSK_ZEROCOPY),
         xdp_rx_hash: info.offloads & offload::RSS != 0,
         devlink_port: Some(Port::new(
-            DevlinkRef::new(devlink),
+            devlink.clone(),
             0,
             match kind {
                 FuncKind::Pf => PortFlavour::Physical(0),
@@ -291,10 +322,6 @@ pub(crate) fn register(
     let n = name.len().min(bus_info.len() - 1);
     bus_info[..n].copy_from_slice(&name[..n]);
     let block_mem = dma.alloc(hw::RSS_CONFIG_LEN.max(hw::MacStats::SIZE))?;
-    let gft = match kind {
-        FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
-        FuncKind::Vf => None,
-    };
     let config = match kept {
         Some(k) => k.config(max_queues),
         None => {
@@ -350,8 +377,8 @@ pub(crate) fn register(
             handle: dev.clone(),
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
-            rdma_work <- NetDevWork::new(dev.clone()),
-            rdma_device <- new_mutex!(None),
+            events_work <- NetDevWork::new(dev.clone()),
+            events,
             device_resets: Atomic::new(0),
             card_lost: Atomic::new(0),
             card_watch <- new_mutex!(CardWatch::default()),
@@ -366,7 +393,7 @@ pub(crate) fn register(
             card_id,
             perm_mac: mac,
             bond <- Bond::new(),
-            gft,
+            flow,
             xdp: XdpProgSlot::new(),
             rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
             rx_filter_mc: Atomic::new(0),
@@ -381,7 +408,7 @@ pub(crate) fn register(
     )?;
     let nic = registration.dev().data();
     nic.set_health(NicHealth::new(
-        devlink,
+        &devlink,
         nic.handle.clone(),
         kind == FuncKind::Pf,
     )?)?;
@@ -526,18 +553,6 @@ impl Nic {
         &self.bond
     }
 
-    /// The RDMA half bound to `device` (`Some`) or unbound from it: while
-    /// bound, a function reset rebinds it, since the card's RDMA engine
-    /// lost its state.
-    pub(crate) fn set_rdma_device(&self, device: Option<ARef<Device>>) {
-        *self.rdma_device.lock() = device;
-    }
-
-    /// The admin queue.
-    pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
-        &self.admin
-    }
-
     /// Queues the device's work item (TX queue resets, VF sync).
     pub(crate) fn schedule_work(&self) {
         self.reset_work.schedule();
@@ -577,18 +592,13 @@ impl Nic {
         self.config.lock().rx_stream
     }
 
-    /// PF: the GFT.
-    pub(crate) fn gft(&self) -> Option<&Arc<Gft>> {
-        self.gft.as_ref()
-    }
-
     /// NAPI of queue pair `queue` received a GFT exception: queued for the
     /// GFT work. Only the PF's queue pair 0 is the exception queue; one
     /// anywhere else is the card's mistake and is dropped.
     pub(crate) fn gft_exception(&self, queue: u16, skb: SkBuff) {
-        match &self.gft {
-            Some(gft) if queue == 0 => {
-                if gft.queue_exception(skb) {
+        match &self.flow {
+            Some(flow) if queue == 0 => {
+                if flow.queue_exception(skb) {
                     self.gft_work.schedule();
                 }
             }
@@ -755,10 +765,9 @@ impl Nic {
         if let Err(e) = self.reset_function(dev, rtnl) {
             pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
         }
-        // The card's RDMA engine was reset too.
-        if self.rdma_device.lock().is_some() {
-            self.rdma_work.schedule();
-        }
+        // The card's RDMA engine was reset too: the function rebinds
+        // its RDMA half.
+        self.events_work.schedule();
     }
 
     fn reset_function(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {

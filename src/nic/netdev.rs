@@ -4,12 +4,12 @@
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
+use super::bond;
 use super::{
     queue::{bump, QueuePair},
     recovery::HEALTH_CHECK_MS,
     Nic, MAX_MC_FILTER,
 };
-use crate::bond;
 use crate::hw::{mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
     netdev::{
@@ -148,10 +148,10 @@ impl NetDevOps for Nic {
 
     fn set_features(dev: &NetDev<Self>, rtnl: &Rtnl, features: Features) -> Result {
         let nic = dev.data();
-        if let Some(gft) = &nic.gft {
+        if let Some(flow) = &nic.flow {
             let hw_tc = features.contains(Feature::HwTc);
             if hw_tc != dev.features().contains(Feature::HwTc) {
-                gft.set_cache(hw_tc)?;
+                flow.set_cache(hw_tc)?;
             }
         }
         nic.set_card_offloads(features)?;

@@ -11,13 +11,12 @@ use kernel::{
     time::{Delta, Instant, Monotonic},
 };
 
+use super::bond;
 use super::{
     health::CardFault,
     queue::{bump, ResetCause},
     Nic,
 };
-use crate::bond;
-use crate::linux::device::reprobe;
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
@@ -26,9 +25,9 @@ use crate::linux::net::{
 
 /// [`crate::linux::net::work::NetDevWork`] id of the GFT exception work.
 pub(super) const GFT_WORK: u8 = 1;
-/// [`crate::linux::net::work::NetDevWork`] id of the work that rebinds the
-/// RDMA half after a function reset.
-pub(super) const RDMA_WORK: u8 = 2;
+/// [`crate::linux::net::work::NetDevWork`] id of the work that tells the
+/// function of a function reset.
+pub(super) const EVENTS_WORK: u8 = 2;
 /// GFT exceptions one run of the work decides before it yields.
 const GFT_WORK_BUDGET: u32 = 256;
 
@@ -216,8 +215,8 @@ impl DeviceWork for Nic {
             nic.card_fault(CardFault::AdminError);
         }
         if cfg.running {
-            if let Some(gft) = &nic.gft {
-                gft.age();
+            if let Some(flow) = &nic.flow {
+                flow.age();
             }
             nic.reset_work.schedule_after(HEALTH_CHECK_MS);
         }
@@ -233,40 +232,25 @@ impl DeviceWork<GFT_WORK> for Nic {
     /// through queue pair 0, up to a budget per run.
     fn run(dev: &NetDev<Self>, _: &NoLock) {
         let nic = dev.data();
-        let Some(gft) = &nic.gft else {
+        let Some(flow) = &nic.flow else {
             return;
         };
-        for _ in 0..GFT_WORK_BUDGET {
-            let Some(skb) = gft.next_exception() else {
-                return;
-            };
-            if let Some(skb) = gft.decide(skb) {
-                let sent = nic.queues.first().is_some_and(|q| q.reinject(skb));
-                gft.reinjected(sent);
-            }
+        let reinject = &mut |skb| nic.queues.first().is_some_and(|q| q.reinject(skb));
+        if flow.decide_exceptions(GFT_WORK_BUDGET, reinject) {
+            nic.gft_work.schedule();
         }
-        nic.gft_work.schedule();
     }
 }
 
-impl DeviceWork<RDMA_WORK> for Nic {
-    /// Rebinding unregisters and registers an `ib_device`, which waits for
-    /// its users and takes RTNL itself.
+impl DeviceWork<EVENTS_WORK> for Nic {
+    /// The function may rebind its RDMA half, which unregisters and
+    /// registers an `ib_device`: that waits for its users and takes RTNL
+    /// itself.
     type Lock = NoLock;
 
-    /// After a function reset the card's RDMA engine has no GIDs, QPs,
-    /// CQs or MRs: the RDMA half is unbound (ib_core tells its users the
-    /// device is gone) and bound again to a fresh engine, as mlx5 reloads
-    /// its auxiliary devices after a firmware reset.
+    /// Tells the function its card was reset.
     fn run(dev: &NetDev<Self>, _: &NoLock) {
-        // Not under the lock: unbinding clears it, binding sets it.
-        let Some(rdma) = dev.data().rdma_device.lock().clone() else {
-            return;
-        };
-        match reprobe(&rdma) {
-            Ok(()) => pr_info!("{}: RDMA half bound afresh after the reset\n", dev.name()),
-            Err(e) => pr_err!("{}: RDMA half not bound again: {:?}\n", dev.name(), e),
-        }
+        dev.data().events.card_was_reset(dev.name());
     }
 }
 
@@ -395,8 +379,8 @@ impl Nic {
                 e
             ),
         }
-        if let Some(gft) = &self.gft {
-            gft.restore();
+        if let Some(flow) = &self.flow {
+            flow.restore();
         }
         dev.attach(rtnl);
         self.admin_irq.handler().set_running(cfg.running);

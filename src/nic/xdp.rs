@@ -16,8 +16,8 @@
 
 use kernel::{cpu::CpuId, prelude::*};
 
+use super::bond;
 use super::{queue::bump, Config, Nic};
-use crate::bond;
 use crate::hw::FuncKind;
 use crate::linux::eopnotsupp;
 use crate::linux::net::{

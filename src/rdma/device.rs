@@ -19,6 +19,7 @@ use super::ring::RingMem;
 use super::srq::{self, RdmaSrq};
 use super::tables::{CqeErrors, QpEntry, SharedRing, SrqEntry, Tables, WorkRing};
 use super::ucontext::RdmaUcontext;
+use super::RdmaEvents;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     mr_kind, rdma_cap, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType,
@@ -31,7 +32,6 @@ use crate::linux::{
     dma::DmaDevice,
     eopnotsupp,
     irq::IrqHandlerRegistration,
-    net::{netdev::NetDev, upper::NetDevHold},
     rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
     rdma::udata::{UserCall, UserData},
     rdma::umem::{UserMemory, UserPin, UserRange},
@@ -42,7 +42,6 @@ use crate::linux::{
     sync::lock_irqsave,
     uapi,
 };
-use crate::nic::Nic;
 use crate::regs::Registers;
 
 /// Largest RoCE MTU the engine segments to.
@@ -108,8 +107,9 @@ pub(crate) struct EngineAccess<'a> {
     pub(crate) irq: u32,
     /// MSI-X index of the event vector.
     pub(crate) vector: u16,
-    /// The PF's NIC, whose `rdma` health reporter hears of failed QPs.
-    pub(crate) nic: &'a NetDev<Nic>,
+    /// Hears of QPs the engine failed (the function's `rdma` health
+    /// reporter).
+    pub(crate) events: Arc<dyn RdmaEvents>,
     /// Physical address of the user doorbell BAR, if the card has it.
     pub(crate) udb_bar: Option<u64>,
 }
@@ -159,7 +159,7 @@ impl RdmaDev {
             IrqHandlerRegistration::new(
                 e.irq,
                 c"rsnic-rdma",
-                EqIrq::new(ring, tables.clone(), NetDevHold::new(e.nic)),
+                EqIrq::new(ring, tables.clone(), e.events),
             ),
             GFP_KERNEL,
         )?;

@@ -4,19 +4,18 @@
 //! completion, a QP failed by itself, a CQ overflowed or an SRQ fell
 //! below its limit, and raises the
 //! RDMA vector. The interrupt handler resolves each entry against the
-//! tables and tells ib_core's user; a failed QP is also the NIC's `rdma`
-//! health reporter's to report.
+//! tables and tells ib_core's user; a failed QP is also the function's
+//! `rdma` health reporter's to report.
 
 use kernel::{
     prelude::*,
     sync::{atomic::Atomic, atomic::Relaxed, Arc, SpinLock},
 };
 
-use super::tables::Tables;
+use super::{tables::Tables, RdmaEvents};
 use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
-use crate::linux::{dma::DmaBuffer, irq::IrqHandler, net::upper::NetDevHold, sync::lock_irqsave};
-use crate::nic::Nic;
+use crate::linux::{dma::DmaBuffer, irq::IrqHandler, sync::lock_irqsave};
 
 /// Entries of the event queue: more than all CQs, QPs and SRQs of the
 /// card together (256, 256 and 64), so it cannot overflow (an event is written once per arming or per failure).
@@ -29,8 +28,8 @@ pub(crate) struct EqIrq {
     /// Entries consumed (free running); only the handler changes it.
     consumed: Atomic<u32>,
     tables: Arc<SpinLock<Tables>>,
-    /// The PF's NIC: its health reporters hear of QPs that failed.
-    nic: NetDevHold<Nic>,
+    /// Hears of QPs that failed (the `rdma` health reporter).
+    faults: Arc<dyn RdmaEvents>,
     /// Events seen.
     pub(crate) events: Atomic<u64>,
 }
@@ -40,13 +39,13 @@ impl EqIrq {
     pub(crate) fn new(
         ring: DmaBuffer,
         tables: Arc<SpinLock<Tables>>,
-        nic: NetDevHold<Nic>,
+        faults: Arc<dyn RdmaEvents>,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ring,
             consumed: Atomic::new(0),
             tables,
-            nic,
+            faults,
             events: Atomic::new(0),
         }? Error)
     }
@@ -90,7 +89,7 @@ impl EqIrq {
             eqe_type::QP_FATAL => match tables.qp(eqe.id) {
                 Some(qp) => {
                     qp.handle.fatal_event();
-                    self.nic.get().data().rdma_qp_failed(eqe.id);
+                    self.faults.qp_failed(eqe.id);
                 }
                 None => tables.bogus += 1,
             },

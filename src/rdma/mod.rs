@@ -4,10 +4,13 @@
 //! `rsnic.rdma` device a PF creates and registers the card's RoCEv2
 //! engine with ib_core, as mana_ib and mlx5_ib bind theirs.
 //!
-//! The PF hands over an [`RdmaLink`] (its function, whose synthetic NIC
-//! and admin queue the RDMA device uses); the RDMA device's GIDs and port
-//! state follow that net device. A `devlink dev reload` of the PF unbinds
-//! the RDMA half before the NIC goes and binds it to the new one after.
+//! The PF hands over an [`RdmaLink`]: its function, as an [`RdmaParent`]
+//! (which gives the admin queue and the net device the RDMA device's
+//! GIDs and port state follow, whichever that is when it binds), its
+//! registers and its event vector. The RDMA half names nothing above
+//! it: the function implements these traits. A `devlink dev reload` of
+//! the PF unbinds the RDMA half before the NIC goes and binds it to the
+//! new one after.
 
 mod cq;
 mod device;
@@ -22,13 +25,8 @@ mod ucontext;
 
 use kernel::{auxiliary, device::Core, prelude::*, sync::Arc, types::ForLt};
 
-use crate::devlink::FunctionDevlink;
-use crate::linux::{
-    devlink::Registration as DevlinkRegistration,
-    net::{netdev::NetDev, upper::NetDevHold},
-    rdma::device as ib_device,
-};
-use crate::nic::Nic;
+use crate::admin::AdminQueue;
+use crate::linux::{net::upper::PortNetDev, rdma::device as ib_device};
 use crate::regs::Registers;
 use device::{EngineAccess, RdmaDev};
 
@@ -39,11 +37,42 @@ pub(crate) const EVENT_VECTOR: u16 = crate::hw::PF_MSIX_VECTORS - 1;
 /// Name of the auxiliary device a PF creates (`rsnic.rdma.<n>`).
 pub(crate) const AUX_NAME: &CStr = c"rdma";
 
-/// What the PF gives its RDMA device: its function (whose NIC the RDMA
-/// device uses, whichever that is when it binds), its registers, and the
-/// MSI-X vector of the engine's events.
+/// What the RDMA half asks of the function it serves.
+pub(crate) trait RdmaParent: Send + Sync {
+    /// The RDMA half is binding to `aux`: the function notes the device
+    /// (a reload unbinds and binds it again) and gives what the RDMA
+    /// device uses; `ENODEV` while a reload has the function down (it
+    /// binds again after).
+    fn attach(&self, aux: &kernel::device::Device) -> Result<RdmaPort>;
+
+    /// The RDMA half is bound (`true`, from a successful probe until its
+    /// unbind): while it is, a function reset rebinds it, since the
+    /// card's RDMA engine lost its state.
+    fn set_bound(&self, bound: bool);
+}
+
+/// Hears of what the card's RDMA engine did by itself. Any context.
+pub(crate) trait RdmaEvents: Send + Sync {
+    /// The engine failed QP `qpn` (its user was told).
+    fn qp_failed(&self, qpn: u32);
+}
+
+/// What the function gives its RDMA device when it binds.
+pub(crate) struct RdmaPort {
+    /// The function's admin queue.
+    pub(crate) admin: Arc<AdminQueue>,
+    /// The net device of the RDMA device's one port.
+    pub(crate) netdev: PortNetDev,
+    /// The function's permanent MAC (the node GUID derives from it).
+    pub(crate) mac: [u8; 6],
+    /// Hears of QPs the engine failed.
+    pub(crate) events: Arc<dyn RdmaEvents>,
+}
+
+/// What the PF gives its RDMA device: its function, its registers, and
+/// the MSI-X vector of the engine's events.
 pub(crate) struct RdmaLink {
-    function: Arc<DevlinkRegistration<FunctionDevlink>>,
+    parent: Arc<dyn RdmaParent>,
     regs: Arc<Registers>,
     irq: u32,
     vector: u16,
@@ -51,17 +80,18 @@ pub(crate) struct RdmaLink {
 }
 
 impl RdmaLink {
-    /// The link of a PF's function, with event vector `vector` (Linux IRQ
-    /// `irq`) and the user doorbell BAR at physical address `udb_bar`.
+    /// The link of a PF's function `parent`, with event vector `vector`
+    /// (Linux IRQ `irq`) and the user doorbell BAR at physical address
+    /// `udb_bar`.
     pub(crate) fn new(
-        function: Arc<DevlinkRegistration<FunctionDevlink>>,
+        parent: Arc<dyn RdmaParent>,
         regs: &Arc<Registers>,
         irq: u32,
         vector: u16,
         udb_bar: Option<u64>,
     ) -> Self {
         Self {
-            function,
+            parent,
             regs: regs.clone(),
             irq,
             vector,
@@ -86,24 +116,23 @@ kernel::auxiliary_device_table!(
 /// A bound RDMA device: unregistered from ib_core on unbind.
 #[pin_data]
 pub(crate) struct RdmaBinding {
-    _bound: BoundToNic,
+    _bound: Bound,
     _ib: ib_device::Registration<RdmaDev>,
 }
 
-/// The PF's NIC knowing its RDMA half is bound, from creation until drop
-/// (so a function reset rebinds it while bound, and no longer after).
-struct BoundToNic(NetDevHold<Nic>);
+/// The function knowing its RDMA half is bound, from creation until drop.
+struct Bound(Arc<dyn RdmaParent>);
 
-impl BoundToNic {
-    fn new(nic: &NetDev<Nic>, rdma: &kernel::device::Device) -> Self {
-        nic.data().set_rdma_device(Some(rdma.into()));
-        Self(NetDevHold::new(nic))
+impl Bound {
+    fn new(parent: &Arc<dyn RdmaParent>) -> Self {
+        parent.set_bound(true);
+        Self(parent.clone())
     }
 }
 
-impl Drop for BoundToNic {
+impl Drop for Bound {
     fn drop(&mut self) {
-        self.0.get().data().set_rdma_device(None);
+        self.0.set_bound(false);
     }
 }
 
@@ -118,19 +147,15 @@ impl auxiliary::Driver for RdmaDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         pin_init::pin_init_scope(move || {
             let link = adev.registration_data::<RdmaLinkData>()?;
-            let function = link.function.data();
-            function.rdma_bound(adev.as_ref());
             // None while a reload has the NIC down: bound again after it.
-            let nic = function.current_nic().ok_or(ENODEV)?;
-            let netdev = nic.get();
-            let admin = netdev.data().admin().clone();
+            let port = link.parent.attach(adev.as_ref())?;
             let access = EngineAccess {
-                admin: &admin,
+                admin: &port.admin,
                 regs: &link.regs,
                 pci: adev.parent(),
                 irq: link.irq,
                 vector: link.vector,
-                nic: netdev,
+                events: port.events.clone(),
                 udb_bar: link.udb_bar,
             };
             let init = RdmaDev::new(access).inspect_err(|e| {
@@ -138,14 +163,24 @@ impl auxiliary::Driver for RdmaDriver {
             })?;
             let setup = ib_device::Setup {
                 name: c"rsnic_%d",
-                node_guid: ib_device::node_guid(netdev.data().perm_mac()),
+                node_guid: ib_device::node_guid(&port.mac),
                 comp_vectors: 1,
                 module: &crate::THIS_MODULE,
             };
-            let ib =
-                ib_device::Registration::new(adev.as_ref(), adev.parent(), &[netdev], setup, init)?;
-            dev_info!(adev, "{}: RoCEv2 on {}\n", ib.dev().name(), netdev.name());
-            let bound = BoundToNic::new(netdev, adev.as_ref());
+            let ib = ib_device::Registration::new(
+                adev.as_ref(),
+                adev.parent(),
+                &[&port.netdev],
+                setup,
+                init,
+            )?;
+            dev_info!(
+                adev,
+                "{}: RoCEv2 on {}\n",
+                ib.dev().name(),
+                port.netdev.name()
+            );
+            let bound = Bound::new(&link.parent);
             Ok(try_pin_init!(RdmaBinding {
                 _bound: bound,
                 _ib: ib,

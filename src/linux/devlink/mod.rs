@@ -357,11 +357,12 @@ impl<T: DevlinkOps> Registration<T> {
 /// # Invariants
 ///
 /// `hold` is an `Arc<Registration<T>>` turned foreign, for the `T` whose
-/// `put` this is; `raw` is that registration's instance.
+/// `put` and `hold_again` these are; `raw` is that registration's instance.
 pub(crate) struct DevlinkRef {
     raw: NonNull<bindings::devlink>,
     hold: *mut c_void,
     put: unsafe fn(*mut c_void),
+    hold_again: unsafe fn(*mut c_void) -> *mut c_void,
 }
 
 // SAFETY: It only keeps a `Registration` (`Send + Sync`) alive.
@@ -378,6 +379,16 @@ unsafe fn put<T: DevlinkOps>(hold: *mut c_void) {
     drop(unsafe { Arc::<Registration<T>>::from_foreign(hold) });
 }
 
+/// # Safety
+///
+/// `hold` came from `Arc::<Registration<T>>::into_foreign` and has not
+/// been given back.
+unsafe fn hold_again<T: DevlinkOps>(hold: *mut c_void) -> *mut c_void {
+    // SAFETY: The caller's promise: the `Arc` lives while we borrow it.
+    let reg = unsafe { Arc::<Registration<T>>::borrow(hold) };
+    Arc::from(reg).into_foreign()
+}
+
 impl DevlinkRef {
     /// A new reference to `reg`.
     pub(crate) fn new<T: DevlinkOps>(reg: &Arc<Registration<T>>) -> Self {
@@ -385,11 +396,25 @@ impl DevlinkRef {
             raw: reg.raw,
             hold: reg.clone().into_foreign(),
             put: put::<T>,
+            hold_again: hold_again::<T>,
         }
     }
 
     fn as_raw(&self) -> *mut bindings::devlink {
         self.raw.as_ptr()
+    }
+}
+
+impl Clone for DevlinkRef {
+    fn clone(&self) -> Self {
+        Self {
+            raw: self.raw,
+            // SAFETY: `hold` is ours until our drop (type invariant), and
+            // `hold_again` is its `T`'s.
+            hold: unsafe { (self.hold_again)(self.hold) },
+            put: self.put,
+            hold_again: self.hold_again,
+        }
     }
 }
 

@@ -396,6 +396,52 @@ impl<T> Drop for TxLower<T> {
     }
 }
 
+/// A held net device whose driver state its holder does not name: an RDMA
+/// device's port, whose GIDs and state ib_core takes from it.
+///
+/// # Invariants
+///
+/// `ptr` is a net device held by this value.
+pub(crate) struct PortNetDev {
+    ptr: NonNull<bindings::net_device>,
+}
+
+// SAFETY: A held device may be used and released from any thread.
+unsafe impl Send for PortNetDev {}
+// SAFETY: Sharing only reads the device's name.
+unsafe impl Sync for PortNetDev {}
+
+impl PortNetDev {
+    /// Holds `dev`.
+    pub(crate) fn new<T: NetDevOps>(dev: &NetDev<T>) -> Self {
+        // SAFETY: `dev` is registered; the hold is dropped in `drop`.
+        unsafe { bindings::rust_ext_dev_hold(dev.as_raw()) };
+        // INVARIANT: held just now.
+        Self {
+            ptr: NonNull::from(dev).cast(),
+        }
+    }
+
+    /// The device's name.
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: Held (type invariant); `name` is a NUL-terminated array
+        // inside the device.
+        unsafe { CStr::from_char_ptr((*self.ptr.as_ptr()).name.as_ptr()) }
+    }
+
+    /// The `struct net_device`.
+    pub(in crate::linux) fn as_raw(&self) -> *mut bindings::net_device {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for PortNetDev {
+    fn drop(&mut self) {
+        // SAFETY: Held by this value (type invariant); any context.
+        unsafe { bindings::rust_ext_dev_put(self.ptr.as_ptr()) };
+    }
+}
+
 /// A held reference to a net device with a `T` (`dev_hold`), so its
 /// driver state can be read (for example its counters) from any context.
 /// Drop it before the device's unregistration completes: the kernel waits

@@ -17,7 +17,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{device::Device, error::VTABLE_DEFAULT_ERROR, ffi::c_int, prelude::*, types::Opaque};
 
 use crate::linux::bindings;
-use crate::linux::net::netdev::NetDev;
+use crate::linux::net::upper::PortNetDev;
 use crate::linux::rdma::{
     device_adapter::Adapter,
     udata::{UserCall, UserData},
@@ -501,10 +501,10 @@ impl<T: IbDeviceOps> Registration<T> {
     /// binds port `n + 1` to `ports[n]` (its GIDs and state follow that
     /// net device) and registers it as a child of `parent` doing DMA as
     /// `dma`.
-    pub(crate) fn new<N>(
+    pub(crate) fn new(
         parent: &Device,
         dma: &Device,
-        ports: &[&NetDev<N>],
+        ports: &[&PortNetDev],
         setup: Setup<'_>,
         init: impl PinInit<T, Error>,
     ) -> Result<Self> {

@@ -20,13 +20,13 @@ use kernel::{
     },
 };
 
+use super::{Nic, NIC_VTABLE};
 use crate::hw::{AdminCmd, FuncKind};
 use crate::linux::net::{
     netdev::{Feature, Features, LinkStats, NetDev, RxQueueStats, TxQueueStats},
     rtnl::Rtnl,
     upper::{NetDevHold, NetdevEvent, TxLower, WatchNetdevs},
 };
-use crate::nic::{Nic, NIC_VTABLE};
 
 /// The VF's share of the synthetic NIC's counters.
 struct VfCounters {
@@ -219,7 +219,7 @@ fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
     if !to_vf {
         bond.tx.clear();
     }
-    match pf.data().admin().run(AdminCmd::SetDatapath { vf: to_vf }) {
+    match pf.data().admin.run(AdminCmd::SetDatapath { vf: to_vf }) {
         Ok(()) => {
             bond.state.datapath_vf.store(u32::from(to_vf), Relaxed);
             bond.state.switches.fetch_add(1, Relaxed);

@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a bound function runs: the self-test, the network device (with
-//! its devlink port and health reporters), the GFT and the debugfs files.
-//! Built at probe and again by the second half of `devlink dev reload`;
-//! torn down at remove and by a reload's first half (`devlink.rs`).
+//! What a bound function runs: the self-test, the admin queue, the GFT,
+//! the network device (with its devlink port and health reporters) and
+//! the debugfs files. Built at probe and again by the second half of
+//! `devlink dev reload`; torn down at remove and by a reload's first half
+//! (`crate::devlink`).
 
 use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
+use super::Function;
+use crate::admin::AdminQueue;
 use crate::debugfs::{FunctionFiles, GftFiles};
-use crate::devlink::FunctionDevlink;
+use crate::gft::Gft;
 use crate::hw::{regs, FuncKind};
 use crate::linux::{
-    devlink::Registration as DevlinkRegistration,
-    dma::DmaBuffer,
+    devlink::{DevlinkRef, Registration},
+    dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
 };
-use crate::nic::{self, KeptConfig, NicRegistration};
-use crate::regs::{Registers, ResetOnDrop};
+use crate::nic::{self, FlowOffload, FunctionParts, KeptConfig, NicRegistration};
+use crate::regs::ResetOnDrop;
 use crate::selftest::{self, SelfTestError, VectorIrq};
 
 /// A running function.
 ///
 /// Field order is drop order: `gft/` goes before the NIC (so no write
 /// reaches a GFT going away), the NIC stops its queues through the admin
-/// queue, then the card is reset, then the function's debugfs directory.
+/// queue, then the card is reset, and only then is the admin queue's
+/// ring freed (the card stopped using it); last the function's debugfs
+/// directory.
 pub(crate) struct Loaded {
     /// PF: `gft/`.
     _gft_files: Option<Pin<KBox<GftFiles>>>,
@@ -31,6 +36,8 @@ pub(crate) struct Loaded {
     /// Quiesces the card once the NIC is gone (it may already be gone
     /// itself, which is fine).
     _reset: ResetOnDrop,
+    /// The admin queue (the NIC, the GFT and the RDMA half share it).
+    admin: Arc<AdminQueue>,
     /// The function's debugfs directory (`gft/` is inside it).
     _files: Pin<KBox<FunctionFiles>>,
 }
@@ -39,6 +46,17 @@ impl Loaded {
     /// The function's network device.
     pub(crate) fn nic(&self) -> &NicRegistration {
         &self.nic
+    }
+
+    /// The function's admin queue.
+    pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
+        &self.admin
+    }
+
+    /// What a reload keeps of the network device's settings.
+    pub(super) fn kept_config(&self) -> KeptConfig {
+        let dev = self.nic.dev();
+        dev.data().kept_config(dev)
     }
 }
 
@@ -61,17 +79,17 @@ fn request_selftest_irqs(
     Ok(irqs)
 }
 
-/// Self-tests the card and builds the function of `kind` on it: its
-/// network device (configured as `kept` says, after a reload), `gft/`
-/// and debugfs files.
+/// Self-tests the card and builds what the function of `instance` runs:
+/// its admin queue, a PF's GFT, its network device (configured as `kept`
+/// says, after a reload), `gft/` and debugfs files.
 pub(crate) fn bring_up(
     pdev: &pci::Device<Bound>,
-    regs: &Arc<Registers>,
+    instance: &Arc<Registration<Function>>,
     vectors: &MsixVectors<'_>,
-    kind: FuncKind,
-    devlink: &Arc<DevlinkRegistration<FunctionDevlink>>,
     kept: Option<&KeptConfig>,
 ) -> Result<Loaded> {
+    let function = instance.data();
+    let (regs, kind) = (&function.regs, function.kind);
     let report = {
         // The self-test's handlers and buffer go before the NIC takes
         // the vectors.
@@ -98,26 +116,37 @@ pub(crate) fn bring_up(
         regs.read(regs::CARD_ID)?,
         mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
     );
-    // Dropped after the NIC if a later step fails, as in `Loaded`.
+    // Dropped after the NIC if a later step fails, as in `Loaded`; the
+    // admin queue after the reset.
+    let dma = DmaDevice::new(pdev.as_ref());
+    let admin = AdminQueue::new(regs.clone(), &dma)?;
     let reset = ResetOnDrop(regs.clone());
+    let gft = match kind {
+        FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
+        FuncKind::Vf => None,
+    };
     // Both kinds get a network device; a VF's joins its PF's.
-    let nic = nic::register(pdev.as_ref(), regs, vectors, kind, devlink, kept)?;
+    let parts = FunctionParts {
+        regs,
+        admin: &admin,
+        vectors,
+        kind,
+        devlink: DevlinkRef::new(instance),
+        flow: gft.clone().map(|g| -> Arc<dyn FlowOffload> { g }),
+        events: function.rdma.clone(),
+    };
+    let nic = nic::register(pdev.as_ref(), parts, kept)?;
     let bond = (kind == FuncKind::Pf).then(|| nic.dev().data().bond().shared_state());
     let files = KBox::pin_init(
         FunctionFiles::new(pdev.as_ref().name(), regs.clone(), report, bond)?,
         GFP_KERNEL,
     )?;
-    let gft_files = nic
-        .dev()
-        .data()
-        .gft()
-        .cloned()
-        .map(|g| GftFiles::new(&files, &g))
-        .transpose()?;
+    let gft_files = gft.map(|g| GftFiles::new(&files, &g)).transpose()?;
     Ok(Loaded {
         _gft_files: gft_files,
         nic,
         _reset: reset,
+        admin,
         _files: files,
     })
 }
