@@ -4,7 +4,7 @@
 
 use core::{
     marker::PhantomPinned,
-    sync::atomic::{AtomicBool, AtomicU32, Ordering},
+    sync::atomic::{AtomicU32, AtomicU8, Ordering},
 };
 
 use kernel::{
@@ -29,6 +29,12 @@ pub(crate) trait NapiPoll: Send + Sync {
 // `Napi` stays untyped in the device it belongs to: the poll reaches the
 // device through its owner (which the driver keeps inside the device).
 
+/// Where a NAPI context is in its life: off the device's list, on it and
+/// disabled (as `netif_napi_add` leaves it), or enabled.
+const DELETED: u8 = 0;
+const ADDED: u8 = 1;
+const ENABLED: u8 = 2;
+
 /// A NAPI context of a net device, with the [`NapiPoll`] it drives.
 ///
 /// It is on the device's NAPI list only between [`Napi::add`] and
@@ -37,10 +43,18 @@ pub(crate) trait NapiPoll: Send + Sync {
 /// NAPI, and waits for every context on it to be idle or polled: one left
 /// disabled there would block it).
 ///
+/// The context knows its state, so no order of calls is wrong: enabling
+/// needs it added, disabling one that is not enabled does nothing (the
+/// kernel's `napi_disable` would wait forever on a context never
+/// enabled), and deleting (or dropping) an enabled one disables it first.
+///
 /// # Invariants
 ///
-/// While `added`, `napi` was added to `dev` with [`Self::poll_trampoline`];
-/// `owner` is the [`NapiPoll`] the trampoline calls.
+/// While `state` is not [`DELETED`], `napi` was added to `dev` with
+/// [`Self::poll_trampoline`]; while it is [`ENABLED`], `napi_enable` was
+/// the last of `napi_enable` and `napi_disable` called on it. `owner` is
+/// the [`NapiPoll`] the trampoline calls. `state` changes under RTNL (or
+/// in drop, when nothing else can reach the context).
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Napi {
@@ -53,8 +67,8 @@ pub(crate) struct Napi {
     index: u32,
     /// The IRQ that schedules it (0: none recorded).
     irq: AtomicU32,
-    /// On the device's NAPI list.
-    added: AtomicBool,
+    /// [`DELETED`], [`ADDED`] or [`ENABLED`].
+    state: AtomicU8,
     #[pin]
     _pin: PhantomPinned,
 }
@@ -88,7 +102,7 @@ impl Napi {
             poll: Self::call_poll::<P>,
             index,
             irq: AtomicU32::new(0),
-            added: AtomicBool::new(false),
+            state: AtomicU8::new(DELETED),
             _pin: PhantomPinned,
         })
     }
@@ -96,7 +110,7 @@ impl Napi {
     /// Puts the context on the device's NAPI list, disabled (enable it to
     /// poll). No-op if it is there. Process context, RTNL held.
     pub(crate) fn add(&self, _rtnl: &Rtnl) {
-        if self.added.load(Ordering::Acquire) {
+        if self.state.load(Ordering::Acquire) != DELETED {
             return;
         }
         // SAFETY: Not added, so the kernel does not use the storage, which
@@ -111,7 +125,7 @@ impl Napi {
                 self.index as c_int,
             );
         }
-        self.added.store(true, Ordering::Release);
+        self.state.store(ADDED, Ordering::Release);
         let irq = self.irq.load(Ordering::Relaxed);
         if irq != 0 {
             // SAFETY: Added just now; the helper takes the device's lock.
@@ -119,11 +133,23 @@ impl Napi {
         }
     }
 
-    /// Takes the context off the device's list, waiting for RCU readers.
-    /// Disable it first. No-op if it is not there. Process context.
-    pub(crate) fn del(&self, _rtnl: &Rtnl) {
-        if self.added.swap(false, Ordering::AcqRel) {
-            // SAFETY: Added (and, by the caller's duty, disabled).
+    /// Takes the context off the device's list, waiting for RCU readers;
+    /// an enabled one is disabled first. No-op if it is not there.
+    /// Process context.
+    pub(crate) fn del(&self, rtnl: &Rtnl) {
+        self.disable(rtnl);
+        self.delete_disabled();
+    }
+
+    /// Takes a context that is not enabled off the device's list.
+    fn delete_disabled(&self) {
+        if self
+            .state
+            .compare_exchange(ADDED, DELETED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: Added and disabled (it was `ADDED`, not `ENABLED`:
+            // type invariant); process context.
             unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
         }
     }
@@ -148,7 +174,7 @@ impl Napi {
     /// device to this context, for the netdev netlink family; `queue` is
     /// below the real queue count. A context not added is not linked.
     pub(crate) fn link_queue(&self, _rtnl: &Rtnl, queue: u32, link: bool) {
-        let napi = if link && self.added.load(Ordering::Acquire) {
+        let napi = if link && self.state.load(Ordering::Acquire) != DELETED {
             self.as_raw()
         } else {
             core::ptr::null_mut()
@@ -170,30 +196,36 @@ impl Napi {
         }
     }
 
-    /// Allows polling; `EINVAL` if the context is not added. Must be
-    /// paired with [`Napi::disable`].
+    /// Allows polling; `EINVAL` if the context is not added, no-op if it
+    /// is enabled already.
     pub(crate) fn enable(&self, _rtnl: &Rtnl) -> Result {
-        if !self.added.load(Ordering::Acquire) {
-            return Err(EINVAL);
+        match self.state.load(Ordering::Acquire) {
+            DELETED => Err(EINVAL),
+            ENABLED => Ok(()),
+            _ => {
+                // SAFETY: Added and disabled (type invariant); process
+                // context under RTNL.
+                unsafe { bindings::napi_enable(self.as_raw()) };
+                self.state.store(ENABLED, Ordering::Release);
+                Ok(())
+            }
         }
-        // SAFETY: Added; process context under RTNL.
-        unsafe { bindings::napi_enable(self.as_raw()) };
-        Ok(())
     }
 
-    /// Waits for a running poll and prevents new ones. Only for a context
-    /// [`Napi::enable`] enabled.
+    /// Waits for a running poll and prevents new ones. No-op unless the
+    /// context is enabled.
     pub(crate) fn disable(&self, _rtnl: &Rtnl) {
-        if self.added.load(Ordering::Acquire) {
-            // SAFETY: Added and (the caller's duty) enabled; process context.
+        if self.state.load(Ordering::Acquire) == ENABLED {
+            // SAFETY: Added and enabled (type invariant); process context.
             unsafe { bindings::napi_disable(self.as_raw()) };
+            self.state.store(ADDED, Ordering::Release);
         }
     }
 
     /// Schedules a poll (from the interrupt handler). A context not on
     /// the list (its queue is stopped) ignores it, as does a disabled one.
     pub(crate) fn schedule(&self) {
-        if self.added.load(Ordering::Acquire) {
+        if self.state.load(Ordering::Acquire) != DELETED {
             // SAFETY: Added; any context. If it is being deleted meanwhile
             // it is already disabled, and `napi_schedule` then does nothing.
             unsafe { bindings::rust_ext_napi_schedule(self.as_raw()) };
@@ -238,11 +270,14 @@ impl Napi {
 #[pinned_drop]
 impl PinnedDrop for Napi {
     fn drop(self: Pin<&mut Self>) {
-        if self.added.load(Ordering::Acquire) {
-            // SAFETY: Added and (by the driver's contract) disabled; the
-            // device is still alive.
-            unsafe { bindings::rust_ext_netif_napi_del(self.as_raw()) };
+        if self.state.load(Ordering::Acquire) == ENABLED {
+            // SAFETY: Added and enabled (type invariant); the device is
+            // still alive (`new`'s contract); process context (a device's
+            // state is dropped in process context).
+            unsafe { bindings::napi_disable(self.as_raw()) };
+            self.state.store(ADDED, Ordering::Release);
         }
+        self.delete_disabled();
     }
 }
 
