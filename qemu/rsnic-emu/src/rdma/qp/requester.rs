@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester, as rxe's `rxe_req.c`: work requests from the send
+//! queue become packets (segmenting to the path MTU, assigning PSNs),
+//! UD sends go out whole, and every packet sent is kept in flight for
+//! the completer.
+
+use super::*;
+
+impl Qp {
+    /// A send doorbell, or a chance to continue: fetches and executes
+    /// posted send WQEs.
+    pub fn process_sq(
+        &mut self,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        if self.state == QpState::Err {
+            self.flush_all(out);
+            return;
+        }
+        if self.state != QpState::Rts || self.rnr_resend_at.is_some() {
+            return;
+        }
+        while let Some((slot, addr)) = self.sq.peek() {
+            let mut raw = [0u8; SQ_WQE_LEN];
+            if mem.read(addr, &mut raw).is_err() {
+                self.sq.pop();
+                self.fail(false, slot, wc_op::SEND, wc_status::LOC_QP_OP_ERR, out);
+                return;
+            }
+            let wqe = SqWqe::from_bytes(&raw);
+            let reads = self.inflight.iter().filter(|f| f.awaits_response()).count();
+            if self.is_rc()
+                && (awaits_response(wqe.opcode) && reads >= usize::from(self.max_rd_atomic)
+                    || wqe.flags & wqe_flag::FENCE != 0 && reads > 0)
+            {
+                return; // Continues when a READ completes.
+            }
+            self.sq.pop();
+            if !self.execute_send(slot, wqe, mem, mrs, now, out) {
+                return;
+            }
+        }
+    }
+
+    /// Runs one send WQE; false if the QP failed.
+    pub(super) fn execute_send(
+        &mut self,
+        slot: u16,
+        wqe: SqWqe,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let mut wqe = wqe;
+        if matches!(
+            wqe.opcode,
+            wqe_op::READ | wqe_op::WRITE | wqe_op::WRITE_IMM | wqe_op::CMP_SWAP | wqe_op::FETCH_ADD
+        ) && self.faults.take(RdmaFault::BadRkey)
+        {
+            wqe.rkey = !wqe.rkey;
+        }
+        let wc = send_wc_op(wqe.opcode);
+        let signaled = wqe.flags & wqe_flag::SIGNALED != 0;
+        let ok = |out: &mut Vec<Action>, qpn: u32, len: u32| {
+            if signaled {
+                out.push(Action::Complete {
+                    recv: false,
+                    cqe: Cqe {
+                        wqe_index: slot,
+                        qpn,
+                        opcode: wc,
+                        byte_len: len,
+                        ..Cqe::default()
+                    },
+                    solicited: false,
+                });
+            }
+        };
+        // A process's QP maps no memory itself: it may only invalidate
+        // its memory windows.
+        let user = self.db_page != 0;
+        if user && wqe.opcode == wqe_op::REG_MR {
+            self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+            return false;
+        }
+        match wqe.opcode {
+            wqe_op::BIND_MW => {
+                let bound = mrs.bind(
+                    self.qpn,
+                    self.pd,
+                    wqe.rkey,
+                    &wqe.bind(),
+                    wqe.remote_addr,
+                    wqe.qkey,
+                );
+                match bound {
+                    Ok(()) => ok(out, self.qpn, 0),
+                    Err(_) => {
+                        self.fail(false, slot, wc, wc_status::MW_BIND_ERR, out);
+                        return false;
+                    }
+                }
+            }
+            wqe_op::LOCAL_INV => match mrs.invalidate(wqe.imm_or_key, self.pd, user) {
+                Ok(()) => ok(out, self.qpn, 0),
+                Err(_) => {
+                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                    return false;
+                }
+            },
+            wqe_op::REG_MR => {
+                let n = wqe.reg().npages as usize;
+                let mut raw = vec![0u8; n.saturating_mul(8).min(1 << 20)];
+                let pages =
+                    (n <= (1 << 17) && mem.read(wqe.remote_addr, &mut raw).is_ok()).then(|| {
+                        raw.chunks_exact(8)
+                            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+                            .collect::<Vec<_>>()
+                    });
+                let done = pages.ok_or(AccessError::OutOfBounds).and_then(|pages| {
+                    mrs.fast_register(wqe.rkey, self.pd, wqe.qkey, &wqe.reg(), pages)
+                });
+                match done {
+                    Ok(()) => ok(out, self.qpn, 0),
+                    Err(_) => {
+                        self.fail(false, slot, wc, wc_status::MW_BIND_ERR, out);
+                        return false;
+                    }
+                }
+            }
+            wqe_op::SEND
+            | wqe_op::SEND_IMM
+            | wqe_op::SEND_INV
+            | wqe_op::WRITE
+            | wqe_op::WRITE_IMM
+            | wqe_op::READ => {
+                let sges = &wqe.sge[..usize::from(wqe.num_sge).min(wqe.sge.len())];
+                if usize::from(wqe.num_sge) > wqe.sge.len() {
+                    self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                    return false;
+                }
+                let need = if wqe.opcode == wqe_op::READ {
+                    access::LOCAL_WRITE
+                } else {
+                    0
+                };
+                let mut segs = Vec::new();
+                for s in sges {
+                    if user && s.lkey == LOCAL_DMA_LKEY {
+                        self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                        return false;
+                    }
+                    match mrs.resolve(s.lkey, self.pd, s.addr, u64::from(s.len), need) {
+                        Ok(mut v) => segs.append(&mut v),
+                        Err(_) => {
+                            self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                            return false;
+                        }
+                    }
+                }
+                if !self.is_rc() {
+                    if wqe.opcode != wqe_op::SEND && wqe.opcode != wqe_op::SEND_IMM {
+                        self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                        return false;
+                    }
+                    let Ok(data) = read_segments(mem, &segs) else {
+                        self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                        return false;
+                    };
+                    if data.len() > self.path_mtu.max(256) as usize {
+                        self.fail(false, slot, wc, wc_status::LOC_LEN_ERR, out);
+                        return false;
+                    }
+                    self.send_ud(&wqe, &data, out);
+                    let len = data.len() as u32;
+                    ok(out, self.qpn, len);
+                    return true;
+                }
+                let (data, read_segs) = if wqe.opcode == wqe_op::READ {
+                    (Vec::new(), segs)
+                } else {
+                    match read_segments(mem, &segs) {
+                        Ok(d) => (d, Vec::new()),
+                        Err(_) => {
+                            self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                            return false;
+                        }
+                    }
+                };
+                let len = if wqe.opcode == wqe_op::READ {
+                    read_segs.iter().map(|s| s.1).sum::<u64>()
+                } else {
+                    data.len() as u64
+                };
+                let packets = (len.div_ceil(u64::from(self.path_mtu))).max(1) as u32;
+                self.start_request(slot, wqe, packets, data, read_segs, now, out);
+            }
+            wqe_op::CMP_SWAP | wqe_op::FETCH_ADD => {
+                // One SGE of at least 8 bytes takes the original value.
+                let sge = wqe.sge[0];
+                if !self.is_rc() || wqe.num_sge != 1 || sge.len < 8 {
+                    self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                    return false;
+                }
+                if user && sge.lkey == LOCAL_DMA_LKEY {
+                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                    return false;
+                }
+                let Ok(read_segs) =
+                    mrs.resolve(sge.lkey, self.pd, sge.addr, 8, access::LOCAL_WRITE)
+                else {
+                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                    return false;
+                };
+                self.start_request(slot, wqe, 1, Vec::new(), read_segs, now, out);
+            }
+            _ => {
+                self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Sends an RC request of `packets` PSNs and keeps it in flight
+    /// (with the retransmission timer running) until it is answered.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start_request(
+        &mut self,
+        slot: u16,
+        wqe: SqWqe,
+        packets: u32,
+        data: Vec<u8>,
+        read_segs: Vec<Segment>,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let f = InFlight {
+            slot,
+            wqe,
+            first_psn: self.next_psn,
+            packets,
+            data,
+            read_packets: 0,
+            read_segs,
+        };
+        self.next_psn = psn_add(self.next_psn, packets);
+        self.emit(&f, 0, out);
+        self.inflight.push_back(f);
+        if self.deadline.is_none() {
+            self.deadline = Some(now + self.timeout);
+        }
+    }
+
+    pub(super) fn send_ud(&mut self, wqe: &SqWqe, data: &[u8], out: &mut Vec<Action>) {
+        let imm = wqe.opcode == wqe_op::SEND_IMM;
+        // A Q_Key with the top bit set means "use the QP's own"
+        // (`IB_QP_SET_QKEY`, which the MAD layer sends with).
+        let qkey = if wqe.qkey & 0x8000_0000 != 0 {
+            self.qkey
+        } else {
+            wqe.qkey
+        };
+        let pkt = Packet {
+            bth: Bth {
+                solicited: wqe.flags & wqe_flag::SOLICITED != 0,
+                pkey: 0xffff,
+                dest_qp: wqe.dest_qpn,
+                psn: self.next_psn,
+                ..Bth::default()
+            },
+            opcode: if imm {
+                Opcode::UdSendOnlyImm
+            } else {
+                Opcode::UdSendOnly
+            },
+            deth: Some(Deth {
+                qkey,
+                src_qp: self.qpn,
+            }),
+            reth: None,
+            aeth: None,
+            imm: imm.then_some(wqe.imm_or_key),
+            inv_rkey: None,
+            atomic: None,
+            atomic_ack: None,
+            payload: data,
+        };
+        self.next_psn = psn_add(self.next_psn, 1);
+        out.push(Action::Send {
+            av: wqe.av(),
+            transport: wire::encode(&pkt),
+        });
+    }
+
+    /// Sends the packets of `f` from its `from`-th on.
+    pub(super) fn emit(&self, f: &InFlight, from: u32, out: &mut Vec<Action>) {
+        let mtu = self.path_mtu as usize;
+        let solicited = f.wqe.flags & wqe_flag::SOLICITED != 0;
+        let bth = |i: u32, last: bool| Bth {
+            solicited: solicited && last,
+            pkey: 0xffff,
+            dest_qp: self.dest_qpn,
+            ack_req: last,
+            psn: psn_add(f.first_psn, i),
+            ..Bth::default()
+        };
+        if f.is_atomic() {
+            let a = f.wqe.atomic();
+            let (opcode, swap_add, compare) = match f.wqe.opcode {
+                wqe_op::CMP_SWAP => (Opcode::RcCompareSwap, a.swap, a.compare_add),
+                _ => (Opcode::RcFetchAdd, a.compare_add, 0),
+            };
+            let atomic = AtomicEth {
+                va: f.wqe.remote_addr,
+                rkey: f.wqe.rkey,
+                swap_add,
+                compare,
+            };
+            out.push(self.transmit(&Packet {
+                atomic: Some(atomic),
+                ..Packet::bare(bth(0, true), opcode)
+            }));
+            return;
+        }
+        if f.is_read() {
+            // From the response `from` on: what came before has landed.
+            let done = u64::from(from) * mtu as u64;
+            let total = f.read_segs.iter().map(|s| s.1).sum::<u64>();
+            let reth = Reth {
+                va: f.wqe.remote_addr.wrapping_add(done),
+                rkey: f.wqe.rkey,
+                len: total.saturating_sub(done) as u32,
+            };
+            out.push(self.transmit(&Packet {
+                reth: Some(reth),
+                ..Packet::bare(bth(from, true), Opcode::RcReadRequest)
+            }));
+            return;
+        }
+        let reth = Reth {
+            va: f.wqe.remote_addr,
+            rkey: f.wqe.rkey,
+            len: f.data.len() as u32,
+        };
+        let write = matches!(f.wqe.opcode, wqe_op::WRITE | wqe_op::WRITE_IMM);
+        for i in from..f.packets {
+            let first = i == 0;
+            let last = i == f.packets - 1;
+            let start = (i as usize * mtu).min(f.data.len());
+            let end = ((i as usize + 1) * mtu).min(f.data.len());
+            use Opcode::*;
+            let opcode = match (f.wqe.opcode, first, last) {
+                (wqe_op::SEND, true, true) => RcSendOnly,
+                (wqe_op::SEND_IMM, true, true) => RcSendOnlyImm,
+                (wqe_op::SEND_INV, true, true) => RcSendOnlyInv,
+                (wqe_op::SEND | wqe_op::SEND_IMM | wqe_op::SEND_INV, true, false) => RcSendFirst,
+                (wqe_op::SEND | wqe_op::SEND_IMM | wqe_op::SEND_INV, false, false) => RcSendMiddle,
+                (wqe_op::SEND, false, true) => RcSendLast,
+                (wqe_op::SEND_IMM, false, true) => RcSendLastImm,
+                (wqe_op::SEND_INV, false, true) => RcSendLastInv,
+                (wqe_op::WRITE_IMM, true, true) => RcWriteOnlyImm,
+                (_, true, true) => RcWriteOnly,
+                (_, true, false) => RcWriteFirst,
+                (_, false, false) => RcWriteMiddle,
+                (wqe_op::WRITE_IMM, false, true) => RcWriteLastImm,
+                (_, false, true) => RcWriteLast,
+            };
+            let imm = matches!(
+                opcode,
+                RcSendOnlyImm | RcSendLastImm | RcWriteOnlyImm | RcWriteLastImm
+            );
+            let inv = matches!(opcode, RcSendOnlyInv | RcSendLastInv);
+            let pkt = Packet {
+                bth: bth(i, last),
+                opcode,
+                deth: None,
+                reth: (write && first).then_some(reth),
+                aeth: None,
+                imm: imm.then_some(f.wqe.imm_or_key),
+                inv_rkey: inv.then_some(f.wqe.imm_or_key),
+                atomic: None,
+                atomic_ack: None,
+                payload: &f.data[start..end],
+            };
+            out.push(Action::Send {
+                av: self.av,
+                transport: wire::encode(&pkt),
+            });
+        }
+    }
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder, as rxe's `rxe_resp.c`: requests from the peer are
+//! checked against the expected PSN (duplicates answered again, gaps
+//! NAKed), SENDs land in receive queue buffers, WRITEs and READs in and
+//! from registered memory, atomics run once each; ACKs and NAKs go
+//! back.
+
+use super::*;
+
+impl Qp {
+    /// The BTH of a response (ACK, READ response, atomic ACK) at `psn`.
+    pub(super) fn response_bth(&self, psn: u32) -> Bth {
+        Bth {
+            pkey: 0xffff,
+            dest_qp: self.dest_qpn,
+            psn,
+            ..Bth::default()
+        }
+    }
+
+    pub(super) fn ack(&self, kind: AckKind, psn: u32) -> Action {
+        let aeth = Aeth {
+            kind,
+            msn: self.msn,
+        };
+        self.transmit(&Packet {
+            aeth: Some(aeth),
+            ..Packet::bare(self.response_bth(psn), Opcode::RcAck)
+        })
+    }
+
+    /// A packet addressed to this QP.
+    pub fn receive(
+        &mut self,
+        inc: &Incoming<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+            self.counters.dropped += 1;
+            return;
+        }
+        if self.is_rc() {
+            let op = inc.packet.opcode;
+            if matches!(
+                op,
+                Opcode::RcAck
+                    | Opcode::RcAtomicAck
+                    | Opcode::RcReadResponseFirst
+                    | Opcode::RcReadResponseMiddle
+                    | Opcode::RcReadResponseLast
+                    | Opcode::RcReadResponseOnly
+            ) {
+                self.on_response(&inc.packet, mem, mrs, now, out);
+            } else {
+                self.on_request(&inc.packet, mem, mrs, out);
+            }
+        } else {
+            self.receive_ud(inc, mem, mrs, out);
+        }
+    }
+
+    pub(super) fn receive_ud(
+        &mut self,
+        inc: &Incoming<'_>,
+        mem: &dyn HostMem,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) {
+        let pkt = &inc.packet;
+        let Some(deth) = pkt.deth else { return };
+        if deth.qkey != self.qkey {
+            self.counters.dropped += 1;
+            return;
+        }
+        if self.rq.pending() == 0 {
+            // UD drops what it has no buffer for.
+            self.counters.dropped += 1;
+            return;
+        }
+        let Some(TakenRecv { slot, wqe, .. }) = self.take_recv(mem, out) else {
+            return;
+        };
+        let mut data = inc.grh.to_vec();
+        data.extend_from_slice(pkt.payload);
+        let mut flags = self.recv_flags() | cqe_flag::GRH;
+        if inc.ipv4 {
+            flags |= cqe_flag::IPV4;
+        }
+        let mut status = wc_status::SUCCESS;
+        match scatter(&wqe, self.pd, self.db_page != 0, mrs, mem, 0, &data) {
+            Ok(()) => {}
+            Err(ScatterError::TooLong) => status = wc_status::LOC_LEN_ERR,
+            Err(ScatterError::Access) => status = wc_status::LOC_PROT_ERR,
+        }
+        if pkt.imm.is_some() {
+            flags |= cqe_flag::WITH_IMM;
+        }
+        out.push(Action::Complete {
+            recv: true,
+            cqe: Cqe {
+                wqe_index: slot,
+                flags,
+                qpn: self.qpn,
+                status,
+                opcode: wc_op::RECV,
+                byte_len: data.len() as u32,
+                imm_or_key: pkt.imm.unwrap_or(0),
+                src_qp: deth.src_qp,
+                smac: inc.smac,
+            },
+            solicited: pkt.bth.solicited,
+        });
+    }
+
+    pub(super) fn on_request(
+        &mut self,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) {
+        let psn = pkt.bth.psn;
+        let d = psn_diff(psn, self.epsn);
+        if d < 0 {
+            self.counters.duplicates += 1;
+            if pkt.opcode == Opcode::RcReadRequest {
+                // Lost responses: answer again with the request's PSNs.
+                if let Some(reth) = pkt.reth {
+                    let _ = self.read_response(psn, &reth, mem, mrs, out);
+                }
+            } else if matches!(pkt.opcode, Opcode::RcCompareSwap | Opcode::RcFetchAdd) {
+                // A lost response: the same answer again, the operation
+                // not run twice. One too old to be kept gets none.
+                if let Some(&(_, orig)) = self.atomic_replies.iter().find(|r| r.0 == psn) {
+                    out.push(self.atomic_ack(psn, orig));
+                }
+            } else {
+                out.push(self.ack(AckKind::Ack(31), psn_add(self.epsn, PSN_MASK)));
+            }
+            return;
+        }
+        if d > 0 {
+            if !self.nak_sent {
+                self.nak_sent = true;
+                self.counters.seq_naks_sent += 1;
+                out.push(self.ack(AckKind::Nak(NakCode::PsnSequenceError), self.epsn));
+            }
+            return;
+        }
+        use Opcode::*;
+        let op = pkt.opcode;
+        let result = match op {
+            RcSendFirst | RcSendMiddle | RcSendLast | RcSendLastImm | RcSendOnly
+            | RcSendOnlyImm | RcSendLastInv | RcSendOnlyInv => self.recv_send(pkt, mem, mrs, out),
+            RcWriteFirst | RcWriteMiddle | RcWriteLast | RcWriteLastImm | RcWriteOnly
+            | RcWriteOnlyImm => self.recv_write(pkt, mem, mrs, out),
+            RcReadRequest => match pkt.reth {
+                Some(reth) => self.read_response(psn, &reth, mem, mrs, out),
+                None => Err(NakCode::InvalidRequest),
+            },
+            RcCompareSwap | RcFetchAdd => match pkt.atomic {
+                Some(a) => self.atomic_response(psn, op, &a, mem, mrs, out),
+                None => Err(NakCode::InvalidRequest),
+            },
+            _ => Err(NakCode::InvalidRequest),
+        };
+        match result {
+            Ok(Step::Done { packets }) => {
+                self.nak_sent = false;
+                self.epsn = psn_add(self.epsn, packets);
+                if pkt.bth.ack_req && !matches!(op, RcReadRequest | RcCompareSwap | RcFetchAdd) {
+                    out.push(self.ack(AckKind::Ack(31), psn));
+                }
+            }
+            Ok(Step::Rnr) => {
+                self.counters.rnr_naks_sent += 1;
+                out.push(self.ack(AckKind::RnrNak(self.min_rnr_timer), psn));
+            }
+            Err(code) => {
+                // The requester learns why; this QP fails too (a receive
+                // the error hit has completed with it already), and what
+                // else is posted is flushed.
+                out.push(self.ack(AckKind::Nak(code), psn));
+                self.state = QpState::Err;
+                self.flush_all(out);
+                out.push(Action::Fatal);
+            }
+        }
+    }
+
+    /// Takes the next receive WQE for a new SEND (or WRITE with immediate).
+    /// Raises the SRQ limit event if taking it crossed the limit.
+    pub(super) fn take_recv(
+        &mut self,
+        mem: &dyn HostMem,
+        out: &mut Vec<Action>,
+    ) -> Option<TakenRecv> {
+        let taken = self.rq.take(mem)?;
+        if let Some(srqn) = taken.limit_reached {
+            out.push(Action::SrqLimit(srqn));
+        }
+        Some(taken)
+    }
+
+    pub(super) fn recv_send(
+        &mut self,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        use Opcode::*;
+        let first = matches!(
+            pkt.opcode,
+            RcSendFirst | RcSendOnly | RcSendOnlyImm | RcSendOnlyInv
+        );
+        let last = !matches!(pkt.opcode, RcSendFirst | RcSendMiddle);
+        if first {
+            if self.receiving.is_some() {
+                return Err(NakCode::InvalidRequest);
+            }
+            if self.rq.pending() == 0 || self.faults.take(RdmaFault::Rnr) {
+                return Ok(Step::Rnr);
+            }
+            self.receiving = self.take_recv(mem, out).map(|t| Receiving {
+                slot: t.slot,
+                wqe: t.wqe,
+                offset: 0,
+            });
+            if self.receiving.is_none() {
+                return Err(NakCode::RemoteOperationalError);
+            }
+        }
+        if !last && pkt.payload.len() != self.path_mtu as usize {
+            return Err(NakCode::InvalidRequest);
+        }
+        let Some(r) = self.receiving.as_mut() else {
+            return Err(NakCode::InvalidRequest);
+        };
+        match scatter(
+            &r.wqe,
+            self.pd,
+            self.db_page != 0,
+            mrs,
+            mem,
+            r.offset,
+            pkt.payload,
+        ) {
+            Ok(()) => r.offset += pkt.payload.len() as u32,
+            Err(ScatterError::TooLong) => {
+                let r = self.receiving.take().unwrap_or_else(|| unreachable!());
+                out.push(self.recv_error(r.slot, wc_status::LOC_LEN_ERR));
+                return Err(NakCode::InvalidRequest);
+            }
+            Err(ScatterError::Access) => {
+                let r = self.receiving.take().unwrap_or_else(|| unreachable!());
+                out.push(self.recv_error(r.slot, wc_status::LOC_PROT_ERR));
+                return Err(NakCode::RemoteOperationalError);
+            }
+        }
+        if last {
+            let r = self.receiving.take().unwrap_or_else(|| unreachable!());
+            let mut flags = self.recv_flags();
+            let mut key = 0;
+            if let Some(imm) = pkt.imm {
+                flags |= cqe_flag::WITH_IMM;
+                key = imm;
+            }
+            if let Some(rkey) = pkt.inv_rkey {
+                if mrs.invalidate(rkey, self.pd, self.db_page != 0).is_err() {
+                    out.push(self.recv_error(r.slot, wc_status::LOC_PROT_ERR));
+                    return Err(NakCode::InvalidRequest);
+                }
+                flags |= cqe_flag::WITH_INV;
+                key = rkey;
+            }
+            out.push(Action::Complete {
+                recv: true,
+                cqe: Cqe {
+                    wqe_index: r.slot,
+                    flags,
+                    qpn: self.qpn,
+                    opcode: wc_op::RECV,
+                    byte_len: r.offset,
+                    imm_or_key: key,
+                    src_qp: self.dest_qpn,
+                    ..Cqe::default()
+                },
+                solicited: pkt.bth.solicited,
+            });
+            self.msn = psn_add(self.msn, 1);
+        }
+        Ok(Step::Done { packets: 1 })
+    }
+
+    pub(super) fn recv_error(&self, slot: u16, status: u8) -> Action {
+        Action::Complete {
+            recv: true,
+            cqe: Cqe {
+                wqe_index: slot,
+                flags: self.recv_flags(),
+                qpn: self.qpn,
+                status,
+                opcode: wc_op::RECV,
+                ..Cqe::default()
+            },
+            solicited: false,
+        }
+    }
+
+    pub(super) fn recv_write(
+        &mut self,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        use Opcode::*;
+        let first = matches!(pkt.opcode, RcWriteFirst | RcWriteOnly | RcWriteOnlyImm);
+        let last = !matches!(pkt.opcode, RcWriteFirst | RcWriteMiddle);
+        let imm = matches!(pkt.opcode, RcWriteOnlyImm | RcWriteLastImm);
+        // A WRITE with immediate consumes a receive: make sure there is one
+        // before any byte lands, so an RNR retry finds nothing half done.
+        if imm && self.rq.pending() == 0 {
+            return Ok(Step::Rnr);
+        }
+        if first {
+            let reth = pkt.reth.ok_or(NakCode::InvalidRequest)?;
+            if self.access & access::REMOTE_WRITE == 0 {
+                return Err(NakCode::RemoteAccessError);
+            }
+            let len = u64::from(reth.len);
+            let segs = if len == 0 {
+                Vec::new()
+            } else {
+                mrs.resolve_remote(
+                    reth.rkey,
+                    self.pd,
+                    self.qpn,
+                    reth.va,
+                    len,
+                    access::REMOTE_WRITE,
+                )
+                .map_err(|_| NakCode::RemoteAccessError)?
+            };
+            self.writing = Some(Writing {
+                segs,
+                offset: 0,
+                len,
+            });
+        }
+        if !last && pkt.payload.len() != self.path_mtu as usize {
+            return Err(NakCode::InvalidRequest);
+        }
+        let w = self.writing.as_mut().ok_or(NakCode::InvalidRequest)?;
+        let n = pkt.payload.len() as u64;
+        if w.offset + n > w.len || (last && w.offset + n != w.len) {
+            self.writing = None;
+            return Err(NakCode::InvalidRequest);
+        }
+        let segs = slice_segments(&w.segs, w.offset, n);
+        if write_segments(mem, &segs, pkt.payload).is_err() {
+            self.writing = None;
+            return Err(NakCode::RemoteOperationalError);
+        }
+        w.offset += n;
+        if last {
+            let total = w.len;
+            self.writing = None;
+            if imm {
+                let r = self
+                    .take_recv(mem, out)
+                    .ok_or(NakCode::RemoteOperationalError)?;
+                out.push(Action::Complete {
+                    recv: true,
+                    cqe: Cqe {
+                        wqe_index: r.slot,
+                        flags: self.recv_flags() | cqe_flag::WITH_IMM,
+                        qpn: self.qpn,
+                        opcode: wc_op::RECV_RDMA_WITH_IMM,
+                        byte_len: total as u32,
+                        imm_or_key: pkt.imm.unwrap_or(0),
+                        src_qp: self.dest_qpn,
+                        ..Cqe::default()
+                    },
+                    solicited: pkt.bth.solicited,
+                });
+            }
+            self.msn = psn_add(self.msn, 1);
+        }
+        Ok(Step::Done { packets: 1 })
+    }
+
+    /// Answers a READ request starting at `psn`.
+    pub(super) fn read_response(
+        &mut self,
+        psn: u32,
+        reth: &Reth,
+        mem: &dyn HostMem,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        if self.access & access::REMOTE_READ == 0 {
+            return Err(NakCode::RemoteAccessError);
+        }
+        let len = u64::from(reth.len);
+        let data = if len == 0 {
+            Vec::new()
+        } else {
+            let segs = mrs
+                .resolve_remote(
+                    reth.rkey,
+                    self.pd,
+                    self.qpn,
+                    reth.va,
+                    len,
+                    access::REMOTE_READ,
+                )
+                .map_err(|_| NakCode::RemoteAccessError)?;
+            read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?
+        };
+        let mtu = self.path_mtu as usize;
+        let packets = data.len().div_ceil(mtu).max(1) as u32;
+        let msn = psn_add(self.msn, 1);
+        for i in 0..packets {
+            let first = i == 0;
+            let last = i + 1 == packets;
+            use Opcode::*;
+            let opcode = match (first, last) {
+                (true, true) => RcReadResponseOnly,
+                (true, false) => RcReadResponseFirst,
+                (false, true) => RcReadResponseLast,
+                (false, false) => RcReadResponseMiddle,
+            };
+            let start = (i as usize * mtu).min(data.len());
+            let end = ((i as usize + 1) * mtu).min(data.len());
+            let aeth = Aeth {
+                kind: AckKind::Ack(31),
+                msn,
+            };
+            out.push(self.transmit(&Packet {
+                aeth: (first || last).then_some(aeth),
+                payload: &data[start..end],
+                ..Packet::bare(self.response_bth(psn_add(psn, i)), opcode)
+            }));
+        }
+        if psn == self.epsn {
+            self.msn = msn;
+        }
+        Ok(Step::Done { packets })
+    }
+
+    /// Runs an atomic request at `psn` and answers it. The engine
+    /// handles one packet at a time, so the read-modify-write is atomic
+    /// against every other access by the card (`IB_ATOMIC_HCA`); the
+    /// target is 8 bytes in host order, as the CPU reads them.
+    pub(super) fn atomic_response(
+        &mut self,
+        psn: u32,
+        op: Opcode,
+        a: &AtomicEth,
+        mem: &dyn HostMem,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        if self.access & access::REMOTE_ATOMIC == 0 {
+            return Err(NakCode::RemoteAccessError);
+        }
+        if !a.va.is_multiple_of(8) {
+            return Err(NakCode::InvalidRequest);
+        }
+        let segs = mrs
+            .resolve_remote(a.rkey, self.pd, self.qpn, a.va, 8, access::REMOTE_ATOMIC)
+            .map_err(|_| NakCode::RemoteAccessError)?;
+        let old = read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?;
+        let orig = u64::from_le_bytes(
+            old.as_slice()
+                .try_into()
+                .map_err(|_| NakCode::RemoteOperationalError)?,
+        );
+        let new = match op {
+            Opcode::RcCompareSwap if orig == a.compare => Some(a.swap_add),
+            Opcode::RcCompareSwap => None,
+            _ => Some(orig.wrapping_add(a.swap_add)),
+        };
+        if let Some(new) = new {
+            write_segments(mem, &segs, &new.to_le_bytes())
+                .map_err(|_| NakCode::RemoteOperationalError)?;
+        }
+        self.msn = psn_add(self.msn, 1);
+        if self.atomic_replies.len() == ATOMIC_REPLIES {
+            self.atomic_replies.pop_front();
+        }
+        self.atomic_replies.push_back((psn, orig));
+        out.push(self.atomic_ack(psn, orig));
+        Ok(Step::Done { packets: 1 })
+    }
+
+    pub(super) fn atomic_ack(&self, psn: u32, orig: u64) -> Action {
+        let aeth = Aeth {
+            kind: AckKind::Ack(31),
+            msn: self.msn,
+        };
+        self.transmit(&Packet {
+            aeth: Some(aeth),
+            atomic_ack: Some(orig),
+            ..Packet::bare(self.response_bth(psn), Opcode::RcAtomicAck)
+        })
+    }
+}
