@@ -41,7 +41,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use log::{info, warn};
+use log::warn;
 
 /// A way the card can misbehave, for testing the driver's defences.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,29 +125,6 @@ impl Faults {
     }
 }
 
-/// Executes one fault-injection command line and returns the reply line;
-/// `None` if the line is not a fault command.
-pub fn execute_fault(faults: &Faults, line: &str) -> Option<String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    Some(match words.as_slice() {
-        ["fault", name] => match faults.set_by_name(name) {
-            Ok(()) => {
-                info!("fault injection: {name}");
-                "ok".to_string()
-            }
-            Err(e) => format!("error: {e}"),
-        },
-        ["status"] => format!("ok fault={}", faults.active().name()),
-        _ => return None,
-    })
-}
-
-/// Executes one control command line and returns the reply line.
-#[cfg(test)]
-pub fn execute(faults: &Faults, line: &str) -> String {
-    execute_fault(faults, line).unwrap_or_else(|| format!("error: unknown command '{line}'"))
-}
-
 /// Executes one command line, returning the reply line.
 pub type Handler = dyn Fn(&str) -> String + Send + Sync;
 
@@ -183,15 +160,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands() {
+    fn faults_by_name() {
         let f = Faults::default();
-        assert_eq!(execute(&f, "status"), "ok fault=none");
-        assert_eq!(execute(&f, "fault scratch"), "ok");
+        assert!(f.is(Fault::None));
+        f.set_by_name("scratch").unwrap();
         assert!(f.is(Fault::Scratch));
-        assert!(execute(&f, "fault bogus").starts_with("error: unknown fault"));
-        assert!(f.is(Fault::Scratch), "a rejected command changes nothing");
-        assert_eq!(execute(&f, "fault none"), "ok");
-        assert!(execute(&f, "frobnicate").starts_with("error"));
-        assert!(execute(&f, "").starts_with("error"));
+        assert!(f
+            .set_by_name("bogus")
+            .unwrap_err()
+            .starts_with("unknown fault"));
+        assert!(f.is(Fault::Scratch), "a rejected name changes nothing");
+        f.set_by_name("none").unwrap();
+        assert_eq!(f.active().name(), "none");
     }
 }

@@ -7,7 +7,7 @@
 //! a wire to a peer card, and takes harness commands (fault injection,
 //! cable, counters) on a control socket. It exits when QEMU disconnects.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,13 +16,12 @@ use log::{info, warn};
 
 use rsnic_emu::backend::{self, Backend};
 use rsnic_emu::card::Card;
+use rsnic_emu::command::{CaptureTarget, Command, LinkState};
 use rsnic_emu::control::{self, Fault, Faults};
 use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
-use rsnic_emu::nic::AdminFault;
-use rsnic_emu::queues::{CqeFault, QpStats};
+use rsnic_emu::queues::QpStats;
 use rsnic_emu::rdma;
-use rsnic_emu::rdma::faults::RdmaFault;
 use rsnic_emu::wire::Wire;
 
 /// Most frames the wire's receive thread hands the card before the card
@@ -72,23 +71,31 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
-/// Harness commands beyond fault injection.
-fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
-    // `<name> <n>` commands: parse the count, then act on the PF.
-    let with_count = |n: &str, act: &dyn Fn(u32) -> String| match n.parse() {
-        Ok(n) => act(n),
-        Err(_) => format!("error: '{n}' is not a count"),
-    };
-    match line.split_whitespace().collect::<Vec<_>>().as_slice() {
-        ["link", "up"] => {
-            card.set_link(true);
+/// Carries out one harness command line; the reply line.
+fn card_command(card: &Card, faults: &Faults, wire: Option<&Wire>, line: &str) -> String {
+    match Command::parse_line(line) {
+        Ok(command) => run(card, faults, wire, command),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Carries out `command`; the reply line.
+fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> String {
+    let no_wire = || "error: no wire".to_string();
+    match command {
+        Command::Fault { name } => match faults.set_by_name(&name) {
+            Ok(()) => {
+                info!("fault injection: {name}");
+                "ok".into()
+            }
+            Err(e) => format!("error: {e}"),
+        },
+        Command::Status => format!("ok fault={}", faults.active().name()),
+        Command::Link { state } => {
+            card.set_link(state == LinkState::Up);
             "ok".into()
         }
-        ["link", "down"] => {
-            card.set_link(false);
-            "ok".into()
-        }
-        ["identity"] => {
+        Command::Identity => {
             let id = *card.lock_pf().identity();
             format!(
                 "ok card_id={:08x} hw_version={}.{} fw_version={}.{}.{}",
@@ -100,65 +107,53 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                 FW_VERSION & 0xff
             )
         }
-        ["gft-flows"] => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
-        ["rdma-gids"] => format!("ok {}", card.lock_rdma().describe_gids()),
-        ["rdma-caps"] => format!("ok {}", rdma::describe_caps()),
-        ["rdma-state"] => format!("ok {}", card.lock_rdma().describe_state()),
-        ["gft-stats"] => format!("ok {}", card.lock_gft().describe_stats()),
-        ["stall-tx"] => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
-        ["cqe-fault", kind, n, rest @ ..] if rest.is_empty() || rest == ["persist"] => {
-            match CqeFault::from_name(kind) {
-                Some(kind) => with_count(n, &|n| {
-                    let pairs = card
-                        .lock_pf()
-                        .nic
-                        .fault_completions(kind, n, !rest.is_empty());
-                    format!("ok pairs={pairs}")
-                }),
-                None => format!("error: '{kind}' is not index, length, dup, drop or tail"),
-            }
+        Command::GftFlows => format!("ok {}", card.lock_gft().describe_flows(Instant::now())),
+        Command::GftStats => format!("ok {}", card.lock_gft().describe_stats()),
+        Command::RdmaGids => format!("ok {}", card.lock_rdma().describe_gids()),
+        Command::RdmaCaps => format!("ok {}", rdma::describe_caps()),
+        Command::RdmaState => format!("ok {}", card.lock_rdma().describe_state()),
+        Command::StallTx => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
+        Command::CqeFault { kind, n, persist } => {
+            let pairs = card
+                .lock_pf()
+                .nic
+                .fault_completions(kind, n, persist.is_some());
+            format!("ok pairs={pairs}")
         }
-        ["irq-drop", n] => with_count(n, &|n| {
+        Command::IrqDrop { n } => {
             card.lock_pf().drop_irqs(n);
             "ok".into()
-        }),
-        ["admin-fault", kind, n] => match AdminFault::from_name(kind) {
-            Some(kind) => with_count(n, &|n| {
-                card.lock_pf().nic.fault_admin(kind, n);
-                "ok".into()
-            }),
-            None => format!("error: '{kind}' is not timeout or error"),
-        },
-        ["dma-delay", us] => with_count(us, &|us| {
+        }
+        Command::AdminFault { kind, n } => {
+            card.lock_pf().nic.fault_admin(kind, n);
+            "ok".into()
+        }
+        Command::DmaDelay { us } => {
             let delay = Duration::from_micros(u64::from(us));
             card.lock_pf().set_dma_delay(delay);
             card.lock_vf().set_dma_delay(delay);
             "ok".into()
-        }),
-        ["wire", kind, per_mille] => match wire {
-            Some(wire) => with_count(per_mille, &|rate| {
-                if wire.impair(kind, rate) {
-                    "ok".into()
-                } else {
-                    format!("error: '{kind} {rate}': drop, dup, reorder or corrupt, 0..=1000")
-                }
-            }),
-            None => "error: no wire".into(),
+        }
+        Command::Wire { kind, per_mille } => match wire {
+            Some(wire) if wire.impair(&kind, per_mille) => "ok".into(),
+            Some(_) => {
+                format!("error: '{kind} {per_mille}': drop, dup, reorder or corrupt, 0..=1000")
+            }
+            None => no_wire(),
         },
-        ["capture", "stop"] => match wire.map(|w| w.capture.stop()) {
-            Some(Ok(Some(frames))) => format!("ok frames={frames}"),
-            Some(Ok(None)) => "error: no capture running".into(),
-            Some(Err(e)) => format!("error: capture: {e}"),
-            None => "error: no wire".into(),
-        },
-        ["capture", path] => match wire {
-            Some(wire) => match wire.capture.start(Path::new(path)) {
-                Ok(()) => "ok".into(),
-                Err(e) => format!("error: capture to '{path}': {e}"),
+        Command::Capture { target } => match (wire, target) {
+            (None, _) => no_wire(),
+            (Some(wire), CaptureTarget::Stop) => match wire.capture.stop() {
+                Ok(Some(frames)) => format!("ok frames={frames}"),
+                Ok(None) => "error: no capture running".into(),
+                Err(e) => format!("error: capture: {e}"),
             },
-            None => "error: no wire".into(),
+            (Some(wire), CaptureTarget::File(path)) => match wire.capture.start(&path) {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("error: capture to '{}': {e}", path.display()),
+            },
         },
-        ["wire-stats"] => match wire {
+        Command::WireStats => match wire {
             Some(wire) => {
                 let s = wire.impairment_stats();
                 format!(
@@ -166,20 +161,24 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                     s.dropped, s.duplicated, s.reordered, s.corrupted
                 )
             }
-            None => "error: no wire".into(),
+            None => no_wire(),
         },
-        ["rdma-fault"] => format!("ok {}", card.lock_rdma().faults.describe()),
-        ["rdma-fault", kind, n] => match RdmaFault::from_name(kind) {
-            Some(fault) => with_count(n, &|n| {
-                card.lock_rdma().faults.arm(fault, n);
-                "ok".into()
-            }),
-            None => format!("error: '{kind}' is not bad-rkey, reject-modify or rnr"),
-        },
-        ["spurious-irq", n] => with_count(n, &|n| {
+        Command::RdmaFault { kind: None, .. } => {
+            format!("ok {}", card.lock_rdma().faults.describe())
+        }
+        Command::RdmaFault {
+            kind: Some(fault),
+            n: Some(n),
+        } => {
+            card.lock_rdma().faults.arm(fault, n);
+            "ok".into()
+        }
+        // The parser requires N with a kind.
+        Command::RdmaFault { n: None, .. } => "error: rdma-fault KIND N".into(),
+        Command::SpuriousIrq { n } => {
             format!("ok delivered={}", card.lock_pf().spurious_irqs(n))
-        }),
-        ["datapath"] => {
+        }
+        Command::Datapath => {
             let vf_path = card.lock_pf().nic.datapath_vf();
             let vf_up = card.lock_vf().nic.has_running_queue();
             format!(
@@ -188,9 +187,8 @@ fn card_command(card: &Card, wire: Option<&Wire>, line: &str) -> String {
                 u8::from(vf_up)
             )
         }
-        ["stats"] => function_stats(&card.lock_pf()),
-        ["vf-stats"] => function_stats(&card.lock_vf()),
-        _ => format!("error: unknown command '{line}'"),
+        Command::Stats => function_stats(&card.lock_pf()),
+        Command::VfStats => function_stats(&card.lock_vf()),
     }
 }
 
@@ -303,8 +301,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             path,
             Arc::new(move |line: &str| {
                 let was_gone = faults.is(Fault::Gone);
-                let reply = control::execute_fault(&faults, line)
-                    .unwrap_or_else(|| card_command(&card, wire.as_deref(), line));
+                let reply = card_command(&card, &faults, wire.as_deref(), line);
                 if was_gone && !faults.is(Fault::Gone) {
                     info!("card is back, from power-on state");
                     card.power_cycle();

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The harness's commands on a card's control socket, one line each,
+//! parsed into a [`Command`] (with clap, as a command line without a
+//! program name); the binary carries them out. A line that is not a
+//! command gets clap's reason back, on one line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::nic::AdminFault;
+use crate::queues::CqeFault;
+use crate::rdma::faults::RdmaFault;
+
+/// One command line.
+#[derive(Parser, Debug)]
+#[command(
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_help_subcommand = true,
+    disable_version_flag = true,
+    subcommand_required = true,
+    arg_required_else_help = false
+)]
+struct Line {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// A harness command.
+#[derive(Subcommand, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Activates the register or DMA fault called NAME (`none` ends it).
+    Fault { name: String },
+    /// The active fault.
+    Status,
+    /// Carrier on the card's port.
+    Link { state: LinkState },
+    /// The card's identity registers.
+    Identity,
+    /// The GFT's flows, as the card holds them.
+    GftFlows,
+    /// The GFT's counters.
+    GftStats,
+    /// The RDMA engine's GID table.
+    RdmaGids,
+    /// The RDMA engine's limits.
+    RdmaCaps,
+    /// The RDMA engine's objects.
+    RdmaState,
+    /// Stops the PF's TX processing (a stuck queue); says how many pairs.
+    StallTx,
+    /// The next N completions of each PF pair are written wrong
+    /// (`persist`: the fault stays on the pair).
+    CqeFault {
+        #[arg(value_parser = cqe_fault)]
+        kind: CqeFault,
+        n: u32,
+        persist: Option<Persist>,
+    },
+    /// The next N interrupts of the PF are not sent.
+    IrqDrop { n: u32 },
+    /// The next N admin commands time out or fail.
+    AdminFault {
+        #[arg(value_parser = admin_fault)]
+        kind: AdminFault,
+        n: u32,
+    },
+    /// Every DMA of both functions waits US microseconds.
+    DmaDelay { us: u32 },
+    /// Impairs the wire: KIND (drop, dup, reorder, corrupt) at PER_MILLE.
+    Wire { kind: String, per_mille: u32 },
+    /// Captures the wire's frames to a pcap file, or `stop`.
+    Capture { target: CaptureTarget },
+    /// What the wire's impairments did.
+    WireStats,
+    /// Arms N of an RDMA fault; without arguments, what is armed.
+    RdmaFault {
+        #[arg(value_parser = rdma_fault, requires = "n")]
+        kind: Option<RdmaFault>,
+        n: Option<u32>,
+    },
+    /// N interrupts no event asked for, on every PF vector.
+    SpuriousIrq { n: u32 },
+    /// Which function the card delivers to, and whether the VF runs.
+    Datapath,
+    /// The PF's counters.
+    Stats,
+    /// The VF's counters.
+    VfStats,
+}
+
+/// `link up` or `link down`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Up,
+    Down,
+}
+
+/// The word `persist`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persist {
+    Persist,
+}
+
+/// Where `capture` goes: a file, or `stop` for the one running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CaptureTarget {
+    Stop,
+    File(PathBuf),
+}
+
+impl From<&str> for CaptureTarget {
+    fn from(s: &str) -> Self {
+        match s {
+            "stop" => Self::Stop,
+            path => Self::File(PathBuf::from(path)),
+        }
+    }
+}
+
+fn cqe_fault(s: &str) -> Result<CqeFault, String> {
+    CqeFault::from_name(s).ok_or_else(|| format!("'{s}' is not index, length, dup, drop or tail"))
+}
+
+fn admin_fault(s: &str) -> Result<AdminFault, String> {
+    AdminFault::from_name(s).ok_or_else(|| format!("'{s}' is not timeout or error"))
+}
+
+fn rdma_fault(s: &str) -> Result<RdmaFault, String> {
+    RdmaFault::from_name(s).ok_or_else(|| format!("'{s}' is not bad-rkey, reject-modify or rnr"))
+}
+
+impl Command {
+    /// Parses one line; the error is clap's message up to its usage
+    /// note, on one line and without its `error: ` (the reply adds it
+    /// back).
+    pub fn parse_line(line: &str) -> Result<Self, String> {
+        Line::try_parse_from(line.split_whitespace())
+            .map(|l| l.command)
+            .map_err(|e| {
+                let text = e.to_string();
+                let reason: Vec<&str> = text
+                    .lines()
+                    .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let reason = reason.join(" ");
+                reason
+                    .strip_prefix("error: ")
+                    .unwrap_or(&reason)
+                    .to_string()
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_command() {
+        let ok = |line| Command::parse_line(line).unwrap();
+        assert_eq!(ok("status"), Command::Status);
+        assert_eq!(
+            ok("fault scratch"),
+            Command::Fault {
+                name: "scratch".into()
+            }
+        );
+        assert_eq!(
+            ok("link down"),
+            Command::Link {
+                state: LinkState::Down
+            }
+        );
+        assert_eq!(ok("gft-flows"), Command::GftFlows);
+        assert_eq!(
+            ok("cqe-fault tail 3 persist"),
+            Command::CqeFault {
+                kind: CqeFault::Tail,
+                n: 3,
+                persist: Some(Persist::Persist)
+            }
+        );
+        assert_eq!(
+            ok("cqe-fault dup 1"),
+            Command::CqeFault {
+                kind: CqeFault::Duplicate,
+                n: 1,
+                persist: None
+            }
+        );
+        assert_eq!(
+            ok("admin-fault timeout 2"),
+            Command::AdminFault {
+                kind: AdminFault::Timeout,
+                n: 2
+            }
+        );
+        assert_eq!(
+            ok("capture stop"),
+            Command::Capture {
+                target: CaptureTarget::Stop
+            }
+        );
+        assert_eq!(
+            ok("capture /tmp/x.pcap"),
+            Command::Capture {
+                target: CaptureTarget::File("/tmp/x.pcap".into())
+            }
+        );
+        assert_eq!(
+            ok("rdma-fault"),
+            Command::RdmaFault {
+                kind: None,
+                n: None
+            }
+        );
+        assert_eq!(
+            ok("rdma-fault rnr 1"),
+            Command::RdmaFault {
+                kind: Some(RdmaFault::Rnr),
+                n: Some(1)
+            }
+        );
+        assert_eq!(
+            ok("wire drop 10"),
+            Command::Wire {
+                kind: "drop".into(),
+                per_mille: 10
+            }
+        );
+        assert_eq!(ok("  vf-stats  "), Command::VfStats);
+    }
+
+    #[test]
+    fn refuses_with_a_reason_on_one_line() {
+        for (line, says) in [
+            ("", "subcommand"),
+            ("frobnicate", "frobnicate"),
+            ("irq-drop x", "'x'"),
+            ("irq-drop", "<N>"),
+            ("cqe-fault melt 1", "'melt' is not index"),
+            ("cqe-fault dup 1 forever", "forever"),
+            ("admin-fault melt 1", "'melt' is not timeout or error"),
+            ("rdma-fault rnr", "<N>"),
+            ("link sideways", "sideways"),
+            ("stats extra", "extra"),
+        ] {
+            let e = Command::parse_line(line).unwrap_err();
+            assert!(e.contains(says), "{line:?}: {e}");
+            assert!(!e.contains('\n'), "{line:?}: {e}");
+        }
+    }
+}
