@@ -45,7 +45,7 @@ STAGE := .
 SETUP :=
 endif
 
-.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint lint-module lint-emu layers
+.PHONY: all modules setup rootfs kernel provider emu run check bench bench-rdma clean rust-analyzer rustfmt rustfmtcheck lint lint-module lint-emu layers hw-header
 
 all: modules
 
@@ -114,8 +114,9 @@ ifeq ($(KDIR),)
 endif
 
 # Lints: the module with clippy (no warnings allowed), the emulator with
-# clippy, rustfmt on both, and the driver's layers (qemu/layers.py).
-lint: rustfmtcheck lint-module lint-emu layers
+# clippy, rustfmt on both, the driver's layers (qemu/layers.py), and the
+# provider's rsnic_hw.h against src/hw/rdma.rs (qemu/hw-header.py).
+lint: rustfmtcheck lint-module lint-emu layers hw-header
 
 # The module built with clippy: the same object code, so the module it
 # leaves is the one make check loads (make check builds it this way).
@@ -129,6 +130,11 @@ lint-module: $(SETUP)
 # uses one above it, and nic, gft and rdma do not use each other.
 layers: rootfs
 	qemu/in-rootfs.sh python3 qemu/layers.py src
+
+# The provider's C view of the RDMA engine's formats against the
+# driver's Rust declarations, field by field.
+hw-header: rootfs
+	qemu/in-rootfs.sh python3 qemu/hw-header.py
 
 lint-emu: rootfs
 	RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo clippy --all-targets --locked -- -D warnings

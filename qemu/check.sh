@@ -180,13 +180,13 @@ lane() {
 # The emulator's unit tests and the other lints (rustfmt, the emulator's
 # clippy) run beside the VMs: they need nothing the VMs use.
 if [[ $# -eq 0 ]]; then
-	log "beside the VMs: the emulator's unit tests (cargo test), rustfmt, the emulator's clippy, the driver's layers"
+	log "beside the VMs: the emulator's unit tests (cargo test), rustfmt, the emulator's clippy, the driver's layers, the provider's header"
 	(
 		st=0
 		RSNIC_SUBDIR=qemu/rsnic-emu qemu/in-rootfs.sh cargo test --locked >"$run/cargo.log" 2>&1 || st=$?
 		echo $st >"$run/cargo.status"
 		st=0
-		make -s rustfmtcheck lint-emu layers >"$run/lint.log" 2>&1 || st=$?
+		make -s rustfmtcheck lint-emu layers hw-header >"$run/lint.log" 2>&1 || st=$?
 		echo $st >"$run/lint.status"
 	) &
 fi

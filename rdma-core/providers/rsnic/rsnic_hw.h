@@ -2,7 +2,9 @@
 /*
  * The rsnic RDMA engine's queue formats, as the provider writes and reads
  * them: the C view of src/hw/rdma.rs in the rsnic tree (rdma.rst,
- * "Engine interface"). Every multi-byte field is little-endian.
+ * "Engine interface"). Every multi-byte field is little-endian. make lint
+ * checks each field's offset and size and each constant against the Rust
+ * declarations (qemu/hw-header.py).
  */
 #ifndef RSNIC_HW_H
 #define RSNIC_HW_H
