@@ -286,10 +286,12 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     }
 
     extern "C" fn rss_key_size(_ndev: *mut bindings::net_device) -> u32 {
+        // CAST: a key length the driver declares (tens of bytes).
         T::RSS_KEY_LEN as u32
     }
 
     extern "C" fn rss_table_size(_ndev: *mut bindings::net_device) -> u32 {
+        // CAST: a table length the driver declares (hundreds of entries).
         T::RSS_TABLE_LEN as u32
     }
 
@@ -574,7 +576,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                         }
                         0
                     }
-                    None => -(kernel::bindings::ENOENT as c_int),
+                    None => ENOENT.to_errno(),
                 }
             }
             bindings::ETHTOOL_GRXCLSRLALL => {
@@ -594,8 +596,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                     n += 1;
                 });
                 if n > room {
-                    return -(kernel::bindings::EMSGSIZE as c_int);
+                    return EMSGSIZE.to_errno();
                 }
+                // CAST: `n` is at most `room`, which came from this u32.
                 info.__bindgen_anon_1.rule_cnt = n as u32;
                 info.data = u64::from(T::FLOW_RULES);
                 0
@@ -715,6 +718,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let base = unsafe { &mut (*ks).base };
         if dev.carrier_ok() {
             base.speed = T::speed_mbps(dev, rtnl);
+            // CAST: the uapi duplex, speed, port and autoneg values fit the
+            // fields the core declares for them.
             base.duplex = bindings::DUPLEX_FULL as u8;
         } else {
             base.speed = bindings::SPEED_UNKNOWN as u32;
@@ -740,7 +745,11 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     unsafe extern "C" fn get_sset_count(ndev: *mut bindings::net_device, sset: c_int) -> c_int {
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        // CAST: a string set number (`enum ethtool_stringset`); a negative one
+        // matches no arm.
         match sset as u32 {
+            // CAST: counts of tests, statistics and flags the driver declares,
+            // far below `c_int::MAX`.
             SS_TEST if T::HAS_SELF_TEST => T::SELF_TESTS.len() as c_int,
             SS_STATS if T::HAS_STATS => Self::stats_count(dev, rtnl) as c_int,
             SS_PRIV_FLAGS if T::HAS_PRIV_FLAGS => T::PRIV_FLAGS.len() as c_int,
@@ -995,16 +1004,17 @@ fn read_flow_spec(fs: &bindings::ethtool_rx_flow_spec, context: u32) -> Result<F
     let ring = fs.ring_cookie;
     let action = if ring == bindings::RX_CLS_FLOW_DISC as u64 {
         FlowAction::Drop
-    } else if ring >> 32 != 0 {
-        // A VF's queue: not offered.
-        return Err(EINVAL);
-    } else if rss {
-        FlowAction::Rss {
-            context,
-            offset: ring as u32,
-        }
     } else {
-        FlowAction::Queue(ring as u32)
+        // Bits 32 and up name a VF's queue: not offered.
+        let queue = u32::try_from(ring).map_err(|_| EINVAL)?;
+        if rss {
+            FlowAction::Rss {
+                context,
+                offset: queue,
+            }
+        } else {
+            FlowAction::Queue(queue)
+        }
     };
     Ok(FlowRule {
         flow,

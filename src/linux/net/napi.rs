@@ -122,6 +122,7 @@ impl Napi {
                 self.dev,
                 self.as_raw(),
                 Some(Self::poll_trampoline),
+                // CAST: a queue index (the core has at most a few thousand).
                 self.index as c_int,
             );
         }
@@ -129,6 +130,7 @@ impl Napi {
         let irq = self.irq.load(Ordering::Relaxed);
         if irq != 0 {
             // SAFETY: Added just now; the helper takes the device's lock.
+            // CAST: a Linux IRQ number, which the core keeps as an int.
             unsafe { bindings::rust_ext_netif_napi_set_irq(self.as_raw(), irq as c_int) };
         }
     }
@@ -246,6 +248,7 @@ impl Napi {
     /// the driver re-arm the interrupt.
     pub(crate) fn complete_done(&self, work_done: u32) -> bool {
         // SAFETY: Called from this context's poll.
+        // CAST: at most the poll's budget, which came from a c_int.
         unsafe { bindings::napi_complete_done(self.as_raw(), work_done as c_int) }
     }
 
@@ -263,6 +266,8 @@ impl Napi {
         // SAFETY: `napi` is the first field of a `repr(C)` `Napi`, which
         // is pinned and alive while the context is added.
         let this = unsafe { &*napi.cast::<Napi>() };
+        // CAST: the budget is not negative after `max(0)`; the poll returns at
+        // most it.
         (this.poll)(this.owner, this, budget.max(0) as u32) as c_int
     }
 }

@@ -304,6 +304,7 @@ impl HwAddrList {
     /// The number of addresses.
     pub(crate) fn len(&self) -> usize {
         // SAFETY: The snapshot is live and unchanging for the callback.
+        // CAST: a count the core keeps as an int, not negative after `max(0)`.
         unsafe { (*self.0.get()).count }.max(0) as usize
     }
 
@@ -485,6 +486,8 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         }
         // SAFETY: Plain allocation; returns NULL on failure.
         let raw = unsafe {
+            // CAST: a driver state of 2 GiB or more is no net device private
+            // area.
             bindings::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)
         };
         let ndev = NonNull::new(raw).ok_or(ENOMEM)?;
@@ -510,6 +513,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             }
             (*raw).min_mtu = setup.min_mtu;
             (*raw).max_mtu = setup.max_mtu;
+            // CAST: bounded by `c_int::MAX` just before.
             (*raw).watchdog_timeo = setup.watchdog_jiffies.min(c_int::MAX as u32) as c_int;
             (*raw).hw_features = setup.hw_features.into();
             (*raw).features = setup.features.into();

@@ -225,6 +225,7 @@ impl<T: NetDevOps> Adapter<T> {
     ) {
         // SAFETY: Per the function's contract (the qstats dump holds RTNL).
         let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // CAST: a queue index, not negative after `max(0)`.
         let (rx, _) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
         // SAFETY: `out` is valid for writes; the core pre-filled the
         // fields a driver does not count.
@@ -241,6 +242,7 @@ impl<T: NetDevOps> Adapter<T> {
     ) {
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // CAST: a queue index, not negative after `max(0)`.
         let (_, tx) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
         // SAFETY: As in `queue_stats_rx`.
         tx.write(unsafe { &mut *out });
@@ -395,6 +397,8 @@ impl<T: NetDevOps> Adapter<T> {
             *m = b;
         }
         if !is_valid_ether_addr(&mac) {
+            // CAST: EADDRNOTAVAIL (99) fits a c_int; the kernel crate has no
+            // code for it.
             return -(kernel::bindings::EADDRNOTAVAIL as c_int);
         }
         from_result(|| {
@@ -457,7 +461,7 @@ impl<T: NetDevOps> Adapter<T> {
             return from_result(|| T::xsk_setup(dev, rtnl, setup).map(|()| 0));
         }
         if bpf.command != bindings::bpf_netdev_command_XDP_SETUP_PROG {
-            return -(kernel::bindings::EINVAL as c_int);
+            return EINVAL.to_errno();
         }
         // SAFETY: For `XDP_SETUP_PROG` the request holds the program (or
         // null) and the extended ack.

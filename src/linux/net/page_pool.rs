@@ -245,6 +245,7 @@ impl RxFrame {
             let skb =
                 bindings::napi_build_skb(bindings::rust_ext_page_address(page), self.page.size);
             if !skb.is_null() {
+                // CAST: an offset inside one page.
                 bindings::rust_ext_skb_reserve(skb, self.offset as c_int);
                 bindings::skb_put(skb, self.len);
                 bindings::rust_ext_skb_mark_for_recycle(skb);

@@ -77,7 +77,7 @@ impl RxChunk {
 
     /// Bytes of the chunk.
     pub(crate) fn size(&self) -> u32 {
-        // The order is small enough for the allocation to have succeeded.
+        // CAST: The order is small enough for the allocation to have succeeded.
         (PAGE_SIZE << self.order) as u32
     }
 
@@ -283,6 +283,8 @@ impl ChunkFrame {
                 self.end - self.start,
             );
             if !skb.is_null() {
+                // CAST: an offset inside one chunk, whose size is a u32 far
+                // below `c_int::MAX`.
                 bindings::rust_ext_skb_reserve(skb, (self.data - self.start) as c_int);
                 bindings::skb_put(skb, self.len);
             }

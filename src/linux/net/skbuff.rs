@@ -164,6 +164,9 @@ impl SkBuff {
         // SAFETY: Valid skb; the helpers read plain fields.
         unsafe {
             (bindings::rust_ext_skb_ip_summed(skb) == CHECKSUM_PARTIAL).then(|| CsumRequest {
+                // CAST: the checksum start is an offset into the head, which
+                // `skb_headlen` (a u32) bounds; the core keeps it in a u16
+                // (`csum_start`).
                 start: bindings::rust_ext_skb_checksum_start_offset(skb) as u16,
                 offset: bindings::rust_ext_skb_csum_offset(skb),
             })

@@ -457,6 +457,7 @@ unsafe extern "C" fn rx_hash(
             }
             0
         }
+        // CAST: ENODATA (61) fits a c_int; the kernel crate has no code for it.
         None => -(kernel::bindings::ENODATA as c_int),
     }
 }
@@ -574,7 +575,7 @@ pub(in crate::linux) unsafe fn xdp_xmit_call(
 ) -> c_int {
     const FLUSH: u32 = 1 << 0;
     if flags & !FLUSH != 0 {
-        return -(kernel::bindings::EINVAL as c_int);
+        return EINVAL.to_errno();
     }
     let mut batch = XdpXmitBatch {
         frames,
@@ -583,7 +584,7 @@ pub(in crate::linux) unsafe fn xdp_xmit_call(
         _call: PhantomData,
     };
     xmit(&mut batch, flags & FLUSH != 0);
-    // At most `n`, which is a `c_int`.
+    // CAST: At most `n`, which is a `c_int`.
     batch.taken as c_int
 }
 

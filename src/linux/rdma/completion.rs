@@ -196,6 +196,7 @@ impl<'a> WcWriter<'a> {
             flags |=
                 bindings::ib_wc_flags_IB_WC_GRH | bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
             wc.network_hdr_type = match hdr {
+                // CAST: `enum rdma_network_type` values are 0 to 3.
                 NetworkHdr::Ipv4 => bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8,
                 NetworkHdr::Ipv6 => bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8,
             };
@@ -204,6 +205,7 @@ impl<'a> WcWriter<'a> {
             wc.smac = mac;
             flags |= bindings::ib_wc_flags_IB_WC_WITH_SMAC;
         }
+        // CAST: `enum ib_wc_flags` bits, kept in an int.
         wc.wc_flags = flags as i32;
         self.written += 1;
         true

@@ -534,6 +534,7 @@ impl<T: IbDeviceOps> Registration<T> {
             bindings::rust_ext_ib_set_parent(raw, parent_raw.cast_mut().cast());
             (*raw).node_type = RDMA_NODE_IB_CA;
             (*raw).phys_port_cnt = port_count;
+            // CAST: a vector count the driver gives (a few).
             (*raw).num_comp_vectors = setup.comp_vectors as c_int;
             (*raw).node_guid = setup.node_guid;
         }

@@ -165,6 +165,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 udata.respond_empty()?;
             }
             let a = T::query_device(dev);
+            // CAST: bounded by `c_int::MAX` just before.
             let int = |v: u32| v.min(c_int::MAX as u32) as c_int;
             // SAFETY: ib_core passes a zeroed, writable attribute struct.
             let p = unsafe { &mut *props };
@@ -232,6 +233,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             let (active, running) = dev.port_state(port);
             // SAFETY: ib_core passes a zeroed, writable attribute struct.
             let p = unsafe { &mut *props };
+            // CAST: a GID table length the driver declares (tens of entries).
             p.gid_tbl_len = a.gid_tbl_len as c_int;
             p.max_mtu = ib_mtu(a.max_mtu);
             p.active_mtu = p.max_mtu;
@@ -251,6 +253,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             (p.state, p.phys_state) = match (active, running) {
                 (true, _) => (
                     bindings::ib_port_state_IB_PORT_ACTIVE,
+                    // CAST: the physical states are small enum values (1 to 7).
                     bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8,
                 ),
                 (false, true) => (
@@ -284,6 +287,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: ib_core passes a writable struct.
             let im = unsafe { &mut *immutable };
             im.pkey_tbl_len = 1;
+            // CAST: a GID table length the driver declares (tens of entries).
             im.gid_tbl_len = T::query_port(dev, port).gid_tbl_len as c_int;
             im.core_cap_flags = T::ROCE_VERSIONS.core_caps();
             im.max_mad_size = IB_MGMT_MAD_SIZE;
@@ -501,6 +505,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
             // ours to set in `create_cq`.
             unsafe {
+                // CAST: bounded by `c_int::MAX` just before.
                 (*cq).cqe = granted.min(c_int::MAX as u32) as c_int;
                 IbObject::<bindings::ib_cq, T::Cq>::init(cq, data)?;
             }
@@ -550,6 +555,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             let granted = T::resize_user_cq(dev, data, cqe, &mut user)?;
             // SAFETY: The CQ's own fields are the driver's to set in its
             // callbacks; ib_uverbs reports `cqe` back.
+            // CAST: bounded by `c_int::MAX` just before.
             unsafe { (*cq).cqe = granted.min(c_int::MAX as u32) as c_int };
             Ok(0)
         })
@@ -578,6 +584,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         let out = unsafe { core::slice::from_raw_parts_mut(wc, n) };
         let mut writer = WcWriter::new(out);
         T::poll_cq(dev, data, &mut writer);
+        // CAST: at most the entries ib_core asked for, a c_int.
         writer.written() as c_int
     }
 
@@ -686,6 +693,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 (
                     Self::dev((*qp).device),
                     IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                    // CAST: `enum ib_qp_attr_mask` bits, kept in an int.
                     QpAttrs::from_raw(attr, mask as u32),
                 )
             };
@@ -1025,6 +1033,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 IbObject::<bindings::ib_pd, T::Pd>::data(pd),
             )
         };
+        // CAST: access flags, a bit mask kept in an int.
         Self::new_mr(T::get_dma_mr(dev, data, Access::from_raw(access as u32)))
     }
 
@@ -1144,6 +1153,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 a.retry_cnt = q.retry.retry_cnt;
                 a.rnr_retry = q.retry.rnr_retry;
                 a.min_rnr_timer = q.retry.min_rnr_timer;
+                // CAST: access flags, a bit mask kept in an int.
                 a.qp_access_flags = q.access.to_raw() as c_int;
                 a.port_num = qp_port((*qp).port);
                 if let Some(path) = q.path {
@@ -1174,6 +1184,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
                 descs.cast(),
+                // CAST: a count of counters the driver declares (tens).
                 T::HW_STATS.len() as c_int,
                 kernel::time::msecs_to_jiffies(10),
             )
@@ -1196,6 +1207,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         // SAFETY: The struct was allocated with `n` values after it.
         let values = unsafe { (*stats).value.as_mut_slice(n) };
         T::hw_stats(dev, port, values);
+        // CAST: a count of counters the driver declares (tens).
         n as c_int
     }
 
@@ -1213,6 +1225,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         dmah: *mut bindings::ib_dmah,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
+        // CAST: access flags, a bit mask kept in an int.
         if access as u32 & !USER_MR_ACCESS != 0 || !dmah.is_null() {
             return err_ptr(EOPNOTSUPP_ERRNO);
         }
@@ -1236,6 +1249,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             data,
             mem,
             virt,
+            // CAST: access flags, a bit mask kept in an int.
             Access::from_raw(access as u32),
         ))
     }
@@ -1259,6 +1273,7 @@ impl<T: IbDeviceOps> Adapter<T> {
         pd: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
+        // CAST: `IB_MR_REREG_*` bits, kept in an int.
         let flags = flags as u32;
         let change_access = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0;
         if flags & !bindings::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED != 0
@@ -1288,6 +1303,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 len: length,
                 iova: virt,
             });
+        // CAST: access flags, a bit mask kept in an int.
         let access = change_access.then(|| Access::from_raw(access as u32));
         match T::rereg_user_mr(dev, data, pd_data, &pin, range, access) {
             // NULL: the same region, changed in place.
@@ -1352,5 +1368,6 @@ fn qp_port(port: u32) -> u32 {
 
 /// `ERR_PTR(errno)`.
 fn err_ptr<P>(errno: c_int) -> *mut P {
+    // CAST: ERR_PTR: a negative errno sign-extended to a pointer's width.
     core::ptr::without_provenance_mut(errno as isize as usize)
 }

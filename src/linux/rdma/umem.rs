@@ -49,6 +49,7 @@ impl UserPin<'_> {
     /// Pins `len` bytes at `addr` of the process for `access`.
     pub(crate) fn pin(&self, addr: u64, len: u64, access: Access) -> Result<UserMemory> {
         // SAFETY: A registered device, in the process's call (invariant).
+        // CAST: access flags, a bit mask kept in an int.
         unsafe { UserMemory::get(self.ibdev, addr, len, access.to_raw() as i32) }
     }
 }
@@ -110,6 +111,7 @@ impl UserMemory {
         // SAFETY: A live umem (type invariant).
         let size =
             unsafe { bindings::ib_umem_find_best_pgsz(self.umem.as_ptr(), sizes as usize, iova) };
+        // CAST: a bit number of a u64, at most 63.
         (size != 0).then(|| size.trailing_zeros() as u8)
     }
 

@@ -406,6 +406,7 @@ impl AddressPath {
         let mut a = bindings::rdma_ah_attr {
             type_: bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE,
             port_num: port,
+            // CAST: IB_AH_GRH is 1.
             ah_flags: bindings::ib_ah_flags_IB_AH_GRH as u8,
             ..Default::default()
         };
@@ -568,6 +569,7 @@ impl QpAttrs {
                 .flatten(),
             qkey: has(bindings::ib_qp_attr_mask_IB_QP_QKEY).then_some(a.qkey),
             access: has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+                // CAST: access flags, a bit mask kept in an int.
                 .then(|| Access::from_raw(a.qp_access_flags as u32)),
             // SAFETY: The mask says the address vector is set.
             path: has(bindings::ib_qp_attr_mask_IB_QP_AV)

@@ -250,6 +250,7 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
                         SendOp::RegMr {
                             mr: IbObject::<bindings::ib_mr, T::Mr>::data(reg.mr),
                             key: reg.key,
+                            // CAST: access flags, a bit mask kept in an int.
                             access: Access::from_raw(reg.access as u32),
                             iova: mr.iova,
                             len: mr.length,
