@@ -17,7 +17,7 @@ use crate::function::{self, Function};
 use crate::hw::{regs, FuncKind, PCI_DEVICE_ID_PF, PCI_DEVICE_ID_VF};
 use crate::linux::{
     device,
-    devlink::{DevlinkOps, InfoRequest, VersionKind},
+    devlink::{DevlinkOps, InfoRequest, ReloadAction, VersionKind},
     irq::MsixVectors,
 };
 
@@ -33,10 +33,13 @@ fn fw_string(v: u32) -> Result<CString> {
 
 #[vtable]
 impl DevlinkOps for Function {
+    /// `driver_reinit` only: the card has no firmware to activate.
+    const RELOAD_ACTIONS: &'static [ReloadAction] = &[ReloadAction::DriverReinit];
+
     /// The RDMA half is unbound (ib_core tells its users the device is
     /// gone), the settings are noted, then the function goes as at
     /// remove: network device, GFT, card reset, debugfs.
-    fn reload_down(data: &Self, _dev: &Device<Bound>) -> Result {
+    fn reload_down(data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
         // Taken out first: an RDMA probe from now on finds no NIC.
         let Some(loaded) = data.take_loaded() else {
             // A previous bring-up failed; nothing runs.
@@ -51,7 +54,7 @@ impl DevlinkOps for Function {
 
     /// The function comes up as at probe (self-test included) with the
     /// settings noted, then the RDMA half binds again.
-    fn reload_up(data: &Self, dev: &Device<Bound>) -> Result {
+    fn reload_up(data: &Self, dev: &Device<Bound>, _action: ReloadAction) -> Result {
         let pdev = <&pci::Device<Bound>>::try_from(dev)?;
         let vectors = MsixVectors::allocated(pdev, data.vectors());
         let instance = data.instance().ok_or(ENODEV)?;

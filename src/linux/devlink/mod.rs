@@ -12,7 +12,8 @@
 //! the instance is unregistered and freed only after the last of them is
 //! gone, whatever order the driver drops them in.
 //!
-//! `devlink dev reload` (action `driver_reinit`) calls the driver's
+//! `devlink dev reload`, for an action the driver names in
+//! [`DevlinkOps::RELOAD_ACTIONS`], calls the driver's
 //! [`DevlinkOps::reload_down`] and [`DevlinkOps::reload_up`] with the
 //! instance lock released, as probe and remove run: the driver tears down
 //! and registers ports and health reporters, which take that lock, and
@@ -48,19 +49,59 @@ pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// First half of `devlink dev reload` (`driver_reinit`): tears down
-    /// every port (the core requires it) and what the driver builds again
-    /// in [`DevlinkOps::reload_up`]. `dev` is the bound parent device.
+    /// The reload actions the driver performs (`devlink dev reload
+    /// action ...`); the core refuses the others. Offered only with both
+    /// halves implemented.
+    const RELOAD_ACTIONS: &'static [ReloadAction] = &[];
+
+    /// First half of `devlink dev reload`, for one of
+    /// [`DevlinkOps::RELOAD_ACTIONS`]: tears down every port (the core
+    /// requires it) and what the driver builds again in
+    /// [`DevlinkOps::reload_up`]. `dev` is the bound parent device.
     /// Implement both halves or neither.
-    fn reload_down(_data: &Self, _dev: &Device<Bound>) -> Result {
+    fn reload_down(_data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Second half of `devlink dev reload`: builds the driver's state
     /// again. An error leaves the instance marked as failed to reload
     /// (`devlink dev show` says so) until a later reload succeeds.
-    fn reload_up(_data: &Self, _dev: &Device<Bound>) -> Result {
+    fn reload_up(_data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A `devlink dev reload` action.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ReloadAction {
+    /// `driver_reinit`: the driver's state torn down and built again,
+    /// the device staying bound.
+    DriverReinit,
+}
+
+impl ReloadAction {
+    const fn to_raw(self) -> bindings::devlink_reload_action {
+        match self {
+            Self::DriverReinit => {
+                bindings::devlink_reload_action_DEVLINK_RELOAD_ACTION_DRIVER_REINIT
+            }
+        }
+    }
+
+    /// The one of `actions` that `raw` is.
+    fn find(actions: &[Self], raw: bindings::devlink_reload_action) -> Option<Self> {
+        actions.iter().copied().find(|a| a.to_raw() == raw)
+    }
+
+    /// The core's bit mask of `actions`.
+    const fn mask(actions: &[Self]) -> u32 {
+        let mut mask = 0;
+        let mut i = 0;
+        while i < actions.len() {
+            mask |= 1 << actions[i].to_raw();
+            i += 1;
+        }
+        mask
     }
 }
 
@@ -117,8 +158,8 @@ impl<T: DevlinkOps> DevlinkVTable<T> {
         if T::HAS_INFO_GET {
             ops.info_get = Some(info_get::<T>);
         }
-        if T::HAS_RELOAD_DOWN && T::HAS_RELOAD_UP {
-            ops.reload_actions = 1 << DRIVER_REINIT;
+        if T::HAS_RELOAD_DOWN && T::HAS_RELOAD_UP && !T::RELOAD_ACTIONS.is_empty() {
+            ops.reload_actions = ReloadAction::mask(T::RELOAD_ACTIONS) as usize;
             ops.reload_down = Some(reload_down::<T>);
             ops.reload_up = Some(reload_up::<T>);
         }
@@ -153,11 +194,6 @@ unsafe extern "C" fn info_get<T: DevlinkOps>(
     })
 }
 
-/// The only reload action rsnic's instances offer: the driver's state
-/// torn down and built again.
-const DRIVER_REINIT: bindings::devlink_reload_action =
-    bindings::devlink_reload_action_DEVLINK_RELOAD_ACTION_DRIVER_REINIT;
-
 /// `reload_down` of `T`'s table.
 ///
 /// # Safety
@@ -173,12 +209,15 @@ unsafe extern "C" fn reload_down<T: DevlinkOps>(
     _extack: *mut bindings::netlink_ext_ack,
 ) -> c_int {
     from_result(|| {
-        // The instance stays in its namespace; only `driver_reinit`.
-        if netns_change || action != DRIVER_REINIT {
+        // The instance stays in its namespace.
+        let Some(action) = ReloadAction::find(T::RELOAD_ACTIONS, action).filter(|_| !netns_change)
+        else {
             return Err(crate::linux::eopnotsupp());
-        }
+        };
         // SAFETY: The caller's promise: one of ours, locked as required.
-        unsafe { with_bound_parent_unlocked::<T>(devlink, T::reload_down) }?;
+        unsafe {
+            with_bound_parent_unlocked::<T>(devlink, |data, dev| T::reload_down(data, dev, action))
+        }?;
         Ok(0)
     })
 }
@@ -196,13 +235,15 @@ unsafe extern "C" fn reload_up<T: DevlinkOps>(
     _extack: *mut bindings::netlink_ext_ack,
 ) -> c_int {
     from_result(|| {
-        if action != DRIVER_REINIT {
+        let Some(action) = ReloadAction::find(T::RELOAD_ACTIONS, action) else {
             return Err(crate::linux::eopnotsupp());
-        }
+        };
         // SAFETY: The caller's promise: one of ours, locked as required.
-        unsafe { with_bound_parent_unlocked::<T>(devlink, T::reload_up) }?;
+        unsafe {
+            with_bound_parent_unlocked::<T>(devlink, |data, dev| T::reload_up(data, dev, action))
+        }?;
         // SAFETY: The caller's promise.
-        unsafe { *actions_performed = 1 << DRIVER_REINIT };
+        unsafe { *actions_performed = ReloadAction::mask(&[action]) };
         Ok(0)
     })
 }
@@ -216,7 +257,7 @@ unsafe extern "C" fn reload_up<T: DevlinkOps>(
 /// caller holds its lock and the parent device's lock.
 unsafe fn with_bound_parent_unlocked<T: DevlinkOps>(
     devlink: *mut bindings::devlink,
-    op: fn(&T, &Device<Bound>) -> Result,
+    op: impl FnOnce(&T, &Device<Bound>) -> Result,
 ) -> Result {
     // SAFETY: The caller's promise; the core calls ops only on a
     // registered instance, so its `T` is alive.
