@@ -9,7 +9,7 @@ use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
         coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
-        HashFields, HashFlow, Rxfh, StatsSink,
+        HashFields, HashFlow, LinkSettings, PortType, Rxfh, StatsSink,
     },
     netdev::{Feature, NetDev},
     rtnl::Rtnl,
@@ -47,8 +47,15 @@ impl EthtoolOps for Nic {
         });
     }
 
-    fn speed_mbps(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
-        dev.data().info.speed_mbps
+    /// The card's port: a direct-attach cable at the speed the card
+    /// reports, full duplex, nothing negotiated.
+    fn link_settings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> LinkSettings {
+        LinkSettings {
+            speed_mbps: dev.data().info.speed_mbps,
+            full_duplex: true,
+            port: PortType::DirectAttach,
+            autoneg: false,
+        }
     }
 
     fn self_test(dev: &NetDev<Self>, rtnl: &Rtnl, offline: bool, results: &mut [u64]) {

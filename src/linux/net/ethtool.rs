@@ -227,6 +227,33 @@ impl HashFields {
     }
 }
 
+/// What `ethtool DEV` shows of a link.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkSettings {
+    /// Speed in Mbit/s.
+    pub(crate) speed_mbps: u32,
+    /// Both directions at once, or one at a time.
+    pub(crate) full_duplex: bool,
+    /// The connector.
+    pub(crate) port: PortType,
+    /// Whether speed and duplex are negotiated.
+    pub(crate) autoneg: bool,
+}
+
+/// A link's connector (`PORT_*`). Not every driver has every one.
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortType {
+    /// Twisted pair.
+    TwistedPair,
+    /// Fibre.
+    Fibre,
+    /// A direct-attach copper cable.
+    DirectAttach,
+    /// None of these.
+    Other,
+}
+
 /// What a driver reports to ethtool. Every method runs with RTNL held.
 #[vtable]
 pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
@@ -253,8 +280,9 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// Link speed in Mbit/s while the carrier is up.
-    fn speed_mbps(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+    /// The link's settings (`ethtool DEV`); its speed and duplex are
+    /// shown while the carrier is up, unknown otherwise.
+    fn link_settings(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> LinkSettings {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -11,7 +11,7 @@ use kernel::{error::from_result, ffi::c_int, prelude::*};
 use crate::linux::net::{
     ethtool::{
         Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
-        HashFlow, RuleFlow, Rxfh, StatsSink,
+        HashFlow, PortType, RuleFlow, Rxfh, StatsSink,
     },
     netdev::NetDev,
     rtnl::Rtnl,
@@ -108,7 +108,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         if T::HAS_DRVINFO {
             ops.get_drvinfo = Some(Self::get_drvinfo);
         }
-        if T::HAS_SPEED_MBPS {
+        if T::HAS_LINK_SETTINGS {
             ops.get_link_ksettings = Some(Self::get_link_ksettings);
         }
         if T::HAS_STATS || !T::SELF_TESTS.is_empty() || T::HAS_PRIV_FLAGS {
@@ -716,17 +716,29 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
         // SAFETY: `ks` is valid for writes per the contract.
         let base = unsafe { &mut (*ks).base };
+        let link = T::link_settings(dev, rtnl);
+        // CAST: the uapi duplex, speed, port and autoneg values fit the
+        // fields the core declares for them.
         if dev.carrier_ok() {
-            base.speed = T::speed_mbps(dev, rtnl);
-            // CAST: the uapi duplex, speed, port and autoneg values fit the
-            // fields the core declares for them.
-            base.duplex = bindings::DUPLEX_FULL as u8;
+            base.speed = link.speed_mbps;
+            base.duplex = match link.full_duplex {
+                true => bindings::DUPLEX_FULL as u8,
+                false => bindings::DUPLEX_HALF as u8,
+            };
         } else {
             base.speed = bindings::SPEED_UNKNOWN as u32;
             base.duplex = bindings::DUPLEX_UNKNOWN as u8;
         }
-        base.port = bindings::PORT_DA as u8;
-        base.autoneg = bindings::AUTONEG_DISABLE as u8;
+        base.port = match link.port {
+            PortType::TwistedPair => bindings::PORT_TP,
+            PortType::Fibre => bindings::PORT_FIBRE,
+            PortType::DirectAttach => bindings::PORT_DA,
+            PortType::Other => bindings::PORT_OTHER,
+        } as u8;
+        base.autoneg = match link.autoneg {
+            true => bindings::AUTONEG_ENABLE as u8,
+            false => bindings::AUTONEG_DISABLE as u8,
+        };
         0
     }
 
