@@ -395,7 +395,15 @@ impl IbDeviceOps for RdmaDev {
             page_size_cap: c.page_size_cap,
             max_qp: c.max_qp,
             max_qp_wr: c.max_qp_wr,
-            max_sge: c.max_sge.into(),
+            // The engine's one limit holds for every kind of request.
+            max_send_sge: c.max_sge.into(),
+            max_recv_sge: c.max_sge.into(),
+            max_sge_rd: c.max_sge.into(),
+            max_srq_sge: c.max_sge.into(),
+            // 4.096 us * 2^15 = 134 ms, which peers add to their retry
+            // timeout: an emulated engine under a slow VM acknowledges
+            // late (its own shortest timeout is 50 ms, rdma.rst).
+            local_ca_ack_delay: 15,
             max_cq: c.max_cq,
             // A CQ's ring keeps one entry spare (see `create_cq`).
             max_cqe: c.max_cqe - 1,

@@ -47,8 +47,17 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_qp: u32,
     /// Work requests per queue.
     pub(crate) max_qp_wr: u32,
-    /// Scatter/gather entries per work request.
-    pub(crate) max_sge: u32,
+    /// Scatter/gather entries per send work request.
+    pub(crate) max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub(crate) max_recv_sge: u32,
+    /// Scatter/gather entries of an RDMA READ's local side.
+    pub(crate) max_sge_rd: u32,
+    /// Scatter/gather entries per shared receive queue request.
+    pub(crate) max_srq_sge: u32,
+    /// How long the device may delay an ACK: 4.096 us * 2^this
+    /// (`local_ca_ack_delay`, which peers add to their retry timeout).
+    pub(crate) local_ca_ack_delay: u8,
     /// Completion queues.
     pub(crate) max_cq: u32,
     /// Entries per completion queue.

@@ -179,22 +179,22 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.page_size_cap = a.page_size_cap;
             p.max_qp = int(a.max_qp);
             p.max_qp_wr = int(a.max_qp_wr);
-            p.max_send_sge = int(a.max_sge);
-            p.max_recv_sge = int(a.max_sge);
-            p.max_sge_rd = int(a.max_sge);
+            p.max_send_sge = int(a.max_send_sge);
+            p.max_recv_sge = int(a.max_recv_sge);
+            p.max_sge_rd = int(a.max_sge_rd);
             p.max_cq = int(a.max_cq);
             p.max_cqe = int(a.max_cqe);
             p.max_mr = int(a.max_mr);
             p.max_pd = int(a.max_pd);
             p.max_srq = int(a.max_srq);
             p.max_srq_wr = int(a.max_srq_wr);
-            p.max_srq_sge = int(a.max_sge);
+            p.max_srq_sge = int(a.max_srq_sge);
             p.max_ah = int(a.max_ah);
             p.max_qp_rd_atom = int(a.max_qp_rd_atom);
             p.max_qp_init_rd_atom = int(a.max_qp_rd_atom);
             p.max_res_rd_atom = int(a.max_qp_rd_atom.saturating_mul(a.max_qp));
             p.max_pkeys = 1;
-            p.local_ca_ack_delay = 15;
+            p.local_ca_ack_delay = a.local_ca_ack_delay;
             p.atomic_cap = if a.atomic_hca {
                 bindings::ib_atomic_cap_IB_ATOMIC_HCA
             } else {
