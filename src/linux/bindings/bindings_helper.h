@@ -14,6 +14,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 #include <net/devlink.h>
 #include <linux/bpf.h>
 #include <linux/filter.h>

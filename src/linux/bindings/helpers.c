@@ -529,12 +529,15 @@ void rust_ext_xsk_buff_free(struct xdp_buff *xdp)
 
 /* The bus address of a TX descriptor's frame (umem address addr, len
  * bytes), made visible to the device. */
-dma_addr_t rust_ext_xsk_tx_dma(struct xsk_buff_pool *pool, u64 addr, u32 len)
+dma_addr_t rust_ext_xsk_buff_raw_get_dma(struct xsk_buff_pool *pool, u64 addr)
 {
-	dma_addr_t dma = xsk_buff_raw_get_dma(pool, addr);
+	return xsk_buff_raw_get_dma(pool, addr);
+}
 
+void rust_ext_xsk_buff_raw_dma_sync_for_device(struct xsk_buff_pool *pool, dma_addr_t dma,
+					       size_t len)
+{
 	xsk_buff_raw_dma_sync_for_device(pool, dma, len);
-	return dma;
 }
 
 /* work items */
@@ -618,26 +621,6 @@ int rust_ext_mmap_io(struct ib_ucontext *uctx, struct vm_area_struct *vma,
 				 pgprot_noncached(vma->vm_page_prot), entry);
 }
 
-/*
- * Memory pages into user space, each page taking a reference, so they
- * outlive their owner's free while the process maps them.
- */
-int rust_ext_mmap_pages(struct vm_area_struct *vma, struct page *page, size_t len)
-{
-	unsigned long addr;
-	int ret;
-
-	if (vma->vm_end - vma->vm_start != len)
-		return -EINVAL;
-	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-	for (addr = vma->vm_start; addr < vma->vm_end; addr += PAGE_SIZE, page++) {
-		ret = vm_insert_page(vma, addr, page);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 struct page *rust_ext_alloc_zeroed_pages(unsigned int order)
 {
 	return alloc_pages(GFP_KERNEL | __GFP_COMP | __GFP_ZERO | __GFP_NOWARN, order);
@@ -653,18 +636,20 @@ size_t rust_ext_umem_num_dma_blocks(struct ib_umem *umem, unsigned long pgsz)
 	return ib_umem_num_dma_blocks(umem, pgsz);
 }
 
-/* The bus addresses of the umem's pgsz-blocks, at most max of them. */
-size_t rust_ext_umem_dma_blocks(struct ib_umem *umem, unsigned long pgsz, u64 *out, size_t max)
+void rust_ext_umem_block_iter_start(struct ib_block_iter *biter, struct ib_umem *umem,
+				    unsigned long pgsz)
 {
-	struct ib_block_iter biter;
-	size_t n = 0;
+	__rdma_umem_block_iter_start(biter, umem, pgsz);
+}
 
-	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
-		if (n == max)
-			break;
-		out[n++] = rdma_block_iter_dma_address(&biter);
-	}
-	return n;
+bool rust_ext_umem_block_iter_next(struct ib_block_iter *biter)
+{
+	return __rdma_umem_block_iter_next(biter);
+}
+
+dma_addr_t rust_ext_block_iter_dma_address(struct ib_block_iter *biter)
+{
+	return rdma_block_iter_dma_address(biter);
 }
 
 u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)

@@ -149,7 +149,9 @@ struct xdp_buff *rust_ext_xsk_buff_alloc(struct xsk_buff_pool *pool);
 dma_addr_t rust_ext_xsk_buff_xdp_get_dma(struct xdp_buff *xdp);
 void rust_ext_xsk_buff_received(struct xdp_buff *xdp, u32 len);
 void rust_ext_xsk_buff_free(struct xdp_buff *xdp);
-dma_addr_t rust_ext_xsk_tx_dma(struct xsk_buff_pool *pool, u64 addr, u32 len);
+dma_addr_t rust_ext_xsk_buff_raw_get_dma(struct xsk_buff_pool *pool, u64 addr);
+void rust_ext_xsk_buff_raw_dma_sync_for_device(struct xsk_buff_pool *pool, dma_addr_t dma,
+					       size_t len);
 
 /* work items */
 void rust_ext_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *));
@@ -163,6 +165,7 @@ unsigned long rust_ext_local_irq_save(void);
 void rust_ext_local_irq_restore(unsigned long flags);
 
 /* RDMA */
+struct ib_block_iter;
 struct ib_device *rust_ext_ib_alloc_device(size_t size);
 void rust_ext_ib_set_parent(struct ib_device *ibdev, struct device *parent);
 struct ib_ucontext *rust_ext_udata_ucontext(struct ib_udata *udata);
@@ -170,11 +173,13 @@ struct ib_udata *rust_ext_attrs_udata(struct uverbs_attr_bundle *attrs);
 u64 rust_ext_mmap_entry_offset(const struct rdma_user_mmap_entry *entry);
 int rust_ext_mmap_io(struct ib_ucontext *uctx, struct vm_area_struct *vma,
 		     phys_addr_t phys, size_t len, struct rdma_user_mmap_entry *entry);
-int rust_ext_mmap_pages(struct vm_area_struct *vma, struct page *page, size_t len);
 struct page *rust_ext_alloc_zeroed_pages(unsigned int order);
 struct ib_umem *rust_ext_umem_get(struct ib_device *dev, u64 addr, size_t len, int access);
 size_t rust_ext_umem_num_dma_blocks(struct ib_umem *umem, unsigned long pgsz);
-size_t rust_ext_umem_dma_blocks(struct ib_umem *umem, unsigned long pgsz, u64 *out, size_t max);
+void rust_ext_umem_block_iter_start(struct ib_block_iter *biter, struct ib_umem *umem,
+				    unsigned long pgsz);
+bool rust_ext_umem_block_iter_next(struct ib_block_iter *biter);
+dma_addr_t rust_ext_block_iter_dma_address(struct ib_block_iter *biter);
 
 /* devlink */
 struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,

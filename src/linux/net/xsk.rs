@@ -97,8 +97,17 @@ impl XskPool {
         if !unsafe { bindings::xsk_tx_peek_desc(self.raw.as_ptr(), &mut desc) } {
             return None;
         }
-        // SAFETY: As above; `desc` came from the pool's TX ring.
-        let addr = unsafe { bindings::rust_ext_xsk_tx_dma(self.raw.as_ptr(), desc.addr, desc.len) };
+        // SAFETY: As above; `desc` came from the pool's TX ring. The frame
+        // is handed to the device for reading: synced for it first.
+        let addr = unsafe {
+            let dma = bindings::rust_ext_xsk_buff_raw_get_dma(self.raw.as_ptr(), desc.addr);
+            bindings::rust_ext_xsk_buff_raw_dma_sync_for_device(
+                self.raw.as_ptr(),
+                dma,
+                desc.len as usize,
+            );
+            dma
+        };
         Some(XskTxDesc {
             addr,
             len: desc.len,

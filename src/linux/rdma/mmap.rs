@@ -15,7 +15,10 @@
 
 use core::ptr::NonNull;
 
-use kernel::{dma::DmaAddress, ffi::c_int, page::PAGE_SIZE, prelude::*, sync::Arc, types::Opaque};
+use kernel::{
+    dma::DmaAddress, ffi::c_int, mm::virt::VmaNew, page::PAGE_SIZE, prelude::*, sync::Arc,
+    types::Opaque,
+};
 
 use crate::linux::{bindings, dma::DmaDevice};
 
@@ -214,15 +217,44 @@ pub(super) unsafe fn mmap(
         MapTarget::Registers { phys } => unsafe {
             bindings::rust_ext_mmap_io(uctx, vma, *phys, PAGE_SIZE, rdma)
         },
-        // SAFETY: Live VMA; the pages are live (the entry holds them),
-        // `len()` bytes from `page`; each mapped page takes a reference.
-        MapTarget::Pages(p) => unsafe {
-            bindings::rust_ext_mmap_pages(vma, p.page.as_ptr(), p.len())
+        // SAFETY: ib_core calls `mmap` from the file's mmap hook, with
+        // the VMA being set up; the pages are live (the entry holds them).
+        MapTarget::Pages(p) => match unsafe { map_pages(vma, p) } {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
         },
     };
     // SAFETY: The reference taken above.
     unsafe { bindings::rdma_user_mmap_entry_put(rdma) };
     ret
+}
+
+/// Maps all of `pages` into `vma`, which must be exactly as long: each
+/// page takes a reference, so the pages outlive their owner's free while
+/// the process maps them; the mapping neither grows (`mremap`) nor goes
+/// into core dumps.
+///
+/// # Safety
+///
+/// `vma` is being set up in an mmap hook.
+unsafe fn map_pages(vma: *mut bindings::vm_area_struct, pages: &SharedPages) -> Result {
+    // SAFETY: The caller's promise: set up for the duration of this call.
+    let new = unsafe { VmaNew::from_raw(vma.cast()) };
+    let (start, end) = (new.start(), new.end());
+    if end - start != pages.len() {
+        return Err(EINVAL);
+    }
+    new.set_dontexpand();
+    new.set_dontdump();
+    for (i, addr) in (start..end).step_by(PAGE_SIZE).enumerate() {
+        // SAFETY: A VMA being set up; `addr` lies inside it; page `i` of
+        // the compound page (`i` < its `len() / PAGE_SIZE` pages), live
+        // while `pages` is borrowed.
+        kernel::error::to_result(unsafe {
+            bindings::vm_insert_page(vma, addr, pages.page.as_ptr().add(i))
+        })?;
+    }
+    Ok(())
 }
 
 /// `mmap_free`: the last reference to a removed entry went.

@@ -121,16 +121,23 @@ impl UserMemory {
         unsafe { bindings::rust_ext_umem_num_dma_blocks(self.umem.as_ptr(), 1 << shift) }
     }
 
-    /// The bus addresses of the memory's `1 << shift`-byte blocks.
+    /// The bus addresses of the memory's `1 << shift`-byte blocks
+    /// (`rdma_umem_for_each_dma_block`).
     pub(crate) fn dma_blocks(&self, shift: u8) -> Result<KVec<u64>> {
         let n = self.blocks(shift);
         let mut out = KVec::with_capacity(n, GFP_KERNEL)?;
-        out.resize(n, 0, GFP_KERNEL)?;
-        // SAFETY: A live umem; `out` has room for `n` addresses.
-        let got = unsafe {
-            bindings::rust_ext_umem_dma_blocks(self.umem.as_ptr(), 1 << shift, out.as_mut_ptr(), n)
-        };
-        out.truncate(got);
+        let mut iter = core::mem::MaybeUninit::<bindings::ib_block_iter>::zeroed();
+        let iter = iter.as_mut_ptr();
+        // SAFETY: A live umem (type invariant); `iter` is ours to write.
+        unsafe { bindings::rust_ext_umem_block_iter_start(iter, self.umem.as_ptr(), 1 << shift) };
+        // SAFETY: Started on this umem just above, which outlives the loop.
+        // The iterator stops after `blocks(shift)` blocks; `out` stops at
+        // its capacity all the same.
+        while out.len() < n && unsafe { bindings::rust_ext_umem_block_iter_next(iter) } {
+            // SAFETY: The iterator is on a block (`next` said so).
+            let addr = unsafe { bindings::rust_ext_block_iter_dma_address(iter) };
+            out.push(addr, GFP_KERNEL)?;
+        }
         Ok(out)
     }
 }
