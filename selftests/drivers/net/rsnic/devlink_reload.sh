@@ -24,8 +24,8 @@ A=$(card_addr A)
 DL=pci/$A
 vf_was_present=false
 vf_present A && vf_was_present=true
-# The rings as found (an earlier test may have left them off the
-# defaults; later tests find them as before).
+# The rings as found, given back at the end (tests do not rely on what
+# an earlier one left, but leave things as they found them).
 rings_found=$(ethtool -g "$NETIF_A" |
 	awk '/^Current/ {c=1} c && $1 == "RX:" {rx=$2} c && $1 == "TX:" {tx=$2} END {print "rx", rx, "tx", tx}')
 cleanup() {
@@ -100,7 +100,7 @@ wait_until 50 eval '[ -n "$(netif_of "$A")" ]'
 NETIF_A=$(netif_of "$A")
 after=$(settings "$NETIF_A")
 echo "# after: $NETIF_A (was $old) $after"
-check "driver settings kept: MTU, channels, rings, rx-usecs, RSS table, up" test "$after" = "$before"
+check_eq "driver settings kept: MTU, channels, rings, rx-usecs, RSS table, up" "$after" "$before"
 
 ip addr add "$IP_A/24" dev "$NETIF_A"
 ip addr add "$IP6_A/64" dev "$NETIF_A" nodad

@@ -7,6 +7,9 @@
 # refused with the state left as it was.
 
 source "$(dirname "$0")/lib.sh"
+# The defaults checked below are a fresh probe's, whatever an earlier
+# test left set.
+fresh_probe A || bail_out "card A's PF did not come back from a fresh probe"
 net_setup || echo "# no carrier after set-up"
 trap net_cleanup EXIT
 command -v ethtool >/dev/null || skip_all "ethtool not installed"
@@ -20,31 +23,33 @@ ktap_header 25
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
-grep -qx "driver: rsnic" <<<"$info" || ok=false
-grep -qx "firmware-version: 0.1.0" <<<"$info" || ok=false
-grep -qx "bus-info: $(card_addr A)" <<<"$info" || ok=false
+expect_has "ethtool -i" "$info" "^driver: rsnic$" || ok=false
+expect_has "ethtool -i" "$info" "^firmware-version: 0.1.0$" || ok=false
+expect_has "ethtool -i" "$info" "^bus-info: $(card_addr A)$" || ok=false
 check "ethtool -i: driver, firmware from the card, bus address" $ok
 
 settings=$(ethtool "$NETIF_A")
 ok=true
-grep -q "Speed: 100000Mb/s" <<<"$settings" || ok=false
-grep -q "Duplex: Full" <<<"$settings" || ok=false
-grep -q "Link detected: yes" <<<"$settings" || ok=false
+expect_has ethtool "$settings" "Speed: 100000Mb/s" || ok=false
+expect_has ethtool "$settings" "Duplex: Full" || ok=false
+expect_has ethtool "$settings" "Link detected: yes" || ok=false
 check "link settings: 100 Gbit/s full duplex, link detected" $ok
 
 names=$(ethtool -S "$NETIF_A" | grep -Ec '^ *[rt]x[0-9]+_packets:')
 ping -c 5 -i 0.2 -q $IP_B >/dev/null
 after=$(( $(ethtool -S "$NETIF_A" | awk '/rx[0-9]+_packets:/ {s += $2} END {print s}') ))
-check "ethtool -S: per-queue counters for all 8 pairs, and they count" \
-	test "$names" -eq 16 -a "$after" -ge 5
+ok=true
+expect_num "per-queue packet counters" "$names" -eq 16 || ok=false
+expect_num "packets the queues received" "$after" -ge 5 || ok=false
+check "ethtool -S: per-queue counters for all 8 pairs, and they count" $ok
 
-check "ethtool -l: 8 maximum, 4 in use" test "$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2}' | tr '\n' ' ')" = "8 4 "
+check_eq "ethtool -l: 8 maximum, 4 in use" "$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2}' | tr '\n' ' ')" "8 4 "
 
 ok=true
 ethtool -L "$NETIF_A" combined 2 || ok=false
-[ "$(channels)" = 2 ] || ok=false
-[ "$(ls -d /sys/class/net/$NETIF_A/queues/tx-* | wc -l)" = 2 ] || ok=false
-ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+expect channels "$(channels)" 2 || ok=false
+expect "TX queues in sysfs" "$(ls -d /sys/class/net/$NETIF_A/queues/tx-* | wc -l)" 2 || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || { echo "# no reply to ping"; ok=false; }
 check "ethtool -L combined 2: two queues in use, traffic flows" $ok
 
 ok=true
@@ -52,25 +57,25 @@ for bad in 0 9; do
 	ethtool -L "$NETIF_A" combined $bad 2>/dev/null && { echo "# combined $bad accepted"; ok=false; }
 done
 ethtool -L "$NETIF_A" rx 1 2>/dev/null && { echo "# separate rx channels accepted"; ok=false; }
-[ "$(channels)" = 2 ] || ok=false
+expect channels "$(channels)" 2 || ok=false
 check "ethtool -L 0, 9 and rx-only refused, channels unchanged" $ok
 ethtool -L "$NETIF_A" combined 4
-check "ethtool -L combined 4 restores" test "$(channels)" = 4
+check_eq "ethtool -L combined 4 restores" "$(channels)" 4
 
-check "ethtool -g: RX ring 1024, TX ring 256, maximum 4096" test "$(ring RX)" = 1024 -a "$(ring TX)" = 256 -a \
-	"$(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" = 4096
+check_eq "ethtool -g: RX ring 1024, TX ring 256, maximum 4096" \
+	"$(ring RX) $(ring TX) $(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" "1024 256 4096"
 
 ok=true
 ethtool -G "$NETIF_A" rx 512 tx 128 || ok=false
-[ "$(ring RX)" = 512 ] && [ "$(ring TX)" = 128 ] || ok=false
-ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+expect "RX and TX rings" "$(ring RX) $(ring TX)" "512 128" || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || { echo "# no reply to ping"; ok=false; }
 check "ethtool -G rx 512 tx 128: applied, traffic flows" $ok
 
 ok=true
 for bad in "rx 300" "rx 8192" "tx 32" "rx-mini 1"; do
 	ethtool -G "$NETIF_A" $bad 2>/dev/null && { echo "# -G $bad accepted"; ok=false; }
 done
-[ "$(ring RX)" = 512 ] && [ "$(ring TX)" = 128 ] || ok=false
+expect "RX and TX rings" "$(ring RX) $(ring TX)" "512 128" || ok=false
 check "ethtool -G 300, 8192, 32 and rx-mini refused, rings unchanged" $ok
 
 ip link set "$NETIF_A" down
@@ -78,7 +83,7 @@ ethtool -L "$NETIF_A" combined 3
 ethtool -G "$NETIF_A" rx 256 tx 256
 ip link set "$NETIF_A" up
 wait_carrier "$NETIF_A" 1
-check "changes while down take effect at up" test "$(channels)" = 3 -a "$(ring TX)" = 256
+check_eq "changes while down take effect at up" "$(channels) $(ring TX)" "3 256"
 ethtool -L "$NETIF_A" combined 4
 check "traffic after all changes" ping -c 3 -W 2 -q $IP_B
 
@@ -88,9 +93,9 @@ rss_key() { ethtool -x "$NETIF_A" | awk '/RSS hash key/ {getline; print}'; }
 rx_of() { stat "rx$1_packets"; }
 
 ok=true
-[ "$(rss_table | wc -l)" = 128 ] || ok=false
-[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 2 3 " ] || ok=false
-[ "$(rss_key | tr ':' '\n' | wc -l)" = 40 ] || ok=false
+expect "table entries" "$(rss_table | wc -l)" 128 || ok=false
+expect "queues in the table" "$(rss_table | sort -u | tr '\n' ' ')" "0 1 2 3 " || ok=false
+expect "key bytes" "$(rss_key | tr ':' '\n' | wc -l)" 40 || ok=false
 check "ethtool -x: 128 entries over the 4 queues, 40-byte key" $ok
 
 iperf3_server 5202
@@ -100,81 +105,86 @@ r3=$(rx_of 3)
 r01=$(( $(rx_of 0) + $(rx_of 1) ))
 iperf3 -c $IP_B -p 5202 -t 2 -P 8 -R >/dev/null
 ok=true
-[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 " ] || ok=false
-[ "$(rx_of 2)" = "$r2" ] && [ "$(rx_of 3)" = "$r3" ] || { echo "# queues 2/3 still received"; ok=false; }
-[ $(( $(rx_of 0) + $(rx_of 1) - r01 )) -gt 1000 ] || { echo "# queues 0/1 did not receive"; ok=false; }
+expect "queues in the table" "$(rss_table | sort -u | tr '\n' ' ')" "0 1 " || ok=false
+expect "packets queues 2 and 3 received" "$(rx_of 2) $(rx_of 3)" "$r2 $r3" || ok=false
+expect_num "packets queues 0 and 1 received" $(( $(rx_of 0) + $(rx_of 1) - r01 )) -gt 1000 || ok=false
 check "ethtool -X equal 2: the card steers everything to queues 0 and 1" $ok
 
 ok=true
 ethtool -X "$NETIF_A" equal 5 2>/dev/null && { echo "# equal 5 accepted"; ok=false; }
 ethtool -L "$NETIF_A" combined 1 2>/dev/null && { echo "# combined 1 accepted under a table using queue 1"; ok=false; }
-[ "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 " ] && [ "$(channels)" = 4 ] || ok=false
+expect "queues in the table" "$(rss_table | sort -u | tr '\n' ' ')" "0 1 " || ok=false
+expect channels "$(channels)" 4 || ok=false
 check "ethtool -X equal 5 and -L 1 refused with the table in place" $ok
 
 key=$(python3 -c 'print(":".join(f"{i * 7 % 256:02x}" for i in range(40)))')
 ethtool -X "$NETIF_A" hkey "$key"
-check "ethtool -X hkey: the key is applied" test "$(rss_key)" = "$key"
+check_eq "ethtool -X hkey: the key is applied" "$(rss_key)" "$key"
 
 ethtool -X "$NETIF_A" default
 ethtool -L "$NETIF_A" combined 2
-check "ethtool -X default: the table follows the channel count again" \
-	test "$(rss_table | sort -u | tr '\n' ' ')" = "0 1 "
+check_eq "ethtool -X default: the table follows the channel count again" \
+	"$(rss_table | sort -u | tr '\n' ' ')" "0 1 "
 ethtool -L "$NETIF_A" combined 4
 pkill -f "iperf3 -s -D -p 5202"
 
 # The card's own per-queue counters, read over the admin queue.
 card_sum() { ethtool -S "$NETIF_A" | awk -v k="_card_$1:" 'index($1, k) {n += $2} END {print n + 0}'; }
 ping -c 3 -i 0.2 -q $IP_B >/dev/null
-check "ethtool -S: the card's DMA counters (metadata and payload bytes) count" \
-	test "$(card_sum dma_meta_bytes)" -gt 0 -a "$(card_sum dma_payload_bytes)" -gt 0 \
-	-a "$(ethtool -S "$NETIF_A" | grep -Ec '^ *q[0-9]+_card_')" -eq 56
+ok=true
+expect_num "metadata bytes" "$(card_sum dma_meta_bytes)" -gt 0 || ok=false
+expect_num "payload bytes" "$(card_sum dma_payload_bytes)" -gt 0 || ok=false
+expect "card counters" "$(ethtool -S "$NETIF_A" | grep -Ec '^ *q[0-9]+_card_')" 56 || ok=false
+check "ethtool -S: the card's DMA counters (metadata and payload bytes) count" $ok
 
 # Interrupt moderation: one completion queue per pair, so rx-usecs and
 # rx-frames moderate both directions.
 coalesce() { ethtool -c "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
-check "ethtool -c: moderation off by default" test "$(coalesce rx-usecs)" = 0 -a "$(coalesce rx-frames)" = 0
+check_eq "ethtool -c: moderation off by default" "$(coalesce rx-usecs) $(coalesce rx-frames)" "0 0"
 ethtool -C "$NETIF_A" rx-usecs 200 rx-frames 16
 moderated0=$(card_sum irqs_moderated)
 ping -c 5 -i 0.1 -q $IP_B >/dev/null
 moderated1=$(card_sum irqs_moderated)
 echo "# interrupts the card raised under moderation: $((moderated1 - moderated0))"
-check "ethtool -C rx-usecs 200 rx-frames 16: applied, the card moderates, traffic flows" \
-	test "$(coalesce rx-usecs)" = 200 -a "$(coalesce rx-frames)" = 16 -a "$moderated1" -gt "$moderated0"
+ok=true
+expect "rx-usecs rx-frames" "$(coalesce rx-usecs) $(coalesce rx-frames)" "200 16" || ok=false
+expect_num "moderated interrupts" "$moderated1" -gt "$moderated0" || ok=false
+check "ethtool -C rx-usecs 200 rx-frames 16: applied, the card moderates, traffic flows" $ok
 ok=true
 for bad in "rx-usecs 1001" "rx-frames 257" "tx-usecs 10"; do
 	ethtool -C "$NETIF_A" $bad 2>/dev/null && { echo "# $bad accepted"; ok=false; }
 done
-[ "$(coalesce rx-usecs)" = 200 -a "$(coalesce rx-frames)" = 16 ] || ok=false
+expect "rx-usecs rx-frames" "$(coalesce rx-usecs) $(coalesce rx-frames)" "200 16" || ok=false
 check "ethtool -C rx-usecs 1001, rx-frames 257 and tx-usecs refused, settings unchanged" $ok
 ethtool -C "$NETIF_A" rx-usecs 0 rx-frames 0
 moderated0=$(card_sum irqs_moderated)
 ping -c 3 -i 0.1 -q $IP_B >/dev/null
-check "ethtool -C rx-usecs 0: moderation off again" test "$(card_sum irqs_moderated)" = "$moderated0"
+check_eq "ethtool -C rx-usecs 0: moderation off again" "$(card_sum irqs_moderated)" "$moderated0"
 
 # Self-test: registers, interrupts and DMA offline (queues stopped and
 # restarted), link online.
 selftest_ok() { ethtool -t "$NETIF_A" "$1" >/tmp/selftest.out 2>&1; local rc=$?; sed 's/^/# /' /tmp/selftest.out; return $rc; }
 ok=true
 selftest_ok offline || ok=false
-grep -q "The test result is PASS" /tmp/selftest.out || ok=false
-[ "$(grep -c '(offline)\|(online)' /tmp/selftest.out)" = 4 ] || ok=false
-ping -c 3 -W 2 -q $IP_B >/dev/null || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "The test result is PASS" || ok=false
+expect "tests run" "$(grep -c '(offline)\|(online)' /tmp/selftest.out)" 4 || ok=false
+ping -c 3 -W 2 -q $IP_B >/dev/null || { echo "# no reply to ping"; ok=false; }
 check "ethtool -t offline: all four tests pass, traffic flows afterwards" $ok
 harness card A fault scratch >/dev/null
 dmesg_mark
 selftest_ok offline
 ok=true
-grep -q "The test result is FAIL" /tmp/selftest.out || ok=false
-grep -q "registers (offline)[[:space:]]*1" /tmp/selftest.out || ok=false
-grep -q "dma (offline)[[:space:]]*0" /tmp/selftest.out || ok=false
-dmesg_since_mark | grep -q "self-test registers: scratch" || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "The test result is FAIL" || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "registers (offline)[[:space:]]*1" || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "dma (offline)[[:space:]]*0" || ok=false
+expect_has "the kernel log" "$(dmesg_since_mark)" "self-test registers: scratch" || ok=false
 harness card A fault none >/dev/null
 check "ethtool -t with a faulty scratch register: FAIL, the registers test names it" $ok
 ip link set "$NETIF_A" down
 selftest_ok online
 ok=true
-grep -q "The test result is FAIL" /tmp/selftest.out || ok=false
-grep -q "link (online)[[:space:]]*1" /tmp/selftest.out || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "The test result is FAIL" || ok=false
+expect_has "ethtool -t" "$(cat /tmp/selftest.out)" "link (online)[[:space:]]*1" || ok=false
 ip link set "$NETIF_A" up
 wait_carrier "$NETIF_A" 1 || ok=false
 check "ethtool -t online with the interface down: the link test fails" $ok

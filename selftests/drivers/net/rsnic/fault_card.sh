@@ -50,8 +50,21 @@ start_stream() {
 	sleep 0.5
 }
 stream_ok() {
-	wait $stream || return 1
-	python3 -c 'import json, sys; r = json.load(open("/tmp/fault.iperf")); sys.exit(1 if r.get("error") or r["end"]["sum_received"]["bytes"] == 0 else 0)'
+	local status=0
+	wait $stream || status=$?
+	python3 - "$status" <<-'PY'
+		import json, sys
+		status = int(sys.argv[1])
+		try:
+		    r = json.load(open("/tmp/fault.iperf"))
+		except ValueError as e:
+		    print(f"# iperf3 exited {status}, its output is not JSON: {e}")
+		    sys.exit(1)
+		received = r.get("end", {}).get("sum_received", {}).get("bytes", 0)
+		if status or r.get("error") or not received:
+		    print(f"# iperf3 exited {status}: {r.get('error', 'no error given')}; {received} bytes received")
+		    sys.exit(1)
+	PY
 }
 
 ktap_header 27

@@ -136,7 +136,7 @@ reorder-10% 64 0 0 100 0
 corrupt-10% 8 0 0 0 100
 EOF
 check "with the cable healed, ping answers" ping -c 3 -W 2 -q $IP_B
-check "the cards never wrote a bad completion meanwhile" test "$(bad_completions)" = "$bad0"
+check_eq "the cards never wrote a bad completion meanwhile" "$(bad_completions)" "$bad0"
 
 # RDMA: nvme-rdma between the engines (card B in a VRF: rdma_vrf_setup).
 net_cleanup

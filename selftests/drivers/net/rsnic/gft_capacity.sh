@@ -35,10 +35,10 @@ card_count() { card_gft_flows | sed 's/^ok flows=\([0-9]*\).*/\1/'; }
 ktap_header 9
 check "max_flows 50, rule added" test "$(gft_w max_flows 50)$(gft_w rules "add prio=10 dir=tx proto=udp dport=5040 action=allow")" = OKOK
 fail0=$(gft_stat install_failures)
-check "80 new flows: all 80 datagrams arrive" test "$(spray 42000 80)" = 80
+check_eq "80 new flows: all 80 datagrams arrive" "$(spray 42000 80)" 80
 check "the card holds 50 (its capacity), so does the driver" test "$(card_count)" = 50 -a "$(grep -c . "$GFT/flows")" = 50
 check "30 install failures counted" test $(($(gft_stat install_failures) - fail0)) = 30
-check "again: 80 arrive (50 hit, 30 take the exception path)" test "$(spray 42000 80)" = 80
+check_eq "again: 80 arrive (50 hit, 30 take the exception path)" "$(spray 42000 80)" 80
 
 ev0=$(gft_stat evictions)
 check "max_flows 20 evicts the 30 oldest" test "$(gft_w max_flows 20)" = OK -a \
@@ -47,7 +47,7 @@ check "max_flows 20 evicts the 30 oldest" test "$(gft_w max_flows 20)" = OK -a \
 gft_w max_flows 100 >/dev/null
 fail0=$(gft_stat install_failures)
 gft_w fail_installs 5 >/dev/null
-check "5 injected install failures: 10 new flows all arrive" test "$(spray 43000 10)" = 10
+check_eq "5 injected install failures: 10 new flows all arrive" "$(spray 43000 10)" 10
 check "5 failures counted, 5 flows installed, none pending" test $(($(gft_stat install_failures) - fail0)) = 5 -a \
 	"$(card_count)" = 25 -a "$(cat "$GFT/fail_installs")" = 0
 check "no kernel warning" dmesg_clean

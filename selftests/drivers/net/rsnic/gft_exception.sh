@@ -29,7 +29,7 @@ got=$(udp_burst_settled 5001 10 40001 dir=tx proto=17 "sport=40001 dport=5001")
 after=$(counts)
 echo "# UDP: lookups hits misses exceptions installs += $(delta "$before" "$after")"
 check "UDP: 10 lookups, 9 hits, 1 miss, 1 exception, 1 install" test "$(delta "$before" "$after")" = "10 9 1 1 1"
-check "UDP: all 10 datagrams arrived" test "$got" = 10
+check_eq "UDP: all 10 datagrams arrived" "$got" 10
 check "UDP: the flow counted the 9 hits, in the driver's and the card's view" \
 	test "$(drv_flow_field packets dir=tx proto=udp "sport=40001 dport=5001")" = 9 -a \
 	"$(card_flows_with dir=tx proto=17 "sport=40001 dport=5001" "packets=9 ")" = 1
@@ -47,7 +47,7 @@ echo "# TCP (open): lookups hits misses exceptions installs += ${d[*]}"
 flows_pkts=$(($(drv_flow_field packets dir=tx proto=tcp dport=5002) + $(drv_flow_field packets dir=rx proto=tcp sport=5002)))
 check "TCP: SYN and SYN-ACK missed (2 exceptions, 2 installs), the rest hit" \
 	test "${d[2]} ${d[3]} ${d[4]}" = "2 2 2" -a "${d[1]}" -eq $((d[0] - 2)) -a "${d[1]}" -gt 2
-check "TCP: the two flows' packets are the hits" test "$flows_pkts" = "${d[1]}"
+check_eq "TCP: the two flows' packets are the hits" "$flows_pkts" "${d[1]}"
 wait
 
 ethtool -K "$NETIF_A" hw-tc-offload off
@@ -58,7 +58,7 @@ echo "# hw-tc-offload off: lookups hits misses exceptions installs += $(delta "$
 check "offload off: no flows cached" test "$(card_gft_flows | sed 's/;.*//')" = "ok flows=0 max=65536"
 check "offload off: every packet an exception, none looked up or installed" \
 	test "$(delta "$before" "$after")" = "0 0 0 10 0"
-check "offload off: all 10 datagrams arrived" test "$got" = 10
+check_eq "offload off: all 10 datagrams arrived" "$got" 10
 
 ethtool -K "$NETIF_A" hw-tc-offload on
 aged0=$(gft_stat aged_out)

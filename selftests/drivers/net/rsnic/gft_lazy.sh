@@ -17,7 +17,7 @@ flow() { drv_flow_field "$1" dir=tx proto=udp "sport=41000 dport=5020"; }
 
 ktap_header 9
 check "allow rule added" test "$(gft_w rules "add id=1 prio=10 dir=tx proto=udp dport=5020 action=allow")" = OK
-check "5 of 5 arrive under allow" test "$(burst)" = 5
+check_eq "5 of 5 arrive under allow" "$(burst)" 5
 gen1=$(flow gen)
 check "the flow is the allow rule's, of the current generation" \
 	test "$(flow rule)" = 1 -a "$gen1" = "$(gft_stat generation)"

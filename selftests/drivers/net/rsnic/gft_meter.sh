@@ -27,6 +27,6 @@ echo "# offered $offered bit/s ($sent frames in $secs s); arrived $rate bit/s ($
 check "offered at least 1.5 times the limit, and the rate arrived within 10% of it" \
 	python3 -c "import sys; sys.exit($offered < $RATE * 1.5 or abs($rate - $RATE) > $RATE * 0.1)"
 check "the card's meter dropped the excess" test "$(card_gft_stat meter_drops)" -gt 0
-check "the flow's own meter drops shown" test "$(drv_flows_with dir=tx proto=udp dport=5030 action=meter)" = 1
+check_eq "the flow's own meter drops shown" "$(drv_flows_with dir=tx proto=udp dport=5030 action=meter)" 1
 rm -f /tmp/gft_rx
 ktap_finish

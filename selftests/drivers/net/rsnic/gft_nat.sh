@@ -54,7 +54,7 @@ capture_stop $dump_a $dump_b
 echo "# sent: $sent"
 echo "# received: $received"
 check "4 MiB arrived intact (SHA-256 equal)" test -n "$sent" -a "$sent" = "${received% *}"
-check "B saw the translated source $SNAT" test "${received##* }" = $SNAT
+check_eq "B saw the translated source $SNAT" "${received##* }" $SNAT
 check "the transfer's flows were retired when it closed" test "$(drv_flows_with "dst=$VIP")" = 0 -a \
 	"$(card_flows_with "dst=$VIP")" = 0 -a "$(gft_stat tcp_retired)" -ge 4
 na=$(grep -c 'cksum .* (correct)' /tmp/gft_dump_a)

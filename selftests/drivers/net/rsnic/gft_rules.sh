@@ -84,7 +84,7 @@ check "${#BAD[@]} malformed rules refused with EINVAL" test $bad -eq 0
 r1=$("$GFT_PY" write "$GFT/rules" "add dir=tx action=allow prio=$(printf '%02000d' 1)")
 r2=$("$GFT_PY" write-hex "$GFT/rules" 616464206469723d747820616374696f6e3dff)
 r3=$("$GFT_PY" write "$GFT/rules" "")
-check "oversized, non-UTF-8 and empty writes refused" test "$r1$r2$r3" = EINVALEINVALEINVAL
+check_eq "oversized, non-UTF-8 and empty writes refused" "$r1$r2$r3" EINVALEINVALEINVAL
 check "rules and generation unchanged" test "$(cat "$GFT/rules")" = "$before" -a "$(gft_stat generation)" = "$gen"
 check "each refusal logged with its reason" test "$(dmesg_since_mark | grep -c 'gft rules:\|gft: write of')" -ge ${#BAD[@]}
 check "del of a missing id is ENOENT" test "$(gft_w rules "del 99")" = ENOENT

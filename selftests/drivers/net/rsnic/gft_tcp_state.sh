@@ -43,7 +43,7 @@ ip netns exec $NS "$GFT_PY" tcp-sink 5010 >/tmp/gft_rx &
 wait_listening tcp 5010
 "$GFT_PY" tcp-reset $IP_B 5010 $GFT_HOLD &
 wait_card_flows 2 proto=6 5010
-check "second connection: flows installed" test "$(card_flows_with proto=6 5010)" = 2
+check_eq "second connection: flows installed" "$(card_flows_with proto=6 5010)" 2
 wait
 wait_card_flows 0 proto=6 5010
 sleep 0.5

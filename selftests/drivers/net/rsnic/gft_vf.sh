@@ -29,7 +29,7 @@ check "the first was an exception on the PF, 9 hit in the card" \
 	test $(($(gft_stat exceptions) - exc0)) = 1 -a "$(drv_flow_field packets dir=tx proto=udp sport=41100)" = 9
 vf_unplug A
 wait_datapath A synthetic
-check "VF unplugged: 10 of 10 arrive on the synthetic path" test "$(burst)" = 10
+check_eq "VF unplugged: 10 of 10 arrive on the synthetic path" "$(burst)" 10
 check "the same flow hit 10 more times, no new exception" \
 	test "$(drv_flow_field packets dir=tx proto=udp sport=41100)" = 19 -a $(($(gft_stat exceptions) - exc0)) = 1
 ktap_finish

@@ -40,6 +40,35 @@ check() {
 	if "$@"; then ktap_result ok "$desc"; else ktap_result fail "$desc"; fi
 }
 
+# expect WHAT GOT WANT: whether GOT is WANT; if not, says what was
+# compared and both values, so a failed check shows why.
+expect() {
+	[ "$2" = "$3" ] && return 0
+	echo "# $1: got '$2', want '$3'"
+	return 1
+}
+
+# expect_num WHAT GOT OP WANT: an integer comparison (OP: -eq, -gt, -ge,
+# -lt, -le), saying both values if it does not hold.
+expect_num() {
+	[ "$2" "$3" "$4" ] 2>/dev/null && return 0
+	echo "# $1: got '$2', want $3 $4"
+	return 1
+}
+
+# expect_has WHAT TEXT REGEX: whether a line of TEXT matches REGEX
+# (grep); if none does, says so and shows TEXT.
+expect_has() {
+	grep -q -- "$3" <<<"$2" && return 0
+	echo "# $1: no line matches '$3' in:"
+	sed 's/^/#   /' <<<"$2"
+	return 1
+}
+
+# check_eq DESCRIPTION GOT WANT: a check that GOT is WANT, printing both
+# when it is not.
+check_eq() { check "$1" expect "$1" "$2" "$3"; }
+
 # missing DESCRIPTION REASON: one result for a check whose prerequisite
 # is missing: a SKIP elsewhere, a failure in the project's VM (see
 # skip_all).
@@ -211,6 +240,18 @@ card_irqs() { vector_irqs "$1" | awk '{n += $2} END {print n + 0}'; } # A|B
 
 is_bound() { [ -e "/sys/bus/pci/drivers/rsnic/$1" ]; }
 
+# fresh_probe A|B: the card's PF unbound and bound again, so its netdev
+# has the driver's defaults whatever an earlier test set; true once the
+# new netdev is there.
+fresh_probe() {
+	local addr
+	addr=$(card_addr "$1")
+	echo "$addr" >/sys/bus/pci/drivers/rsnic/unbind &&
+		echo "$addr" >/sys/bus/pci/drivers/rsnic/bind &&
+		wait_until 50 netif_present "$addr"
+}
+netif_present() { [ -n "$(ls /sys/bus/pci/devices/"$1"/net 2>/dev/null)" ]; }
+
 bound_count() { ls -d /sys/bus/pci/drivers/rsnic/0000:* 2>/dev/null | wc -l; }
 
 load_driver() { lsmod | grep -q '^rsnic ' || insmod "$RSNIC_KO"; }
@@ -364,6 +405,7 @@ carrier_of() {
 # library reads the netdev netlink family.
 KSFT=/rsnic-cache/ksft/normal
 is_debug_kernel && KSFT=/rsnic-cache/ksft/debug
+export KSFT
 
 # "ID NAPI_ID INFLIGHT" for each page pool of card A's netdev, as the
 # netdev netlink family lists them (page-pool-get).

@@ -76,7 +76,7 @@ for tx in on off; do
 		ethtool -K "$NETIF_A" tx $tx
 		ip netns exec $NS ethtool -K "$NETIF_B" rx $rx
 		got=$(transfer)
-		check "4 MiB over TCP intact with A tx-checksum $tx, remote rx-checksum $rx" test "$got" = "$want"
+		check_eq "4 MiB over TCP intact with A tx-checksum $tx, remote rx-checksum $rx" "$got" "$want"
 	done
 done
 
@@ -134,7 +134,7 @@ ok=true
 before=$(ethtool -k "$NETIF_A")
 ethtool -K "$NETIF_A" no-such-feature on 2>/dev/null && { echo "# unknown feature accepted"; ok=false; }
 ethtool -K "$NETIF_A" rx-vlan-filter on 2>/dev/null && { echo "# fixed feature changed"; ok=false; }
-[ "$(ethtool -k "$NETIF_A")" = "$before" ] || ok=false
+expect "ethtool -k" "$(ethtool -k "$NETIF_A")" "$before" || ok=false
 check "ethtool -K with an unknown or fixed feature refused, features unchanged" $ok
 
 ethtool -K "$NETIF_A" tso off

@@ -86,7 +86,7 @@ check "ethtool -L combined 2: two pools, on the two queues' NAPIs" \
 
 ip link set "$NETIF_A" down
 wait_pools 0
-check "link down: every pool freed (every page came back)" test "$(pools | wc -l)" = 0
+check_eq "link down: every pool freed (every page came back)" "$(pools | wc -l)" 0
 ip link set "$NETIF_A" up
 wait_pools 2
 check "link up: the pools are back, full" each_inflight_between 511 $((511 + 64))

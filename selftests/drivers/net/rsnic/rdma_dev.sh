@@ -85,7 +85,7 @@ check "an address added reaches the card's GID table, and leaves it when removed
 
 echo "$AUX_A" > $RDMA_AUX_DRV/unbind
 ok=true
-[ -z "$(ibdev_of "$A")" ] || ok=false
+expect "RDMA device after unbind" "$(ibdev_of "$A")" "" || ok=false
 [ -z "$(card_gids A)" ] || { echo "# card still holds: $(card_gids A | tr '\n' ' ')"; ok=false; }
 ping -c 1 -W 2 -q "$IP_B" >/dev/null || { echo "# the netdev stopped working"; ok=false; }
 check "RDMA half unbound: device gone, card's GID table empty, netdev still works" $ok

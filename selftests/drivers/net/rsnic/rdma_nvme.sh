@@ -68,7 +68,7 @@ round() {
 	check "$mb MiB written and read back through the target: same SHA-256$tag" \
 		eval '$ok && [ "$sum_w" = "$sum_r" ]'
 	sum_f=$(head -c ${mb}M /tmp/nvme-backing | sha256sum | cut -c1-16)
-	check "the target's file holds the data$tag" test "$sum_f" = "$sum_w"
+	check_eq "the target's file holds the data$tag" "$sum_f" "$sum_w"
 
 	tx=$(($(rdma_counter "$IB_A" tx_packets) - tx0))
 	rx=$(($(rdma_counter "$IB_A" rx_packets) - rx0))

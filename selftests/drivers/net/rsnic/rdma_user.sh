@@ -288,14 +288,17 @@ pkill -9 -x ib_write_bw
 wait $server $client 2>/dev/null
 wait_until 50 test "$(($(user_objects qp) + $(user_objects cq) + $(user_objects mr) + $(user_objects pd)))" = 0
 left=$(($(user_objects qp) + $(user_objects cq) + $(user_objects mr) + $(user_objects pd)))
-check "kill -9 mid-transfer: no user QP, CQ, MR or PD left ($left)" test "$left" = 0
+check_eq "kill -9 mid-transfer: no user QP, CQ, MR or PD left ($left)" "$left" 0
 min_packets=100
 check "and the cards serve the next process (ibv_rc_pingpong)" \
 	pair rc_pingpong "ibv_rc_pingpong -d $IB_B -g $GID_B -n 100" \
 	"ibv_rc_pingpong -d $IB_A -g $GID_A -n 100 127.0.0.1"
 
 # A process with a context and two PDs on card A's device, waiting for
-# the word to go on; then it tries a verb, and cleans up.
+# the word to go on; then it tries a verb, and cleans up. Starting it
+# (importing pyverbs) took over 30 s on the debug kernel of a loaded
+# host, so its readiness is waited for up to 30 s (90 s on the debug
+# kernel): a wait, not a measure.
 holder() { # IBDEV TAG
 	python3 - "$1" "$work/$2" <<-'PY'
 	import os, sys, time
@@ -375,7 +378,7 @@ touch "$work/gone.go"
 wait $!
 check "that process's next verb fails, and its clean-up succeeds" test $? = 0
 left=$(($(user_objects qp) + $(user_objects cq) + $(user_objects mr) + $(user_objects pd)))
-check "no user object left after the card's return ($left)" test "$left" = 0
+check_eq "no user object left after the card's return ($left)" "$left" 0
 
 # rmmod with a live context: the module is not pinned by the process.
 holder "$IB_B" rmmod &

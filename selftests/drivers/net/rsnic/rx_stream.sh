@@ -50,7 +50,7 @@ echo "# card A: $(running_pairs A) running pairs, $(card_stat A streaming_pairs)
 check "on: every running pair of the card receives into a stream (the card says so)" \
 	test "$(card_stat A streaming_pairs)" -ge 1 -a "$(card_stat A streaming_pairs)" = "$(running_pairs A)"
 stream_a off
-check "off: the card's pairs use their RX rings again" test "$(card_stat A streaming_pairs)" = 0
+check_eq "off: the card's pairs use their RX rings again" "$(card_stat A streaming_pairs)" 0
 
 # 4-9: the traffic tests, both cards (and a plugged VF) streaming. Each
 # must pass whole, with no skipped check, and the cards must have
@@ -160,8 +160,8 @@ echo "# flood: $(cat /tmp/rx_stream.pps) frames/s offered; card B dropped $drops
 check "the stream fills while the driver does not read: the card drops and counts (rx_no_buffer +$drops), the lost interrupt is found" \
 	test $drops -gt 0 -a $missed -gt 0
 check "the socket that never reads drops its own frames ($sock_drops), the ring goes on" test "${sock_drops:-0}" -gt 0
-check "8 MiB over TCP beside the flood arrive intact (sha256)" test "$got" = "$want"
-check "no record out of step during the flood" test "$(counter_b bad_completions)" = "$bad0"
+check_eq "8 MiB over TCP beside the flood arrive intact (sha256)" "$got" "$want"
+check_eq "no record out of step during the flood" "$(counter_b bad_completions)" "$bad0"
 replaced=$(($(counter_b 'rx[0-9]+_stream_chunks_replaced') - replaced0))
 frags=$(($(counter_b 'rx[0-9]+_stream_frags') - frags0))
 copies=$(($(counter_b 'rx[0-9]+_stream_copies') - copies0))

@@ -33,7 +33,11 @@ after=$(rtnl)
 ok=true
 read -r b1 b2 b3 b4 <<<"$before"
 read -r a1 a2 a3 a4 <<<"$after"
-[ "$a1" -ge "$b1" ] && [ "$a2" -ge "$b2" ] && [ "$a3" -ge "$b3" ] && [ "$a4" -ge "$b4" ] || ok=false
+names=(- "RX packets" "RX bytes" "TX packets" "TX bytes")
+for i in 1 2 3 4; do
+	b=b$i a=a$i
+	expect_num "${names[i]} after down and up" "${!a}" -ge "${!b}" || ok=false
+done
 [ "$b2" -gt 1000000 ] || { echo "# too little traffic counted: $before"; ok=false; }
 check "counters survive down/up" $ok
 iperf3 -c $IP_B -p 5201 -t 1 >/dev/null

@@ -126,7 +126,7 @@ check "zero copy: every datagram came back to B from the socket's buffers (sent 
 	all_echoed "$r"
 check "zero copy: the driver received queue $Q's frames into the umem and sent the echoes from it (rx${Q}_xsk tx${Q}_xsk: +$d; frames XDP saw on queue $Q: $on_q, datagrams sent: $(echo $r | cut -d' ' -f1))" \
 	test "$d" = "$on_q $(echo $r | cut -d' ' -f1)" -a "$on_q" -ge "$(echo $r | cut -d' ' -f1)"
-check "zero copy: the queue's other traffic reaches the stack (ping from B)" test "$ping_ok" = yes
+check_eq "zero copy: the queue's other traffic reaches the stack (ping from B)" "$ping_ok" yes
 check "zero copy: an MTU the socket's buffers cannot hold is refused (MTU $mtu; $(echo $mtu_err | head -c 60))" \
 	test "$mtu" = 1500 -a -n "$mtu_err"
 
