@@ -250,7 +250,7 @@ fresh_probe() {
 		echo "$addr" >/sys/bus/pci/drivers/rsnic/bind &&
 		wait_until 50 netif_present "$addr"
 }
-netif_present() { [ -n "$(ls /sys/bus/pci/devices/"$1"/net 2>/dev/null)" ]; }
+netif_present() { [ -n "$(netif_of "$1")" ]; }
 
 bound_count() { ls -d /sys/bus/pci/drivers/rsnic/0000:* 2>/dev/null | wc -l; }
 
