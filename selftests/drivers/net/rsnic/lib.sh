@@ -496,7 +496,7 @@ agree() {
 		sleep 0.2
 	done
 	echo "# rtnl:   $a"
-	echo "# qstats: $b ($1)"
+	echo "# qstats: $b ($1; $(ethtool -l "$NETIF_A" | awk '/^Combined:/ && m {print $2 " of " m " queues in use"; exit} /^Combined:/ {m = $2}'))"
 	return 1
 }
 
