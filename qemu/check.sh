@@ -146,8 +146,12 @@ vm_boot() {
 	echo "$((SECONDS - start))" >"$out.began"
 	# Each line the VM prints carries its lane; $out.log keeps them, for
 	# the summary of a VM that ran no test.
+	# Lanes side by side run their guests' CPUs in one host thread each
+	# (RSNIC_TCG_THREAD, testing.rst); the alone lane has the machine.
+	local tcg=single
+	[[ $queue != *-alone ]] || tcg=multi
 	{
-		KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
+		RSNIC_TCG_THREAD=${RSNIC_TCG_THREAD:-$tcg} KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
 			--queue "$RSNIC_IN_CACHE/check.$$/$queue.queue" \
 			--results "$RSNIC_IN_CACHE/check.$$/$(basename "$out")" \
 			--cmd "bash /rsnic/qemu/guest-check.sh --queue" && status=0 || status=$?

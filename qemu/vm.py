@@ -360,7 +360,12 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
     if os.environ.get("RSNIC_KVM") == "1":
         accel = ["-accel", "kvm", "-cpu", "host,la57=off"]
     else:
-        accel = ["-accel", "tcg,thread=multi", "-cpu", "max,la57=off"]
+        # RSNIC_TCG_THREAD=single runs both vCPUs in one host thread:
+        # with two VMs and their cards on two cores, multi-threaded TCG
+        # spends the cores on the vCPUs' cross-CPU synchronisation
+        # (testing.rst, "How make check runs").
+        tcg = os.environ.get("RSNIC_TCG_THREAD", "multi")
+        accel = ["-accel", f"tcg,thread={tcg}", "-cpu", "max,la57=off"]
     append = ("console=ttyS0 root=rootfs rootfstype=9p "
               "rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro "
               # Room for a whole test run's kernel log (the default 128 KiB
