@@ -144,12 +144,12 @@ vm_boot() {
 	local out=$run/$lane.$n.$kernel left=$((budget - (SECONDS - start)))
 	log "lane $lane: VM $n ($kernel kernel), $left s left of the check's $budget s"
 	echo "$((SECONDS - start))" >"$out.began"
-	# Each line the VM prints carries its lane; $out.log keeps them, for
-	# the summary of a VM that ran no test.
 	# Lanes side by side run their guests' CPUs in one host thread each
 	# (RSNIC_TCG_THREAD, testing.rst); the alone lane has the machine.
 	local tcg=single
 	[[ $queue != *-alone ]] || tcg=multi
+	# Each line the VM prints carries its lane; $out.log keeps them, for
+	# the summary of a VM that ran no test.
 	{
 		RSNIC_TCG_THREAD=${RSNIC_TCG_THREAD:-$tcg} KERNEL=$kernel qemu/in-rootfs.sh python3 qemu/vm.py run --timeout "${RSNIC_CHECK_TIMEOUT:-$left}" \
 			--queue "$RSNIC_IN_CACHE/check.$$/$queue.queue" \

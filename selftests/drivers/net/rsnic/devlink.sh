@@ -19,7 +19,7 @@ harness ping >/dev/null || bail_out "no harness control channel"
 command -v devlink >/dev/null || bail_out "devlink (iproute2) not installed"
 A=$(card_addr A)
 DL=pci/$A
-channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}')
+channels=$(channels_in_use)
 cleanup() {
 	kill $(jobs -p) 2>/dev/null
 	harness card A cqe-fault index 0 >/dev/null

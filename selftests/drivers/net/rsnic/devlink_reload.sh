@@ -45,7 +45,7 @@ trap cleanup EXIT
 # settings IFACE: what a reload keeps, one line.
 settings() {
 	echo "mtu=$(cat "/sys/class/net/$1/mtu")" \
-		"channels=$(ethtool -l "$1" | awk '/^Combined:/ {v=$2} END {print v}')" \
+		"channels=$(channels_in_use "$1")" \
 		"rings=$(ethtool -g "$1" | awk '/^Current/ {c=1} c && /^(RX|TX):/ {printf "%s", $2 "/"}')" \
 		"rx-usecs=$(ethtool -c "$1" | awk '/^rx-usecs:/ {print $2}')" \
 		"rss=$(ethtool -x "$1" | grep -E '^ +[0-9]+:' | md5sum | cut -c1-8)" \

@@ -14,8 +14,7 @@ net_setup || echo "# no carrier after set-up"
 trap net_cleanup EXIT
 command -v ethtool >/dev/null || skip_all "ethtool not installed"
 
-# Current combined channels / RX ring / TX ring.
-channels() { ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}'; }
+# Current RX ring / TX ring size.
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
@@ -47,7 +46,7 @@ check_eq "ethtool -l: 8 maximum, 4 in use" "$(ethtool -l "$NETIF_A" | awk '/^Com
 
 ok=true
 ethtool -L "$NETIF_A" combined 2 || ok=false
-expect channels "$(channels)" 2 || ok=false
+expect channels "$(channels_in_use)" 2 || ok=false
 expect "TX queues in sysfs" "$(ls -d /sys/class/net/$NETIF_A/queues/tx-* | wc -l)" 2 || ok=false
 ping -c 3 -W 2 -q $IP_B >/dev/null || { echo "# no reply to ping"; ok=false; }
 check "ethtool -L combined 2: two queues in use, traffic flows" $ok
@@ -57,10 +56,10 @@ for bad in 0 9; do
 	ethtool -L "$NETIF_A" combined $bad 2>/dev/null && { echo "# combined $bad accepted"; ok=false; }
 done
 ethtool -L "$NETIF_A" rx 1 2>/dev/null && { echo "# separate rx channels accepted"; ok=false; }
-expect channels "$(channels)" 2 || ok=false
+expect channels "$(channels_in_use)" 2 || ok=false
 check "ethtool -L 0, 9 and rx-only refused, channels unchanged" $ok
 ethtool -L "$NETIF_A" combined 4
-check_eq "ethtool -L combined 4 restores" "$(channels)" 4
+check_eq "ethtool -L combined 4 restores" "$(channels_in_use)" 4
 
 check_eq "ethtool -g: RX ring 1024, TX ring 256, maximum 4096" \
 	"$(ring RX) $(ring TX) $(ethtool -g "$NETIF_A" | awk '$1 == "RX:" {print $2; exit}')" "1024 256 4096"
@@ -83,7 +82,7 @@ ethtool -L "$NETIF_A" combined 3
 ethtool -G "$NETIF_A" rx 256 tx 256
 ip link set "$NETIF_A" up
 wait_carrier "$NETIF_A" 1
-check_eq "changes while down take effect at up" "$(channels) $(ring TX)" "3 256"
+check_eq "changes while down take effect at up" "$(channels_in_use) $(ring TX)" "3 256"
 ethtool -L "$NETIF_A" combined 4
 check "traffic after all changes" ping -c 3 -W 2 -q $IP_B
 
@@ -114,7 +113,7 @@ ok=true
 ethtool -X "$NETIF_A" equal 5 2>/dev/null && { echo "# equal 5 accepted"; ok=false; }
 ethtool -L "$NETIF_A" combined 1 2>/dev/null && { echo "# combined 1 accepted under a table using queue 1"; ok=false; }
 expect "queues in the table" "$(rss_table | sort -u | tr '\n' ' ')" "0 1 " || ok=false
-expect channels "$(channels)" 4 || ok=false
+expect channels "$(channels_in_use)" 4 || ok=false
 check "ethtool -X equal 5 and -L 1 refused with the table in place" $ok
 
 key=$(python3 -c 'print(":".join(f"{i * 7 % 256:02x}" for i in range(40)))')

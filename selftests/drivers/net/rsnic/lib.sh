@@ -252,6 +252,11 @@ fresh_probe() {
 }
 netif_present() { [ -n "$(netif_of "$1")" ]; }
 
+# Combined channels of netdev $1 (card A's by default): the most it
+# offers, and how many are in use.
+channels_max() { ethtool -l "${1:-$NETIF_A}" | awk '/^Combined:/ {print $2; exit}'; }
+channels_in_use() { ethtool -l "${1:-$NETIF_A}" | awk '/^Combined:/ {v=$2} END {print v}'; }
+
 bound_count() { ls -d /sys/bus/pci/drivers/rsnic/0000:* 2>/dev/null | wc -l; }
 
 load_driver() { lsmod | grep -q '^rsnic ' || insmod "$RSNIC_KO"; }
@@ -496,7 +501,7 @@ agree() {
 		sleep 0.2
 	done
 	echo "# rtnl:   $a"
-	echo "# qstats: $b ($1; $(ethtool -l "$NETIF_A" | awk '/^Combined:/ && m {print $2 " of " m " queues in use"; exit} /^Combined:/ {m = $2}'))"
+	echo "# qstats: $b ($1; $(channels_in_use) of $(channels_max) queues in use)"
 	return 1
 }
 

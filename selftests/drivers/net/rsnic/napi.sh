@@ -29,7 +29,7 @@ ktap_header 8
 napi_count() { "$QSTATS" "$NETIF_A" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["napi_irq"]))'; }
 # linked_count: RX and TX queues that name a NAPI context.
 linked_count() { "$QSTATS" "$NETIF_A" | python3 -c 'import json,sys; print(sum(1 for v in json.load(sys.stdin)["queue_napi"].values() if v))'; }
-queues=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {n = $2} END {print n}')
+queues=$(channels_in_use)
 count=$(napi_count)
 echo "# $queues queues in use, $count NAPI contexts listed"
 check "one NAPI context per queue in use ($count)" test "$count" -eq "$queues"

@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 command -v iperf3 >/dev/null || bail_out "iperf3 not installed"
 [ -d "$KSFT/net/lib/py" ] || bail_out "no YNL library in $KSFT (qemu/build-ksft.sh)"
-channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}')
+channels=$(channels_in_use)
 ring=$(ethtool -g "$NETIF_A" | awk '/^RX:/ {v=$2} END {print v}')
 cleanup() {
 	kill $(jobs -p) 2>/dev/null

@@ -12,7 +12,7 @@ trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
 "$QSTATS" "$NETIF_A" >/dev/null || skip_all "netdev qstats not readable"
 # Every queue pair in use: an earlier file's channel count would leave
 # queues idle, whose counts qstats reports in the base, not per queue.
-max_channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2; exit}')
+max_channels=$(channels_max)
 ethtool -L "$NETIF_A" combined "$max_channels" 2>/dev/null
 iperf3_server 5201
 iperf3 -c $IP_B -p 5201 -t 2 -P 4 >/dev/null

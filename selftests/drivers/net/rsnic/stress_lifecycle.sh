@@ -77,7 +77,7 @@ op() { # name command...
 link_cycle() {
 	ip link set "$NETIF_A" down && ip link set "$NETIF_A" up && wait_carrier "$NETIF_A" 1
 }
-max_channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2; exit}')
+max_channels=$(channels_max)
 channels() { ethtool -L "$NETIF_A" combined $((round % max_channels + 1)); }
 rings() { ethtool -G "$NETIF_A" rx $((128 << (round % 3))) tx $((512 >> (round % 3))); }
 mtu() { ip link set "$NETIF_A" mtu $((round % 2 ? 1400 : 1500)); }

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 harness ping >/dev/null || skip_all "no harness control channel"
 # One queue pair, so the stuck queue is the one every sender uses.
-channels=$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {v=$2} END {print v}')
+channels=$(channels_in_use)
 ethtool -L "$NETIF_A" combined 1
 trap 'kill $(jobs -p) 2>/dev/null; ethtool -L "$NETIF_A" combined $channels; net_cleanup' EXIT
 
