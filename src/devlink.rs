@@ -3,8 +3,10 @@
 //! The devlink operations of a function (`crate::function::Function` is
 //! the instance's private data): `devlink dev info`, read from the card,
 //! and `devlink dev reload`, which tears down what the function runs and
-//! brings it up again with its settings kept. The port and health
-//! reporters are the NIC's (`nic::register`, `nic/health.rs`).
+//! brings it up again with its settings kept. The port and the `tx` and
+//! `completion` reporters are the NIC's (`nic::register`,
+//! `nic/health.rs`); `card` and `rdma` are the function's
+//! (`function/health.rs`).
 
 use kernel::{
     device::{Bound, Device},
@@ -14,21 +16,16 @@ use kernel::{
 };
 
 use crate::function::{self, Function};
-use crate::hw::{regs, FuncKind, PCI_DEVICE_ID_PF, PCI_DEVICE_ID_VF};
+use crate::hw::{regs, FuncKind, FwVersion, HwVersion, PCI_DEVICE_ID_PF, PCI_DEVICE_ID_VF};
 use crate::linux::{
     device,
     devlink::{DevlinkOps, InfoRequest, ReloadAction, VersionKind},
     irq::MsixVectors,
 };
 
-/// `major.minor.patch` of a packed version (bits 23:16, 15:8, 7:0).
-fn fw_string(v: u32) -> Result<CString> {
-    CString::try_from_fmt(fmt!(
-        "{}.{}.{}",
-        (v >> 16) & 0xff,
-        (v >> 8) & 0xff,
-        v & 0xff
-    ))
+/// `major.minor.patch`.
+fn fw_string(v: FwVersion) -> Result<CString> {
+    CString::try_from_fmt(fmt!("{}.{}.{}", v.major(), v.minor(), v.patch()))
 }
 
 #[vtable]
@@ -79,8 +76,8 @@ impl DevlinkOps for Function {
 
     fn info_get(data: &Self, req: &mut InfoRequest<'_>) -> Result {
         let card = data.regs().read(regs::CARD_ID)?;
-        let hw = data.regs().read(regs::HW_VERSION)?;
-        let fw = data.regs().read(regs::FW_VERSION)?;
+        let hw: HwVersion = data.regs().get()?;
+        let fw: FwVersion = data.regs().get()?;
         // All ones: the card is gone; report nothing rather than garbage.
         if data.regs().status().is_none() {
             return Err(EIO);
@@ -98,7 +95,7 @@ impl DevlinkOps for Function {
         req.version(
             VersionKind::Fixed,
             c"asic.rev",
-            &CString::try_from_fmt(fmt!("{}.{}", hw >> 16, hw & 0xffff))?,
+            &CString::try_from_fmt(fmt!("{}.{}", hw.major(), hw.minor()))?,
         )?;
         req.version(VersionKind::Running, c"fw", &fw_string(fw)?)
     }

@@ -8,7 +8,7 @@
 
 use kernel::{devres::Devres, io::Io, pci, prelude::*, sync::Arc};
 
-use crate::hw;
+use crate::hw::{self, register::Register, DevCtrl, DevStatus, QpDoorbell};
 
 /// BAR0 as mapped by the driver.
 pub(crate) type Bar0 = pci::Bar<'static, { hw::BAR0_SIZE }>;
@@ -37,6 +37,21 @@ impl Registers {
         bar.try_write32(value, reg)
     }
 
+    /// Reads the typed register `R`.
+    pub(crate) fn get<R: Register>(&self) -> Result<R> {
+        Ok(R::from_raw(self.read(R::OFFSET)?))
+    }
+
+    /// Writes the typed register `R`.
+    pub(crate) fn set<R: Register>(&self, value: R) -> Result {
+        self.write(R::OFFSET, value.into_raw())
+    }
+
+    /// Rings queue pair `qp`'s doorbell `db` with `value`.
+    pub(crate) fn doorbell(&self, qp: u16, db: QpDoorbell, value: u32) -> Result {
+        self.write(db.offset(qp), value)
+    }
+
     /// Writes a 64-bit bus address into a LO/HI register pair.
     pub(crate) fn write_addr(&self, lo: usize, hi: usize, addr: u64) -> Result {
         self.write(lo, addr as u32)?;
@@ -45,10 +60,16 @@ impl Registers {
 
     /// `DEV_STATUS`, or `None` if the card does not answer: the read
     /// failed, or read all ones (surprise removal, a wedged card).
-    pub(crate) fn status(&self) -> Option<u32> {
-        self.read(hw::regs::DEV_STATUS)
+    pub(crate) fn status(&self) -> Option<DevStatus> {
+        self.get::<DevStatus>()
             .ok()
-            .filter(|&status| status != u32::MAX)
+            .filter(|status| status.raw() != u32::MAX)
+    }
+
+    /// Resets the function (its state, queues, DMA); the card then
+    /// reads not ready until it is done.
+    pub(crate) fn reset_function(&self) -> Result {
+        self.set(DevCtrl::zero().with_reset(true))
     }
 
     /// The card's permanent MAC address.
@@ -67,6 +88,6 @@ pub(crate) struct ResetOnDrop(pub(crate) Arc<Registers>);
 impl Drop for ResetOnDrop {
     fn drop(&mut self) {
         // A card that is gone needs no reset; the write then fails.
-        let _ = self.0.write(hw::regs::DEV_CTRL, hw::ctrl::RESET);
+        let _ = self.0.reset_function();
     }
 }

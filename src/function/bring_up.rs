@@ -8,7 +8,10 @@
 
 use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
-use super::Function;
+use super::{
+    health::{CardReporters, FunctionEvents},
+    Function,
+};
 use crate::admin::AdminQueue;
 use crate::debugfs::{FunctionFiles, GftFiles};
 use crate::gft::Gft;
@@ -24,15 +27,20 @@ use crate::selftest::{self, SelfTestError, VectorIrq};
 
 /// A running function.
 ///
-/// Field order is drop order: `gft/` goes before the NIC (so no write
+/// Field order is drop order: the card's reporters go first (their
+/// recovery finds nothing running), `gft/` before the NIC (so no write
 /// reaches a GFT going away), the NIC stops its queues through the admin
 /// queue, then the card is reset, and only then is the admin queue's
 /// ring freed (the card stopped using it); last the function's debugfs
 /// directory.
 pub(crate) struct Loaded {
+    /// The `card` and (PF) `rdma` health reporters.
+    reporters: Arc<CardReporters>,
     /// PF: `gft/`.
     _gft_files: Option<Pin<KBox<GftFiles>>>,
     nic: NicRegistration,
+    /// PF: the GFT (the NIC's exception path, `gft/`, aging).
+    gft: Option<Arc<Gft>>,
     /// Quiesces the card once the NIC is gone (it may already be gone
     /// itself, which is fine).
     _reset: ResetOnDrop,
@@ -51,6 +59,16 @@ impl Loaded {
     /// The function's admin queue.
     pub(crate) fn admin(&self) -> &Arc<AdminQueue> {
         &self.admin
+    }
+
+    /// PF: the GFT.
+    pub(super) fn gft(&self) -> Option<&Arc<Gft>> {
+        self.gft.as_ref()
+    }
+
+    /// The `card` and `rdma` reporters.
+    pub(super) fn reporters(&self) -> &Arc<CardReporters> {
+        &self.reporters
     }
 
     /// What a reload keeps of the network device's settings.
@@ -133,18 +151,21 @@ pub(crate) fn bring_up(
         kind,
         devlink: DevlinkRef::new(instance),
         flow: gft.clone().map(|g| -> Arc<dyn FlowOffload> { g }),
-        events: function.rdma.clone(),
+        events: Arc::new(FunctionEvents::new(instance, &admin), GFP_KERNEL)?,
     };
     let nic = nic::register(pdev.as_ref(), parts, kept)?;
+    let reporters = CardReporters::new(instance, kind == FuncKind::Pf)?;
     let bond = (kind == FuncKind::Pf).then(|| nic.dev().data().bond().shared_state());
     let files = KBox::pin_init(
         FunctionFiles::new(pdev.as_ref().name(), regs.clone(), report, bond)?,
         GFP_KERNEL,
     )?;
-    let gft_files = gft.map(|g| GftFiles::new(&files, &g)).transpose()?;
+    let gft_files = gft.as_ref().map(|g| GftFiles::new(&files, g)).transpose()?;
     Ok(Loaded {
+        reporters,
         _gft_files: gft_files,
         nic,
+        gft,
         _reset: reset,
         admin,
         _files: files,

@@ -4,16 +4,21 @@
 //! of, as fbnic's `fbnic_dev` and mana's `gdma_context` are. [`Function`]
 //! is the devlink instance's private data; it owns the registers, and
 //! what the function runs ([`Loaded`], `bring_up.rs`): the admin queue,
-//! the GFT, the network device and the debugfs files. It keeps the
-//! settings a reload carries over and the RDMA half's auxiliary device.
+//! the GFT, the network device, the card's health reporters and the
+//! debugfs files. It keeps the settings a reload carries over and the
+//! RDMA half's auxiliary device, and watches the card (`health.rs`: the
+//! card gone or back, the function reset, GFT aging, the `card` and
+//! `rdma` reporters).
 //!
 //! Its clients name nothing above them: the NIC asks for what it needs
 //! through `crate::nic::{NicEvents, FlowOffload}`, the RDMA half through
-//! `crate::rdma::{RdmaParent, RdmaEvents}`; `clients.rs` implements them.
+//! `crate::rdma::{RdmaParent, RdmaEvents}`; `clients.rs` and `health.rs`
+//! implement them.
 //! `crate::devlink` has the devlink operations.
 
 mod bring_up;
 mod clients;
+mod health;
 
 use kernel::{
     device::Device,
@@ -23,15 +28,28 @@ use kernel::{
 };
 
 use crate::hw::FuncKind;
-use crate::linux::devlink::Registration;
+use crate::linux::{devlink::Registration, work::PinnedWork};
 use crate::nic::KeptConfig;
 use crate::regs::Registers;
 pub(crate) use bring_up::{bring_up, refuse, Loaded};
+use health::{CardHealth, REBIND_WORK, WATCH_WORK};
 
 /// The driver state of a function, in its devlink instance: what the
-/// function runs, which a reload replaces.
+/// function runs, which a reload replaces, and the watch over its card.
+///
+/// Field order is drop order: the works come first, so each is disabled
+/// before anything it uses goes away.
 #[pin_data]
 pub(crate) struct Function {
+    /// The card watch, GFT aging and fault reports (`health.rs`).
+    #[pin]
+    watch_work: PinnedWork<Function, WATCH_WORK>,
+    /// Binds the RDMA half afresh after a function reset.
+    #[pin]
+    rebind_work: PinnedWork<Function, REBIND_WORK>,
+    /// The card's faults and counters.
+    #[pin]
+    health: CardHealth,
     regs: Arc<Registers>,
     kind: FuncKind,
     /// MSI-X vectors allocated at probe; they stay until unbind.
@@ -85,6 +103,9 @@ impl Function {
             GFP_KERNEL,
         )?;
         Ok(pin_init!(Self {
+            watch_work <- PinnedWork::new(),
+            rebind_work <- PinnedWork::new(),
+            health <- CardHealth::new(),
             regs,
             kind,
             vectors,
@@ -98,6 +119,7 @@ impl Function {
     /// Probe: what the function runs.
     pub(crate) fn set_loaded(&self, loaded: Loaded) -> Result {
         *self.loaded.lock() = Some(KBox::new(loaded, GFP_KERNEL)?);
+        self.start_watch();
         Ok(())
     }
 
@@ -110,7 +132,12 @@ impl Function {
     /// [`crate::rdma::RdmaParent::attach`]), so dropping it under `loaded`
     /// could deadlock with a recovery in flight (lockdep caught it in
     /// `fault_removal.sh`'s rmmod with a gone card).
+    ///
+    /// The works are stopped first: a run in progress may hold the last
+    /// reference to the instance (through the reporters), and must not
+    /// drop it from inside the work its drop waits for.
     fn unload(&self) {
+        self.stop_works();
         let loaded = self.loaded.lock().take();
         drop(loaded);
         let rdma_aux = self.rdma.device.lock().take();

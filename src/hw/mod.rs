@@ -15,6 +15,8 @@
 
 #[macro_use]
 pub mod layout;
+#[macro_use]
+pub mod register;
 
 #[macro_use]
 pub mod admin;
@@ -221,6 +223,90 @@ pub mod status {
     pub const READY: u32 = 1 << 0;
 }
 
+register! {
+    /// [`regs::DEV_CTRL`].
+    DevCtrl @ regs::DEV_CTRL {
+        /// Write 1: reset the function to its power-on state.
+        /// Self-clearing.
+        0:0 reset / with_reset: bool,
+    }
+}
+
+register! {
+    /// [`regs::DEV_STATUS`].
+    DevStatus @ regs::DEV_STATUS {
+        /// The function finished reset and accepts commands.
+        0:0 ready: bool,
+    }
+}
+
+register! {
+    /// [`regs::LINK_STATUS`].
+    LinkStatus @ regs::LINK_STATUS {
+        /// The cable is connected at both ends.
+        0:0 up: bool,
+    }
+}
+
+register! {
+    /// [`regs::HW_VERSION`]: the interface version.
+    HwVersion @ regs::HW_VERSION {
+        /// Major: the driver refuses a card whose major differs.
+        31:16 major: u16,
+        /// Minor: additions a driver may ignore.
+        15:0 minor: u16,
+    }
+}
+
+register! {
+    /// [`regs::FW_VERSION`]: the firmware version.
+    FwVersion @ regs::FW_VERSION {
+        /// Major.
+        23:16 major: u8,
+        /// Minor.
+        15:8 minor: u8,
+        /// Patch.
+        7:0 patch: u8,
+    }
+}
+
+/// A queue pair's doorbells, in its block at [`regs::QP_DOORBELLS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpDoorbell {
+    /// [`regs::DB_TX_TAIL`].
+    TxTail,
+    /// [`regs::DB_RX_TAIL`].
+    RxTail,
+    /// [`regs::DB_CQ_HEAD`], written as a [`CqHead`].
+    CqHead,
+    /// [`regs::DB_STREAM_HEAD`].
+    StreamHead,
+}
+
+impl QpDoorbell {
+    /// Byte offset in BAR0 of queue pair `qp`'s doorbell.
+    pub const fn offset(self, qp: u16) -> usize {
+        let reg = match self {
+            Self::TxTail => regs::DB_TX_TAIL,
+            Self::RxTail => regs::DB_RX_TAIL,
+            Self::CqHead => regs::DB_CQ_HEAD,
+            Self::StreamHead => regs::DB_STREAM_HEAD,
+        };
+        regs::QP_DOORBELLS + qp as usize * regs::QP_DOORBELL_STRIDE + reg
+    }
+}
+
+register! {
+    /// The value of a [`QpDoorbell::CqHead`] write.
+    CqHead {
+        /// The next entry the driver will read.
+        30:0 head / with_head: u32,
+        /// [`CQ_ARM`]: raise the pair's vector at the next completion
+        /// (or at once if completions are already pending).
+        31:31 arm / with_arm: bool,
+    }
+}
+
 wire_enum! {
     /// Kind of a PCI function, as read from [`regs::FUNC_KIND`].
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,5 +352,26 @@ mod tests {
         assert_eq!(lo, 0x3322_1102);
         assert_eq!(hi, 0x5544);
         assert_eq!(mac_from_regs(lo, hi), mac);
+    }
+
+    #[test]
+    fn typed_registers_match_the_bits() {
+        use register::Register;
+        assert_eq!(DevCtrl::zero().with_reset(true).raw(), ctrl::RESET);
+        assert!(DevStatus::from_raw(status::READY).ready());
+        assert!(!DevStatus::from_raw(!status::READY).ready());
+        assert!(LinkStatus::from_raw(link::UP).up());
+        let fw = FwVersion::from_raw(0x0001_0203);
+        assert_eq!((fw.major(), fw.minor(), fw.patch()), (1, 2, 3));
+        let hw = HwVersion::from_raw(HW_VERSION | 7);
+        assert_eq!((hw.major(), hw.minor()), (1, 7));
+        let cq = CqHead::zero().with_head(0x1234).with_arm(true);
+        assert_eq!(cq.raw(), 0x1234 | CQ_ARM);
+        assert_eq!(cq.with_arm(false).raw(), 0x1234);
+        // A head too wide for its field does not reach the arm bit.
+        assert!(!CqHead::zero().with_head(u32::MAX).arm());
+        assert_eq!(register::mask(31, 0), u32::MAX);
+        assert_eq!(QpDoorbell::CqHead.offset(2), regs::QP_DOORBELLS + 2 * 0x10 + 0x8);
+        assert_eq!(DevStatus::OFFSET, regs::DEV_STATUS);
     }
 }

@@ -28,6 +28,7 @@ pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod sync;
 pub(crate) mod uapi;
+pub(crate) mod work;
 
 /// `-EOPNOTSUPP` ("operation not supported") as C callbacks return it;
 /// the `kernel` crate's error codes do not include it.

@@ -133,11 +133,9 @@ impl EthtoolOps for Nic {
             nic.admin.timeouts.load(Relaxed),
         );
         sink.stat(format_args!("admin_errors"), nic.admin.errors.load(Relaxed));
-        sink.stat(
-            format_args!("device_resets"),
-            nic.device_resets.load(Relaxed),
-        );
-        sink.stat(format_args!("card_lost"), nic.card_lost.load(Relaxed));
+        let card = nic.events.counters();
+        sink.stat(format_args!("device_resets"), card.function_resets);
+        sink.stat(format_args!("card_lost"), card.card_lost);
         if nic.kind == FuncKind::Pf {
             let (present, datapath_vf, switches) = nic.bond.state();
             sink.stat(format_args!("vf_present"), u64::from(present));

@@ -8,13 +8,28 @@ use kernel::prelude::*;
 
 use crate::linux::net::skbuff::SkBuff;
 
-/// The function's side of events the NIC notices.
+/// The function's side of what the NIC notices: the function owns the
+/// card's reset and its counters.
 pub(crate) trait NicEvents: Send + Sync {
-    /// The card's function was reset: everything the card held for the
-    /// function's other parts (its RDMA engine's GIDs, QPs, CQs, MRs) is
-    /// gone. Called from the NIC's work item, in process context, with
-    /// no lock held; may sleep.
-    fn card_was_reset(&self, nic_name: &CStr);
+    /// The card's state is unknown (`lost_command`: it lost track of an
+    /// admin command; else it came back without its state): the function
+    /// resets it, waits until it is ready and starts its admin queue
+    /// again. What the card held for the NIC (queue pairs, MAC, RX
+    /// filter) is the NIC's to give back; the function's other parts
+    /// (the RDMA half, the GFT) are restored by the function. Process
+    /// context, under RTNL; may sleep.
+    fn reset_function(&self, lost_command: bool) -> Result;
+
+    /// The function's counters of the card, for `ethtool -S`.
+    fn counters(&self) -> CardCounters;
+}
+
+/// What the function counted of its card.
+pub(crate) struct CardCounters {
+    /// Function resets for a command the card lost.
+    pub(crate) function_resets: u64,
+    /// Times the card stopped answering.
+    pub(crate) card_lost: u64,
 }
 
 /// A PF's flow table (the GFT) as its NIC's data path and work items use
@@ -29,9 +44,6 @@ pub(crate) trait FlowOffload: Send + Sync {
     /// handing each frame to send back to the card to `reinject`, which
     /// says whether it was sent. Returns whether more are queued.
     fn decide_exceptions(&self, budget: u32, reinject: &mut dyn FnMut(SkBuff) -> bool) -> bool;
-
-    /// Periodic aging of idle flows (the health check, while up).
-    fn age(&self);
 
     /// A function reset cleared the card's table: configure it again.
     fn restore(&self);

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The NIC's devlink health reporters, over the recovery it already had:
-//! `tx` (a TX queue the watchdog found stuck), `completion` (completions
-//! out of step with their ring), `card` (an admin command the card
-//! lost, the card gone, the card back) and, on a PF, `rdma` (QPs the
-//! card's RDMA engine failed).
+//! `tx` (a TX queue the watchdog found stuck) and `completion`
+//! (completions out of step with their ring, lost interrupts). The card
+//! as a whole has the function's reporters (`crate::function`).
 //!
 //! A fault is noticed where it happens (the TX watchdog, NAPI, the
-//! health check, an admin command), which asks for a recovery and
+//! health check), which asks for a recovery and
 //! schedules the report work. That work reports the fault without RTNL
 //! (the devlink core takes its instance lock, then our recovery takes
 //! RTNL), and the core counts it, keeps a dump, and calls `recover`
@@ -18,10 +17,7 @@ use core::marker::PhantomData;
 
 use kernel::{
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
+    sync::Arc,
     time::{Instant, Monotonic},
 };
 
@@ -29,7 +25,6 @@ use super::{
     queue::{PairSnapshot, ResetCause},
     Nic,
 };
-use crate::hw::regs;
 use crate::linux::{
     devlink::{DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable},
     net::{
@@ -50,124 +45,21 @@ pub(crate) struct QueueFault {
     at_fault: PairSnapshot,
 }
 
-/// What happened to the card.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CardFault {
-    /// The card failed an admin command; it changed nothing, and the
-    /// operation that sent it failed cleanly.
-    AdminError,
-    /// An admin command went unanswered; the operation that found it
-    /// reset the function and restored what it needed.
-    AdminTimeout,
-    /// The card stopped answering: the device is detached.
-    Gone,
-    /// It answers again, with all its state lost.
-    Back,
-}
-
-impl CardFault {
-    const ALL: [Self; 4] = [Self::AdminError, Self::AdminTimeout, Self::Gone, Self::Back];
-
-    fn bit(self) -> u32 {
-        match self {
-            Self::AdminError => 8,
-            Self::AdminTimeout => 1,
-            Self::Gone => 2,
-            Self::Back => 4,
-        }
-    }
-
-    fn name(self) -> &'static CStr {
-        match self {
-            Self::AdminError => c"admin command failed",
-            Self::AdminTimeout => c"admin command unanswered, function reset",
-            Self::Gone => c"card not answering",
-            Self::Back => c"card answering again",
-        }
-    }
-}
-
-/// The card's fault, as reported, with its registers then.
-pub(crate) struct CardReport {
-    fault: CardFault,
-    at_fault: CardSnapshot,
-}
-
-/// The card's registers and the driver's counters about it.
-#[derive(Clone, Copy)]
-struct CardSnapshot {
-    /// `DEV_STATUS`; `None`: read all ones (the card is not answering).
-    status: Option<u32>,
-    hw_version: u32,
-    fw_version: u32,
-    link_status: u32,
-    admin_head: u32,
-    admin_lost_track: bool,
-    device_resets: u64,
-    card_lost: u64,
-}
-
-/// QP fatal events of the card's RDMA engine, as the PF's NIC hears of
-/// them from the RDMA half's event queue.
-pub(crate) struct RdmaQpFaults {
-    /// Events heard of (free running).
-    seen: Atomic<u64>,
-    /// Events reported.
-    reported: Atomic<u64>,
-    /// The QP of the latest.
-    last_qpn: Atomic<u32>,
-}
-
-impl RdmaQpFaults {
-    pub(crate) fn new() -> Self {
-        Self {
-            seen: Atomic::new(0),
-            reported: Atomic::new(0),
-            last_qpn: Atomic::new(0),
-        }
-    }
-}
-
-/// QPs that failed since the last report, as reported.
-pub(crate) struct RdmaQpFault {
-    /// How many.
-    qps: u64,
-    /// The last of them.
-    last_qpn: u32,
-    /// All QP fatal events so far.
-    total: u64,
-}
-
 /// The reporters.
 pub(crate) struct NicHealth {
     tx: HealthReporter<TxReporter>,
     completion: HealthReporter<CompletionReporter>,
-    card: HealthReporter<CardReporter>,
-    /// PF only: the RDMA engine lives there.
-    rdma: Option<HealthReporter<RdmaReporter>>,
 }
 
 static TX_REPORTER: HealthReporterVTable<TxReporter> = HealthReporterVTable::new();
 static COMPLETION_REPORTER: HealthReporterVTable<CompletionReporter> = HealthReporterVTable::new();
-static CARD_REPORTER: HealthReporterVTable<CardReporter> = HealthReporterVTable::new();
-static RDMA_REPORTER: HealthReporterVTable<RdmaReporter> = HealthReporterVTable::new();
 
 impl NicHealth {
-    /// The reporters of the NIC `dev` on `devlink`; `rdma` too for a PF.
-    pub(crate) fn new(devlink: &DevlinkRef, dev: NetDevRef<Nic>, rdma: bool) -> Result<Self> {
-        let rdma = match rdma {
-            true => Some(HealthReporter::new(
-                devlink.clone(),
-                &RDMA_REPORTER,
-                dev.clone(),
-            )?),
-            false => None,
-        };
+    /// The reporters of the NIC `dev` on `devlink`.
+    pub(crate) fn new(devlink: &DevlinkRef, dev: NetDevRef<Nic>) -> Result<Self> {
         Ok(Self {
-            rdma,
             tx: HealthReporter::new(devlink.clone(), &TX_REPORTER, dev.clone())?,
-            completion: HealthReporter::new(devlink.clone(), &COMPLETION_REPORTER, dev.clone())?,
-            card: HealthReporter::new(devlink.clone(), &CARD_REPORTER, dev)?,
+            completion: HealthReporter::new(devlink.clone(), &COMPLETION_REPORTER, dev)?,
         })
     }
 
@@ -179,41 +71,7 @@ impl NicHealth {
     }
 }
 
-/// Card faults noticed, not yet reported ([`CardFault::bit`]s).
-pub(crate) struct PendingCardFaults(Atomic<u32>);
-
-impl PendingCardFaults {
-    pub(crate) fn new() -> Self {
-        Self(Atomic::new(0))
-    }
-
-    fn add(&self, fault: CardFault) {
-        let mut old = self.0.load(Relaxed);
-        while let Err(now) = self.0.cmpxchg(old, old | fault.bit(), Relaxed) {
-            old = now;
-        }
-    }
-
-    fn take(&self) -> u32 {
-        self.0.xchg(0, Relaxed)
-    }
-}
-
 impl Nic {
-    /// The card's RDMA engine failed QP `qpn` (its user was told): notes it
-    /// for the `rdma` reporter and schedules the report. Any context.
-    pub(crate) fn rdma_qp_failed(&self, qpn: u32) {
-        self.rdma_faults.last_qpn.store(qpn, Relaxed);
-        self.rdma_faults.seen.fetch_add(1, Relaxed);
-        self.health_work.schedule();
-    }
-
-    /// Notes a card fault for the report work and schedules it.
-    pub(super) fn card_fault(&self, fault: CardFault) {
-        self.card_faults.add(fault);
-        self.health_work.schedule();
-    }
-
     /// The reporters, once the device is registered.
     fn health(&self) -> Option<Arc<NicHealth>> {
         self.health.lock().clone()
@@ -233,20 +91,6 @@ impl Nic {
         }
         if let Some(health) = self.health() {
             health.queues_rebuilt();
-        }
-    }
-
-    fn card_snapshot(&self) -> CardSnapshot {
-        let read = |r| self.regs.read(r).unwrap_or(u32::MAX);
-        CardSnapshot {
-            status: self.regs.status(),
-            hw_version: read(regs::HW_VERSION),
-            fw_version: read(regs::FW_VERSION),
-            link_status: read(regs::LINK_STATUS),
-            admin_head: read(regs::AQ_HEAD),
-            admin_lost_track: self.admin.lost_track(),
-            device_resets: self.device_resets.load(Relaxed),
-            card_lost: self.card_lost.load(Relaxed),
         }
     }
 
@@ -281,46 +125,13 @@ impl DeviceWork<HEALTH_WORK> for Nic {
     /// after it.
     type Lock = NoLock;
 
-    /// Reports the card faults noticed, then each queue pair asking for a
-    /// reset once its backoff allows (a pair failing again soon waits
+    /// Reports each queue pair asking for a reset once its backoff allows (a pair failing again soon waits
     /// longer, up to 5 s).
     fn run(dev: &NetDev<Self>, _: &NoLock) {
         let nic = dev.data();
         let Some(health) = nic.health() else {
             return;
         };
-        let faults = nic.card_faults.take();
-        for fault in CardFault::ALL {
-            if faults & fault.bit() != 0 {
-                let report = CardReport {
-                    fault,
-                    at_fault: nic.card_snapshot(),
-                };
-                let _ = health
-                    .card
-                    .report(fmt!("{}: {}", dev.name(), fault.name()), &report);
-            }
-        }
-        if let Some(rdma) = &health.rdma {
-            let seen = nic.rdma_faults.seen.load(Relaxed);
-            let before = nic.rdma_faults.reported.xchg(seen, Relaxed);
-            if seen != before {
-                let fault = RdmaQpFault {
-                    qps: seen.wrapping_sub(before),
-                    last_qpn: nic.rdma_faults.last_qpn.load(Relaxed),
-                    total: seen,
-                };
-                let _ = rdma.report(
-                    fmt!(
-                        "{}: {} RDMA QP(s) failed, the last QP {}",
-                        dev.name(),
-                        fault.qps,
-                        fault.last_qpn
-                    ),
-                    &fault,
-                );
-            }
-        }
         let now = Instant::<Monotonic>::now();
         let mut next_ms: Option<u32> = None;
         for q in nic.queues.iter() {
@@ -500,112 +311,3 @@ impl PairView for CompletionView {
 
 type TxReporter = QueueReporter<TxView>;
 type CompletionReporter = QueueReporter<CompletionView>;
-
-fn put_card(fmsg: &mut Fmsg<'_>, s: &CardSnapshot) {
-    fmsg.bool(c"answering", s.status.is_some())
-        .u32(c"status", s.status.unwrap_or(u32::MAX))
-        .u32(c"hw_version", s.hw_version)
-        .u32(c"fw_version", s.fw_version)
-        .u32(c"link_status", s.link_status)
-        .u32(c"admin_head", s.admin_head)
-        .bool(c"admin_lost_track", s.admin_lost_track)
-        .u64(c"function_resets", s.device_resets)
-        .u64(c"card_lost", s.card_lost);
-}
-
-/// `card`: the card as a whole. An admin command it did not answer is
-/// recovered by the operation that found it (it resets the function and
-/// restores the state); a card gone has the device detached; a card back
-/// is reset and restored, queues and all.
-struct CardReporter;
-
-#[vtable]
-impl HealthReporterOps for CardReporter {
-    const NAME: &'static CStr = c"card";
-    type Owner = NetDevRef<Nic>;
-    type Fault = CardReport;
-
-    fn recover(owner: &Self::Owner, fault: Option<&CardReport>) -> Result {
-        let dev = owner.get();
-        let nic = dev.data();
-        match fault.map(|f| f.fault) {
-            // Nothing to do: the command failed and changed nothing.
-            Some(CardFault::AdminError) => Ok(()),
-            // Nothing left to do: the function was reset and restored.
-            Some(CardFault::AdminTimeout) => Ok(()),
-            // Detached; the health check watches for its return.
-            Some(CardFault::Gone) => Ok(()),
-            Some(CardFault::Back) | None => {
-                if nic.regs.status().is_none() {
-                    return Err(EIO);
-                }
-                let rtnl = rtnl::lock();
-                nic.reset_and_restore(dev, &rtnl);
-                Ok(())
-            }
-        }
-    }
-
-    fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&CardReport>) -> Result {
-        if let Some(report) = fault {
-            fmsg.object(c"fault", |f| {
-                f.str(c"what", report.fault.name());
-                put_card(f, &report.at_fault);
-            });
-        }
-        fmsg.object(c"now", |f| put_card(f, &owner.get().data().card_snapshot()));
-        Ok(())
-    }
-
-    fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_card(fmsg, &owner.get().data().card_snapshot());
-        Ok(())
-    }
-}
-
-/// The RDMA engine as the NIC knows it: the card answering, QP fatal
-/// events heard of, the last failed QP.
-fn put_rdma(fmsg: &mut Fmsg<'_>, nic: &Nic) {
-    fmsg.bool(c"answering", nic.regs.status().is_some())
-        .u64(c"qp_fatal_events", nic.rdma_faults.seen.load(Relaxed))
-        .u32(c"last_failed_qpn", nic.rdma_faults.last_qpn.load(Relaxed));
-}
-
-/// `rdma`: QPs the card's RDMA engine failed by itself (a NAK, a
-/// protection or length error, retries exhausted), which the engine
-/// announces with a QP fatal event. The QP's user hears of it from
-/// ib_core (`IB_EVENT_QP_FATAL`) and re-creates the QP, as nvme-rdma
-/// reconnects; the engine itself needs nothing, so recovery checks that
-/// the card still answers.
-struct RdmaReporter;
-
-#[vtable]
-impl HealthReporterOps for RdmaReporter {
-    const NAME: &'static CStr = c"rdma";
-    type Owner = NetDevRef<Nic>;
-    type Fault = RdmaQpFault;
-
-    fn recover(owner: &Self::Owner, _fault: Option<&RdmaQpFault>) -> Result {
-        match owner.get().data().regs.status() {
-            Some(_) => Ok(()),
-            None => Err(EIO),
-        }
-    }
-
-    fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&RdmaQpFault>) -> Result {
-        if let Some(f) = fault {
-            fmsg.object(c"fault", |o| {
-                o.u64(c"qps_failed", f.qps)
-                    .u32(c"last_failed_qpn", f.last_qpn)
-                    .u64(c"qp_fatal_events", f.total);
-            });
-        }
-        fmsg.object(c"now", |o| put_rdma(o, owner.get().data()));
-        Ok(())
-    }
-
-    fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_rdma(fmsg, owner.get().data());
-        Ok(())
-    }
-}

@@ -12,7 +12,7 @@ use kernel::{
 };
 
 use super::Nic;
-use crate::hw::{self, regs};
+use crate::hw::{self, LinkStatus};
 use crate::linux::{irq::IrqHandler, net::netdev::NetDevRef};
 use crate::regs::Registers;
 use crate::selftest::IrqCount;
@@ -43,8 +43,8 @@ impl AdminIrq {
         // must leave it off even for a card gone, or the health check
         // could drop it after `unregister_netdev` (which stops the
         // device first), queueing a link event for a freed device.
-        let up = match self.regs.read(regs::LINK_STATUS) {
-            Ok(v) if v != u32::MAX => v & hw::link::UP != 0,
+        let up = match self.regs.get::<LinkStatus>() {
+            Ok(v) if v.raw() != u32::MAX => v.up(),
             _ => {
                 if !running {
                     dev.carrier_off();

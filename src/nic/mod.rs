@@ -6,16 +6,19 @@
 //!
 //! One file per surface, as fbnic and mana do it: registration and the
 //! card-facing configuration here, the net device operations in
-//! `netdev.rs`, ethtool in `ethtool.rs`, health checks and resets in
-//! `recovery.rs`, the devlink health reporters in `health.rs`, native XDP
+//! `netdev.rs`, ethtool in `ethtool.rs`, queue health checks and resets
+//! in `recovery.rs`, the `tx` and `completion` health reporters in
+//! `health.rs`, the admin vector and link state in `link.rs`, native XDP
 //! in `xdp.rs`, `ethtool -N` steering in `steering.rs`, the queue pairs in
 //! `queue/` (with `tx.rs`, `rx.rs`, `stream.rs`), the VF bond in
 //! `bond.rs`.
 //!
 //! The NIC is a client of its function (`crate::function`), which owns
-//! the admin queue, the GFT and the RDMA half: what the NIC needs of them
-//! it asks through the traits of `events.rs`, which the function
-//! implements.
+//! the admin queue, the GFT, the RDMA half, the card watch and the
+//! function reset: what the NIC needs of them it asks through the traits
+//! of `events.rs`, which the function implements; the function tells the
+//! NIC of a card gone ([`Nic::card_gone`]) or back
+//! ([`Nic::reset_and_restore`]).
 
 pub(crate) mod bond;
 mod ethtool;
@@ -37,11 +40,12 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
-    time::{delay::fsleep, Delta},
 };
 
 use crate::admin::{AdminError, AdminQueue};
-use crate::hw::{self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind};
+use crate::hw::{
+    self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind, FwVersion,
+};
 use crate::linux::{
     devlink::{DevlinkRef, Port, PortFlavour},
     dma::{DmaBuffer, DmaDevice},
@@ -61,11 +65,11 @@ use crate::linux::{
 };
 use crate::regs::Registers;
 use bond::Bond;
-pub(crate) use events::{FlowOffload, NicEvents};
-use health::{NicHealth, PendingCardFaults, RdmaQpFaults, HEALTH_WORK};
+pub(crate) use events::{CardCounters, FlowOffload, NicEvents};
+use health::{NicHealth, HEALTH_WORK};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
-use recovery::{CardWatch, EVENTS_WORK, GFT_WORK};
+use recovery::GFT_WORK;
 use ring::RingSize;
 use steering::Steering;
 
@@ -116,9 +120,6 @@ impl Config {
     }
 }
 
-/// How long a function reset may take, in milliseconds.
-const RESET_POLLS: u32 = 100;
-
 /// The synthetic NIC's driver state, in its net device's private area.
 ///
 /// Field order is drop order: work items first, interrupt handlers
@@ -136,33 +137,15 @@ pub(crate) struct Nic {
     /// PF: decides the GFT exceptions NAPI queued.
     #[pin]
     gft_work: NetDevWork<Nic, GFT_WORK>,
-    /// Tells the function of a function reset (which rebinds its RDMA
-    /// half).
-    #[pin]
-    events_work: NetDevWork<Nic, EVENTS_WORK>,
     /// The devlink health reporters (set once the device is registered).
     /// Destroying them waits for their callbacks, which use the rest
     /// (and may schedule the works, which then do nothing).
     #[pin]
     health: Mutex<Option<Arc<NicHealth>>>,
-    /// Card faults noticed and not reported yet.
-    card_faults: PendingCardFaults,
-    /// PF: RDMA QPs the card failed, for the `rdma` reporter.
-    rdma_faults: RdmaQpFaults,
-    /// Admin commands the card failed, as last reported.
-    admin_errors_reported: Atomic<u64>,
     /// This device, for the reporters.
     handle: NetDevRef<Nic>,
-    /// The function this NIC belongs to.
+    /// The function this NIC belongs to: it resets the card.
     events: Arc<dyn NicEvents>,
-    /// Times the whole function was reset (the card lost track of an
-    /// admin command).
-    device_resets: Atomic<u64>,
-    /// Times the card stopped answering (the health check found it gone).
-    card_lost: Atomic<u64>,
-    /// Whether the card answers, as the health check sees it.
-    #[pin]
-    card_watch: Mutex<CardWatch>,
     admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
     queue_irqs: KVec<Pin<KBox<IrqHandlerRegistration<QueueIrq>>>>,
     queues: KVec<Arc<QueueVector>>,
@@ -316,7 +299,7 @@ pub(crate) fn register(
             },
         )?),
     };
-    let fw = regs.read(regs::FW_VERSION)?.to_be_bytes();
+    let fw: FwVersion = regs.get()?;
     let mut bus_info = [0u8; 16];
     let name = pdev.name().to_bytes();
     let n = name.len().min(bus_info.len() - 1);
@@ -371,17 +354,10 @@ pub(crate) fn register(
             Ok(try_pin_init!(Nic {
             health <- new_mutex!(None),
             health_work <- NetDevWork::new(dev.clone()),
-            card_faults: PendingCardFaults::new(),
-            rdma_faults: RdmaQpFaults::new(),
-            admin_errors_reported: Atomic::new(0),
             handle: dev.clone(),
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
-            events_work <- NetDevWork::new(dev.clone()),
             events,
-            device_resets: Atomic::new(0),
-            card_lost: Atomic::new(0),
-            card_watch <- new_mutex!(CardWatch::default()),
             admin_irq,
             queue_irqs,
             queues,
@@ -397,7 +373,7 @@ pub(crate) fn register(
             xdp: XdpProgSlot::new(),
             rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
             rx_filter_mc: Atomic::new(0),
-            fw_version: [fw[1], fw[2], fw[3]],
+            fw_version: [fw.major(), fw.minor(), fw.patch()],
             bus_info,
             block_mem,
             config <- new_mutex!(config),
@@ -407,11 +383,7 @@ pub(crate) fn register(
         },
     )?;
     let nic = registration.dev().data();
-    nic.set_health(NicHealth::new(
-        &devlink,
-        nic.handle.clone(),
-        kind == FuncKind::Pf,
-    )?)?;
+    nic.set_health(NicHealth::new(&devlink, nic.handle.clone())?)?;
     if let Some(k) = kept {
         k.apply(registration.dev());
     }
@@ -748,45 +720,28 @@ impl Nic {
     }
 
     /// [`Self::quiesce_card`]; `fault`: the reset is for a command the card
-    /// lost (counted and reported to the `card` health reporter), not
-    /// one the driver asked for (the card came back without its state).
+    /// lost (the function counts it and reports it to the `card` health
+    /// reporter), not one the driver asked for (the card came back without
+    /// its state).
     pub(super) fn quiesce_card_for(&self, dev: &NetDev<Self>, rtnl: &Rtnl, fault: bool) {
         if !self.admin.lost_track() {
             return;
         }
         if fault {
-            bump(&self.device_resets, 1);
             pr_warn!(
                 "{}: card lost track of an admin command, resetting the function\n",
                 dev.name()
             );
-            self.card_fault(health::CardFault::AdminTimeout);
         }
-        if let Err(e) = self.reset_function(dev, rtnl) {
+        if let Err(e) = self.reset_function(dev, rtnl, fault) {
             pr_err!("{}: function reset failed: {:?}\n", dev.name(), e);
         }
-        // The card's RDMA engine was reset too: the function rebinds
-        // its RDMA half.
-        self.events_work.schedule();
     }
 
-    fn reset_function(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
-        self.regs.write(regs::DEV_CTRL, hw::ctrl::RESET)?;
-        let mut ready = false;
-        for _ in 0..RESET_POLLS {
-            ready = self
-                .regs
-                .status()
-                .is_some_and(|status| status & hw::status::READY != 0);
-            if ready {
-                break;
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        if !ready {
-            return Err(ETIMEDOUT);
-        }
-        self.admin.restart()?;
+    /// Has the function reset the card, then gives back what the card
+    /// held for the NIC: its MAC, RX filter and (PF) the VF data path.
+    fn reset_function(&self, dev: &NetDev<Self>, rtnl: &Rtnl, fault: bool) -> Result {
+        self.events.reset_function(fault)?;
         self.admin.run(AdminCmd::SetMac {
             mac: dev.addr(rtnl),
         })?;

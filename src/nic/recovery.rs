@@ -2,21 +2,17 @@
 
 //! Recovery: when to reset a queue pair and how to tell a lost interrupt
 //! (the policy), and the device's work items that carry it out: the
-//! periodic health check of the card and its queue pairs, queue pair and
-//! function resets, and the GFT exception work.
+//! periodic health check of its queue pairs, queue pair resets, the
+//! restore after a function reset, and the GFT exception work. The card
+//! as a whole is the function's to watch (`crate::function`).
 
 use kernel::{
     prelude::*,
-    sync::atomic::Relaxed,
     time::{Delta, Instant, Monotonic},
 };
 
 use super::bond;
-use super::{
-    health::CardFault,
-    queue::{bump, ResetCause},
-    Nic,
-};
+use super::{queue::ResetCause, Nic};
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
@@ -25,21 +21,11 @@ use crate::linux::net::{
 
 /// [`crate::linux::net::work::NetDevWork`] id of the GFT exception work.
 pub(super) const GFT_WORK: u8 = 1;
-/// [`crate::linux::net::work::NetDevWork`] id of the work that tells the
-/// function of a function reset.
-pub(super) const EVENTS_WORK: u8 = 2;
 /// GFT exceptions one run of the work decides before it yields.
 const GFT_WORK_BUDGET: u32 = 256;
 
 /// How often the device's health check runs while it is up, in ms.
 pub(crate) const HEALTH_CHECK_MS: u32 = 1000;
-/// How long the card must read all ones before it counts as gone, in
-/// ms, so that a glitch (a read during a reset, a fault held briefly)
-/// is not taken for a removal: two and a half health periods, so the
-/// third periodic check after the first miss finds it gone even if it
-/// ran a little early relative to the first, and a fault a test holds
-/// for a second or so on a slow (debug) kernel is still a glitch.
-const CARD_GONE_MS: i64 = 5 * HEALTH_CHECK_MS as i64 / 2;
 
 /// Wait before a reset that follows another one closely.
 const FIRST_BACKOFF_MS: i64 = 100;
@@ -135,65 +121,23 @@ impl Default for ResetBackoff {
     }
 }
 
-/// What the health check learnt about the card as a whole.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CardChange {
-    /// As before.
-    Same,
-    /// It stopped answering (surprise removal, or wedged).
-    Gone,
-    /// It answers again after being gone (it lost all its state).
-    Back,
-}
-
-/// Whether the card answers register reads, as the health check sees it:
-/// gone once every check for [`CARD_GONE_MS`] read all ones (one may be
-/// a glitch, such as a read during a reset), back at the first good
-/// read. Time, not a count of checks: other events (a VF to sync, a
-/// queue to reset) run the check too, so two checks may be a moment
-/// apart.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct CardWatch {
-    /// When the first check of the current run of misses read all ones.
-    first_miss: Option<Instant<Monotonic>>,
-    gone: bool,
-}
-
-impl CardWatch {
-    /// One health check at `now`; `answering`: a status register read
-    /// something other than all ones.
-    pub(crate) fn check(&mut self, answering: bool, now: Instant<Monotonic>) -> CardChange {
-        if answering {
-            self.first_miss = None;
-            return if core::mem::take(&mut self.gone) {
-                CardChange::Back
-            } else {
-                CardChange::Same
-            };
-        }
-        let first = *self.first_miss.get_or_insert(now);
-        if !self.gone && (now - first).as_millis() >= CARD_GONE_MS {
-            self.gone = true;
-            return CardChange::Gone;
-        }
-        CardChange::Same
-    }
-}
-
 impl DeviceWork for Nic {
     type Lock = Rtnl;
 
-    /// Syncs the VF if asked; checks the card and each running queue
-    /// pair for a lost interrupt; hands the pairs marked for a reset (a
-    /// TX timeout, completions out of step with the ring) to the health
-    /// report work, which reports and recovers them. While the device is
-    /// up it runs again after [`HEALTH_CHECK_MS`].
+    /// Syncs the VF if asked; checks each running queue pair for a lost
+    /// interrupt; hands the pairs marked for a reset (a TX timeout,
+    /// completions out of step with the ring) to the health report work,
+    /// which reports and recovers them. While the device is up, or the
+    /// card does not answer (the queues are then not checked), it runs
+    /// again after [`HEALTH_CHECK_MS`].
     fn run(dev: &NetDev<Self>, rtnl: &Rtnl) {
         let nic = dev.data();
         if nic.bond.take_sync_request() {
             bond::sync(dev, rtnl);
         }
-        if !nic.check_card(dev, rtnl) {
+        if nic.regs.status().is_none() {
+            // The function watches the card; nothing to check meanwhile.
+            nic.reset_work.schedule_after(HEALTH_CHECK_MS);
             return;
         }
         let cfg = nic.config.lock();
@@ -209,15 +153,7 @@ impl DeviceWork for Nic {
                 nic.health_work.schedule();
             }
         }
-        // A command the card failed (it changed nothing): reported once.
-        let failed = nic.admin.errors.load(Relaxed);
-        if nic.admin_errors_reported.xchg(failed, Relaxed) != failed {
-            nic.card_fault(CardFault::AdminError);
-        }
         if cfg.running {
-            if let Some(flow) = &nic.flow {
-                flow.age();
-            }
             nic.reset_work.schedule_after(HEALTH_CHECK_MS);
         }
     }
@@ -239,18 +175,6 @@ impl DeviceWork<GFT_WORK> for Nic {
         if flow.decide_exceptions(GFT_WORK_BUDGET, reinject) {
             nic.gft_work.schedule();
         }
-    }
-}
-
-impl DeviceWork<EVENTS_WORK> for Nic {
-    /// The function may rebind its RDMA half, which unregisters and
-    /// registers an `ib_device`: that waits for its users and takes RTNL
-    /// itself.
-    type Lock = NoLock;
-
-    /// Tells the function its card was reset.
-    fn run(dev: &NetDev<Self>, _: &NoLock) {
-        dev.data().events.card_was_reset(dev.name());
     }
 }
 
@@ -321,48 +245,23 @@ impl Nic {
         result
     }
 
-    /// The health check of the card as a whole. A card that stopped
-    /// answering (surprise removal) has the device detached and the
-    /// carrier off, so nothing more is sent to it; one that answers again
-    /// lost all its state: the function is reset and restored, queues and
-    /// all. Returns whether the card answers (the queue checks are then
-    /// worth running).
-    fn check_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) -> bool {
-        let answering = self.regs.status().is_some();
-        let change = self
-            .card_watch
-            .lock()
-            .check(answering, Instant::<Monotonic>::now());
-        match change {
-            CardChange::Same => {}
-            CardChange::Gone => {
-                bump(&self.card_lost, 1);
-                pr_warn!(
-                    "{}: card not answering (surprise removal?); detached\n",
-                    dev.name()
-                );
-                dev.carrier_off();
-                dev.detach(rtnl);
-                self.card_fault(CardFault::Gone);
-            }
-            CardChange::Back => {
-                // The card reporter's recovery resets and restores it.
-                pr_info!("{}: card answers again\n", dev.name());
-                self.card_fault(CardFault::Back);
-            }
-        }
-        if !answering {
-            // Keep watching until it answers (or is removed).
-            self.reset_work.schedule_after(HEALTH_CHECK_MS);
-        }
-        answering
+    /// The function found the card not answering (surprise removal, or
+    /// wedged): the device is detached with its carrier off, so nothing
+    /// more is sent to it, until the card is back.
+    pub(crate) fn card_gone(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+        pr_warn!(
+            "{}: card not answering (surprise removal?); detached\n",
+            dev.name()
+        );
+        dev.carrier_off();
+        dev.detach(rtnl);
     }
 
     /// The card's state is unknown (an admin command went unanswered in
     /// the reset work, or the card answers again after being gone): reset
     /// the function, restore it, and bring every queue pair back as
     /// configured; carrier from the card's link again.
-    pub(super) fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    pub(crate) fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
         pr_info!("{}: resetting the function\n", dev.name());
         // A fault of its own only if a command was lost (not when the
         // card came back).

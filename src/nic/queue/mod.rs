@@ -31,7 +31,7 @@ use kernel::{
 use super::recovery::QueueHealth;
 use super::ring::{slots, CompletionQueue, Ring, RingSize};
 use super::Nic;
-use crate::hw::{self, regs, Cqe, RxDesc, TxDesc, CQ_ARM};
+use crate::hw::{self, CqHead, Cqe, QpDoorbell, RxDesc, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
     irq::IrqHandler,
@@ -333,13 +333,13 @@ impl WithNapi<QueuePair> {
                 if ring.refill(&self.stats.rx_alloc_failed) == 0 && ring.xsk().is_none() {
                     return Err(ENOMEM);
                 }
-                self.doorbell(regs::DB_RX_TAIL, u32::from(ring.ring.tail.get()));
+                self.doorbell(QpDoorbell::RxTail, u32::from(ring.ring.tail.get()));
             }
         }
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
-        self.doorbell(regs::DB_CQ_HEAD, CQ_ARM);
+        self.cq_doorbell(CqHead::zero().with_arm(true));
         Ok(())
     }
 
@@ -717,11 +717,16 @@ impl QueuePair {
         )
     }
 
-    fn doorbell(&self, reg: usize, value: u32) {
-        let offset = regs::QP_DOORBELLS + usize::from(self.index) * regs::QP_DOORBELL_STRIDE + reg;
+    fn doorbell(&self, db: QpDoorbell, value: u32) {
         // A failed write means the device is gone; the queue stalls and the
         // TX watchdog reports it.
-        let _ = self.regs.write(offset, value);
+        let _ = self.regs.doorbell(self.index, db, value);
+    }
+
+    /// Tells the card how far the completion queue was read, and whether
+    /// to interrupt at the next completion.
+    fn cq_doorbell(&self, head: CqHead) {
+        self.doorbell(QpDoorbell::CqHead, head.raw());
     }
 }
 

@@ -19,7 +19,7 @@ const STREAM_COPY_MAX: u32 = 256;
 /// the chunk.
 const STREAM_HEAD_MAX: u32 = 128;
 use super::{bump, tx::TxDone, QueuePair};
-use crate::hw::{regs, stream::StreamHeader, Cqe, RxDesc, CQ_ARM};
+use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -572,7 +572,7 @@ impl NapiPoll for QueuePair {
             received += self.poll_stream(napi, s, budget - received, &mut ctx);
             let done = s.give_back();
             if let Some(head) = done.head {
-                self.doorbell(regs::DB_STREAM_HEAD, head);
+                self.doorbell(QpDoorbell::StreamHead, head);
             }
             bump(&self.stats.rx_stream_chunks_replaced, done.replaced);
             if done.starved {
@@ -603,16 +603,13 @@ impl NapiPoll for QueuePair {
                 ring.refill(&self.stats.rx_alloc_failed);
             }
             if ring.ring.tail != tail_before {
-                self.doorbell(regs::DB_RX_TAIL, u32::from(ring.ring.tail.get()));
+                self.doorbell(QpDoorbell::RxTail, u32::from(ring.ring.tail.get()));
             }
         }
         let head = cq.head;
         drop(guard);
-        if received < budget && napi.complete_done(received) {
-            self.doorbell(regs::DB_CQ_HEAD, head | CQ_ARM);
-        } else {
-            self.doorbell(regs::DB_CQ_HEAD, head);
-        }
+        let armed = received < budget && napi.complete_done(received);
+        self.cq_doorbell(CqHead::zero().with_head(head).with_arm(armed));
         received
     }
 }

@@ -6,7 +6,7 @@
 use kernel::prelude::*;
 
 use super::{bump, QueuePair};
-use crate::hw::{regs, Cqe, TxDesc};
+use crate::hw::{Cqe, QpDoorbell, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
     net::{
@@ -415,7 +415,7 @@ impl QueuePair {
         if state.rung != state.ring.tail {
             state.rung = state.ring.tail;
             bump(&self.stats.tx_doorbells, 1);
-            self.doorbell(regs::DB_TX_TAIL, u32::from(state.rung.get()));
+            self.doorbell(QpDoorbell::TxTail, u32::from(state.rung.get()));
         }
     }
 
