@@ -371,7 +371,10 @@ mod tests {
         // A head too wide for its field does not reach the arm bit.
         assert!(!CqHead::zero().with_head(u32::MAX).arm());
         assert_eq!(register::mask(31, 0), u32::MAX);
-        assert_eq!(QpDoorbell::CqHead.offset(2), regs::QP_DOORBELLS + 2 * 0x10 + 0x8);
+        assert_eq!(
+            QpDoorbell::CqHead.offset(2),
+            regs::QP_DOORBELLS + 2 * 0x10 + 0x8
+        );
         assert_eq!(DevStatus::OFFSET, regs::DEV_STATUS);
     }
 }
