@@ -225,7 +225,7 @@ repeated() {
 		wait_until 50 listening tcp 5201 "$d"
 	done
 	for r in $(seq "$REPEATS"); do
-		for dev in rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram; do
+		for dev in ${RSNIC_BENCH_DEVICES:-rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram}; do
 			case $dev in
 			rsnic) run_once rsnic bench-rsnic 10.99.0.2 ;;
 			rsnic-stream)
@@ -247,6 +247,7 @@ repeated() {
 	done
 	pkill -f "iperf3 -s -D -p 5201"
 	offload_state "$a" >/tmp/b-state-rsnic
+	# (A device left out by RSNIC_BENCH_DEVICES has no runs: skipped below.)
 	offload_state "${vifs[0]}" >/tmp/b-state-virtio-tap
 	offload_state "${dgram[0]}" >/tmp/b-state-virtio-dgram
 	python3 - <<'PY'
@@ -363,6 +364,17 @@ setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio tap pair
 setup vdgram "${dgram[0]}" "${dgram[1]}" 10.97.0 || { echo "bench: virtio dgram pair does not ping"; exit 1; }
 
 runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
+if [ "${RSNIC_BENCH_ONLY:-}" = repeated ]; then
+	# `qemu/bench.sh repeated`: the main figures only, for a quick
+	# before-and-after of one change.
+	python3 - "$runs" "$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" >"$out" <<'PY'
+import json, sys
+print(json.dumps({"repeated": json.loads(sys.argv[1]), "vhost": sys.argv[2] or "unknown",
+                  "repeats": int(sys.argv[3]), "seconds_per_run": int(sys.argv[4])}))
+PY
+	cat "$out"
+	exit 0
+fi
 sweep=$(sweeps) || { echo "bench: the sweeps failed"; exit 1; }
 pcie=$(pcie_bench) || { echo "bench: the PCIe metadata runs failed"; exit 1; }
 # Card A's DMA counters around it (card_pcie in bench-pcie-guest.sh).

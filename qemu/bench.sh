@@ -12,13 +12,16 @@
 # the same netdevs (qemu/bench-rdma-guest.sh).
 # Results: bench-out/bench.json, bench-out/bench.png,
 # bench-out/gft-card.txt. `qemu/bench.sh rdma` runs the RDMA part alone,
-# `qemu/bench.sh net` the first VM alone.
+# `qemu/bench.sh net` the first VM alone, `qemu/bench.sh repeated` only
+# its repeated main figures (bench-out/bench-repeated.json), for a quick
+# before-and-after of one change.
 # Not part of make check: numbers depend on the machine and its load.
 
 source "$(dirname "$0")/common.sh"
 cd "$RSNIC_REPO"
 part=${1:-all}
-[[ $part == all || $part == rdma || $part == net ]] || die "usage: $0 [all|net|rdma]"
+[[ $part == all || $part == rdma || $part == net || $part == repeated ]] ||
+	die "usage: $0 [all|net|rdma|repeated]"
 make -s modules emu >&2
 result=$RSNIC_CACHE/bench-result.json
 rm -f "$result" "$RSNIC_CACHE/bench-rdma.json"
@@ -28,6 +31,13 @@ rm -f "$result" "$RSNIC_CACHE/bench-rdma.json"
 settings="RSNIC_BENCH_SECONDS=${RSNIC_BENCH_SECONDS:-5} RSNIC_BENCH_REPEATS=${RSNIC_BENCH_REPEATS:-5}"
 settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 [[ $settings =~ ^[A-Z_=0-9\ ]+$ ]] || die "RSNIC_BENCH_SECONDS/REPEATS/QUEUES: numbers only"
+[[ $part == repeated ]] && settings+=" RSNIC_BENCH_ONLY=repeated"
+# Which devices the repeated runs cover (default all five), as the guest
+# names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram.
+if [[ -n ${RSNIC_BENCH_DEVICES:-} ]]; then
+	[[ $RSNIC_BENCH_DEVICES =~ ^[a-z\ -]+$ ]] || die "RSNIC_BENCH_DEVICES: device names only"
+	settings+=" RSNIC_BENCH_DEVICES='$RSNIC_BENCH_DEVICES'"
+fi
 
 # vm_bench GUEST_SCRIPT RESULT_NAME: one VM with the virtio-net pairs.
 vm_bench() {
@@ -43,7 +53,7 @@ if [[ $part != rdma ]]; then
 	vm_bench bench-guest.sh bench.json
 	mv "$RSNIC_CACHE/bench.json" "$result"
 fi
-if [[ $part == net ]]; then
+if [[ $part == net || $part == repeated ]]; then
 	qemu/in-rootfs.sh python3 qemu/bench-report.py "$RSNIC_IN_CACHE/bench-result.json" "$RSNIC_IN_REPO/bench-out"
 	exit 0
 fi

@@ -7,8 +7,11 @@
 //! emulator processes (in one VM or two) form a point-to-point link. The
 //! cable's plugged state is per card end; the harness unplugs both ends.
 //!
-//! A transmit thread per end does the sending; see [`Wait`] for who may
-//! wait for it.
+//! A frame goes straight to the peer's socket from the thread that sends
+//! it (the doorbell's, the receive path's), with no hand-off; only when
+//! the peer's socket is full does it wait in a queue that a transmit
+//! thread per end drains, in order (see [`Wait`] for who may wait for
+//! room there).
 //!
 //! Every frame carries its Ethernet frame check sequence (CRC-32, 4 bytes
 //! at the end), so damage on the way is seen by the receiving card. Fault
@@ -21,7 +24,7 @@ use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -91,17 +94,26 @@ impl Sender {
     }
 }
 
-/// The transmit thread's way to the peer: a socket connected to the
-/// peer's path, so a frame costs no path lookup (an unconnected
-/// `send_to` resolves the path for every datagram). Connected again
-/// when the peer's socket has gone away (its card restarted) or was not
-/// there yet.
+/// A way to the peer: a socket connected to the peer's path, so a frame
+/// costs no path lookup (an unconnected `send_to` resolves the path for
+/// every datagram). Connected again when the peer's socket has gone away
+/// (its card restarted) or was not there yet. A non-blocking link fails
+/// with `WouldBlock` when the peer's socket is full.
 struct PeerLink {
     peer: PathBuf,
     sock: Option<UnixDatagram>,
+    nonblocking: bool,
 }
 
 impl PeerLink {
+    fn new(peer: PathBuf, nonblocking: bool) -> Self {
+        Self {
+            peer,
+            sock: None,
+            nonblocking,
+        }
+    }
+
     fn send(&mut self, frame: &[u8]) -> io::Result<()> {
         if let Some(sock) = &self.sock {
             match sock.send(frame) {
@@ -113,6 +125,7 @@ impl PeerLink {
         }
         let sock = UnixDatagram::unbound()?;
         sock.connect(&self.peer)?;
+        sock.set_nonblocking(self.nonblocking)?;
         let sent = sock.send(frame).map(drop);
         self.sock = Some(sock);
         sent
@@ -136,10 +149,16 @@ pub enum Wait {
 
 /// One end of the cable.
 ///
-/// Frames go out through a transmit thread, so no caller ever blocks on
-/// the peer's socket itself.
+/// Frames go straight to the peer's socket without blocking; when it is
+/// full they queue for a transmit thread, so no caller ever blocks on the
+/// peer's socket itself.
 pub struct Wire {
     sock: UnixDatagram,
+    /// The senders' own link to the peer, non-blocking.
+    direct: Mutex<PeerLink>,
+    /// Frames queued for the transmit thread and not sent yet: while there
+    /// are any, new frames queue behind them (frames keep their order).
+    queued: Arc<AtomicUsize>,
     queue: SyncSender<Vec<u8>>,
     sender: Mutex<Sender>,
     /// Frames that could not be sent (peer absent or its socket gone).
@@ -157,25 +176,31 @@ impl Wire {
         let (queue, frames) = sync_channel::<Vec<u8>>(TX_QUEUE_LEN);
         let send_errors = Arc::new(AtomicU64::new(0));
         let capture = Arc::new(Capture::default());
-        let (errors, tap, peer) = (
+        let queued = Arc::new(AtomicUsize::new(0));
+        let (errors, tap, left, peer_path) = (
             Arc::clone(&send_errors),
             Arc::clone(&capture),
+            Arc::clone(&queued),
             peer.to_path_buf(),
         );
         std::thread::Builder::new()
             .name("wire-tx".into())
             .spawn(move || {
-                let mut link = PeerLink { peer, sock: None };
+                let mut link = PeerLink::new(peer_path, false);
                 // Ends when the wire is dropped.
                 for frame in frames {
                     tap.record(&frame[..frame.len() - FCS_LEN]);
                     if link.send(&frame).is_err() {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
+                    // Sent (or lost): a later frame may now go direct.
+                    left.fetch_sub(1, Ordering::Release);
                 }
             })?;
         Ok(Self {
             sock,
+            direct: Mutex::new(PeerLink::new(peer.to_path_buf(), true)),
+            queued,
             queue,
             sender: Mutex::new(Sender {
                 impair: Impairments::default(),
@@ -248,16 +273,43 @@ impl Wire {
             ready.extend(tx.held.take());
         }
         for frame in ready {
-            self.enqueue(frame, wait);
+            self.transmit(frame, wait);
         }
     }
 
+    /// Sends `frame` (with its FCS) straight to the peer unless frames
+    /// wait in the queue or the peer's socket is full; queues it then.
+    fn transmit(&self, frame: Vec<u8>, wait: Wait) {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            let sent = self
+                .direct
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .send(&frame);
+            match sent {
+                Ok(()) => {
+                    self.capture.record(&frame[..frame.len() - FCS_LEN]);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    self.capture.record(&frame[..frame.len() - FCS_LEN]);
+                    self.send_errors.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+        self.enqueue(frame, wait);
+    }
+
     fn enqueue(&self, frame: Vec<u8>, wait: Wait) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
         let queued = match wait {
             Wait::Yes => self.queue.send(frame).is_ok(),
             Wait::No => self.queue.try_send(frame).is_ok(),
         };
         if !queued {
+            self.queued.fetch_sub(1, Ordering::Release);
             self.queue_drops.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -420,6 +472,39 @@ mod tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(10));
         // All but what the queue and b's socket hold (a handful) is lost.
         assert!(wa.queue_drops.load(Ordering::Relaxed) >= 50);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn frames_keep_their_order_when_the_peer_falls_behind() {
+        // b reads slower than a sends: frames go straight to b's socket
+        // until it is full, then wait in the queue; as b catches up, the
+        // transmit thread sends the queued ones, and a's later frames may
+        // not overtake them.
+        let (wa, wb, dir) = pair("order");
+        const FRAMES: u32 = 3000;
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            for n in 0..FRAMES {
+                if n % 64 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                }
+                let (frame, ok) = recv(&wb);
+                assert!(ok);
+                got.push(u32::from_le_bytes(frame.try_into().unwrap()));
+            }
+            got
+        });
+        let mut queued = false;
+        for n in 0..FRAMES {
+            wa.send(&n.to_le_bytes(), Wait::Yes);
+            queued |= wa.queued.load(Ordering::Acquire) > 0;
+        }
+        let got = reader.join().unwrap();
+        assert!(queued, "b never fell behind");
+        let first_out_of_order = got.iter().zip(0..).find(|(g, n)| **g != *n);
+        assert_eq!(first_out_of_order, None);
+        assert_eq!(wa.queue_drops.load(Ordering::Relaxed), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
