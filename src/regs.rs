@@ -61,9 +61,13 @@ impl Registers {
     /// `DEV_STATUS`, or `None` if the card does not answer: the read
     /// failed, or read all ones (surprise removal, a wedged card).
     pub(crate) fn status(&self) -> Option<DevStatus> {
-        self.get::<DevStatus>()
-            .ok()
-            .filter(|status| status.raw() != u32::MAX)
+        self.get_answered()
+    }
+
+    /// The typed register `R`, or `None` if the card does not answer: the
+    /// read failed, or read all ones (surprise removal, a wedged card).
+    pub(crate) fn get_answered<R: Register>(&self) -> Option<R> {
+        self.get::<R>().ok().filter(|r| r.into_raw() != u32::MAX)
     }
 
     /// Resets the function (its state, queues, DMA); the card then

@@ -403,17 +403,19 @@ impl PinnedWorkRun<WATCH_WORK> for Function {
     /// device is up, and reports what was noted. Runs again after
     /// [`CHECK_MS`] while the function runs something.
     fn run(&self) {
-        let answering = self.regs.status().is_some();
-        let change = self
-            .health
-            .watch
-            .lock()
-            .check(answering, Instant::<Monotonic>::now());
         let (reporters, admin) = {
             let loaded = self.loaded.lock();
+            // Nothing runs (between a reload's halves, or going away):
+            // nothing to watch; `set_loaded` starts the watch again.
             let Some(loaded) = loaded.as_ref() else {
                 return;
             };
+            let answering = self.regs.status().is_some();
+            let change = self
+                .health
+                .watch
+                .lock()
+                .check(answering, Instant::<Monotonic>::now());
             let dev = loaded.nic().dev();
             match change {
                 CardChange::Same => {}

@@ -43,9 +43,9 @@ impl AdminIrq {
         // must leave it off even for a card gone, or the health check
         // could drop it after `unregister_netdev` (which stops the
         // device first), queueing a link event for a freed device.
-        let up = match self.regs.get::<LinkStatus>() {
-            Ok(v) if v.raw() != u32::MAX => v.up(),
-            _ => {
+        let up = match self.regs.get_answered::<LinkStatus>() {
+            Some(v) => v.up(),
+            None => {
                 if !running {
                     dev.carrier_off();
                 }
