@@ -287,14 +287,14 @@ impl Wire {
                 .unwrap_or_else(|e| e.into_inner())
                 .send(&frame);
             match sent {
-                Ok(()) => {
-                    self.capture.record(&frame[..frame.len() - FCS_LEN]);
-                    return;
-                }
+                // The peer's socket is full: the frame queues below.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(_) => {
+                // Sent, or lost (as the transmit thread counts it).
+                sent => {
                     self.capture.record(&frame[..frame.len() - FCS_LEN]);
-                    self.send_errors.fetch_add(1, Ordering::Relaxed);
+                    if sent.is_err() {
+                        self.send_errors.fetch_add(1, Ordering::Relaxed);
+                    }
                     return;
                 }
             }
