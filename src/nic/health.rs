@@ -270,19 +270,19 @@ impl<V: PairView> HealthReporterOps for QueueReporter<V> {
     type Fault = QueueFault;
 
     fn recover(owner: &Self::Owner, fault: Option<&QueueFault>) -> Result {
-        Nic::recover_pairs(owner.get(), fault)
+        Nic::recover_pairs(&*owner.try_access().ok_or(ENODEV)?, fault)
     }
 
     fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&QueueFault>) -> Result {
         if let Some(fault) = fault {
             put_fault(fmsg, fault, V::put);
         }
-        put_pairs(fmsg, owner.get().data(), V::put);
+        put_pairs(fmsg, owner.try_access().ok_or(ENODEV)?.data(), V::put);
         Ok(())
     }
 
     fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_pairs(fmsg, owner.get().data(), V::put);
+        put_pairs(fmsg, owner.try_access().ok_or(ENODEV)?.data(), V::put);
         Ok(())
     }
 }

@@ -32,10 +32,13 @@ pub(crate) struct AdminIrq {
 
 impl AdminIrq {
     /// Reads the link state and updates the carrier, logging a change.
-    /// Runs in the interrupt handler, so it must not touch the `Nic`
-    /// (which does not exist yet when the handler is first registered).
+    /// Runs in the interrupt handler; does nothing while the device's
+    /// state does not exist (before it is built: the interface is not up
+    /// yet; after it is unregistered: it is down for good).
     fn sync_link(&self) {
-        let dev = self.dev.get();
+        let Some(dev) = self.dev.try_access() else {
+            return;
+        };
         let running = self.running.load(Relaxed) != 0;
         // All ones (or a failed read) is a card that is not answering, not
         // a link state: keep what we have until it answers again. But a

@@ -60,7 +60,7 @@ use crate::linux::{
         skbuff::SkBuff,
         work::NetDevWork,
         xdp::{XdpFeatures, XdpProgSlot},
-        xsk::XskPool,
+        xsk::XskSlots,
     },
 };
 use crate::regs::Registers;
@@ -180,10 +180,10 @@ pub(crate) struct Nic {
     /// Additional RSS contexts and steering rules. Taken after `config`.
     #[pin]
     steering: Mutex<KBox<Steering>>,
-    /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`).
-    /// Changed under `config`, taken after it.
+    /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`),
+    /// filled and emptied by the layer around `install_xsk`.
     #[pin]
-    xsk: Mutex<KVec<Option<XskPool>>>,
+    xsk: XskSlots,
 }
 
 /// The registered network device of a function: a PF's synthetic NIC or
@@ -347,10 +347,7 @@ pub(crate) fn register(
                 GFP_KERNEL,
             )?;
             let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
-            let mut xsk = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
-            for _ in 0..max_queues {
-                xsk.push(None, GFP_KERNEL)?;
-            }
+            let xsk = XskSlots::new(usize::from(max_queues))?;
             Ok(try_pin_init!(Nic {
             health <- new_mutex!(None),
             health_work <- NetDevWork::new(dev.clone()),
@@ -378,7 +375,7 @@ pub(crate) fn register(
             block_mem,
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
-            xsk <- new_mutex!(xsk),
+            xsk <- xsk,
         }? Error))
         },
     )?;

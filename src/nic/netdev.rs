@@ -19,7 +19,7 @@ use crate::linux::net::{
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
     xdp::{XdpSetup, XdpXmitBatch},
-    xsk::XskSetup,
+    xsk::{XskSetup, XskSlots},
 };
 
 #[vtable]
@@ -173,6 +173,10 @@ impl NetDevOps for Nic {
 
     fn xsk_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XskSetup) -> Result {
         dev.data().install_xsk(dev, rtnl, setup)
+    }
+
+    fn xsk_slots(&self) -> &XskSlots {
+        &self.xsk
     }
 
     fn xsk_wakeup(dev: &NetDev<Self>, queue: u32) -> Result {

@@ -116,23 +116,15 @@ impl Nic {
         if q >= self.queues.len() {
             return Err(EINVAL);
         }
-        let old = self.xsk.lock()[q].take();
         if let Some(pool) = &setup.pool {
-            if old.is_some() {
-                // The core binds one pool per queue.
-                self.xsk.lock()[q] = old;
-                return Err(EBUSY);
-            }
             if cfg.rx_stream {
                 // AF_XDP needs the RX ring's buffers.
-                self.xsk.lock()[q] = old;
                 return Err(eopnotsupp());
             }
             if pool.rx_frame_size() < self.geometry(&cfg, dev.mtu()).rx_frame {
                 return Err(EINVAL);
             }
             pool.dma_map(&self.dma)?;
-            self.xsk.lock()[q] = Some(pool.clone());
         }
         let restart = if cfg.running && q < usize::from(cfg.queues) {
             let same = *cfg;
@@ -142,8 +134,8 @@ impl Nic {
         };
         match (setup.pool, restart) {
             (Some(pool), Err(e)) => {
-                // Not bound after all: the queues came back without it.
-                self.xsk.lock()[q] = None;
+                // Not bound after all: the queues come back without it.
+                self.xsk.withdraw(rtnl, q);
                 let same = *cfg;
                 if cfg.running {
                     let _ = self.reconfigure(dev, rtnl, &mut cfg, same, dev.mtu());
@@ -154,7 +146,7 @@ impl Nic {
             (Some(_), Ok(())) => Ok(()),
             (None, _) => {
                 // The rings that used it are gone, restarted or not.
-                if let Some(old) = old {
+                if let Some(old) = setup.old {
                     old.dma_unmap();
                 }
                 Ok(())
@@ -171,7 +163,7 @@ impl Nic {
         let follows_xdp = self.kind == FuncKind::Vf
             && bond::is_enslaved(dev, rtnl)
             && self.xdp.cloned(rtnl).is_some();
-        if follows_xdp || self.xsk.lock().iter().any(Option::is_some) {
+        if follows_xdp || self.xsk.any(|_| true) {
             pr_info!(
                 "{}: rx-stream refused: unbind AF_XDP sockets (or the synthetic NIC's XDP program) first\n",
                 dev.name()
@@ -183,19 +175,14 @@ impl Nic {
 
     /// The AF_XDP pool bound to queue `q` in zero-copy mode.
     pub(super) fn xsk_pool(&self, q: usize) -> Option<XskPool> {
-        self.xsk.lock().get(q).cloned().flatten()
+        self.xsk.get(q)
     }
 
     /// Whether frames of `mtu` fit the buffers of every bound AF_XDP pool
     /// (`EINVAL` if not: unbind the socket first).
     pub(super) fn xsk_fits(&self, cfg: &Config, mtu: u32) -> Result {
         let need = self.geometry(cfg, mtu).rx_frame;
-        let pools = self.xsk.lock();
-        if pools
-            .iter()
-            .flatten()
-            .any(|pool| pool.rx_frame_size() < need)
-        {
+        if self.xsk.any(|pool| pool.rx_frame_size() < need) {
             return Err(EINVAL);
         }
         Ok(())

@@ -11,6 +11,7 @@ pub(crate) mod features;
 pub(crate) mod napi;
 pub(crate) mod netdev;
 pub(crate) mod netdev_ops;
+pub(crate) mod netdev_ref;
 pub(crate) mod page_pool;
 pub(crate) mod rtnl;
 pub(crate) mod rx_chunk;

@@ -14,10 +14,7 @@ use kernel::{
 };
 
 use crate::linux::bindings;
-use crate::linux::net::{
-    netdev::{NetDev, NetDevRef},
-    rtnl::Rtnl,
-};
+use crate::linux::net::{netdev::NetDevRef, netdev_ref::DevHold, rtnl::Rtnl};
 
 /// What a NAPI context polls.
 pub(crate) trait NapiPoll: Send + Sync {
@@ -60,7 +57,7 @@ const ENABLED: u8 = 2;
 pub(crate) struct Napi {
     #[pin]
     napi: Opaque<bindings::napi_struct>,
-    dev: *mut bindings::net_device,
+    dev: DevHold,
     owner: *const c_void,
     poll: fn(*const c_void, &Napi, u32) -> u32,
     /// The context's number (its queue), for its persistent settings.
@@ -87,17 +84,16 @@ impl Napi {
     ///
     /// # Safety
     ///
-    /// `owner` must stay valid until this `Napi` is dropped, and `dev` must
-    /// outlive it (drop it before the device is freed).
-    pub(crate) unsafe fn new<D, P: NapiPoll + 'static>(
-        dev: &NetDev<D>,
+    /// `owner` must stay valid until this `Napi` is dropped.
+    pub(in crate::linux) unsafe fn new<P: NapiPoll + 'static>(
+        dev: DevHold,
         index: u32,
         owner: *const P,
-    ) -> impl PinInit<Self> + '_ {
+    ) -> impl PinInit<Self> {
         pin_init!(Self {
             // Zeroed until added: never handed to the kernel before.
             napi <- Opaque::zeroed(),
-            dev: dev.as_raw(),
+            dev,
             owner: owner.cast(),
             poll: Self::call_poll::<P>,
             index,
@@ -119,7 +115,7 @@ impl Napi {
         unsafe {
             core::ptr::write_bytes(self.as_raw(), 0, 1);
             bindings::rust_ext_netif_napi_add_config(
-                self.dev,
+                self.dev.as_raw(),
                 self.as_raw(),
                 Some(Self::poll_trampoline),
                 // CAST: a queue index (the core has at most a few thousand).
@@ -163,7 +159,7 @@ impl Napi {
 
     /// The device's raw pointer.
     pub(crate) fn dev_raw(&self) -> *mut bindings::net_device {
-        self.dev
+        self.dev.as_raw()
     }
 
     /// Records the IRQ that schedules this context (shown by the netdev
@@ -184,13 +180,13 @@ impl Napi {
         // SAFETY: `napi` is NULL or this added context; RTNL held.
         unsafe {
             bindings::netif_queue_set_napi(
-                self.dev,
+                self.dev.as_raw(),
                 queue,
                 bindings::netdev_queue_type_NETDEV_QUEUE_TYPE_RX,
                 napi,
             );
             bindings::netif_queue_set_napi(
-                self.dev,
+                self.dev.as_raw(),
                 queue,
                 bindings::netdev_queue_type_NETDEV_QUEUE_TYPE_TX,
                 napi,
@@ -277,8 +273,8 @@ impl PinnedDrop for Napi {
     fn drop(self: Pin<&mut Self>) {
         if self.state.load(Ordering::Acquire) == ENABLED {
             // SAFETY: Added and enabled (type invariant); the device is
-            // still alive (`new`'s contract); process context (a device's
-            // state is dropped in process context).
+            // alive (we hold it); process context (a device's state is
+            // dropped in process context).
             unsafe { bindings::napi_disable(self.as_raw()) };
             self.state.store(ADDED, Ordering::Release);
         }
@@ -300,8 +296,8 @@ pub(crate) struct WithNapi<P> {
 }
 
 impl<P: NapiPoll + 'static> WithNapi<P> {
-    /// `owner` with NAPI context number `index` of `dev`. Like every
-    /// [`NetDevRef`] holder, the result must live inside the device's state.
+    /// `owner` with NAPI context number `index` of `dev`, which it holds
+    /// (the device is freed only after the result is dropped).
     pub(crate) fn new<'a, D: 'a>(
         dev: &'a NetDevRef<D>,
         index: u32,
@@ -311,11 +307,8 @@ impl<P: NapiPoll + 'static> WithNapi<P> {
             owner <- owner,
             // SAFETY: `owner` is a field of `this`, already initialised and
             // pinned with it; `napi` is declared first, so it is deleted
-            // before `owner` is dropped. `dev` outlives us by the
-            // `NetDevRef` contract (we live in the device's state).
-            napi <- unsafe {
-                Napi::new(dev.get(), index, &raw const (*this.as_ptr()).owner)
-            },
+            // before `owner` is dropped.
+            napi <- unsafe { Napi::new(dev.hold(), index, &raw const (*this.as_ptr()).owner) },
         }? Error)
     }
 

@@ -17,7 +17,7 @@
 
 use core::{marker::PhantomData, ptr::NonNull};
 
-use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, types::Opaque};
+use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, sync::Arc, types::Opaque};
 
 use crate::linux::bindings;
 use crate::linux::devlink::Port;
@@ -25,6 +25,7 @@ use crate::linux::net::{
     ethtool::EthtoolOps,
     ethtool_adapter::EthtoolAdapter,
     netdev_ops::Adapter,
+    netdev_ref::StateLife,
     rtnl::Rtnl,
     xdp::{XdpFeatures, XDP_METADATA_OPS},
 };
@@ -32,6 +33,7 @@ use crate::linux::net::{
 pub(crate) use crate::linux::net::{
     features::{Feature, Features},
     netdev_ops::{NetDevOps, StackPick},
+    netdev_ref::NetDevRef,
     stats::{LinkStats, RxQueueStats, TxQueueStats},
 };
 
@@ -327,41 +329,6 @@ impl HwAddrList {
     }
 }
 
-/// A handle to a device for objects its driver state owns (interrupt
-/// handlers, NAPI owners), which cannot hold a reference to it.
-///
-/// # Invariants
-///
-/// Only [`Registration::new`] creates it, handing it to the closure that
-/// builds the device's `T`; it stays valid as long as that `T`, which the
-/// driver must ensure by keeping the handle only inside `T`.
-pub(crate) struct NetDevRef<T> {
-    ptr: NonNull<bindings::net_device>,
-    _t: PhantomData<T>,
-}
-
-impl<T> Clone for NetDevRef<T> {
-    fn clone(&self) -> Self {
-        Self {
-            ptr: self.ptr,
-            _t: PhantomData,
-        }
-    }
-}
-
-// SAFETY: The device may be used from any thread; `T` is shared.
-unsafe impl<T: Send + Sync> Send for NetDevRef<T> {}
-// SAFETY: As above.
-unsafe impl<T: Send + Sync> Sync for NetDevRef<T> {}
-
-impl<T> NetDevRef<T> {
-    /// The device.
-    pub(crate) fn get(&self) -> &NetDev<T> {
-        // SAFETY: By the type invariant the device and its `T` outlive us.
-        unsafe { NetDev::from_raw(self.ptr.as_ptr()) }
-    }
-}
-
 /// Settings applied to a device before it is registered.
 pub(crate) struct Setup {
     /// Permanent and current MAC address.
@@ -443,6 +410,8 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
 /// A registered network device; unregistered and freed on drop.
 pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
     ndev: NonNull<bindings::net_device>,
+    /// Whether the handles given to `T` may reach it.
+    life: Arc<StateLife>,
     // Dropped after the device is unregistered (in `drop`).
     _port: Option<Port>,
     _t: PhantomData<T>,
@@ -467,8 +436,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
     /// Allocates an Ethernet device with `max_queues` TX and RX queues as a
     /// child of `parent`, with the operations of `vtable`, applies
     /// `setup`, initialises `T` in its private area with `init(dev)` and
-    /// registers it. `init` must not use the device's `T` (it does not
-    /// exist yet); it may keep the handle in `T`.
+    /// registers it. `init` may keep the handle (and copies of it)
+    /// anywhere: it reaches the device only from the moment `T` exists
+    /// until the device is unregistered.
     pub(crate) fn new<I>(
         parent: &Device,
         vtable: &'static NetDevVTable<T>,
@@ -491,12 +461,22 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             bindings::alloc_etherdev_mqs(core::mem::size_of::<T>() as c_int, max_queues, max_queues)
         };
         let ndev = NonNull::new(raw).ok_or(ENOMEM)?;
+        let life = match StateLife::new() {
+            Ok(life) => life,
+            Err(e) => {
+                // SAFETY: Allocated just above, never registered.
+                unsafe { bindings::free_netdev(raw) };
+                return Err(e);
+            }
+        };
         // SAFETY: `raw` was just allocated for `T`; `T` is not initialised
         // yet, so only raw-pointer methods may be used until it is.
         let dev = unsafe { NetDev::<T>::from_raw(raw) };
-        let free = move || {
+        let free = move |life: &StateLife| {
+            // Handles the failed `init` kept anywhere must go first.
+            life.release();
             // SAFETY: Allocated above, never registered, `T` dropped or
-            // never initialised.
+            // never initialised, no handle left.
             unsafe { bindings::free_netdev(raw) }
         };
         let parent_raw: *const Device = parent;
@@ -541,17 +521,17 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         // No carrier until the driver says the link is up.
         dev.carrier_off();
         if let Err(e) = dev.set_real_num_queues_raw(setup.queues) {
-            free();
+            free(&life);
             return Err(e);
         }
-        let handle = NetDevRef {
-            ptr: ndev,
-            _t: PhantomData,
-        };
+        // SAFETY: `ndev` is being set up for `T` with this life, opened
+        // only while `T` is initialised, and released before the device is
+        // freed (here on failure, else by the registration's drop).
+        let handle = unsafe { NetDevRef::new(ndev, life.clone()) };
         let initializer = match init(handle) {
             Ok(i) => i,
             Err(e) => {
-                free();
+                free(&life);
                 return Err(e);
             }
         };
@@ -561,20 +541,23 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         let slot = unsafe { bindings::rust_ext_netdev_priv(raw) }.cast::<T>();
         // SAFETY: `slot` is valid for a `T` and pinned (see above).
         if let Err(e) = unsafe { initializer.__pinned_init(slot) } {
-            free();
+            free(&life);
             return Err(e);
         }
+        life.open();
         // SAFETY: The device is fully set up and `T` initialised.
         let ret = unsafe { bindings::register_netdev(raw) };
         if ret != 0 {
+            life.close();
             // SAFETY: `T` was initialised above and the device was never
             // registered, so nothing else can reach it.
             unsafe { core::ptr::drop_in_place(slot) };
-            free();
+            free(&life);
             return Err(Error::from_errno(ret));
         }
         Ok(Self {
             ndev,
+            life,
             _port: setup.devlink_port,
             _t: PhantomData,
         })
@@ -588,9 +571,14 @@ impl<T: NetDevOps + EthtoolOps> Drop for Registration<T> {
         // (calling `ndo_stop`, which still sees `T`) and waits until no
         // callback runs any more.
         unsafe { bindings::unregister_netdev(raw) };
-        // SAFETY: No callback can run now; `T` is dropped exactly once.
+        // No handle reaches `T` from now on.
+        self.life.close();
+        // SAFETY: No callback can run now, nor any access through a handle;
+        // `T` is dropped exactly once.
         unsafe { core::ptr::drop_in_place(bindings::rust_ext_netdev_priv(raw).cast::<T>()) };
-        // SAFETY: Unregistered and its `T` dropped.
+        // The handles `T` kept went with it; wait for any kept elsewhere.
+        self.life.release();
+        // SAFETY: Unregistered, its `T` dropped, no handle left.
         unsafe { bindings::free_netdev(raw) };
     }
 }

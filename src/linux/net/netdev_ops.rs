@@ -20,7 +20,7 @@ use crate::linux::net::{
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
-    xsk::XskSetup,
+    xsk::{XskSetup, XskSlots},
 };
 
 /// The stack's own TX queue choice for an skb in `ndo_select_queue`
@@ -112,8 +112,15 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_bpf` with `XDP_SETUP_XSK_POOL`: bind an AF_XDP pool to queue
     /// `setup.queue` in zero-copy mode (DMA-map it:
     /// [`crate::linux::net::xsk::XskPool::dma_map`]), or let the bound one
-    /// go; before that returns, nothing of the pool may be left in use.
+    /// (`setup.old`) go: the layer has put the pool in [`Self::xsk_slots`],
+    /// or taken it out, and waits for the driver's copies to be dropped.
     fn xsk_setup(_dev: &NetDev<Self>, _rtnl: &Rtnl, _setup: XskSetup) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The slots of the AF_XDP pools bound to the device's queues; a
+    /// driver with [`Self::xsk_setup`] keeps them in its state.
+    fn xsk_slots(&self) -> &XskSlots {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -453,12 +460,14 @@ impl<T: NetDevOps> Adapter<T> {
         let bpf = unsafe { &mut *bpf };
         if bpf.command == bindings::bpf_netdev_command_XDP_SETUP_XSK_POOL && T::HAS_XSK_SETUP {
             // SAFETY: For `XDP_SETUP_XSK_POOL` the request holds the pool
-            // (or null) and the queue, as `XskSetup` needs.
-            let setup = unsafe {
+            // (or null) the core binds to the queue, as `setup` needs.
+            let ret = unsafe {
                 let x = &bpf.__bindgen_anon_1.xsk;
-                XskSetup::from_raw(x.pool, x.queue_id)
+                dev.data()
+                    .xsk_slots()
+                    .setup(x.pool, x.queue_id, |setup| T::xsk_setup(dev, rtnl, setup))
             };
-            return from_result(|| T::xsk_setup(dev, rtnl, setup).map(|()| 0));
+            return from_result(|| ret.map(|()| 0));
         }
         if bpf.command != bindings::bpf_netdev_command_XDP_SETUP_PROG {
             return EINVAL.to_errno();

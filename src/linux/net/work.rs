@@ -58,15 +58,14 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
     /// Runs in process context, under [`DeviceWork::Lock`], at most once
     /// per [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and
     /// never concurrently with itself. It may run after the device was
-    /// stopped or unregistered, but never after the device's state was
-    /// dropped.
+    /// stopped or unregistered; the device's removal waits for a run in
+    /// progress, and a run due after that does nothing.
     fn run(dev: &NetDev<Self>, lock: &Self::Lock);
 }
 
-/// A work item of a net device. Keep it inside the device's `T`, before
-/// the fields its run uses (fields drop in order); dropping it waits for
-/// a running instance, cancels a pending one and ignores any later
-/// scheduling.
+/// A work item of a net device, usually a field of the device's `T`;
+/// dropping it waits for a running instance, cancels a pending one and
+/// ignores any later scheduling.
 ///
 /// # Invariants
 ///
@@ -86,8 +85,8 @@ unsafe impl<T: DeviceWork<ID>, const ID: u8> Send for NetDevWork<T, ID> {}
 unsafe impl<T: DeviceWork<ID>, const ID: u8> Sync for NetDevWork<T, ID> {}
 
 impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
-    /// A work item running `T::run` on `dev`. Like every [`NetDevRef`]
-    /// holder, it must live inside the device's state.
+    /// A work item running `T::run` on `dev` while the device's state
+    /// exists.
     pub(crate) fn new(dev: NetDevRef<T>) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             // SAFETY: `INIT_DELAYED_WORK` on the embedded, pinned `delayed_work`.
@@ -126,9 +125,14 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
         // has its address); `Opaque` is `repr(transparent)`.
         let this =
             unsafe { &*container_of!(w.cast::<Opaque<bindings::delayed_work>>(), Self, work) };
-        // Taking RTNL here cannot deadlock with the state's drop (which
-        // cancels us): that drop never runs under RTNL.
-        T::Lock::with(|lock| T::run(this.dev.get(), lock));
+        // Taking RTNL here cannot deadlock with the device's removal (which
+        // waits for our access, then cancels us): that never runs under
+        // RTNL. A run after the device's unregistration does nothing.
+        T::Lock::with(|lock| {
+            if let Some(dev) = this.dev.try_access() {
+                T::run(&dev, lock);
+            }
+        });
     }
 }
 

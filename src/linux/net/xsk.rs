@@ -11,15 +11,25 @@
 //! ([`XskPool::next_tx`]) and reports them done in order
 //! ([`XskPool::tx_completed`]).
 
-use core::ptr::NonNull;
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
-use kernel::{dma::DmaAddress, prelude::*, types::Opaque};
+use kernel::{
+    dma::DmaAddress,
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Completion, Mutex},
+    types::Opaque,
+};
 
 use crate::linux::{
     bindings,
     dma::DmaDevice,
     net::{
         napi::Napi,
+        rtnl::Rtnl,
         skbuff::SkBuff,
         xdp::{
             act_on, XdpBuffMeta, XdpFrame, XdpProgRef, XdpRunnable, XdpRxHash, XdpRxq, XdpVerdict,
@@ -30,21 +40,51 @@ use crate::linux::{
 
 /// An AF_XDP buffer pool bound to one of the device's queues in
 /// zero-copy mode, from the `XDP_SETUP_XSK_POOL` that enabled it until
-/// the one that disables it.
+/// the one that disables it. Copies are counted: the layer answers the
+/// disabling request only once every copy is dropped (see [`XskSlots`]),
+/// so none can outlive the binding.
 ///
 /// # Invariants
 ///
-/// `raw` is a pool the core bound to a queue of the device. It stays
-/// live until the core asks the driver to let it go (an [`XskSetup`]
-/// without a pool for that queue); the driver drops every copy, and
-/// every [`XskBuf`] of it, before that request returns.
-#[derive(Clone)]
+/// `raw` is a pool the core bound to a queue of the device, and this
+/// value is one of `life`'s holds; the core is told the pool is let go
+/// only after the last hold is given back.
 pub(crate) struct XskPool {
     raw: NonNull<bindings::xsk_buff_pool>,
+    life: Arc<PoolLife>,
+}
+
+/// The count of an [`XskPool`]'s copies.
+#[pin_data]
+struct PoolLife {
+    holds: AtomicUsize,
+    /// Completed when the last copy is dropped.
+    #[pin]
+    released: Completion,
+}
+
+impl Clone for XskPool {
+    fn clone(&self) -> Self {
+        self.life.holds.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: one more hold, given back by `drop`.
+        Self {
+            raw: self.raw,
+            life: self.life.clone(),
+        }
+    }
+}
+
+impl Drop for XskPool {
+    fn drop(&mut self) {
+        if self.life.holds.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.life.released.complete_all();
+        }
+    }
 }
 
 // SAFETY: The pool's driver-side functions may be called from any CPU;
-// each ring is used by one NAPI context at a time (the queue's).
+// each ring is used by one NAPI context at a time (the queue's); the
+// count is atomic.
 unsafe impl Send for XskPool {}
 // SAFETY: As for `Send`.
 unsafe impl Sync for XskPool {}
@@ -57,6 +97,35 @@ pub(crate) struct XskTxDesc {
 }
 
 impl XskPool {
+    /// The first copy of `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a pool the core is binding to a queue of the device, and
+    /// the caller waits for [`Self::let_go`] before it tells the core the
+    /// pool may go.
+    unsafe fn new(raw: NonNull<bindings::xsk_buff_pool>) -> Result<Self> {
+        let life = Arc::pin_init(
+            pin_init!(PoolLife {
+                holds: AtomicUsize::new(1),
+                released <- Completion::new(),
+            }),
+            GFP_KERNEL,
+        )?;
+        // INVARIANT: per the function's contract; the one hold.
+        Ok(Self { raw, life })
+    }
+
+    /// Drops this copy and waits until every other one is dropped.
+    /// Process context.
+    fn let_go(self) {
+        let life = self.life.clone();
+        drop(self);
+        if life.holds.load(Ordering::Acquire) != 0 {
+            life.released.wait_for_completion();
+        }
+    }
+
     /// Maps the pool's memory for `dma`'s device to read and write.
     /// The core requires it before the enabling request returns.
     pub(crate) fn dma_map(&self, dma: &DmaDevice) -> Result {
@@ -286,26 +355,106 @@ impl XdpRunnable for XskFrame {
 }
 
 /// An `ndo_bpf` request to bind an AF_XDP pool to queue `queue` in
-/// zero-copy mode, or (no pool) to let the bound one go.
+/// zero-copy mode, or (no pool) to let the bound one (`old`) go. The
+/// layer has already put `pool` in the queue's slot, or taken `old` out.
 pub(crate) struct XskSetup {
     pub(crate) queue: u16,
     pub(crate) pool: Option<XskPool>,
+    pub(crate) old: Option<XskPool>,
 }
 
-impl XskSetup {
+/// The AF_XDP pools bound to a device's queues, one slot per queue: the
+/// driver keeps one in its state ([`super::netdev::NetDevOps::xsk_slots`])
+/// and reads it ([`Self::get`]) when it builds a queue's rings. The layer
+/// fills a slot before the driver's `xsk_setup` binds the pool and
+/// empties it before the driver lets the pool go; then it waits until the
+/// driver dropped every copy before it answers the core, as
+/// [`super::xdp::XdpProgSlot`] holds the program the core hands over.
+#[pin_data]
+pub(crate) struct XskSlots {
+    #[pin]
+    slots: Mutex<KVec<Option<XskPool>>>,
+}
+
+impl XskSlots {
+    /// `queues` empty slots.
+    pub(crate) fn new(queues: usize) -> Result<impl PinInit<Self>> {
+        let mut slots = KVec::with_capacity(queues, GFP_KERNEL)?;
+        for _ in 0..queues {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        Ok(pin_init!(Self {
+            slots <- new_mutex!(slots),
+        }))
+    }
+
+    /// The pool bound to queue `q`.
+    pub(crate) fn get(&self, q: usize) -> Option<XskPool> {
+        self.slots.lock().get(q).cloned().flatten()
+    }
+
+    /// Whether any bound pool satisfies `f`.
+    pub(crate) fn any(&self, f: impl Fn(&XskPool) -> bool) -> bool {
+        self.slots.lock().iter().flatten().any(f)
+    }
+
+    /// Takes queue `q`'s pool out of its slot while an enabling request
+    /// fails (the queue restarts without it). Under RTNL, as the request.
+    pub(crate) fn withdraw(&self, _rtnl: &Rtnl, q: usize) {
+        let taken = self.slots.lock().get_mut(q).and_then(Option::take);
+        drop(taken);
+    }
+
+    /// Carries out an `XDP_SETUP_XSK_POOL` request through the driver's
+    /// `op`: fills or empties queue `queue`'s slot around it, and on
+    /// return no copy of a pool that is not bound is left.
+    ///
     /// # Safety
     ///
     /// `pool` is null or a pool the core is binding to `queue` of the
-    /// device (valid as [`XskPool`] says).
-    pub(in crate::linux) unsafe fn from_raw(
+    /// device whose slots these are.
+    pub(in crate::linux) unsafe fn setup(
+        &self,
         pool: *mut bindings::xsk_buff_pool,
         queue: u16,
-    ) -> Self {
-        Self {
-            queue,
-            // INVARIANT: per the function's contract.
-            pool: NonNull::new(pool).map(|raw| XskPool { raw }),
+        op: impl FnOnce(XskSetup) -> Result,
+    ) -> Result {
+        let q = usize::from(queue);
+        let Some(raw) = NonNull::new(pool) else {
+            let old = self.slots.lock().get_mut(q).and_then(Option::take);
+            let ret = op(XskSetup {
+                queue,
+                pool: None,
+                old: old.clone(),
+            });
+            if let Some(old) = old {
+                old.let_go();
+            }
+            return ret;
+        };
+        // SAFETY: Per the function's contract; we let go of it below unless
+        // it stays bound.
+        let pool = unsafe { XskPool::new(raw) }?;
+        {
+            let mut slots = self.slots.lock();
+            let slot = slots.get_mut(q).ok_or(EINVAL)?;
+            if slot.is_some() {
+                // The core binds one pool per queue.
+                return Err(EBUSY);
+            }
+            *slot = Some(pool.clone());
         }
+        let ret = op(XskSetup {
+            queue,
+            pool: Some(pool.clone()),
+            old: None,
+        });
+        if ret.is_err() {
+            let taken = self.slots.lock().get_mut(q).and_then(Option::take);
+            drop(taken);
+            pool.let_go();
+        }
+        ret
     }
 }
 

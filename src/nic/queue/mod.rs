@@ -295,10 +295,10 @@ impl WithNapi<QueuePair> {
             return false;
         }
         bump(&self.stats.missed_irqs, 1);
-        if net_ratelimit() {
+        if let Some(dev) = self.dev.try_access().filter(|_| net_ratelimit()) {
             pr_warn!(
                 "{}: queue pair {}: completion waiting without an interrupt, polling\n",
-                self.dev.get().name(),
+                dev.name(),
                 self.index
             );
         }
@@ -415,7 +415,9 @@ impl WithNapi<QueuePair> {
         // racing the reset puts on the new ring is counted after the
         // reset, never before (its completion would then exceed what is
         // in flight: dql_completed's BUG).
-        self.dev.get().tx_reset(self.index);
+        if let Some(dev) = self.dev.try_access() {
+            dev.tx_reset(self.index);
+        }
         *tx_slot = Some(tx);
         drop(tx_slot);
         Ok(PairCommands { rx_mode, create })
@@ -595,9 +597,10 @@ impl QueuePair {
         self.bad_cqe_len.store(len, Relaxed);
         self.bad_cqe_expected.store(expected, Relaxed);
         if self.request_reset(ResetCause::COMPLETION) {
-            let dev = self.dev.get();
-            log(dev);
-            dev.data().schedule_work();
+            if let Some(dev) = self.dev.try_access() {
+                log(&dev);
+                dev.data().schedule_work();
+            }
         }
     }
 
@@ -656,7 +659,10 @@ impl QueuePair {
             s.tx_tail = tx.ring.tail.get();
             s.tx_rung = tx.rung.get();
         }
-        s.tx_stopped = self.dev.get().tx_stopped(self.index);
+        s.tx_stopped = self
+            .dev
+            .try_access()
+            .is_some_and(|dev| dev.tx_stopped(self.index));
         s
     }
 

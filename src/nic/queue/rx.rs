@@ -333,7 +333,7 @@ impl QueuePair {
         };
         if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
             match frame.copy_to_skb(napi) {
-                Some(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                Some(skb) => self.gft_exception(skb),
                 None => bump(&self.stats.rx_dropped, 1),
             }
             return;
@@ -410,7 +410,7 @@ impl QueuePair {
         };
         if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
             match self.stream_skb(napi, frame) {
-                Some(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                Some(skb) => self.gft_exception(skb),
                 None => bump(&self.stats.rx_dropped, 1),
             }
             return;
@@ -505,7 +505,7 @@ impl QueuePair {
         if cqe.flags & Cqe::GFT_EXCEPTION != 0 {
             // Not for the stack (nor XDP): the GFT's exception path decides it.
             match frame.into_skb() {
-                Ok(skb) => self.dev.get().data().gft_exception(self.index, skb),
+                Ok(skb) => self.gft_exception(skb),
                 Err(_) => bump(&self.stats.rx_dropped, 1),
             }
             return;
@@ -523,12 +523,26 @@ impl QueuePair {
             }
         }
     }
+
+    /// A GFT exception for the PF's exception work; dropped if the device
+    /// is going away.
+    fn gft_exception(&self, skb: SkBuff) {
+        match self.dev.try_access() {
+            Some(dev) => dev.data().gft_exception(self.index, skb),
+            None => bump(&self.stats.rx_dropped, 1),
+        }
+    }
 }
 
 impl NapiPoll for QueuePair {
     fn poll(&self, napi: &Napi, budget: u32) -> u32 {
         self.polls.fetch_add(1, Relaxed);
-        let dev = self.dev.get();
+        let Some(dev) = self.dev.try_access() else {
+            // The device is going away: its removal waits for no poll.
+            napi.complete_done(0);
+            return 0;
+        };
+        let dev = &*dev;
         let features = dev.features();
         let rcu = rcu::read_lock();
         let mut ctx = PollCtx {
