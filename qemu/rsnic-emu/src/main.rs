@@ -237,12 +237,14 @@ fn function_stats(func: &Function) -> String {
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;
         out += &format!(
-            " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_rx_packets={} q{i}_rx_no_buffer={} \
+            " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_rx_packets={} q{i}_rx_doorbells={} \
+             q{i}_rx_no_buffer={} \
              q{i}_bad_requests={} q{i}_irqs={} q{i}_irqs_moderated={} q{i}_stream={} \
              q{i}_stream_notifications={}",
             s.tx_packets,
             s.tx_doorbells,
             s.rx_packets,
+            s.rx_doorbells,
             s.rx_no_buffer,
             s.bad_requests,
             s.irqs,

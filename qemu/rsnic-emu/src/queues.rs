@@ -28,6 +28,8 @@ pub struct QpStats {
     pub tx_bytes: u64,
     /// TX doorbells rung (each may cover any number of frames).
     pub tx_doorbells: u64,
+    /// RX tail doorbells rung (each may announce any number of buffers).
+    pub rx_doorbells: u64,
     /// Doorbells of any kind (TX tail, RX tail, CQ head).
     pub doorbells: u64,
     /// Frames delivered into RX buffers.
@@ -68,6 +70,7 @@ impl QpStats {
         self.tx_packets += other.tx_packets;
         self.tx_bytes += other.tx_bytes;
         self.tx_doorbells += other.tx_doorbells;
+        self.rx_doorbells += other.rx_doorbells;
         self.doorbells += other.doorbells;
         self.rx_packets += other.rx_packets;
         self.rx_bytes += other.rx_bytes;
@@ -397,6 +400,7 @@ impl QueuePair {
 
     /// RX tail doorbell: the driver posted buffers up to `tail`.
     pub fn rx_doorbell(&mut self, tail: u32) {
+        self.stats.rx_doorbells += 1;
         match u16::try_from(tail) {
             Ok(t) if t < self.cfg.rx_entries => self.rx_tail = t,
             _ => self.stats.bad_requests += 1,

@@ -29,7 +29,7 @@ use kernel::{
 };
 
 use super::recovery::QueueHealth;
-use super::ring::{slots, CompletionQueue, Ring, RingSize};
+use super::ring::{slots, CompletionQueue, Ring, RingIndex, RingSize};
 use super::Nic;
 use crate::hw::{self, CqHead, Cqe, QpDoorbell, RxDesc, TxDesc};
 use crate::linux::{
@@ -333,6 +333,7 @@ impl WithNapi<QueuePair> {
                 if ring.refill(&self.stats.rx_alloc_failed) == 0 && ring.xsk().is_none() {
                     return Err(ENOMEM);
                 }
+                ring.announced = ring.ring.tail;
                 self.doorbell(QpDoorbell::RxTail, u32::from(ring.ring.tail.get()));
             }
         }
@@ -453,6 +454,7 @@ impl WithNapi<QueuePair> {
         };
         Ok(RingRx {
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
+            announced: RingIndex::default(),
             bufs: slots(geo.rx, || None)?,
             mem,
         })

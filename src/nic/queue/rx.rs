@@ -18,6 +18,11 @@ const STREAM_COPY_MAX: u32 = 256;
 /// linear part (Ethernet, IPv6 and TCP with options); the rest stays in
 /// the chunk.
 const STREAM_HEAD_MAX: u32 = 128;
+
+/// Fresh RX buffers the card is told of at once (see
+/// [`RingRx::tail_to_announce`]).
+const RX_TAIL_BATCH: u16 = 32;
+
 use super::{bump, tx::TxDone, QueuePair};
 use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc};
 use crate::linux::net::{
@@ -32,7 +37,7 @@ use crate::linux::net::{
     },
     xsk::{XskBuf, XskFrame, XskPool},
 };
-use crate::nic::ring::{read_cqe, CompletionQueue, Ring};
+use crate::nic::ring::{read_cqe, CompletionQueue, Ring, RingIndex};
 
 /// A buffer posted on the RX ring: a page of the queue's page pool, or
 /// (AF_XDP zero copy) a buffer of the socket's umem.
@@ -69,6 +74,8 @@ pub(super) enum RxPath {
 /// The RX ring of a pair in descriptor mode and the buffers posted on it.
 pub(super) struct RingRx {
     pub(super) ring: Ring,
+    /// The tail the card was last told of ([`Self::tail_to_announce`]).
+    pub(super) announced: RingIndex,
     /// The buffer posted at each descriptor. Dropped before `mem`.
     pub(super) bufs: KVec<Option<RxBuf>>,
     pub(super) mem: RxMem,
@@ -127,6 +134,28 @@ impl RingRx {
             xsk.set_rx_need_wakeup(self.ring.free() > 0);
         }
         posted
+    }
+
+    /// The tail to write to the card's RX tail doorbell now, if it is
+    /// time (it is then taken as told). Each doorbell costs the card a
+    /// message, so new buffers are announced in batches, as ixgbe does
+    /// (`IXGBE_RX_BUFFER_WRITE`): once [`RX_TAIL_BATCH`] (at most an eighth
+    /// of the ring) wait, or at once when the card knows of fewer than a
+    /// quarter of the ring's buffers, or when they come from an AF_XDP
+    /// socket (whose fill ring may hold only a few).
+    pub(super) fn tail_to_announce(&mut self) -> Option<RingIndex> {
+        let size = self.ring.size;
+        let waiting = size.distance(self.announced, self.ring.tail);
+        if waiting == 0 {
+            return None;
+        }
+        let known = size.distance(self.ring.head, self.announced);
+        let batch = RX_TAIL_BATCH.min(size.get() / 8);
+        if waiting >= batch || known < size.get() / 4 || self.xsk().is_some() {
+            self.announced = self.ring.tail;
+            return Some(self.announced);
+        }
+        None
     }
 
     /// A fresh buffer of the queue's kind.
@@ -561,10 +590,6 @@ impl NapiPoll for QueuePair {
             return 0;
         };
         let RxState { cq, path } = rx;
-        let rx_tail_before = match path {
-            RxPath::Ring(ring) => Some(ring.ring.tail),
-            RxPath::Stream(_) => None,
-        };
         let mut tx_done = TxDone::default();
         while received < budget {
             let Some(cqe) = read_cqe(cq) else {
@@ -610,14 +635,14 @@ impl NapiPoll for QueuePair {
         if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);
         }
-        if let (RxPath::Ring(ring), Some(tail_before)) = (path, rx_tail_before) {
+        if let RxPath::Ring(ring) = path {
             // A ring that could not be filled (allocations failed at start
             // or since) gets what it lacks.
             if ring.ring.free() > 0 {
                 ring.refill(&self.stats.rx_alloc_failed);
             }
-            if ring.ring.tail != tail_before {
-                self.doorbell(QpDoorbell::RxTail, u32::from(ring.ring.tail.get()));
+            if let Some(tail) = ring.tail_to_announce() {
+                self.doorbell(QpDoorbell::RxTail, u32::from(tail.get()));
             }
         }
         let head = cq.head;

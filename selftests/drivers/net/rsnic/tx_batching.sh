@@ -1,18 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# TX batching: byte queue limits on every TX queue, and one doorbell per
-# xmit_more batch. pktgen sends bursts whose frames but the last carry
+# Doorbell batching: byte queue limits on every TX queue, one TX
+# doorbell per xmit_more batch, and fresh RX buffers announced to the
+# card in batches. pktgen sends bursts whose frames but the last carry
 # xmit_more; the card counts doorbells and frames per queue pair, card
 # B's netdev (the peer) counts what arrived, card B what it had no RX
-# buffer for (pktgen outruns the VM's receiver).
+# buffer for (pktgen outruns the VM's receiver). Pings, one frame per
+# NAPI poll, show the RX side: a poll that replaces one buffer no longer
+# rings the RX tail doorbell.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 8
+ktap_header 10
 N=20000
 
 # Card A's queue pair 0: "doorbells frames".
@@ -49,6 +52,17 @@ read -r d p r pps < <(burst 1)
 echo "# burst 1: $d doorbells for $p frames, peer got $r, $pps frames/s"
 check "pktgen burst 1: the card sent all $N frames ($p)" test "${p:-0}" -ge $N
 check "without xmit_more, a doorbell per frame ($d for $p)" test "${d:-0}" -ge "${p:-1}"
+
+# RX: every queue pair of card A, "rx_doorbells rx_packets rx_no_buffer".
+rx_a() { harness card A stats | tr ' ' '\n' | awk -F= '/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2} END {print d + 0, p + 0, n + 0}'; }
+read -r d0 p0 n0 < <(rx_a)
+ping -c 300 -i 0.005 -q $IP_B >/dev/null
+read -r d1 p1 n1 < <(rx_a)
+d=$((d1 - d0)) p=$((p1 - p0)) n=$((n1 - n0))
+echo "# 300 pings: card A received $p frames with $d RX tail doorbells, $n without a buffer"
+check "RX buffers announced in batches: fewer than one RX tail doorbell per 8 frames ($d for $p)" \
+	test $((d * 8)) -lt "$p" -a "$p" -ge 300
+check "and the card never ran out of buffers for them ($n)" test "$n" -eq 0
 
 # Byte queue limits: queue 0 learned a limit from the completions of
 # the bursts (it stays 0 when the driver reports none), and with the
