@@ -22,11 +22,15 @@ use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
 use rsnic_emu::rdma;
-use rsnic_emu::wire::Wire;
+use rsnic_emu::wire::{RecvBatch, Wire};
 
-/// Most frames the wire's receive thread hands the card before the card
-/// announces them (RX streams publish once per batch).
+/// Most frames the wire's receive thread takes in one call and hands the
+/// card before the card announces them (RX streams publish once per
+/// batch).
 const RX_BATCH: usize = 64;
+
+/// Largest frame the wire carries (without its FCS): a datagram's limit.
+const MAX_WIRE_FRAME: usize = 65536;
 
 /// Command line of the emulator.
 #[derive(Parser, Debug)]
@@ -271,23 +275,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             card.set_link(true);
             let (rx_wire, rx_card) = (Arc::clone(&wire), Arc::clone(&card));
             std::thread::spawn(move || {
-                let mut buf = vec![0u8; 65536];
+                let mut batch = RecvBatch::new(RX_BATCH, MAX_WIRE_FRAME);
                 loop {
                     // A batch: the first frame waited for, then those
-                    // already queued, up to a limit; RX streams announce
-                    // the whole batch at once.
-                    match rx_wire.recv(&mut buf) {
-                        Ok((n, fcs_ok)) => rx_card.receive(&buf[..n], fcs_ok),
-                        Err(e) => {
-                            warn!("wire receive: {e}");
-                            return;
-                        }
+                    // already queued, up to a limit, in one call; RX
+                    // streams announce the whole batch at once.
+                    if let Err(e) = rx_wire.recv_batch(&mut batch) {
+                        warn!("wire receive: {e}");
+                        return;
                     }
-                    for _ in 1..RX_BATCH {
-                        match rx_wire.try_recv(&mut buf) {
-                            Ok(Some((n, fcs_ok))) => rx_card.receive(&buf[..n], fcs_ok),
-                            _ => break,
-                        }
+                    for (frame, fcs_ok) in batch.frames() {
+                        rx_card.receive(frame, fcs_ok);
                     }
                     rx_card.end_of_batch();
                 }

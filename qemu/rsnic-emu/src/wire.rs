@@ -147,6 +147,34 @@ pub enum Wait {
     No,
 }
 
+/// Buffers for the frames one [`Wire::recv_batch`] takes.
+pub struct RecvBatch {
+    bufs: Vec<Box<[u8]>>,
+    /// Length (without the FCS) and FCS verdict of each frame taken.
+    frames: Vec<(usize, bool)>,
+}
+
+impl RecvBatch {
+    /// Room for `frames` frames of up to `frame_len` bytes with their FCS.
+    pub fn new(frames: usize, frame_len: usize) -> Self {
+        Self {
+            bufs: (0..frames.max(1))
+                .map(|_| vec![0u8; frame_len + FCS_LEN].into_boxed_slice())
+                .collect(),
+            frames: Vec::with_capacity(frames),
+        }
+    }
+
+    /// The frames of the last [`Wire::recv_batch`]: bytes (without the FCS)
+    /// and whether the FCS matched.
+    pub fn frames(&self) -> impl Iterator<Item = (&[u8], bool)> {
+        self.bufs
+            .iter()
+            .zip(&self.frames)
+            .map(|(buf, &(len, ok))| (&buf[..len], ok))
+    }
+}
+
 /// One end of the cable.
 ///
 /// Frames go straight to the peer's socket without blocking; when it is
@@ -321,27 +349,55 @@ impl Wire {
         Ok(self.received(buf, n))
     }
 
-    /// The next frame if one is already waiting (as [`Self::recv`]);
-    /// `None` if none is.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<(usize, bool)>> {
-        // SAFETY: `buf` is valid for `buf.len()` bytes of writes and the
-        // socket is open for the call.
-        let n = unsafe {
-            libc::recv(
-                self.sock.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => Ok(None),
-                _ => Err(e),
+    /// Blocks for the next frame, then takes the frames already waiting,
+    /// up to the batch's size, all in one `recvmmsg`; returns how many
+    /// (at least one) are in `batch`.
+    pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        let mut iovs: Vec<libc::iovec> = batch
+            .bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iovs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: all-zero is a valid `mmsghdr` (null pointers, zero
+                // lengths).
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = iov;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        let n = loop {
+            // SAFETY: `msgs` holds `msgs.len()` headers, each pointing at one
+            // iovec of a buffer of `batch`, all valid for writes for the call.
+            let n = unsafe {
+                libc::recvmmsg(
+                    self.sock.as_raw_fd(),
+                    msgs.as_mut_ptr(),
+                    msgs.len() as libc::c_uint,
+                    libc::MSG_WAITFORONE,
+                    std::ptr::null_mut(),
+                )
             };
+            if n >= 0 {
+                break n as usize;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        };
+        batch.frames.clear();
+        for (buf, msg) in batch.bufs.iter().zip(&msgs).take(n) {
+            let (len, fcs_ok) = self.received(buf, msg.msg_len as usize);
+            batch.frames.push((len, fcs_ok));
         }
-        Ok(Some(self.received(buf, n as usize)))
+        Ok(n)
     }
 
     fn received(&self, buf: &[u8], n: usize) -> (usize, bool) {
@@ -505,6 +561,42 @@ mod tests {
         let first_out_of_order = got.iter().zip(0..).find(|(g, n)| **g != *n);
         assert_eq!(first_out_of_order, None);
         assert_eq!(wa.queue_drops.load(Ordering::Relaxed), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_batch_takes_every_waiting_frame_up_to_its_size() {
+        let (wa, wb, dir) = pair("batch");
+        wa.send(b"one", Wait::Yes);
+        wa.send(b"two", Wait::Yes);
+        wa.send(b"three", Wait::Yes);
+        // Damaged on the way: still taken, flagged.
+        wa.impair("corrupt", 1000);
+        wa.send(b"four", Wait::Yes);
+        wa.impair("corrupt", 0);
+        wa.send(b"five", Wait::Yes);
+        let mut batch = RecvBatch::new(4, 64);
+        assert_eq!(wb.recv_batch(&mut batch).unwrap(), 4);
+        let frames: Vec<(Vec<u8>, bool)> = batch.frames().map(|(f, ok)| (f.to_vec(), ok)).collect();
+        assert_eq!(
+            frames[..3],
+            [
+                (b"one".to_vec(), true),
+                (b"two".to_vec(), true),
+                (b"three".to_vec(), true)
+            ]
+        );
+        assert!(!frames[3].1, "a corrupted frame fails its FCS");
+        // The rest, then a wait for the next.
+        assert_eq!(wb.recv_batch(&mut batch).unwrap(), 1);
+        assert_eq!(batch.frames().next(), Some((&b"five"[..], true)));
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            wa.send(b"six", Wait::Yes);
+        });
+        assert_eq!(wb.recv_batch(&mut batch).unwrap(), 1);
+        assert_eq!(batch.frames().next(), Some((&b"six"[..], true)));
+        late.join().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
