@@ -4,12 +4,15 @@
 //! with bottom halves off, as `spin_lock_bh` does in C, so a softirq on the
 //! same CPU cannot spin on a lock its interrupted task holds. And spinlocks
 //! shared with a hard interrupt handler: held with interrupts off, as
-//! `spin_lock_irqsave` does.
+//! `spin_lock_irqsave` does. And counts of holds on something that must
+//! not go away while held ([`HoldCount`]).
 
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
-use kernel::sync::{lock::Guard, SpinLock};
+use kernel::prelude::*;
+use kernel::sync::{lock::Guard, Completion, SpinLock};
 
 use crate::linux::bindings;
 
@@ -119,5 +122,46 @@ impl<T> Deref for IrqLocked<'_, T> {
 impl<T: Unpin> DerefMut for IrqLocked<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
+    }
+}
+
+/// Holds on something that must not go away while held, and a wait for
+/// the last to be given back, as `netdev_hold`, `netdev_put` and
+/// `netdev_wait_allrefs` do for a net device. It starts with one hold,
+/// its owner's.
+#[pin_data]
+pub(crate) struct HoldCount {
+    holds: AtomicUsize,
+    /// Completed when the last hold is given back.
+    #[pin]
+    released: Completion,
+}
+
+impl HoldCount {
+    /// A count of one hold.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            holds: AtomicUsize::new(1),
+            released <- Completion::new(),
+        })
+    }
+
+    /// Takes one more hold; only a holder may (the count is not zero).
+    pub(crate) fn hold(&self) {
+        self.holds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Gives one hold back.
+    pub(crate) fn unhold(&self) {
+        if self.holds.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.released.complete_all();
+        }
+    }
+
+    /// Waits until every hold is given back. Process context.
+    pub(crate) fn wait(&self) {
+        if self.holds.load(Ordering::Acquire) != 0 {
+            self.released.wait_for_completion();
+        }
     }
 }

@@ -30,6 +30,7 @@ use kernel::{
 
 use crate::linux::bindings;
 use crate::linux::net::netdev::NetDev;
+use crate::linux::sync::HoldCount;
 
 /// Bit 0 of [`StateLife::users`]: the state exists and may be accessed.
 const OPEN: usize = 1;
@@ -47,10 +48,8 @@ pub(super) struct StateLife {
     #[pin]
     idle: Completion,
     /// Handles alive, plus one for the registration.
-    holds: AtomicUsize,
-    /// Completed when the last hold is given back.
     #[pin]
-    released: Completion,
+    holds: HoldCount,
 }
 
 impl StateLife {
@@ -60,29 +59,17 @@ impl StateLife {
             pin_init!(Self {
                 users: AtomicUsize::new(0),
                 idle <- Completion::new(),
-                holds: AtomicUsize::new(1),
-                released <- Completion::new(),
+                holds <- HoldCount::new(),
             }),
             GFP_KERNEL,
         )
     }
 
-    fn hold(&self) {
-        self.holds.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn unhold(&self) {
-        if self.holds.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.released.complete_all();
-        }
-    }
-
     /// Gives back the registration's hold and waits until every handle is
     /// gone, after which the device may be freed. Process context.
     pub(super) fn release(&self) {
-        if self.holds.fetch_sub(1, Ordering::AcqRel) != 1 {
-            self.released.wait_for_completion();
-        }
+        self.holds.unhold();
+        self.holds.wait();
     }
 
     /// Allows accesses: the state is initialised.
@@ -143,7 +130,7 @@ impl DevHold {
 
 impl Clone for DevHold {
     fn clone(&self) -> Self {
-        self.life.hold();
+        self.life.holds.hold();
         // INVARIANT: one more hold, given back by `drop`.
         Self {
             ptr: self.ptr,
@@ -154,7 +141,7 @@ impl Clone for DevHold {
 
 impl Drop for DevHold {
     fn drop(&mut self) {
-        self.life.unhold();
+        self.life.holds.unhold();
     }
 }
 
@@ -197,7 +184,7 @@ impl<T> NetDevRef<T> {
     /// life is `life`, which it frees only after [`StateLife::release`],
     /// and whose `T` is initialised while `life` is open.
     pub(super) unsafe fn new(ptr: NonNull<bindings::net_device>, life: Arc<StateLife>) -> Self {
-        life.hold();
+        life.holds.hold();
         // INVARIANT: per the function's contract, with a hold of our own.
         Self {
             hold: DevHold { ptr, life },

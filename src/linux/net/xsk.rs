@@ -11,16 +11,13 @@
 //! ([`XskPool::next_tx`]) and reports them done in order
 //! ([`XskPool::tx_completed`]).
 
-use core::{
-    ptr::NonNull,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::ptr::NonNull;
 
 use kernel::{
     dma::DmaAddress,
     new_mutex,
     prelude::*,
-    sync::{Arc, Completion, Mutex},
+    sync::{Arc, Mutex},
     types::Opaque,
 };
 
@@ -36,6 +33,7 @@ use crate::linux::{
             XskMem,
         },
     },
+    sync::HoldCount,
 };
 
 /// An AF_XDP buffer pool bound to one of the device's queues in
@@ -51,21 +49,12 @@ use crate::linux::{
 /// only after the last hold is given back.
 pub(crate) struct XskPool {
     raw: NonNull<bindings::xsk_buff_pool>,
-    life: Arc<PoolLife>,
-}
-
-/// The count of an [`XskPool`]'s copies.
-#[pin_data]
-struct PoolLife {
-    holds: AtomicUsize,
-    /// Completed when the last copy is dropped.
-    #[pin]
-    released: Completion,
+    life: Arc<HoldCount>,
 }
 
 impl Clone for XskPool {
     fn clone(&self) -> Self {
-        self.life.holds.fetch_add(1, Ordering::Relaxed);
+        self.life.hold();
         // INVARIANT: one more hold, given back by `drop`.
         Self {
             raw: self.raw,
@@ -76,9 +65,7 @@ impl Clone for XskPool {
 
 impl Drop for XskPool {
     fn drop(&mut self) {
-        if self.life.holds.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.life.released.complete_all();
-        }
+        self.life.unhold();
     }
 }
 
@@ -105,13 +92,7 @@ impl XskPool {
     /// the caller waits for [`Self::let_go`] before it tells the core the
     /// pool may go.
     unsafe fn new(raw: NonNull<bindings::xsk_buff_pool>) -> Result<Self> {
-        let life = Arc::pin_init(
-            pin_init!(PoolLife {
-                holds: AtomicUsize::new(1),
-                released <- Completion::new(),
-            }),
-            GFP_KERNEL,
-        )?;
+        let life = Arc::pin_init(HoldCount::new(), GFP_KERNEL)?;
         // INVARIANT: per the function's contract; the one hold.
         Ok(Self { raw, life })
     }
@@ -121,9 +102,7 @@ impl XskPool {
     fn let_go(self) {
         let life = self.life.clone();
         drop(self);
-        if life.holds.load(Ordering::Acquire) != 0 {
-            life.released.wait_for_completion();
-        }
+        life.wait();
     }
 
     /// Maps the pool's memory for `dma`'s device to read and write.
@@ -401,8 +380,12 @@ impl XskSlots {
     /// Takes queue `q`'s pool out of its slot while an enabling request
     /// fails (the queue restarts without it). Under RTNL, as the request.
     pub(crate) fn withdraw(&self, _rtnl: &Rtnl, q: usize) {
-        let taken = self.slots.lock().get_mut(q).and_then(Option::take);
-        drop(taken);
+        drop(self.take(q));
+    }
+
+    /// Empties queue `q`'s slot; its pool, if it held one.
+    fn take(&self, q: usize) -> Option<XskPool> {
+        self.slots.lock().get_mut(q).and_then(Option::take)
     }
 
     /// Carries out an `XDP_SETUP_XSK_POOL` request through the driver's
@@ -421,7 +404,7 @@ impl XskSlots {
     ) -> Result {
         let q = usize::from(queue);
         let Some(raw) = NonNull::new(pool) else {
-            let old = self.slots.lock().get_mut(q).and_then(Option::take);
+            let old = self.take(q);
             let ret = op(XskSetup {
                 queue,
                 pool: None,
@@ -450,8 +433,7 @@ impl XskSlots {
             old: None,
         });
         if ret.is_err() {
-            let taken = self.slots.lock().get_mut(q).and_then(Option::take);
-            drop(taken);
+            drop(self.take(q));
             pool.let_go();
         }
         ret
