@@ -152,6 +152,10 @@ pub struct RecvBatch {
     bufs: Vec<Box<[u8]>>,
     /// Length (without the FCS) and FCS verdict of each frame taken.
     frames: Vec<(usize, bool)>,
+    /// `recvmmsg`'s vectors, pointed at `bufs` anew for each call (their
+    /// room is kept: no allocation per batch).
+    iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
 }
 
 impl RecvBatch {
@@ -162,6 +166,8 @@ impl RecvBatch {
                 .map(|_| vec![0u8; frame_len + FCS_LEN].into_boxed_slice())
                 .collect(),
             frames: Vec::with_capacity(frames),
+            iovs: Vec::with_capacity(frames),
+            msgs: Vec::with_capacity(frames),
         }
     }
 
@@ -353,25 +359,26 @@ impl Wire {
     /// up to the batch's size, all in one `recvmmsg`; returns how many
     /// (at least one) are in `batch`.
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
-        let mut iovs: Vec<libc::iovec> = batch
-            .bufs
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
-            })
-            .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iovs
-            .iter_mut()
-            .map(|iov| {
-                // SAFETY: all-zero is a valid `mmsghdr` (null pointers, zero
-                // lengths).
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = iov;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
+        let RecvBatch {
+            bufs,
+            frames,
+            iovs,
+            msgs,
+        } = batch;
+        iovs.clear();
+        iovs.extend(bufs.iter_mut().map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr().cast(),
+            iov_len: b.len(),
+        }));
+        msgs.clear();
+        msgs.extend(iovs.iter_mut().map(|iov| {
+            // SAFETY: all-zero is a valid `mmsghdr` (null pointers, zero
+            // lengths).
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        }));
         let n = loop {
             // SAFETY: `msgs` holds `msgs.len()` headers, each pointing at one
             // iovec of a buffer of `batch`, all valid for writes for the call.
@@ -392,10 +399,9 @@ impl Wire {
                 return Err(e);
             }
         };
-        batch.frames.clear();
-        for (buf, msg) in batch.bufs.iter().zip(&msgs).take(n) {
-            let (len, fcs_ok) = self.received(buf, msg.msg_len as usize);
-            batch.frames.push((len, fcs_ok));
+        frames.clear();
+        for (buf, msg) in bufs.iter().zip(msgs.iter()).take(n) {
+            frames.push(self.received(buf, msg.msg_len as usize));
         }
         Ok(n)
     }

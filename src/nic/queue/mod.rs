@@ -333,8 +333,8 @@ impl WithNapi<QueuePair> {
                 if ring.refill(&self.stats.rx_alloc_failed) == 0 && ring.xsk().is_none() {
                     return Err(ENOMEM);
                 }
-                ring.announced = ring.ring.tail;
-                self.doorbell(QpDoorbell::RxTail, u32::from(ring.ring.tail.get()));
+                let tail = ring.announce_all();
+                self.doorbell(QpDoorbell::RxTail, u32::from(tail.get()));
             }
         }
         self.napi().enable(rtnl)?;

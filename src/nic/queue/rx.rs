@@ -152,10 +152,16 @@ impl RingRx {
         let known = size.distance(self.ring.head, self.announced);
         let batch = RX_TAIL_BATCH.min(size.get() / 8);
         if waiting >= batch || known < size.get() / 4 || self.xsk().is_some() {
-            self.announced = self.ring.tail;
-            return Some(self.announced);
+            return Some(self.announce_all());
         }
         None
+    }
+
+    /// The tail to write to the RX tail doorbell now, whatever waits (a
+    /// ring's start); it is then taken as told.
+    pub(super) fn announce_all(&mut self) -> RingIndex {
+        self.announced = self.ring.tail;
+        self.announced
     }
 
     /// A fresh buffer of the queue's kind.
