@@ -271,11 +271,21 @@ pub(crate) fn register(
     if kind == FuncKind::Pf {
         features |= Feature::HwTc;
     }
+    // A reload's device starts with the old one's channels, which the
+    // stack's queue counts must match.
+    let config = match kept {
+        Some(k) => k.config(max_queues),
+        None => {
+            let mut rss_key = [0u8; hw::RSS_KEY_LEN];
+            rss_key_fill(&mut rss_key);
+            Config::initial(max_queues.min(DEFAULT_QUEUES), tx_ring, rx_ring, rss_key)
+        }
+    };
     let setup = Setup {
         mac,
         min_mtu: hw::MIN_MTU,
         max_mtu: info.max_mtu.clamp(hw::MIN_MTU, hw::MAX_MTU),
-        queues: u32::from(max_queues.min(DEFAULT_QUEUES)),
+        queues: u32::from(config.queues),
         hw_features: features,
         features,
         tso_max_segs: hw::TSO_MAX_SEGS,
@@ -305,14 +315,6 @@ pub(crate) fn register(
     let n = name.len().min(bus_info.len() - 1);
     bus_info[..n].copy_from_slice(&name[..n]);
     let block_mem = dma.alloc(hw::RSS_CONFIG_LEN.max(hw::MacStats::SIZE))?;
-    let config = match kept {
-        Some(k) => k.config(max_queues),
-        None => {
-            let mut rss_key = [0u8; hw::RSS_KEY_LEN];
-            rss_key_fill(&mut rss_key);
-            Config::initial(max_queues.min(DEFAULT_QUEUES), tx_ring, rx_ring, rss_key)
-        }
-    };
     let regs = regs.clone();
     let registration = Registration::new(
         pdev,

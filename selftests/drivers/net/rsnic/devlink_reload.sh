@@ -49,7 +49,8 @@ settings() {
 		"rings=$(ethtool -g "$1" | awk '/^Current/ {c=1} c && /^(RX|TX):/ {printf "%s", $2 "/"}')" \
 		"rx-usecs=$(ethtool -c "$1" | awk '/^rx-usecs:/ {print $2}')" \
 		"rss=$(ethtool -x "$1" | grep -E '^ +[0-9]+:' | md5sum | cut -c1-8)" \
-		"up=$(ip -o link show "$1" | grep -c '[<,]UP[,>]')"
+		"up=$(ip -o link show "$1" | grep -c '[<,]UP[,>]')" \
+		"stack-queues=$(ls "/sys/class/net/$1/queues" | grep -c '^tx-')/$(ls "/sys/class/net/$1/queues" | grep -c '^rx-')"
 }
 # All page pools the kernel lists, of any device (an old device's pool
 # with pages still out is listed until they come back).
@@ -100,7 +101,7 @@ wait_until 50 eval '[ -n "$(netif_of "$A")" ]'
 NETIF_A=$(netif_of "$A")
 after=$(settings "$NETIF_A")
 echo "# after: $NETIF_A (was $old) $after"
-check_eq "driver settings kept: MTU, channels, rings, rx-usecs, RSS table, up" "$after" "$before"
+check_eq "driver settings kept: MTU, channels (the stack's queues too), rings, rx-usecs, RSS table, up" "$after" "$before"
 
 ip addr add "$IP_A/24" dev "$NETIF_A"
 ip addr add "$IP6_A/64" dev "$NETIF_A" nodad
