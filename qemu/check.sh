@@ -69,7 +69,7 @@ if [[ $# -gt 0 ]]; then
 else
 	tests=($(sed -n 's/^TEST_PROGS *+\?:\?= *//p' selftests/drivers/net/rsnic/Makefile))
 fi
-DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh rdma_user_lifecycle.sh)
+DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh health_reload.sh rdma_user_lifecycle.sh)
 debug_tests=()
 if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]; then
 	debug_tree=$RSNIC_KERNEL_DIR/debug

@@ -3,10 +3,10 @@
 //! The devlink operations of a function (`crate::function::Function` is
 //! the instance's private data): `devlink dev info`, read from the card,
 //! and `devlink dev reload`, which tears down what the function runs and
-//! brings it up again with its settings kept. The port and the `tx` and
-//! `completion` reporters are the NIC's (`nic::register`,
-//! `nic/health.rs`); `card` and `rdma` are the function's
-//! (`function/health.rs`).
+//! brings it up again with its settings kept, all under the instance
+//! lock the core holds. The port and the reporters (`card`, `rdma`, and
+//! the NIC's `tx` and `completion`) are the function's, made at probe:
+//! a reload keeps them.
 
 use kernel::{
     device::{Bound, Device},
@@ -19,7 +19,7 @@ use crate::function::{self, Function};
 use crate::hw::{regs, FuncKind, FwVersion, HwVersion, PCI_DEVICE_ID_PF, PCI_DEVICE_ID_VF};
 use crate::linux::{
     device,
-    devlink::{DevlinkOps, InfoRequest, ReloadAction, VersionKind},
+    devlink::{DevlinkOps, InfoRequest, Locked, ReloadAction, VersionKind},
     irq::MsixVectors,
 };
 
@@ -35,28 +35,38 @@ impl DevlinkOps for Function {
 
     /// The RDMA half is unbound (ib_core tells its users the device is
     /// gone), the settings are noted, then the function goes as at
-    /// remove: network device, GFT, card reset, debugfs.
-    fn reload_down(data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
+    /// remove: network device, GFT, card reset, debugfs; last its devlink
+    /// port. The reporters stay.
+    fn reload_down(
+        data: &Self,
+        _dev: &Device<Bound>,
+        _action: ReloadAction,
+        locked: &Locked<'_>,
+    ) -> Result {
         // Taken out first: an RDMA probe from now on finds no NIC.
-        let Some(loaded) = data.take_loaded() else {
-            // A previous bring-up failed; nothing runs.
-            return Ok(());
-        };
-        if let Some(aux) = data.rdma_device() {
-            device::release_driver(&aux);
+        if let Some(loaded) = data.take_loaded() {
+            if let Some(aux) = data.rdma_device() {
+                device::release_driver(&aux);
+            }
+            drop(loaded);
         }
-        drop(loaded);
-        Ok(())
+        // Also after a failed bring-up, which may have left one.
+        data.unregister_port(locked)
     }
 
     /// The function comes up as at probe (self-test included) with the
     /// settings noted, then the RDMA half binds again.
-    fn reload_up(data: &Self, dev: &Device<Bound>, _action: ReloadAction) -> Result {
+    fn reload_up(
+        data: &Self,
+        dev: &Device<Bound>,
+        _action: ReloadAction,
+        locked: &Locked<'_>,
+    ) -> Result {
         let pdev = <&pci::Device<Bound>>::try_from(dev)?;
         let vectors = MsixVectors::allocated(pdev, data.vectors());
         let instance = data.instance().ok_or(ENODEV)?;
         let kept = data.kept();
-        let loaded = function::bring_up(pdev, &instance, &vectors, kept.as_ref())?;
+        let loaded = function::bring_up(pdev, &instance, locked, &vectors, kept.as_ref())?;
         dev_info!(
             dev,
             "reloaded: {} is {}\n",

@@ -120,10 +120,14 @@ impl pci::Driver for RsnicDriver {
                 Function::new(regs.clone(), *kind, vectors.count())?,
             )?;
             // From here an error drops it, which undoes what follows.
-            let instance = FunctionInstance::new(devlink);
+            let instance = FunctionInstance::new(devlink)?;
             let devlink = instance.get();
-            let loaded = function::bring_up(pdev, devlink, &vectors, None)?;
-            devlink.data().set_loaded(loaded)?;
+            {
+                // Under the instance lock, as a reload's second half runs.
+                let locked = devlink.lock();
+                let loaded = function::bring_up(pdev, devlink, &locked, &vectors, None)?;
+                devlink.data().set_loaded(loaded)?;
+            }
             let rdma = match *kind {
                 FuncKind::Pf => Some(register_rdma(pdev, &regs, &vectors, devlink)?),
                 FuncKind::Vf => None,

@@ -1,23 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a bound function runs: the self-test, the admin queue, the GFT,
-//! the network device (with its devlink port and health reporters) and
-//! the debugfs files. Built at probe and again by the second half of
+//! the network device (on the function's devlink port) and the debugfs
+//! files. Built at probe and again by the second half of
 //! `devlink dev reload`; torn down at remove and by a reload's first half
 //! (`crate::devlink`).
 
 use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
-use super::{
-    health::{CardReporters, FunctionEvents},
-    Function,
-};
+use super::{health::FunctionEvents, Function};
 use crate::admin::AdminQueue;
 use crate::debugfs::{FunctionFiles, GftFiles};
 use crate::gft::Gft;
 use crate::hw::{regs, FuncKind};
 use crate::linux::{
-    devlink::{DevlinkRef, Registration},
+    devlink::{Locked, Registration},
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
 };
@@ -27,15 +24,12 @@ use crate::selftest::{self, SelfTestError, VectorIrq};
 
 /// A running function.
 ///
-/// Field order is drop order: the card's reporters go first (their
-/// recovery finds nothing running), `gft/` before the NIC (so no write
+/// Field order is drop order: `gft/` before the NIC (so no write
 /// reaches a GFT going away), the NIC stops its queues through the admin
 /// queue, then the card is reset, and only then is the admin queue's
 /// ring freed (the card stopped using it); last the function's debugfs
 /// directory.
 pub(crate) struct Loaded {
-    /// The `card` and (PF) `rdma` health reporters.
-    reporters: Arc<CardReporters>,
     /// PF: `gft/`.
     _gft_files: Option<Pin<KBox<GftFiles>>>,
     nic: NicRegistration,
@@ -66,11 +60,6 @@ impl Loaded {
         self.gft.as_ref()
     }
 
-    /// The `card` and `rdma` reporters.
-    pub(super) fn reporters(&self) -> &Arc<CardReporters> {
-        &self.reporters
-    }
-
     /// What a reload keeps of the network device's settings.
     pub(super) fn kept_config(&self) -> KeptConfig {
         let dev = self.nic.dev();
@@ -97,12 +86,15 @@ fn request_selftest_irqs(
     Ok(irqs)
 }
 
-/// Self-tests the card and builds what the function of `instance` runs:
+/// Self-tests the card and builds what the function of `instance` runs,
+/// under its devlink instance lock (`locked`: probe takes it, a reload
+/// holds it), with a new devlink port:
 /// its admin queue, a PF's GFT, its network device (configured as `kept`
 /// says, after a reload), `gft/` and debugfs files.
 pub(crate) fn bring_up(
     pdev: &pci::Device<Bound>,
     instance: &Arc<Registration<Function>>,
+    locked: &Locked<'_>,
     vectors: &MsixVectors<'_>,
     kept: Option<&KeptConfig>,
 ) -> Result<Loaded> {
@@ -149,12 +141,11 @@ pub(crate) fn bring_up(
         admin: &admin,
         vectors,
         kind,
-        devlink: DevlinkRef::new(instance),
+        port: function.new_port(instance, locked)?,
         flow: gft.clone().map(|g| -> Arc<dyn FlowOffload> { g }),
         events: Arc::new(FunctionEvents::new(instance, &admin), GFP_KERNEL)?,
     };
     let nic = nic::register(pdev.as_ref(), parts, kept)?;
-    let reporters = CardReporters::new(instance, kind == FuncKind::Pf)?;
     let bond = (kind == FuncKind::Pf).then(|| nic.dev().data().bond().shared_state());
     let files = KBox::pin_init(
         FunctionFiles::new(pdev.as_ref().name(), regs.clone(), report, bond)?,
@@ -162,7 +153,6 @@ pub(crate) fn bring_up(
     )?;
     let gft_files = gft.as_ref().map(|g| GftFiles::new(&files, g)).transpose()?;
     Ok(Loaded {
-        reporters,
         _gft_files: gft_files,
         nic,
         gft,

@@ -8,10 +8,16 @@
 //! `rdma` (QPs the card's RDMA engine failed).
 //!
 //! A fault is noted where it is noticed (the watch, an admin command the
-//! NIC sent, the RDMA half's event queue) and reported by the watch
-//! work, without a lock held: the devlink core counts it, keeps a dump,
-//! and calls `recover` unless auto-recovery is off or the grace period
-//! says no.
+//! NIC sent, the RDMA half's event queue, the NIC's queue pairs) and
+//! reported by the watch work, without a lock held: the devlink core
+//! counts it, keeps a dump, and calls `recover` unless auto-recovery is
+//! off or the grace period says no.
+//!
+//! The reporters, the NIC's `tx` and `completion` among them, are made
+//! at probe under the devlink instance lock and kept until remove, as
+//! mlx5 keeps its firmware reporters: `devlink dev reload` runs under
+//! that lock, so it makes and destroys none, and it never waits for the
+//! watch, whose report may be waiting for the lock.
 
 use kernel::{
     new_mutex,
@@ -29,12 +35,13 @@ use crate::hw::{regs, DevStatus};
 use crate::linux::{
     device::reprobe,
     devlink::{
-        DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable, Registration,
+        DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable, Locked,
+        Registration,
     },
-    net::rtnl,
+    net::{netdev::NetDev, rtnl},
     work::{PinnedWork, PinnedWorkRun},
 };
-use crate::nic::{CardCounters, NicEvents};
+use crate::nic::{CardCounters, CurrentNic, Nic, NicEvents, NicReporters, QueueFault};
 use crate::rdma::RdmaEvents;
 
 /// [`crate::linux::work::PinnedWork`] id of the watch.
@@ -53,6 +60,9 @@ const CHECK_MS: u32 = 1000;
 const CARD_GONE_MS: i64 = 5 * CHECK_MS as i64 / 2;
 /// How long a function reset may take, in milliseconds.
 const RESET_POLLS: u32 = 100;
+/// Queue pair faults waiting for the watch at most (one per pair is the
+/// most the NIC sends before a recovery; more are dropped and logged).
+const MAX_QUEUE_FAULTS: usize = 64;
 
 /// What the watch learnt about the card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +196,9 @@ pub(crate) struct CardHealth {
     rdma_last_qpn: Atomic<u32>,
     /// A function reset asks the RDMA half to be bound afresh.
     rebind: Atomic<bool>,
+    /// Queue pair faults the NIC handed over, for the watch to report.
+    #[pin]
+    queue_faults: Mutex<KVec<QueueFault>>,
 }
 
 impl CardHealth {
@@ -201,6 +214,7 @@ impl CardHealth {
             rdma_reported: Atomic::new(0),
             rdma_last_qpn: Atomic::new(0),
             rebind: Atomic::new(false),
+            queue_faults <- new_mutex!(KVec::new()),
         })
     }
 
@@ -212,30 +226,51 @@ impl CardHealth {
     }
 }
 
-/// The reporters, made when the function is brought up.
-pub(crate) struct CardReporters {
+/// The function's reporters, made at probe and kept until remove.
+pub(crate) struct Reporters {
     card: HealthReporter<CardReporter>,
     /// PF only: the RDMA engine lives there.
     rdma: Option<HealthReporter<RdmaReporter>>,
+    /// The NIC's `tx` and `completion`.
+    nic: NicReporters,
 }
 
 static CARD_REPORTER: HealthReporterVTable<CardReporter> = HealthReporterVTable::new();
 static RDMA_REPORTER: HealthReporterVTable<RdmaReporter> = HealthReporterVTable::new();
 
-impl CardReporters {
-    /// The reporters of `instance`; `rdma` too for a PF.
-    pub(super) fn new(instance: &Arc<Registration<Function>>, rdma: bool) -> Result<Arc<Self>> {
+impl Reporters {
+    /// The reporters of `instance`, whose lock the caller holds
+    /// (`locked`); `rdma` too for a PF. On an error none is left (each
+    /// made is destroyed under the lock).
+    pub(super) fn new(
+        instance: &Arc<Registration<Function>>,
+        locked: &Locked<'_>,
+        rdma: bool,
+    ) -> Result<Self> {
         let devlink = DevlinkRef::new(instance);
+        let owner = || FunctionOwner(instance.clone());
+        let current: Arc<dyn CurrentNic> = Arc::new(owner(), GFP_KERNEL)?;
+        let card = HealthReporter::new(devlink.clone(), locked, &CARD_REPORTER, owner())?;
         let rdma = match rdma {
-            true => Some(HealthReporter::new(
-                devlink.clone(),
-                &RDMA_REPORTER,
-                FunctionOwner(instance.clone()),
-            )?),
+            true => match HealthReporter::new(devlink.clone(), locked, &RDMA_REPORTER, owner()) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    card.destroy(locked);
+                    return Err(e);
+                }
+            },
             false => None,
         };
-        let card = HealthReporter::new(devlink, &CARD_REPORTER, FunctionOwner(instance.clone()))?;
-        Ok(Arc::new(Self { card, rdma }, GFP_KERNEL)?)
+        match NicReporters::new(&devlink, locked, current) {
+            Ok(nic) => Ok(Self { card, rdma, nic }),
+            Err(e) => {
+                if let Some(r) = rdma {
+                    r.destroy(locked);
+                }
+                card.destroy(locked);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -268,6 +303,25 @@ impl NicEvents for FunctionEvents {
         CardCounters {
             function_resets: health.device_resets.load(Relaxed),
             card_lost: health.card_lost.load(Relaxed),
+        }
+    }
+
+    /// Queued for the watch, which runs now.
+    fn queue_fault(&self, fault: QueueFault) {
+        let function = self.instance.data();
+        {
+            let mut faults = function.health.queue_faults.lock();
+            if faults.len() >= MAX_QUEUE_FAULTS || faults.push(fault, GFP_KERNEL).is_err() {
+                pr_warn!("rsnic: a queue pair fault was not reported (too many pending)\n");
+                return;
+            }
+        }
+        PinnedWork::<_, WATCH_WORK>::schedule(function);
+    }
+
+    fn queues_rebuilt(&self) {
+        if let Some(reporters) = self.instance.data().reporters() {
+            reporters.nic.queues_rebuilt();
         }
     }
 }
@@ -355,8 +409,19 @@ impl Function {
         Ok(())
     }
 
-    /// Reports the faults noted since the last report.
-    fn report(&self, reporters: &CardReporters, admin: Option<&AdminQueue>) {
+    /// Queue pair faults of a NIC that is gone are not reported.
+    pub(super) fn forget_queue_faults(&self) {
+        self.health.queue_faults.lock().clear();
+    }
+
+    /// Reports the faults noted since the last report: the card's, the
+    /// RDMA engine's and the queue pairs'. No lock held: the core takes
+    /// the instance lock, a recovery `loaded` and RTNL.
+    fn report(&self, reporters: &Reporters, admin: Option<&AdminQueue>) {
+        let queue_faults = core::mem::take(&mut *self.health.queue_faults.lock());
+        for fault in queue_faults.iter() {
+            reporters.nic.report(fault);
+        }
         let pending = self.health.pending.xchg(0, Relaxed);
         for fault in CardFault::ALL {
             if pending & fault.bit() != 0 {
@@ -403,7 +468,10 @@ impl PinnedWorkRun<WATCH_WORK> for Function {
     /// device is up, and reports what was noted. Runs again after
     /// [`CHECK_MS`] while the function runs something.
     fn run(&self) {
-        let (reporters, admin) = {
+        let Some(reporters) = self.reporters() else {
+            return;
+        };
+        let admin = {
             let loaded = self.loaded.lock();
             // Nothing runs (between a reload's halves, or going away):
             // nothing to watch; `set_loaded` starts the watch again.
@@ -440,7 +508,7 @@ impl PinnedWorkRun<WATCH_WORK> for Function {
                     gft.age();
                 }
             }
-            (loaded.reporters().clone(), loaded.admin().clone())
+            loaded.admin().clone()
         };
         // Not under `loaded`: a recovery takes it.
         self.report(&reporters, Some(&admin));
@@ -474,6 +542,14 @@ impl PinnedWorkRun<REBIND_WORK> for Function {
 
 /// A reporter's owner: the function's devlink instance.
 struct FunctionOwner(Arc<Registration<Function>>);
+
+impl CurrentNic for FunctionOwner {
+    /// Under `loaded`: a reload, which replaces the NIC, waits.
+    fn with_nic(&self, f: &mut dyn FnMut(&NetDev<Nic>) -> Result) -> Result {
+        let loaded = self.function().loaded.lock();
+        f(loaded.as_ref().ok_or(ENODEV)?.nic().dev())
+    }
+}
 
 impl FunctionOwner {
     fn function(&self) -> &Function {

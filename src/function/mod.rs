@@ -2,13 +2,13 @@
 
 //! The PCI function: the core every other part of the driver is a client
 //! of, as fbnic's `fbnic_dev` and mana's `gdma_context` are. [`Function`]
-//! is the devlink instance's private data; it owns the registers, and
-//! what the function runs ([`Loaded`], `bring_up.rs`): the admin queue,
-//! the GFT, the network device, the card's health reporters and the
+//! is the devlink instance's private data; it owns the registers, the
+//! devlink port and health reporters (made at probe under the instance
+//! lock, kept until remove), and what the function runs ([`Loaded`],
+//! `bring_up.rs`): the admin queue, the GFT, the network device and the
 //! debugfs files. It keeps the settings a reload carries over and the
 //! RDMA half's auxiliary device, and watches the card (`health.rs`: the
-//! card gone or back, the function reset, GFT aging, the `card` and
-//! `rdma` reporters).
+//! card gone or back, the function reset, GFT aging, the reports).
 //!
 //! Its clients name nothing above them: the NIC asks for what it needs
 //! through `crate::nic::{NicEvents, FlowOffload}`, the RDMA half through
@@ -24,15 +24,18 @@ use kernel::{
     device::Device,
     new_mutex,
     prelude::*,
-    sync::{aref::ARef, atomic::Atomic, Arc, Mutex},
+    sync::{aref::ARef, atomic::Atomic, Arc, Mutex, UniqueArc},
 };
 
 use crate::hw::FuncKind;
-use crate::linux::{devlink::Registration, work::PinnedWork};
+use crate::linux::{
+    devlink::{DevlinkRef, Locked, Port, PortFlavour, Registration},
+    work::PinnedWork,
+};
 use crate::nic::KeptConfig;
 use crate::regs::Registers;
 pub(crate) use bring_up::{bring_up, refuse, Loaded};
-use health::{CardHealth, REBIND_WORK, WATCH_WORK};
+use health::{CardHealth, Reporters, REBIND_WORK, WATCH_WORK};
 
 /// The driver state of a function, in its devlink instance: what the
 /// function runs, which a reload replaces, and the watch over its card.
@@ -61,10 +64,21 @@ pub(crate) struct Function {
     /// The settings a reload carries from the old NIC to the new one.
     #[pin]
     kept: Mutex<Option<KeptConfig>>,
-    /// The instance itself, for the port and reporters a reload creates.
-    /// Cleared by [`Function::unload`]: it keeps the instance alive.
+    /// The instance itself, for what a reload brings up. Cleared by
+    /// [`Function::unload`]: it keeps the instance alive.
     #[pin]
     instance: Mutex<Option<Arc<Registration<Function>>>>,
+    /// The devlink port the network device belongs to: made by each
+    /// bring-up, unregistered by a reload's first half (the core wants no
+    /// port left), else dropped by [`Function::unload`] (a drop takes the
+    /// instance lock, so it is never a reload's).
+    #[pin]
+    port: Mutex<Option<Arc<Port>>>,
+    /// The health reporters, made at probe and dropped by
+    /// [`Function::unload`]; a reload keeps them. They keep the instance
+    /// alive.
+    #[pin]
+    reporters: Mutex<Option<Arc<Reporters>>>,
     /// PF: the RDMA half's auxiliary device.
     rdma: Arc<RdmaAux>,
 }
@@ -112,6 +126,8 @@ impl Function {
             loaded <- new_mutex!(None),
             kept <- new_mutex!(None),
             instance <- new_mutex!(None),
+            port <- new_mutex!(None),
+            reporters <- new_mutex!(None),
             rdma,
         }))
     }
@@ -140,6 +156,11 @@ impl Function {
         self.stop_works();
         let loaded = self.loaded.lock().take();
         drop(loaded);
+        // Not under the instance lock: their drops take it.
+        let reporters = self.reporters.lock().take();
+        drop(reporters);
+        let port = self.port.lock().take();
+        drop(port);
         let rdma_aux = self.rdma.device.lock().take();
         drop(rdma_aux);
         let instance = self.instance.lock().take();
@@ -151,6 +172,7 @@ impl Function {
     /// had noted; `None` if nothing runs (a previous bring-up failed).
     pub(crate) fn take_loaded(&self) -> Option<KBox<Loaded>> {
         let loaded = self.loaded.lock().take()?;
+        self.forget_queue_faults();
         *self.kept.lock() = Some(loaded.kept_config());
         Some(loaded)
     }
@@ -163,6 +185,41 @@ impl Function {
     /// The instance, while the function is bound.
     pub(crate) fn instance(&self) -> Option<Arc<Registration<Function>>> {
         self.instance.lock().clone()
+    }
+
+    /// Registers the devlink port of a bring-up under the instance lock
+    /// (`locked`) and keeps it; `EBUSY` if one is registered already.
+    fn new_port(
+        &self,
+        instance: &Arc<Registration<Function>>,
+        locked: &Locked<'_>,
+    ) -> Result<Arc<Port>> {
+        let mut slot = self.port.lock();
+        if slot.is_some() {
+            return Err(EBUSY);
+        }
+        let flavour = match self.kind {
+            FuncKind::Pf => PortFlavour::Physical(0),
+            FuncKind::Vf => PortFlavour::Virtual,
+        };
+        let port = Port::new(DevlinkRef::new(instance), locked, 0, flavour)?;
+        *slot = Some(port.clone());
+        Ok(port)
+    }
+
+    /// A reload's first half, once the network device is gone:
+    /// unregisters the port under the instance lock (`locked`).
+    pub(crate) fn unregister_port(&self, locked: &Locked<'_>) -> Result {
+        let port = self.port.lock().take();
+        match port {
+            Some(port) => port.unregister(locked),
+            None => Ok(()),
+        }
+    }
+
+    /// The health reporters, from probe to remove.
+    fn reporters(&self) -> Option<Arc<Reporters>> {
+        self.reporters.lock().clone()
     }
 
     /// The RDMA half's auxiliary device, if its driver ever probed it.
@@ -192,10 +249,24 @@ impl Function {
 pub(crate) struct FunctionInstance(Arc<Registration<Function>>);
 
 impl FunctionInstance {
-    /// Takes `instance`, whose state refers back to it until dropped.
-    pub(crate) fn new(instance: Arc<Registration<Function>>) -> Self {
+    /// Takes `instance`, whose state refers back to it until dropped, and
+    /// gives the function its health reporters, made under the instance
+    /// lock (`devl_health_reporter_create`).
+    pub(crate) fn new(instance: Arc<Registration<Function>>) -> Result<Self> {
         *instance.data().instance.lock() = Some(instance.clone());
-        Self(instance)
+        // From here our drop undoes it all.
+        let this = Self(instance);
+        let instance = &this.0;
+        let function = instance.data();
+        // Allocated before the lock is taken: what is made under it must
+        // not be dropped there.
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        {
+            let locked = instance.lock();
+            let reporters = Reporters::new(instance, &locked, function.kind == FuncKind::Pf)?;
+            *function.reporters.lock() = Some(slot.write(reporters).into());
+        }
+        Ok(this)
     }
 
     /// The instance.

@@ -6,6 +6,7 @@
 
 use kernel::prelude::*;
 
+use super::health::QueueFault;
 use crate::linux::net::skbuff::SkBuff;
 
 /// The function's side of what the NIC notices: the function owns the
@@ -22,6 +23,15 @@ pub(crate) trait NicEvents: Send + Sync {
 
     /// The function's counters of the card, for `ethtool -S`.
     fn counters(&self) -> CardCounters;
+
+    /// A queue pair's fault, for the function to report to the queue
+    /// reporters (`super::health::NicReporters`) from its own work. Any
+    /// process context; does not wait.
+    fn queue_fault(&self, fault: QueueFault);
+
+    /// A function reset rebuilt every queue pair: the queue reporters
+    /// are healthy again. Process context.
+    fn queues_rebuilt(&self);
 }
 
 /// What the function counted of its card.

@@ -5,19 +5,33 @@
 //! (completions out of step with their ring, lost interrupts). The card
 //! as a whole has the function's reporters (`crate::function`).
 //!
+//! The function makes these two with its own at probe, under the devlink
+//! instance lock, and keeps them until remove: a `devlink dev reload`
+//! runs under that lock and replaces the NIC, so it can neither destroy
+//! nor create reporters, nor wait for a report (the core takes the lock
+//! to report). Their operations find the NIC running now through
+//! [`CurrentNic`].
+//!
 //! A fault is noticed where it happens (the TX watchdog, NAPI, the
-//! health check), which asks for a recovery and
-//! schedules the report work. That work reports the fault without RTNL
-//! (the devlink core takes its instance lock, then our recovery takes
-//! RTNL), and the core counts it, keeps a dump, and calls `recover`
-//! unless auto-recovery is off or the grace period says no; a pair not
-//! recovered then waits for `devlink health recover`.
+//! health check), which asks for a recovery and schedules the NIC's
+//! report work. That work decides what to report (each pair once, with a
+//! backoff) and hands the [`QueueFault`] to the function
+//! (`NicEvents::queue_fault`), whose work reports it: not from the NIC's
+//! own work, which a reload's teardown waits for while it holds the lock
+//! a report needs. The core counts the fault, keeps a dump, and calls
+//! `recover` (under the instance lock, which then takes RTNL) unless
+//! auto-recovery is off or the grace period says no; a pair not recovered
+//! then waits for `devlink health recover`.
 
 use core::marker::PhantomData;
 
 use kernel::{
     prelude::*,
-    sync::Arc,
+    str::CString,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
     time::{Instant, Monotonic},
 };
 
@@ -26,9 +40,9 @@ use super::{
     Nic,
 };
 use crate::linux::{
-    devlink::{DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable},
+    devlink::{DevlinkRef, Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable, Locked},
     net::{
-        netdev::{NetDev, NetDevRef},
+        netdev::NetDev,
         rtnl,
         work::{DeviceWork, NoLock},
     },
@@ -37,72 +51,128 @@ use crate::linux::{
 /// [`crate::linux::net::work::NetDevWork`] id of the report work.
 pub(super) const HEALTH_WORK: u8 = 3;
 
+/// Tells NICs apart across reloads: a fault names the NIC it happened on.
+static NEXT_NIC_ID: Atomic<u64> = Atomic::new(1);
+
+/// A new NIC's identity, never given out before.
+pub(super) fn next_nic_id() -> u64 {
+    NEXT_NIC_ID.fetch_add(1, Relaxed)
+}
+
 /// A queue pair's fault, as reported.
 pub(crate) struct QueueFault {
+    /// The NIC it happened on ([`Nic::id`]).
+    nic: u64,
     queue: u16,
     cause: ResetCause,
     /// The pair when the report work picked the fault up.
     at_fault: PairSnapshot,
+    /// What the report says.
+    msg: CString,
 }
 
-/// The reporters.
-pub(crate) struct NicHealth {
+/// How the queue reporters reach the NIC running now, which a reload
+/// replaces: the function implements it.
+pub(crate) trait CurrentNic: Send + Sync {
+    /// Calls `f` with the function's NIC; `ENODEV` if none runs.
+    fn with_nic(&self, f: &mut dyn FnMut(&NetDev<Nic>) -> Result) -> Result;
+}
+
+/// The `tx` and `completion` reporters.
+pub(crate) struct NicReporters {
     tx: HealthReporter<TxReporter>,
     completion: HealthReporter<CompletionReporter>,
+    /// What their operations see: the NIC running now.
+    current: Arc<dyn CurrentNic>,
 }
 
 static TX_REPORTER: HealthReporterVTable<TxReporter> = HealthReporterVTable::new();
 static COMPLETION_REPORTER: HealthReporterVTable<CompletionReporter> = HealthReporterVTable::new();
 
-impl NicHealth {
-    /// The reporters of the NIC `dev` on `devlink`.
-    pub(crate) fn new(devlink: &DevlinkRef, dev: NetDevRef<Nic>) -> Result<Self> {
-        Ok(Self {
-            tx: HealthReporter::new(devlink.clone(), &TX_REPORTER, dev.clone())?,
-            completion: HealthReporter::new(devlink.clone(), &COMPLETION_REPORTER, dev)?,
-        })
+impl NicReporters {
+    /// The reporters on `devlink`, whose lock the caller holds
+    /// (`locked`); they find the NIC through `current`. On an error none
+    /// is left.
+    pub(crate) fn new(
+        devlink: &DevlinkRef,
+        locked: &Locked<'_>,
+        current: Arc<dyn CurrentNic>,
+    ) -> Result<Self> {
+        let tx = HealthReporter::new(devlink.clone(), locked, &TX_REPORTER, current.clone())?;
+        match HealthReporter::new(
+            devlink.clone(),
+            locked,
+            &COMPLETION_REPORTER,
+            current.clone(),
+        ) {
+            Ok(completion) => Ok(Self {
+                tx,
+                completion,
+                current,
+            }),
+            Err(e) => {
+                tx.destroy(locked);
+                Err(e)
+            }
+        }
+    }
+
+    /// Reports `fault` to its reporter, which recovers it (or not: the
+    /// pair then waits, and the log says so). Process context, no lock
+    /// held, and not from work a reload waits for.
+    pub(crate) fn report(&self, fault: &QueueFault) {
+        let msg = fmt!("{}", fault.msg.to_str().unwrap_or("queue pair fault"));
+        let _ = if fault.cause.has(ResetCause::TX_TIMEOUT) || fault.cause.has(ResetCause::RESTART) {
+            self.tx.report(msg, fault)
+        } else {
+            self.completion.report(msg, fault)
+        };
+        let _ = self.current.with_nic(&mut |dev| {
+            let nic = dev.data();
+            let waits = nic.id == fault.nic
+                && nic
+                    .queues
+                    .get(usize::from(fault.queue))
+                    .is_some_and(|q| q.awaiting_recovery());
+            if waits {
+                pr_warn!(
+                    "{}: queue pair {} not recovered automatically (devlink health recover)\n",
+                    dev.name(),
+                    fault.queue
+                );
+            }
+            Ok(())
+        });
     }
 
     /// Every queue pair was rebuilt by a function reset: neither queue
     /// reporter has a fault left.
-    fn queues_rebuilt(&self) {
+    pub(crate) fn queues_rebuilt(&self) {
         self.tx.recovered_elsewhere();
         self.completion.recovered_elsewhere();
     }
 }
 
 impl Nic {
-    /// The reporters, once the device is registered.
-    fn health(&self) -> Option<Arc<NicHealth>> {
-        self.health.lock().clone()
-    }
-
-    /// Gives the NIC its reporters (after its registration).
-    pub(crate) fn set_health(&self, health: NicHealth) -> Result {
-        *self.health.lock() = Some(Arc::new(health, GFP_KERNEL)?);
-        Ok(())
-    }
-
     /// Every pair was rebuilt (a function reset): none waits for
     /// a recovery any more.
     pub(super) fn pairs_rebuilt(&self) {
         for queue in self.queues.iter() {
             queue.set_awaiting_recovery(false);
         }
-        if let Some(health) = self.health() {
-            health.queues_rebuilt();
-        }
+        self.events.queues_rebuilt();
     }
 
     /// `recover` of the queue reporters: resets the pair of `fault` (but
-    /// a lost interrupt needs nothing more: it was polled), or every pair
+    /// a lost interrupt needs nothing more: it was polled, and a fault
+    /// of a NIC a reload replaced needs nothing either), or every pair
     /// waiting for a recovery (`None`).
     fn recover_pairs(dev: &NetDev<Self>, fault: Option<&QueueFault>) -> Result {
-        if fault.is_some_and(|f| f.cause == ResetCause::LOST_IRQ) {
+        let nic = dev.data();
+        if fault.is_some_and(|f| f.cause == ResetCause::LOST_IRQ || f.nic != nic.id) {
             return Ok(());
         }
         let queue = fault.map(|f| f.queue);
-        let nic = dev.data();
         let rtnl = rtnl::lock();
         let mut result = Ok(());
         for q in nic.queues.iter() {
@@ -121,17 +191,14 @@ impl Nic {
 }
 
 impl DeviceWork<HEALTH_WORK> for Nic {
-    /// Reporting takes the devlink instance lock, and the recovery RTNL
-    /// after it.
+    /// Takes nothing: the report itself is the function's.
     type Lock = NoLock;
 
-    /// Reports each queue pair asking for a reset once its backoff allows (a pair failing again soon waits
-    /// longer, up to 5 s).
+    /// Hands each queue pair asking for a reset to the function's report
+    /// once its backoff allows (a pair failing again soon waits longer,
+    /// up to 5 s).
     fn run(dev: &NetDev<Self>, _: &NoLock) {
         let nic = dev.data();
-        let Some(health) = nic.health() else {
-            return;
-        };
         let now = Instant::<Monotonic>::now();
         let mut next_ms: Option<u32> = None;
         for q in nic.queues.iter() {
@@ -140,6 +207,7 @@ impl DeviceWork<HEALTH_WORK> for Nic {
             }
             let wait = q.reset_wait(now);
             if !wait.is_zero() {
+                // CAST: clamped to the range of `u32`.
                 let ms = wait.as_millis().clamp(1, i64::from(u32::MAX)) as u32;
                 next_ms = Some(next_ms.map_or(ms, |n| n.min(ms)));
                 continue;
@@ -154,14 +222,6 @@ impl DeviceWork<HEALTH_WORK> for Nic {
             if !nic.pair_in_use(q.index()) {
                 continue;
             }
-            let fault = QueueFault {
-                queue: q.index(),
-                cause,
-                at_fault: q.snapshot(),
-            };
-            // A lost interrupt was dealt with (polled): nothing waits.
-            let resets = cause != ResetCause::LOST_IRQ;
-            q.set_awaiting_recovery(resets);
             let what = if cause.has(ResetCause::TX_TIMEOUT) {
                 "TX timed out"
             } else if cause.has(ResetCause::COMPLETION) {
@@ -171,19 +231,23 @@ impl DeviceWork<HEALTH_WORK> for Nic {
             } else {
                 "completion waited without an interrupt, polled"
             };
-            let msg = fmt!("{}: queue pair {}: {}", dev.name(), q.index(), what);
-            let _ = if cause.has(ResetCause::TX_TIMEOUT) || cause.has(ResetCause::RESTART) {
-                health.tx.report(msg, &fault)
-            } else {
-                health.completion.report(msg, &fault)
+            let Ok(msg) =
+                CString::try_from_fmt(fmt!("{}: queue pair {}: {}", dev.name(), q.index(), what))
+            else {
+                // No memory for the report: asked again next time.
+                q.request_reset(cause);
+                next_ms = Some(next_ms.map_or(100, |n| n.min(100)));
+                continue;
             };
-            if q.awaiting_recovery() {
-                pr_warn!(
-                    "{}: queue pair {} not recovered automatically (devlink health recover)\n",
-                    dev.name(),
-                    q.index()
-                );
-            }
+            // A lost interrupt was dealt with (polled): nothing waits.
+            q.set_awaiting_recovery(cause != ResetCause::LOST_IRQ);
+            nic.events.queue_fault(QueueFault {
+                nic: nic.id,
+                queue: q.index(),
+                cause,
+                at_fault: q.snapshot(),
+                msg,
+            });
         }
         if let Some(ms) = next_ms {
             nic.health_work.schedule_after(ms);
@@ -266,24 +330,28 @@ struct QueueReporter<V>(PhantomData<V>);
 #[vtable]
 impl<V: PairView> HealthReporterOps for QueueReporter<V> {
     const NAME: &'static CStr = V::NAME;
-    type Owner = NetDevRef<Nic>;
+    type Owner = Arc<dyn CurrentNic>;
     type Fault = QueueFault;
 
     fn recover(owner: &Self::Owner, fault: Option<&QueueFault>) -> Result {
-        Nic::recover_pairs(&*owner.try_access().ok_or(ENODEV)?, fault)
+        owner.with_nic(&mut |dev| Nic::recover_pairs(dev, fault))
     }
 
     fn dump(owner: &Self::Owner, fmsg: &mut Fmsg<'_>, fault: Option<&QueueFault>) -> Result {
         if let Some(fault) = fault {
             put_fault(fmsg, fault, V::put);
         }
-        put_pairs(fmsg, owner.try_access().ok_or(ENODEV)?.data(), V::put);
-        Ok(())
+        owner.with_nic(&mut |dev| {
+            put_pairs(fmsg, dev.data(), V::put);
+            Ok(())
+        })
     }
 
     fn diagnose(owner: &Self::Owner, fmsg: &mut Fmsg<'_>) -> Result {
-        put_pairs(fmsg, owner.try_access().ok_or(ENODEV)?.data(), V::put);
-        Ok(())
+        owner.with_nic(&mut |dev| {
+            put_pairs(fmsg, dev.data(), V::put);
+            Ok(())
+        })
     }
 }
 

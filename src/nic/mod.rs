@@ -47,7 +47,7 @@ use crate::hw::{
     self, offload, regs, rx_mode, AdminCmd, AdminStatus, DeviceInfo, FuncKind, FwVersion,
 };
 use crate::linux::{
-    devlink::{DevlinkRef, Port, PortFlavour},
+    devlink::Port,
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
@@ -66,7 +66,8 @@ use crate::linux::{
 use crate::regs::Registers;
 use bond::Bond;
 pub(crate) use events::{CardCounters, FlowOffload, NicEvents};
-use health::{NicHealth, HEALTH_WORK};
+use health::HEALTH_WORK;
+pub(crate) use health::{CurrentNic, NicReporters, QueueFault};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use recovery::GFT_WORK;
@@ -131,19 +132,14 @@ pub(crate) struct Nic {
     /// before anything it uses goes away.
     #[pin]
     reset_work: NetDevWork<Nic>,
-    /// Reports faults to the reporters, which recover them.
+    /// Hands queue pair faults to the function, which reports them.
     #[pin]
     health_work: NetDevWork<Nic, HEALTH_WORK>,
     /// PF: decides the GFT exceptions NAPI queued.
     #[pin]
     gft_work: NetDevWork<Nic, GFT_WORK>,
-    /// The devlink health reporters (set once the device is registered).
-    /// Destroying them waits for their callbacks, which use the rest
-    /// (and may schedule the works, which then do nothing).
-    #[pin]
-    health: Mutex<Option<Arc<NicHealth>>>,
-    /// This device, for the reporters.
-    handle: NetDevRef<Nic>,
+    /// Tells this NIC's faults from those of the NIC a reload replaced.
+    id: u64,
     /// The function this NIC belongs to: it resets the card.
     events: Arc<dyn NicEvents>,
     admin_irq: Pin<KBox<IrqHandlerRegistration<AdminIrq>>>,
@@ -201,8 +197,8 @@ pub(crate) struct FunctionParts<'a, 'v> {
     pub(crate) vectors: &'a MsixVectors<'v>,
     /// PF or VF.
     pub(crate) kind: FuncKind,
-    /// The function's devlink instance, for the port and reporters.
-    pub(crate) devlink: DevlinkRef,
+    /// The function's devlink port, which the device belongs to.
+    pub(crate) port: Arc<Port>,
     /// PF: the GFT.
     pub(crate) flow: Option<Arc<dyn FlowOffload>>,
     /// The function, told of function resets.
@@ -222,7 +218,7 @@ pub(crate) fn register(
         admin,
         vectors,
         kind,
-        devlink,
+        port,
         flow,
         events,
     } = parts;
@@ -300,14 +296,7 @@ pub(crate) fn register(
             .with(XdpFeatures::NDO_XMIT)
             .with(XdpFeatures::XSK_ZEROCOPY),
         xdp_rx_hash: info.offloads & offload::RSS != 0,
-        devlink_port: Some(Port::new(
-            devlink.clone(),
-            0,
-            match kind {
-                FuncKind::Pf => PortFlavour::Physical(0),
-                FuncKind::Vf => PortFlavour::Virtual,
-            },
-        )?),
+        devlink_port: Some(port),
     };
     let fw: FwVersion = regs.get()?;
     let mut bus_info = [0u8; 16];
@@ -351,9 +340,8 @@ pub(crate) fn register(
             let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
             let xsk = XskSlots::new(usize::from(max_queues))?;
             Ok(try_pin_init!(Nic {
-            health <- new_mutex!(None),
             health_work <- NetDevWork::new(dev.clone()),
-            handle: dev.clone(),
+            id: health::next_nic_id(),
             reset_work <- NetDevWork::new(dev.clone()),
             gft_work <- NetDevWork::new(dev.clone()),
             events,
@@ -381,8 +369,6 @@ pub(crate) fn register(
         }? Error))
         },
     )?;
-    let nic = registration.dev().data();
-    nic.set_health(NicHealth::new(&devlink, nic.handle.clone())?)?;
     if let Some(k) = kept {
         k.apply(registration.dev());
     }

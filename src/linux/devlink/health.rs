@@ -15,7 +15,7 @@ use kernel::{
     str::as_char_ptr_in_const_context,
 };
 
-use super::DevlinkRef;
+use super::{DevlinkRef, Locked};
 use crate::linux::bindings;
 
 /// What a health reporter does, called by the devlink core. Optional
@@ -170,7 +170,9 @@ unsafe extern "C" fn diagnose<R: HealthReporterOps>(
 }
 
 /// A health reporter of a devlink instance, with its owner; destroyed on
-/// drop (waiting for a running callback), before the instance.
+/// drop (waiting for a running callback), before the instance. The drop
+/// takes the instance lock: the reporter is not dropped where that lock
+/// is held (lockdep reports recursive locking if it is).
 pub(crate) struct HealthReporter<R: HealthReporterOps> {
     raw: NonNull<bindings::devlink_health_reporter>,
     // The reporter's private pointer points into this box.
@@ -185,21 +187,27 @@ unsafe impl<R: HealthReporterOps> Send for HealthReporter<R> {}
 unsafe impl<R: HealthReporterOps> Sync for HealthReporter<R> {}
 
 impl<R: HealthReporterOps> HealthReporter<R> {
-    /// Creates `R`'s reporter on `devlink`, whose callbacks see `owner`.
-    /// Auto-recovery is on when `R` can recover.
+    /// Creates `R`'s reporter on `devlink`, whose lock the caller holds
+    /// (`locked`), as `devl_health_reporter_create` wants; its callbacks
+    /// see `owner`. Auto-recovery is on when `R` can recover. `EINVAL` if
+    /// `locked` is another instance's lock, `EEXIST` if the instance has
+    /// a reporter of that name.
     pub(crate) fn new(
         devlink: DevlinkRef,
+        locked: &Locked<'_>,
         vtable: &'static HealthReporterVTable<R>,
         owner: R::Owner,
     ) -> Result<Self> {
+        devlink.check(locked)?;
         let owner = KBox::new(owner, GFP_KERNEL)?;
         let priv_: *const R::Owner = &*owner;
-        // SAFETY: A registered instance (alive: we hold a reference); a
+        // SAFETY: A registered instance (alive: we hold a reference),
+        // whose lock this thread holds (`locked`, checked to be its); a
         // `'static` table; `priv_` stays valid until the reporter is
         // destroyed in our drop (the box moves with us, its heap contents
         // do not). Returns an ERR_PTR on failure.
         let raw = unsafe {
-            bindings::devlink_health_reporter_create(
+            bindings::devl_health_reporter_create(
                 devlink.as_raw(),
                 &vtable.ops,
                 priv_.cast_mut().cast(),
@@ -219,7 +227,8 @@ impl<R: HealthReporterOps> HealthReporter<R> {
     /// `devlink health recover`. Returns what the recovery returned
     /// (`ECANCELED`: not attempted). Process context; takes the instance
     /// lock, so never call it with RTNL held (the core takes them in the
-    /// other order).
+    /// other order), nor from work that anything holding the instance
+    /// lock waits for (a reload's teardown).
     pub(crate) fn report(&self, msg: fmt::Arguments<'_>, fault: &R::Fault) -> Result {
         let mut text = [0u8; 128];
         let msg = format_cstr(&mut text, msg);
@@ -244,6 +253,30 @@ impl<R: HealthReporterOps> HealthReporter<R> {
                 bindings::devlink_health_reporter_state_DEVLINK_HEALTH_REPORTER_STATE_HEALTHY,
             )
         };
+    }
+}
+
+impl<R: HealthReporterOps> HealthReporter<R> {
+    /// Destroys the reporter under the instance lock the caller holds
+    /// (`locked`), as `devl_health_reporter_destroy` wants: how a driver
+    /// undoes a reporter it made under that lock (dropping it there
+    /// would take the lock again). If `locked` is another instance's
+    /// lock, the reporter is dropped as usual.
+    pub(crate) fn destroy(self, locked: &Locked<'_>) {
+        if self._devlink.check(locked).is_err() {
+            return;
+        }
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Created in `new`, not destroyed (we own it, and our
+        // drop will not run); this thread holds its instance's lock
+        // (`locked`, checked to be its), so no callback runs.
+        unsafe { bindings::devl_health_reporter_destroy(this.raw.as_ptr()) };
+        // SAFETY: Each field is read once, from a value whose drop does
+        // not run; the reporter that pointed into the owner is gone.
+        unsafe {
+            drop(core::ptr::read(&this._owner));
+            drop(core::ptr::read(&this._devlink));
+        }
     }
 }
 

@@ -12,14 +12,23 @@
 //! the instance is unregistered and freed only after the last of them is
 //! gone, whatever order the driver drops them in.
 //!
-//! `devlink dev reload`, for an action the driver names in
-//! [`DevlinkOps::RELOAD_ACTIONS`], calls the driver's
-//! [`DevlinkOps::reload_down`] and [`DevlinkOps::reload_up`] with the
-//! instance lock released, as probe and remove run: the driver tears down
-//! and registers ports and health reporters, which take that lock, and
-//! waits for work that may be waiting for it (a health report), so it
-//! cannot hold it. The parent device's lock stays held throughout, so
+//! The instance lock is a type: [`Locked`] proves the current thread
+//! holds it, and what must be done under it takes one. Ports and health
+//! reporters are registered with the locked calls (`devl_port_register`,
+//! `devl_health_reporter_create`), under a [`Locked`] from
+//! [`Registration::lock`] at probe, as C drivers take `devl_lock()`
+//! there. `devlink dev reload`, for an action the driver names in
+//! [`DevlinkOps::RELOAD_ACTIONS`], calls [`DevlinkOps::reload_down`] and
+//! [`DevlinkOps::reload_up`] with the lock the core took still held, and
+//! hands them its [`Locked`]. The parent device's lock is held too, so
 //! neither a second reload nor the driver's remove runs meanwhile.
+//!
+//! What holding the lock asks of a driver: a reload does not wait for
+//! work that takes the instance lock (a health report does), and drops
+//! no port or reporter (their drop takes it). A driver whose ports and
+//! reporters live as long as its instance, as mlx5's firmware reporters
+//! do, and which reports from work its reload never waits for, meets
+//! both.
 
 mod health;
 mod port;
@@ -38,6 +47,7 @@ use kernel::{
 use crate::linux::bindings;
 
 pub(crate) use health::{Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable};
+pub(in crate::linux) use port::PortLink;
 pub(crate) use port::{Port, PortFlavour};
 
 /// What a devlink instance's driver answers, called by the devlink core.
@@ -55,18 +65,29 @@ pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
     const RELOAD_ACTIONS: &'static [ReloadAction] = &[];
 
     /// First half of `devlink dev reload`, for one of
-    /// [`DevlinkOps::RELOAD_ACTIONS`]: tears down every port (the core
-    /// requires it) and what the driver builds again in
-    /// [`DevlinkOps::reload_up`]. `dev` is the bound parent device.
+    /// [`DevlinkOps::RELOAD_ACTIONS`]: tears down what the driver builds
+    /// again in [`DevlinkOps::reload_up`]. `dev` is the bound parent
+    /// device; the instance lock is held (`locked`) throughout.
     /// Implement both halves or neither.
-    fn reload_down(_data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
+    fn reload_down(
+        _data: &Self,
+        _dev: &Device<Bound>,
+        _action: ReloadAction,
+        _locked: &Locked<'_>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Second half of `devlink dev reload`: builds the driver's state
-    /// again. An error leaves the instance marked as failed to reload
-    /// (`devlink dev show` says so) until a later reload succeeds.
-    fn reload_up(_data: &Self, _dev: &Device<Bound>, _action: ReloadAction) -> Result {
+    /// again, under the instance lock (`locked`). An error leaves the
+    /// instance marked as failed to reload (`devlink dev show` says so)
+    /// until a later reload succeeds.
+    fn reload_up(
+        _data: &Self,
+        _dev: &Device<Bound>,
+        _action: ReloadAction,
+        _locked: &Locked<'_>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
@@ -216,7 +237,9 @@ unsafe extern "C" fn reload_down<T: DevlinkOps>(
         };
         // SAFETY: The caller's promise: one of ours, locked as required.
         unsafe {
-            with_bound_parent_unlocked::<T>(devlink, |data, dev| T::reload_down(data, dev, action))
+            with_bound_parent::<T>(devlink, |data, dev, locked| {
+                T::reload_down(data, dev, action, locked)
+            })
         }?;
         Ok(0)
     })
@@ -240,7 +263,9 @@ unsafe extern "C" fn reload_up<T: DevlinkOps>(
         };
         // SAFETY: The caller's promise: one of ours, locked as required.
         unsafe {
-            with_bound_parent_unlocked::<T>(devlink, |data, dev| T::reload_up(data, dev, action))
+            with_bound_parent::<T>(devlink, |data, dev, locked| {
+                T::reload_up(data, dev, action, locked)
+            })
         }?;
         // SAFETY: The caller's promise.
         unsafe { *actions_performed = ReloadAction::mask(&[action]) };
@@ -248,16 +273,16 @@ unsafe extern "C" fn reload_up<T: DevlinkOps>(
     })
 }
 
-/// Calls `op` with `T` and the bound parent device, the instance lock
-/// released for the call and taken again after it.
+/// Calls `op` with `T`, the bound parent device and the instance lock
+/// the caller holds.
 ///
 /// # Safety
 ///
 /// `devlink` is an instance made by [`Registration::new`] for `T`; the
-/// caller holds its lock and the parent device's lock.
-unsafe fn with_bound_parent_unlocked<T: DevlinkOps>(
+/// caller holds its lock and the parent device's lock for the call.
+unsafe fn with_bound_parent<T: DevlinkOps>(
     devlink: *mut bindings::devlink,
-    op: impl FnOnce(&T, &Device<Bound>) -> Result,
+    op: impl FnOnce(&T, &Device<Bound>, &Locked<'_>) -> Result,
 ) -> Result {
     // SAFETY: The caller's promise; the core calls ops only on a
     // registered instance, so its `T` is alive.
@@ -275,14 +300,56 @@ unsafe fn with_bound_parent_unlocked<T: DevlinkOps>(
     // SAFETY: Bound (checked above) and it stays bound until we return:
     // unbinding takes the device lock, which our caller holds.
     let parent = unsafe { parent.as_bound() };
-    // SAFETY: The caller holds the instance lock; it is released for
-    // `op` only (see the module's documentation) and taken again before
-    // the core, which expects it held, continues.
-    unsafe { bindings::devl_unlock(devlink) };
-    let result = op(dl.data(), parent);
-    // SAFETY: As above.
-    unsafe { bindings::devl_lock(devlink) };
-    result
+    // SAFETY: The caller holds the instance lock for the call, and the
+    // value does not outlive it (`op` only borrows it).
+    let locked = unsafe { Locked::held(dl.as_raw()) };
+    op(dl.data(), parent, &locked)
+}
+
+/// Proof that the current thread holds a devlink instance's lock, which
+/// the locked calls (`devl_*`) require. [`Registration::lock`] takes the
+/// lock and gives one, which releases it on drop; the core holds the
+/// lock around the reload operations and hands them one.
+///
+/// # Invariants
+///
+/// The current thread holds `raw`'s instance lock for `'a`; when `owned`,
+/// this value took it and releases it on drop.
+pub(crate) struct Locked<'a> {
+    raw: NonNull<bindings::devlink>,
+    owned: bool,
+    // Not `Send`: a mutex is released by the thread that took it.
+    _held: PhantomData<(&'a (), *const ())>,
+}
+
+impl Locked<'_> {
+    /// # Safety
+    ///
+    /// The current thread holds `raw`'s instance lock for as long as the
+    /// value lives.
+    unsafe fn held(raw: *mut bindings::devlink) -> Self {
+        Self {
+            // The core never passes a NULL instance; dangling would only
+            // fail the instance check.
+            raw: NonNull::new(raw).unwrap_or(NonNull::dangling()),
+            owned: false,
+            _held: PhantomData,
+        }
+    }
+
+    fn as_raw(&self) -> *mut bindings::devlink {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: Taken by `Registration::lock` on this thread (type
+            // invariant), released once, here.
+            unsafe { bindings::devl_unlock(self.as_raw()) };
+        }
+    }
 }
 
 /// The answer to `devlink dev info` being built.
@@ -384,6 +451,21 @@ impl<T: DevlinkOps> Registration<T> {
         Ok(Arc::new(reg, GFP_KERNEL)?)
     }
 
+    /// Takes the instance lock until the returned value is dropped (what
+    /// C drivers do with `devl_lock()` around registering ports and
+    /// reporters at probe). Sleeps; never while holding RTNL (the core
+    /// takes the instance lock first).
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        // SAFETY: A registered instance, alive while `self` is.
+        unsafe { bindings::devl_lock(self.raw.as_ptr()) };
+        // INVARIANT: Taken just now, on this thread; released on drop.
+        Locked {
+            raw: self.raw,
+            owned: true,
+            _held: PhantomData,
+        }
+    }
+
     /// The driver state in the private area.
     pub(crate) fn data(&self) -> &T {
         // SAFETY: Registered in `new` with its `T`, which lives until our
@@ -443,6 +525,15 @@ impl DevlinkRef {
 
     fn as_raw(&self) -> *mut bindings::devlink {
         self.raw.as_ptr()
+    }
+
+    /// `EINVAL` unless `locked` is this instance's lock.
+    fn check(&self, locked: &Locked<'_>) -> Result {
+        if locked.raw == self.raw {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
     }
 }
 

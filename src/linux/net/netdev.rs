@@ -20,7 +20,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, sync::Arc, types::Opaque};
 
 use crate::linux::bindings;
-use crate::linux::devlink::Port;
+use crate::linux::devlink::{Port, PortLink};
 use crate::linux::net::{
     ethtool::EthtoolOps,
     ethtool_adapter::EthtoolAdapter,
@@ -358,9 +358,10 @@ pub(crate) struct Setup {
     /// (`netif_set_affinity_auto`); each queue's NAPI must be given its
     /// IRQ.
     pub(crate) irq_affinity_auto: bool,
-    /// The devlink port the device belongs to; the registration keeps
-    /// it until the device is unregistered.
-    pub(crate) devlink_port: Option<Port>,
+    /// The devlink port the device belongs to; the registration links
+    /// the device to it (one device per port) and holds it until the
+    /// device is unregistered.
+    pub(crate) devlink_port: Option<Arc<Port>>,
     /// The XDP actions the driver carries out (`xdp_features`); a driver
     /// with any implements [`NetDevOps::xdp_setup`].
     pub(crate) xdp_features: XdpFeatures,
@@ -413,7 +414,7 @@ pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
     /// Whether the handles given to `T` may reach it.
     life: Arc<StateLife>,
     // Dropped after the device is unregistered (in `drop`).
-    _port: Option<Port>,
+    _port: Option<PortLink>,
     _t: PhantomData<T>,
 }
 
@@ -454,6 +455,8 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             pr_err!("ethtool_ops bit fields do not match this kernel's layout\n");
             return Err(EINVAL);
         }
+        // Linked until the device is unregistered or set-up fails.
+        let port = setup.devlink_port.as_ref().map(Port::link).transpose()?;
         // SAFETY: Plain allocation; returns NULL on failure.
         let raw = unsafe {
             // CAST: a driver state of 2 GiB or more is no net device private
@@ -513,8 +516,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             bindings::rust_ext_eth_hw_addr_set(raw, setup.mac.as_ptr());
             (&mut (*raw).perm_addr)[..6].copy_from_slice(&setup.mac);
             // SET_NETDEV_DEVLINK_PORT: the port outlives the registered
-            // device (it is kept in the registration).
-            if let Some(port) = &setup.devlink_port {
+            // device (the link is kept in the registration, and a linked
+            // port is not unregistered).
+            if let Some(port) = &port {
                 (*raw).devlink_port = port.as_raw();
             }
         }
@@ -558,7 +562,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         Ok(Self {
             ndev,
             life,
-            _port: setup.devlink_port,
+            _port: port,
             _t: PhantomData,
         })
     }

@@ -927,6 +927,27 @@ r = json.load(sys.stdin)["health"][sys.argv[1]][0]
 print(str(r[sys.argv[2]]).lower())' "$1" "$3"
 }
 
+# health_is DEVLINK REPORTER FIELD VALUE: the field is VALUE (a count: at
+# least VALUE).
+health_is() {
+	local v
+	v=$(health_field "$1" "$2" "$3")
+	if [[ $4 =~ ^[0-9]+$ ]]; then
+		[ "$v" -ge "$4" ]
+	else
+		[ "$v" = "$4" ]
+	fi
+}
+# wait_health DEVLINK REPORTER FIELD VALUE: up to 15 s for health_is.
+wait_health() { wait_until 150 health_is "$@"; }
+# completion_fault: a bad-index completion from card A, under a ping
+# train to B (with one queue pair, on the pair every frame uses).
+completion_fault() {
+	harness card A cqe-fault index 1 >/dev/null
+	ping -c 20 -i 0.05 -W 1 -q $IP_B >/dev/null 2>&1
+	harness card A cqe-fault index 0 >/dev/null
+}
+
 # rdma_objects: PDs, CQs in use, QPs and MRs of $IB_A and $IB_B.
 rdma_objects() {
 	local d
