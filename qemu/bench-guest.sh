@@ -216,6 +216,13 @@ rsnic_stream() {
 		wait_until 50 ping -c1 -W1 -q 10.99.0.2 >/dev/null
 }
 
+# rsnic_coalesce USECS FRAMES: interrupt moderation of both rsnic ends
+# (ethtool -C rx-usecs, rx-frames; 0 0 is the default, at once).
+rsnic_coalesce() {
+	ethtool -C "$a" rx-usecs "$1" rx-frames "$2" >/dev/null &&
+		ip netns exec bench-rsnic ethtool -C "$b" rx-usecs "$1" rx-frames "$2" >/dev/null
+}
+
 # repeated: REPEATS rounds, each running every device once, in turn.
 repeated() {
 	local r dev
@@ -239,6 +246,12 @@ repeated() {
 				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nooffload
 				run_once "$dev" bench-rsnic 10.99.0.2
 				rsnic_offloads on
+				;;
+			rsnic-coalesce)
+				rsnic_coalesce "${RSNIC_BENCH_COALESCE_USECS:-20}" "${RSNIC_BENCH_COALESCE_FRAMES:-32}" || return 1
+				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-coalesce
+				run_once "$dev" bench-rsnic 10.99.0.2
+				rsnic_coalesce 0 0
 				;;
 			virtio-tap) run_once "$dev" bench-virtio 10.98.0.2 ;;
 			virtio-dgram) run_once "$dev" bench-vdgram 10.97.0.2 ;;

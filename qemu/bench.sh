@@ -33,11 +33,18 @@ settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 [[ $settings =~ ^[A-Z_=0-9\ ]+$ ]] || die "RSNIC_BENCH_SECONDS/REPEATS/QUEUES: numbers only"
 [[ $part == repeated ]] && settings+=" RSNIC_BENCH_ONLY=repeated"
 # Which devices the repeated runs cover (default all five), as the guest
-# names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram.
+# names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram;
+# also rsnic-coalesce (rsnic with ethtool -C rx-usecs 20 rx-frames 32 on
+# both ends; RSNIC_BENCH_COALESCE_USECS/FRAMES change them).
 if [[ -n ${RSNIC_BENCH_DEVICES:-} ]]; then
 	[[ $RSNIC_BENCH_DEVICES =~ ^[a-z\ -]+$ ]] || die "RSNIC_BENCH_DEVICES: device names only"
 	settings+=" RSNIC_BENCH_DEVICES='$RSNIC_BENCH_DEVICES'"
 fi
+for v in RSNIC_BENCH_COALESCE_USECS RSNIC_BENCH_COALESCE_FRAMES; do
+	[[ -z ${!v:-} ]] && continue
+	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v: a number"
+	settings+=" $v=${!v}"
+done
 
 # vm_bench GUEST_SCRIPT RESULT_NAME: one VM with the virtio-net pairs.
 vm_bench() {
