@@ -9,13 +9,16 @@
 # RSNIC_BENCH_SECONDS (default 10) iperf3 run per pair and prints, for
 # each, the share of samples per leaf function and per function anywhere
 # in the sampled stack; RSNIC_PROFILE_STACKS="fn ..." adds the 3 most
-# sampled whole stacks through each of those functions. Not part
+# sampled whole stacks through each of those functions;
+# RSNIC_PROFILE_IPERF gives iperf3 other arguments (e.g. "-u -b 0 -l 64"
+# for small UDP packets). Not part
 # of make check or make bench: a tool for reading the numbers.
 
 source /rsnic/selftests/drivers/net/rsnic/lib.sh
 DURATION=${RSNIC_BENCH_SECONDS:-10}
 TOP=${RSNIC_PROFILE_TOP:-25}
 STACKS=${RSNIC_PROFILE_STACKS:-}
+IPERF_ARGS=${RSNIC_PROFILE_IPERF:-}
 
 # setup NAME IF_LOCAL IF_REMOTE SUBNET: IF_REMOTE into netns prof-NAME.
 setup() {
@@ -35,9 +38,11 @@ profile() {
 	bpftrace -q -e 'profile:hz:199 { @[kstack(16)] = count(); }' >/tmp/prof-$1.txt 2>&1 &
 	local bt=$!
 	sleep 2
-	iperf3 -c "$2" -t "$DURATION" -J | python3 -c '
+	iperf3 -c "$2" -t "$DURATION" $IPERF_ARGS -J | python3 -c '
 import json, sys
-print(round(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6, 1))' >/tmp/prof-$1.mbps
+end = json.load(sys.stdin)["end"]
+s = end.get("sum_received", end.get("sum"))
+print(round(s["bits_per_second"] / 1e6, 1), "Mbit/s,", s.get("packets", "?"), "packets")' >/tmp/prof-$1.mbps
 	kill -INT $bt
 	wait $bt
 	pkill -f "iperf3 -s -D -p 5201"
@@ -56,7 +61,7 @@ for stack, n in re.findall(r"@\[\n(.*?)\]: (\d+)", text, re.S):
     for f in set(frames):
         incl[f] += n
 mbps = open(f"/tmp/prof-{name}.mbps").read().strip()
-print(f"== {name}: {mbps} Mbit/s, {total} samples; leaf functions, share of samples")
+print(f"== {name}: {mbps}, {total} samples; leaf functions, share of samples")
 for f, n in leaf.most_common(top):
     print(f"{100 * n / max(total, 1):6.1f}%  {f}")
 print(f"-- {name}: inclusive (the function anywhere in the 16 innermost frames)")
