@@ -22,7 +22,7 @@ use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     sync::{
-        atomic::{Atomic, Relaxed},
+        atomic::{Atomic, Relaxed, Release},
         Arc, Mutex, SpinLock,
     },
     time::{Delta, Instant, Monotonic},
@@ -226,6 +226,14 @@ pub(crate) struct QueuePair {
     rx: SpinLock<Option<RxState>>,
     #[pin]
     tx: SpinLock<Option<TxState>>,
+    /// The TX tail to tell the card, set under `tx`; the doorbell is
+    /// written outside `tx` (a trapped write is slow, and NAPI's TX
+    /// completion takes `tx`), under `tx_doorbell` (see `kick_tx`).
+    tx_tail_wanted: Atomic<u32>,
+    /// The TX tail last written to the card. Taken after `tx` is
+    /// released, or inside it (never the other way round).
+    #[pin]
+    tx_doorbell: SpinLock<u32>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
     /// Why a reset is asked for ([`ResetCause`] bits; 0: it is not).
@@ -264,6 +272,8 @@ impl WithNapi<QueuePair> {
             dev: pair_dev,
             rx <- new_spinlock!(None),
             tx <- new_spinlock!(None),
+            tx_tail_wanted: Atomic::new(0),
+            tx_doorbell <- new_spinlock!(0),
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
             awaiting_recovery: Atomic::new(0),
@@ -419,6 +429,13 @@ impl WithNapi<QueuePair> {
         if let Some(dev) = self.dev.try_access() {
             dev.tx_reset(self.index);
         }
+        // The new ring's tail is what the card starts from. A doorbell
+        // of the old ring still being written finishes before the card's
+        // queue is created (it waits for `tx_doorbell` here); one asked
+        // for but not written yet finds nothing left to write.
+        let tail = u32::from(tx.rung.get());
+        self.tx_tail_wanted.store(tail, Release);
+        *lock_bh(&self.tx_doorbell) = tail;
         *tx_slot = Some(tx);
         drop(tx_slot);
         Ok(PairCommands { rx_mode, create })

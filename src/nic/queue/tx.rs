@@ -3,7 +3,10 @@
 //! The TX path of a queue pair: mapping an skb's parts, writing their
 //! descriptors, the doorbell, and retiring frames the card completed.
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::{Acquire, Release},
+};
 
 use super::{bump, QueuePair};
 use crate::hw::{Cqe, QpDoorbell, TxDesc};
@@ -198,13 +201,16 @@ impl QueuePair {
     pub(crate) fn xmit(&self, dev: &NetDev<Nic>, skb: SkBuff) {
         let batching = super::tx_batching();
         let more = batching && dev.xmit_more();
-        let mut guard = self.tx.lock();
-        let Some(state) = &mut *guard else {
-            bump(&self.stats.tx_dropped, 1);
-            return;
+        let kick = {
+            let mut guard = self.tx.lock();
+            let Some(state) = &mut *guard else {
+                bump(&self.stats.tx_dropped, 1);
+                return;
+            };
+            self.queue_frame(dev, state, skb, more) && self.want_tx_doorbell(state)
         };
-        if self.queue_frame(dev, state, skb, more) {
-            self.ring_tx_doorbell(state);
+        if kick {
+            self.kick_tx();
         }
     }
 
@@ -288,24 +294,29 @@ impl QueuePair {
     /// posted; a full or stopped ring drops it (the stack's frames keep
     /// their room: the queue is not stopped for this).
     pub(crate) fn reinject(&self, skb: SkBuff) -> bool {
-        let mut guard = lock_bh(&self.tx);
-        let Some(state) = &mut *guard else {
-            return false;
+        let kick = {
+            let mut guard = lock_bh(&self.tx);
+            let Some(state) = &mut *guard else {
+                return false;
+            };
+            if state.ring.free() < 2 * TX_MAX_DESCS {
+                return false;
+            }
+            let offloads = TxDesc {
+                flags: TxDesc::GFT_REINJECT,
+                ..TxDesc::default()
+            };
+            let Ok(last) = state.post(&skb, offloads) else {
+                return false;
+            };
+            state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
+            // Also tells the card of any stack frames still waiting for
+            // the end of their batch: harmless, they are complete.
+            self.want_tx_doorbell(state)
         };
-        if state.ring.free() < 2 * TX_MAX_DESCS {
-            return false;
+        if kick {
+            self.kick_tx();
         }
-        let offloads = TxDesc {
-            flags: TxDesc::GFT_REINJECT,
-            ..TxDesc::default()
-        };
-        let Ok(last) = state.post(&skb, offloads) else {
-            return false;
-        };
-        state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
-        // Also tells the card of any stack frames still waiting for the
-        // end of their batch: harmless, they are complete.
-        self.ring_tx_doorbell(state);
         true
     }
 
@@ -364,6 +375,7 @@ impl QueuePair {
         let Some(state) = &mut *guard else {
             return false;
         };
+        let mut kick = false;
         let Some(pool) = state.xsk.clone() else {
             return false;
         };
@@ -385,10 +397,14 @@ impl QueuePair {
         }
         if sent > 0 {
             pool.tx_release();
-            self.ring_tx_doorbell(state);
+            kick = self.want_tx_doorbell(state);
         }
         // User space wakes the queue (sendto) for what it adds next.
         pool.set_tx_need_wakeup();
+        drop(guard);
+        if kick {
+            self.kick_tx();
+        }
         sent == XSK_TX_BUDGET
     }
 
@@ -402,20 +418,43 @@ impl QueuePair {
     /// (and of any stack frames waiting for the end of their batch:
     /// harmless, they are complete).
     pub(crate) fn ring_xdp_tx(&self) {
-        let mut guard = self.tx.lock();
-        let Some(state) = &mut *guard else {
-            return;
+        let kick = match &mut *self.tx.lock() {
+            Some(state) => self.want_tx_doorbell(state),
+            None => false,
         };
-        self.ring_tx_doorbell(state);
+        if kick {
+            self.kick_tx();
+        }
     }
 
-    /// Tells the card of every frame posted since the last doorbell, if
-    /// there is one.
-    fn ring_tx_doorbell(&self, state: &mut TxState) {
-        if state.rung != state.ring.tail {
-            state.rung = state.ring.tail;
+    /// Notes that the card must be told of every frame posted since the
+    /// last doorbell, if there is one; returns whether to
+    /// [`Self::kick_tx`] once `tx` is released. Under `tx`.
+    fn want_tx_doorbell(&self, state: &mut TxState) -> bool {
+        if state.rung == state.ring.tail {
+            return false;
+        }
+        state.rung = state.ring.tail;
+        // Release: the descriptors are written before the tail is seen.
+        self.tx_tail_wanted
+            .store(u32::from(state.rung.get()), Release);
+        true
+    }
+
+    /// Writes the newest TX tail asked for to the card, unless it was
+    /// written already. Outside `tx`: the trapped write is slow, and
+    /// NAPI's TX completion must not spin on `tx` meanwhile. The tails
+    /// reach the card in the order they were asked for: one writer at a
+    /// time (`tx_doorbell`), and each writes the newest, so a kick that
+    /// comes late finds its tail written (or a later one) and writes
+    /// nothing. A pair restarted meanwhile reset both (see `start`).
+    fn kick_tx(&self) {
+        let mut written = lock_bh(&self.tx_doorbell);
+        let wanted = self.tx_tail_wanted.load(Acquire);
+        if *written != wanted {
+            *written = wanted;
             bump(&self.stats.tx_doorbells, 1);
-            self.doorbell(QpDoorbell::TxTail, u32::from(state.rung.get()));
+            self.doorbell(QpDoorbell::TxTail, wanted);
         }
     }
 
