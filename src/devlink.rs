@@ -4,9 +4,10 @@
 //! the instance's private data): `devlink dev info`, read from the card,
 //! and `devlink dev reload`, which tears down what the function runs and
 //! brings it up again with its settings kept, all under the instance
-//! lock the core holds. The port and the reporters (`card`, `rdma`, and
-//! the NIC's `tx` and `completion`) are the function's, made at probe:
-//! a reload keeps them.
+//! lock the core holds. The reporters (`card`, `rdma`, and the NIC's `tx`
+//! and `completion`) are the function's, made at probe: a reload keeps
+//! them. The devlink port is made by each bring-up and unregistered by
+//! `reload_down` (the core wants none left across `driver_reinit`).
 
 use kernel::{
     device::{Bound, Device},

@@ -3,8 +3,9 @@
 //! The PCI function: the core every other part of the driver is a client
 //! of, as fbnic's `fbnic_dev` and mana's `gdma_context` are. [`Function`]
 //! is the devlink instance's private data; it owns the registers, the
-//! devlink port and health reporters (made at probe under the instance
-//! lock, kept until remove), and what the function runs ([`Loaded`],
+//! health reporters (made at probe under the instance lock, kept until
+//! remove), the devlink port (made by each bring-up, unregistered by a
+//! reload's first half), and what the function runs ([`Loaded`],
 //! `bring_up.rs`): the admin queue, the GFT, the network device and the
 //! debugfs files. It keeps the settings a reload carries over and the
 //! RDMA half's auxiliary device, and watches the card (`health.rs`: the
