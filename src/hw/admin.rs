@@ -483,6 +483,13 @@ admin_commands! {
             /// SRQ number.
             srqn @ 8: u32,
         } = 41,
+        /// Where the function's [`super::db_page`] lies: a 4 KiB-aligned
+        /// page of host memory (0: none). Only while no queue pair keeps
+        /// its tail there; a function reset forgets it.
+        SetDoorbellPage {
+            /// Bus address of the page.
+            addr @ 8: u64,
+        } = 42,
     }
 }
 
@@ -509,6 +516,8 @@ wire_struct! {
         /// Completion queue entries: at least `tx_entries + rx_entries`,
         /// power of two.
         pub cq_entries @ 32: u32,
+        /// [`super::qp_flags`] bits.
+        pub flags @ 36: u32,
     }
 }
 
@@ -526,6 +535,8 @@ admin_result! {
         pub offloads @ 20: u32,
         /// Largest MTU.
         pub max_mtu @ 24: u32,
+        /// [`super::feature`] bits.
+        pub features @ 28: u32,
     }
 }
 
@@ -610,6 +621,7 @@ mod tests {
                 rx_ring: 0x2000,
                 cq: 0x3000,
                 cq_entries: 1024,
+                flags: crate::hw::qp_flags::TX_TAIL_IN_PAGE,
             }),
             AdminCmd::SetMac {
                 mac: [2, 0, 0, 0, 0, 1],
@@ -640,12 +652,14 @@ mod tests {
         let b = AdminCmd::CreateQp(QpConfig {
             qp: 0x0102,
             cq_entries: 0x0a0b_0c0d,
+            flags: 0x1122_3344,
             ..QpConfig::default()
         })
         .to_bytes();
         assert_eq!(&b[0..2], &[2, 0]);
         assert_eq!(&b[8..10], &[0x02, 0x01]);
         assert_eq!(&b[40..44], &[0x0d, 0x0c, 0x0b, 0x0a]);
+        assert_eq!(&b[44..48], &[0x44, 0x33, 0x22, 0x11]);
         let b = AdminCmd::RdmaCreateEq {
             ring: 1,
             entries: 2,

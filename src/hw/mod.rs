@@ -179,6 +179,52 @@ pub mod regs {
     pub const END: usize = 0x2000;
 }
 
+/// The doorbell page: a page of host memory the driver gives the card
+/// ([`AdminCmd::SetDoorbellPage`]), where queue pairs created with
+/// [`qp_flags::TX_TAIL_IN_PAGE`] keep their TX tail. The card polls the
+/// page for a while after each kick and says so in
+/// [`db_page::CARD_POLLING`]; the driver rings the trapped
+/// [`regs::DB_TX_TAIL`] only while the card does not poll (the scheme of
+/// virtio's event index and NVMe's shadow doorbells; the doorbell records
+/// of mlx5 live in host memory the same way). Reported by
+/// [`feature::DOORBELL_PAGE`]. Offsets are from the page's start.
+pub mod db_page {
+    /// The page's size and alignment: 4 KiB.
+    pub const SIZE: usize = 0x1000;
+    /// Bytes between two pairs' tails: each in a cache line of its own.
+    pub const TX_TAIL_STRIDE: usize = 0x40;
+    /// Written by the card, read by the driver: nonzero while the card
+    /// polls the page's tails, so the driver need not ring
+    /// [`super::regs::DB_TX_TAIL`].
+    pub const CARD_POLLING: usize = 0x800;
+
+    /// Offset of queue pair `qp`'s TX tail (written by the driver, one
+    /// aligned 32-bit store: the next free index, as
+    /// [`super::regs::DB_TX_TAIL`] would carry it).
+    pub const fn tx_tail(qp: u16) -> usize {
+        qp as usize * TX_TAIL_STRIDE
+    }
+
+    // The card's word past every pair's tail, inside the page.
+    const _: () = assert!(tx_tail(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
+    const _: () = assert!(CARD_POLLING + 4 <= SIZE);
+}
+
+/// Bits of [`DeviceInfo::features`]: parts of the interface a card may
+/// lack.
+pub mod feature {
+    /// The card implements [`super::db_page`].
+    pub const DOORBELL_PAGE: u32 = 1 << 0;
+}
+
+/// Bits of [`QpConfig::flags`].
+pub mod qp_flags {
+    /// The pair's TX tail is in the [`super::db_page`]; a write to
+    /// [`super::regs::DB_TX_TAIL`] is then a kick: the card reads the
+    /// tail from the page and ignores the value written.
+    pub const TX_TAIL_IN_PAGE: u32 = 1 << 0;
+}
+
 /// The permanent MAC address held in [`regs::MAC_LO`] and [`regs::MAC_HI`].
 pub const fn mac_from_regs(lo: u32, hi: u32) -> [u8; 6] {
     let lo = lo.to_le_bytes();

@@ -133,6 +133,24 @@ impl DmaBuffer {
         Some(u32::from_le(word))
     }
 
+    /// Stores the 32-bit little-endian word `value` at `offset` in one
+    /// access (it must be 4-byte aligned), for a position the device
+    /// reads while the driver moves it: written byte by byte, the device
+    /// could see half of the old value and half of the new.
+    pub(crate) fn write_position(&self, offset: usize, value: u32) -> Result {
+        if !offset.is_multiple_of(4) {
+            return Err(EINVAL);
+        }
+        self.check(offset, 4)?;
+        let base = self.mem.as_mut_ptr().cast::<u8>();
+        // SAFETY: `offset..offset + 4` is inside the allocation (`check`),
+        // and the address is 4-byte aligned (as in `read_position`). A
+        // volatile aligned u32 store is one access, which the device may
+        // read concurrently.
+        unsafe { base.add(offset).cast::<u32>().write_volatile(value.to_le()) };
+        Ok(())
+    }
+
     /// Copies `data` into the buffer starting at `offset`.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.check(offset, data.len())?;

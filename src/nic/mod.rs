@@ -171,6 +171,9 @@ pub(crate) struct Nic {
     /// Command blocks the card reads or writes (an RSS configuration, the
     /// MAC counters); used under the configuration lock.
     block_mem: DmaBuffer,
+    /// The doorbell page the queue pairs keep their TX tails in, if the
+    /// card takes one; the card is told where it is at each start.
+    db_page: Option<Arc<DmaBuffer>>,
     #[pin]
     config: Mutex<Config>,
     /// Additional RSS contexts and steering rules. Taken after `config`.
@@ -233,6 +236,13 @@ pub(crate) fn register(
         dev_err!(pdev, "card offers no usable queue pair\n");
         return Err(EIO);
     }
+    // TX tails in a doorbell page, if the card takes one (the trapped
+    // doorbell then only wakes it).
+    let db_page = if info.features & hw::feature::DOORBELL_PAGE != 0 {
+        Some(Arc::new(dma.alloc(hw::db_page::SIZE)?, GFP_KERNEL)?)
+    } else {
+        None
+    };
     let (tx_ring, rx_ring) = (
         RingSize::new(DEFAULT_TX_RING)?,
         RingSize::new(DEFAULT_RX_RING)?,
@@ -314,7 +324,7 @@ pub(crate) fn register(
             let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             for q in 0..max_queues {
-                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone())?;
+                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone(), db_page.clone())?;
                 let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
                 queue.set_irq(irq);
                 let registration =
@@ -363,6 +373,7 @@ pub(crate) fn register(
             fw_version: [fw.major(), fw.minor(), fw.patch()],
             bus_info,
             block_mem,
+            db_page,
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
             xsk <- xsk,
@@ -583,6 +594,12 @@ impl Nic {
         features: Features,
     ) -> Result {
         self.admin.run(AdminCmd::SetMtu { mtu })?;
+        if let Some(page) = &self.db_page {
+            // Every start: a function reset makes the card forget it.
+            self.admin.run(AdminCmd::SetDoorbellPage {
+                addr: page.dma_addr(0)?,
+            })?;
+        }
         self.set_card_offloads(features)?;
         self.admin.run(AdminCmd::SetCoalesce {
             usecs: cfg.coalesce.rx_usecs,

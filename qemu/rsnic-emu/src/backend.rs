@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io;
 use std::mem::size_of;
+use std::time::{Duration, Instant};
 
 use log::{debug, info};
 use vfio_bindings::bindings::vfio::{
@@ -18,8 +19,9 @@ use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion
 
 use crate::card::Card;
 use crate::config_space::CONFIG_SPACE_SIZE;
+use crate::doorbell_page::PollWindow;
 use crate::function::Function;
-use crate::hw;
+use crate::hw::{self, QpDoorbell, MAX_QUEUE_PAIRS};
 use std::sync::{Arc, Mutex};
 
 /// Region table: config space, BAR0 (registers), the MSI-X BAR and the
@@ -80,13 +82,73 @@ pub fn irq_infos(vectors: u16) -> Vec<IrqInfo> {
 pub struct Backend {
     func: Arc<Mutex<Function>>,
     card: Arc<Card>,
+    /// How long the card polls the doorbell page after a kick, once no
+    /// tail moves.
+    poll: PollWindow,
 }
 
 impl Backend {
     /// Serves `func`, one of `card`'s functions, which passes on what it
-    /// sends.
-    pub fn new(func: Arc<Mutex<Function>>, card: Arc<Card>) -> Self {
-        Self { func, card }
+    /// sends; after a TX kick the card polls the doorbell page until no
+    /// tail has moved for `poll_budget`.
+    pub fn new(func: Arc<Mutex<Function>>, card: Arc<Card>, poll_budget: Duration) -> Self {
+        Self {
+            func,
+            card,
+            poll: PollWindow::new(poll_budget),
+        }
+    }
+
+    /// After a TX kick: follows the doorbell page's TX tails, a batch at
+    /// a time, until none moved for the poll window; then tells the
+    /// driver the card sleeps (it rings again) and looks once more, since
+    /// a tail written just before is the card's to take. Runs on the
+    /// vfio-user thread: run to completion, no hand-off; QEMU's next
+    /// message waits at most one budget. Yields the CPU between looks (on
+    /// two cores the vCPUs need it).
+    fn poll_doorbell_page(&mut self) {
+        let Some(mut seen) = self.func().doorbell_tails() else {
+            return;
+        };
+        let budget = self.poll.on_kick(Instant::now(), self.card.rx_batches());
+        self.func().set_card_polling(true);
+        let mut idle_since = Instant::now();
+        let mut follow = true;
+        loop {
+            if follow {
+                let (frames, moved) = self.func().poll_tx_tails();
+                self.card.transmit(frames);
+                if moved {
+                    idle_since = Instant::now();
+                    self.poll.on_caught();
+                }
+            }
+            if idle_since.elapsed() >= budget {
+                let func = self.func();
+                func.set_card_polling(false);
+                let now = func.doorbell_tails();
+                if now.is_none_or(|now| now == seen) {
+                    drop(func);
+                    self.poll.on_end(Instant::now());
+                    return;
+                }
+                func.set_card_polling(true);
+                follow = true;
+                seen = now.unwrap_or(seen);
+                continue;
+            }
+            std::thread::yield_now();
+            let Some(now) = self.func().doorbell_tails() else {
+                return;
+            };
+            follow = now != seen;
+            seen = now;
+        }
+    }
+
+    /// Whether BAR0 offset `offset` is a TX tail doorbell.
+    fn is_tx_kick(offset: usize) -> bool {
+        (0..MAX_QUEUE_PAIRS).any(|qp| QpDoorbell::TxTail.offset(qp) == offset)
     }
 
     fn func(&self) -> std::sync::MutexGuard<'_, Function> {
@@ -133,6 +195,7 @@ impl ServerBackend for Backend {
             VFIO_PCI_CONFIG_REGION_INDEX => self.func().config.write(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => {
                 let range = Self::dwords(offset, data.len(), hw::BAR0_SIZE)?;
+                let kick = Self::is_tx_kick(range.start);
                 let mut frames = Vec::new();
                 let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {
@@ -141,6 +204,9 @@ impl ServerBackend for Backend {
                 }
                 drop(func);
                 self.card.transmit(frames);
+                if kick {
+                    self.poll_doorbell_page();
+                }
             }
             i if i == hw::rdma::udb::BAR => {
                 let range = Self::dwords(offset, data.len(), hw::rdma::udb::BAR_SIZE)?;

@@ -4,6 +4,7 @@
 //! every packet crosses between them and the wire, and the data-path
 //! switch that decides which function receives.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ pub struct Card {
     gft: Arc<Mutex<Gft>>,
     rdma: Arc<Mutex<RdmaEngine>>,
     wire: Arc<OnceLock<Arc<Wire>>>,
+    /// Batches of frames taken from the wire, ever (the doorbell page's
+    /// poll asks whether the card is receiving).
+    rx_batches: AtomicU64,
 }
 
 fn lock(f: &Mutex<Function>) -> MutexGuard<'_, Function> {
@@ -57,6 +61,7 @@ impl Card {
             gft,
             rdma,
             wire: Arc::new(OnceLock::new()),
+            rx_batches: AtomicU64::new(0),
         };
         for f in [&card.pf, &card.vf] {
             spawn_moderation_timer(f);
@@ -204,6 +209,12 @@ impl Card {
     pub fn end_of_batch(&self) {
         lock(&self.pf).end_of_batch();
         lock(&self.vf).end_of_batch();
+        self.rx_batches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Batches of frames the card has taken from the wire so far.
+    pub fn rx_batches(&self) -> u64 {
+        self.rx_batches.load(Ordering::Relaxed)
     }
 
     /// Plugs or unplugs the cable: both functions share the uplink.

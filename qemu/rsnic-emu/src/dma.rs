@@ -106,11 +106,8 @@ impl DmaSpace {
         Ok(())
     }
 
-    /// Stores the 4-byte aligned little-endian word at `addr` in one
-    /// access, with release ordering: a reader that sees the new value
-    /// sees everything written before it, never half of the word (a
-    /// position the driver reads while the card moves it).
-    pub fn store_u32(&self, addr: u64, value: u32) -> Result<(), DmaFault> {
+    /// The 4-byte aligned word at `addr`, as an atomic.
+    fn word(&self, addr: u64) -> Result<&std::sync::atomic::AtomicU32, DmaFault> {
         if !addr.is_multiple_of(4) {
             return Err(DmaFault { addr });
         }
@@ -120,11 +117,34 @@ impl DmaSpace {
         }
         // SAFETY: `translate` returned a pointer with at least 4 mapped
         // bytes behind it, 4-byte aligned (checked), so it is valid for an
-        // atomic u32 for the duration of the store; the guest accesses
-        // the word only with plain aligned loads and stores.
-        let word = unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast::<u32>()) };
-        word.store(value.to_le(), std::sync::atomic::Ordering::Release);
+        // atomic u32 as long as the mapping, which `&self` keeps; the
+        // guest accesses the word only with plain aligned loads and
+        // stores.
+        Ok(unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast::<u32>()) })
+    }
+
+    /// Stores the 4-byte aligned little-endian word at `addr` in one
+    /// access, with release ordering: a reader that sees the new value
+    /// sees everything written before it, never half of the word (a
+    /// position the driver reads while the card moves it).
+    pub fn store_u32(&self, addr: u64, value: u32) -> Result<(), DmaFault> {
+        self.word(addr)?
+            .store(value.to_le(), std::sync::atomic::Ordering::Release);
         Ok(())
+    }
+
+    /// Loads the 4-byte aligned little-endian word at `addr` in one
+    /// access, with acquire ordering: what the driver wrote before it
+    /// (descriptors before a tail) is seen after it.
+    pub fn load_u32(&self, addr: u64) -> Result<u32, DmaFault> {
+        Ok(u32::from_le(
+            self.word(addr)?.load(std::sync::atomic::Ordering::Acquire),
+        ))
+    }
+
+    /// Whether `len` bytes at `addr` are all mapped.
+    pub fn is_mapped(&self, addr: u64, len: usize) -> bool {
+        self.check(addr, len).is_ok()
     }
 
     /// Copies `buf` into host memory at `addr`. Nothing is written on a fault.

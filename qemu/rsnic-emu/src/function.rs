@@ -12,6 +12,7 @@ use log::{info, warn};
 use crate::config_space::ConfigSpace;
 use crate::control::{Fault, Faults};
 use crate::dma::DmaSpace;
+use crate::doorbell_page::TxTails;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
 use crate::nic::{Effects, Nic, Outgoing};
@@ -117,6 +118,20 @@ impl Function {
             dma_delay: Duration::ZERO,
             dma_delayed: 0,
         }
+    }
+
+    /// The TX tails in the doorbell page, if the driver gave one (and the
+    /// card answers).
+    pub fn doorbell_tails(&self) -> Option<TxTails> {
+        if self.faults.is(Fault::Gone) {
+            return None;
+        }
+        self.nic.page_tx_tails(&self.dma)
+    }
+
+    /// Says in the doorbell page whether the card polls it.
+    pub fn set_card_polling(&self, polling: bool) {
+        self.nic.set_card_polling(&self.dma, polling);
     }
 
     /// Sets the thread that runs [`Function::tick`] for interrupt
@@ -347,6 +362,25 @@ impl Function {
         }
         self.kick_moderation_timer();
         fx.send
+    }
+
+    /// Follows the TX tails the driver wrote into the doorbell page since
+    /// the card last looked. Returns the frames to pass on, and whether
+    /// any tail had moved.
+    pub fn poll_tx_tails(&mut self) -> (Vec<Outgoing>, bool) {
+        let mut fx = Effects::default();
+        if self.faults.is(Fault::Gone) {
+            return (fx.send, false);
+        }
+        let moved = self.nic.poll_tx_tails(&self.dma, &mut fx);
+        if moved {
+            self.delay_dma();
+        }
+        for vector in fx.raise {
+            self.raise_queue_irq(vector);
+        }
+        self.kick_moderation_timer();
+        (fx.send, moved)
     }
 
     /// Writes the 32-bit user doorbell at `offset` in the doorbell BAR

@@ -11,6 +11,7 @@ pub mod command;
 pub mod config_space;
 pub mod control;
 pub mod dma;
+pub mod doorbell_page;
 pub mod frame;
 pub mod function;
 pub mod gft;

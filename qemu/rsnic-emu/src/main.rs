@@ -61,6 +61,11 @@ struct Args {
     /// Fault active from the start (see `fault` on the control socket).
     #[arg(long, default_value = "none")]
     fault: String,
+    /// How long the card keeps polling the doorbell page for TX tails
+    /// after the last one moved, in microseconds, before it asks the
+    /// driver to ring again (0: only while a batch is being sent).
+    #[arg(long, default_value_t = 50)]
+    doorbell_poll_us: u64,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -241,12 +246,14 @@ fn function_stats(func: &Function) -> String {
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;
         out += &format!(
-            " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_rx_packets={} q{i}_rx_doorbells={} \
+            " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_tx_tails_polled={} q{i}_rx_packets={} \
+             q{i}_rx_doorbells={} \
              q{i}_rx_no_buffer={} \
              q{i}_bad_requests={} q{i}_irqs={} q{i}_irqs_moderated={} q{i}_stream={} \
              q{i}_stream_notifications={}",
             s.tx_packets,
             s.tx_doorbells,
+            s.tx_tails_polled,
             s.rx_packets,
             s.rx_doorbells,
             s.rx_no_buffer,
@@ -311,6 +318,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?;
     }
 
+    let poll = Duration::from_micros(args.doorbell_poll_us);
     if let Some(path) = &args.vf_socket {
         let vf_server = vfio_user::Server::new(
             path,
@@ -321,7 +329,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         info!("card {} VF listening on {}", args.card_id, path.display());
         let vf_card = Arc::clone(&card);
         std::thread::spawn(move || {
-            let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card));
+            let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll);
             // One QEMU session per hot-plug; the socket stays for the next.
             loop {
                 if let Err(e) = vf_server.run(&mut backend) {
@@ -344,7 +352,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.card_id,
         args.pf_socket.display()
     );
-    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card));
+    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card), poll);
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);
     Ok(())

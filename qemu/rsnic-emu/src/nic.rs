@@ -9,6 +9,7 @@ use std::time::Instant;
 use log::{debug, info};
 
 use crate::dma::{DmaSpace, HostMem as _};
+use crate::doorbell_page::{DoorbellPage, TxTails};
 use crate::gft::Gft;
 use crate::hw::stream::StreamGeometry;
 use crate::hw::Cqe;
@@ -136,6 +137,8 @@ pub struct Nic {
     gft: Option<Arc<Mutex<Gft>>>,
     /// PF: the card's RDMA engine.
     rdma: Option<Arc<Mutex<RdmaEngine>>>,
+    /// The function's doorbell page, once the driver gives one.
+    page: DoorbellPage,
     /// Counters.
     pub stats: NicStats,
 }
@@ -166,8 +169,19 @@ impl Nic {
             cqe_fault_new: None,
             gft: None,
             rdma: None,
+            page: DoorbellPage::default(),
             stats: NicStats::default(),
         }
+    }
+
+    /// The TX tails in the doorbell page, if the driver gave one.
+    pub fn page_tx_tails(&self, dma: &DmaSpace) -> Option<TxTails> {
+        self.page.is_set().then(|| self.page.tx_tails(dma))
+    }
+
+    /// Says in the doorbell page whether the card polls it.
+    pub fn set_card_polling(&self, dma: &DmaSpace, polling: bool) {
+        self.page.set_card_polling(dma, polling);
     }
 
     /// PF: gives the function the card's GFT to configure.
@@ -425,9 +439,6 @@ impl Nic {
     }
 
     fn qp_doorbell(&mut self, dma: &DmaSpace, qp: usize, reg: usize, value: u32, fx: &mut Effects) {
-        let mtu = self.mtu;
-        let link_up = self.link_up;
-        let is_pf = self.is_pf;
         let Some(Some(q)) = self.qps.get_mut(qp) else {
             debug!("doorbell for queue pair {qp}, which does not exist");
             return;
@@ -436,65 +447,16 @@ impl Nic {
         let raise = match reg {
             hw::regs::DB_TX_TAIL => {
                 q.stats.tx_doorbells += 1;
-                let stats = &mut self.stats;
-                let mac_stats = &mut self.mac_stats;
-                let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
-                let tso = self.offloads & offload_bits::TSO != 0;
-                let (tso_frames_before, tso_segments_before) =
-                    (stats.tso_frames, stats.tso_segments);
-                let raise = q.tx_doorbell(dma, value, |mut f: TxFrame| {
-                    if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
-                        // Checked when it came in; the card applies the
-                        // action in its header.
-                        if is_pf && link_up {
-                            fx.send.push(Outgoing {
-                                frame: f.data,
-                                reinject: true,
-                                rdma: false,
-                            });
-                        } else if !is_pf {
-                            stats.tx_bad_reinject += 1;
-                        } else {
-                            stats.tx_link_down += 1;
-                        }
-                        return;
-                    }
-                    let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
-                        match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
-                            Some(segments) => {
-                                stats.tso_frames += 1;
-                                stats.tso_segments += segments.len() as u64;
-                                segments
-                            }
-                            None => {
-                                stats.tx_bad_tso += 1;
-                                return;
-                            }
-                        }
-                    } else {
-                        if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
-                            offload::insert_checksum(&mut f.data, &f.first);
-                        }
-                        vec![f.data]
-                    };
-                    for frame in segments {
-                        if !link_up {
-                            stats.tx_link_down += 1;
-                        } else if frame.len() > mtu as usize + 14 + 4 {
-                            stats.tx_oversize += 1;
-                        } else {
-                            count_tx(mac_stats, &frame);
-                            fx.send.push(Outgoing {
-                                frame,
-                                reinject: false,
-                                rdma: false,
-                            });
-                        }
-                    }
-                });
-                q.stats.tso_frames += stats.tso_frames - tso_frames_before;
-                q.stats.tso_segments += stats.tso_segments - tso_segments_before;
-                raise
+                // In page mode the write is a kick: the tail is the page's.
+                let tail = if q.tx_tail_in_page() {
+                    // CAST: below MAX_QUEUE_PAIRS, a u16.
+                    let tail = self.page.tx_tail(dma, qp as u16);
+                    q.take_page_tail(tail);
+                    tail
+                } else {
+                    value
+                };
+                return self.follow_tx_tail(dma, qp, tail, fx);
             }
             hw::regs::DB_RX_TAIL => {
                 q.rx_doorbell(value);
@@ -511,6 +473,102 @@ impl Nic {
             fx.raise
                 .push(self.qps[qp].as_ref().map_or(0, |q| q.vector()));
         }
+    }
+
+    /// Takes the frames queue pair `qp` (which exists) posted up to `tail`
+    /// and sends them; raises its vector if that completes something due.
+    fn follow_tx_tail(&mut self, dma: &DmaSpace, qp: usize, tail: u32, fx: &mut Effects) {
+        let mtu = self.mtu;
+        let link_up = self.link_up;
+        let is_pf = self.is_pf;
+        let Some(Some(q)) = self.qps.get_mut(qp) else {
+            return;
+        };
+        let stats = &mut self.stats;
+        let mac_stats = &mut self.mac_stats;
+        let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
+        let tso = self.offloads & offload_bits::TSO != 0;
+        let (tso_frames_before, tso_segments_before) = (stats.tso_frames, stats.tso_segments);
+        let raise = q.tx_doorbell(dma, tail, |mut f: TxFrame| {
+            if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
+                // Checked when it came in; the card applies the
+                // action in its header.
+                if is_pf && link_up {
+                    fx.send.push(Outgoing {
+                        frame: f.data,
+                        reinject: true,
+                        rdma: false,
+                    });
+                } else if !is_pf {
+                    stats.tx_bad_reinject += 1;
+                } else {
+                    stats.tx_link_down += 1;
+                }
+                return;
+            }
+            let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
+                match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
+                    Some(segments) => {
+                        stats.tso_frames += 1;
+                        stats.tso_segments += segments.len() as u64;
+                        segments
+                    }
+                    None => {
+                        stats.tx_bad_tso += 1;
+                        return;
+                    }
+                }
+            } else {
+                if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
+                    offload::insert_checksum(&mut f.data, &f.first);
+                }
+                vec![f.data]
+            };
+            for frame in segments {
+                if !link_up {
+                    stats.tx_link_down += 1;
+                } else if frame.len() > mtu as usize + 14 + 4 {
+                    stats.tx_oversize += 1;
+                } else {
+                    count_tx(mac_stats, &frame);
+                    fx.send.push(Outgoing {
+                        frame,
+                        reinject: false,
+                        rdma: false,
+                    });
+                }
+            }
+        });
+        q.stats.tso_frames += stats.tso_frames - tso_frames_before;
+        q.stats.tso_segments += stats.tso_segments - tso_segments_before;
+        if raise {
+            fx.raise.push(q.vector());
+        }
+    }
+
+    /// Follows every TX tail in the doorbell page that moved since the
+    /// card last looked, as if its doorbell had been rung (and counted
+    /// apart, as polled). Returns whether any had.
+    pub fn poll_tx_tails(&mut self, dma: &DmaSpace, fx: &mut Effects) -> bool {
+        let page = self.page;
+        if !page.is_set() {
+            return false;
+        }
+        let mut moved = false;
+        for qp in 0..usize::from(MAX_QUEUE_PAIRS) {
+            let Some(Some(q)) = self.qps.get_mut(qp) else {
+                continue;
+            };
+            // CAST: below MAX_QUEUE_PAIRS, a u16.
+            let tail = page.tx_tail(dma, qp as u16);
+            if !q.tx_tail_in_page() || !q.take_page_tail(tail) {
+                continue;
+            }
+            q.stats.tx_tails_polled += 1;
+            moved = true;
+            self.follow_tx_tail(dma, qp, tail, fx);
+        }
+        moved
     }
 
     fn admin_doorbell(&mut self, dma: &DmaSpace, tail: u32, fx: &mut Effects) {
@@ -561,8 +619,18 @@ impl Nic {
                     // switchable.
                     offloads: SUPPORTED_OFFLOADS | offload_bits::RSS,
                     max_mtu: MAX_MTU,
+                    features: hw::feature::DOORBELL_PAGE,
                 }
                 .write_result(entry);
+            }
+            AdminCmd::SetDoorbellPage { addr } => {
+                if self.queue_pairs().any(QueuePair::tx_tail_in_page) {
+                    return AdminStatus::BadState;
+                }
+                match DoorbellPage::at(dma, addr) {
+                    Ok(page) => self.page = page,
+                    Err(_) => return AdminStatus::BadParam,
+                }
             }
             AdminCmd::CreateQp(cfg) => {
                 let Some(slot) = self.qps.get_mut(usize::from(cfg.qp)) else {
@@ -574,6 +642,14 @@ impl Nic {
                 let Some(mut q) = QueuePair::new(cfg) else {
                     return AdminStatus::BadParam;
                 };
+                if q.tx_tail_in_page() {
+                    if !self.page.is_set() {
+                        return AdminStatus::BadParam;
+                    }
+                    // A tail an earlier pair left must not pass for this
+                    // one's.
+                    self.page.clear_tx_tail(dma, cfg.qp);
+                }
                 if let Some(stream) = &self.rx_streams[usize::from(cfg.qp)] {
                     q = q.with_stream(stream.clone());
                 }
@@ -588,8 +664,15 @@ impl Nic {
                     );
                 } else {
                     info!(
-                        "queue pair {} created ({} TX, {} RX entries)",
-                        cfg.qp, cfg.tx_entries, cfg.rx_entries
+                        "queue pair {} created ({} TX, {} RX entries{})",
+                        cfg.qp,
+                        cfg.tx_entries,
+                        cfg.rx_entries,
+                        if q.tx_tail_in_page() {
+                            ", TX tail in the doorbell page"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 *slot = Some(q);
@@ -1057,5 +1140,101 @@ mod tests {
         let mut raw = [0u8; AQ_ENTRY_SIZE];
         raw[0] = 0xee;
         assert_eq!(AdminCmd::from_bytes(&raw), Err(AdminStatus::BadOpcode));
+    }
+}
+
+#[cfg(test)]
+mod doorbell_page_tests {
+    use super::*;
+    use crate::dma::tests::two_region_space;
+    use crate::queues::tests::{config, TX_RING};
+    use hw::{db_page, qp_flags, TxDesc};
+
+    // Past the queue pair's rings in the test space.
+    const PAGE: u64 = 0x3000;
+    const BUF: u64 = 0x3c00;
+
+    fn create(qp: u16, flags: u32) -> AdminCmd {
+        AdminCmd::CreateQp(config(qp, flags))
+    }
+
+    fn post(dma: &DmaSpace, idx: u64) {
+        let d = TxDesc {
+            addr: BUF,
+            len: 60,
+            flags: TxDesc::EOP,
+            ..Default::default()
+        };
+        dma.write(TX_RING + idx * 32, &d.to_bytes()).unwrap();
+    }
+
+    fn tail_at(dma: &DmaSpace, qp: u16, tail: u32) {
+        dma.store_u32(PAGE + db_page::tx_tail(qp) as u64, tail)
+            .unwrap();
+    }
+
+    #[test]
+    fn tails_in_the_page_are_polled_or_kicked() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
+        let (dma, _f) = two_region_space();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let mut fx = Effects::default();
+        let bad = AdminCmd::SetDoorbellPage { addr: PAGE + 8 };
+        assert_eq!(
+            nic.execute(&dma, bad, &mut e, &mut fx),
+            AdminStatus::BadParam
+        );
+        let unmapped = AdminCmd::SetDoorbellPage { addr: 0x9000 };
+        assert_eq!(
+            nic.execute(&dma, unmapped, &mut e, &mut fx),
+            AdminStatus::BadParam
+        );
+        let flagged = create(1, qp_flags::TX_TAIL_IN_PAGE);
+        assert_eq!(
+            nic.execute(&dma, flagged, &mut e, &mut fx),
+            AdminStatus::BadParam,
+            "no page yet"
+        );
+        let set = AdminCmd::SetDoorbellPage { addr: PAGE };
+        assert_eq!(nic.execute(&dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        // A tail an earlier pair left behind is not taken.
+        tail_at(&dma, 1, 5);
+        assert_eq!(nic.execute(&dma, flagged, &mut e, &mut fx), AdminStatus::Ok);
+        assert!(!nic.poll_tx_tails(&dma, &mut fx));
+        assert_eq!(
+            nic.execute(&dma, set, &mut e, &mut fx),
+            AdminStatus::BadState
+        );
+
+        // Polled: the tail moved in the page, no doorbell.
+        post(&dma, 0);
+        tail_at(&dma, 1, 1);
+        assert!(nic.poll_tx_tails(&dma, &mut fx));
+        assert!(!nic.poll_tx_tails(&dma, &mut fx), "nothing new");
+        let s = nic.qp_stats(1).unwrap();
+        assert_eq!((s.tx_packets, s.tx_tails_polled, s.tx_doorbells), (1, 1, 0));
+
+        // Kicked: the value written is not the tail, the page's is.
+        post(&dma, 1);
+        tail_at(&dma, 1, 2);
+        let kick = hw::QpDoorbell::TxTail.offset(1);
+        assert!(nic.write_reg(&dma, kick, 77, &mut fx));
+        let s = nic.qp_stats(1).unwrap();
+        assert_eq!((s.tx_packets, s.tx_doorbells, s.bad_requests), (2, 1, 0));
+
+        // A tail outside the ring is refused once, not at every look.
+        tail_at(&dma, 1, 9999);
+        nic.poll_tx_tails(&dma, &mut fx);
+        nic.poll_tx_tails(&dma, &mut fx);
+        let s = nic.qp_stats(1).unwrap();
+        assert_eq!((s.tx_packets, s.bad_requests), (2, 1));
+
+        // A reset forgets the page.
+        nic.reset();
+        assert!(nic.page_tx_tails(&dma).is_none());
+        assert_eq!(
+            nic.execute(&dma, flagged, &mut e, &mut fx),
+            AdminStatus::BadParam
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::hw::{
-    Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
+    qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
 use crate::stream::{RxStream, StreamDrop, StreamFault};
 
@@ -28,6 +28,9 @@ pub struct QpStats {
     pub tx_bytes: u64,
     /// TX doorbells rung (each may cover any number of frames).
     pub tx_doorbells: u64,
+    /// TX tails the card found in the doorbell page while it polled it,
+    /// with no doorbell rung (each may cover any number of frames).
+    pub tx_tails_polled: u64,
     /// RX tail doorbells rung (each may announce any number of buffers).
     pub rx_doorbells: u64,
     /// Doorbells of any kind (TX tail, RX tail, CQ head).
@@ -70,6 +73,7 @@ impl QpStats {
         self.tx_packets += other.tx_packets;
         self.tx_bytes += other.tx_bytes;
         self.tx_doorbells += other.tx_doorbells;
+        self.tx_tails_polled += other.tx_tails_polled;
         self.rx_doorbells += other.rx_doorbells;
         self.doorbells += other.doorbells;
         self.rx_packets += other.rx_packets;
@@ -150,6 +154,9 @@ pub struct QueuePair {
     cfg: QpConfig,
     tx_head: u16,
     tx_tail: u16,
+    /// The doorbell page's TX tail the card last acted on, valid or not
+    /// (a pair with [`qp_flags::TX_TAIL_IN_PAGE`]).
+    page_tail_seen: u32,
     rx_head: u16,
     rx_tail: u16,
     cq_tail: u32,
@@ -180,10 +187,12 @@ fn valid_ring(entries: u16) -> bool {
 }
 
 impl QueuePair {
-    /// Checks a create request; `None` if any size is out of range.
+    /// Checks a create request; `None` if any size is out of range or a
+    /// flag unknown.
     pub fn new(cfg: QpConfig) -> Option<Self> {
         let cq_needed = u32::from(cfg.tx_entries) + u32::from(cfg.rx_entries);
-        if !valid_ring(cfg.tx_entries)
+        if cfg.flags & !qp_flags::TX_TAIL_IN_PAGE != 0
+            || !valid_ring(cfg.tx_entries)
             || !valid_ring(cfg.rx_entries)
             || !cfg.cq_entries.is_power_of_two()
             || cfg.cq_entries < cq_needed
@@ -194,6 +203,7 @@ impl QueuePair {
             cfg,
             tx_head: 0,
             tx_tail: 0,
+            page_tail_seen: 0,
             rx_head: 0,
             rx_tail: 0,
             cq_tail: 0,
@@ -224,6 +234,18 @@ impl QueuePair {
     /// MSI-X vector of this pair.
     pub fn vector(&self) -> u16 {
         self.cfg.vector
+    }
+
+    /// Whether the pair's TX tail is in the doorbell page.
+    pub fn tx_tail_in_page(&self) -> bool {
+        self.cfg.flags & qp_flags::TX_TAIL_IN_PAGE != 0
+    }
+
+    /// Notes `tail`, read from the doorbell page; whether it is news.
+    pub fn take_page_tail(&mut self, tail: u32) -> bool {
+        let news = tail != self.page_tail_seen;
+        self.page_tail_seen = tail;
+        news
     }
 
     /// Completions written but not yet consumed by the driver.
@@ -551,19 +573,20 @@ impl QueuePair {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dma::tests::two_region_space;
 
     // Layout inside the test DMA space [0x1000, 0x4000).
-    const TX_RING: u64 = 0x1000; // 64 * 32 = 0x800
+    pub(crate) const TX_RING: u64 = 0x1000; // 64 * 32 = 0x800
     const RX_RING: u64 = 0x1800; // 64 * 16 = 0x400
     const CQ: u64 = 0x1c00; // 128 * 16 = 0x800
     const BUFS: u64 = 0x2400;
 
-    fn qp() -> QueuePair {
-        QueuePair::new(QpConfig {
-            qp: 0,
+    /// Queue pair `qp` of the test layout, with `flags`.
+    pub(crate) fn config(qp: u16, flags: u32) -> QpConfig {
+        QpConfig {
+            qp,
             vector: 1,
             tx_entries: 64,
             rx_entries: 64,
@@ -571,8 +594,12 @@ mod tests {
             rx_ring: RX_RING,
             cq: CQ,
             cq_entries: 128,
-        })
-        .unwrap()
+            flags,
+        }
+    }
+
+    fn qp() -> QueuePair {
+        QueuePair::new(config(0, 0)).unwrap()
     }
 
     fn cqe(dma: &DmaSpace, i: u64) -> Cqe {

@@ -33,7 +33,7 @@ use super::ring::{slots, CompletionQueue, Ring, RingIndex, RingSize};
 use super::Nic;
 use crate::hw::{self, CqHead, Cqe, QpDoorbell, RxDesc, TxDesc};
 use crate::linux::{
-    dma::DmaDevice,
+    dma::{DmaBuffer, DmaDevice},
     irq::IrqHandler,
     net::{
         napi::WithNapi,
@@ -76,8 +76,12 @@ pub(crate) struct QueueStats {
     /// RX frames the card verified the checksum of, and frames it did not.
     pub(crate) rx_csum_unnecessary: Atomic<u64>,
     pub(crate) rx_csum_none: Atomic<u64>,
-    /// TX doorbells rung (one per batch the stack hands over).
+    /// TX doorbells rung (one per batch the stack hands over, unless the
+    /// card polled the doorbell page for it).
     pub(crate) tx_doorbells: Atomic<u64>,
+    /// TX tails written to the doorbell page while the card polled it:
+    /// doorbells not rung.
+    pub(crate) tx_doorbells_skipped: Atomic<u64>,
     /// Times the TX queue stopped for lack of ring room, and restarted.
     pub(crate) tx_stops: Atomic<u64>,
     pub(crate) tx_wakes: Atomic<u64>,
@@ -140,6 +144,7 @@ impl QueueStats {
             rx_csum_unnecessary: Atomic::new(0),
             rx_csum_none: Atomic::new(0),
             tx_doorbells: Atomic::new(0),
+            tx_doorbells_skipped: Atomic::new(0),
             tx_stops: Atomic::new(0),
             tx_wakes: Atomic::new(0),
             tx_timeouts: Atomic::new(0),
@@ -234,6 +239,9 @@ pub(crate) struct QueuePair {
     /// released, or inside it (never the other way round).
     #[pin]
     tx_doorbell: SpinLock<u32>,
+    /// The function's doorbell page, if the card has one: the pair keeps
+    /// its TX tail there and rings only when the card does not poll it.
+    db_page: Option<Arc<DmaBuffer>>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
     /// Why a reset is asked for ([`ResetCause`] bits; 0: it is not).
@@ -264,6 +272,7 @@ impl WithNapi<QueuePair> {
         index: u16,
         regs: Arc<Registers>,
         dev: NetDevRef<Nic>,
+        db_page: Option<Arc<DmaBuffer>>,
     ) -> Result<Arc<Self>> {
         let pair_dev = dev.clone();
         let pair = try_pin_init!(QueuePair {
@@ -274,6 +283,7 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             tx_tail_wanted: Atomic::new(0),
             tx_doorbell <- new_spinlock!(0),
+            db_page,
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
             awaiting_recovery: Atomic::new(0),
@@ -418,6 +428,11 @@ impl WithNapi<QueuePair> {
             rx_ring,
             cq: rx.cq.mem.dma_addr(0)?,
             cq_entries,
+            flags: if self.db_page.is_some() {
+                hw::qp_flags::TX_TAIL_IN_PAGE
+            } else {
+                0
+            },
         };
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);

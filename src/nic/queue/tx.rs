@@ -5,11 +5,14 @@
 
 use kernel::{
     prelude::*,
-    sync::atomic::{Acquire, Release},
+    sync::{
+        atomic::{Acquire, Release},
+        barrier::smp_mb,
+    },
 };
 
 use super::{bump, QueuePair};
-use crate::hw::{Cqe, QpDoorbell, TxDesc};
+use crate::hw::{db_page, Cqe, QpDoorbell, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
     net::{
@@ -447,15 +450,46 @@ impl QueuePair {
     /// reach the card in the order they were asked for: one writer at a
     /// time (`tx_doorbell`), and each writes the newest, so a kick that
     /// comes late finds its tail written (or a later one) and writes
-    /// nothing. A pair restarted meanwhile reset both (see `start`).
+    /// nothing. A pair restarted meanwhile reset both (see `start`). With
+    /// a doorbell page the tail goes there, and the trapped doorbell only
+    /// when the card does not poll the page.
     fn kick_tx(&self) {
         let mut written = lock_bh(&self.tx_doorbell);
         let wanted = self.tx_tail_wanted.load(Acquire);
-        if *written != wanted {
-            *written = wanted;
-            bump(&self.stats.tx_doorbells, 1);
-            self.doorbell(QpDoorbell::TxTail, wanted);
+        if *written == wanted {
+            return;
         }
+        *written = wanted;
+        if self.tail_in_page_polled(wanted) {
+            bump(&self.stats.tx_doorbells_skipped, 1);
+            return;
+        }
+        bump(&self.stats.tx_doorbells, 1);
+        self.doorbell(QpDoorbell::TxTail, wanted);
+    }
+
+    /// Writes TX tail `tail` into the doorbell page, if there is one;
+    /// returns whether the card says it polls the page, so that no
+    /// doorbell need be rung. Under `tx_doorbell`.
+    fn tail_in_page_polled(&self, tail: u32) -> bool {
+        let Some(page) = &self.db_page else {
+            return false;
+        };
+        if page
+            .write_position(db_page::tx_tail(self.index), tail)
+            .is_err()
+        {
+            return false;
+        }
+        // The tail's store before the flag's load: the card clears the
+        // flag, fences, then reads the tails, so one of the two sees the
+        // other's store (no tail is left to a card that sleeps).
+        smp_mb();
+        // Untrusted like anything the card writes: a card that claims to
+        // poll and does not stalls its own queue, which the TX watchdog
+        // reports.
+        page.read_position(db_page::CARD_POLLING)
+            .is_some_and(|polling| polling != 0)
     }
 
     /// Retires the TX frame whose last descriptor a completion names:
