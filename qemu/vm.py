@@ -66,7 +66,10 @@ class Card:
              "--ctl-socket", self.ctl_socket,
              "--wire-socket", f"{run_dir}/wire{name}.sock",
              "--wire-peer", f"{run_dir}/wire{peer}.sock",
-             "--card-id", str(card_id), "--mac", mac],
+             "--card-id", str(card_id), "--mac", mac,
+             # The card's doorbell-page poll (bench: its cost and effect).
+             *(["--doorbell-poll-us", os.environ["RSNIC_DOORBELL_POLL_US"]]
+               if os.environ.get("RSNIC_DOORBELL_POLL_US") else [])],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self, timeout=60):
