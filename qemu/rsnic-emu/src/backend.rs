@@ -107,42 +107,36 @@ impl Backend {
     /// message waits at most one budget. Yields the CPU between looks (on
     /// two cores the vCPUs need it).
     fn poll_doorbell_page(&mut self) {
-        let Some(mut seen) = self.func().doorbell_tails() else {
+        if !self.func().polls_doorbell_page() {
             return;
-        };
+        }
         let budget = self.poll.on_kick(Instant::now(), self.card.rx_batches());
         self.func().set_card_polling(true);
         let mut idle_since = Instant::now();
-        let mut follow = true;
         loop {
-            if follow {
+            // Each look compares the page's tails with those the queue
+            // pairs last took, and follows any that moved.
+            let (frames, moved) = self.func().poll_tx_tails();
+            self.card.transmit(frames);
+            if moved {
+                idle_since = Instant::now();
+                self.poll.on_caught();
+            } else if idle_since.elapsed() >= budget {
+                // The last look, after saying so: a tail written before
+                // the word changed is this look's to take.
+                self.func().set_card_polling(false);
                 let (frames, moved) = self.func().poll_tx_tails();
                 self.card.transmit(frames);
-                if moved {
-                    idle_since = Instant::now();
-                    self.poll.on_caught();
-                }
-            }
-            if idle_since.elapsed() >= budget {
-                let func = self.func();
-                func.set_card_polling(false);
-                let now = func.doorbell_tails();
-                if now.is_none_or(|now| now == seen) {
-                    drop(func);
+                if !moved {
                     self.poll.on_end(Instant::now());
                     return;
                 }
-                func.set_card_polling(true);
-                follow = true;
-                seen = now.unwrap_or(seen);
+                self.func().set_card_polling(true);
+                idle_since = Instant::now();
+                self.poll.on_caught();
                 continue;
             }
             std::thread::yield_now();
-            let Some(now) = self.func().doorbell_tails() else {
-                return;
-            };
-            follow = now != seen;
-            seen = now;
         }
     }
 

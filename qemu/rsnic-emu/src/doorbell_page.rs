@@ -17,10 +17,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::dma::DmaSpace;
-use crate::hw::{db_page, MAX_QUEUE_PAIRS};
-
-/// The TX tails of every queue pair, as read from the page.
-pub type TxTails = [u32; MAX_QUEUE_PAIRS as usize];
+use crate::hw::db_page;
 
 /// Where a function's doorbell page is, once the driver has said.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,15 +61,6 @@ impl DoorbellPage {
         self.word(db_page::tx_tail(qp))
             .and_then(|a| dma.load_u32(a).ok())
             .unwrap_or(0)
-    }
-
-    /// Every queue pair's TX tail.
-    pub fn tx_tails(&self, dma: &DmaSpace) -> TxTails {
-        let mut tails = TxTails::default();
-        for (qp, tail) in (0..MAX_QUEUE_PAIRS).zip(tails.iter_mut()) {
-            *tail = self.tx_tail(dma, qp);
-        }
-        tails
     }
 
     /// Zeroes queue pair `qp`'s TX tail (the pair is being created: no
@@ -187,7 +175,6 @@ mod tests {
         dma.store_u32(0x1000 + db_page::tx_tail(3) as u64, 17)
             .unwrap();
         assert_eq!(page.tx_tail(&dma, 3), 17);
-        assert_eq!(page.tx_tails(&dma)[3], 17);
         page.clear_tx_tail(&dma, 3);
         assert_eq!(page.tx_tail(&dma, 3), 0);
         page.set_card_polling(&dma, true);

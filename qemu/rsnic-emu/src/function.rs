@@ -12,7 +12,6 @@ use log::{info, warn};
 use crate::config_space::ConfigSpace;
 use crate::control::{Fault, Faults};
 use crate::dma::DmaSpace;
-use crate::doorbell_page::TxTails;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
 use crate::nic::{Effects, Nic, Outgoing};
@@ -120,13 +119,10 @@ impl Function {
         }
     }
 
-    /// The TX tails in the doorbell page, if the driver gave one (and the
-    /// card answers).
-    pub fn doorbell_tails(&self) -> Option<TxTails> {
-        if self.faults.is(Fault::Gone) {
-            return None;
-        }
-        self.nic.page_tx_tails(&self.dma)
+    /// Whether the card has a doorbell page to poll: the driver gave one
+    /// and the card answers.
+    pub fn polls_doorbell_page(&self) -> bool {
+        !self.faults.is(Fault::Gone) && self.nic.has_doorbell_page()
     }
 
     /// Says in the doorbell page whether the card polls it.
@@ -373,14 +369,16 @@ impl Function {
             return (fx.send, false);
         }
         let moved = self.nic.poll_tx_tails(&self.dma, &mut fx);
-        if moved {
-            self.delay_dma();
+        if !moved {
+            // Nothing was sent or completed: no interrupt to raise or time.
+            return (fx.send, false);
         }
+        self.delay_dma();
         for vector in fx.raise {
             self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();
-        (fx.send, moved)
+        (fx.send, true)
     }
 
     /// Writes the 32-bit user doorbell at `offset` in the doorbell BAR
