@@ -69,7 +69,10 @@ class Card:
              "--card-id", str(card_id), "--mac", mac,
              # The card's doorbell-page poll (bench: its cost and effect).
              *(["--doorbell-poll-us", os.environ["RSNIC_DOORBELL_POLL_US"]]
-               if os.environ.get("RSNIC_DOORBELL_POLL_US") else [])],
+               if os.environ.get("RSNIC_DOORBELL_POLL_US") else []),
+             # How long the card holds segments for coalescing (bench).
+             *(["--gro-hold-us", os.environ["RSNIC_GRO_HOLD_US"]]
+               if os.environ.get("RSNIC_GRO_HOLD_US") else [])],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self, timeout=60):

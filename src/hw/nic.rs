@@ -90,6 +90,13 @@ wire_struct! {
         pub len @ 4: u32,
         /// RX: RSS hash of the frame, when [`Cqe::HASH`].
         pub hash @ 8: u32,
+        /// RX, receive coalescing: TCP segments from the wire in the
+        /// frame (0 or 1: not coalesced). The same in every completion of
+        /// the frame.
+        pub segs @ 12: u16,
+        /// RX, receive coalescing: TCP payload bytes of the frame's first
+        /// segment, the size to cut it into again.
+        pub mss @ 14: u16,
     }
 }
 
@@ -111,7 +118,21 @@ impl Cqe {
     /// [`super::gft::META_LEN`]-byte [`super::gft::ExceptionMeta`], the
     /// frame follows (`len` counts both). Only on the PF's queue pair 0.
     pub const GFT_EXCEPTION: u16 = 1 << 5;
+    /// RX: the frame goes on in the next buffer of the ring, whose
+    /// completion follows this one (receive coalescing only, with
+    /// [`offload::GRO_HW`]; at most [`GRO_MAX_BUFFERS`] buffers a frame).
+    /// The other flags, the hash, `segs` and `mss` are the same in every
+    /// completion of the frame; `len` is this buffer's part.
+    pub const MORE: u16 = 1 << 6;
 }
+
+/// Most RX buffers one coalesced frame fills.
+pub const GRO_MAX_BUFFERS: u16 = 16;
+/// Most TCP segments the card coalesces into one frame.
+pub const GRO_MAX_SEGS: u16 = 64;
+/// Longest coalesced frame: the largest IPv4 packet and its Ethernet
+/// header.
+pub const GRO_MAX_FRAME: u32 = 65535 + 14;
 
 /// Most segments the card cuts one TSO frame into; it drops larger
 /// requests (the driver tells the stack, which splits before).
@@ -137,6 +158,14 @@ pub mod offload {
     pub const TSO: u32 = 1 << 2;
     /// Receive-side scaling.
     pub const RSS: u32 = 1 << 3;
+    /// Receive coalescing (hardware GRO): consecutive TCP segments of a
+    /// flow that arrive together are written as one frame, over up to
+    /// [`super::GRO_MAX_BUFFERS`] buffers ([`super::Cqe::MORE`]), with
+    /// the IP length fields of the whole and the TCP checksum left for
+    /// the host (a frame is coalesced only from segments whose checksums
+    /// the card verified). Descriptor-mode queue pairs only; needs
+    /// [`RX_CSUM`].
+    pub const GRO_HW: u32 = 1 << 4;
 }
 
 /// Bytes of the RSS (Toeplitz) hash key.

@@ -105,6 +105,12 @@ impl Card {
         self.rdma.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// How long the functions hold received segments for coalescing.
+    pub fn set_gro_hold(&self, hold: std::time::Duration) {
+        lock(&self.pf).nic.set_gro_hold(hold);
+        lock(&self.vf).nic.set_gro_hold(hold);
+    }
+
     /// Frames the host sent (through the PF or the VF): through the GFT,
     /// then on their way.
     pub fn transmit(&self, frames: Vec<Outgoing>) {

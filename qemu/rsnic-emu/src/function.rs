@@ -139,7 +139,7 @@ impl Function {
     /// Interrupt moderation timer: raises the vectors now due; returns
     /// when to call again (`None`: park until woken).
     pub fn tick(&mut self, now: Instant) -> Option<Instant> {
-        let (raise, next) = self.nic.tick(now);
+        let (raise, next) = self.nic.tick(&self.dma, now);
         for vector in raise {
             self.raise_queue_irq(vector);
         }
@@ -183,13 +183,14 @@ impl Function {
         self.kick_moderation_timer();
     }
 
-    /// End of a batch of received frames: streaming queue pairs publish
-    /// what they wrote and raise their vectors.
+    /// End of a batch of received frames: coalesced frames leave,
+    /// streaming queue pairs publish what they wrote, and their vectors
+    /// are raised.
     pub fn end_of_batch(&mut self) {
         if self.faults.is(Fault::Gone) {
             return;
         }
-        for vector in self.nic.publish_streams(&self.dma) {
+        for vector in self.nic.end_of_batch(&self.dma) {
             self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();

@@ -15,6 +15,7 @@ pub mod doorbell_page;
 pub mod frame;
 pub mod function;
 pub mod gft;
+pub mod gro;
 pub mod irq;
 pub mod nic;
 pub mod offload;

@@ -66,6 +66,11 @@ struct Args {
     /// driver to ring again (0: only while a batch is being sent).
     #[arg(long, default_value_t = 50)]
     doorbell_poll_us: u64,
+    /// How long the card holds received TCP segments for coalescing
+    /// (hardware GRO) when nothing closes their aggregate, in
+    /// microseconds.
+    #[arg(long, default_value_t = rsnic_emu::nic::DEFAULT_GRO_HOLD.as_micros() as u64)]
+    gro_hold_us: u64,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -240,8 +245,12 @@ fn function_stats(func: &Function) -> String {
         " dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets} \
          doorbells={doorbells} irqs={irqs} \
          cqe_faults_injected={} streaming_pairs={streaming} stream_notifications={} \
-         rx_no_buffer={}",
-        all.faults_injected, all.stream_notifications, all.rx_no_buffer
+         rx_no_buffer={} gro_frames={} gro_segments={}",
+        all.faults_injected,
+        all.stream_notifications,
+        all.rx_no_buffer,
+        all.gro_frames,
+        all.gro_segments
     );
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;
@@ -274,6 +283,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let faults = Arc::new(Faults::default());
     faults.set_by_name(&args.fault)?;
     let card = Arc::new(Card::new(args.card_id, args.mac, Arc::clone(&faults)));
+    card.set_gro_hold(Duration::from_micros(args.gro_hold_us));
 
     let wire = match (&args.wire_socket, &args.wire_peer) {
         (Some(local), Some(peer)) => {

@@ -4,7 +4,7 @@
 //! link state. [`crate::function::Function`] routes register accesses here.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use log::{debug, info};
 
@@ -24,7 +24,11 @@ use crate::steer::Steering;
 use crate::stream::RxStream;
 
 /// Offloads this card performs (RSS is always on).
-const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO;
+/// How long received segments are held for coalescing unless told.
+pub const DEFAULT_GRO_HOLD: Duration = Duration::from_micros(1000);
+
+const SUPPORTED_OFFLOADS: u32 =
+    offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO | offload_bits::GRO_HW;
 
 /// Card-wide counters (per-pair ones live in each pair).
 #[derive(Clone, Copy, Debug, Default)]
@@ -110,6 +114,8 @@ pub struct Nic {
     rx_mode: u32,
     mc_filter: u64,
     offloads: u32,
+    /// How long received segments are held for coalescing.
+    gro_hold: Duration,
     aq_base: u64,
     aq_size: u32,
     aq_head: u32,
@@ -155,6 +161,7 @@ impl Nic {
             rx_mode: rx_mode::BROADCAST,
             mc_filter: 0,
             offloads: 0,
+            gro_hold: DEFAULT_GRO_HOLD,
             aq_base: 0,
             aq_size: 0,
             aq_head: 0,
@@ -278,8 +285,10 @@ impl Nic {
         let mac_stats = self.mac_stats;
         let gft = self.gft.take();
         let rdma = self.rdma.take();
+        let gro_hold = self.gro_hold;
         *self = Self::new(self.perm_mac, self.is_pf);
         self.link_up = link;
+        self.gro_hold = gro_hold;
         self.mac_stats = mac_stats;
         if let Some(gft) = gft {
             gft.lock().unwrap_or_else(|e| e.into_inner()).reset();
@@ -341,13 +350,29 @@ impl Nic {
             .count()
     }
 
-    /// End of a batch of received frames: every streaming pair publishes
-    /// what it wrote. Returns the vectors to raise.
-    pub fn publish_streams(&mut self, dma: &DmaSpace) -> Vec<u16> {
+    /// How long received TCP segments are held for coalescing, if they
+    /// are.
+    fn gro_on(&self) -> Option<Duration> {
+        (self.offloads & offload_bits::GRO_HW != 0).then_some(self.gro_hold)
+    }
+
+    /// Sets how long an aggregate of received segments may stay open
+    /// (from the next `SET_OFFLOADS` or `CREATE_QP` on).
+    pub fn set_gro_hold(&mut self, hold: Duration) {
+        self.gro_hold = hold;
+    }
+
+    /// End of a batch of received frames: coalesced frames leave, every
+    /// streaming pair publishes what it wrote. Returns the vectors to
+    /// raise.
+    pub fn end_of_batch(&mut self, dma: &DmaSpace) -> Vec<u16> {
+        let now = Instant::now();
         self.qps
             .iter_mut()
             .flatten()
-            .filter_map(|q| q.publish_stream(dma).then(|| q.vector()))
+            .filter_map(|q| {
+                (q.flush_gro(dma, Some(now)) | q.publish_stream(dma)).then(|| q.vector())
+            })
             .collect()
     }
 
@@ -360,19 +385,21 @@ impl Nic {
         Some(total)
     }
 
-    /// Interrupt moderation timer: the vectors due now, and when to look
-    /// again (`None`: nothing is waiting).
-    pub fn tick(&mut self, now: Instant) -> (Vec<u16>, Option<Instant>) {
+    /// The timer of interrupt moderation and receive coalescing: the
+    /// vectors due now, and when to look again (`None`: nothing is
+    /// waiting).
+    pub fn tick(&mut self, dma: &DmaSpace, now: Instant) -> (Vec<u16>, Option<Instant>) {
         let mut raise = Vec::new();
         for q in self.qps.iter_mut().flatten() {
-            if q.tick(now) {
+            if q.tick(dma, now) {
                 raise.push(q.vector());
             }
         }
         (raise, self.next_deadline())
     }
 
-    /// The earliest moment a moderated interrupt falls due.
+    /// The earliest moment a moderated interrupt or an aggregate falls
+    /// due.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.qps
             .iter()
@@ -633,6 +660,7 @@ impl Nic {
                 }
             }
             AdminCmd::CreateQp(cfg) => {
+                let gro = self.gro_on();
                 let Some(slot) = self.qps.get_mut(usize::from(cfg.qp)) else {
                     return AdminStatus::BadParam;
                 };
@@ -654,6 +682,7 @@ impl Nic {
                     q = q.with_stream(stream.clone());
                 }
                 q.set_moderation(self.moderation);
+                q.set_gro(dma, gro);
                 if let Some((kind, n)) = self.cqe_fault_new {
                     q.fault_completions(kind, n);
                 }
@@ -764,10 +793,19 @@ impl Nic {
                 self.mc_filter = mc_filter;
             }
             AdminCmd::SetOffloads { flags } => {
-                if flags & !SUPPORTED_OFFLOADS != 0 {
+                // Coalescing keeps to checksums the card verified.
+                if flags & !SUPPORTED_OFFLOADS != 0
+                    || (flags & offload_bits::GRO_HW != 0 && flags & offload_bits::RX_CSUM == 0)
+                {
                     return AdminStatus::BadParam;
                 }
                 self.offloads = flags;
+                let on = self.gro_on();
+                for q in self.qps.iter_mut().flatten() {
+                    if q.set_gro(dma, on) {
+                        fx.raise.push(q.vector());
+                    }
+                }
             }
             AdminCmd::GftConfig { .. }
             | AdminCmd::GftSetGeneration { .. }

@@ -20,6 +20,33 @@ fn ones_complement_sum(data: &[u8], mut sum: u32) -> u32 {
     sum
 }
 
+/// The IPv4 header checksum of `header` with its checksum field as it
+/// is: 0 when the stored checksum is right, the value to store when the
+/// field is zero.
+pub fn ipv4_header_checksum(header: &[u8]) -> u16 {
+    // CAST: the sum is folded to 16 bits.
+    !(ones_complement_sum(header, 0) as u16)
+}
+
+/// Test frames: fills in the TCP checksum of an untagged IPv4 or IPv6
+/// frame.
+#[cfg(test)]
+pub fn fill_tcp_checksum(frame: &mut [u8]) {
+    let (ethertype, l3) = network_layer(frame).expect("Ethernet");
+    let (l4, end) = if ethertype == ETH_P_IPV4 {
+        let total = usize::from(u16::from_be_bytes([frame[l3 + 2], frame[l3 + 3]]));
+        (l3 + usize::from(frame[l3] & 0x0f) * 4, l3 + total)
+    } else {
+        let payload = usize::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]]));
+        (l3 + 40, l3 + 40 + payload)
+    };
+    frame[l4 + 16..l4 + 18].fill(0);
+    let sum = pseudo_header_sum(frame, ethertype, l3, 6, end - l4).expect("IP");
+    // CAST: folded to 16 bits.
+    let sum = !(ones_complement_sum(&frame[l4..end], sum) as u16);
+    frame[l4 + 16..l4 + 18].copy_from_slice(&sum.to_be_bytes());
+}
+
 /// TX checksum insertion, as Linux's `CHECKSUM_PARTIAL` asks: the field at
 /// `csum_start + csum_offset` holds the pseudo-header sum; the card sums
 /// from `csum_start` to the end and stores the complement there. Returns

@@ -9,8 +9,10 @@
 use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
+use crate::gro::{Coalescer, Offer, Release};
 use crate::hw::{
-    qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
+    qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME, MAX_RING_ENTRIES,
+    MIN_RING_ENTRIES,
 };
 use crate::stream::{RxStream, StreamDrop, StreamFault};
 
@@ -59,6 +61,10 @@ pub struct QpStats {
     pub faults_injected: u64,
     /// RX stream: times the card published its tail (notifications).
     pub stream_notifications: u64,
+    /// Receive coalescing: frames made of more than one segment.
+    pub gro_frames: u64,
+    /// The segments in them.
+    pub gro_segments: u64,
 }
 
 impl QpStats {
@@ -87,6 +93,8 @@ impl QpStats {
         self.irqs_moderated += other.irqs_moderated;
         self.faults_injected += other.faults_injected;
         self.stream_notifications += other.stream_notifications;
+        self.gro_frames += other.gro_frames;
+        self.gro_segments += other.gro_segments;
     }
 }
 
@@ -178,6 +186,14 @@ pub struct QueuePair {
     /// Stream records published since the last interrupt (moderation
     /// counts them as it counts completions).
     stream_unsignalled: u32,
+    /// Receive coalescing, while the function has it on (never on a
+    /// streaming pair), and how long an aggregate may stay open.
+    gro: Option<Coalescer>,
+    gro_hold: Duration,
+    /// Length of the last RX buffer the card looked at: the driver posts
+    /// buffers of one size, so a coalesced frame is kept to what
+    /// [`GRO_MAX_BUFFERS`] of them hold.
+    rx_buf_len: u32,
     /// Counters.
     pub stats: QpStats,
 }
@@ -216,6 +232,9 @@ impl QueuePair {
             oldest_unsignalled: None,
             stream: None,
             stream_unsignalled: 0,
+            gro: None,
+            gro_hold: Duration::ZERO,
+            rx_buf_len: 0,
             stats: QpStats::default(),
         })
     }
@@ -323,13 +342,18 @@ impl QueuePair {
 
     /// When moderation will raise the vector if nothing else does first.
     pub fn deadline(&self) -> Option<Instant> {
-        let oldest = self.oldest_unsignalled.filter(|_| self.armed)?;
-        Some(oldest + Duration::from_micros(u64::from(self.moderation.usecs)))
+        let moderation = self
+            .oldest_unsignalled
+            .filter(|_| self.armed)
+            .map(|oldest| oldest + Duration::from_micros(u64::from(self.moderation.usecs)));
+        let gro = self.gro.as_ref().and_then(|g| g.deadline(self.gro_hold));
+        moderation.into_iter().chain(gro).min()
     }
 
-    /// Timer check of interrupt moderation: whether to raise now.
-    pub fn tick(&mut self, now: Instant) -> bool {
-        self.take_arm(now)
+    /// Timer: coalesced frames whose time is up leave; whether to raise
+    /// now (interrupt moderation).
+    pub fn tick(&mut self, dma: &DmaSpace, now: Instant) -> bool {
+        self.flush_gro(dma, Some(now)) | self.take_arm(now)
     }
 
     /// Takes one raise decision after posting completions or arming:
@@ -532,40 +556,155 @@ impl QueuePair {
                 }
             };
         }
-        if self.rx_head == self.rx_tail {
-            self.stats.rx_no_buffer += 1;
-            return RxOutcome::Dropped;
-        }
-        let idx = self.rx_head;
-        let mut raw = [0u8; RxDesc::SIZE];
-        let addr = self.cfg.rx_ring + u64::from(idx) * RxDesc::SIZE as u64;
-        if dma.read(addr, &mut raw).is_err() {
-            self.stats.bad_requests += 1;
-            return RxOutcome::Dropped;
-        }
-        self.stats.dma_meta_bytes += RxDesc::SIZE as u64;
-        let desc = RxDesc::from_bytes(&raw);
-        if frame.len() > desc.len as usize {
-            self.stats.rx_no_buffer += 1;
-            return RxOutcome::Dropped;
-        }
-        self.rx_head = (idx + 1) & (self.cfg.rx_entries - 1);
-        if dma.write(desc.addr, frame).is_err() {
-            self.stats.bad_requests += 1;
-            return RxOutcome::Dropped;
-        }
-        let cqe = Cqe {
-            index: idx,
-            flags: flags | Cqe::RX,
-            len: frame.len() as u32,
-            hash,
+        let Some(mut gro) = self.gro.take() else {
+            return self.write_rx(dma, frame, flags, hash, 1, 0);
         };
-        if self.post_cqe(dma, cqe).is_err() {
-            self.stats.bad_requests += 1;
+        if self.rx_buf_len == 0 {
+            self.rx_buf_len = self.peek_rx_buf_len(dma);
+        }
+        let max = self.rx_buf_len as usize * usize::from(GRO_MAX_BUFFERS);
+        let mut raise = false;
+        let offer = gro.offer(
+            frame,
+            flags,
+            hash,
+            Instant::now(),
+            max,
+            &mut |r: Release<'_>| {
+                raise |= self.write_release(dma, r);
+            },
+        );
+        self.gro = Some(gro);
+        match offer {
+            Offer::Held => RxOutcome::Delivered { raise },
+            Offer::Pass => match self.write_rx(dma, frame, flags, hash, 1, 0) {
+                RxOutcome::Delivered { raise: r } => RxOutcome::Delivered { raise: raise || r },
+                RxOutcome::Dropped => RxOutcome::Dropped,
+            },
+        }
+    }
+
+    /// Turns receive coalescing on (aggregates open for at most `hold`)
+    /// or off (`None`; a streaming pair has none); what it holds leaves
+    /// first. Returns whether to raise the vector.
+    pub fn set_gro(&mut self, dma: &DmaSpace, hold: Option<Duration>) -> bool {
+        let raise = self.flush_gro(dma, None);
+        self.gro = hold
+            .filter(|_| self.stream.is_none())
+            .map(|_| Coalescer::default());
+        self.gro_hold = hold.unwrap_or_default();
+        raise
+    }
+
+    /// Coalesced frames leave: those open for the hold time at `now`, or
+    /// (`None`) all. Returns whether to raise the vector.
+    pub fn flush_gro(&mut self, dma: &DmaSpace, now: Option<Instant>) -> bool {
+        let Some(mut gro) = self.gro.take() else {
+            return false;
+        };
+        let mut raise = false;
+        if gro.holding() {
+            let hold = self.gro_hold;
+            let mut out = |r: Release<'_>| raise |= self.write_release(dma, r);
+            match now {
+                Some(now) => gro.flush_due(now, hold, &mut out),
+                None => gro.flush(&mut out),
+            }
+        }
+        self.gro = Some(gro);
+        raise
+    }
+
+    /// The length of the next posted RX buffer (0 if none is posted or
+    /// its descriptor cannot be read).
+    fn peek_rx_buf_len(&self, dma: &DmaSpace) -> u32 {
+        if self.rx_head == self.rx_tail {
+            return 0;
+        }
+        let mut raw = [0u8; RxDesc::SIZE];
+        let addr = self.cfg.rx_ring + u64::from(self.rx_head) * RxDesc::SIZE as u64;
+        match dma.read(addr, &mut raw) {
+            Ok(()) => RxDesc::from_bytes(&raw).len,
+            Err(_) => 0,
+        }
+    }
+
+    fn write_release(&mut self, dma: &DmaSpace, r: Release<'_>) -> bool {
+        let outcome = self.write_rx(dma, r.frame, r.flags, r.hash, r.segs, r.mss);
+        matches!(outcome, RxOutcome::Delivered { raise: true })
+    }
+
+    /// Writes a frame of `segs` wire segments into the next posted RX
+    /// buffers: one, or for a coalesced frame as many as it fills, up to
+    /// [`GRO_MAX_BUFFERS`]; all or nothing.
+    fn write_rx(
+        &mut self,
+        dma: &DmaSpace,
+        frame: &[u8],
+        flags: u16,
+        hash: u32,
+        segs: u16,
+        mss: u16,
+    ) -> RxOutcome {
+        let wire = u64::from(segs.max(1));
+        let most = if segs > 1 { GRO_MAX_BUFFERS } else { 1 };
+        let mask = self.cfg.rx_entries - 1;
+        let posted = self.rx_tail.wrapping_sub(self.rx_head) & mask;
+        let mut bufs = [RxDesc::default(); GRO_MAX_BUFFERS as usize];
+        let (mut n, mut room) = (0u16, 0usize);
+        while room < frame.len() && n < most.min(posted) {
+            let idx = (self.rx_head + n) & mask;
+            let mut raw = [0u8; RxDesc::SIZE];
+            let addr = self.cfg.rx_ring + u64::from(idx) * RxDesc::SIZE as u64;
+            if dma.read(addr, &mut raw).is_err() {
+                self.stats.bad_requests += 1;
+                return RxOutcome::Dropped;
+            }
+            self.stats.dma_meta_bytes += RxDesc::SIZE as u64;
+            bufs[usize::from(n)] = RxDesc::from_bytes(&raw);
+            self.rx_buf_len = bufs[usize::from(n)].len;
+            room += bufs[usize::from(n)].len as usize;
+            n += 1;
+        }
+        if room < frame.len() || frame.is_empty() {
+            self.stats.rx_no_buffer += wire;
             return RxOutcome::Dropped;
         }
-        self.stats.rx_packets += 1;
+        // A buffer the card could not write marks the rest of the frame
+        // damaged, so that the driver drops all of it.
+        let (mut off, mut damaged) = (0, 0);
+        for (i, desc) in bufs[..usize::from(n)].iter().enumerate() {
+            let part = &frame[off..frame.len().min(off + desc.len as usize)];
+            off += part.len();
+            // CAST: `i` is below GRO_MAX_BUFFERS.
+            let idx = (self.rx_head + i as u16) & mask;
+            if dma.write(desc.addr, part).is_err() {
+                self.stats.bad_requests += 1;
+                damaged = Cqe::FCS_ERR;
+            }
+            let more = if off < frame.len() { Cqe::MORE } else { 0 };
+            let cqe = Cqe {
+                index: idx,
+                flags: flags | Cqe::RX | more | damaged,
+                // CAST: at most a buffer's length.
+                len: part.len() as u32,
+                hash,
+                segs: if segs > 1 { segs } else { 0 },
+                mss,
+            };
+            if self.post_cqe(dma, cqe).is_err() {
+                self.stats.bad_requests += 1;
+                self.rx_head = (idx + 1) & mask;
+                return RxOutcome::Dropped;
+            }
+        }
+        self.rx_head = (self.rx_head + n) & mask;
+        self.stats.rx_packets += wire;
         self.stats.rx_bytes += frame.len() as u64;
+        if segs > 1 {
+            self.stats.gro_frames += 1;
+            self.stats.gro_segments += u64::from(segs);
+        }
         RxOutcome::Delivered {
             raise: self.take_arm(Instant::now()),
         }
@@ -683,8 +822,8 @@ pub(crate) mod tests {
         let raised = |o| matches!(o, RxOutcome::Delivered { raise: true });
         assert!(!raised(q.deliver(&dma, b"a", 0, 0)), "deferred");
         let deadline = q.deadline().expect("armed with a completion waiting");
-        assert!(!q.tick(deadline - Duration::from_micros(1)));
-        assert!(q.tick(deadline), "the timer raises");
+        assert!(!q.tick(&dma, deadline - Duration::from_micros(1)));
+        assert!(q.tick(&dma, deadline), "the timer raises");
         assert!(q.deadline().is_none(), "disarmed");
         // Driver consumed entry 0 and re-armed; the third pending raises.
         assert!(!q.cq_doorbell(1 | CQ_ARM));
@@ -744,6 +883,58 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_coalesced_frame_fills_buffers_in_turn_with_more() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS + (i % 8) * 0x100,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q.rx_doorbell(63);
+        assert!(!q.set_gro(&dma, Some(Duration::from_secs(1))));
+        let segs: Vec<_> = (0..4)
+            .map(|i| crate::gro::tests::tcp4(1, i * 100, 100, i as u16, 0))
+            .collect();
+        for s in &segs {
+            assert_eq!(
+                q.deliver(&dma, s, Cqe::CSUM_OK, 5),
+                RxOutcome::Delivered { raise: false },
+                "held"
+            );
+        }
+        assert_eq!(q.stats.rx_packets, 0);
+        assert!(q.deadline().is_some(), "the timer waits for it");
+        q.flush_gro(&dma, Some(Instant::now()));
+        assert_eq!(q.stats.rx_packets, 0, "held for the hold time");
+        q.flush_gro(&dma, None);
+        let (first, last) = (cqe(&dma, 0), cqe(&dma, 1));
+        let flags = Cqe::PHASE | Cqe::RX | Cqe::CSUM_OK;
+        assert_eq!(
+            (first.index, first.flags, first.len, first.segs, first.mss),
+            (0, flags | Cqe::MORE, 0x100, 4, 100)
+        );
+        assert_eq!(
+            (last.index, last.flags, last.len, last.segs, last.mss),
+            (1, flags, 54 + 400 - 0x100, 4, 100)
+        );
+        let mut got = vec![0u8; 54 + 400];
+        dma.read(BUFS, &mut got).unwrap();
+        let payload: Vec<u8> = segs.iter().flat_map(|s| s[54..].to_vec()).collect();
+        assert_eq!(got[54..], payload[..]);
+        assert_eq!(
+            (q.stats.rx_packets, q.stats.gro_frames, q.stats.gro_segments),
+            (4, 1, 4)
+        );
+        // Off: frames go out one by one again.
+        q.set_gro(&dma, None);
+        q.deliver(&dma, &segs[0], Cqe::CSUM_OK, 5);
+        assert_eq!(cqe(&dma, 2).segs, 0);
+    }
+
+    #[test]
     fn rx_fills_posted_buffers_and_wraps_phase() {
         let (dma, _f) = two_region_space();
         let mut q = qp();
@@ -771,7 +962,8 @@ pub(crate) mod tests {
                 index: 0,
                 flags: Cqe::PHASE | Cqe::RX | Cqe::CSUM_OK,
                 len: 3,
-                hash: 7
+                hash: 7,
+                ..Cqe::default()
             }
         );
         let mut b = [0u8; 3];
