@@ -282,6 +282,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     vf.sync_features(rtnl, pf.features(), followed_features());
     follow_rx_filter(pf, vf);
     vf.data().follow_xdp(rtnl, Some(pf.data()));
+    vf.update_features(rtnl);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     request_sync(pf);
 }
@@ -296,6 +297,7 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     pf.release(rtnl, vf);
     // The program stays on the synthetic NIC only.
     vf.data().follow_xdp(rtnl, None);
+    vf.update_features(rtnl);
     {
         // In one step, so a reader sees the VF's counts in the base or
         // live, never both or neither.
@@ -367,6 +369,7 @@ pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
 pub(crate) fn xdp_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
     if let Some(vf) = enslaved_vf(pf, rtnl) {
         vf.data().follow_xdp(rtnl, Some(pf.data()));
+        vf.update_features(rtnl);
     }
 }
 

@@ -442,7 +442,11 @@ impl EthtoolOps for Nic {
             nic.stream_allowed(dev, rtnl)?;
         }
         let new = Config { rx_stream, ..*cfg };
-        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
+        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())?;
+        drop(cfg);
+        // Streams carry no coalesced frames (`fix_features`).
+        dev.update_features(rtnl);
+        Ok(())
     }
 
     fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32, u32) {

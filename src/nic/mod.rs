@@ -269,6 +269,11 @@ pub(crate) fn register(
     if info.offloads & offload::TSO != 0 {
         features |= Feature::Tso | Feature::Tso6;
     }
+    if info.offloads & offload::GRO_HW != 0 && info.offloads & offload::RX_CSUM != 0 {
+        // On by default, as bnxt's: the stack sees the segments a TSO
+        // sender cut as one frame again (`ethtool -K rx-gro-hw`).
+        features |= Feature::GroHw;
+    }
     if info.offloads & offload::RSS != 0 {
         // The card's flow hash goes into each skb (`ethtool -K rxhash`);
         // its steering rules (`ethtool -N`) come before RSS.
@@ -556,6 +561,13 @@ impl Nic {
     }
 
     /// Whether the queue pairs receive into streams (`rx-stream`).
+    /// Whether the card may coalesce received frames: not while an XDP
+    /// program runs on them (it sees one frame per buffer) nor into RX
+    /// streams (their records hold one wire frame each).
+    fn gro_hw_possible(&self, rtnl: &Rtnl) -> bool {
+        !self.xdp.is_set(rtnl) && !self.rx_streaming()
+    }
+
     pub(crate) fn rx_streaming(&self) -> bool {
         self.config.lock().rx_stream
     }
@@ -608,6 +620,9 @@ impl Nic {
         let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
         self.push_steering(cfg)?;
+        // As after mlx5's and ice's channel set-up; a user's own map (sysfs
+        // `xps_cpus`) lasts until the queues restart.
+        dev.set_default_xps(rtnl, cfg.queues)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
                 .prepare(rtnl, &self.dma, geo, self.tx_csum(), self.xsk_pool(n))
@@ -637,6 +652,10 @@ impl Nic {
         let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO);
         if features.contains(Feature::RxCsum) {
             flags |= self.info.offloads & offload::RX_CSUM;
+            // The core keeps GRO_HW off without RXCSUM.
+            if features.contains(Feature::GroHw) {
+                flags |= self.info.offloads & offload::GRO_HW;
+            }
         }
         self.admin.run(AdminCmd::SetOffloads { flags })
     }

@@ -163,6 +163,13 @@ impl NetDevOps for Nic {
         Ok(())
     }
 
+    fn fix_features(dev: &NetDev<Self>, rtnl: &Rtnl, mut features: Features) -> Features {
+        if !dev.data().gro_hw_possible(rtnl) && features.contains(Feature::GroHw) {
+            features ^= Feature::GroHw;
+        }
+        features
+    }
+
     fn xdp_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XdpSetup<'_>) -> Result {
         dev.data().install_xdp(dev, rtnl, setup)
     }

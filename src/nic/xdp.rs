@@ -72,6 +72,8 @@ impl Nic {
             }
         }
         drop(cfg);
+        // Receive coalescing stops while a program runs (`fix_features`).
+        dev.update_features(rtnl);
         if installed != old.is_some() {
             pr_info!(
                 "{}: native XDP program {}\n",

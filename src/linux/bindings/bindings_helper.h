@@ -20,6 +20,7 @@
 #include <linux/filter.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
+#include <net/tcp.h>
 #include "helpers.h"
 /* The driver's user-verbs ABI, bound as the kernel binds its uapi headers. */
 #include "../../../include/uapi/rdma/rsnic-abi.h"

@@ -281,6 +281,21 @@ void rust_ext_skb_set_hash(struct sk_buff *skb, u32 hash, enum pkt_hash_types ty
 	skb_set_hash(skb, hash, type);
 }
 
+void rust_ext_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void rust_ext_skb_set_transport_header(struct sk_buff *skb, int offset)
+{
+	skb_set_transport_header(skb, offset);
+}
+
+void rust_ext_napi_gro_cb_set_count(struct sk_buff *skb, u16 count)
+{
+	NAPI_GRO_CB(skb)->count = count;
+}
+
 void rust_ext_skb_reserve(struct sk_buff *skb, int len)
 {
 	skb_reserve(skb, len);

@@ -102,6 +102,16 @@ impl<T> NetDev<T> {
         unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).mtu) }
     }
 
+    /// Asks the driver again which offloads it can have on
+    /// (`netdev_update_features`): after what its `fix_features` looks at
+    /// changed.
+    pub(crate) fn update_features(&self, _rtnl: &Rtnl) {
+        // SAFETY: Registered; RTNL held, under which the core recomputes
+        // the features and calls the driver's `ndo_fix_features` and
+        // `ndo_set_features`.
+        unsafe { bindings::netdev_update_features(self.as_raw()) };
+    }
+
     /// The offloads currently enabled.
     pub(crate) fn features(&self) -> Features {
         // SAFETY: Reading a plain field of the live device.
@@ -161,6 +171,30 @@ impl<T> NetDev<T> {
         to_result(unsafe { bindings::netif_set_real_num_tx_queues(self.as_raw(), n) })?;
         // SAFETY: As above.
         to_result(unsafe { bindings::netif_set_real_num_rx_queues(self.as_raw(), n) })
+    }
+
+    /// Transmit Packet Steering, one TX queue per CPU: CPU `c` sends on
+    /// queue `c % queues` of the first `queues`, and on no other (a queue
+    /// beyond the CPUs takes no CPU's traffic: flows there come from
+    /// sockets bound to it). A sender that stays on one CPU keeps to one
+    /// queue, and its frames leave in the order it sent them.
+    pub(crate) fn set_default_xps(&self, _rtnl: &Rtnl, queues: u16) -> Result {
+        let cpus = kernel::cpu::nr_cpu_ids();
+        for queue in 0..queues {
+            let mut mask = kernel::cpumask::CpumaskVar::new_zero(GFP_KERNEL)?;
+            for c in (0..cpus).filter(|c| c % u32::from(queues) == u32::from(queue)) {
+                if let Some(cpu) = kernel::cpu::CpuId::from_u32(c) {
+                    mask.set(cpu);
+                }
+            }
+            // SAFETY: The device is alive and RTNL held; `mask` is a valid
+            // cpumask for the call (the kernel's `struct cpumask`, which
+            // both bindings name); `queue` is below the TX queues in use.
+            to_result(unsafe {
+                bindings::netif_set_xps_queue(self.as_raw(), mask.as_raw().cast(), queue)
+            })?;
+        }
+        Ok(())
     }
 
     /// Allows transmission on every queue.

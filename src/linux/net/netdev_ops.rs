@@ -87,6 +87,13 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// `ndo_fix_features`: of the offloads `features` asks for, those the
+    /// device can have on now; it can only take offloads away (the core
+    /// then drops what depends on them).
+    fn fix_features(_dev: &NetDev<Self>, _rtnl: &Rtnl, _features: Features) -> Features {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// `ndo_select_queue`: the TX queue for `skb` (the core caps it to
     /// the queues in use). `stack` is the stack's own choice
     /// (`netdev_pick_tx`), for a driver that only sometimes differs.
@@ -179,6 +186,9 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_SET_FEATURES {
             ops.ndo_set_features = Some(Self::set_features);
+        }
+        if T::HAS_FIX_FEATURES {
+            ops.ndo_fix_features = Some(Self::fix_features);
         }
         if T::HAS_SELECT_QUEUE {
             ops.ndo_select_queue = Some(Self::select_queue);
@@ -444,6 +454,21 @@ impl<T: NetDevOps> Adapter<T> {
             T::set_features(dev, rtnl, Features::from_raw(features))?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// As `open`.
+    unsafe extern "C" fn fix_features(
+        ndev: *mut bindings::net_device,
+        features: bindings::netdev_features_t,
+    ) -> bindings::netdev_features_t {
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let asked = Features::from_raw(features);
+        let kept: bindings::netdev_features_t = T::fix_features(dev, rtnl, asked).into();
+        // Bits `Features` does not name pass through untouched.
+        features & !(bindings::netdev_features_t::from(asked) & !kept)
     }
 
     /// # Safety

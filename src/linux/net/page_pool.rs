@@ -262,6 +262,33 @@ impl RxFrame {
         }
     }
 
+    /// Adds the frame to `skb` as its next page fragment (the later
+    /// buffers of a frame that spans several). Gives the frame back if
+    /// the skb has no fragment slot left.
+    pub(crate) fn append_to(self, skb: &mut SkBuff) -> Result<(), Self> {
+        // The fewest fragments an skb may have (`CONFIG_MAX_SKB_FRAGS`).
+        const MIN_MAX_SKB_FRAGS: u32 = 17;
+        if skb.nr_frags() >= MIN_MAX_SKB_FRAGS {
+            return Err(self);
+        }
+        // SAFETY: We own the page, `size` bytes long, with `len` frame
+        // bytes at `offset` (type invariant); the skb has a free fragment
+        // slot (checked above), takes over our reference and, marked for
+        // recycling, gives the page back to its pool when freed.
+        unsafe {
+            bindings::rust_ext_skb_mark_for_recycle(skb.as_raw());
+            bindings::rust_ext_skb_add_rx_frag(
+                skb.as_raw(),
+                self.page.page.as_ptr(),
+                self.offset,
+                self.len,
+                self.page.size,
+            )
+        };
+        core::mem::forget(self.page);
+        Ok(())
+    }
+
     /// The frame's bus address, for the device to read it (`XDP_TX`);
     /// what the CPU wrote into it is made visible to the device first.
     pub(crate) fn for_device(&self) -> DmaAddress {

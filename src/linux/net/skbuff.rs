@@ -228,6 +228,49 @@ impl SkBuff {
         }
     }
 
+    /// Hands a frame the device coalesced from `segs` TCP segments of
+    /// `mss` payload bytes to the stack through GRO, on RX queue `queue`,
+    /// as the packet GRO itself would have built (`tcp_gro_complete`): a
+    /// GSO skb whose TCP checksum field holds the pseudo-header's sum,
+    /// taken as checked. The headers come from the device: they must be
+    /// IPv4 without options or IPv6, then TCP, all in the linear part;
+    /// else the skb is freed as a drop and `EINVAL` returned.
+    pub(crate) fn receive_coalesced(
+        mut self,
+        napi: &Napi,
+        queue: u16,
+        segs: u16,
+        mss: u16,
+    ) -> Result {
+        let skb = self.as_raw();
+        // SAFETY: We own `skb`, filled with an Ethernet frame; `napi` is the
+        // context polling right now, bound to the device.
+        let proto = unsafe { bindings::eth_type_trans(skb, napi.dev_raw()) };
+        let len = self.len();
+        let (l4, gso_type) = pseudo_sum_into_tcp(self.head_mut(), u16::from_be(proto), len)?;
+        if segs < 2 || mss == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: We own `skb`; its network header is where `data` points
+        // after `eth_type_trans`, the TCP header `l4` bytes further, both
+        // in the linear part (checked above). `tcp_gro_complete` reads the
+        // TCP header and the GRO count set just before it.
+        unsafe {
+            bindings::rust_ext_skb_set_protocol(skb, proto);
+            bindings::rust_ext_skb_reset_network_header(skb);
+            // CAST: at most 60 (an IPv6 or IPv4 header).
+            bindings::rust_ext_skb_set_transport_header(skb, l4 as kernel::ffi::c_int);
+            let shinfo = bindings::rust_ext_skb_shinfo(skb);
+            (*shinfo).gso_size = mss;
+            (*shinfo).gso_type = gso_type;
+            bindings::rust_ext_napi_gro_cb_set_count(skb, segs);
+            bindings::tcp_gro_complete(skb);
+            bindings::rust_ext_skb_record_rx_queue(skb, queue);
+            bindings::rust_ext_napi_gro_receive(napi.as_raw(), self.into_raw());
+        }
+        Ok(())
+    }
+
     /// Marks the L4 checksum as verified by the device.
     pub(crate) fn set_csum_unnecessary(&mut self) {
         // SAFETY: Valid, owned skb.
@@ -336,4 +379,46 @@ impl PinnedDrop for SkbQueue {
         // SAFETY: Initialised head; frees every skb still queued.
         unsafe { bindings::rust_ext_skb_queue_purge(self.head.get()) };
     }
+}
+
+/// Ones'-complement sum of big-endian 16-bit words, folded.
+fn fold_sum(words: &[u8], mut sum: u32) -> u16 {
+    for w in words.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // CAST: folded to 16 bits just above.
+    sum as u16
+}
+
+/// For a coalesced TCP/IP packet at the start of `l3` (EtherType
+/// `ethertype`, `len` bytes in all): checks its headers and writes the
+/// pseudo-header sum of its TCP segment into the TCP checksum field, as
+/// `CHECKSUM_PARTIAL` wants it. Returns the TCP header's offset and the
+/// GSO type.
+fn pseudo_sum_into_tcp(l3: &mut [u8], ethertype: u16, len: u32) -> Result<(usize, u32)> {
+    const ETH_P_IP: u16 = 0x0800;
+    const ETH_P_IPV6: u16 = 0x86dd;
+    const IPPROTO_TCP: u8 = 6;
+    let (l4, addrs, gso_type) = match ethertype {
+        ETH_P_IP if l3.len() >= 20 && l3[0] == 0x45 && l3[9] == IPPROTO_TCP => {
+            (20u32, 12..20, bindings::SKB_GSO_TCPV4)
+        }
+        ETH_P_IPV6 if l3.len() >= 40 && l3[0] >> 4 == 6 && l3[6] == IPPROTO_TCP => {
+            (40, 8..40, bindings::SKB_GSO_TCPV6)
+        }
+        _ => return Err(EINVAL),
+    };
+    let tcp_len = len.checked_sub(l4).ok_or(EINVAL)?;
+    if l3.len() < l4 as usize + 20 || tcp_len < 20 {
+        return Err(EINVAL);
+    }
+    let fixed = u32::from(IPPROTO_TCP) + (tcp_len >> 16) + (tcp_len & 0xffff);
+    let sum = fold_sum(&l3[addrs], fixed);
+    let l4 = l4 as usize;
+    l3[l4 + 16..l4 + 18].copy_from_slice(&sum.to_be_bytes());
+    // CAST: the bindgen constant is a small positive flag.
+    Ok((l4, gso_type as u32))
 }

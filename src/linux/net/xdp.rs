@@ -116,6 +116,12 @@ impl XdpProgSlot {
         })
     }
 
+    /// Whether a program is installed (read under RTNL, under which the
+    /// slot does not change).
+    pub(crate) fn is_set(&self, _rtnl: &Rtnl) -> bool {
+        !self.prog.load(Ordering::Acquire).is_null()
+    }
+
     /// A reference of one's own to the program, read under RTNL (under
     /// which the slot does not change, so its program is live).
     pub(crate) fn cloned(&self, _rtnl: &Rtnl) -> Option<XdpProg> {

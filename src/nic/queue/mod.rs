@@ -76,6 +76,11 @@ pub(crate) struct QueueStats {
     /// RX frames the card verified the checksum of, and frames it did not.
     pub(crate) rx_csum_unnecessary: Atomic<u64>,
     pub(crate) rx_csum_none: Atomic<u64>,
+    /// Frames the card coalesced (hardware GRO), their bytes, and the
+    /// wire segments in them (those count in `rx_packets` too).
+    pub(crate) rx_hw_gro: Atomic<u64>,
+    pub(crate) rx_hw_gro_bytes: Atomic<u64>,
+    pub(crate) rx_hw_gro_segs: Atomic<u64>,
     /// TX doorbells rung (one per batch the stack hands over, unless the
     /// card polled the doorbell page for it).
     pub(crate) tx_doorbells: Atomic<u64>,
@@ -143,6 +148,9 @@ impl QueueStats {
             tx_csum_none: Atomic::new(0),
             rx_csum_unnecessary: Atomic::new(0),
             rx_csum_none: Atomic::new(0),
+            rx_hw_gro: Atomic::new(0),
+            rx_hw_gro_bytes: Atomic::new(0),
+            rx_hw_gro_segs: Atomic::new(0),
             tx_doorbells: Atomic::new(0),
             tx_doorbells_skipped: Atomic::new(0),
             tx_stops: Atomic::new(0),
@@ -488,6 +496,7 @@ impl WithNapi<QueuePair> {
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
             announced: RingIndex::default(),
             bufs: slots(geo.rx, || None)?,
+            chain: None,
             mem,
         })
     }
@@ -739,6 +748,9 @@ impl QueuePair {
                 alloc_fail: v(&s.rx_alloc_failed),
                 csum_unnecessary: v(&s.rx_csum_unnecessary),
                 csum_none: v(&s.rx_csum_none),
+                hw_gro_packets: v(&s.rx_hw_gro),
+                hw_gro_bytes: v(&s.rx_hw_gro_bytes),
+                hw_gro_wire_packets: v(&s.rx_hw_gro_segs),
                 ..Default::default()
             },
             TxQueueStats {

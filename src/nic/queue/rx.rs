@@ -24,7 +24,7 @@ const STREAM_HEAD_MAX: u32 = 128;
 const RX_TAIL_BATCH: u16 = 32;
 
 use super::{bump, tx::TxDone, QueuePair};
-use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc};
+use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -78,7 +78,27 @@ pub(super) struct RingRx {
     pub(super) announced: RingIndex,
     /// The buffer posted at each descriptor. Dropped before `mem`.
     pub(super) bufs: KVec<Option<RxBuf>>,
+    /// A coalesced frame whose later buffers are still to come
+    /// ([`Cqe::MORE`]). Dropped before `mem`.
+    pub(super) chain: Option<Chain>,
     pub(super) mem: RxMem,
+}
+
+/// A frame over several RX buffers (receive coalescing), between the
+/// completions of its first and last buffer.
+pub(super) enum Chain {
+    /// Put together so far: the skb over the first buffer with the later
+    /// ones as fragments, the first buffer's completion, how many
+    /// buffers, how many bytes.
+    Building {
+        skb: SkBuff,
+        first: Cqe,
+        bufs: u16,
+        len: u32,
+    },
+    /// Not deliverable (damaged, no memory, out of the card's rules): its
+    /// remaining buffers are taken and dropped.
+    Dropping,
 }
 
 impl RxState {
@@ -241,8 +261,12 @@ impl QueuePair {
         let len = cqe.len;
         let room = rx.room();
         let head = usize::from(rx.ring.head.get());
+        // A frame's first buffer holds at least its Ethernet header; a
+        // later buffer of a coalesced frame at least a byte.
+        let in_chain = rx.chain.is_some() || cqe.flags & Cqe::MORE != 0;
+        let least = if rx.chain.is_some() { 1 } else { 14 };
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
-            || len < 14
+            || len < least
             || len > room
             || rx.bufs[head].is_none()
         {
@@ -255,10 +279,13 @@ impl QueuePair {
         };
         if cqe.flags & Cqe::FCS_ERR != 0 {
             // Damaged on the wire: dropped, its buffer straight back to
-            // the card.
+            // the card (with the rest of its frame, if it spans buffers).
             bump(&self.stats.rx_crc_errors, 1);
             if rx.post(buf).is_err() {
                 bump(&self.stats.bad_completions, 1);
+            }
+            if in_chain {
+                self.chain_part(napi, rx, None, cqe, ctx);
             }
             return;
         }
@@ -271,12 +298,18 @@ impl QueuePair {
                 if rx.xsk().is_none() {
                     bump(&self.stats.rx_alloc_failed, 1);
                 }
-                bump(&self.stats.rx_dropped, 1);
+                if !in_chain {
+                    bump(&self.stats.rx_dropped, 1);
+                }
                 (None, buf)
             }
         };
         if rx.post(repost).is_err() {
             bump(&self.stats.bad_completions, 1);
+        }
+        if in_chain {
+            self.chain_part(napi, rx, deliver, cqe, ctx);
+            return;
         }
         match (deliver, &rx.mem) {
             (Some(RxBuf::Page(page)), RxMem::Pages { rxq, .. }) => {
@@ -289,6 +322,78 @@ impl QueuePair {
             // its frame is dropped (the buffer freed as its own kind).
             (Some(_), _) => bump(&self.stats.rx_dropped, 1),
             (None, _) => (),
+        }
+    }
+
+    /// One buffer of a frame over several (receive coalescing): the first
+    /// makes the skb, the later ones become its fragments, the last hands
+    /// it on. `buf` is `None` when the buffer is not deliverable (damaged,
+    /// or went back to the card for want of a replacement): the frame is
+    /// dropped, once, at its last buffer. Frames over several buffers
+    /// never run XDP (the card coalesces only while no program is
+    /// attached) and never reach an AF_XDP socket; one that arrives
+    /// anyway, or breaks the card's rules, is dropped.
+    fn chain_part(
+        &self,
+        napi: &Napi,
+        rx: &mut RingRx,
+        buf: Option<RxBuf>,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let frame = match buf {
+            Some(RxBuf::Page(page)) => page.received(cqe.len).ok(),
+            // Dropped here (an AF_XDP buffer goes back to its socket).
+            Some(RxBuf::Xsk(_)) | None => None,
+        };
+        let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let next = match (rx.chain.take(), frame) {
+            (None, Some(frame)) if usable => match frame.into_skb() {
+                Ok(skb) => Chain::Building {
+                    skb,
+                    first: cqe,
+                    bufs: 1,
+                    len: cqe.len,
+                },
+                Err(_) => Chain::Dropping,
+            },
+            (
+                Some(Chain::Building {
+                    mut skb,
+                    first,
+                    bufs,
+                    len,
+                }),
+                Some(frame),
+            ) if bufs < GRO_MAX_BUFFERS && cqe.segs == first.segs && cqe.mss == first.mss => {
+                match frame.append_to(&mut skb) {
+                    Ok(()) => Chain::Building {
+                        skb,
+                        first,
+                        bufs: bufs + 1,
+                        len: len + cqe.len,
+                    },
+                    Err(_) => Chain::Dropping,
+                }
+            }
+            (Some(Chain::Building { bufs, .. }), Some(_)) if bufs >= GRO_MAX_BUFFERS => {
+                bump(&self.stats.bad_completions, 1);
+                Chain::Dropping
+            }
+            _ => Chain::Dropping,
+        };
+        if cqe.flags & Cqe::MORE != 0 {
+            rx.chain = Some(next);
+            return;
+        }
+        match next {
+            Chain::Building {
+                skb, first, len, ..
+            } => {
+                self.count_received(len, first.segs);
+                self.to_stack(napi, skb, first, ctx);
+            }
+            Chain::Dropping => bump(&self.stats.rx_dropped, 1),
         }
     }
 
@@ -337,9 +442,16 @@ impl QueuePair {
     }
 
     /// Counts a received frame, before XDP (the stack's first layer).
-    fn count_received(&self, len: u32) {
-        bump(&self.stats.rx_packets, 1);
+    /// Counts a received frame of `len` bytes and `segs` wire segments
+    /// (2 or more: the card coalesced it; else 1).
+    fn count_received(&self, len: u32, segs: u16) {
+        bump(&self.stats.rx_packets, u64::from(segs.max(1)));
         bump(&self.stats.rx_bytes, u64::from(len));
+        if segs > 1 {
+            bump(&self.stats.rx_hw_gro, 1);
+            bump(&self.stats.rx_hw_gro_bytes, u64::from(len));
+            bump(&self.stats.rx_hw_gro_segs, u64::from(segs));
+        }
     }
 
     /// The card's flow hash of a frame for an XDP program, if it has one
@@ -373,7 +485,7 @@ impl QueuePair {
             }
             return;
         }
-        self.count_received(cqe.len);
+        self.count_received(cqe.len, 1);
         bump(&self.stats.rx_xsk, 1);
         let tx = |frame: XskFrame| {
             frame
@@ -433,6 +545,7 @@ impl QueuePair {
             flags: h.flags & StreamHeader::FLAGS_MASK,
             len: u32::from(h.len),
             hash: h.hash,
+            ..Cqe::default()
         };
         if cqe.flags & Cqe::FCS_ERR != 0 {
             bump(&self.stats.rx_crc_errors, 1);
@@ -450,7 +563,7 @@ impl QueuePair {
             }
             return;
         }
-        self.count_received(cqe.len);
+        self.count_received(cqe.len, 1);
         let frame = match (ctx.xdp, s.xdp_rxq()) {
             (None, _) => frame,
             (Some(_), Some(rxq)) => {
@@ -507,10 +620,22 @@ impl QueuePair {
     }
 
     /// Gives a received frame's skb to the stack with what the card
-    /// found (flow hash, checksum).
+    /// found (flow hash, checksum, the segments it coalesced).
     fn to_stack(&self, napi: &Napi, mut skb: SkBuff, cqe: Cqe, ctx: &PollCtx<'_>) {
         if cqe.flags & Cqe::HASH != 0 && ctx.hash {
             skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
+        }
+        if cqe.segs > 1 {
+            bump(&self.stats.rx_csum_unnecessary, 1);
+            if skb
+                .receive_coalesced(napi, self.index, cqe.segs, cqe.mss)
+                .is_err()
+            {
+                // Not the TCP/IP packet the card says it coalesced.
+                bump(&self.stats.bad_completions, 1);
+                bump(&self.stats.rx_dropped, 1);
+            }
+            return;
         }
         if cqe.flags & Cqe::CSUM_OK != 0 && ctx.csum {
             skb.set_csum_unnecessary();
@@ -546,7 +671,7 @@ impl QueuePair {
             return;
         }
         // Received, whatever XDP decides: it is the stack's first layer.
-        self.count_received(len);
+        self.count_received(len, cqe.segs);
         let Some(frame) = self.run_xdp(frame, rxq, cqe, ctx, |frame| self.xdp_tx(frame)) else {
             return;
         };
