@@ -191,7 +191,7 @@ offload_state() {
 	local e=${2:+ip netns exec $2}
 	python3 - "$($e ethtool -k "$1")" "$($e ethtool -l "$1" 2>&1)" "$($e ethtool -g "$1" 2>&1)" <<'PY'
 import json, re, sys
-keys = ("scatter-gather", "tx-checksumming", "rx-checksumming", "tcp-segmentation-offload",
+keys = ("scatter-gather", "tx-checksumming", "rx-checksumming", "tcp-segmentation-offload", "rx-gro-hw",
         "generic-segmentation-offload", "generic-receive-offload")
 k = dict(re.findall(r"^([a-z-]+): (on|off)", sys.argv[1], re.M))
 current = sys.argv[2].split("Current hardware settings:")[-1]
@@ -214,6 +214,13 @@ rsnic_stream() {
 	ethtool --set-priv-flags "$a" rx-stream "$1" &&
 		ip netns exec bench-rsnic ethtool --set-priv-flags "$b" rx-stream "$1" &&
 		wait_until 50 ping -c1 -W1 -q 10.99.0.2 >/dev/null
+}
+
+# rsnic_gro_hw on|off: the card's receive coalescing (rx-gro-hw) on
+# both rsnic ends.
+rsnic_gro_hw() {
+	ethtool -K "$a" rx-gro-hw "$1" >/dev/null &&
+		ip netns exec bench-rsnic ethtool -K "$b" rx-gro-hw "$1" >/dev/null
 }
 
 # rsnic_coalesce USECS FRAMES: interrupt moderation of both rsnic ends
@@ -246,6 +253,12 @@ repeated() {
 				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nooffload
 				run_once "$dev" bench-rsnic 10.99.0.2
 				rsnic_offloads on
+				;;
+			rsnic-nogro)
+				rsnic_gro_hw off || return 1
+				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nogro
+				run_once "$dev" bench-rsnic 10.99.0.2
+				rsnic_gro_hw on
 				;;
 			rsnic-coalesce)
 				rsnic_coalesce "${RSNIC_BENCH_COALESCE_USECS:-20}" "${RSNIC_BENCH_COALESCE_FRAMES:-32}" || return 1

@@ -35,7 +35,8 @@ settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 # Which devices the repeated runs cover (default all five), as the guest
 # names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram;
 # also rsnic-coalesce (rsnic with ethtool -C rx-usecs 20 rx-frames 32 on
-# both ends; RSNIC_BENCH_COALESCE_USECS/FRAMES change them).
+# both ends; RSNIC_BENCH_COALESCE_USECS/FRAMES change them) and
+# rsnic-nogro (rsnic with the card's receive coalescing off, rx-gro-hw).
 if [[ -n ${RSNIC_BENCH_DEVICES:-} ]]; then
 	[[ $RSNIC_BENCH_DEVICES =~ ^[a-z\ -]+$ ]] || die "RSNIC_BENCH_DEVICES: device names only"
 	settings+=" RSNIC_BENCH_DEVICES='$RSNIC_BENCH_DEVICES'"

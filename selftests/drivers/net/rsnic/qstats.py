@@ -8,7 +8,9 @@ library (tools/testing/selftests/net/lib/py, built for the running
 kernel; lib.sh exports its directory as KSFT):  qstats.py IFNAME
 With "device" or "queues" after IFNAME it prints only rx_packets, rx_bytes,
 tx_packets and tx_bytes, the device's or the queues' summed, on one line
-(a second Python process to pick them out cost as much as this one).
+(a second Python process to pick them out cost as much as this one); with
+"gro", the device's rx_packets, rx_hw_gro_packets and
+rx_hw_gro_wire_packets.
 """
 
 import json
@@ -37,6 +39,10 @@ def main():
         result["queues"].append({"type": reply["queue-type"], "id": reply["queue-id"], **counters(reply)})
     if sys.argv[2:] == ["device"]:
         print(*(result["device"].get(k, -1) for k in KEYS))
+        return
+    if sys.argv[2:] == ["gro"]:
+        for reply in netdev.qstats_get({"ifindex": ifindex}, dump=True):
+            print(*(reply.get(k, -1) for k in ("rx-packets", "rx-hw-gro-packets", "rx-hw-gro-wire-packets")))
         return
     if sys.argv[2:] == ["queues"]:
         print(*(sum(q.get(k, 0) for q in result["queues"]) for k in KEYS))

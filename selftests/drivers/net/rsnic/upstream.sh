@@ -43,7 +43,6 @@ UPSTREAM_TESTS=${UPSTREAM_TESTS:-"
 	drivers/net/napi_id.py
 	drivers/net/napi_threaded.py
 	drivers/net/hds.py
-	drivers/net/gro.py
 	drivers/net/shaper.py
 	drivers/net/netpoll_basic.py
 "}

@@ -11,7 +11,6 @@ exec "$(dirname "$0")/upstream.sh" \
 	"drivers/net/hw/irq.py" \
 	"drivers/net/hw/tso.py" \
 	"drivers/net/hw/uso.py" \
-	"drivers/net/hw/gro_hw.py" \
 	"drivers/net/hw/ntuple.py" \
 	"drivers/net/hw/toeplitz.py" \
 	"drivers/net/hw/pp_alloc_fail.py" \
