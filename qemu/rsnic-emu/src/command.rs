@@ -69,6 +69,9 @@ pub enum Command {
     },
     /// Every DMA of both functions waits US microseconds.
     DmaDelay { us: u32 },
+    /// Receive coalescing holds an aggregate until its queue has had no
+    /// frame for US microseconds (at most 100 times that).
+    GroHold { us: u32 },
     /// Impairs the wire: KIND (drop, dup, reorder, corrupt) at PER_MILLE.
     Wire { kind: String, per_mille: u32 },
     /// Captures the wire's frames to a pcap file, or `stop`.

@@ -14,8 +14,8 @@
 //! (the MSS), and it matches the first in everything else GRO compares:
 //! the TCP flags but PSH and FIN (so CWR starts a new aggregate), the
 //! acknowledgement, the TCP options byte for byte, TOS/traffic class
-//! (ECN), TTL/hop limit, DF, IPv4 IDs counting up (or, with DF, all the
-//! same). A
+//! (ECN), TTL/hop limit, DF, IPv4 IDs counting up (or all the same, as
+//! the second segment decides). A
 //! shorter segment, or one with PSH or FIN, joins and closes the
 //! aggregate. Anything else of the flow first releases the aggregate and
 //! then goes its own way, so a flow's frames never change order.
@@ -40,7 +40,7 @@ use crate::offload::ipv4_header_checksum;
 pub const MAX_FLOWS: usize = 512;
 /// An aggregate leaves after this many hold times even while frames
 /// keep coming.
-pub const MAX_AGE_HOLDS: u32 = 8;
+pub const MAX_AGE_HOLDS: u32 = 100;
 
 const TCP_FIN: u8 = 0x01;
 const TCP_SYN: u8 = 0x02;
@@ -174,7 +174,7 @@ struct Aggregate {
     next_seq: u32,
     /// PSH and FIN of the segments that joined.
     push_fin: u8,
-    /// With DF: the IDs are all the same (decided by the second segment).
+    /// The IPv4 IDs are all the same (decided by the second segment).
     fixed_id: bool,
     /// When the first segment arrived.
     opened: Instant,
@@ -194,7 +194,7 @@ impl Aggregate {
             tc(a) == tc(f) && a[14 + 7] == f[14 + 7]
         } else {
             let id_ok = if self.segs == 1 {
-                s.ip_id == self.first.ip_id.wrapping_add(1) || (s.df && s.ip_id == self.first.ip_id)
+                s.ip_id == self.first.ip_id.wrapping_add(1) || s.ip_id == self.first.ip_id
             } else if self.fixed_id {
                 s.ip_id == self.first.ip_id
             } else {
@@ -219,7 +219,7 @@ impl Aggregate {
     fn join(&mut self, s: &Segment, frame: &[u8], max: usize) -> bool {
         let payload = &frame[s.payload(frame)..s.end];
         if self.segs == 1 {
-            self.fixed_id = s.df && s.ip_id == self.first.ip_id;
+            self.fixed_id = s.ip_id == self.first.ip_id;
         }
         self.frame.extend_from_slice(payload);
         self.segs += 1;
@@ -554,11 +554,23 @@ pub(crate) mod tests {
         }
         c.flush(&mut |r: Release<'_>| got.push(r.segs));
         assert_eq!(got, [2, 1]);
-        // With DF, IDs may stay the same.
+        // IDs may stay the same, with DF or without, but not change mode.
         assert_eq!(
             run(&[tcp4(1, 0, 100, 3, 0), tcp4(1, 100, 100, 3, 0)]),
             [(200, 2)]
         );
+        let mut no_df = [
+            tcp4(1, 0, 100, 3, 0),
+            tcp4(1, 100, 100, 3, 0),
+            tcp4(1, 200, 100, 4, 0),
+        ];
+        for f in &mut no_df {
+            f[20] = 0;
+            f[24..26].fill(0);
+            let sum = ipv4_header_checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&sum.to_be_bytes());
+        }
+        assert_eq!(run(&no_df), [(200, 2), (100, 1)]);
     }
 
     #[test]

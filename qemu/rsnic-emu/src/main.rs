@@ -109,6 +109,10 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
             card.set_link(state == LinkState::Up);
             "ok".into()
         }
+        Command::GroHold { us } => {
+            card.set_gro_hold(Duration::from_micros(u64::from(us)));
+            "ok".into()
+        }
         Command::Identity => {
             let id = *card.lock_pf().identity();
             format!(

@@ -356,10 +356,13 @@ impl Nic {
         (self.offloads & offload_bits::GRO_HW != 0).then_some(self.gro_hold)
     }
 
-    /// Sets how long an aggregate of received segments may stay open
-    /// (from the next `SET_OFFLOADS` or `CREATE_QP` on).
+    /// Sets how long an aggregate of received segments may stay open,
+    /// for the queue pairs running and those to come.
     pub fn set_gro_hold(&mut self, hold: Duration) {
         self.gro_hold = hold;
+        for q in self.qps.iter_mut().flatten() {
+            q.set_gro_hold(hold);
+        }
     }
 
     /// End of a batch of received frames: coalesced frames leave, every

@@ -596,6 +596,13 @@ impl QueuePair {
         raise
     }
 
+    /// How long an aggregate may stay open from now on (coalescing on).
+    pub fn set_gro_hold(&mut self, hold: Duration) {
+        if self.gro.is_some() {
+            self.gro_hold = hold;
+        }
+    }
+
     /// Coalesced frames leave: those open for the hold time at `now`, or
     /// (`None`) all. Returns whether to raise the vector.
     pub fn flush_gro(&mut self, dma: &DmaSpace, now: Option<Instant>) -> bool {
