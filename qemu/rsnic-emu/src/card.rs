@@ -150,17 +150,35 @@ impl Card {
     /// Sends what the GFT decided where it goes (`wait`: whether this
     /// thread may wait for room on the wire).
     fn dispatch(&self, outputs: Vec<Output>, wait: Wait) {
+        // Frames for the wire go out together, up to the next frame for a
+        // host (which must not overtake them, nor they it).
+        let mut wire_run: Vec<Vec<u8>> = Vec::new();
         for out in outputs {
             match out {
-                Output::Wire(frame) => {
-                    if let Some(wire) = self.wire.get() {
-                        wire.send(&frame, wait);
-                    }
+                Output::Wire(frame) => wire_run.push(frame),
+                Output::Host(frame) => {
+                    self.send_run(&mut wire_run, wait);
+                    self.deliver(&frame, true);
                 }
-                Output::Host(frame) => self.deliver(&frame, true),
-                Output::Exception(data) => lock(&self.pf).deliver_exception(&data),
+                Output::Exception(data) => {
+                    self.send_run(&mut wire_run, wait);
+                    lock(&self.pf).deliver_exception(&data);
+                }
             }
         }
+        self.send_run(&mut wire_run, wait);
+    }
+
+    /// Sends the frames of `run` to the wire in one batch and empties it.
+    fn send_run(&self, run: &mut Vec<Vec<u8>>, wait: Wait) {
+        if run.is_empty() {
+            return;
+        }
+        if let Some(wire) = self.wire.get() {
+            let frames: Vec<&[u8]> = run.iter().map(Vec::as_slice).collect();
+            wire.send_batch(&frames, wait);
+        }
+        run.clear();
     }
 
     /// A frame arrived from the wire (`fcs_ok`: undamaged): through the
