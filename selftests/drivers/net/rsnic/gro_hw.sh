@@ -34,30 +34,18 @@ card_gro() { harness card B stats | tr ' ' '\n' | awk -F= '$1 == "gro_frames" {p
 # (IP packets above 1500 bytes among them) and the deltas of B's qstats
 # (rx, gro, wire) and of the card's coalesced frames (card).
 transfer() {
-	local dst=$1 family=AF_INET any=0.0.0.0 src=$IP_A q0 q1 c0
-	[[ $dst == *:* ]] && family=AF_INET6 any=:: src=$IP6_A
+	local dst=$1 src=$IP_A six= q0 q1 c0
+	[[ $dst == *:* ]] && src=$IP6_A six=ipv6
 	rm -f /tmp/gro.dst
 	ip netns exec $NS tcpdump -i "$NETIF_B" -nn -v -c 3000 "tcp port 7002 and src host $src" \
 		>/tmp/gro.dump 2>/dev/null &
 	local dump=$!
-	ip netns exec $NS python3 -c '
-import socket, sys
-s = socket.socket(getattr(socket, sys.argv[1])); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[2], 7002)); s.listen(1)
-c, _ = s.accept()
-with open("/tmp/gro.dst", "wb") as f:
-    while (b := c.recv(65536)):
-        f.write(b)
-' $family $any &
+	tcp_sink 7002 /tmp/gro.dst $six &
 	local server=$!
 	sleep 0.5
 	read -r -a q0 < <(qstats_b)
 	c0=$(card_gro)
-	python3 -c '
-import socket, sys
-s = socket.create_connection((sys.argv[1], 7002), timeout=30)
-s.sendall(open("/tmp/gro.src", "rb").read()); s.close()
-' "$dst"
+	tcp_send_file "$dst" 7002 /tmp/gro.src
 	wait $server
 	kill $dump 2>/dev/null
 	wait $dump 2>/dev/null

@@ -451,6 +451,33 @@ rtnl() {
 }
 # The same four from qstats: "device" totals, or "queues" summed.
 qstats() { "$QSTATS" "$NETIF_A" "$1"; }
+
+# tcp_sink PORT OUT [ipv6]: in netns $NS, accepts one TCP connection on
+# PORT (any address; with the third argument, IPv6) and writes what
+# arrives to OUT. Run it in the background before tcp_send_file.
+tcp_sink() {
+	ip netns exec $NS python3 -c '
+import socket, sys
+six = len(sys.argv) > 3
+s = socket.socket(socket.AF_INET6 if six else socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::" if six else "0.0.0.0", int(sys.argv[1]))); s.listen(1)
+c, _ = s.accept()
+with open(sys.argv[2], "wb") as f:
+    while (b := c.recv(65536)):
+        f.write(b)
+' "$@"
+}
+
+# tcp_send_file DST PORT FILE: sends FILE to DST:PORT over one TCP
+# connection.
+tcp_send_file() {
+	python3 -c '
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+s.sendall(open(sys.argv[3], "rb").read()); s.close()
+' "$@"
+}
 # rtnl minus what the VF path counted (ethtool -S vf_*): what the
 # synthetic NIC's own queues must add up to.
 rtnl_own_queues() {

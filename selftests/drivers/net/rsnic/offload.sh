@@ -9,7 +9,7 @@
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
-trap 'kill $(jobs -p) 2>/dev/null; net_cleanup' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; ip netns exec $NS ethtool -K "$NETIF_B" gro on rx-gro-hw on; net_cleanup' EXIT
 
 feature() { ethtool -k "$1" | awk -v k="$2:" '$1 == k {print $2}'; }
 
@@ -17,25 +17,13 @@ feature() { ethtool -k "$1" | awk -v k="$2:" '$1 == k {print $2}'; }
 # what the remote received.
 # $1: the remote address (default IPv4).
 transfer() {
-	local dst=${1:-$IP_B} family=AF_INET any=0.0.0.0
-	[[ $dst == *:* ]] && family=AF_INET6 any=::
+	local dst=${1:-$IP_B} six=
+	[[ $dst == *:* ]] && six=ipv6
 	rm -f /tmp/offload.dst
-	ip netns exec $NS python3 -c '
-import socket, sys
-s = socket.socket(getattr(socket, sys.argv[1])); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((sys.argv[2], 7001)); s.listen(1)
-c, _ = s.accept()
-with open("/tmp/offload.dst", "wb") as f:
-    while (b := c.recv(65536)):
-        f.write(b)
-' $family $any &
+	tcp_sink 7001 /tmp/offload.dst $six &
 	local server=$!
 	sleep 0.5
-	python3 -c '
-import socket, sys
-s = socket.create_connection((sys.argv[1], 7001), timeout=30)
-s.sendall(open("/tmp/offload.src", "rb").read()); s.close()
-' "$dst"
+	tcp_send_file "$dst" 7001 /tmp/offload.src
 	wait $server
 	sha256sum </tmp/offload.dst | cut -d" " -f1
 }
@@ -81,9 +69,10 @@ for tx in on off; do
 done
 
 ethtool -K "$NETIF_A" tx on
-# GRO off on the remote, or tcpdump sees merged segments whose checksum
-# field no longer matches their merged payload.
-ip netns exec $NS ethtool -K "$NETIF_B" rx on gro off
+# GRO off on the remote, the stack's and its card's, or tcpdump sees
+# merged segments whose checksum field no longer matches their merged
+# payload.
+ip netns exec $NS ethtool -K "$NETIF_B" rx on gro off rx-gro-hw off
 capture_transfer 50
 echo "# tcpdump: $frames frames from A, $bad with bad checksums"
 check "checksums the card inserted verify on the remote side" test "$frames" -gt 10 -a "$bad" -eq 0
