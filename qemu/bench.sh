@@ -36,7 +36,9 @@ settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 # names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram;
 # also rsnic-coalesce (rsnic with ethtool -C rx-usecs 20 rx-frames 32 on
 # both ends; RSNIC_BENCH_COALESCE_USECS/FRAMES change them) and
-# rsnic-nogro (rsnic with the card's receive coalescing off, rx-gro-hw).
+# rsnic-nogro (rsnic with the card's receive coalescing off, rx-gro-hw)
+# and virtio-tap-nogro (virtio-net whose receiver has its guest TSO
+# offloads off: rx-gro-hw there).
 if [[ -n ${RSNIC_BENCH_DEVICES:-} ]]; then
 	[[ $RSNIC_BENCH_DEVICES =~ ^[a-z\ -]+$ ]] || die "RSNIC_BENCH_DEVICES: device names only"
 	settings+=" RSNIC_BENCH_DEVICES='$RSNIC_BENCH_DEVICES'"
