@@ -628,12 +628,17 @@ impl QueuePair {
         if self.rx_head == self.rx_tail {
             return 0;
         }
+        self.read_rx_desc(dma, self.rx_head).map_or(0, |d| d.len)
+    }
+
+    /// The RX descriptor at ring index `idx`.
+    fn read_rx_desc(&self, dma: &DmaSpace, idx: u16) -> Result<RxDesc, DmaFault> {
         let mut raw = [0u8; RxDesc::SIZE];
-        let addr = self.cfg.rx_ring + u64::from(self.rx_head) * RxDesc::SIZE as u64;
-        match dma.read(addr, &mut raw) {
-            Ok(()) => RxDesc::from_bytes(&raw).len,
-            Err(_) => 0,
-        }
+        dma.read(
+            self.cfg.rx_ring + u64::from(idx) * RxDesc::SIZE as u64,
+            &mut raw,
+        )?;
+        Ok(RxDesc::from_bytes(&raw))
     }
 
     fn write_release(&mut self, dma: &DmaSpace, r: Release<'_>) -> bool {
@@ -660,17 +665,14 @@ impl QueuePair {
         let mut bufs = [RxDesc::default(); GRO_MAX_BUFFERS as usize];
         let (mut n, mut room) = (0u16, 0usize);
         while room < frame.len() && n < most.min(posted) {
-            let idx = (self.rx_head + n) & mask;
-            let mut raw = [0u8; RxDesc::SIZE];
-            let addr = self.cfg.rx_ring + u64::from(idx) * RxDesc::SIZE as u64;
-            if dma.read(addr, &mut raw).is_err() {
+            let Ok(desc) = self.read_rx_desc(dma, (self.rx_head + n) & mask) else {
                 self.stats.bad_requests += 1;
                 return RxOutcome::Dropped;
-            }
+            };
             self.stats.dma_meta_bytes += RxDesc::SIZE as u64;
-            bufs[usize::from(n)] = RxDesc::from_bytes(&raw);
-            self.rx_buf_len = bufs[usize::from(n)].len;
-            room += bufs[usize::from(n)].len as usize;
+            self.rx_buf_len = desc.len;
+            room += desc.len as usize;
+            bufs[usize::from(n)] = desc;
             n += 1;
         }
         if room < frame.len() || frame.is_empty() {

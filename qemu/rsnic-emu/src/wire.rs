@@ -119,65 +119,66 @@ impl PeerLink {
         }
     }
 
-    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+    /// Runs `op` on the connected socket; connects first if there is
+    /// none, and once more if the one it had is closed (`ECONNREFUSED`).
+    fn with_socket<T>(
+        &mut self,
+        mut op: impl FnMut(&UnixDatagram) -> io::Result<T>,
+    ) -> io::Result<T> {
         if let Some(sock) = &self.sock {
-            match sock.send(frame) {
-                Ok(_) => return Ok(()),
+            match op(sock) {
                 // The socket it was connected to is closed.
                 Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => self.sock = None,
-                Err(e) => return Err(e),
+                done => return done,
             }
         }
         let sock = UnixDatagram::unbound()?;
         sock.connect(&self.peer)?;
         sock.set_nonblocking(self.nonblocking)?;
-        let sent = sock.send(frame).map(drop);
+        let done = op(&sock);
         self.sock = Some(sock);
-        sent
+        done
+    }
+
+    fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.with_socket(|sock| sock.send(frame).map(drop))
     }
 
     /// Sends `frames`, each followed by its FCS from `fcs`, in one
     /// `sendmmsg`; returns how many went (fewer when the peer's socket
     /// filled up; `WouldBlock` if none did).
     fn send_batch(&mut self, frames: &[&[u8]], fcs: &[[u8; FCS_LEN]]) -> io::Result<usize> {
-        for attempt in 0..2 {
-            if self.sock.is_none() {
-                let sock = UnixDatagram::unbound()?;
-                sock.connect(&self.peer)?;
-                sock.set_nonblocking(self.nonblocking)?;
-                self.sock = Some(sock);
-            }
-            let sock = self.sock.as_ref().expect("connected above");
-            let mut iovs: Vec<[libc::iovec; 2]> = frames
-                .iter()
-                .zip(fcs)
-                .map(|(f, c)| {
-                    [
-                        libc::iovec {
-                            iov_base: f.as_ptr().cast_mut().cast(),
-                            iov_len: f.len(),
-                        },
-                        libc::iovec {
-                            iov_base: c.as_ptr().cast_mut().cast(),
-                            iov_len: FCS_LEN,
-                        },
-                    ]
-                })
-                .collect();
-            let mut msgs: Vec<libc::mmsghdr> = iovs
-                .iter_mut()
-                .map(|iov| {
-                    // SAFETY: all-zero is a valid `mmsghdr` (null pointers,
-                    // zero lengths).
-                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                    m.msg_hdr.msg_iov = iov.as_mut_ptr();
-                    m.msg_hdr.msg_iovlen = 2;
-                    m
-                })
-                .collect();
-            // SAFETY: `msgs` holds `msgs.len()` headers, each pointing at two
-            // iovecs of memory valid for reads for the call (the frames
-            // and their FCS); the kernel only reads them.
+        let mut iovs: Vec<[libc::iovec; 2]> = frames
+            .iter()
+            .zip(fcs)
+            .map(|(f, c)| {
+                [
+                    libc::iovec {
+                        iov_base: f.as_ptr().cast_mut().cast(),
+                        iov_len: f.len(),
+                    },
+                    libc::iovec {
+                        iov_base: c.as_ptr().cast_mut().cast(),
+                        iov_len: FCS_LEN,
+                    },
+                ]
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iovs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: all-zero is a valid `mmsghdr` (null pointers,
+                // zero lengths).
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = iov.as_mut_ptr();
+                m.msg_hdr.msg_iovlen = 2;
+                m
+            })
+            .collect();
+        self.with_socket(|sock| {
+            // SAFETY: `msgs` holds `msgs.len()` headers, each pointing at
+            // two iovecs of memory valid for reads for the call (the
+            // frames and their FCS); the kernel only reads them.
             let n = unsafe {
                 libc::sendmmsg(
                     sock.as_raw_fd(),
@@ -186,18 +187,11 @@ impl PeerLink {
                     0,
                 )
             };
-            if n >= 0 {
-                return Ok(n as usize);
+            if n < 0 {
+                return Err(io::Error::last_os_error());
             }
-            let e = io::Error::last_os_error();
-            // The socket it was connected to is closed: once more, anew.
-            if e.raw_os_error() == Some(libc::ECONNREFUSED) && attempt == 0 {
-                self.sock = None;
-                continue;
-            }
-            return Err(e);
-        }
-        unreachable!("the loop returns on its second pass")
+            Ok(n as usize)
+        })
     }
 }
 
