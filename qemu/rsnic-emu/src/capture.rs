@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,6 +27,8 @@ struct Open {
 #[derive(Default)]
 pub struct Capture {
     open: Mutex<Option<Open>>,
+    /// Whether a capture runs (read without the lock, per frame).
+    on: AtomicBool,
 }
 
 impl Capture {
@@ -38,16 +41,31 @@ impl Capture {
     pub fn start(&self, path: &Path) -> io::Result<()> {
         let writer = PcapWriter::new(BufWriter::new(File::create(path)?))
             .map_err(|e| io::Error::other(e.to_string()))?;
-        if let Some(old) = self.lock().replace(Open { writer, frames: 0 }) {
+        let old = {
+            let mut open = self.lock();
+            self.on.store(true, Ordering::Relaxed);
+            open.replace(Open { writer, frames: 0 })
+        };
+        if let Some(old) = old {
             finish(old)?;
         }
         Ok(())
     }
 
+    /// Whether a capture runs.
+    pub fn is_on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
     /// Finishes the capture (the file is complete when this returns);
     /// returns the number of frames written, or `None` if none was running.
     pub fn stop(&self) -> io::Result<Option<u64>> {
-        match self.lock().take() {
+        let open = {
+            let mut open = self.lock();
+            self.on.store(false, Ordering::Relaxed);
+            open.take()
+        };
+        match open {
             Some(open) => finish(open).map(Some),
             None => Ok(None),
         }
@@ -56,6 +74,9 @@ impl Capture {
     /// Records one frame (without FCS), if a capture is running. A frame
     /// that cannot be written is left out; the wire does not wait for it.
     pub fn record(&self, frame: &[u8]) {
+        if !self.is_on() {
+            return;
+        }
         let mut guard = self.lock();
         let Some(open) = guard.as_mut() else {
             return;

@@ -15,7 +15,15 @@ use crate::hw::gft::Direction;
 use crate::hw::{self, FuncKind};
 use crate::nic::Outgoing;
 use crate::rdma::RdmaEngine;
-use crate::wire::{Wait, Wire};
+use crate::train::{TcpTrain, TrainShape};
+use crate::wire::{Datagram, Wait, Wire};
+
+/// Where a frame the card handles goes next: as the GFT decided, or (a
+/// train while the GFT is off) whole onto the wire.
+enum Onward {
+    Gft(Output),
+    WireTrain(Vec<u8>, TrainShape),
+}
 
 /// The card's functions, its GFT and its RDMA engine. Each has its own
 /// lock; the PF's may be held while the GFT's or the RDMA engine's is
@@ -125,20 +133,35 @@ impl Card {
                 wire.send(&o.frame, Wait::Yes);
             }
         }
-        let outputs: Vec<Output> = {
+        let outputs: Vec<Onward> = {
             let mut gft = self.lock_gft();
-            frames
-                .into_iter()
-                .flat_map(|o| {
-                    if o.reinject {
-                        gft.reinject(&o.frame).into_iter().collect()
-                    } else {
-                        gft.process(o.frame, Direction::Tx, now)
+            let mut outputs = Vec::with_capacity(frames.len());
+            for o in frames {
+                match o.train {
+                    // The GFT looks at frames one by one: cut first.
+                    Some(shape) if gft.enabled() => {
+                        if let Some(train) = TcpTrain::new(&o.frame, shape) {
+                            for seg in train.segments() {
+                                let out = gft.process(seg, Direction::Tx, now);
+                                outputs.extend(out.into_iter().map(Onward::Gft));
+                            }
+                        }
                     }
-                })
-                .collect()
+                    Some(shape) => outputs.push(Onward::WireTrain(o.frame, shape)),
+                    None if o.reinject => {
+                        outputs.extend(gft.reinject(&o.frame).map(Onward::Gft));
+                    }
+                    None => {
+                        let out = gft.process(o.frame, Direction::Tx, now);
+                        outputs.extend(out.into_iter().map(Onward::Gft));
+                    }
+                }
+            }
+            outputs
         };
-        let to_host = outputs.iter().any(|o| !matches!(o, Output::Wire(_)));
+        let to_host = outputs
+            .iter()
+            .any(|o| matches!(o, Onward::Gft(Output::Host(_) | Output::Exception(_))));
         self.dispatch(outputs, Wait::Yes);
         // Not the wire's receive thread: what went to a host is a batch
         // of its own.
@@ -149,18 +172,19 @@ impl Card {
 
     /// Sends what the GFT decided where it goes (`wait`: whether this
     /// thread may wait for room on the wire).
-    fn dispatch(&self, outputs: Vec<Output>, wait: Wait) {
+    fn dispatch(&self, outputs: Vec<Onward>, wait: Wait) {
         // Frames for the wire go out together, up to the next frame for a
         // host (which must not overtake them, nor they it).
-        let mut wire_run: Vec<Vec<u8>> = Vec::new();
+        let mut wire_run: Vec<(Vec<u8>, Option<TrainShape>)> = Vec::new();
         for out in outputs {
             match out {
-                Output::Wire(frame) => wire_run.push(frame),
-                Output::Host(frame) => {
+                Onward::Gft(Output::Wire(frame)) => wire_run.push((frame, None)),
+                Onward::WireTrain(frame, shape) => wire_run.push((frame, Some(shape))),
+                Onward::Gft(Output::Host(frame)) => {
                     self.send_run(&mut wire_run, wait);
                     self.deliver(&frame, true);
                 }
-                Output::Exception(data) => {
+                Onward::Gft(Output::Exception(data)) => {
                     self.send_run(&mut wire_run, wait);
                     lock(&self.pf).deliver_exception(&data);
                 }
@@ -169,14 +193,21 @@ impl Card {
         self.send_run(&mut wire_run, wait);
     }
 
-    /// Sends the frames of `run` to the wire in one batch and empties it.
-    fn send_run(&self, run: &mut Vec<Vec<u8>>, wait: Wait) {
+    /// Sends the frames and trains of `run` to the wire in one batch and
+    /// empties it.
+    fn send_run(&self, run: &mut Vec<(Vec<u8>, Option<TrainShape>)>, wait: Wait) {
         if run.is_empty() {
             return;
         }
         if let Some(wire) = self.wire.get() {
-            let frames: Vec<&[u8]> = run.iter().map(Vec::as_slice).collect();
-            wire.send_batch(&frames, wait);
+            let datagrams: Vec<Datagram<'_>> = run
+                .iter()
+                .map(|(frame, train)| Datagram {
+                    frame,
+                    train: *train,
+                })
+                .collect();
+            wire.send_batch(&datagrams, wait);
         }
         run.clear();
     }
@@ -207,7 +238,31 @@ impl Card {
             }
             gft.process(frame.to_vec(), Direction::Rx, Instant::now())
         };
-        self.dispatch(outputs, Wait::No);
+        self.dispatch(outputs.into_iter().map(Onward::Gft).collect(), Wait::No);
+    }
+
+    /// A train arrived from the wire (`fcs_ok`: undamaged): delivered as
+    /// its segments, coalesced where the queue pair does; cut into them
+    /// first if it is damaged or the GFT is on (it looks at each).
+    pub fn receive_train(&self, train: &TcpTrain<'_>, fcs_ok: bool) {
+        if !fcs_ok || self.lock_gft().enabled() {
+            for seg in train.segments() {
+                self.receive(&seg, fcs_ok);
+            }
+            return;
+        }
+        let mut pf = lock(&self.pf);
+        if pf.nic.datapath_vf() {
+            drop(pf);
+            let mut vf = lock(&self.vf);
+            if vf.nic.has_running_queue() {
+                vf.receive_train(train);
+                return;
+            }
+            drop(vf);
+            pf = lock(&self.pf);
+        }
+        pf.receive_train(train);
     }
 
     /// A frame for the host. It goes to the VF while the PF's data path

@@ -15,6 +15,7 @@ use crate::dma::DmaSpace;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
 use crate::nic::{Effects, Nic, Outgoing};
+use crate::train::TcpTrain;
 
 /// Firmware version the card reports: the emulator's own version
 /// (major.minor.patch in bits 23:16, 15:8, 7:0).
@@ -178,6 +179,19 @@ impl Function {
         }
         self.delay_dma();
         if let Some(vector) = self.nic.receive(&self.dma, frame, fcs_ok) {
+            self.raise_queue_irq(vector);
+        }
+        self.kick_moderation_timer();
+    }
+
+    /// A train arrived from the wire, undamaged: its segments, as
+    /// [`Self::receive`] takes frames.
+    pub fn receive_train(&mut self, train: &TcpTrain<'_>) {
+        if self.faults.is(Fault::Gone) {
+            return;
+        }
+        self.delay_dma();
+        if let Some(vector) = self.nic.receive_train(&self.dma, train) {
             self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();

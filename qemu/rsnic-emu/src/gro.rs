@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::{Cqe, GRO_MAX_FRAME, GRO_MAX_SEGS};
-use crate::offload::ipv4_header_checksum;
+use crate::offload::{ipv4_header_checksum, set_tcp_checksum};
 
 /// Most aggregates open on one queue pair at a time.
 pub const MAX_FLOWS: usize = 512;
@@ -79,9 +79,10 @@ struct Segment {
 }
 
 impl Segment {
-    /// Parses an untagged IPv4 or IPv6 TCP frame. `None` for anything
-    /// else or malformed.
-    fn parse(frame: &[u8]) -> Option<Self> {
+    /// Parses the headers of an untagged IPv4 or IPv6 TCP frame of
+    /// `avail` bytes, of which `frame` holds at least the headers. `None`
+    /// for anything else or malformed.
+    fn parse(frame: &[u8], avail: usize) -> Option<Self> {
         let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
         let l3 = 14;
         let (ipv6, l4, end, ip_id, df) = match ethertype {
@@ -108,7 +109,7 @@ impl Segment {
         };
         let th = frame.get(l4..l4 + 20)?;
         let doff = usize::from(th[12] >> 4) * 4;
-        if doff < 20 || l4 + doff > end || end > frame.len() {
+        if doff < 20 || l4 + doff > end || l4 + doff > frame.len() || end > avail {
             return None;
         }
         Some(Self {
@@ -178,12 +179,16 @@ struct Aggregate {
     fixed_id: bool,
     /// When the first segment arrived.
     opened: Instant,
+    /// The first segment came from a train: its TCP checksum is not
+    /// computed yet (needed only if it leaves alone).
+    csum_unset: bool,
 }
 
 impl Aggregate {
     /// Whether segment `s` of `frame` (of this flow) joins an aggregate
     /// of at most `max` bytes.
     fn accepts(&self, s: &Segment, frame: &[u8], max: usize) -> bool {
+        // `frame` holds the headers at least.
         let (a, f) = (&self.frame, frame);
         let (ah, sh) = (self.first.l4, s.l4);
         let a_doff = usize::from(a[ah + 12] >> 4) * 4;
@@ -213,11 +218,10 @@ impl Aggregate {
             && self.frame.len() + len <= max
     }
 
-    /// Adds segment `s` of `frame`. Returns whether the aggregate is
-    /// closed now (a short segment, PSH or FIN, or no room for another
+    /// Adds segment `s` with its `payload`. Returns whether the aggregate
+    /// is closed now (a short segment, PSH or FIN, or no room for another
     /// within `max` bytes).
-    fn join(&mut self, s: &Segment, frame: &[u8], max: usize) -> bool {
-        let payload = &frame[s.payload(frame)..s.end];
+    fn join(&mut self, s: &Segment, payload: &[u8], max: usize) -> bool {
         if self.segs == 1 {
             self.fixed_id = s.ip_id == self.first.ip_id;
         }
@@ -249,6 +253,20 @@ impl Aggregate {
                 f[l3 + 10..l3 + 12].copy_from_slice(&sum.to_be_bytes());
             }
             f[l4 + 13] |= self.push_fin;
+        } else if self.csum_unset {
+            let ethertype = if self.first.ipv6 {
+                ETH_P_IPV6
+            } else {
+                ETH_P_IPV4
+            };
+            let end = self.frame.len();
+            set_tcp_checksum(
+                &mut self.frame,
+                ethertype,
+                self.first.l3,
+                self.first.l4,
+                end,
+            );
         }
         out(Release {
             frame: &self.frame,
@@ -258,6 +276,14 @@ impl Aggregate {
             mss: if self.segs > 1 { self.mss } else { 0 },
         });
     }
+}
+
+/// A segment as its headers and payload.
+struct Parts<'a> {
+    headers: &'a [u8],
+    payload: &'a [u8],
+    /// Its TCP checksum is not computed.
+    csum_unset: bool,
 }
 
 /// What [`Coalescer::offer`] did with a frame.
@@ -304,17 +330,71 @@ impl Coalescer {
         max: usize,
         out: &mut impl FnMut(Release<'_>),
     ) -> Offer {
-        self.last_frame = Some(now);
-        let max = max.min(GRO_MAX_FRAME as usize);
-        let Some(s) = Segment::parse(frame) else {
+        let Some(s) = Segment::parse(frame, frame.len()) else {
+            self.last_frame = Some(now);
             return Offer::Pass;
         };
-        let holdable = s.holdable(frame, flags);
-        let key = s.key(frame);
+        let at = s.payload(frame);
+        let parts = Parts {
+            headers: &frame[..at],
+            payload: &frame[at..s.end],
+            csum_unset: false,
+        };
+        self.offer_segment(s, parts, flags, hash, now, max, out)
+    }
+
+    /// As [`Self::offer`], a segment of a train given as its `headers`
+    /// (its TCP checksum not computed) and its `payload`. A segment that
+    /// comes back as [`Offer::Pass`] is the caller's to make whole.
+    #[allow(clippy::too_many_arguments)]
+    pub fn offer_parts(
+        &mut self,
+        headers: &[u8],
+        payload: &[u8],
+        flags: u16,
+        hash: u32,
+        now: Instant,
+        max: usize,
+        out: &mut impl FnMut(Release<'_>),
+    ) -> Offer {
+        let s = Segment::parse(headers, headers.len() + payload.len())
+            .filter(|s| s.payload(headers) == headers.len());
+        let Some(s) = s else {
+            self.last_frame = Some(now);
+            return Offer::Pass;
+        };
+        let parts = Parts {
+            headers,
+            payload,
+            csum_unset: true,
+        };
+        self.offer_segment(s, parts, flags, hash, now, max, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn offer_segment(
+        &mut self,
+        s: Segment,
+        parts: Parts<'_>,
+        flags: u16,
+        hash: u32,
+        now: Instant,
+        max: usize,
+        out: &mut impl FnMut(Release<'_>),
+    ) -> Offer {
+        self.last_frame = Some(now);
+        let max = max.min(GRO_MAX_FRAME as usize);
+        let Parts {
+            headers,
+            payload,
+            csum_unset,
+        } = parts;
+        let holdable = s.holdable(headers, flags);
+        let key = s.key(headers);
         if let Some(&id) = self.flows.get(&key) {
             let a = self.open.get_mut(&id).expect("flows index open aggregates");
-            if holdable && a.accepts(&s, frame, max) {
-                if a.join(&s, frame, max) {
+            if holdable && a.accepts(&s, headers, max) {
+                if a.join(&s, payload, max) {
                     self.release(id, out);
                 }
                 return Offer::Held;
@@ -338,8 +418,8 @@ impl Coalescer {
         }
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
-        buf.extend_from_slice(&frame[..s.end]);
-        let payload = s.end - s.payload(frame);
+        buf.extend_from_slice(headers);
+        buf.extend_from_slice(payload);
         let id = self.next_id;
         self.next_id += 1;
         self.flows.insert(key, id);
@@ -352,11 +432,12 @@ impl Coalescer {
                 hash,
                 segs: 1,
                 // CAST: a frame's payload is below 64 KiB.
-                mss: payload as u16,
-                next_seq: s.seq.wrapping_add(payload as u32),
+                mss: payload.len() as u16,
+                next_seq: s.seq.wrapping_add(payload.len() as u32),
                 push_fin: 0,
                 fixed_id: false,
                 opened: now,
+                csum_unset,
             },
         );
         Offer::Held
@@ -669,5 +750,63 @@ pub(crate) mod tests {
         want.extend((0..4).map(|p| (p, 0)));
         want.extend((4..n).map(|p| (p, 2)));
         assert_eq!(order, want);
+    }
+
+    /// What leaves a coalescer: (frame, segs, mss), a passed frame as
+    /// segs 0.
+    type Left = Vec<(Vec<u8>, u16, u16)>;
+
+    #[test]
+    fn a_train_coalesces_as_its_segments_do() {
+        use crate::offload::{tests::tcp_frame, train_shape};
+        use crate::train::TcpTrain;
+        for v6 in [false, true] {
+            for (payload, flags) in [(3900, 0x10), (3900, 0x18), (4950, 0x18), (60, 0x10)] {
+                let payload: Vec<u8> = (0..payload).map(|i: u32| (i * 31) as u8).collect();
+                let (tso, desc) = tcp_frame(v6, &payload, flags);
+                let train = TcpTrain::new(&tso, train_shape(&desc)).unwrap();
+                let (mut by_frames, mut by_parts) = (Coalescer::default(), Coalescer::default());
+                let (mut a, mut b): (Left, Left) = (Vec::new(), Vec::new());
+                let (now, max) = (Instant::now(), 2000);
+                let mut headers = Vec::new();
+                for i in 0..train.count() {
+                    let seg = train.segment(i);
+                    let mut out = |r: Release<'_>| a.push((r.frame.to_vec(), r.segs, r.mss));
+                    if by_frames.offer(&seg, Cqe::CSUM_OK, 0, now, max, &mut out) == Offer::Pass {
+                        a.push((seg.clone(), 0, 0));
+                    }
+                    train.segment_header(i, &mut headers);
+                    let mut out = |r: Release<'_>| b.push((r.frame.to_vec(), r.segs, r.mss));
+                    let offer = by_parts.offer_parts(
+                        &headers,
+                        train.payload(i),
+                        Cqe::CSUM_OK,
+                        0,
+                        now,
+                        max,
+                        &mut out,
+                    );
+                    if offer == Offer::Pass {
+                        b.push((seg, 0, 0));
+                    }
+                }
+                by_frames.flush(&mut |r: Release<'_>| a.push((r.frame.to_vec(), r.segs, r.mss)));
+                by_parts.flush(&mut |r: Release<'_>| b.push((r.frame.to_vec(), r.segs, r.mss)));
+                assert!(a.len() > 1 || payload.len() < 100, "several frames leave");
+                // A coalesced frame's TCP checksum is the host's to compute;
+                // one segment leaving alone carries its own.
+                let l4 = if v6 { 54 } else { 34 };
+                for left in [&mut a, &mut b] {
+                    for (f, segs, _) in left.iter_mut() {
+                        if *segs > 1 {
+                            f[l4 + 16..l4 + 18].fill(0);
+                        } else {
+                            assert!(l4_checksum_ok(f), "a lone segment verifies");
+                        }
+                    }
+                }
+                assert_eq!(a, b, "v6 {v6}, {} bytes, flags {flags:#x}", payload.len());
+            }
+        }
     }
 }

@@ -24,6 +24,7 @@ pub mod rdma;
 pub mod rss;
 pub mod steer;
 pub mod stream;
+pub mod train;
 pub mod wire;
 
 #[path = "../../../src/hw/mod.rs"]

@@ -8,6 +8,7 @@
 //! cable, counters) on a control socket. It exits when QEMU disconnects.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,15 +23,12 @@ use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
 use rsnic_emu::rdma;
-use rsnic_emu::wire::{RecvBatch, Wire};
+use rsnic_emu::wire::{Carried, RecvBatch, Wire};
 
 /// Most frames the wire's receive thread takes in one call and hands the
 /// card before the card announces them (RX streams publish once per
 /// batch).
 const RX_BATCH: usize = 64;
-
-/// Largest frame the wire carries (without its FCS): a datagram's limit.
-const MAX_WIRE_FRAME: usize = 65536;
 
 /// Command line of the emulator.
 #[derive(Parser, Debug)]
@@ -174,9 +172,17 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
         Command::WireStats => match wire {
             Some(wire) => {
                 let s = wire.impairment_stats();
+                let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
                 format!(
-                    "ok dropped={} duplicated={} reordered={} corrupted={}",
-                    s.dropped, s.duplicated, s.reordered, s.corrupted
+                    "ok dropped={} duplicated={} reordered={} corrupted={} \
+                     trains_sent={} trains_received={} bad_datagrams={}",
+                    s.dropped,
+                    s.duplicated,
+                    s.reordered,
+                    s.corrupted,
+                    n(&wire.trains_sent),
+                    n(&wire.trains_received),
+                    n(&wire.bad_datagrams)
                 )
             }
             None => no_wire(),
@@ -296,7 +302,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             card.set_link(true);
             let (rx_wire, rx_card) = (Arc::clone(&wire), Arc::clone(&card));
             std::thread::spawn(move || {
-                let mut batch = RecvBatch::new(RX_BATCH, MAX_WIRE_FRAME);
+                let mut batch = RecvBatch::new(RX_BATCH);
                 loop {
                     // A batch: the first frame waited for, then those
                     // already queued, up to a limit, in one call; RX
@@ -305,8 +311,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         warn!("wire receive: {e}");
                         return;
                     }
-                    for (frame, fcs_ok) in batch.frames() {
-                        rx_card.receive(frame, fcs_ok);
+                    for (carried, fcs_ok) in batch.frames() {
+                        match carried {
+                            Carried::Frame(frame) => rx_card.receive(frame, fcs_ok),
+                            Carried::Train(train) => rx_card.receive_train(&train, fcs_ok),
+                        }
                     }
                     rx_card.end_of_batch();
                 }

@@ -22,6 +22,7 @@ use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame
 use crate::rdma::{Io, RdmaEngine};
 use crate::steer::Steering;
 use crate::stream::RxStream;
+use crate::train::{TcpTrain, TrainShape};
 
 /// Offloads this card performs (RSS is always on).
 /// How long received segments are held for coalescing unless told.
@@ -91,6 +92,8 @@ pub struct Outgoing {
     /// From the RDMA engine: goes to the wire directly, as RoCE traffic
     /// bypasses the GFT.
     pub rdma: bool,
+    /// A TSO frame, to be cut as this says ([`TcpTrain`]).
+    pub train: Option<TrainShape>,
 }
 
 /// What a register write asks the caller to do next.
@@ -222,6 +225,7 @@ impl Nic {
             frame,
             reinject: false,
             rdma: true,
+            train: None,
         }));
         fx.raise.extend(io.raise);
         Some(r)
@@ -528,6 +532,7 @@ impl Nic {
                         frame: f.data,
                         reinject: true,
                         rdma: false,
+                        train: None,
                     });
                 } else if !is_pf {
                     stats.tx_bad_reinject += 1;
@@ -536,37 +541,51 @@ impl Nic {
                 }
                 return;
             }
-            let segments = if f.first.flags & hw::TxDesc::TSO != 0 {
-                match offload::segment_tcp(&f.data, &f.first).filter(|_| tso) {
-                    Some(segments) => {
-                        stats.tso_frames += 1;
-                        stats.tso_segments += segments.len() as u64;
-                        segments
-                    }
-                    None => {
-                        stats.tx_bad_tso += 1;
-                        return;
-                    }
-                }
-            } else {
-                if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
-                    offload::insert_checksum(&mut f.data, &f.first);
-                }
-                vec![f.data]
-            };
-            for frame in segments {
+            if f.first.flags & hw::TxDesc::TSO != 0 {
+                let shape = offload::train_shape(&f.first);
+                let Some(train) = TcpTrain::new(&f.data, shape).filter(|_| tso) else {
+                    stats.tx_bad_tso += 1;
+                    return;
+                };
+                // CAST: at most TSO_MAX_SEGS.
+                let segs = train.count() as u64;
+                stats.tso_frames += 1;
+                stats.tso_segments += segs;
                 if !link_up {
-                    stats.tx_link_down += 1;
-                } else if frame.len() > mtu as usize + 14 + 4 {
-                    stats.tx_oversize += 1;
+                    stats.tx_link_down += segs;
+                } else if train.segment_len(0) > mtu as usize + 14 + 4 {
+                    // The first segment is the longest.
+                    stats.tx_oversize += segs;
                 } else {
-                    count_tx(mac_stats, &frame);
+                    for i in 0..train.count() {
+                        count_tx(mac_stats, train.headers(), train.segment_len(i));
+                    }
+                    // Cut where frames are looked at one by one, or not
+                    // at all (crossing the wire whole).
                     fx.send.push(Outgoing {
-                        frame,
+                        frame: f.data,
                         reinject: false,
                         rdma: false,
+                        train: Some(shape),
                     });
                 }
+                return;
+            }
+            if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
+                offload::insert_checksum(&mut f.data, &f.first);
+            }
+            if !link_up {
+                stats.tx_link_down += 1;
+            } else if f.data.len() > mtu as usize + 14 + 4 {
+                stats.tx_oversize += 1;
+            } else {
+                count_tx(mac_stats, &f.data, f.data.len());
+                fx.send.push(Outgoing {
+                    frame: f.data,
+                    reinject: false,
+                    rdma: false,
+                    train: None,
+                });
             }
         });
         q.stats.tso_frames += stats.tso_frames - tso_frames_before;
@@ -906,7 +925,7 @@ impl Nic {
             return None;
         }
         if fcs_ok {
-            count_rx(&mut self.mac_stats, frame);
+            count_rx(&mut self.mac_stats, frame, frame.len());
         } else {
             self.mac_stats.rx_fcs_errors += 1;
         }
@@ -933,21 +952,67 @@ impl Nic {
             _ => None,
         }
     }
+
+    /// A train arrived from the wire, undamaged: its segments, each as
+    /// [`Self::receive`] would take it (the RX filter, the MAC counters,
+    /// steering on their common headers). Returns the vector to raise,
+    /// if any.
+    pub fn receive_train(&mut self, dma: &DmaSpace, train: &TcpTrain<'_>) -> Option<u16> {
+        let headers = train.headers();
+        if !self.link_up || headers.len() < 14 {
+            return None;
+        }
+        let dst: [u8; 6] = headers[..6].try_into().expect("length checked");
+        let longest = train.segment_len(0);
+        // CAST: segments counted by a train are at most TSO_MAX_SEGS.
+        let segs = train.count() as u64;
+        if !self.accepts(&dst) || longest > self.mtu as usize + 14 + 4 {
+            self.stats.rx_filtered += segs;
+            return None;
+        }
+        for i in 0..train.count() {
+            count_rx(&mut self.mac_stats, headers, train.segment_len(i));
+        }
+        let running: Vec<usize> = (0..self.qps.len())
+            .filter(|&i| self.qps[i].is_some())
+            .collect();
+        if running.is_empty() {
+            self.stats.rx_no_queue += segs;
+            return None;
+        }
+        // The card computed each segment's checksum as it cut the train.
+        let csum = if self.offloads & offload_bits::RX_CSUM != 0 {
+            Cqe::CSUM_OK
+        } else {
+            0
+        };
+        let pick = self.steering.pick(train.frame(), &running);
+        let q = self.qps[pick.qp].as_mut()?;
+        match q.deliver_train(dma, train, pick.flags | csum, pick.hash) {
+            RxOutcome::Delivered { raise: true } => Some(q.vector()),
+            _ => None,
+        }
+    }
 }
 
 /// The MAC counter classes of a frame (without its FCS): (octets with
 /// the FCS, multicast, broadcast, MAC control).
-fn mac_class(frame: &[u8]) -> (u64, bool, bool, bool) {
-    let broadcast = frame.get(..6) == Some(&[0xff; 6][..]);
-    let multicast = !broadcast && frame.first().is_some_and(|b| b & 1 != 0);
-    let control = frame.get(12..14) == Some(&[0x88, 0x08][..]);
-    (frame.len() as u64 + 4, multicast, broadcast, control)
+fn mac_class(head: &[u8], len: usize) -> (u64, bool, bool, bool) {
+    let broadcast = head.get(..6) == Some(&[0xff; 6][..]);
+    let multicast = !broadcast && head.first().is_some_and(|b| b & 1 != 0);
+    let control = head.get(12..14) == Some(&[0x88, 0x08][..]);
+    (len as u64 + 4, multicast, broadcast, control)
 }
 
-/// Counts `frame` in one direction's frames, octets, multicast,
+/// Counts a frame of `len` bytes that starts with `head` (its Ethernet
+/// header at least) in one direction's frames, octets, multicast,
 /// broadcast and control counters.
-fn count_frame([frames, octets, multicast, broadcast, control]: [&mut u64; 5], frame: &[u8]) {
-    let (len, m, b, c) = mac_class(frame);
+fn count_frame(
+    [frames, octets, multicast, broadcast, control]: [&mut u64; 5],
+    head: &[u8],
+    len: usize,
+) {
+    let (len, m, b, c) = mac_class(head, len);
     *frames += 1;
     *octets += len;
     *multicast += u64::from(m);
@@ -955,8 +1020,8 @@ fn count_frame([frames, octets, multicast, broadcast, control]: [&mut u64; 5], f
     *control += u64::from(c);
 }
 
-/// Counts a frame sent to the wire.
-fn count_tx(s: &mut hw::MacStats, frame: &[u8]) {
+/// Counts a frame of `len` bytes sent to the wire, starting with `head`.
+fn count_tx(s: &mut hw::MacStats, head: &[u8], len: usize) {
     let c = [
         &mut s.tx_frames,
         &mut s.tx_octets,
@@ -964,11 +1029,12 @@ fn count_tx(s: &mut hw::MacStats, frame: &[u8]) {
         &mut s.tx_broadcast,
         &mut s.tx_control,
     ];
-    count_frame(c, frame);
+    count_frame(c, head, len);
 }
 
-/// Counts a good frame taken from the wire.
-fn count_rx(s: &mut hw::MacStats, frame: &[u8]) {
+/// Counts a good frame of `len` bytes taken from the wire, starting
+/// with `head`.
+fn count_rx(s: &mut hw::MacStats, head: &[u8], len: usize) {
     let c = [
         &mut s.rx_frames,
         &mut s.rx_octets,
@@ -976,7 +1042,7 @@ fn count_rx(s: &mut hw::MacStats, frame: &[u8]) {
         &mut s.rx_broadcast,
         &mut s.rx_control,
     ];
-    count_frame(c, frame);
+    count_frame(c, head, len);
 }
 
 #[cfg(test)]
@@ -986,7 +1052,7 @@ mod tests {
     #[test]
     fn mac_counters_survive_a_function_reset() {
         let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
-        count_tx(&mut pf.mac_stats, &[0xffu8; 64]);
+        count_tx(&mut pf.mac_stats, &[0xffu8; 64], 64);
         pf.reset();
         assert_eq!((pf.mac_stats.tx_frames, pf.mac_stats.tx_broadcast), (1, 1));
     }
@@ -996,12 +1062,12 @@ mod tests {
         let mut m = hw::MacStats::default();
         let mut f = vec![0u8; 100];
         f[..6].fill(0xff);
-        count_tx(&mut m, &f);
+        count_tx(&mut m, &f, f.len());
         f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0, 0, 1]);
-        count_tx(&mut m, &f);
+        count_tx(&mut m, &f, f.len());
         f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
         f[12..14].copy_from_slice(&[0x88, 0x08]);
-        count_rx(&mut m, &f);
+        count_rx(&mut m, &f, f.len());
         assert_eq!(
             (
                 m.tx_frames,

@@ -3,10 +3,11 @@
 //! Offloads the card performs on frames.
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
-use crate::hw::{TxDesc, TSO_MAX_SEGS};
+use crate::hw::TxDesc;
+use crate::train::{TcpTrain, TrainShape};
 
 /// Ones'-complement sum of `data` (RFC 1071), not yet inverted.
-fn ones_complement_sum(data: &[u8], mut sum: u32) -> u32 {
+pub(crate) fn ones_complement_sum(data: &[u8], mut sum: u32) -> u32 {
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
         sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
@@ -40,11 +41,30 @@ pub fn fill_tcp_checksum(frame: &mut [u8]) {
         let payload = usize::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]]));
         (l3 + 40, l3 + 40 + payload)
     };
+    assert!(set_tcp_checksum(frame, ethertype, l3, l4, end));
+}
+
+/// Stores the TCP checksum of the segment from `l4` to `end` of `frame`,
+/// whose IP header (of `ethertype`) is at `l3`. False (frame left as it
+/// is) if those do not fit the frame.
+pub fn set_tcp_checksum(
+    frame: &mut [u8],
+    ethertype: u16,
+    l3: usize,
+    l4: usize,
+    end: usize,
+) -> bool {
+    if l4 + 20 > end || end > frame.len() {
+        return false;
+    }
     frame[l4 + 16..l4 + 18].fill(0);
-    let sum = pseudo_header_sum(frame, ethertype, l3, 6, end - l4).expect("IP");
+    let Some(sum) = pseudo_header_sum(frame, ethertype, l3, 6, end - l4) else {
+        return false;
+    };
     // CAST: folded to 16 bits.
     let sum = !(ones_complement_sum(&frame[l4..end], sum) as u16);
     frame[l4 + 16..l4 + 18].copy_from_slice(&sum.to_be_bytes());
+    true
 }
 
 /// TX checksum insertion, as Linux's `CHECKSUM_PARTIAL` asks: the field at
@@ -151,76 +171,25 @@ pub fn udp_checksum(frame: &[u8]) -> Option<UdpCsum> {
     )
 }
 
-/// TCP flags a segment keeps only if it is the last one (FIN, PSH).
-const TCP_LAST_ONLY: u8 = 0x01 | 0x08;
-/// TCP flag a segment keeps only if it is the first one (CWR).
-const TCP_FIRST_ONLY: u8 = 0x80;
-
-/// TCP segmentation (TSO), as Linux's `SKB_GSO_TCPV4/6` asks: `frame`'s
-/// first `desc.hdr_len` bytes are its Ethernet, IP and TCP headers (TCP
-/// at `desc.csum_start`); the payload after them is cut into segments of
-/// at most `desc.mss` bytes. Each segment gets the headers with the IP
-/// length (and IPv4 ID and header checksum), the TCP sequence number,
-/// flags and a full TCP checksum fixed up. `None` if the request does not
-/// describe a TCP frame or needs more than [`TSO_MAX_SEGS`] segments (the
-/// card then drops it).
+/// TCP segmentation (TSO) of the frame a TSO descriptor describes (see
+/// [`TcpTrain`]): each segment with its headers and TCP checksum fixed
+/// up. `None` if the request does not describe a TCP frame or needs more
+/// than [`crate::hw::TSO_MAX_SEGS`] segments (the card then drops it).
 pub fn segment_tcp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
-    let (ethertype, l3) = network_layer(frame)?;
-    let (l4, hdr_len, mss) = (
-        usize::from(desc.csum_start),
-        usize::from(desc.hdr_len),
-        usize::from(desc.mss),
-    );
-    let min_l3 = if ethertype == ETH_P_IPV4 { 20 } else { 40 };
-    if mss == 0 || l3 + min_l3 > l4 || l4 + 20 > hdr_len || hdr_len > frame.len() {
-        return None;
+    Some(
+        TcpTrain::new(frame, train_shape(desc))?
+            .segments()
+            .collect(),
+    )
+}
+
+/// The shape of the train a TSO descriptor describes.
+pub fn train_shape(desc: &TxDesc) -> TrainShape {
+    TrainShape {
+        l4: desc.csum_start,
+        hdr_len: desc.hdr_len,
+        mss: desc.mss,
     }
-    let (headers, payload) = frame.split_at(hdr_len);
-    let proto_ok = match ethertype {
-        ETH_P_IPV4 => headers[l3 + 9] == 6 && usize::from(headers[l3] & 0x0f) * 4 == l4 - l3,
-        ETH_P_IPV6 => true,
-        _ => false,
-    };
-    if !proto_ok {
-        return None;
-    }
-    let seq = u32::from_be_bytes(headers[l4 + 4..l4 + 8].try_into().ok()?);
-    let ip_id = u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]]);
-    let count = payload.len().div_ceil(mss).max(1);
-    if count > TSO_MAX_SEGS as usize {
-        return None;
-    }
-    let mut segments = Vec::with_capacity(count);
-    for i in 0..count {
-        let start = (i * mss).min(payload.len());
-        let chunk = &payload[start..(start + mss).min(payload.len())];
-        let mut seg = Vec::with_capacity(hdr_len + chunk.len());
-        seg.extend_from_slice(headers);
-        seg.extend_from_slice(chunk);
-        let l3_len = seg.len() - l3;
-        if ethertype == ETH_P_IPV4 {
-            seg[l3 + 2..l3 + 4].copy_from_slice(&(l3_len as u16).to_be_bytes());
-            seg[l3 + 4..l3 + 6].copy_from_slice(&ip_id.wrapping_add(i as u16).to_be_bytes());
-            seg[l3 + 10..l3 + 12].fill(0);
-            let csum = !(ones_complement_sum(&seg[l3..l4], 0) as u16);
-            seg[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
-        } else {
-            seg[l3 + 4..l3 + 6].copy_from_slice(&((l3_len - 40) as u16).to_be_bytes());
-        }
-        seg[l4 + 4..l4 + 8].copy_from_slice(&seq.wrapping_add(start as u32).to_be_bytes());
-        if i + 1 < count {
-            seg[l4 + 13] &= !TCP_LAST_ONLY;
-        }
-        if i > 0 {
-            seg[l4 + 13] &= !TCP_FIRST_ONLY;
-        }
-        seg[l4 + 16..l4 + 18].fill(0);
-        let pseudo = pseudo_header_sum(&seg, ethertype, l3, 6, seg.len() - l4)?;
-        let csum = !(ones_complement_sum(&seg[l4..], pseudo) as u16);
-        seg[l4 + 16..l4 + 18].copy_from_slice(&csum.to_be_bytes());
-        segments.push(seg);
-    }
-    Some(segments)
 }
 
 /// Ones'-complement sum of the IPv4 or IPv6 pseudo-header of an L4
@@ -296,7 +265,7 @@ fn verify_l4(frame: &[u8]) -> Option<bool> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An IPv4/UDP frame with a correct checksum (computed by the same
@@ -348,7 +317,7 @@ mod tests {
 
     /// An IPv4 or IPv6 TCP frame with `payload`, as the stack hands a TSO
     /// frame over: lengths of the whole frame, checksum field not final.
-    fn tcp_frame(v6: bool, payload: &[u8], flags: u8) -> (Vec<u8>, TxDesc) {
+    pub(crate) fn tcp_frame(v6: bool, payload: &[u8], flags: u8) -> (Vec<u8>, TxDesc) {
         let l3_len = if v6 { 40 } else { 20 };
         let l4 = 14 + l3_len;
         let mut f = vec![0u8; l4 + 20];

@@ -15,6 +15,7 @@ use crate::hw::{
     MIN_RING_ENTRIES,
 };
 use crate::stream::{RxStream, StreamDrop, StreamFault};
+use crate::train::TcpTrain;
 
 /// Bytes a doorbell moves over PCIe: one 32-bit posted write.
 pub const DOORBELL_BYTES: u64 = 4;
@@ -116,6 +117,19 @@ pub enum RxOutcome {
     Delivered { raise: bool },
     /// No buffer posted, or the frame did not fit; dropped.
     Dropped,
+}
+
+impl RxOutcome {
+    /// The outcome of two deliveries: delivered if either was, raising
+    /// if either asked to.
+    fn or(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Delivered { raise: a }, Self::Delivered { raise: b }) => {
+                Self::Delivered { raise: a || b }
+            }
+            (d @ Self::Delivered { .. }, Self::Dropped) | (Self::Dropped, d) => d,
+        }
+    }
 }
 
 /// How a faulty completion engine gets a completion wrong (fault injection).
@@ -582,6 +596,61 @@ impl QueuePair {
                 RxOutcome::Dropped => RxOutcome::Dropped,
             },
         }
+    }
+
+    /// A train for this pair ([`TcpTrain`]): its segments, as if each
+    /// had arrived with `flags` and `hash`. With coalescing on they join
+    /// aggregates from their headers and payload slices; otherwise each
+    /// is made a frame and delivered.
+    pub fn deliver_train(
+        &mut self,
+        dma: &DmaSpace,
+        train: &TcpTrain<'_>,
+        flags: u16,
+        hash: u32,
+    ) -> RxOutcome {
+        let Some(mut gro) = self.gro.take() else {
+            return (0..train.count()).fold(RxOutcome::Dropped, |was, i| {
+                let now = self.deliver(dma, &train.segment(i), flags, hash);
+                was.or(now)
+            });
+        };
+        if self.rx_buf_len == 0 {
+            self.rx_buf_len = self.peek_rx_buf_len(dma);
+        }
+        let max = self.rx_buf_len as usize * usize::from(GRO_MAX_BUFFERS);
+        let now = Instant::now();
+        let mut headers = Vec::with_capacity(train.headers().len());
+        let mut outcome = RxOutcome::Dropped;
+        for i in 0..train.count() {
+            train.segment_header(i, &mut headers);
+            let mut raise = false;
+            let offer = gro.offer_parts(
+                &headers,
+                train.payload(i),
+                flags,
+                hash,
+                now,
+                max,
+                &mut |r: Release<'_>| {
+                    raise |= self.write_release(dma, r);
+                },
+            );
+            let this = match offer {
+                Offer::Held => RxOutcome::Delivered { raise },
+                Offer::Pass => RxOutcome::Delivered { raise }.or(self.write_rx(
+                    dma,
+                    &train.segment(i),
+                    flags,
+                    hash,
+                    1,
+                    0,
+                )),
+            };
+            outcome = outcome.or(this);
+        }
+        self.gro = Some(gro);
+        outcome
     }
 
     /// Turns receive coalescing on (aggregates open for at most `hold`)

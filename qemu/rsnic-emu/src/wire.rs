@@ -19,6 +19,12 @@
 //! corrupt a share of the frames.
 //!
 //! A [`Capture`] on the wire records what this end sends and receives.
+//!
+//! Each datagram starts with the cable's own header ([`HEADER_LEN`]
+//! bytes, not part of the frame): a frame, or a TCP train ([`TcpTrain`]:
+//! a TSO frame and how it is cut). A train crosses the wire whole, as a
+//! tap carries a GSO packet, while no impairment is set; its FCS covers
+//! the whole. Impaired, or for a capture, it is cut into its segments.
 
 use std::io;
 use std::os::fd::AsRawFd as _;
@@ -29,9 +35,86 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use crate::capture::Capture;
+use crate::train::{TcpTrain, TrainShape};
 
 /// Length of the frame check sequence.
 const FCS_LEN: usize = 4;
+
+/// Length of the header every datagram starts with: its kind, then for
+/// a train its shape (MSS, TCP header offset, header length; big-endian).
+pub const HEADER_LEN: usize = 8;
+const KIND_FRAME: u8 = 0;
+const KIND_TRAIN: u8 = 1;
+
+/// The longest frame or train a datagram carries.
+pub const MAX_FRAME: usize = 65536;
+
+/// What a datagram sent carries: a frame, or a train of that shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Datagram<'a> {
+    /// The frame (for a train, the whole TSO frame).
+    pub frame: &'a [u8],
+    /// For a train, how it is cut.
+    pub train: Option<TrainShape>,
+}
+
+/// What a datagram received carries.
+#[derive(Clone, Copy, Debug)]
+pub enum Carried<'a> {
+    /// One frame.
+    Frame(&'a [u8]),
+    /// A train, its shape checked.
+    Train(TcpTrain<'a>),
+}
+
+fn header(train: Option<TrainShape>) -> [u8; HEADER_LEN] {
+    let Some(t) = train else {
+        return [KIND_FRAME, 0, 0, 0, 0, 0, 0, 0];
+    };
+    let ([m0, m1], [l0, l1], [h0, h1]) = (
+        t.mss.to_be_bytes(),
+        t.l4.to_be_bytes(),
+        t.hdr_len.to_be_bytes(),
+    );
+    [KIND_TRAIN, 0, m0, m1, l0, l1, h0, h1]
+}
+
+/// What a datagram's `bytes` (header, frame; FCS removed) carry; `None`
+/// for a header this end does not know or a train that does not check.
+fn carried(bytes: &[u8]) -> Option<Carried<'_>> {
+    let (h, frame) = bytes.split_at_checked(HEADER_LEN)?;
+    let be = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+    match h[0] {
+        KIND_FRAME => Some(Carried::Frame(frame)),
+        KIND_TRAIN => {
+            let shape = TrainShape {
+                mss: be(2),
+                l4: be(4),
+                hdr_len: be(6),
+            };
+            TcpTrain::new(frame, shape).map(Carried::Train)
+        }
+        _ => None,
+    }
+}
+
+/// Records a datagram (header, frame, FCS) in `capture`: a frame as it
+/// is, a train as its segments.
+fn record(capture: &Capture, datagram: &[u8]) {
+    if !capture.is_on() {
+        return;
+    }
+    let bytes = &datagram[..datagram.len().saturating_sub(FCS_LEN)];
+    match carried(bytes) {
+        Some(Carried::Frame(frame)) => capture.record(frame),
+        Some(Carried::Train(train)) => {
+            for seg in train.segments() {
+                capture.record(&seg);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// What the cable does to frames sent through it, each in frames per
 /// thousand (0: never, 1000: always).
@@ -144,25 +227,24 @@ impl PeerLink {
         self.with_socket(|sock| sock.send(frame).map(drop))
     }
 
-    /// Sends `frames`, each followed by its FCS from `fcs`, in one
-    /// `sendmmsg`; returns how many went (fewer when the peer's socket
-    /// filled up; `WouldBlock` if none did).
-    fn send_batch(&mut self, frames: &[&[u8]], fcs: &[[u8; FCS_LEN]]) -> io::Result<usize> {
-        let mut iovs: Vec<[libc::iovec; 2]> = frames
+    /// Sends `datagrams`, each as its header from `headers`, its frame
+    /// and its FCS from `fcs`, in one `sendmmsg`; returns how many went
+    /// (fewer when the peer's socket filled up; `WouldBlock` if none did).
+    fn send_batch(
+        &mut self,
+        datagrams: &[Datagram<'_>],
+        headers: &[[u8; HEADER_LEN]],
+        fcs: &[[u8; FCS_LEN]],
+    ) -> io::Result<usize> {
+        let iov = |p: &[u8]| libc::iovec {
+            iov_base: p.as_ptr().cast_mut().cast(),
+            iov_len: p.len(),
+        };
+        let mut iovs: Vec<[libc::iovec; 3]> = datagrams
             .iter()
+            .zip(headers)
             .zip(fcs)
-            .map(|(f, c)| {
-                [
-                    libc::iovec {
-                        iov_base: f.as_ptr().cast_mut().cast(),
-                        iov_len: f.len(),
-                    },
-                    libc::iovec {
-                        iov_base: c.as_ptr().cast_mut().cast(),
-                        iov_len: FCS_LEN,
-                    },
-                ]
-            })
+            .map(|((d, h), c)| [iov(h), iov(d.frame), iov(c)])
             .collect();
         let mut msgs: Vec<libc::mmsghdr> = iovs
             .iter_mut()
@@ -171,14 +253,14 @@ impl PeerLink {
                 // zero lengths).
                 let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 m.msg_hdr.msg_iov = iov.as_mut_ptr();
-                m.msg_hdr.msg_iovlen = 2;
+                m.msg_hdr.msg_iovlen = 3;
                 m
             })
             .collect();
         self.with_socket(|sock| {
             // SAFETY: `msgs` holds `msgs.len()` headers, each pointing at
-            // two iovecs of memory valid for reads for the call (the
-            // frames and their FCS); the kernel only reads them.
+            // three iovecs of memory valid for reads for the call (the
+            // header, the frame and its FCS); the kernel only reads them.
             let n = unsafe {
                 libc::sendmmsg(
                     sock.as_raw_fd(),
@@ -210,11 +292,12 @@ pub enum Wait {
     No,
 }
 
-/// Buffers for the frames one [`Wire::recv_batch`] takes.
+/// Buffers for the datagrams one [`Wire::recv_batch`] takes.
 pub struct RecvBatch {
     bufs: Vec<Box<[u8]>>,
-    /// Length (without the FCS) and FCS verdict of each frame taken.
-    frames: Vec<(usize, bool)>,
+    /// Length (header and frame, without the FCS) and FCS verdict of
+    /// each datagram taken.
+    taken: Vec<(usize, bool)>,
     /// `recvmmsg`'s vectors, pointed at `bufs` anew for each call (their
     /// room is kept: no allocation per batch).
     iovs: Vec<libc::iovec>,
@@ -222,25 +305,26 @@ pub struct RecvBatch {
 }
 
 impl RecvBatch {
-    /// Room for `frames` frames of up to `frame_len` bytes with their FCS.
-    pub fn new(frames: usize, frame_len: usize) -> Self {
+    /// Room for `count` datagrams of up to [`MAX_FRAME`] bytes.
+    pub fn new(count: usize) -> Self {
         Self {
-            bufs: (0..frames.max(1))
-                .map(|_| vec![0u8; frame_len + FCS_LEN].into_boxed_slice())
+            bufs: (0..count.max(1))
+                .map(|_| vec![0u8; HEADER_LEN + MAX_FRAME + FCS_LEN].into_boxed_slice())
                 .collect(),
-            frames: Vec::with_capacity(frames),
-            iovs: Vec::with_capacity(frames),
-            msgs: Vec::with_capacity(frames),
+            taken: Vec::with_capacity(count),
+            iovs: Vec::with_capacity(count),
+            msgs: Vec::with_capacity(count),
         }
     }
 
-    /// The frames of the last [`Wire::recv_batch`]: bytes (without the FCS)
-    /// and whether the FCS matched.
-    pub fn frames(&self) -> impl Iterator<Item = (&[u8], bool)> {
+    /// What the datagrams of the last [`Wire::recv_batch`] carry, and
+    /// whether each one's FCS matched (those this end cannot read were
+    /// counted and left out).
+    pub fn frames(&self) -> impl Iterator<Item = (Carried<'_>, bool)> {
         self.bufs
             .iter()
-            .zip(&self.frames)
-            .map(|(buf, &(len, ok))| (&buf[..len], ok))
+            .zip(&self.taken)
+            .filter_map(|(buf, &(len, ok))| Some((carried(&buf[..len])?, ok)))
     }
 }
 
@@ -262,6 +346,12 @@ pub struct Wire {
     pub send_errors: Arc<AtomicU64>,
     /// Frames lost because the transmit queue was full.
     pub queue_drops: AtomicU64,
+    /// Datagrams received that this end cannot read (a header it does
+    /// not know, a train that does not check), dropped.
+    pub bad_datagrams: AtomicU64,
+    /// Trains sent whole, and received whole.
+    pub trains_sent: AtomicU64,
+    pub trains_received: AtomicU64,
     /// The tap on this end of the cable.
     pub capture: Arc<Capture>,
 }
@@ -286,7 +376,7 @@ impl Wire {
                 let mut link = PeerLink::new(peer_path, false);
                 // Ends when the wire is dropped.
                 for frame in frames {
-                    tap.record(&frame[..frame.len() - FCS_LEN]);
+                    record(&tap, &frame);
                     if link.send(&frame).is_err() {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
@@ -307,6 +397,9 @@ impl Wire {
             }),
             send_errors,
             queue_drops: AtomicU64::new(0),
+            bad_datagrams: AtomicU64::new(0),
+            trains_sent: AtomicU64::new(0),
+            trains_received: AtomicU64::new(0),
             capture,
         })
     }
@@ -339,7 +432,8 @@ impl Wire {
     /// Sends one frame (with its FCS), impaired as configured; a frame the
     /// peer cannot take is lost, as on a wire.
     pub fn send(&self, frame: &[u8], wait: Wait) {
-        let mut out = Vec::with_capacity(frame.len() + FCS_LEN);
+        let mut out = Vec::with_capacity(HEADER_LEN + frame.len() + FCS_LEN);
+        out.extend_from_slice(&header(None));
         out.extend_from_slice(frame);
         out.extend_from_slice(&crc32fast::hash(frame).to_le_bytes());
         // Decided under the lock, queued after it: a waiting sender must
@@ -353,7 +447,7 @@ impl Wire {
                 return;
             }
             if !frame.is_empty() && tx.roll(tx.impair.corrupt) {
-                let byte = tx.rng.usize(0..frame.len());
+                let byte = HEADER_LEN + tx.rng.usize(0..frame.len());
                 out[byte] ^= 1 << tx.rng.u8(0..8);
                 tx.stats.corrupted += 1;
             }
@@ -374,26 +468,41 @@ impl Wire {
         }
     }
 
-    /// Sends `frames` in order, as [`Self::send`] would one by one, but
-    /// while no impairment is set and nothing waits in the queue, in one
-    /// `sendmmsg` with each frame's FCS as a second iovec (no copy); what
-    /// the peer's socket has no room for then queues, in order.
-    pub fn send_batch(&self, frames: &[&[u8]], wait: Wait) {
-        if frames.len() < 2 || !self.sender().clean() || self.queued.load(Ordering::Acquire) != 0 {
-            for frame in frames {
-                self.send(frame, wait);
+    /// Sends `datagrams` in order. While no impairment is set and nothing
+    /// waits in the queue, in one `sendmmsg` (a train whole; the header
+    /// and the FCS iovecs of their own: no copy), and what the peer's
+    /// socket has no room for then queues, in order. Otherwise one by one
+    /// as [`Self::send`] does, a train cut into its segments.
+    pub fn send_batch(&self, datagrams: &[Datagram<'_>], wait: Wait) {
+        let whole = |d: &Datagram<'_>| d.train.is_none() || d.frame.len() <= MAX_FRAME;
+        if !self.sender().clean()
+            || self.queued.load(Ordering::Acquire) != 0
+            || !datagrams.iter().all(whole)
+        {
+            for d in datagrams {
+                match d.train.map(|shape| TcpTrain::new(d.frame, shape)) {
+                    None => self.send(d.frame, wait),
+                    Some(Some(train)) => train.segments().for_each(|seg| self.send(&seg, wait)),
+                    // Checked when the card took it from the TX ring.
+                    Some(None) => {
+                        self.send_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
             return;
         }
-        let fcs: Vec<[u8; FCS_LEN]> = frames
+        let headers: Vec<[u8; HEADER_LEN]> = datagrams.iter().map(|d| header(d.train)).collect();
+        let trains = datagrams.iter().filter(|d| d.train.is_some()).count();
+        self.trains_sent.fetch_add(trains as u64, Ordering::Relaxed);
+        let fcs: Vec<[u8; FCS_LEN]> = datagrams
             .iter()
-            .map(|f| crc32fast::hash(f).to_le_bytes())
+            .map(|d| crc32fast::hash(d.frame).to_le_bytes())
             .collect();
         let sent = self
             .direct
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .send_batch(frames, &fcs);
+            .send_batch(datagrams, &headers, &fcs);
         let went = match sent {
             Ok(n) => n,
             // The peer's socket is full: all of them queue below.
@@ -401,18 +510,18 @@ impl Wire {
             // Lost (as the transmit thread counts it).
             Err(_) => {
                 self.send_errors
-                    .fetch_add(frames.len() as u64, Ordering::Relaxed);
-                frames.len()
+                    .fetch_add(datagrams.len() as u64, Ordering::Relaxed);
+                datagrams.len()
             }
         };
-        for frame in &frames[..went] {
-            self.capture.record(frame);
+        let parts = datagrams.iter().zip(&headers).zip(&fcs);
+        for ((d, h), c) in parts.clone().take(went) {
+            if self.capture.is_on() {
+                record(&self.capture, &[&h[..], d.frame, c].concat());
+            }
         }
-        for (frame, fcs) in frames.iter().zip(&fcs).skip(went) {
-            let mut out = Vec::with_capacity(frame.len() + FCS_LEN);
-            out.extend_from_slice(frame);
-            out.extend_from_slice(fcs);
-            self.enqueue(out, wait);
+        for ((d, h), c) in parts.skip(went) {
+            self.enqueue([&h[..], d.frame, c].concat(), wait);
         }
     }
 
@@ -430,7 +539,7 @@ impl Wire {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // Sent, or lost (as the transmit thread counts it).
                 sent => {
-                    self.capture.record(&frame[..frame.len() - FCS_LEN]);
+                    record(&self.capture, &frame);
                     if sent.is_err() {
                         self.send_errors.fetch_add(1, Ordering::Relaxed);
                     }
@@ -453,9 +562,10 @@ impl Wire {
         }
     }
 
-    /// Blocks for the next frame; returns its length in `buf` (without the
-    /// FCS) and whether its FCS matched.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
+    /// Blocks for the next datagram; returns its length in `buf` (header
+    /// and frame, without the FCS) and whether its FCS matched.
+    #[cfg(test)]
+    fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, bool)> {
         let n = self.sock.recv(buf)?;
         Ok(self.received(buf, n))
     }
@@ -466,7 +576,7 @@ impl Wire {
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         let RecvBatch {
             bufs,
-            frames,
+            taken,
             iovs,
             msgs,
         } = batch;
@@ -504,20 +614,34 @@ impl Wire {
                 return Err(e);
             }
         };
-        frames.clear();
+        taken.clear();
         for (buf, msg) in bufs.iter().zip(msgs.iter()).take(n) {
-            frames.push(self.received(buf, msg.msg_len as usize));
+            taken.push(self.received(buf, msg.msg_len as usize));
         }
         Ok(n)
     }
 
+    /// A datagram of `n` bytes in `buf`: its length without the FCS, and
+    /// whether the FCS matched the frame. One this end cannot read is
+    /// counted.
     fn received(&self, buf: &[u8], n: usize) -> (usize, bool) {
-        let Some(len) = n.checked_sub(FCS_LEN) else {
+        let Some(len) = n.checked_sub(FCS_LEN).filter(|&l| l >= HEADER_LEN) else {
+            self.bad_datagrams.fetch_add(1, Ordering::Relaxed);
             return (0, false);
         };
-        self.capture.record(&buf[..len]);
+        match carried(&buf[..len]) {
+            None => {
+                self.bad_datagrams.fetch_add(1, Ordering::Relaxed);
+                return (0, false);
+            }
+            Some(Carried::Train(_)) => {
+                self.trains_received.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(Carried::Frame(_)) => {}
+        }
+        record(&self.capture, &buf[..n]);
         let fcs = u32::from_le_bytes(buf[len..n].try_into().expect("four bytes"));
-        (len, crc32fast::hash(&buf[..len]) == fcs)
+        (len, crc32fast::hash(&buf[HEADER_LEN..len]) == fcs)
     }
 }
 
@@ -540,7 +664,25 @@ mod tests {
     fn recv(w: &Wire) -> (Vec<u8>, bool) {
         let mut buf = [0u8; 2048];
         let (n, ok) = w.recv(&mut buf).unwrap();
-        (buf[..n].to_vec(), ok)
+        assert_eq!(buf[0], KIND_FRAME);
+        (buf[HEADER_LEN..n].to_vec(), ok)
+    }
+
+    fn frame(c: Carried<'_>) -> Vec<u8> {
+        match c {
+            Carried::Frame(f) => f.to_vec(),
+            Carried::Train(_) => panic!("a train where a frame was sent"),
+        }
+    }
+
+    fn datagrams(frames: &[&[u8]]) -> Vec<Datagram<'static>> {
+        frames
+            .iter()
+            .map(|f| Datagram {
+                frame: f.to_vec().leak(),
+                train: None,
+            })
+            .collect()
     }
 
     #[test]
@@ -573,13 +715,13 @@ mod tests {
         let (wa, wb, _dir) = pair("send-batch");
         let frames: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 60 + usize::from(i)]).collect();
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        wa.send_batch(&refs, Wait::Yes);
+        wa.send_batch(&datagrams(&refs), Wait::Yes);
         for f in &frames {
             assert_eq!(recv(&wb), (f.clone(), true));
         }
         // Impaired, frame by frame as before: a dropped batch is lost.
         assert!(wa.impair("drop", 1000));
-        wa.send_batch(&refs[..2], Wait::Yes);
+        wa.send_batch(&datagrams(&refs[..2]), Wait::Yes);
         assert!(wa.impair("drop", 0));
         wa.send(b"after", Wait::Yes);
         assert_eq!(recv(&wb), (b"after".to_vec(), true));
@@ -703,9 +845,9 @@ mod tests {
         wa.send(b"four", Wait::Yes);
         wa.impair("corrupt", 0);
         wa.send(b"five", Wait::Yes);
-        let mut batch = RecvBatch::new(4, 64);
+        let mut batch = RecvBatch::new(4);
         assert_eq!(wb.recv_batch(&mut batch).unwrap(), 4);
-        let frames: Vec<(Vec<u8>, bool)> = batch.frames().map(|(f, ok)| (f.to_vec(), ok)).collect();
+        let frames: Vec<(Vec<u8>, bool)> = batch.frames().map(|(f, ok)| (frame(f), ok)).collect();
         assert_eq!(
             frames[..3],
             [
@@ -717,14 +859,62 @@ mod tests {
         assert!(!frames[3].1, "a corrupted frame fails its FCS");
         // The rest, then a wait for the next.
         assert_eq!(wb.recv_batch(&mut batch).unwrap(), 1);
-        assert_eq!(batch.frames().next(), Some((&b"five"[..], true)));
+        let first = |b: &RecvBatch| b.frames().next().map(|(f, ok)| (frame(f), ok));
+        assert_eq!(first(&batch), Some((b"five".to_vec(), true)));
         let late = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(50));
             wa.send(b"six", Wait::Yes);
         });
         assert_eq!(wb.recv_batch(&mut batch).unwrap(), 1);
-        assert_eq!(batch.frames().next(), Some((&b"six"[..], true)));
+        assert_eq!(first(&batch), Some((b"six".to_vec(), true)));
         late.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_train_crosses_whole_unless_impaired_and_is_captured_as_segments() {
+        use crate::offload::tests::tcp_frame;
+        let (wa, wb, dir) = pair("train");
+        let (tso, desc) = tcp_frame(false, &[7u8; 250], 0x18);
+        let shape = crate::offload::train_shape(&desc);
+        let train = TcpTrain::new(&tso, shape).unwrap();
+        let segments: Vec<Vec<u8>> = train.segments().collect();
+        assert_eq!(segments.len(), 3);
+        let pcap = dir.join("a.pcap");
+        wa.capture.start(&pcap).unwrap();
+        let sent = [Datagram {
+            frame: &tso,
+            train: Some(shape),
+        }];
+        wa.send_batch(&sent, Wait::Yes);
+        let mut batch = RecvBatch::new(8);
+        assert_eq!(wb.recv_batch(&mut batch).unwrap(), 1);
+        match batch.frames().next() {
+            Some((Carried::Train(t), true)) => {
+                assert_eq!(t.frame(), &tso[..]);
+                assert_eq!(t.shape(), shape);
+            }
+            other => panic!("not the train: {other:?}"),
+        }
+        assert_eq!(wa.capture.stop().unwrap(), Some(3));
+        assert_eq!(crate::capture::tests::read_frames(&pcap), segments);
+        // Impaired: its segments, one datagram each.
+        assert!(wa.impair("dup", 1000));
+        wa.send_batch(&sent, Wait::Yes);
+        assert!(wa.impair("dup", 0));
+        for seg in &segments {
+            assert_eq!(&recv(&wb), &(seg.clone(), true));
+            assert_eq!(&recv(&wb), &(seg.clone(), true));
+        }
+        // A datagram of a kind this end does not know is counted, dropped.
+        let raw = UnixDatagram::unbound().unwrap();
+        raw.send_to(&[9, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4], dir.join("b"))
+            .unwrap();
+        wa.send(b"next", Wait::Yes);
+        assert_eq!(wb.recv_batch(&mut batch).unwrap(), 2);
+        let got: Vec<Vec<u8>> = batch.frames().map(|(f, _)| frame(f)).collect();
+        assert_eq!(got, [b"next".to_vec()]);
+        assert_eq!(wb.bad_datagrams.load(Ordering::Relaxed), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

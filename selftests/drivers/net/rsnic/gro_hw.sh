@@ -10,9 +10,12 @@
 # rx-hw-gro-wire-packets and rx-packets) and agree with the card's own
 # count of the frames it coalesced. Off, nothing is coalesced. An XDP
 # program or RX streams turn it off ("off [requested on]") while they
-# last, and it comes back after. The kernel's gro.py (its hw cases) and
-# gro_hw.py check the coalescing rules and counters in
-# upstream_gro.sh.
+# last, and it comes back after. A's TSO frames cross the wire whole
+# (trains, the cards' wire-stats) and B coalesces or, with rx-gro-hw
+# off or XDP, cuts them; with an impairment set on A's end they are cut
+# before the wire instead, and B still coalesces the segments. The
+# kernel's gro.py (its hw cases) and gro_hw.py check the coalescing rules
+# and counters in upstream_gro.sh.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -28,13 +31,16 @@ gro_b() { ip netns exec $NS ethtool -K "$NETIF_B" rx-gro-hw "$1"; }
 # B's qstats: rx-packets, rx-hw-gro-packets, rx-hw-gro-wire-packets.
 qstats_b() { ip netns exec $NS "$QSTATS" "$NETIF_B" gro; }
 card_gro() { harness card B stats | tr ' ' '\n' | awk -F= '$1 == "gro_frames" {print $2}'; }
+# wire_stat CARD NAME: a counter of CARD's end of the wire.
+wire_stat() { harness card "$1" wire-stats | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # transfer DST: sends /tmp/gro.src to B over TCP while tcpdump on B looks
 # at the first 3000 frames from A; sets sha (of what B received), big
 # (IP packets above 1500 bytes among them) and the deltas of B's qstats
-# (rx, gro, wire) and of the card's coalesced frames (card).
+# (rx, gro, wire), of the card's coalesced frames (card) and of the
+# trains A's end sent and B's received (sent, got).
 transfer() {
-	local dst=$1 src=$IP_A six= q0 q1 c0
+	local dst=$1 src=$IP_A six= q0 q1 c0 s0 g0
 	[[ $dst == *:* ]] && src=$IP6_A six=ipv6
 	rm -f /tmp/gro.dst
 	ip netns exec $NS tcpdump -i "$NETIF_B" -nn -v -c 3000 "tcp port 7002 and src host $src" \
@@ -44,7 +50,7 @@ transfer() {
 	local server=$!
 	sleep 0.5
 	read -r -a q0 < <(qstats_b)
-	c0=$(card_gro)
+	c0=$(card_gro) s0=$(wire_stat A trains_sent) g0=$(wire_stat B trains_received)
 	tcp_send_file "$dst" 7002 /tmp/gro.src
 	wait $server
 	kill $dump 2>/dev/null
@@ -52,6 +58,7 @@ transfer() {
 	read -r -a q1 < <(qstats_b)
 	rx=$((q1[0] - q0[0])) gro=$((q1[1] - q0[1])) wire=$((q1[2] - q0[2]))
 	card=$(($(card_gro) - c0))
+	sent=$(($(wire_stat A trains_sent) - s0)) got=$(($(wire_stat B trains_received) - g0))
 	sha=$(sha256sum </tmp/gro.dst | cut -d" " -f1)
 	frames=$(grep -c "$src\.[0-9]* > " /tmp/gro.dump)
 	if [[ $dst == *:* ]]; then
@@ -59,13 +66,13 @@ transfer() {
 	else
 		big=$(grep -o "length [0-9]*)" /tmp/gro.dump | tr -d ')' | awk '$2 > 1500' | wc -l)
 	fi
-	echo "# to $dst: rx $rx, coalesced $gro of $wire segments (card: $card); tcpdump: $big of $frames packets above the MTU"
+	echo "# to $dst: rx $rx, coalesced $gro of $wire segments (card: $card); tcpdump: $big of $frames packets above the MTU; trains $sent sent, $got received"
 }
 
 head -c 8M /dev/urandom >/tmp/gro.src
 want=$(sha256sum </tmp/gro.src | cut -d" " -f1)
 
-ktap_header 22
+ktap_header 29
 check_eq "rx-gro-hw on by default on B" "$(feature_b rx-gro-hw)" on
 
 for dst in $IP_B $IP6_B; do
@@ -75,7 +82,10 @@ for dst in $IP_B $IP6_B; do
 	check "to $dst: qstats count coalesced frames" expect_num "rx-hw-gro-packets" "$gro" -gt 0
 	check "to $dst: of 2 segments or more each" expect_num "rx-hw-gro-wire-packets" "$wire" -ge $((2 * gro))
 	check_eq "to $dst: the card's coalesced frames are the driver's" "$card" "$gro"
+	check "to $dst: A's TSO frames crossed the wire whole" expect_num "trains" "$got" -gt 0
 done
+check_eq "every train A's end sent, B's received" "$got" "$sent"
+check_eq "no datagram B's end could not read" "$(wire_stat B bad_datagrams)" 0
 check "rx-packets count wire segments (at least 8 MiB / 1440 B)" expect_num "rx-packets" "$rx" -ge 5826
 
 gro_b off
@@ -84,7 +94,16 @@ check_eq "8 MiB intact with rx-gro-hw off" "$sha" "$want"
 check_eq "off: no TCP packet above the MTU at B" "$big" 0
 check_eq "off: nothing coalesced (qstats)" "$gro" 0
 check_eq "off: nothing coalesced (card)" "$card" 0
+check "off: trains still cross, B cuts them" expect_num "trains" "$got" -gt 0
 gro_b on
+
+# Any impairment on A's end: frames are looked at one by one, so trains
+# are cut before the wire (1 per mille duplicated: TCP copes).
+harness card A wire dup 1 >/dev/null
+transfer "$IP_B"
+harness card A wire dup 0 >/dev/null
+check "impaired: intact, no train sent, still coalesced" expect "sha, trains" "$sha $sent" "$want 0"
+check "impaired: B coalesced the segments" expect_num "coalesced" "$card" -gt 0
 
 ip -n $NS link set dev "$NETIF_B" xdpdrv obj "$DUMMY" sec xdp
 check_eq "an XDP program turns rx-gro-hw off" "$(feature_b rx-gro-hw)" "off [requested on]"
