@@ -86,6 +86,9 @@ pub struct Function {
     /// The interrupt moderation timer, woken when a moderated interrupt
     /// may have become pending.
     moderation_timer: Option<Thread>,
+    /// When the moderation timer runs next of its own accord (`None`:
+    /// it is parked until woken): it is woken only for an earlier one.
+    timer_due: Option<Instant>,
     /// Queue interrupts still to lose (fault injection).
     irqs_to_drop: u32,
     /// Queue interrupts lost to fault injection.
@@ -113,6 +116,7 @@ impl Function {
             nic: Nic::new(id.mac, id.kind == FuncKind::Pf),
             test: SelfTest::default(),
             moderation_timer: None,
+            timer_due: None,
             irqs_to_drop: 0,
             irqs_dropped: 0,
             dma_delay: Duration::ZERO,
@@ -144,15 +148,23 @@ impl Function {
         for vector in raise {
             self.raise_queue_irq(vector);
         }
+        self.timer_due = next;
         next
     }
 
-    /// Wakes the moderation timer if an interrupt waits for it.
-    fn kick_moderation_timer(&self) {
-        if let Some(timer) = &self.moderation_timer {
-            if self.nic.next_deadline().is_some() {
-                timer.unpark();
-            }
+    /// Wakes the moderation timer if something falls due before it runs
+    /// of its own accord (not at every frame: a wake-up is a thread
+    /// switch).
+    fn kick_moderation_timer(&mut self) {
+        let Some(timer) = &self.moderation_timer else {
+            return;
+        };
+        let Some(next) = self.nic.next_deadline() else {
+            return;
+        };
+        if self.timer_due.is_none_or(|due| next < due) {
+            self.timer_due = Some(next);
+            timer.unpark();
         }
     }
 
