@@ -218,7 +218,7 @@ impl Card {
     pub fn receive(&self, frame: &[u8], fcs_ok: bool) {
         // RoCEv2 for this card goes to its RDMA engine, not through the
         // GFT to the host.
-        if fcs_ok {
+        if fcs_ok && crate::rdma::packet::may_be_roce(frame) {
             let replies = lock(&self.pf).rdma_receive(frame);
             if let Some(replies) = replies {
                 if let Some(wire) = self.wire.get() {

@@ -10,7 +10,7 @@ use etherparse::{
 };
 
 use super::wire;
-use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
+use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::rdma::{Gid, ROCE_V2_UDP_PORT};
 use crate::offload::{self, UdpCsum};
 
@@ -127,6 +127,40 @@ pub enum RejectReason {
     },
 }
 
+/// Whether `frame` may be RoCEv2, read from its first headers alone: a
+/// frame this says no to is certainly not (TCP, UDP to another port, not
+/// IP), so the card hands it to the NIC without the engine's lock or a
+/// full parse. Anything it cannot tell (IPv4 fragments, IPv6 extension
+/// headers) may be.
+pub fn may_be_roce(frame: &[u8]) -> bool {
+    let Some((ethertype, l3)) = network_layer(frame) else {
+        return false;
+    };
+    let udp_dport = |l4: usize| {
+        frame
+            .get(l4 + 2..l4 + 4)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]))
+    };
+    match ethertype {
+        ETH_P_IPV4 => {
+            let Some(h) = frame.get(l3..l3 + 20) else {
+                return false;
+            };
+            let first_fragment = u16::from_be_bytes([h[6], h[7]]) & 0x1fff == 0;
+            let l4 = l3 + usize::from(h[0] & 0x0f) * 4;
+            h[9] == 17 && (!first_fragment || udp_dport(l4).is_none_or(|p| p == ROCE_V2_UDP_PORT))
+        }
+        ETH_P_IPV6 => match frame.get(l3 + 6) {
+            Some(6) | None => false,
+            Some(17) => udp_dport(l3 + 40).is_none_or(|p| p == ROCE_V2_UDP_PORT),
+            Some(_) => true,
+        },
+        // Tags network_layer does not see through.
+        0x8100 | 0x88a8 => true,
+        _ => false,
+    }
+}
+
 /// Parses a frame; `Err(NotRoce)` for everything the engine does not take.
 pub fn parse(frame: &[u8]) -> Result<Received<'_>, RejectReason> {
     use RejectReason::*;
@@ -235,6 +269,7 @@ mod tests {
                 sport: udp_sport(0x1234),
             };
             let frame = build(&route, &ud_packet(b"mad!"));
+            assert!(may_be_roce(&frame));
             let got = parse(&frame).unwrap();
             assert_eq!((got.sgid, got.dgid), (sgid, dgid));
             assert_eq!(got.smac, route.smac);
@@ -316,5 +351,11 @@ mod tests {
         };
         assert_eq!(parse(&frame), Err(RejectReason::NotRoce));
         assert_eq!(parse(&[0; 10]), Err(RejectReason::NotRoce));
+        assert!(!may_be_roce(&frame), "UDP to another port");
+        assert!(!may_be_roce(&[0; 10]));
+        let (tcp, _) = crate::offload::tests::tcp_frame(false, &[0; 8], 0x10);
+        assert!(!may_be_roce(&tcp));
+        let (tcp6, _) = crate::offload::tests::tcp_frame(true, &[0; 8], 0x10);
+        assert!(!may_be_roce(&tcp6));
     }
 }
