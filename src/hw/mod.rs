@@ -193,9 +193,6 @@ pub mod db_page {
     pub const SIZE: usize = 0x1000;
     /// Bytes between two pairs' tails: each in a cache line of its own.
     pub const TX_TAIL_STRIDE: usize = 0x40;
-    /// Longest a pair's completions wait unsignalled, while not armed,
-    /// before the card reads its CQ word again.
-    pub const CQ_RECHECK_US: u64 = 2000;
     /// Written by the card, read by the driver: nonzero while the card
     /// polls the page's tails, so the driver need not ring
     /// [`super::regs::DB_TX_TAIL`].
@@ -208,25 +205,8 @@ pub mod db_page {
         qp as usize * TX_TAIL_STRIDE
     }
 
-    /// Offset of queue pair `qp`'s CQ word (a pair with
-    /// [`super::qp_flags::CQ_HEAD_IN_PAGE`]), written by the driver in one
-    /// aligned 32-bit store: bits 0-15 the CQ head, as
-    /// [`super::regs::DB_CQ_HEAD`] would carry it, bits 16-31 how many
-    /// times the driver has armed the pair's interrupt (counting up,
-    /// wrapping). The card raises the vector for an arm it has not
-    /// raised for yet, as it would after a write of [`super::CQ_ARM`].
-    pub const fn cq_word(qp: u16) -> usize {
-        tx_tail(qp) + TX_TAIL_STRIDE / 2
-    }
-
-    /// Builds a CQ word: `head`, and the arm count `arms`.
-    pub const fn cq_word_value(head: u16, arms: u16) -> u32 {
-        (arms as u32) << 16 | head as u32
-    }
-
     // The card's word past every pair's tail, inside the page.
     const _: () = assert!(tx_tail(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
-    const _: () = assert!(cq_word(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
     const _: () = assert!(CARD_POLLING + 4 <= SIZE);
 }
 
@@ -235,9 +215,6 @@ pub mod db_page {
 pub mod feature {
     /// The card implements [`super::db_page`].
     pub const DOORBELL_PAGE: u32 = 1 << 0;
-    /// The card reads queue pairs' CQ words in the doorbell page
-    /// ([`super::qp_flags::CQ_HEAD_IN_PAGE`]).
-    pub const CQ_WORD: u32 = 1 << 1;
 }
 
 /// Bits of [`QpConfig::flags`].
@@ -246,14 +223,6 @@ pub mod qp_flags {
     /// [`super::regs::DB_TX_TAIL`] is then a kick: the card reads the
     /// tail from the page and ignores the value written.
     pub const TX_TAIL_IN_PAGE: u32 = 1 << 0;
-    /// The pair's CQ head and arm requests are in the [`super::db_page`]
-    /// ([`super::db_page::cq_word`]), not written to
-    /// [`super::regs::DB_CQ_HEAD`]; its CQ has at most 65536 entries.
-    /// The card reads the word whenever it decides whether to raise the
-    /// vector, and again at least every [`super::db_page::CQ_RECHECK_US`]
-    /// while completions wait and the pair is not armed (an arm whose
-    /// store it missed is seen then).
-    pub const CQ_HEAD_IN_PAGE: u32 = 1 << 1;
 }
 
 /// The permanent MAC address held in [`regs::MAC_LO`] and [`regs::MAC_HI`].

@@ -175,10 +175,6 @@ impl EthtoolOps for Nic {
                 format_args!("tx{q}_doorbells_skipped"),
                 s.tx_doorbells_skipped.load(Relaxed),
             );
-            sink.stat(
-                format_args!("q{q}_cq_word_repolls"),
-                s.cq_word_repolls.load(Relaxed),
-            );
             sink.stat(format_args!("tx{q}_stops"), s.tx_stops.load(Relaxed));
             sink.stat(format_args!("tx{q}_wakes"), s.tx_wakes.load(Relaxed));
             sink.stat(format_args!("tx{q}_timeouts"), s.tx_timeouts.load(Relaxed));

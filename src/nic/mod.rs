@@ -243,9 +243,6 @@ pub(crate) fn register(
     } else {
         None
     };
-    // And the CQ heads and arm requests there too, if it reads them (no
-    // trapped write at the end of a poll).
-    let cq_in_page = db_page.is_some() && info.features & hw::feature::CQ_WORD != 0;
     let (tx_ring, rx_ring) = (
         RingSize::new(DEFAULT_TX_RING)?,
         RingSize::new(DEFAULT_RX_RING)?,
@@ -332,8 +329,7 @@ pub(crate) fn register(
             let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             for q in 0..max_queues {
-                let page = db_page.clone();
-                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone(), page, cq_in_page)?;
+                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone(), db_page.clone())?;
                 let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
                 queue.set_irq(irq);
                 let registration =

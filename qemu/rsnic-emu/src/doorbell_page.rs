@@ -71,19 +71,6 @@ impl DoorbellPage {
         }
     }
 
-    /// The bus address of queue pair `qp`'s CQ word, if there is a page.
-    pub fn cq_word(&self, qp: u16) -> Option<u64> {
-        self.word(db_page::cq_word(qp))
-    }
-
-    /// Zeroes queue pair `qp`'s CQ word (the pair is being created: head
-    /// 0, no arm yet).
-    pub fn clear_cq_word(&self, dma: &DmaSpace, qp: u16) {
-        if let Some(a) = self.cq_word(qp) {
-            let _ = dma.store_u32(a, 0);
-        }
-    }
-
     /// Says whether the card polls the page. A full fence follows: the
     /// caller's next look at the tails is ordered after the store, as the
     /// driver's look at this word is after its tail's (so of a tail

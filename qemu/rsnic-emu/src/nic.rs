@@ -496,7 +496,7 @@ impl Nic {
                 q.rx_doorbell(value);
                 false
             }
-            hw::regs::DB_CQ_HEAD => q.cq_doorbell(dma, value),
+            hw::regs::DB_CQ_HEAD => q.cq_doorbell(value),
             hw::regs::DB_STREAM_HEAD => {
                 q.stream_doorbell(value);
                 false
@@ -668,15 +668,12 @@ impl Nic {
                     // switchable.
                     offloads: SUPPORTED_OFFLOADS | offload_bits::RSS,
                     max_mtu: MAX_MTU,
-                    features: hw::feature::DOORBELL_PAGE | hw::feature::CQ_WORD,
+                    features: hw::feature::DOORBELL_PAGE,
                 }
                 .write_result(entry);
             }
             AdminCmd::SetDoorbellPage { addr } => {
-                if self
-                    .queue_pairs()
-                    .any(|q| q.tx_tail_in_page() || q.cq_head_in_page())
-                {
+                if self.queue_pairs().any(QueuePair::tx_tail_in_page) {
                     return AdminStatus::BadState;
                 }
                 match DoorbellPage::at(dma, addr) {
@@ -703,14 +700,6 @@ impl Nic {
                     // one's.
                     self.page.clear_tx_tail(dma, cfg.qp);
                 }
-                if q.cq_head_in_page() {
-                    let Some(word) = self.page.cq_word(cfg.qp) else {
-                        return AdminStatus::BadParam;
-                    };
-                    // Head 0, no arm: the driver writes it after this.
-                    self.page.clear_cq_word(dma, cfg.qp);
-                    q.set_cq_word(word);
-                }
                 if let Some(stream) = &self.rx_streams[usize::from(cfg.qp)] {
                     q = q.with_stream(stream.clone());
                 }
@@ -730,11 +719,10 @@ impl Nic {
                         cfg.qp,
                         cfg.tx_entries,
                         cfg.rx_entries,
-                        match (q.tx_tail_in_page(), q.cq_head_in_page()) {
-                            (true, true) => ", TX tail and CQ head in the doorbell page",
-                            (true, false) => ", TX tail in the doorbell page",
-                            (false, true) => ", CQ head in the doorbell page",
-                            (false, false) => "",
+                        if q.tx_tail_in_page() {
+                            ", TX tail in the doorbell page"
+                        } else {
+                            ""
                         }
                     );
                 }

@@ -6,14 +6,13 @@
 //! Indices written by the driver (doorbells) are untrusted: a tail outside
 //! the ring is ignored and counted, never used to address memory.
 
-use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::gro::{Coalescer, Offer, Release};
 use crate::hw::{
-    db_page, qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME,
-    MAX_RING_ENTRIES, MIN_RING_ENTRIES,
+    qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME, MAX_RING_ENTRIES,
+    MIN_RING_ENTRIES,
 };
 use crate::stream::{RxStream, StreamDrop, StreamFault};
 use crate::train::TcpTrain;
@@ -37,9 +36,6 @@ pub struct QpStats {
     pub tx_tails_polled: u64,
     /// RX tail doorbells rung (each may announce any number of buffers).
     pub rx_doorbells: u64,
-    /// CQ head doorbells rung (none while the pair's CQ word is in the
-    /// doorbell page, but for kicks).
-    pub cq_doorbells: u64,
     /// Doorbells of any kind (TX tail, RX tail, CQ head).
     pub doorbells: u64,
     /// Frames delivered into RX buffers.
@@ -86,7 +82,6 @@ impl QpStats {
         self.tx_doorbells += other.tx_doorbells;
         self.tx_tails_polled += other.tx_tails_polled;
         self.rx_doorbells += other.rx_doorbells;
-        self.cq_doorbells += other.cq_doorbells;
         self.doorbells += other.doorbells;
         self.rx_packets += other.rx_packets;
         self.rx_bytes += other.rx_bytes;
@@ -190,15 +185,6 @@ pub struct QueuePair {
     cq_phase: bool,
     cq_head: u32,
     armed: bool,
-    /// The bus address of the pair's CQ word in the doorbell page (a
-    /// pair with [`qp_flags::CQ_HEAD_IN_PAGE`], once the card knows it).
-    cq_word: Option<u64>,
-    /// The driver's arm count the card last raised the vector for, and
-    /// the one it last read.
-    arms_raised: u16,
-    arms_read: u16,
-    /// When the card last read the CQ word.
-    cq_word_read: Option<Instant>,
     moderation: Moderation,
     /// A hung TX engine (fault injection): doorbells are recorded, frames
     /// are not sent or completed. Only recreating the pair clears it.
@@ -235,9 +221,7 @@ impl QueuePair {
     /// flag unknown.
     pub fn new(cfg: QpConfig) -> Option<Self> {
         let cq_needed = u32::from(cfg.tx_entries) + u32::from(cfg.rx_entries);
-        let in_page = cfg.flags & qp_flags::CQ_HEAD_IN_PAGE != 0;
-        if cfg.flags & !(qp_flags::TX_TAIL_IN_PAGE | qp_flags::CQ_HEAD_IN_PAGE) != 0
-            || (in_page && cfg.cq_entries > 1 << 16)
+        if cfg.flags & !qp_flags::TX_TAIL_IN_PAGE != 0
             || !valid_ring(cfg.tx_entries)
             || !valid_ring(cfg.rx_entries)
             || !cfg.cq_entries.is_power_of_two()
@@ -256,10 +240,6 @@ impl QueuePair {
             cq_phase: true,
             cq_head: 0,
             armed: false,
-            cq_word: None,
-            arms_raised: 0,
-            arms_read: 0,
-            cq_word_read: None,
             moderation: Moderation::default(),
             tx_stalled: false,
             cqe_fault: None,
@@ -292,55 +272,6 @@ impl QueuePair {
     /// Whether the pair's TX tail is in the doorbell page.
     pub fn tx_tail_in_page(&self) -> bool {
         self.cfg.flags & qp_flags::TX_TAIL_IN_PAGE != 0
-    }
-
-    /// Whether the pair's CQ head and arm requests are in the doorbell
-    /// page.
-    pub fn cq_head_in_page(&self) -> bool {
-        self.cfg.flags & qp_flags::CQ_HEAD_IN_PAGE != 0
-    }
-
-    /// Where the pair's CQ word is (bus address): read from now on.
-    pub fn set_cq_word(&mut self, addr: u64) {
-        self.cq_word = Some(addr);
-    }
-
-    /// Reads the pair's CQ word, if it has one and is not armed: the
-    /// driver's head, and an arm the card has not raised for. Completions
-    /// written before are ordered before the read (the driver looks at
-    /// the CQ after its store of the word: one of the two sees the
-    /// other's). Like a doorbell's value, the word is checked.
-    fn read_cq_word(&mut self, dma: &DmaSpace, now: Instant) {
-        let Some(addr) = self.cq_word.filter(|_| !self.armed) else {
-            return;
-        };
-        fence(Ordering::SeqCst);
-        self.cq_word_read = Some(now);
-        let Ok(word) = dma.load_u32(addr) else {
-            self.stats.bad_requests += 1;
-            return;
-        };
-        let head = word & 0xffff;
-        if head >= self.cfg.cq_entries {
-            self.stats.bad_requests += 1;
-            return;
-        }
-        self.note_cq_head(head);
-        // CAST: the word's upper half.
-        self.arms_read = (word >> 16) as u16;
-        if self.arms_read != self.arms_raised {
-            self.armed = true;
-        }
-    }
-
-    /// The driver has read the CQ up to `head` (checked).
-    fn note_cq_head(&mut self, head: u32) {
-        self.cq_head = head;
-        let unread = self.stream.as_ref().is_some_and(RxStream::unread);
-        if self.cq_pending() == 0 && !unread {
-            // The driver has seen everything: nothing is waiting.
-            self.oldest_unsignalled = None;
-        }
     }
 
     /// Notes `tail`, read from the doorbell page; whether it is news.
@@ -423,31 +354,25 @@ impl QueuePair {
         self.moderation = moderation;
     }
 
-    /// When moderation will raise the vector if nothing else does first
-    /// (or the card reads the CQ word again).
+    /// When moderation will raise the vector if nothing else does first.
     pub fn deadline(&self) -> Option<Instant> {
         let moderation = self
             .oldest_unsignalled
             .filter(|_| self.armed)
             .map(|oldest| oldest + Duration::from_micros(u64::from(self.moderation.usecs)));
         let gro = self.gro.as_ref().and_then(|g| g.deadline(self.gro_hold));
-        let recheck = self
-            .cq_word_read
-            .filter(|_| self.cq_word.is_some() && !self.armed && self.cq_pending() > 0)
-            .map(|read| read + Duration::from_micros(db_page::CQ_RECHECK_US));
-        moderation.into_iter().chain(gro).chain(recheck).min()
+        moderation.into_iter().chain(gro).min()
     }
 
     /// Timer: coalesced frames whose time is up leave; whether to raise
     /// now (interrupt moderation).
     pub fn tick(&mut self, dma: &DmaSpace, now: Instant) -> bool {
-        self.flush_gro(dma, Some(now)) | self.take_arm(dma, now)
+        self.flush_gro(dma, Some(now)) | self.take_arm(now)
     }
 
     /// Takes one raise decision after posting completions or arming:
     /// raise if armed with completions pending and moderation allows.
-    fn take_arm(&mut self, dma: &DmaSpace, now: Instant) -> bool {
-        self.read_cq_word(dma, now);
+    fn take_arm(&mut self, now: Instant) -> bool {
         let unread = self.stream.as_ref().is_some_and(RxStream::unread);
         if !self.armed || (self.cq_pending() == 0 && !unread) {
             return false;
@@ -464,7 +389,6 @@ impl QueuePair {
             return false;
         }
         self.armed = false;
-        self.arms_raised = self.arms_read;
         self.oldest_unsignalled = None;
         self.stream_unsignalled = 0;
         self.stats.irqs += 1;
@@ -481,23 +405,23 @@ impl QueuePair {
         self.stats.dma_meta_bytes += DOORBELL_BYTES;
     }
 
-    /// CQ head doorbell: records the driver's head and arm request (a
-    /// pair whose CQ word is in the page reads that instead). Returns
+    /// CQ head doorbell: records the driver's head and arm request. Returns
     /// whether to raise the vector now (armed with completions pending).
-    pub fn cq_doorbell(&mut self, dma: &DmaSpace, value: u32) -> bool {
-        self.stats.cq_doorbells += 1;
-        if self.cq_word.is_some() {
-            return self.take_arm(dma, Instant::now());
-        }
+    pub fn cq_doorbell(&mut self, value: u32) -> bool {
         let head = value & !CQ_ARM;
         if head >= self.cfg.cq_entries {
             self.stats.bad_requests += 1;
             return false;
         }
-        self.note_cq_head(head);
+        self.cq_head = head;
+        let unread = self.stream.as_ref().is_some_and(RxStream::unread);
+        if self.cq_pending() == 0 && !unread {
+            // The driver has seen everything: nothing is waiting.
+            self.oldest_unsignalled = None;
+        }
         if value & CQ_ARM != 0 {
             self.armed = true;
-            return self.take_arm(dma, Instant::now());
+            return self.take_arm(Instant::now());
         }
         false
     }
@@ -525,7 +449,7 @@ impl QueuePair {
                 self.stats.dma_meta_bytes += 4;
                 self.stream_unsignalled += records;
                 self.oldest_unsignalled.get_or_insert_with(Instant::now);
-                self.take_arm(dma, Instant::now())
+                self.take_arm(Instant::now())
             }
             Err(_) => {
                 self.stats.bad_requests += 1;
@@ -620,7 +544,7 @@ impl QueuePair {
             }
             completed = true;
         }
-        completed && self.take_arm(dma, Instant::now())
+        completed && self.take_arm(Instant::now())
     }
 
     /// Writes a received frame into the next posted RX buffer.
@@ -860,7 +784,7 @@ impl QueuePair {
             self.stats.gro_segments += u64::from(segs);
         }
         RxOutcome::Delivered {
-            raise: self.take_arm(dma, Instant::now()),
+            raise: self.take_arm(Instant::now()),
         }
     }
 }
@@ -936,7 +860,7 @@ pub(crate) mod tests {
         };
         dma.write(TX_RING, &d0.to_bytes()).unwrap();
         dma.write(TX_RING + 32, &d1.to_bytes()).unwrap();
-        assert!(!q.cq_doorbell(&dma, CQ_ARM));
+        assert!(!q.cq_doorbell(CQ_ARM));
         let mut sent = Vec::new();
         // Only the first descriptor posted: nothing goes out yet.
         assert!(!q.tx_doorbell(&dma, 1, |f| sent.push(f.data)));
@@ -972,7 +896,7 @@ pub(crate) mod tests {
             usecs: 50_000,
             frames: 3,
         });
-        assert!(!q.cq_doorbell(&dma, CQ_ARM));
+        assert!(!q.cq_doorbell(CQ_ARM));
         let raised = |o| matches!(o, RxOutcome::Delivered { raise: true });
         assert!(!raised(q.deliver(&dma, b"a", 0, 0)), "deferred");
         let deadline = q.deadline().expect("armed with a completion waiting");
@@ -980,75 +904,17 @@ pub(crate) mod tests {
         assert!(q.tick(&dma, deadline), "the timer raises");
         assert!(q.deadline().is_none(), "disarmed");
         // Driver consumed entry 0 and re-armed; the third pending raises.
-        assert!(!q.cq_doorbell(&dma, 1 | CQ_ARM));
+        assert!(!q.cq_doorbell(1 | CQ_ARM));
         assert!(!raised(q.deliver(&dma, b"b", 0, 0)));
         assert!(!raised(q.deliver(&dma, b"c", 0, 0)));
         assert!(raised(q.deliver(&dma, b"d", 0, 0)), "frame count reached");
         assert_eq!((q.stats.irqs, q.stats.irqs_moderated), (2, 2));
         // Moderation off: every armed completion raises at once.
         q.set_moderation(Moderation::default());
-        assert!(
-            q.cq_doorbell(&dma, 1 | CQ_ARM),
-            "still pending: raise on arm"
-        );
-        assert!(!q.cq_doorbell(&dma, 4 | CQ_ARM));
+        assert!(q.cq_doorbell(1 | CQ_ARM), "still pending: raise on arm");
+        assert!(!q.cq_doorbell(4 | CQ_ARM));
         assert!(raised(q.deliver(&dma, b"e", 0, 0)));
         assert_eq!((q.stats.irqs, q.stats.irqs_moderated), (4, 2));
-    }
-
-    #[test]
-    fn a_cq_word_in_the_page_heads_and_arms() {
-        const WORD: u64 = 0x3f00;
-        let (dma, _f) = two_region_space();
-        let mut cfg = config(0, qp_flags::CQ_HEAD_IN_PAGE);
-        cfg.cq_entries = 1 << 17;
-        assert!(QueuePair::new(cfg).is_none(), "a head the word cannot hold");
-        let mut q = QueuePair::new(config(0, qp_flags::CQ_HEAD_IN_PAGE)).unwrap();
-        q.set_cq_word(WORD);
-        for i in 0..8u64 {
-            let d = RxDesc {
-                addr: BUFS + i * 0x40,
-                len: 0x40,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
-        q.rx_doorbell(7);
-        let word = |head: u16, arms: u16| {
-            dma.store_u32(WORD, db_page::cq_word_value(head, arms))
-                .unwrap();
-        };
-        let raised = |o| matches!(o, RxOutcome::Delivered { raise: true });
-        // Not armed yet: nothing raised, and the card will look again.
-        assert!(!raised(q.deliver(&dma, b"a", 0, 0)));
-        assert!(q.deadline().is_some(), "a completion waits, not armed");
-        // The driver arms with no doorbell: the next completion raises.
-        word(0, 1);
-        assert!(raised(q.deliver(&dma, b"b", 0, 0)));
-        assert!(!raised(q.deliver(&dma, b"c", 0, 0)), "raised once per arm");
-        assert_eq!(q.stats.irqs, 1);
-        // The driver read three and armed again, but its store landed
-        // after the card looked for the fourth completion: the card's
-        // next look (its timer, CQ_RECHECK_US after the last) raises.
-        assert!(!raised(q.deliver(&dma, b"d", 0, 0)));
-        word(3, 2);
-        let due = q.deadline().expect("a completion waits, not armed");
-        assert!(due <= Instant::now() + Duration::from_micros(db_page::CQ_RECHECK_US));
-        assert!(q.tick(&dma, due), "the missed arm is seen");
-        assert_eq!(q.stats.irqs, 2);
-        // All read and armed: nothing waits, nothing to look again for.
-        word(4, 3);
-        assert!(!q.tick(&dma, Instant::now()));
-        assert_eq!(q.deadline(), None);
-        // Armed with nothing waiting: the next completion raises.
-        assert!(raised(q.deliver(&dma, b"e", 0, 0)));
-        // A head beyond the CQ is refused and counted, like a doorbell's.
-        let bad = q.stats.bad_requests;
-        word(500, 4);
-        assert!(!raised(q.deliver(&dma, b"f", 0, 0)));
-        assert_eq!(q.stats.bad_requests, bad + 1);
-        // The register is a kick: its value is not taken.
-        word(5, 4);
-        assert!(q.cq_doorbell(&dma, 0), "armed 4 with one waiting");
     }
 
     #[test]
@@ -1088,7 +954,7 @@ pub(crate) mod tests {
         let mut q = qp();
         assert!(!q.tx_doorbell(&dma, 64, |_| panic!("nothing to send")));
         q.rx_doorbell(1000);
-        assert!(!q.cq_doorbell(&dma, 500));
+        assert!(!q.cq_doorbell(500));
         assert_eq!(q.stats.bad_requests, 3);
         assert_eq!(q.deliver(&dma, b"frame", 0, 0), RxOutcome::Dropped);
         assert_eq!(q.stats.rx_no_buffer, 1);
@@ -1182,7 +1048,7 @@ pub(crate) mod tests {
         dma.read(BUFS, &mut b).unwrap();
         assert_eq!(&b, b"abc");
         // Consume, re-arm, fill the rest of the CQ: the phase flips at the wrap.
-        assert!(!q.cq_doorbell(&dma, 1 | CQ_ARM));
+        assert!(!q.cq_doorbell(1 | CQ_ARM));
         assert_eq!(
             q.deliver(&dma, b"x", 0, 0),
             RxOutcome::Delivered { raise: true }
@@ -1233,7 +1099,7 @@ pub(crate) mod tests {
             .shrunk(8, 4);
         let mut q = qp().with_stream(stream);
         assert!(q.streaming());
-        assert!(!q.cq_doorbell(&dma, CQ_ARM));
+        assert!(!q.cq_doorbell(CQ_ARM));
         let delivered = RxOutcome::Delivered { raise: false };
         assert_eq!(q.deliver(&dma, &[1; 60], Cqe::CSUM_OK, 5), delivered);
         assert_eq!(q.deliver(&dma, &[2; 60], 0, 0), delivered);
@@ -1257,8 +1123,8 @@ pub(crate) mod tests {
         q.stream_doorbell(9);
         assert_eq!(q.stats.bad_requests, 1);
         q.stream_doorbell(4);
-        assert!(q.cq_doorbell(&dma, CQ_ARM), "unread records: raise at once");
+        assert!(q.cq_doorbell(CQ_ARM), "unread records: raise at once");
         q.stream_doorbell(8);
-        assert!(!q.cq_doorbell(&dma, CQ_ARM), "all read: wait");
+        assert!(!q.cq_doorbell(CQ_ARM), "all read: wait");
     }
 }

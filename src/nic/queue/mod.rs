@@ -23,14 +23,13 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed, Release},
-        barrier::smp_mb,
         Arc, Mutex, SpinLock,
     },
     time::{Delta, Instant, Monotonic},
 };
 
 use super::recovery::QueueHealth;
-use super::ring::{read_cqe, slots, CompletionQueue, Ring, RingIndex, RingSize};
+use super::ring::{slots, CompletionQueue, Ring, RingIndex, RingSize};
 use super::Nic;
 use crate::hw::{self, CqHead, Cqe, QpDoorbell, RxDesc, TxDesc};
 use crate::linux::{
@@ -88,9 +87,6 @@ pub(crate) struct QueueStats {
     /// TX tails written to the doorbell page while the card polled it:
     /// doorbells not rung.
     pub(crate) tx_doorbells_skipped: Atomic<u64>,
-    /// Polls run again because a completion was found after arming
-    /// through the CQ word (the card had looked before the store).
-    pub(crate) cq_word_repolls: Atomic<u64>,
     /// Times the TX queue stopped for lack of ring room, and restarted.
     pub(crate) tx_stops: Atomic<u64>,
     pub(crate) tx_wakes: Atomic<u64>,
@@ -157,7 +153,6 @@ impl QueueStats {
             rx_hw_gro_segs: Atomic::new(0),
             tx_doorbells: Atomic::new(0),
             tx_doorbells_skipped: Atomic::new(0),
-            cq_word_repolls: Atomic::new(0),
             tx_stops: Atomic::new(0),
             tx_wakes: Atomic::new(0),
             tx_timeouts: Atomic::new(0),
@@ -255,12 +250,6 @@ pub(crate) struct QueuePair {
     /// The function's doorbell page, if the card has one: the pair keeps
     /// its TX tail there and rings only when the card does not poll it.
     db_page: Option<Arc<DmaBuffer>>,
-    /// The pair's CQ head and arm requests go to its CQ word in the page
-    /// (the card reads it), not to the trapped CQ head doorbell.
-    cq_in_page: bool,
-    /// How many times the pair armed its interrupt through the CQ word
-    /// (its upper half; the polls and `start` write it, one at a time).
-    cq_arms: Atomic<u32>,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
     /// Why a reset is asked for ([`ResetCause`] bits; 0: it is not).
@@ -292,7 +281,6 @@ impl WithNapi<QueuePair> {
         regs: Arc<Registers>,
         dev: NetDevRef<Nic>,
         db_page: Option<Arc<DmaBuffer>>,
-        cq_in_page: bool,
     ) -> Result<Arc<Self>> {
         let pair_dev = dev.clone();
         let pair = try_pin_init!(QueuePair {
@@ -303,8 +291,6 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             tx_tail_wanted: Atomic::new(0),
             tx_doorbell <- new_spinlock!(0),
-            cq_in_page: cq_in_page && db_page.is_some(),
-            cq_arms: Atomic::new(0),
             db_page,
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
@@ -382,10 +368,7 @@ impl WithNapi<QueuePair> {
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
-        // A completion the card wrote before it saw this first arm: poll.
-        if self.announce_cq(0, true) && cqe_waiting(&lock_bh(&self.rx)) {
-            self.napi().schedule_from_task();
-        }
+        self.cq_doorbell(CqHead::zero().with_arm(true));
         Ok(())
     }
 
@@ -444,8 +427,6 @@ impl WithNapi<QueuePair> {
             (RxPath::Ring(ring), addr, cmd)
         };
         let rx = RxState { cq, path };
-        // The card zeroes the pair's CQ word as it creates it.
-        self.cq_arms.store(0, Relaxed);
         let create = hw::QpConfig {
             qp: self.index,
             vector: hw::qp_vector(self.index),
@@ -455,10 +436,10 @@ impl WithNapi<QueuePair> {
             rx_ring,
             cq: rx.cq.mem.dma_addr(0)?,
             cq_entries,
-            flags: match (self.db_page.is_some(), self.cq_in_page) {
-                (true, true) => hw::qp_flags::TX_TAIL_IN_PAGE | hw::qp_flags::CQ_HEAD_IN_PAGE,
-                (true, false) => hw::qp_flags::TX_TAIL_IN_PAGE,
-                (false, _) => 0,
+            flags: if self.db_page.is_some() {
+                hw::qp_flags::TX_TAIL_IN_PAGE
+            } else {
+                0
             },
         };
         *lock_bh(&self.rx) = Some(rx);
@@ -794,52 +775,11 @@ impl QueuePair {
         let _ = self.regs.doorbell(self.index, db, value);
     }
 
-    /// Tells the card how far the completion queue was read (`head`), and
-    /// whether to interrupt at the next completion (`arm`): in the pair's
-    /// CQ word in the doorbell page, or with the trapped doorbell. Returns
-    /// true if it armed through the word: the card may have written a
-    /// completion before it saw the store, so the caller must look at the
-    /// CQ once more (see [`Self::cq_has_news`]).
-    fn announce_cq(&self, head: u32, arm: bool) -> bool {
-        let Some(page) = self.db_page.as_ref().filter(|_| self.cq_in_page) else {
-            self.doorbell(
-                QpDoorbell::CqHead,
-                CqHead::zero().with_head(head).with_arm(arm).raw(),
-            );
-            return false;
-        };
-        // Only this pair's poll (or `start`, before it runs) counts arms.
-        let arms = self.cq_arms.load(Relaxed).wrapping_add(u32::from(arm));
-        self.cq_arms.store(arms, Relaxed);
-        // CAST: the head is below the CQ's size, at most 65536 entries
-        // (the card refuses larger with a CQ word); the word carries the
-        // count's lower half.
-        let word = hw::db_page::cq_word_value(head as u16, arms as u16);
-        if page
-            .write_position(hw::db_page::cq_word(self.index), word)
-            .is_err()
-        {
-            return false;
-        }
-        if arm {
-            // The word's store before the CQ's load: the card fences
-            // between a completion's store and its load of the word, so
-            // one of the two sees the other's.
-            smp_mb();
-        }
-        arm
+    /// Tells the card how far the completion queue was read, and whether
+    /// to interrupt at the next completion.
+    fn cq_doorbell(&self, head: CqHead) {
+        self.doorbell(QpDoorbell::CqHead, head.raw());
     }
-
-    /// Whether a completion waits at the CQ head (after an arm through
-    /// the CQ word); from NAPI (softirq).
-    fn cq_has_news(&self) -> bool {
-        cqe_waiting(&self.rx.lock())
-    }
-}
-
-/// Whether a completion waits at the head of a running pair's CQ.
-fn cqe_waiting(rx: &Option<RxState>) -> bool {
-    rx.as_ref().is_some_and(|rx| read_cqe(&rx.cq).is_some())
 }
 
 /// The interrupt handler of a queue pair's vector: schedules its NAPI.

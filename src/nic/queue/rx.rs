@@ -24,7 +24,7 @@ const STREAM_HEAD_MAX: u32 = 128;
 const RX_TAIL_BATCH: u16 = 32;
 
 use super::{bump, tx::TxDone, QueuePair};
-use crate::hw::{stream::StreamHeader, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
+use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -779,11 +779,7 @@ impl NapiPoll for QueuePair {
         let head = cq.head;
         drop(guard);
         let armed = received < budget && napi.complete_done(received);
-        if self.announce_cq(head, armed) && self.cq_has_news() {
-            // Written as the card looked at the word: poll again.
-            bump(&self.stats.cq_word_repolls, 1);
-            napi.schedule();
-        }
+        self.cq_doorbell(CqHead::zero().with_head(head).with_arm(armed));
         received
     }
 }

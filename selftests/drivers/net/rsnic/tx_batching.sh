@@ -9,16 +9,14 @@
 # B's netdev (the peer) counts what arrived, card B what it had no RX
 # buffer for (pktgen outruns the VM's receiver). Pings, one frame per
 # NAPI poll, show the RX side: a poll that replaces one buffer no longer
-# rings the RX tail doorbell, and the poll's end (CQ head and arm) goes
-# to the pair's CQ word in the doorbell page, no CQ head doorbell rung,
-# while the card still interrupts for every ping.
+# rings the RX tail doorbell.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 14
+ktap_header 12
 N=20000
 
 # Card A's queue pair 0: "doorbells frames polled-tails".
@@ -68,20 +66,16 @@ check "the card took tails from the doorbell page, no doorbell rung ($t)" test "
 check "the driver skipped doorbells while the card polled ($sk), fewer than one per frame ($d rung)" \
 	test "${sk:-0}" -gt 0 -a "${d:-$N}" -lt "${p:-0}"
 
-# RX: every queue pair of card A, "rx_doorbells rx_packets rx_no_buffer
-# cq_doorbells irqs".
-rx_a() { harness card A stats | tr ' ' '\n' | awk -F= '/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2} /^q[0-9]+_cq_doorbells=/ {c += $2} /^q[0-9]+_irqs=/ {i += $2} END {print d + 0, p + 0, n + 0, c + 0, i + 0}'; }
-read -r d0 p0 n0 c0 i0 < <(rx_a)
-lost=$(ping -c 300 -i 0.005 -q $IP_B | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')
-read -r d1 p1 n1 c1 i1 < <(rx_a)
-d=$((d1 - d0)) p=$((p1 - p0)) n=$((n1 - n0)) c=$((c1 - c0)) i=$((i1 - i0))
-echo "# 300 pings ($lost% lost): card A received $p frames with $d RX tail doorbells, $n without a buffer; $c CQ head doorbells, $i interrupts"
+# RX: every queue pair of card A, "rx_doorbells rx_packets rx_no_buffer".
+rx_a() { harness card A stats | tr ' ' '\n' | awk -F= '/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2} END {print d + 0, p + 0, n + 0}'; }
+read -r d0 p0 n0 < <(rx_a)
+ping -c 300 -i 0.005 -q $IP_B >/dev/null
+read -r d1 p1 n1 < <(rx_a)
+d=$((d1 - d0)) p=$((p1 - p0)) n=$((n1 - n0))
+echo "# 300 pings: card A received $p frames with $d RX tail doorbells, $n without a buffer"
 check "RX buffers announced in batches: fewer than one RX tail doorbell per 8 frames ($d for $p)" \
 	test $((d * 8)) -lt "$p" -a "$p" -ge 300
 check "and the card never ran out of buffers for them ($n)" test "$n" -eq 0
-check_eq "the polls' CQ heads and arms went to the CQ words: no CQ head doorbell" "$c" 0
-check "armed through the CQ words, the card interrupted for the replies ($i, $lost% lost)" \
-	test "$i" -ge 300 -a "${lost:-100}" = 0
 
 # Byte queue limits: queue 0 learned a limit from the completions of
 # the bursts (it stays 0 when the driver reports none), and with the
