@@ -186,24 +186,24 @@ impl Function {
 
     /// A frame arrived from the wire (`fcs_ok`: undamaged).
     pub fn receive(&mut self, frame: &[u8], fcs_ok: bool) {
-        if self.faults.is(Fault::Gone) {
-            return;
-        }
-        self.delay_dma();
-        if let Some(vector) = self.nic.receive(&self.dma, frame, fcs_ok) {
-            self.raise_queue_irq(vector);
-        }
-        self.kick_moderation_timer();
+        self.take_from_wire(|nic, dma| nic.receive(dma, frame, fcs_ok));
     }
 
     /// A train arrived from the wire, undamaged: its segments, as
     /// [`Self::receive`] takes frames.
     pub fn receive_train(&mut self, train: &TcpTrain<'_>) {
+        self.take_from_wire(|nic, dma| nic.receive_train(dma, train));
+    }
+
+    /// Runs `deliver` (the NIC taking what came from the wire; it returns
+    /// the vector to raise) unless the card is gone, slowed by injected
+    /// DMA delay, then raises and wakes the timer as needed.
+    fn take_from_wire(&mut self, deliver: impl FnOnce(&mut Nic, &DmaSpace) -> Option<u16>) {
         if self.faults.is(Fault::Gone) {
             return;
         }
         self.delay_dma();
-        if let Some(vector) = self.nic.receive_train(&self.dma, train) {
+        if let Some(vector) = deliver(&mut self.nic, &self.dma) {
             self.raise_queue_irq(vector);
         }
         self.kick_moderation_timer();
