@@ -113,7 +113,8 @@ pub struct Moderation {
 /// What happened to a frame offered to [`QueuePair::deliver`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum RxOutcome {
-    /// Written into a buffer; raise the vector if true.
+    /// Written into a buffer (or, the frame lost, aggregates released
+    /// before it were); raise the vector if true.
     Delivered { raise: bool },
     /// No buffer posted, or the frame did not fit; dropped.
     Dropped,
@@ -573,10 +574,7 @@ impl QueuePair {
         let Some(mut gro) = self.gro.take() else {
             return self.write_rx(dma, frame, flags, hash, 1, 0);
         };
-        if self.rx_buf_len == 0 {
-            self.rx_buf_len = self.peek_rx_buf_len(dma);
-        }
-        let max = self.rx_buf_len as usize * usize::from(GRO_MAX_BUFFERS);
+        let max = self.gro_max(dma);
         let mut raise = false;
         let offer = gro.offer(
             frame,
@@ -591,10 +589,39 @@ impl QueuePair {
         self.gro = Some(gro);
         match offer {
             Offer::Held => RxOutcome::Delivered { raise },
-            Offer::Pass => match self.write_rx(dma, frame, flags, hash, 1, 0) {
-                RxOutcome::Delivered { raise: r } => RxOutcome::Delivered { raise: raise || r },
-                RxOutcome::Dropped => RxOutcome::Dropped,
+            Offer::Pass => self.write_passed(dma, frame, flags, hash, raise),
+        }
+    }
+
+    /// The longest frame coalescing may make: what [`GRO_MAX_BUFFERS`]
+    /// of the ring's buffers hold (their length learned at the first
+    /// look).
+    fn gro_max(&mut self, dma: &DmaSpace) -> usize {
+        if self.rx_buf_len == 0 {
+            self.rx_buf_len = self.peek_rx_buf_len(dma);
+        }
+        self.rx_buf_len as usize * usize::from(GRO_MAX_BUFFERS)
+    }
+
+    /// Writes a frame coalescing passed on, after the aggregates it
+    /// released on the way (`released_raise`: writing those asked to
+    /// raise the vector). If the frame finds no room, what was released
+    /// still raises: the raise was taken (the pair disarmed) as they
+    /// were written.
+    fn write_passed(
+        &mut self,
+        dma: &DmaSpace,
+        frame: &[u8],
+        flags: u16,
+        hash: u32,
+        released_raise: bool,
+    ) -> RxOutcome {
+        match self.write_rx(dma, frame, flags, hash, 1, 0) {
+            RxOutcome::Delivered { raise } => RxOutcome::Delivered {
+                raise: raise || released_raise,
             },
+            RxOutcome::Dropped if released_raise => RxOutcome::Delivered { raise: true },
+            RxOutcome::Dropped => RxOutcome::Dropped,
         }
     }
 
@@ -615,10 +642,7 @@ impl QueuePair {
                 was.or(now)
             });
         };
-        if self.rx_buf_len == 0 {
-            self.rx_buf_len = self.peek_rx_buf_len(dma);
-        }
-        let max = self.rx_buf_len as usize * usize::from(GRO_MAX_BUFFERS);
+        let max = self.gro_max(dma);
         let now = Instant::now();
         let mut headers = Vec::with_capacity(train.headers().len());
         let mut outcome = RxOutcome::Dropped;
@@ -638,14 +662,7 @@ impl QueuePair {
             );
             let this = match offer {
                 Offer::Held => RxOutcome::Delivered { raise },
-                Offer::Pass => RxOutcome::Delivered { raise }.or(self.write_rx(
-                    dma,
-                    &train.segment(i),
-                    flags,
-                    hash,
-                    1,
-                    0,
-                )),
+                Offer::Pass => self.write_passed(dma, &train.segment(i), flags, hash, raise),
             };
             outcome = outcome.or(this);
         }
@@ -958,6 +975,35 @@ pub(crate) mod tests {
         assert_eq!(q.stats.bad_requests, 3);
         assert_eq!(q.deliver(&dma, b"frame", 0, 0), RxOutcome::Dropped);
         assert_eq!(q.stats.rx_no_buffer, 1);
+    }
+
+    #[test]
+    fn a_release_raises_even_when_the_frame_after_it_finds_no_buffer() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        let d = RxDesc {
+            addr: BUFS,
+            len: 0x100,
+        };
+        dma.write(RX_RING, &d.to_bytes()).unwrap();
+        // One buffer, and an armed pair.
+        q.rx_doorbell(1);
+        assert!(!q.set_gro(&dma, Some(Duration::from_secs(1))));
+        assert!(!q.cq_doorbell(CQ_ARM));
+        let held = crate::gro::tests::tcp4(1, 0, 100, 0, 0);
+        let raised = RxOutcome::Delivered { raise: true };
+        assert_eq!(
+            q.deliver(&dma, &held, Cqe::CSUM_OK, 5),
+            RxOutcome::Delivered { raise: false }
+        );
+        // Unverified, the flow's next segment releases the aggregate into
+        // the last buffer and finds none for itself.
+        let next = crate::gro::tests::tcp4(1, 100, 100, 1, 0);
+        assert_eq!(q.deliver(&dma, &next, 0, 5), raised);
+        assert_eq!(
+            (q.stats.rx_packets, q.stats.rx_no_buffer, q.stats.irqs),
+            (1, 1, 1)
+        );
     }
 
     #[test]
