@@ -342,6 +342,9 @@ def main():
             print(f"{'GFT, new flows end to end, pktgen':42} {native['new_flows_per_s']}/s"
                   f" ({native['installs']} of {native['frames']} installed, {native['backlog_drops']}"
                   f" backlog drops; pktgen sent {native['pktgen_pps']} frames/s)")
+        if "tcp_conns_per_s_gft_on" in gft:
+            print(f"{'GFT, TCP connections/s (open and close)':42} off {gft['tcp_conns_per_s_gft_off']},"
+                  f" on {gft['tcp_conns_per_s_gft_on']}")
         for f in gft.get("active_flows") or []:
             if f:
                 print(f"{'GFT, pktgen 60 B over ' + str(f['flows']) + ' flows':42} sent {f['pktgen_pps']}/s,"

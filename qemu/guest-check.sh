@@ -96,8 +96,8 @@ next_test() {
 		reply=$(harness next "$timeout") || { echo "# the harness gave no test: $reply" >&2; return; }
 		echo "${reply#ok}" | tr -d ' '
 	elif [ $ti -lt ${#tests[@]} ]; then
+		# (The caller moves ti on: this runs in a subshell.)
 		echo "${tests[ti]}"
-		ti=$((ti + 1))
 	fi
 }
 
@@ -201,6 +201,7 @@ ti=0
 boot_changes=$(vm_changes)
 [ -z "$boot_changes" ] || echo "# the VM is not as a test expects it at boot: $boot_changes"
 while t=$(next_test) && [ -n "$t" ]; do
+	ti=$((ti + 1))
 	n=$((n + 1))
 	t=$(basename "$t")
 	echo "start $t" >>"$results"

@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.sh"
 [[ $# -gt 0 ]] || die "usage: $0 COMMAND [ARG...]"
 # Settings the harness reads (see README.md) pass through.
 pass=()
-for var in KERNEL RUST_LOG RSNIC_KVM RSNIC_VM_MEM RSNIC_VM_CPUS RSNIC_TCG_THREAD RSNIC_KEEP_RUN RSNIC_RUN_CMD RSNIC_BOOT_LIMIT RSNIC_TEST_GRACE RSNIC_DOORBELL_POLL_US RSNIC_GRO_HOLD_US; do
+for var in KERNEL RUST_LOG RSNIC_KVM RSNIC_VM_MEM RSNIC_VM_CPUS RSNIC_TCG_THREAD RSNIC_KEEP_RUN RSNIC_RUN_CMD RSNIC_BOOT_LIMIT RSNIC_TEST_GRACE RSNIC_DOORBELL_POLL_US RSNIC_GRO_HOLD_US RSNIC_EMU; do
 	if [[ -n ${!var:-} ]]; then pass+=("$var=${!var}"); fi
 done
 in_rootfs /usr/bin/env CARGO_HOME=$RSNIC_IN_CACHE/cargo \

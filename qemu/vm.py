@@ -28,7 +28,8 @@ import time
 
 REPO = "/rsnic"
 CACHE = "/rsnic-cache"
-EMU = f"{CACHE}/emu-target/release/rsnic-emu"
+# RSNIC_EMU: another build of the card (one made beside a running check).
+EMU = os.environ.get("RSNIC_EMU", f"{CACHE}/emu-target/release/rsnic-emu")
 
 # name -> (card id, MAC, peer). Card B is the "remote" host of the tests;
 # the two are cabled together.
@@ -321,13 +322,28 @@ VIRTIO_MACS = {"tap": ("52:54:00:7a:00:01", "52:54:00:7a:00:02"),
                "dgram": ("52:54:00:d6:00:01", "52:54:00:d6:00:02")}
 
 
-def setup_tap_pair():
+# How many datagrams a card's end of the wire holds before its peer must
+# wait: the cable's buffer. Linux's default for AF_UNIX datagram sockets
+# (net.unix.max_dgram_qlen) is 10, so a burst of small frames filled it
+# at once and the sending card fell back to its transmit thread, one
+# frame and one hand-off each.
+WIRE_QUEUE_LEN = 1024
+
+
+def private_netns():
     """Moves this process (and so QEMU and the cards) into a network
-    namespace of its own with two multiqueue vnet-header taps on a bridge.
-    Returns whether vhost-net is usable ("vhost=on")."""
+    namespace of its own, whose AF_UNIX datagram queues are WIRE_QUEUE_LEN
+    deep (the setting is per namespace; the host's stays as it is)."""
     os.unshare(os.CLONE_NEWNET)
-    cmds = [["ip", "link", "set", "lo", "up"],
-            ["ip", "link", "add", "vbr", "type", "bridge"]]
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    with open("/proc/sys/net/unix/max_dgram_qlen", "w") as f:
+        f.write(f"{WIRE_QUEUE_LEN}\n")
+
+
+def setup_tap_pair():
+    """Adds two multiqueue vnet-header taps on a bridge to this process's
+    network namespace. Returns whether vhost-net is usable ("vhost=on")."""
+    cmds = [["ip", "link", "add", "vbr", "type", "bridge"]]
     for me in ("a", "b"):
         cmds += [["ip", "tuntap", "add", "dev", f"vtap{me}", "mode", "tap", "multi_queue", "vnet_hdr"],
                  ["ip", "link", "set", f"vtap{me}", "master", "vbr"],
@@ -482,6 +498,7 @@ def run(args):
     cards = {}
     qemu = None
     status = 1
+    private_netns()
     vhost = setup_tap_pair() if args.virtio_pair else False
     if args.virtio_pair:
         with open(f"{run_dir}/share/vhost", "w") as f:

@@ -218,6 +218,7 @@ impl PeerLink {
         let sock = UnixDatagram::unbound()?;
         sock.connect(&self.peer)?;
         sock.set_nonblocking(self.nonblocking)?;
+        deepen_send_buffer(&sock);
         let done = op(&sock);
         self.sock = Some(sock);
         done
@@ -274,6 +275,50 @@ impl PeerLink {
             }
             Ok(n as usize)
         })
+    }
+}
+
+/// Room for this many bytes of datagrams in flight to the peer.
+const SEND_BUFFER: libc::c_int = 8 << 20;
+
+/// Lets `sock` have [`SEND_BUFFER`] bytes in flight (with CAP_NET_ADMIN
+/// beyond `wmem_max`; without it, as much as the host allows).
+fn deepen_send_buffer(sock: &UnixDatagram) {
+    let set = |opt| {
+        // SAFETY: the option value is a c_int that lives across the call,
+        // and its size is passed with it.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&SEND_BUFFER as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if set(libc::SO_SNDBUFFORCE) != 0 {
+        set(libc::SO_SNDBUF);
+    }
+}
+
+/// Datagrams a socket's queue should hold for the wire to run at speed.
+const DEEP_QUEUE: u32 = 256;
+
+/// Logs a warning when this network namespace's AF_UNIX datagram queues
+/// are shallower than [`DEEP_QUEUE`] (Linux's default is 10): a burst of
+/// small frames then fills the peer's socket and goes through the
+/// transmit thread one frame at a time. Not an error: the wire works.
+fn warn_if_shallow() {
+    let path = "/proc/sys/net/unix/max_dgram_qlen";
+    let depth = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    if let Some(depth) = depth.filter(|&d| d < DEEP_QUEUE) {
+        log::warn!(
+            "wire: {path} is {depth}; the peer's socket fills at {depth} datagrams \
+             (at least {DEEP_QUEUE} for speed; qemu/vm.py sets 1024 in its own namespace)"
+        );
     }
 }
 
@@ -360,6 +405,7 @@ impl Wire {
     /// Binds `local` and sends to `peer`.
     pub fn bind(local: &Path, peer: &Path) -> io::Result<Self> {
         let sock = UnixDatagram::bind(local)?;
+        warn_if_shallow();
         let (queue, frames) = sync_channel::<Vec<u8>>(TX_QUEUE_LEN);
         let send_errors = Arc::new(AtomicU64::new(0));
         let capture = Arc::new(Capture::default());
@@ -707,6 +753,37 @@ mod tests {
         wa.send(b"after the restart", Wait::Yes);
         assert_eq!(recv(&wb), (b"after the restart".to_vec(), true));
         assert_eq!(wa.send_errors.load(Ordering::Relaxed), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_sending_socket_holds_a_batch_of_trains() {
+        let (wa, _wb, dir) = pair("send-buffer");
+        wa.send(b"connects", Wait::Yes);
+        let mut link = wa.direct.lock().unwrap();
+        let sndbuf = link
+            .with_socket(|sock| {
+                let mut v: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: `v` and `len` live across the call and `len`
+                // is `v`'s size.
+                let r = unsafe {
+                    libc::getsockopt(
+                        sock.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        libc::SO_SNDBUF,
+                        (&mut v as *mut libc::c_int).cast(),
+                        &mut len,
+                    )
+                };
+                assert_eq!(r, 0);
+                Ok(v)
+            })
+            .unwrap();
+        // The tests run as root (CAP_NET_ADMIN): the full buffer, which
+        // Linux reports doubled; the default would be about 200 KiB.
+        assert!(sndbuf >= SEND_BUFFER, "SO_SNDBUF {sndbuf}");
+        drop(link);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

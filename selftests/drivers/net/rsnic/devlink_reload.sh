@@ -109,9 +109,14 @@ wait_carrier "$NETIF_A" 1
 kill $client 2>/dev/null
 wait $client 2>/dev/null
 tail -n 3 /tmp/reload-iperf.txt | sed 's/^/# iperf3 across the reload: /'
+# A server of its own: the one above may still count the killed client's
+# test as running ("the server is busy"), which failed this check once
+# in three clean checks on 2026-12-01.
+iperf3_server 5202
 check "ping and a 3 s TCP stream to B on the new device" eval \
-	'ping -c 3 -W 2 -q $IP_B >/dev/null && iperf3 -c $IP_B -t 3 -J | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin)[\"end\"][\"sum_received\"][\"bytes\"] > 0 else 1)"'
+	'ping -c 3 -W 2 -q $IP_B >/dev/null && iperf3 -c $IP_B -p 5202 -t 3 -J | python3 -c "import json, sys; sys.exit(0 if json.load(sys.stdin)[\"end\"][\"sum_received\"][\"bytes\"] > 0 else 1)"'
 pkill -f "iperf3 -s -D -p 5201"
+pkill -f "iperf3 -s -D -p 5202"
 check "port back, on the new device (devlink port, ip -d link)" eval \
 	"devlink -j port show | python3 -c \"import json, sys; j = json.load(sys.stdin); sys.exit(0 if any(p.get('netdev') == '$NETIF_A' for k, p in j['port'].items() if k.startswith('$DL/')) else 1)\" && ip -d link show $NETIF_A | grep -q 'portname p0'"
 check "reporters tx, completion, card and rdma back, healthy" json_true \
