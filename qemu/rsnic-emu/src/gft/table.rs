@@ -1,50 +1,176 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The exact-match flow table: flows in a slab of slots, found through a
-//! hash index from key to slot, so a lookup costs one hash whatever the
-//! number of flows. Slot numbers are the dump cursor.
+//! The exact-match flow table, laid out for lookups at memory speed (the
+//! layout DPDK's `rte_hash` uses):
+//!
+//! - an index of 64-byte buckets, each with 8 ways of a 16-bit tag and a
+//!   slot number; a key may live in two buckets (cuckoo hashing), its
+//!   primary one and an alternate derived from its tag, so a lookup reads
+//!   at most two bucket lines and compares full keys only where a tag
+//!   matches;
+//! - the flows in a slab of 64-byte [`Entry`] lines (key, generation,
+//!   last hit, action and meter numbers), their counters in a second
+//!   slab, actions shared between flows (most flows of a policy have the
+//!   same one) and meters in side tables;
+//! - no allocation and no lock of its own on the fast path; the engine
+//!   that owns the table decides the locking.
+//!
+//! Slot numbers are the dump cursor.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use super::meter::TokenBucket;
-use crate::hw::gft::{Action, FlowCounters, FlowKey, FlowRecord};
+use crate::hw::gft::{action, Action, FlowCounters, FlowKey, FlowRecord, ACTION_LEN, KEY_LEN};
 
-/// One installed flow.
+/// Ways per bucket.
+const WAYS: usize = 8;
+/// A way that holds no flow.
+const EMPTY: u32 = u32::MAX;
+/// An entry without a meter; also marks a free slot's action.
+const NONE: u32 = u32::MAX;
+/// How many flows an insert may move to their other bucket to make room
+/// before the index is rebuilt bigger.
+const MAX_KICKS: usize = 64;
+
+/// One bucket of the index: a cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Bucket {
+    tags: [u16; WAYS],
+    slots: [u32; WAYS],
+}
+
+impl Bucket {
+    const EMPTY: Self = Self {
+        tags: [0; WAYS],
+        slots: [EMPTY; WAYS],
+    };
+
+    fn free_way(&self) -> Option<usize> {
+        self.slots.iter().position(|&s| s == EMPTY)
+    }
+}
+
+/// A flow's line: what a hit reads and writes.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Entry {
+    key: KeyWords,
+    generation: u32,
+    /// Last hit (or the install), in milliseconds since the table's epoch.
+    last_seen_ms: u32,
+    /// Index into the action table; [`NONE`] for a free slot.
+    action: u32,
+    /// Index into the meter table, or [`NONE`].
+    meter: u32,
+}
+
+/// A flow's packet and byte counts.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    packets: u64,
+    bytes: u64,
+}
+
+/// A meter and what it dropped.
 #[derive(Clone, Debug)]
-pub struct Flow {
-    /// Its key.
-    pub key: FlowKey,
+struct Meter {
+    bucket: TokenBucket,
+    drops: u64,
+}
+
+/// Actions shared between the flows that have them, counted.
+#[derive(Debug, Default)]
+struct Actions {
+    list: Vec<Action>,
+    refs: Vec<u32>,
+    ids: HashMap<[u8; ACTION_LEN], u32>,
+    free: Vec<u32>,
+}
+
+impl Actions {
+    fn get(&self, id: u32) -> &Action {
+        &self.list[id as usize]
+    }
+
+    /// The number of `a`, shared if another flow has it; one more user.
+    fn acquire(&mut self, a: &Action) -> u32 {
+        let bytes = a.to_bytes();
+        if let Some(&id) = self.ids.get(&bytes) {
+            self.refs[id as usize] += 1;
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.list[id as usize] = *a;
+                self.refs[id as usize] = 1;
+                id
+            }
+            None => {
+                self.list.push(*a);
+                self.refs.push(1);
+                (self.list.len() - 1) as u32
+            }
+        };
+        self.ids.insert(bytes, id);
+        id
+    }
+
+    /// One user fewer of action `id`.
+    fn release(&mut self, id: u32) {
+        let refs = &mut self.refs[id as usize];
+        *refs -= 1;
+        if *refs == 0 {
+            self.ids.remove(&self.list[id as usize].to_bytes());
+            self.free.push(id);
+        }
+    }
+
+    /// Distinct actions held.
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// A key as the table holds and compares it: its bytes as words.
+type KeyWords = [u64; KEY_LEN / 8];
+
+/// Whether two keys are equal, compared word by word without a branch
+/// (a 48-byte `==` is a call to `memcmp`).
+fn same_key(a: &KeyWords, b: &KeyWords) -> bool {
+    a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+fn key_bytes(k: &KeyWords) -> [u8; KEY_LEN] {
+    let mut b = [0u8; KEY_LEN];
+    for (chunk, w) in b.chunks_exact_mut(8).zip(k) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+/// A key, hashed: what a lookup needs, computed once per packet.
+#[derive(Clone, Copy, Debug)]
+pub struct Probe {
+    key: KeyWords,
+    hash: u64,
+}
+
+impl Probe {
+    /// The key's hash (seeded by its table; a new table, a new seed).
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// What a hit found: the flow's slot and what the engine applies.
+#[derive(Clone, Copy, Debug)]
+pub struct Hit<'a> {
     /// Policy generation it was installed under.
     pub generation: u32,
     /// What it does.
-    pub action: Action,
-    /// Packets that hit it.
-    pub packets: u64,
-    /// Their bytes.
-    pub bytes: u64,
-    /// Packets its meter dropped.
-    pub meter_drops: u64,
-    /// Last hit, or the install.
-    pub last_seen: Instant,
-    /// The meter's bucket, if the action meters.
-    pub meter: Option<TokenBucket>,
-}
-
-impl Flow {
-    /// Counters as a dump reports them at `now`.
-    pub fn counters(&self, now: Instant) -> FlowCounters {
-        let idle = now.saturating_duration_since(self.last_seen).as_millis();
-        FlowCounters {
-            key: self.key,
-            generation: self.generation,
-            idle_ms: u32::try_from(idle).unwrap_or(u32::MAX),
-            packets: self.packets,
-            bytes: self.bytes,
-            meter_drops: self.meter_drops,
-            action_flags: self.action.flags,
-        }
-    }
+    pub action: &'a Action,
 }
 
 /// Why an insert failed.
@@ -54,26 +180,45 @@ pub struct TableFull;
 /// The table.
 #[derive(Debug)]
 pub struct FlowTable {
-    slots: Vec<Option<Flow>>,
+    buckets: Vec<Bucket>,
+    entries: Vec<Entry>,
+    counts: Vec<Counts>,
+    actions: Actions,
+    meters: Vec<Meter>,
+    free_meters: Vec<u32>,
     free: Vec<u32>,
-    index: HashMap<FlowKey, u32>,
+    len: usize,
     capacity: u32,
+    /// Keys the hash from a seed of the table's own: a host cannot pick
+    /// keys that collide on every card.
+    seed: u64,
+    epoch: Instant,
+    /// Picks the way an insert takes over when both buckets are full.
+    kicks: usize,
 }
 
 impl FlowTable {
     /// An empty table for `capacity` flows.
     pub fn new(capacity: u32) -> Self {
         Self {
-            slots: Vec::new(),
+            buckets: vec![Bucket::EMPTY; 16],
+            entries: Vec::new(),
+            counts: Vec::new(),
+            actions: Actions::default(),
+            meters: Vec::new(),
+            free_meters: Vec::new(),
             free: Vec::new(),
-            index: HashMap::new(),
+            len: 0,
             capacity,
+            seed: fastrand::u64(..) | 1,
+            epoch: Instant::now(),
+            kicks: 0,
         }
     }
 
     /// Flows held.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.len
     }
 
     /// Capacity.
@@ -90,85 +235,325 @@ impl FlowTable {
         Ok(())
     }
 
-    /// The flow for `key`.
-    pub fn get_mut(&mut self, key: &FlowKey) -> Option<&mut Flow> {
-        let slot = *self.index.get(key)?;
-        self.slots[slot as usize].as_mut()
+    /// Bytes the table holds per flow (index, entry, counters; meters and
+    /// distinct actions beside), for the documentation and the tests.
+    pub fn bytes_per_flow(&self) -> usize {
+        let index = self.buckets.len() * std::mem::size_of::<Bucket>();
+        let slab =
+            self.entries.len() * (std::mem::size_of::<Entry>() + std::mem::size_of::<Counts>());
+        let actions = self.actions.len() * (std::mem::size_of::<Action>() + ACTION_LEN + 16);
+        let meters = self.meters.len() * std::mem::size_of::<Meter>();
+        (index + slab + actions + meters) / self.len.max(1)
+    }
+
+    fn mask(&self) -> usize {
+        self.buckets.len() - 1
+    }
+
+    /// The probe for `key`.
+    pub fn probe(&self, key: &FlowKey) -> Probe {
+        let bytes = key.to_bytes();
+        let mut key = [0u64; KEY_LEN / 8];
+        for (w, chunk) in key.iter_mut().zip(bytes.chunks_exact(8)) {
+            *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        Probe {
+            key,
+            hash: self.hash(&key),
+        }
+    }
+
+    fn hash(&self, key: &KeyWords) -> u64 {
+        let mut h = self.seed;
+        for &w in key {
+            h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^= h >> 32;
+        }
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 32;
+        h
+    }
+
+    fn tag(hash: u64) -> u16 {
+        // CAST: the top 16 bits.
+        (hash >> 48) as u16
+    }
+
+    fn primary(&self, hash: u64) -> usize {
+        // CAST: only the bits under the mask are kept.
+        (hash as usize) & self.mask()
+    }
+
+    /// The other bucket of a key with `tag` in `bucket`: the same
+    /// function leads back, and never to the same bucket.
+    fn alternate(&self, bucket: usize, tag: u16) -> usize {
+        (bucket ^ (usize::from(tag).wrapping_mul(0x5bd1_e995) | 1)) & self.mask()
+    }
+
+    /// Asks the CPU to start loading `p`'s primary bucket (a burst of
+    /// lookups overlaps their misses this way).
+    pub fn prefetch(&self, p: &Probe) {
+        prefetch(&self.buckets[self.primary(p.hash)]);
+    }
+
+    /// Asks the CPU to start loading slot `slot`'s entry and counters.
+    pub fn prefetch_slot(&self, slot: u32) {
+        prefetch(&self.entries[slot as usize]);
+        prefetch(&self.counts[slot as usize]);
+    }
+
+    /// The slot holding `p`'s key.
+    pub fn find(&self, p: &Probe) -> Option<u32> {
+        let tag = Self::tag(p.hash);
+        let first = self.primary(p.hash);
+        [first, self.alternate(first, tag)]
+            .into_iter()
+            .find_map(|b| self.find_in(b, tag, &p.key))
+    }
+
+    fn find_in(&self, bucket: usize, tag: u16, key: &KeyWords) -> Option<u32> {
+        let b = &self.buckets[bucket];
+        (0..WAYS)
+            .filter(|&w| b.tags[w] == tag && b.slots[w] != EMPTY)
+            .map(|w| b.slots[w])
+            .find(|&s| same_key(&self.entries[s as usize].key, key))
+    }
+
+    /// What slot `slot` holds.
+    pub fn hit(&self, slot: u32) -> Hit<'_> {
+        let e = &self.entries[slot as usize];
+        Hit {
+            generation: e.generation,
+            action: self.actions.get(e.action),
+        }
+    }
+
+    /// Counts a packet of `len` bytes on slot `slot` at `now`
+    /// ([`Self::ms`] of it in `now_ms`); returns whether its meter (if
+    /// any) lets it through.
+    pub fn count(&mut self, slot: u32, len: usize, now: Instant, now_ms: u32) -> bool {
+        let e = &mut self.entries[slot as usize];
+        e.last_seen_ms = now_ms;
+        let c = &mut self.counts[slot as usize];
+        c.packets += 1;
+        c.bytes += len as u64;
+        if e.meter == NONE {
+            return true;
+        }
+        let m = &mut self.meters[e.meter as usize];
+        let conforms = m.bucket.admit(len, now);
+        if !conforms {
+            m.drops += 1;
+        }
+        conforms
+    }
+
+    /// `now` as the flow lines keep it: milliseconds since the epoch.
+    pub fn ms(&self, now: Instant) -> u32 {
+        // CAST: wraps after 49 days; idle times are differences.
+        now.saturating_duration_since(self.epoch).as_millis() as u32
+    }
+
+    fn new_meter(&mut self, a: &Action, now: Instant) -> u32 {
+        if a.flags & action::METER == 0 {
+            return NONE;
+        }
+        let m = Meter {
+            bucket: TokenBucket::new(a.meter_rate, a.meter_burst, now),
+            drops: 0,
+        };
+        match self.free_meters.pop() {
+            Some(id) => {
+                self.meters[id as usize] = m;
+                id
+            }
+            None => {
+                self.meters.push(m);
+                (self.meters.len() - 1) as u32
+            }
+        }
+    }
+
+    fn drop_meter(&mut self, id: u32) {
+        if id != NONE {
+            self.free_meters.push(id);
+        }
     }
 
     /// Adds a flow or replaces the one with the same key (keeping its
     /// counters; the meter restarts if the action changed).
     pub fn insert(&mut self, rec: &FlowRecord, now: Instant) -> Result<(), TableFull> {
-        let meter = |a: &Action| {
-            (a.flags & crate::hw::gft::action::METER != 0)
-                .then(|| TokenBucket::new(a.meter_rate, a.meter_burst, now))
-        };
-        if let Some(flow) = self.get_mut(&rec.key) {
-            if flow.action != rec.action {
-                flow.meter = meter(&rec.action);
+        let probe = self.probe(&rec.key);
+        if let Some(slot) = self.find(&probe) {
+            let e = self.entries[slot as usize];
+            if *self.actions.get(e.action) != rec.action {
+                let action = self.actions.acquire(&rec.action);
+                self.actions.release(e.action);
+                self.drop_meter(e.meter);
+                let meter = self.new_meter(&rec.action, now);
+                let e = &mut self.entries[slot as usize];
+                (e.action, e.meter) = (action, meter);
             }
-            flow.generation = rec.generation;
-            flow.action = rec.action;
+            self.entries[slot as usize].generation = rec.generation;
             return Ok(());
         }
-        if self.len() >= self.capacity as usize {
+        if self.len >= self.capacity as usize {
             return Err(TableFull);
         }
-        let flow = Flow {
-            key: rec.key,
-            generation: rec.generation,
-            action: rec.action,
-            packets: 0,
-            bytes: 0,
-            meter_drops: 0,
-            last_seen: now,
-            meter: meter(&rec.action),
-        };
+        // Keep the index at most 7/8 full: cuckoo paths stay short.
+        if (self.len + 1) * 8 > self.buckets.len() * WAYS * 7 {
+            self.grow();
+        }
         let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = Some(flow);
-                slot
-            }
+            Some(slot) => slot,
             None => {
-                self.slots.push(Some(flow));
-                (self.slots.len() - 1) as u32
+                self.entries.push(Entry {
+                    key: [0; KEY_LEN / 8],
+                    generation: 0,
+                    last_seen_ms: 0,
+                    action: NONE,
+                    meter: NONE,
+                });
+                self.counts.push(Counts::default());
+                (self.entries.len() - 1) as u32
             }
         };
-        self.index.insert(rec.key, slot);
+        // The entry first: the index is rebuilt from the live entries.
+        let action = self.actions.acquire(&rec.action);
+        let meter = self.new_meter(&rec.action, now);
+        self.entries[slot as usize] = Entry {
+            key: probe.key,
+            generation: rec.generation,
+            last_seen_ms: self.ms(now),
+            action,
+            meter,
+        };
+        self.counts[slot as usize] = Counts::default();
+        self.len += 1;
+        if !self.place(probe.hash, slot) {
+            // A flow left without a way (rare below 7/8 full).
+            self.grow();
+        }
         Ok(())
+    }
+
+    /// Puts `slot` (whose key hashes to `hash`) into the index: a free
+    /// way in either of its buckets, or else the way of a flow that moves
+    /// to its own other bucket, and so on for at most [`MAX_KICKS`]
+    /// moves. False if a flow is left without a way then: the index must
+    /// be rebuilt ([`Self::grow`]), from the entries, which hold them all.
+    fn place(&mut self, hash: u64, slot: u32) -> bool {
+        let (mut tag, mut slot) = (Self::tag(hash), slot);
+        let first = self.primary(hash);
+        let mut b = self.alternate(first, tag);
+        for c in [first, b] {
+            if let Some(w) = self.buckets[c].free_way() {
+                self.buckets[c].tags[w] = tag;
+                self.buckets[c].slots[w] = slot;
+                return true;
+            }
+        }
+        for _ in 0..MAX_KICKS {
+            self.kicks = self.kicks.wrapping_add(1);
+            let w = self.kicks % WAYS;
+            let bucket = &mut self.buckets[b];
+            std::mem::swap(&mut bucket.tags[w], &mut tag);
+            std::mem::swap(&mut bucket.slots[w], &mut slot);
+            b = self.alternate(b, tag);
+            if let Some(w) = self.buckets[b].free_way() {
+                self.buckets[b].tags[w] = tag;
+                self.buckets[b].slots[w] = slot;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Doubles the index (and again while a flow finds no way) and puts
+    /// every live flow back.
+    fn grow(&mut self) {
+        let mut size = self.buckets.len() * 2;
+        'bigger: loop {
+            self.buckets = vec![Bucket::EMPTY; size];
+            for slot in 0..self.entries.len() {
+                if self.entries[slot].action == NONE {
+                    continue;
+                }
+                let hash = self.hash(&self.entries[slot].key);
+                // CAST: slots are numbered in u32.
+                if !self.place(hash, slot as u32) {
+                    size *= 2;
+                    continue 'bigger;
+                }
+            }
+            return;
+        }
     }
 
     /// Removes the flow for `key`; false if there is none.
     pub fn remove(&mut self, key: &FlowKey) -> bool {
-        match self.index.remove(key) {
-            Some(slot) => {
-                self.slots[slot as usize] = None;
-                self.free.push(slot);
-                true
-            }
-            None => false,
+        let probe = self.probe(key);
+        let tag = Self::tag(probe.hash);
+        let first = self.primary(probe.hash);
+        for b in [first, self.alternate(first, tag)] {
+            let Some(slot) = self.find_in(b, tag, &probe.key) else {
+                continue;
+            };
+            let w = self.buckets[b]
+                .slots
+                .iter()
+                .position(|&s| s == slot)
+                .expect("found in this bucket");
+            self.buckets[b].slots[w] = EMPTY;
+            let e = self.entries[slot as usize];
+            self.actions.release(e.action);
+            self.drop_meter(e.meter);
+            self.entries[slot as usize].action = NONE;
+            self.free.push(slot);
+            self.len -= 1;
+            return true;
         }
+        false
     }
 
     /// Removes every flow.
     pub fn clear(&mut self) {
-        self.slots.clear();
-        self.free.clear();
-        self.index.clear();
+        let capacity = self.capacity;
+        *self = Self::new(capacity);
     }
 
-    /// Up to `max` flows from slot `cursor` on, and the cursor after them
-    /// (0 when the end was reached).
-    pub fn walk(&self, cursor: u32, max: usize) -> (Vec<&Flow>, u32) {
+    /// Counters of slot `slot`'s flow as a dump reports them at `now`.
+    fn counters(&self, slot: usize, now: Instant) -> FlowCounters {
+        let e = &self.entries[slot];
+        let c = &self.counts[slot];
+        FlowCounters {
+            key: FlowKey::from_bytes(&key_bytes(&e.key)).expect("a key the table took"),
+            generation: e.generation,
+            idle_ms: self.ms(now).wrapping_sub(e.last_seen_ms),
+            packets: c.packets,
+            bytes: c.bytes,
+            meter_drops: if e.meter == NONE {
+                0
+            } else {
+                self.meters[e.meter as usize].drops
+            },
+            action_flags: self.actions.get(e.action).flags,
+        }
+    }
+
+    /// Up to `max` flows' counters at `now` from slot `cursor` on, and
+    /// the cursor after them (0 when the end was reached).
+    pub fn walk(&self, cursor: u32, max: usize, now: Instant) -> (Vec<FlowCounters>, u32) {
         let mut out = Vec::new();
         let mut slot = cursor as usize;
-        while slot < self.slots.len() && out.len() < max {
-            if let Some(f) = &self.slots[slot] {
-                out.push(f);
+        while slot < self.entries.len() && out.len() < max {
+            if self.entries[slot].action != NONE {
+                out.push(self.counters(slot, now));
             }
             slot += 1;
         }
-        let next = if slot >= self.slots.len() {
+        let next = if slot >= self.entries.len() {
             0
         } else {
             slot as u32
@@ -176,8 +561,176 @@ impl FlowTable {
         (out, next)
     }
 
-    /// Every flow, in slot order.
-    pub fn iter(&self) -> impl Iterator<Item = &Flow> {
-        self.slots.iter().flatten()
+    /// Every flow's counters at `now`, in slot order.
+    pub fn iter(&self, now: Instant) -> impl Iterator<Item = FlowCounters> + '_ {
+        (0..self.entries.len())
+            .filter(|&s| self.entries[s].action != NONE)
+            .map(move |s| self.counters(s, now))
+    }
+}
+
+/// Starts loading the cache line at `p`; a hint, never a fault.
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that reads nothing architecturally and
+    // cannot fault; `p` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (p as *const T).cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::gft::{proto, Direction, HOST_VPORT};
+
+    fn key(i: u32) -> FlowKey {
+        let mut src = [0u8; 16];
+        src[..4].copy_from_slice(&i.to_be_bytes());
+        FlowKey {
+            vport: HOST_VPORT,
+            dir: Direction::Tx,
+            tunnel: None,
+            ip_version: 4,
+            proto: proto::UDP,
+            src,
+            dst: [0; 16],
+            sport: 1,
+            dport: 2,
+        }
+    }
+
+    fn rec(i: u32, action: Action) -> FlowRecord {
+        FlowRecord {
+            key: key(i),
+            generation: 0,
+            action,
+        }
+    }
+
+    #[test]
+    fn holds_its_capacity_finds_every_flow_and_forgets_removed_ones() {
+        let now = Instant::now();
+        let n = 100_000;
+        let mut t = FlowTable::new(n);
+        for i in 0..n {
+            t.insert(&rec(i, Action::default()), now).unwrap();
+        }
+        assert_eq!(t.len(), n as usize);
+        assert_eq!(t.insert(&rec(n, Action::default()), now), Err(TableFull));
+        for i in 0..n {
+            assert!(t.find(&t.probe(&key(i))).is_some(), "flow {i}");
+        }
+        for i in (0..n).step_by(2) {
+            assert!(t.remove(&key(i)));
+            assert!(!t.remove(&key(i)));
+        }
+        for i in 0..n {
+            assert_eq!(t.find(&t.probe(&key(i))).is_some(), i % 2 == 1, "flow {i}");
+        }
+        // Freed slots are taken again: the slab does not grow.
+        let slab = t.entries.len();
+        for i in (0..n).step_by(2) {
+            t.insert(&rec(i, Action::default()), now).unwrap();
+        }
+        assert_eq!((t.len(), t.entries.len()), (n as usize, slab));
+    }
+
+    #[test]
+    fn flows_share_actions_and_give_them_back() {
+        let now = Instant::now();
+        let mut t = FlowTable::new(16);
+        let nat = Action {
+            flags: action::NAT_DST_PORT,
+            nat_dport: 9,
+            ..Default::default()
+        };
+        for i in 0..4 {
+            t.insert(&rec(i, nat), now).unwrap();
+        }
+        assert_eq!(t.actions.len(), 1);
+        // A changed action is a new one; the old one loses a user.
+        t.insert(&rec(0, Action::default()), now).unwrap();
+        assert_eq!(t.actions.len(), 2);
+        for i in 1..4 {
+            t.remove(&key(i));
+        }
+        assert_eq!(t.actions.len(), 1, "the NAT action went with its last flow");
+        let slot = t.find(&t.probe(&key(0))).unwrap();
+        assert_eq!(*t.hit(slot).action, Action::default());
+    }
+
+    #[test]
+    fn counts_hits_and_meters_per_flow() {
+        let now = Instant::now();
+        let mut t = FlowTable::new(16);
+        let meter = Action {
+            flags: action::METER,
+            meter_rate: 8000,
+            meter_burst: 2100,
+            ..Default::default()
+        };
+        t.insert(&rec(1, meter), now).unwrap();
+        let slot = t.find(&t.probe(&key(1))).unwrap();
+        let passed = (0..5)
+            .filter(|_| t.count(slot, 1000, now, t.ms(now)))
+            .count();
+        assert_eq!(passed, 2, "the burst holds two frames");
+        let c = t.iter(now).next().unwrap();
+        assert_eq!((c.packets, c.bytes, c.meter_drops), (5, 5000, 3));
+        // Reinstalled with the same action: counters and meter stay.
+        t.insert(&rec(1, meter), now).unwrap();
+        assert!(!t.count(slot, 1000, now, t.ms(now)));
+        assert_eq!(t.iter(now).next().unwrap().meter_drops, 4);
+    }
+
+    #[test]
+    fn a_dump_walks_every_flow_once_across_cursors() {
+        let now = Instant::now();
+        let mut t = FlowTable::new(1000);
+        for i in 0..1000 {
+            t.insert(&rec(i, Action::default()), now).unwrap();
+        }
+        for i in (0..1000).step_by(3) {
+            t.remove(&key(i));
+        }
+        let (mut seen, mut cursor) = (Vec::new(), 0);
+        loop {
+            let (flows, next) = t.walk(cursor, 64, now);
+            seen.extend(flows.iter().map(|c| c.key));
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        assert_eq!(seen.len(), t.len());
+        let mut ids: Vec<u32> = seen
+            .iter()
+            .map(|k| u32::from_be_bytes(k.src[..4].try_into().unwrap()))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), t.len());
+        assert!(ids.iter().all(|i| i % 3 != 0));
+    }
+
+    #[test]
+    fn the_index_fills_past_seven_eighths_before_it_grows() {
+        let now = Instant::now();
+        let mut t = FlowTable::new(1 << 20);
+        for i in 0..200_000 {
+            t.insert(&rec(i, Action::default()), now).unwrap();
+        }
+        let load = t.len() as f64 / (t.buckets.len() * WAYS) as f64;
+        assert!(load > 0.38, "load {load}");
+        assert!(
+            t.bytes_per_flow() < 128,
+            "{} bytes per flow",
+            t.bytes_per_flow()
+        );
     }
 }
