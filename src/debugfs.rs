@@ -103,6 +103,10 @@ pub(crate) struct GftFiles {
     fail_installs: debugfs::File<Arc<Gft>>,
     #[pin]
     idle_timeout: debugfs::File<Arc<Gft>>,
+    #[pin]
+    exception_rate: debugfs::File<Arc<Gft>>,
+    #[pin]
+    exception_burst: debugfs::File<Arc<Gft>>,
     _dir: debugfs::Dir,
 }
 
@@ -134,6 +138,18 @@ impl GftFiles {
                     &|g: &Arc<Gft>, f| writeln!(f, "{}", g.idle_timeout_ms()),
                     &|g: &Arc<Gft>, r| {
                         write_with("idle_timeout_ms", r, |t| g.set_idle_timeout_ms(t))
+                    }),
+                exception_rate <- dir.read_write_callback_file(
+                    c"exception_rate", gft.clone(),
+                    &|g: &Arc<Gft>, f| writeln!(f, "{}", g.exception_rate().0),
+                    &|g: &Arc<Gft>, r| {
+                        write_with("exception_rate", r, |t| g.set_exception_rate(t))
+                    }),
+                exception_burst <- dir.read_write_callback_file(
+                    c"exception_burst", gft.clone(),
+                    &|g: &Arc<Gft>, f| writeln!(f, "{}", g.exception_rate().1),
+                    &|g: &Arc<Gft>, r| {
+                        write_with("exception_burst", r, |t| g.set_exception_burst(t))
                     }),
                 _dir: dir,
             }? Error),

@@ -24,17 +24,12 @@ impl FlowOffload for Gft {
         Gft::queue_exception(self, skb)
     }
 
-    fn decide_exceptions(&self, budget: u32, reinject: &mut dyn FnMut(SkBuff) -> bool) -> bool {
-        for _ in 0..budget {
-            let Some(skb) = self.next_exception() else {
-                return false;
-            };
-            if let Some(skb) = self.decide(skb) {
-                let sent = reinject(skb);
-                self.reinjected(sent);
-            }
-        }
-        true
+    fn decide_exceptions(
+        &self,
+        budget: u32,
+        reinject: &mut dyn FnMut(SkBuff, bool) -> bool,
+    ) -> bool {
+        Gft::decide_exceptions(self, budget, reinject)
     }
 
     fn restore(&self) {

@@ -7,9 +7,10 @@ use kernel::{prelude::*, sync::Arc};
 
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::gft::{
-    CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN, FLOW_RECORD_LEN,
+    CardExceptionStats, CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN,
+    FLOW_RECORD_LEN, MAX_INSTALL_BATCH,
 };
-use crate::hw::{AdminCmd, GftDumpResult};
+use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult};
 use crate::linux::{dma::DmaBuffer, dma::DmaDevice};
 
 /// Records one dump command fetches.
@@ -25,7 +26,7 @@ pub(crate) struct GftCard {
 impl GftCard {
     /// Wraps the PF's admin queue.
     pub(crate) fn new(admin: Arc<AdminQueue>, dma: &DmaDevice) -> Result<Self> {
-        let len = (DUMP_BATCH * DUMP_RECORD_LEN).max(FLOW_RECORD_LEN);
+        let len = (DUMP_BATCH * DUMP_RECORD_LEN).max(MAX_INSTALL_BATCH as usize * FLOW_RECORD_LEN);
         Ok(Self {
             admin,
             mem: dma.alloc(len)?,
@@ -46,11 +47,40 @@ impl GftCard {
             .map(|_| ())
     }
 
-    /// Adds or replaces a flow.
-    pub(crate) fn install(&self, rec: &FlowRecord) -> Result<(), AdminError> {
-        self.mem.write(0, &rec.to_bytes())?;
-        let record = self.mem.dma_addr(0)?;
-        self.admin.exec(AdminCmd::GftInstall { record }).map(|_| ())
+    /// Adds or replaces the flows of `recs` (at most
+    /// [`MAX_INSTALL_BATCH`]) with one command. The card stops at the
+    /// first it cannot install: returns how many it installed (the first
+    /// ones) and, if that is not all, why the next one failed.
+    pub(crate) fn install_batch<'a>(
+        &self,
+        recs: impl Iterator<Item = &'a FlowRecord>,
+    ) -> Result<(usize, Option<AdminStatus>), AdminError> {
+        let mut count = 0;
+        for rec in recs.take(MAX_INSTALL_BATCH as usize) {
+            self.mem.write(count * FLOW_RECORD_LEN, &rec.to_bytes())?;
+            count += 1;
+        }
+        if count == 0 {
+            return Ok((0, None));
+        }
+        let records = self.mem.dma_addr(0)?;
+        let entry = self.admin.exec(AdminCmd::GftInstallBatch {
+            records,
+            // CAST: at most MAX_INSTALL_BATCH.
+            count: count as u32,
+        })?;
+        let r = GftBatchResult::read_result(&entry);
+        // A card that claims more than it was given installed them all.
+        let installed = (r.installed as usize).min(count);
+        if installed == count {
+            return Ok((installed, None));
+        }
+        // A failure with no reason given (or an unknown one) is the card's.
+        let why = match AdminStatus::from_raw(r.status) {
+            Some(AdminStatus::Ok) | None => AdminStatus::DeviceError,
+            Some(s) => s,
+        };
+        Ok((installed, Some(why)))
     }
 
     /// Removes a flow.
@@ -70,6 +100,21 @@ impl GftCard {
         self.admin
             .exec(AdminCmd::GftQueryStats)
             .map(|e| CardGftStats::read_result(&e))
+    }
+
+    /// Polices exceptions: `rate` a second per remote address (0: no
+    /// limit), `burst` at once.
+    pub(crate) fn set_exception_rate(&self, rate: u32, burst: u32) -> Result<(), AdminError> {
+        self.admin
+            .exec(AdminCmd::GftSetExceptionRate { rate, burst })
+            .map(|_| ())
+    }
+
+    /// The card's exception-path counters.
+    pub(crate) fn exception_stats(&self) -> Result<CardExceptionStats, AdminError> {
+        self.admin
+            .exec(AdminCmd::GftQueryExceptionStats)
+            .map(|e| CardExceptionStats::read_result(&e))
     }
 
     /// Every flow the card holds, with its counters, passed to `each`.

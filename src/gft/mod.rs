@@ -2,7 +2,7 @@
 
 //! The GFT on the driver side: the exception path (packets the card sends
 //! to the host because no flow matched, queued from NAPI and decided in a
-//! work item), and the operations behind the debugfs interface of policy
+//! work item, [`DECIDE_BATCH`] at a time), and the operations behind the debugfs interface of policy
 //! and flows (`crate::debugfs` publishes them).
 //!
 //! Documentation/rsnic/gft.rst is the ABI of the debugfs files.
@@ -20,6 +20,7 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc, Mutex,
     },
+    time::{Instant, Monotonic},
 };
 
 use crate::admin::AdminQueue;
@@ -29,11 +30,16 @@ use crate::linux::{
     net::skbuff::{SkBuff, SkbQueue},
 };
 use card::GftCard;
-use vfp::Vfp;
 pub(crate) use vfp::WriteError;
+use vfp::{Decisions, QueueCounts, Vfp};
 
 /// Exceptions waiting for the work item, at most; more are dropped.
 const BACKLOG_MAX: u32 = 1024;
+
+/// Exceptions decided together: under one policy lock, their flows sent
+/// to the card in one admin command (a pair each at most, within
+/// [`crate::hw::gft::MAX_INSTALL_BATCH`]), sent back with one doorbell.
+pub(crate) const DECIDE_BATCH: usize = 32;
 
 /// The GFT state of a PF.
 #[pin_data]
@@ -45,6 +51,14 @@ pub(crate) struct Gft {
     backlog: SkbQueue,
     backlog_drops: Atomic<u64>,
     bad_exceptions: Atomic<u64>,
+    reinjected: Atomic<u64>,
+    reinject_drops: Atomic<u64>,
+    /// Where the exception path's time goes, in nanoseconds: deciding
+    /// (under the policy lock), installing (the batch admin commands),
+    /// sending back.
+    decide_ns: Atomic<u64>,
+    install_ns: Atomic<u64>,
+    reinject_ns: Atomic<u64>,
 }
 
 impl Gft {
@@ -58,6 +72,11 @@ impl Gft {
                 backlog <- SkbQueue::new(),
                 backlog_drops: Atomic::new(0),
                 bad_exceptions: Atomic::new(0),
+                reinjected: Atomic::new(0),
+                reinject_drops: Atomic::new(0),
+                decide_ns: Atomic::new(0),
+                install_ns: Atomic::new(0),
+                reinject_ns: Atomic::new(0),
             }? Error),
             GFP_KERNEL,
         )
@@ -78,32 +97,74 @@ impl Gft {
         true
     }
 
-    /// The next queued exception.
-    pub(crate) fn next_exception(&self) -> Option<SkBuff> {
-        self.backlog.dequeue()
+    /// Decides up to `budget` queued exceptions, [`DECIDE_BATCH`] at a
+    /// time, and hands each packet to send back to `reinject` (with
+    /// whether more of its batch follow, so the doorbell waits for the
+    /// last). Returns whether exceptions are left.
+    pub(crate) fn decide_exceptions(
+        &self,
+        budget: u32,
+        reinject: &mut dyn FnMut(SkBuff, bool) -> bool,
+    ) -> bool {
+        let mut left = budget as usize;
+        while left > 0 {
+            let want = left.min(DECIDE_BATCH);
+            let mut batch: [Option<SkBuff>; DECIDE_BATCH] = Default::default();
+            let mut taken = 0;
+            while taken < want {
+                let Some(skb) = self.backlog.dequeue() else {
+                    break;
+                };
+                batch[taken] = Some(skb);
+                taken += 1;
+            }
+            let batch = &mut batch[..taken];
+            let start = Instant::<Monotonic>::now();
+            let decided;
+            {
+                let mut vfp = self.vfp.lock();
+                let mut decisions = vfp.decisions();
+                for slot in batch.iter_mut() {
+                    *slot = slot.take().and_then(|skb| self.decide(&mut decisions, skb));
+                }
+                decided = Instant::<Monotonic>::now();
+                // Dropping `decisions` sends the batch's flows.
+            }
+            let installed = Instant::<Monotonic>::now();
+            let last = batch.iter().rposition(Option::is_some);
+            for (i, slot) in batch.iter_mut().enumerate() {
+                if let Some(skb) = slot.take() {
+                    let counter = if reinject(skb, Some(i) != last) {
+                        &self.reinjected
+                    } else {
+                        &self.reinject_drops
+                    };
+                    counter.fetch_add(1, Relaxed);
+                }
+            }
+            let done = Instant::<Monotonic>::now();
+            add_ns(&self.decide_ns, decided - start);
+            add_ns(&self.install_ns, installed - decided);
+            add_ns(&self.reinject_ns, done - installed);
+            if taken < want {
+                return false;
+            }
+            left -= want;
+        }
+        self.backlog.len() > 0
     }
 
     /// Decides an exception: the skb rewritten for reinjection (its
     /// exception header replaced by the reinjection header), or `None` if
     /// it is done with (dropped or only tracked).
-    pub(crate) fn decide(&self, mut skb: SkBuff) -> Option<SkBuff> {
+    fn decide(&self, decisions: &mut Decisions<'_>, mut skb: SkBuff) -> Option<SkBuff> {
         let Some(meta) = ExceptionMeta::from_bytes(skb.head()) else {
             self.bad_exceptions.fetch_add(1, Relaxed);
             return None;
         };
-        let verdict = self.vfp.lock().decide(&meta)?;
+        let verdict = decisions.decide(&meta)?;
         skb.head_mut()[..META_LEN].copy_from_slice(&verdict.to_bytes());
         Some(skb)
-    }
-
-    /// Counts a decided packet as sent back (or not).
-    pub(crate) fn reinjected(&self, sent: bool) {
-        let mut vfp = self.vfp.lock();
-        if sent {
-            vfp.stats.reinjected += 1;
-        } else {
-            vfp.stats.reinject_drops += 1;
-        }
     }
 
     /// `hw-tc-offload` changed.
@@ -130,14 +191,26 @@ impl Gft {
         if fetch {
             let _ = vfp.query_card_stats();
         }
-        let queue = (
-            self.bad_exceptions.load(Relaxed),
-            self.backlog_drops.load(Relaxed),
-        );
-        for (name, value) in vfp.counters(queue.0, queue.1) {
+        let queue = QueueCounts {
+            bad_exceptions: self.bad_exceptions.load(Relaxed),
+            backlog_drops: self.backlog_drops.load(Relaxed),
+            reinjected: self.reinjected.load(Relaxed),
+            reinject_drops: self.reinject_drops.load(Relaxed),
+            decide_us: self.decide_ns.load(Relaxed) / 1000,
+            install_us: self.install_ns.load(Relaxed) / 1000,
+            reinject_us: self.reinject_ns.load(Relaxed) / 1000,
+        };
+        for (name, value) in vfp.counters(&queue) {
             each(name, value);
         }
     }
+}
+
+/// Adds a span's length to a time counter (a negative span, which a
+/// monotonic clock never gives, adds nothing).
+fn add_ns(counter: &Atomic<u64>, span: kernel::time::Delta) {
+    // CAST: checked non-negative.
+    counter.fetch_add(span.as_nanos().max(0) as u64, Relaxed);
 }
 
 impl Gft {
@@ -183,6 +256,26 @@ impl Gft {
     /// `fail_installs`: make the next N installs fail (fault injection).
     pub(crate) fn set_fail_installs(&self, text: &str) -> Result<(), WriteError> {
         self.vfp.lock().set_fail_installs(parse_u32(text)?)
+    }
+
+    /// `exception_rate` and `exception_burst`.
+    pub(crate) fn exception_rate(&self) -> (u32, u32) {
+        self.vfp.lock().exception_rate()
+    }
+
+    /// `exception_rate`: exceptions a second per remote address (0: no
+    /// limit).
+    pub(crate) fn set_exception_rate(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp
+            .lock()
+            .set_exception_rate(Some(parse_u32(text)?), None)
+    }
+
+    /// `exception_burst`: exceptions at once per remote address.
+    pub(crate) fn set_exception_burst(&self, text: &str) -> Result<(), WriteError> {
+        self.vfp
+            .lock()
+            .set_exception_rate(None, Some(parse_u32(text)?))
     }
 
     /// `idle_timeout_ms`.

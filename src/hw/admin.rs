@@ -490,6 +490,30 @@ admin_commands! {
             /// Bus address of the page.
             addr @ 8: u64,
         } = 42,
+        /// PF only: add or replace `count` flows from consecutive
+        /// [`super::gft::FLOW_RECORD_LEN`]-byte blocks
+        /// ([`super::gft::FlowRecord`]), in order, stopping at the first
+        /// that fails. `count` is 1..=[`super::gft::MAX_INSTALL_BATCH`].
+        /// Result: [`GftBatchResult`].
+        GftInstallBatch {
+            /// Bus address of the first block.
+            records @ 8: u64,
+            /// Blocks.
+            count @ 16: u32,
+        } = 43,
+        /// PF only: the card's exception-path counters; result:
+        /// [`super::gft::CardExceptionStats`].
+        GftQueryExceptionStats = 44,
+        /// PF only: police exceptions: each remote address (source of a
+        /// packet from the wire, destination of one from the host) may
+        /// send `rate` a second (0: no limit), `burst` at once (1 to
+        /// [`super::gft::MAX_EXCEPTION_BURST`]).
+        GftSetExceptionRate {
+            /// Exceptions a second.
+            rate @ 8: u32,
+            /// Exceptions at once.
+            burst @ 12: u32,
+        } = 45,
     }
 }
 
@@ -587,6 +611,18 @@ admin_result! {
         pub count @ 8: u32,
         /// Cursor of the next call; 0 when the table has been walked.
         pub next @ 12: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::GftInstallBatch`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct GftBatchResult {
+        /// Records installed: the first `installed` of the batch.
+        pub installed @ 8: u32,
+        /// Why record `installed` was not (an [`AdminStatus`]); `Ok` when
+        /// all were.
+        pub status @ 12: u16,
     }
 }
 

@@ -17,6 +17,20 @@ pub const META_LEN: usize = 128;
 pub const KEY_LEN: usize = 48;
 /// Length of an encoded [`Action`].
 pub const ACTION_LEN: usize = 112;
+/// Most records one [`super::AdminCmd::GftInstallBatch`] carries.
+pub const MAX_INSTALL_BATCH: u32 = 64;
+/// How long a missed flow stays pending (only its first packet is an
+/// exception) unless installed sooner.
+pub const PENDING_MS: u32 = 20;
+/// Most pending marks the card holds; past that a miss is sent unmarked.
+pub const MAX_PENDING: u32 = 4096;
+/// Exceptions a second each remote address may send the host, until set
+/// otherwise.
+pub const DEFAULT_EXCEPTION_RATE: u32 = 50_000;
+/// Exceptions each remote address may send at once, until set otherwise.
+pub const DEFAULT_EXCEPTION_BURST: u32 = 1024;
+/// Most a burst may be set to.
+pub const MAX_EXCEPTION_BURST: u32 = 65_536;
 /// Length of the block [`super::AdminCmd::GftInstall`] points at: key at
 /// 0, generation at 48, action at 64.
 pub const FLOW_RECORD_LEN: usize = 176;
@@ -362,6 +376,26 @@ admin_result! {
         pub meter_drops @ 48: u64,
         /// Flows held.
         pub flows @ 56: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`super::AdminCmd::GftQueryExceptionStats`]: how the card
+    /// kept its exception path from flooding the host.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct CardExceptionStats {
+        /// Misses sent to the host and marked pending: later packets of
+        /// the flow are not sent again until it is installed or the mark
+        /// expires ([`PENDING_MS`]).
+        pub pending_marked @ 8: u64,
+        /// Packets of a pending flow, dropped while its install was under
+        /// way.
+        pub pending_drops @ 16: u64,
+        /// Pending marks held now.
+        pub pending @ 24: u32,
+        /// Exceptions dropped because their remote address was over its
+        /// rate ([`super::AdminCmd::GftSetExceptionRate`]).
+        pub rate_drops @ 32: u64,
     }
 }
 

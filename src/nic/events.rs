@@ -51,9 +51,15 @@ pub(crate) trait FlowOffload: Send + Sync {
     fn queue_exception(&self, skb: SkBuff) -> bool;
 
     /// The exception work: decides up to `budget` queued exceptions,
-    /// handing each frame to send back to the card to `reinject`, which
-    /// says whether it was sent. Returns whether more are queued.
-    fn decide_exceptions(&self, budget: u32, reinject: &mut dyn FnMut(SkBuff) -> bool) -> bool;
+    /// handing each frame to send back to the card to `reinject` with
+    /// whether more follow at once (the doorbell waits for the last);
+    /// `reinject` says whether it was sent. Returns whether more are
+    /// queued.
+    fn decide_exceptions(
+        &self,
+        budget: u32,
+        reinject: &mut dyn FnMut(SkBuff, bool) -> bool,
+    ) -> bool;
 
     /// A function reset cleared the card's table: configure it again.
     fn restore(&self);

@@ -12,7 +12,10 @@ use kernel::{
 };
 
 use super::bond;
-use super::{queue::ResetCause, Nic};
+use super::{
+    queue::{QueueVector, ResetCause},
+    Nic,
+};
 use crate::linux::net::{
     netdev::NetDev,
     rtnl::Rtnl,
@@ -164,14 +167,50 @@ impl DeviceWork<GFT_WORK> for Nic {
     /// have their own locks), and must not wait behind configuration.
     type Lock = NoLock;
 
-    /// Decides the queued GFT exceptions and sends each back to the card
-    /// through queue pair 0, up to a budget per run.
+    /// Decides the queued GFT exceptions and sends each back to the card,
+    /// up to a budget per run, one doorbell a batch. A batch goes through
+    /// the TX ring with the most room (the lowest pair on a tie): the
+    /// stack may keep a ring full, and a reinjection finds no room there.
+    /// The room is only a reading: a ring the stack fills meanwhile hands
+    /// the rest of the batch to the ring with the most room then.
     fn run(dev: &NetDev<Self>, _: &NoLock) {
         let nic = dev.data();
         let Some(flow) = &nic.flow else {
             return;
         };
-        let reinject = &mut |skb| nic.queues.first().is_some_and(|q| q.reinject(skb));
+        let roomiest = || {
+            let mut best: Option<(&QueueVector, u16)> = None;
+            for q in nic.queues.iter() {
+                let room = q.tx_room();
+                if best.is_none_or(|(_, most)| room > most) {
+                    best = Some((q, room));
+                }
+            }
+            best.map(|(q, _)| q)
+        };
+        let mut batch_queue = None;
+        let reinject = &mut |mut skb, more| {
+            // At most two rings a frame: the batch's, then the roomiest.
+            for _ in 0..2 {
+                let Some(q) = *batch_queue.get_or_insert_with(roomiest) else {
+                    return false;
+                };
+                match q.reinject(skb, more) {
+                    Ok(()) => {
+                        if !more {
+                            batch_queue = None;
+                        }
+                        return true;
+                    }
+                    Err(back) => {
+                        skb = back;
+                        batch_queue = None;
+                    }
+                }
+            }
+            // Dropped: no ring had room.
+            false
+        };
         if flow.decide_exceptions(GFT_WORK_BUDGET, reinject) {
             nic.gft_work.schedule();
         }

@@ -10,8 +10,43 @@ use kernel::{
 };
 
 use super::*;
+use crate::hw::gft::MAX_INSTALL_BATCH;
+
+/// A flow decided and not yet sent to the card.
+pub(super) struct Staged {
+    rec: FlowRecord,
+    rule: u32,
+    peer: Option<FlowKey>,
+    reverse: bool,
+}
+
+/// Exceptions being decided together, under the policy lock: the flows
+/// they install go to the card in batches, the last when this is
+/// dropped, so no decision outlives the lock unsent.
+pub(crate) struct Decisions<'a> {
+    vfp: &'a mut Vfp,
+}
+
+impl Decisions<'_> {
+    /// Decides one exception (see [`Vfp::decisions`]).
+    pub(crate) fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
+        self.vfp.decide(meta)
+    }
+}
+
+impl Drop for Decisions<'_> {
+    fn drop(&mut self) {
+        self.vfp.commit();
+    }
+}
 
 impl Vfp {
+    /// Starts deciding exceptions: what to do with each packet, and the
+    /// flows to install for it.
+    pub(crate) fn decisions(&mut self) -> Decisions<'_> {
+        Decisions { vfp: self }
+    }
+
     /// The first matching rule's id and action (lowest priority, then
     /// lowest id); without one, the default: allow.
     fn evaluate(&mut self, key: &FlowKey) -> (u32, Action) {
@@ -24,7 +59,9 @@ impl Vfp {
         }
     }
 
-    /// Installs one flow; the mirror follows what the card accepted.
+    /// Stages one flow for the card; [`Self::commit`] sends it, and the
+    /// mirror follows what the card accepted. Fails (nothing staged) when
+    /// fault injection says so or there is no memory.
     fn install(
         &mut self,
         key: FlowKey,
@@ -38,35 +75,45 @@ impl Vfp {
             self.stats.install_failures += 1;
             return Err(AdminError::Refused(crate::hw::AdminStatus::DeviceError));
         }
-        let rec = FlowRecord {
-            key,
-            generation: self.generation,
-            action,
-        };
-        if let Err(e) = self.card.install(&rec) {
-            self.stats.install_failures += 1;
-            return Err(e);
-        }
-        self.stats.installs += 1;
-        self.seq += 1;
-        let now = Instant::<Monotonic>::now();
-        if let Some(s) = self.flows.get_mut(&key) {
-            s.rule = rule;
-            s.action = action;
-            s.generation = self.generation;
-            s.peer = peer;
-            s.reverse = reverse;
-            return Ok(());
-        }
-        let state = FlowState {
+        let staged = Staged {
+            rec: FlowRecord {
+                key,
+                generation: self.generation,
+                action,
+            },
             rule,
-            action,
-            generation: self.generation,
             peer,
             reverse,
+        };
+        if self.staged.push(staged, GFP_KERNEL).is_err() {
+            self.stats.install_failures += 1;
+            return Err(AdminError::Io(ENOMEM));
+        }
+        Ok(())
+    }
+
+    /// The card installed `s`: the mirror takes it.
+    fn installed(&mut self, s: &Staged) {
+        let key = s.rec.key;
+        self.stats.installs += 1;
+        self.seq += 1;
+        if let Some(f) = self.flows.get_mut(&key) {
+            f.rule = s.rule;
+            f.action = s.rec.action;
+            f.generation = s.rec.generation;
+            f.peer = s.peer;
+            f.reverse = s.reverse;
+            return;
+        }
+        let state = FlowState {
+            rule: s.rule,
+            action: s.rec.action,
+            generation: s.rec.generation,
+            peer: s.peer,
+            reverse: s.reverse,
             fin: false,
             seq: self.seq,
-            installed: now,
+            installed: Instant::<Monotonic>::now(),
             packets: 0,
             bytes: 0,
             idle_ms: 0,
@@ -80,14 +127,81 @@ impl Vfp {
             // No memory to remember it: do not leave it in the card.
             let _ = self.card.delete(&key);
             self.stats.install_failures += 1;
-            return Err(AdminError::Io(ENOMEM));
         }
-        Ok(())
     }
 
-    /// Installs the flow for `key` and the reverse flow its action implies.
+    /// Sends the staged flows to the card, [`MAX_INSTALL_BATCH`] a
+    /// command. The card stops at the first it cannot install; the rest
+    /// go in the next command. A pair is all or nothing: a failed forward
+    /// flow takes its reverse with it (it is not sent), a failed reverse
+    /// takes its forward back out of the card.
+    fn commit(&mut self) {
+        let staged = core::mem::take(&mut self.staged);
+        let mut at = 0;
+        while at < staged.len() {
+            let batch = &staged[at..staged.len().min(at + MAX_INSTALL_BATCH as usize)];
+            self.stats.install_commands += 1;
+            let sent = Instant::<Monotonic>::now();
+            let answer = self.card.install_batch(batch.iter().map(|s| &s.rec));
+            // CAST: a monotonic span is not negative.
+            self.stats.install_wait_ns += sent.elapsed().as_nanos().max(0) as u64;
+            let (installed, failed) = match answer {
+                Ok(r) => r,
+                Err(_) => {
+                    // The card's state is unknown: the mirror keeps none
+                    // of them, and a dump removes what the card kept.
+                    self.stats.install_failures += batch.len() as u64;
+                    at += batch.len();
+                    continue;
+                }
+            };
+            for s in &batch[..installed] {
+                self.installed(s);
+            }
+            at += installed;
+            if failed.is_none() {
+                continue;
+            }
+            self.stats.install_failures += 1;
+            let s = &staged[at];
+            at += 1;
+            if s.reverse {
+                if let Some(fwd) = s.peer {
+                    let _ = self.card.delete(&fwd);
+                    self.flows.remove(&fwd);
+                }
+            } else if staged
+                .get(at)
+                .is_some_and(|n| n.reverse && n.peer == Some(s.rec.key))
+            {
+                at += 1;
+            }
+        }
+        // Keep the allocation for the next batch.
+        self.staged = staged;
+        self.staged.clear();
+    }
+
+    /// Sends what is staged first if `key` (either way) is among it: the
+    /// decision about to be made reads the mirror.
+    fn commit_if_staged(&mut self, key: &FlowKey) {
+        let rev = key.reverse();
+        if self
+            .staged
+            .iter()
+            .any(|s| s.rec.key == *key || s.rec.key == rev)
+        {
+            self.commit();
+        }
+    }
+
+    /// Stages the flow for `key` and the reverse flow its action implies.
     fn install_pair(&mut self, key: FlowKey, rule: u32, action: Action) {
         let rev = reverse_flow(&key, &action);
+        // A pair goes to the card in one command.
+        if self.staged.len() + 2 > MAX_INSTALL_BATCH as usize {
+            self.commit();
+        }
         if self
             .install(key, rule, action, rev.map(|(k, _)| k), false)
             .is_ok()
@@ -96,8 +210,10 @@ impl Vfp {
                 if self.install(rk, rule, ra, Some(key), true).is_err() {
                     // Half a pair is worse than none: its packets would
                     // miss NAT or decap on the way back.
-                    let _ = self.card.delete(&key);
-                    self.flows.remove(&key);
+                    self.staged.pop();
+                    if self.flows.remove(&key).is_some() {
+                        let _ = self.card.delete(&key);
+                    }
                 }
             }
         }
@@ -131,6 +247,10 @@ impl Vfp {
             return;
         }
         self.stats.tcp_control += 1;
+        if flags & (tcp_flags::RST | tcp_flags::FIN) != 0 {
+            // Retiring reads the mirror: what is staged goes in first.
+            self.commit();
+        }
         if flags & tcp_flags::RST != 0 {
             self.retire(key);
             return;
@@ -149,9 +269,11 @@ impl Vfp {
 
     /// Decides an exception packet: what to do with it (`None`: drop it,
     /// e.g. a TCP control copy, whose original the card forwarded).
-    pub(crate) fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
+    /// Installs are staged: [`Decisions`] commits them.
+    fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
         self.stats.exceptions += 1;
         let key = meta.key;
+        self.commit_if_staged(&key);
         if meta.reason == ExceptionReason::TcpControl {
             self.track_tcp(&key, meta.tcp_flags);
             return None;

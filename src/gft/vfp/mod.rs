@@ -15,6 +15,9 @@
 
 mod flows;
 
+pub(crate) use flows::Decisions;
+use flows::Staged;
+
 use core::fmt;
 
 use kernel::{
@@ -29,8 +32,9 @@ use super::rule::{
 };
 use crate::admin::AdminError;
 use crate::hw::gft::{
-    action, config, proto, tcp_flags, Action, CardGftStats, ExceptionMeta, ExceptionReason,
-    FlowKey, FlowRecord, ReinjectMeta, DEFAULT_MAX_FLOWS, HOST_VPORT, MAX_FLOWS_LIMIT,
+    action, config, proto, tcp_flags, Action, CardExceptionStats, CardGftStats, ExceptionMeta,
+    ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DEFAULT_EXCEPTION_BURST,
+    DEFAULT_EXCEPTION_RATE, DEFAULT_MAX_FLOWS, HOST_VPORT, MAX_EXCEPTION_BURST, MAX_FLOWS_LIMIT,
 };
 
 /// Most rules.
@@ -86,14 +90,15 @@ struct Closed {
 pub(crate) struct VfpStats {
     /// Exception packets handled.
     pub(crate) exceptions: u64,
-    /// Packets sent back to the card.
-    pub(crate) reinjected: u64,
-    /// Packets that could not be sent back (TX ring full or stopped).
-    pub(crate) reinject_drops: u64,
     /// Flows installed (or updated).
     pub(crate) installs: u64,
     /// Installs the card refused (full table) or fault injection failed.
     pub(crate) install_failures: u64,
+    /// `GFT_INSTALL_BATCH` commands sent (installs over this: the batch).
+    pub(crate) install_commands: u64,
+    /// Nanoseconds spent waiting for those commands (the card's share of
+    /// installing; the rest is the driver's mirror).
+    pub(crate) install_wait_ns: u64,
     /// Flows removed to make room (`max_flows` lowered).
     pub(crate) evictions: u64,
     /// TCP SYN/FIN/RST seen (copies and misses).
@@ -113,17 +118,26 @@ pub(crate) struct Vfp {
     next_rule_id: u32,
     generation: u32,
     flows: RBTree<FlowKey, FlowState>,
+    /// Flows decided and not yet sent to the card; empty outside
+    /// [`Decisions`].
+    staged: KVec<Staged>,
     closed: RBTree<FlowKey, Closed>,
     max_flows: u32,
     /// Flows are cached in the card (`hw-tc-offload`).
     cache: bool,
     fail_installs: u32,
     idle_timeout_ms: u32,
+    /// How the card polices exceptions: a second, and at once, per remote
+    /// address.
+    exception_rate: u32,
+    exception_burst: u32,
     seq: u64,
     /// When flows were last aged.
     last_aged: Option<Instant<Monotonic>>,
     /// The card's counters as of the last query.
     card_stats: CardGftStats,
+    /// The card's exception-path counters as of the last query.
+    card_exceptions: CardExceptionStats,
     /// Counters.
     pub(crate) stats: VfpStats,
 }
@@ -208,14 +222,18 @@ impl Vfp {
             next_rule_id: 1,
             generation: 1,
             flows: RBTree::new(),
+            staged: KVec::new(),
             closed: RBTree::new(),
             max_flows: DEFAULT_MAX_FLOWS,
             cache: true,
             fail_installs: 0,
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            exception_rate: DEFAULT_EXCEPTION_RATE,
+            exception_burst: DEFAULT_EXCEPTION_BURST,
             seq: 0,
             last_aged: None,
             card_stats: CardGftStats::default(),
+            card_exceptions: CardExceptionStats::default(),
             stats: VfpStats::default(),
         }
     }
@@ -241,6 +259,8 @@ impl Vfp {
     pub(crate) fn restore(&mut self) -> Result<(), AdminError> {
         self.flows = RBTree::new();
         self.card.set_generation(self.generation)?;
+        self.card
+            .set_exception_rate(self.exception_rate, self.exception_burst)?;
         self.card.configure(self.config_flags(), self.max_flows)
     }
 
@@ -419,6 +439,29 @@ impl Vfp {
         Ok(())
     }
 
+    /// The exception policer's rate (a second per remote address, 0: no
+    /// limit) and burst.
+    pub(crate) fn exception_rate(&self) -> (u32, u32) {
+        (self.exception_rate, self.exception_burst)
+    }
+
+    /// Sets the exception policer's rate and burst (either kept if
+    /// `None`).
+    pub(crate) fn set_exception_rate(
+        &mut self,
+        rate: Option<u32>,
+        burst: Option<u32>,
+    ) -> Result<(), WriteError> {
+        let rate = rate.unwrap_or(self.exception_rate);
+        let burst = burst.unwrap_or(self.exception_burst);
+        if !(1..=MAX_EXCEPTION_BURST).contains(&burst) {
+            return Err(WriteError::Invalid("exception_burst out of range"));
+        }
+        self.card.set_exception_rate(rate, burst)?;
+        (self.exception_rate, self.exception_burst) = (rate, burst);
+        Ok(())
+    }
+
     /// `hw-tc-offload` changed: with it off, nothing is cached and every
     /// packet is an exception.
     pub(crate) fn set_cache(&mut self, on: bool) -> Result<(), AdminError> {
@@ -465,14 +508,11 @@ impl Vfp {
         Ok(())
     }
 
-    /// The counters `stats` and `ethtool -S` show, named; the exception
-    /// queue's own two (kept where NAPI counts them) are passed in.
-    pub(crate) fn counters(
-        &self,
-        bad_exceptions: u64,
-        backlog_drops: u64,
-    ) -> [(&'static str, u64); 22] {
+    /// The counters `stats` and `ethtool -S` show, named; those the
+    /// exception queue keeps outside the policy lock are passed in.
+    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 31] {
         let c = &self.card_stats;
+        let e = &self.card_exceptions;
         let s = &self.stats;
         [
             ("lookups", c.lookups),
@@ -482,16 +522,25 @@ impl Vfp {
             ("tcp_duplicates", c.tcp_duplicates),
             ("meter_drops", c.meter_drops),
             ("card_flows", u64::from(c.flows)),
+            ("pending_marked", e.pending_marked),
+            ("pending_drops", e.pending_drops),
+            ("pending", u64::from(e.pending)),
+            ("exception_rate_drops", e.rate_drops),
             ("flows", self.flows.iter().count() as u64),
             ("rules", self.rules.len() as u64),
             ("generation", u64::from(self.generation)),
             ("exceptions_handled", s.exceptions),
-            ("bad_exceptions", bad_exceptions),
-            ("backlog_drops", backlog_drops),
-            ("reinjected", s.reinjected),
-            ("reinject_drops", s.reinject_drops),
+            ("bad_exceptions", queue.bad_exceptions),
+            ("backlog_drops", queue.backlog_drops),
+            ("reinjected", queue.reinjected),
+            ("reinject_drops", queue.reinject_drops),
+            ("exception_decide_us", queue.decide_us),
+            ("exception_install_us", queue.install_us),
+            ("exception_reinject_us", queue.reinject_us),
             ("installs", s.installs),
             ("install_failures", s.install_failures),
+            ("install_commands", s.install_commands),
+            ("install_wait_us", s.install_wait_ns / 1000),
             ("evictions", s.evictions),
             ("tcp_control", s.tcp_control),
             ("tcp_retired", s.tcp_retired),
@@ -503,8 +552,27 @@ impl Vfp {
     /// Updates the card's counters (for `stats` and `ethtool -S`).
     pub(crate) fn query_card_stats(&mut self) -> Result<(), AdminError> {
         self.card_stats = self.card.stats()?;
+        self.card_exceptions = self.card.exception_stats()?;
         Ok(())
     }
+}
+
+/// Counters of the exception queue, kept outside the policy lock.
+pub(crate) struct QueueCounts {
+    /// Exceptions too short to hold their header.
+    pub(crate) bad_exceptions: u64,
+    /// Exceptions dropped because the backlog was full.
+    pub(crate) backlog_drops: u64,
+    /// Packets sent back to the card.
+    pub(crate) reinjected: u64,
+    /// Packets that could not be sent back (TX ring full or stopped).
+    pub(crate) reinject_drops: u64,
+    /// Time spent deciding exceptions under the policy lock, in us.
+    pub(crate) decide_us: u64,
+    /// Time spent in install commands, in us.
+    pub(crate) install_us: u64,
+    /// Time spent sending decided packets back, in us.
+    pub(crate) reinject_us: u64,
 }
 
 /// A flow key in `flows` syntax.

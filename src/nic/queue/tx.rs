@@ -5,13 +5,11 @@
 
 use kernel::{
     prelude::*,
-    sync::{
-        atomic::{Acquire, Release},
-        barrier::smp_mb,
-    },
+    sync::atomic::{Acquire, Release},
 };
 
 use super::{bump, QueuePair};
+use crate::admin::publish_to_polling_card;
 use crate::hw::{db_page, Cqe, QpDoorbell, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
@@ -292,35 +290,51 @@ impl QueuePair {
         dev.tx_sent(self.index, len, more)
     }
 
+    /// Descriptors free on the TX ring (0 while the pair is stopped): where
+    /// a batch of reinjections has the most room.
+    pub(crate) fn tx_room(&self) -> u16 {
+        lock_bh(&self.tx)
+            .as_ref()
+            .map_or(0, |state| state.ring.free())
+    }
+
     /// Sends a GFT exception back to the card (its header already replaced
-    /// by the reinjection header). Process context. Returns whether it was
-    /// posted; a full or stopped ring drops it (the stack's frames keep
-    /// their room: the queue is not stopped for this).
-    pub(crate) fn reinject(&self, skb: SkBuff) -> bool {
-        let kick = {
+    /// by the reinjection header). Process context. A full or stopped
+    /// ring gives the skb back (the stack's frames keep their room: the
+    /// queue is not stopped for this). With `more`, the doorbell waits
+    /// for the batch's last frame, or for the first that does not fit:
+    /// what this ring took of the batch is then rung for, and the rest
+    /// may go to another ring.
+    pub(crate) fn reinject(&self, skb: SkBuff, more: bool) -> Result<(), SkBuff> {
+        let (result, kick) = {
             let mut guard = lock_bh(&self.tx);
             let Some(state) = &mut *guard else {
-                return false;
+                return Err(skb);
             };
-            if state.ring.free() < 2 * TX_MAX_DESCS {
-                return false;
-            }
-            let offloads = TxDesc {
-                flags: TxDesc::GFT_REINJECT,
-                ..TxDesc::default()
+            let result = if state.ring.free() >= 2 * TX_MAX_DESCS {
+                let offloads = TxDesc {
+                    flags: TxDesc::GFT_REINJECT,
+                    ..TxDesc::default()
+                };
+                match state.post(&skb, offloads) {
+                    Ok(last) => {
+                        state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
+                        Ok(())
+                    }
+                    Err(_) => Err(skb),
+                }
+            } else {
+                Err(skb)
             };
-            let Ok(last) = state.post(&skb, offloads) else {
-                return false;
-            };
-            state.slots[usize::from(last.get())].frame = Some(TxFrame::Skb(skb));
             // Also tells the card of any stack frames still waiting for
             // the end of their batch: harmless, they are complete.
-            self.want_tx_doorbell(state)
+            let ends_here = !more || result.is_err();
+            (result, ends_here && self.want_tx_doorbell(state))
         };
         if kick {
             self.kick_tx();
         }
-        true
+        result
     }
 
     /// `XDP_TX` from this pair's NAPI poll: puts a received frame on the
@@ -475,21 +489,7 @@ impl QueuePair {
         let Some(page) = &self.db_page else {
             return false;
         };
-        if page
-            .write_position(db_page::tx_tail(self.index), tail)
-            .is_err()
-        {
-            return false;
-        }
-        // The tail's store before the flag's load: the card clears the
-        // flag, fences, then reads the tails, so one of the two sees the
-        // other's store (no tail is left to a card that sleeps).
-        smp_mb();
-        // Untrusted like anything the card writes: a card that claims to
-        // poll and does not stalls its own queue, which the TX watchdog
-        // reports.
-        page.read_position(db_page::CARD_POLLING)
-            .is_some_and(|polling| polling != 0)
+        publish_to_polling_card(page, db_page::tx_tail(self.index), tail)
     }
 
     /// Retires the TX frame whose last descriptor a completion names:

@@ -10,6 +10,8 @@
 
 mod meter;
 pub mod parse;
+mod pending;
+mod policer;
 mod table;
 pub mod transform;
 
@@ -20,11 +22,26 @@ use log::debug;
 
 use crate::dma::DmaSpace;
 use crate::hw::gft::{
-    self, action, config, tcp_flags, CardGftStats, Direction, ExceptionMeta, ExceptionReason,
-    FlowKey, FlowRecord, ReinjectMeta, DUMP_RECORD_LEN, FLOW_RECORD_LEN, KEY_LEN, META_LEN,
+    self, action, config, tcp_flags, CardExceptionStats, CardGftStats, Direction, ExceptionMeta,
+    ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DUMP_RECORD_LEN, FLOW_RECORD_LEN, KEY_LEN,
+    META_LEN,
 };
-use crate::hw::{AdminCmd, AdminStatus, GftDumpResult, AQ_ENTRY_SIZE};
+use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult, AQ_ENTRY_SIZE};
+use pending::Pending;
+use policer::Policers;
 use table::FlowTable;
+
+/// Packets whose lookups overlap in [`Gft::process_burst`].
+pub const BURST: usize = 16;
+
+/// A packet's lookup under way.
+struct Lookup {
+    key: FlowKey,
+    tcp_flags: u8,
+    probe: table::Probe,
+    /// The flow's slot, once the bucket was read.
+    slot: Option<u32>,
+}
 
 /// Most records one dump command may ask for.
 pub const MAX_DUMP_RECORDS: u32 = 4096;
@@ -70,6 +87,8 @@ pub struct Gft {
     flags: u32,
     generation: u32,
     table: FlowTable,
+    pending: Pending,
+    policers: Policers,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -80,6 +99,8 @@ impl Default for Gft {
             flags: 0,
             generation: 0,
             table: FlowTable::new(gft::DEFAULT_MAX_FLOWS),
+            pending: Pending::default(),
+            policers: Policers::default(),
             stats: EngineStats::default(),
         }
     }
@@ -104,6 +125,7 @@ impl Gft {
     /// Adds or replaces a flow, as `GFT_INSTALL` does; false if the table
     /// is full.
     pub fn install(&mut self, rec: &FlowRecord, now: Instant) -> bool {
+        self.pending.settled(self.table.probe(&rec.key).hash());
         self.table.insert(rec, now).is_ok()
     }
 
@@ -122,60 +144,143 @@ impl Gft {
 
     /// Runs a packet crossing the card `dir` through the table.
     pub fn process(&mut self, frame: Vec<u8>, dir: Direction, now: Instant) -> Vec<Output> {
+        let mut out = Vec::with_capacity(1);
+        self.process_burst([frame], dir, now, &mut out);
+        out
+    }
+
+    /// Runs packets crossing the card `dir` through the table, in order,
+    /// and appends where they go to `out`. Lookups go in groups of
+    /// [`BURST`]: every key is hashed and its bucket asked for before the
+    /// first is read, so the memory latencies of a group overlap.
+    pub fn process_burst(
+        &mut self,
+        frames: impl IntoIterator<Item = Vec<u8>>,
+        dir: Direction,
+        now: Instant,
+        out: &mut Vec<Output>,
+    ) {
+        let mut frames = frames.into_iter();
         if !self.enabled() {
-            return vec![Output::onward(dir, frame)];
+            out.extend(frames.map(|f| Output::onward(dir, f)));
+            return;
         }
-        let Some(p) = parse::parse(&frame, dir) else {
-            // Not IP (ARP, LLDP, ...): the GFT does not apply.
-            return vec![Output::onward(dir, frame)];
-        };
+        let now_ms = self.table.ms(now);
+        let mut group: [(Vec<u8>, Option<Lookup>); BURST] =
+            std::array::from_fn(|_| (Vec::new(), None));
+        loop {
+            let mut n = 0;
+            for frame in frames.by_ref().take(BURST) {
+                let l = self.start_lookup(&frame, dir);
+                group[n] = (frame, l);
+                n += 1;
+            }
+            if n == 0 {
+                return;
+            }
+            if self.flags & config::CACHE != 0 {
+                // The buckets were asked for; now read them and ask for
+                // the entries.
+                for (_, l) in group[..n].iter_mut() {
+                    if let Some(l) = l {
+                        l.slot = self.table.find(&l.probe);
+                        if let Some(slot) = l.slot {
+                            self.table.prefetch_slot(slot);
+                        }
+                    }
+                }
+            }
+            for (frame, l) in group[..n].iter_mut() {
+                let frame = std::mem::take(frame);
+                match l.take() {
+                    None => out.push(Output::onward(dir, frame)),
+                    Some(l) => self.finish(frame, l, dir, now, now_ms, out),
+                }
+            }
+        }
+    }
+
+    /// Parses `frame` and hashes its key; asks for its bucket.
+    fn start_lookup(&self, frame: &[u8], dir: Direction) -> Option<Lookup> {
+        // Not IP (ARP, LLDP, ...): the GFT does not apply.
+        let p = parse::parse(frame, dir)?;
+        let probe = self.table.probe(&p.key);
+        self.table.prefetch(&probe);
+        Some(Lookup {
+            key: p.key,
+            tcp_flags: p.tcp_flags,
+            probe,
+            slot: None,
+        })
+    }
+
+    /// The table's verdict on one parsed packet, appended to `out`.
+    fn finish(
+        &mut self,
+        frame: Vec<u8>,
+        l: Lookup,
+        dir: Direction,
+        now: Instant,
+        now_ms: u32,
+        out: &mut Vec<Output>,
+    ) {
         let mut meta = ExceptionMeta {
             reason: ExceptionReason::NoCache,
-            tcp_flags: p.tcp_flags,
-            key: p.key,
+            tcp_flags: l.tcp_flags,
+            key: l.key,
             generation: 0,
         };
         if self.flags & config::CACHE == 0 {
-            return vec![self.exception(&frame, meta)];
+            out.push(self.exception(&frame, meta));
+            return;
         }
         self.stats.card.lookups += 1;
-        let generation = self.generation;
-        let Some(flow) = self.table.get_mut(&p.key) else {
+        let tcp_control = l.key.proto == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
+        let Some(slot) = l.slot else {
             self.stats.card.misses += 1;
-            meta.reason = ExceptionReason::Miss;
-            return vec![self.exception(&frame, meta)];
+            if self.admit_undecided(&l, tcp_control, now_ms) {
+                meta.reason = ExceptionReason::Miss;
+                out.push(self.exception(&frame, meta));
+            }
+            return;
         };
-        if flow.generation != generation {
+        let hit = self.table.hit(slot);
+        if hit.generation != self.generation {
             meta.reason = ExceptionReason::Stale;
-            meta.generation = flow.generation;
+            meta.generation = hit.generation;
             self.stats.card.misses += 1;
-            return vec![self.exception(&frame, meta)];
+            if self.admit_undecided(&l, tcp_control, now_ms) {
+                out.push(self.exception(&frame, meta));
+            }
+            return;
         }
-        flow.packets += 1;
-        flow.bytes += frame.len() as u64;
-        flow.last_seen = now;
-        let act = flow.action;
-        let conforms = flow
-            .meter
-            .as_mut()
-            .is_none_or(|m| m.admit(frame.len(), now));
-        if !conforms {
-            flow.meter_drops += 1;
-        }
+        let flags = hit.action.flags;
+        let conforms = self.table.count(slot, frame.len(), now, now_ms);
         self.stats.card.hits += 1;
-        let mut out = Vec::with_capacity(2);
-        let tcp_control = p.key.proto == gft::proto::TCP && p.tcp_flags & tcp_flags::CONTROL != 0;
-        if tcp_control {
+        if tcp_control && self.policers.admit(&l.key, now_ms) {
             self.stats.card.tcp_duplicates += 1;
             meta.reason = ExceptionReason::TcpControl;
             out.push(self.exception(&frame, meta));
         }
         if !conforms {
             self.stats.card.meter_drops += 1;
-            return out;
+            return;
         }
+        if flags == 0 {
+            // No action: on its way as it came.
+            out.push(Output::onward(dir, frame));
+            return;
+        }
+        let act = *self.table.hit(slot).action;
         out.extend(self.act(frame, &act, dir));
-        out
+    }
+
+    /// Whether a packet of a flow the host has not decided goes up: only
+    /// the first while it is pending (TCP control packets each), within
+    /// its remote address's rate.
+    fn admit_undecided(&mut self, l: &Lookup, tcp_control: bool, now_ms: u32) -> bool {
+        (tcp_control || self.pending.admit(l.probe.hash(), now_ms))
+            && self.policers.admit(&l.key, now_ms)
     }
 
     /// Applies `act` to a packet going `dir`.
@@ -205,6 +310,20 @@ impl Gft {
         };
         self.stats.reinjected += 1;
         self.act(frame.to_vec(), &meta.action, meta.dir)
+    }
+
+    /// The table's memory per flow held, in bytes (its index, entries,
+    /// counters, meters and distinct actions, over the flows).
+    pub fn bytes_per_flow(&self) -> usize {
+        self.table.bytes_per_flow()
+    }
+
+    /// The exception path's counters.
+    pub fn exception_stats(&self) -> CardExceptionStats {
+        CardExceptionStats {
+            rate_drops: self.policers.drops(),
+            ..self.pending.stats()
+        }
     }
 
     /// The card's counters.
@@ -247,6 +366,41 @@ impl Gft {
                     return AdminStatus::NoSpace;
                 }
             }
+            AdminCmd::GftInstallBatch { records, count } => {
+                if !(1..=gft::MAX_INSTALL_BATCH).contains(&count) {
+                    return AdminStatus::BadParam;
+                }
+                let mut result = GftBatchResult {
+                    installed: 0,
+                    status: AdminStatus::Ok as u16,
+                };
+                let mut b = [0u8; FLOW_RECORD_LEN];
+                for i in 0..u64::from(count) {
+                    let at = records.wrapping_add(i * FLOW_RECORD_LEN as u64);
+                    let rec = dma
+                        .read(at, &mut b)
+                        .ok()
+                        .and_then(|()| FlowRecord::from_bytes(&b));
+                    let status = match rec {
+                        None => AdminStatus::BadParam,
+                        Some(rec) if !self.install(&rec, now) => AdminStatus::NoSpace,
+                        Some(_) => {
+                            result.installed += 1;
+                            continue;
+                        }
+                    };
+                    result.status = status as u16;
+                    break;
+                }
+                result.write_result(entry);
+            }
+            AdminCmd::GftQueryExceptionStats => self.exception_stats().write_result(entry),
+            AdminCmd::GftSetExceptionRate { rate, burst } => {
+                if !(1..=gft::MAX_EXCEPTION_BURST).contains(&burst) {
+                    return AdminStatus::BadParam;
+                }
+                self.policers.set(rate, burst);
+            }
             AdminCmd::GftDelete { key } => {
                 let mut b = [0u8; KEY_LEN];
                 if dma.read(key, &mut b).is_err() {
@@ -259,15 +413,18 @@ impl Gft {
                     return AdminStatus::NotFound;
                 }
             }
-            AdminCmd::GftFlush => self.table.clear(),
+            AdminCmd::GftFlush => {
+                self.table.clear();
+                self.pending.clear();
+            }
             AdminCmd::GftDump { buf, max, cursor } => {
                 if max == 0 || max > MAX_DUMP_RECORDS {
                     return AdminStatus::BadParam;
                 }
-                let (flows, next) = self.table.walk(cursor, max as usize);
+                let (flows, next) = self.table.walk(cursor, max as usize, now);
                 let mut block = Vec::with_capacity(flows.len() * DUMP_RECORD_LEN);
-                for f in &flows {
-                    block.extend_from_slice(&f.counters(now).to_bytes());
+                for c in &flows {
+                    block.extend_from_slice(&c.to_bytes());
                 }
                 if !block.is_empty() && dma.write(buf, &block).is_err() {
                     return AdminStatus::BadParam;
@@ -290,10 +447,9 @@ impl Gft {
     pub fn describe_flows(&self, now: Instant) -> String {
         let mut lines: Vec<String> = self
             .table
-            .iter()
-            .map(|f| {
-                let c = f.counters(now);
-                let k = &f.key;
+            .iter(now)
+            .map(|c| {
+                let k = &c.key;
                 let addr = |a: &[u8; 16]| -> String {
                     if k.ip_version == 4 {
                         std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string()
@@ -316,7 +472,7 @@ impl Gft {
                 let _ = write!(
                     s,
                     " actions={:#x} gen={} packets={} bytes={} meter_drops={}",
-                    f.action.flags, f.generation, c.packets, c.bytes, c.meter_drops
+                    c.action_flags, c.generation, c.packets, c.bytes, c.meter_drops
                 );
                 s
             })
@@ -333,12 +489,14 @@ impl Gft {
     /// The engine's counters, for the harness (`gft-stats`).
     pub fn describe_stats(&self) -> String {
         let s = self.card_stats();
+        let p = self.exception_stats();
         format!(
-            "enabled={} cache={} generation={} flows={} lookups={} hits={} misses={} exceptions={} tcp_duplicates={} meter_drops={} dropped={} transform_errors={} reinjected={} bad_reinjects={}",
+            "enabled={} cache={} generation={} flows={} bytes_per_flow={} lookups={} hits={} misses={} exceptions={} tcp_duplicates={} meter_drops={} dropped={} transform_errors={} reinjected={} bad_reinjects={} pending_marked={} pending_drops={} pending={} rate_drops={} exception_rate={}/{}",
             u8::from(self.enabled()),
             u8::from(self.flags & config::CACHE != 0),
             self.generation,
             s.flows,
+            self.bytes_per_flow(),
             s.lookups,
             s.hits,
             s.misses,
@@ -348,7 +506,13 @@ impl Gft {
             self.stats.dropped,
             self.stats.transform_errors,
             self.stats.reinjected,
-            self.stats.bad_reinjects
+            self.stats.bad_reinjects,
+            p.pending_marked,
+            p.pending_drops,
+            p.pending,
+            p.rate_drops,
+            self.policers.get().0,
+            self.policers.get().1
         )
     }
 }
@@ -371,7 +535,126 @@ mod tests {
             generation: g.generation,
             action: act,
         };
-        g.table.insert(&rec, Instant::now()).unwrap();
+        assert!(g.install(&rec, Instant::now()));
+    }
+
+    #[test]
+    fn a_pending_flow_sends_its_first_packet_only_until_installed() {
+        let mut g = enabled();
+        let f = udp4(1, 2, b"x");
+        let now = Instant::now();
+        let out = g.process(f.clone(), Direction::Tx, now);
+        let key = exception_meta(&out[0]).key;
+        // While the host decides: counted, not sent.
+        assert!(g.process(f.clone(), Direction::Tx, now).is_empty());
+        assert!(g.process(f.clone(), Direction::Tx, now).is_empty());
+        // Another flow is not held back by it.
+        assert_eq!(g.process(udp4(1, 3, b"x"), Direction::Tx, now).len(), 1);
+        install(&mut g, key, gft::Action::default());
+        assert_eq!(
+            g.process(f.clone(), Direction::Tx, now),
+            vec![Output::Wire(f.clone())]
+        );
+        let p = g.pending.stats();
+        assert_eq!((p.pending_marked, p.pending_drops, p.pending), (2, 2, 1));
+        // Marks expire: an install that never comes costs one more
+        // exception per PENDING_MS, not a flow lost for good.
+        let later = now + std::time::Duration::from_millis(u64::from(gft::PENDING_MS) + 1);
+        assert_eq!(g.process(udp4(1, 3, b"x"), Direction::Tx, later).len(), 1);
+    }
+
+    #[test]
+    fn a_refused_install_clears_the_pending_mark() {
+        let mut g = enabled();
+        g.configure(config::ENABLE | config::CACHE, 1);
+        let now = Instant::now();
+        let first = g.process(udp4(1, 2, b"x"), Direction::Tx, now);
+        install(
+            &mut g,
+            exception_meta(&first[0]).key,
+            gft::Action::default(),
+        );
+        let f = udp4(1, 3, b"x");
+        let out = g.process(f.clone(), Direction::Tx, now);
+        let rec = FlowRecord {
+            key: exception_meta(&out[0]).key,
+            generation: 0,
+            action: gft::Action::default(),
+        };
+        // Full: refused, and the flow's next packet asks again at once
+        // (the packet was delivered by reinjection; so is the next).
+        assert!(!g.install(&rec, now));
+        assert_eq!(g.process(f, Direction::Tx, now).len(), 1);
+        assert_eq!(g.pending.stats().pending_drops, 0);
+    }
+
+    #[test]
+    fn tcp_control_of_a_pending_flow_still_goes_up() {
+        let mut g = enabled();
+        let syn = tcp6(true, false);
+        let now = Instant::now();
+        assert_eq!(g.process(syn.clone(), Direction::Rx, now).len(), 1);
+        assert_eq!(g.process(syn.clone(), Direction::Rx, now).len(), 1);
+        assert_eq!(g.pending.stats().pending_drops, 0);
+    }
+
+    #[test]
+    fn batch_install_stops_at_the_first_failure() {
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let mut g = enabled();
+        g.configure(config::ENABLE | config::CACHE, 2);
+        let rec = |port: u16| {
+            let f = udp4(1, port, b"x");
+            FlowRecord {
+                key: parse::parse(&f, Direction::Tx).unwrap().key,
+                generation: 0,
+                action: gft::Action::default(),
+            }
+        };
+        let mut block = Vec::new();
+        for port in [10, 11, 12, 13] {
+            block.extend_from_slice(&rec(port).to_bytes());
+        }
+        dma.write(0x1000, &block).unwrap();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let cmd = AdminCmd::GftInstallBatch {
+            records: 0x1000,
+            count: 4,
+        };
+        assert_eq!(
+            g.execute(&dma, cmd, &mut e, Instant::now()),
+            AdminStatus::Ok
+        );
+        let r = GftBatchResult::read_result(&e);
+        assert_eq!((r.installed, r.status), (2, AdminStatus::NoSpace as u16));
+        assert_eq!(g.card_stats().flows, 2);
+        for count in [0, gft::MAX_INSTALL_BATCH + 1] {
+            let cmd = AdminCmd::GftInstallBatch {
+                records: 0x1000,
+                count,
+            };
+            assert_eq!(
+                g.execute(&dma, cmd, &mut e, Instant::now()),
+                AdminStatus::BadParam
+            );
+        }
+        // A garbled record is a bad one, after the good.
+        g.configure(config::ENABLE | config::CACHE, 100);
+        let cmd = AdminCmd::GftInstallBatch {
+            records: 0x1000 + 2 * FLOW_RECORD_LEN as u64,
+            count: 3,
+        };
+        dma.write(
+            0x1000 + 4 * FLOW_RECORD_LEN as u64,
+            &[0xff; FLOW_RECORD_LEN],
+        )
+        .unwrap();
+        assert_eq!(
+            g.execute(&dma, cmd, &mut e, Instant::now()),
+            AdminStatus::Ok
+        );
+        let r = GftBatchResult::read_result(&e);
+        assert_eq!((r.installed, r.status), (2, AdminStatus::BadParam as u16));
     }
 
     fn exception_meta(o: &Output) -> ExceptionMeta {

@@ -221,7 +221,8 @@ def random_line(rng):
 
 def fuzz(directory, n, seed):
     rng = random.Random(seed)
-    files = ["rules", "flows", "max_flows", "fail_installs", "idle_timeout_ms"]
+    files = ["rules", "flows", "max_flows", "fail_installs", "idle_timeout_ms",
+             "exception_rate", "exception_burst"]
     results = {}
     for i in range(n):
         f = rng.choice(files)
@@ -244,6 +245,8 @@ def fuzz(directory, n, seed):
     write(os.path.join(directory, "max_flows"), b"65536")
     write(os.path.join(directory, "fail_installs"), b"0")
     write(os.path.join(directory, "idle_timeout_ms"), b"30000")
+    write(os.path.join(directory, "exception_rate"), b"50000")
+    write(os.path.join(directory, "exception_burst"), b"1024")
 
 
 def readd(directory):

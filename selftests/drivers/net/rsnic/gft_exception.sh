@@ -4,8 +4,10 @@
 # The exception path: the first packet of a new UDP or TCP flow misses in
 # the card and goes to the driver, which installs the flow; later packets
 # hit in the card. Counters are checked exactly (IPv6 off, static
-# neighbours: nothing else crosses the GFT). With hw-tc-offload off every
-# packet takes the exception path, and still arrives.
+# neighbours: nothing else crosses the GFT). While a flow is being
+# decided, only its first packet goes up (pending marks). With
+# hw-tc-offload off every packet takes the exception path, and still
+# arrives.
 
 source "$(dirname "$0")/lib.sh"
 gft_setup
@@ -19,14 +21,15 @@ delta() { # BEFORE AFTER
 	echo $((a[0] - b[0])) $((a[1] - b[1])) $((a[2] - b[2])) $((a[3] - b[3])) $((a[4] - b[4]))
 }
 
-ktap_header 12
+ktap_header 16
 check "rule added" test "$(gft_w rules "add prio=10 dir=tx proto=udp dport=5001 action=allow")" = OK
 
 # (The first datagram alone: two missed in one make check's streaming
 # pass at a pace of 1.83, the install slower than 10 ms.)
-before=$(counts)
+times() { echo "$(gft_stat exception_decide_us) $(gft_stat exception_install_us) $(gft_stat install_wait_us)"; }
+before=$(counts) t0=($(times))
 got=$(udp_burst_settled 5001 10 40001 dir=tx proto=17 "sport=40001 dport=5001")
-after=$(counts)
+after=$(counts) t1=($(times))
 echo "# UDP: lookups hits misses exceptions installs += $(delta "$before" "$after")"
 check "UDP: 10 lookups, 9 hits, 1 miss, 1 exception, 1 install" test "$(delta "$before" "$after")" = "10 9 1 1 1"
 check_eq "UDP: all 10 datagrams arrived" "$got" 10
@@ -34,6 +37,9 @@ check "UDP: the flow counted the 9 hits, in the driver's and the card's view" \
 	test "$(drv_flow_field packets dir=tx proto=udp "sport=40001 dport=5001")" = 9 -a \
 	"$(card_flows_with dir=tx proto=17 "sport=40001 dport=5001" "packets=9 ")" = 1
 check "UDP: the rule counted one hit" grep -q 'dport=5001 action=allow hits=1$' "$GFT/rules"
+echo "# exception path us: decide ${t0[0]}->${t1[0]} install ${t0[1]}->${t1[1]} of it waiting ${t0[2]}->${t1[2]}"
+check "the exception path timed its decision and the install it waited for" \
+	test "${t1[0]}" -gt "${t0[0]}" -a "${t1[2]}" -gt "${t0[2]}" -a "${t1[1]}" -ge "${t1[2]}"
 
 before=$(counts)
 ip netns exec $NS "$GFT_PY" tcp-sink 5002 >/tmp/gft_rx &
@@ -49,6 +55,28 @@ check "TCP: SYN and SYN-ACK missed (2 exceptions, 2 installs), the rest hit" \
 	test "${d[2]} ${d[3]} ${d[4]}" = "2 2 2" -a "${d[1]}" -eq $((d[0] - 2)) -a "${d[1]}" -gt 2
 check_eq "TCP: the two flows' packets are the hits" "$flows_pkts" "${d[1]}"
 wait
+
+# Pending marks: while the driver decides a flow, only its first packet
+# goes up. Here no install ever reaches the card (fail_installs), so the
+# flow stays undecided and its mark expires every 20 ms: of a stream in
+# 10 ms bursts, about one packet in each two bursts goes up and is
+# delivered, the others are counted in the card's pending drops.
+gft_w fail_installs 1000000 >/dev/null
+exc0=$(gft_stat exceptions) pdrop0=$(card_gft_stat pending_drops) miss0=$(gft_stat misses)
+ip netns exec $NS "$GFT_PY" udp-count 5003 2 >/tmp/gft_rx &
+wait_listening udp 5003
+read -r sent secs < <("$GFT_PY" udp-blast $IP_B 5003 1 2000 64 40004)
+wait
+gft_w fail_installs 0 >/dev/null
+exc=$(($(gft_stat exceptions) - exc0)) pdrop=$(($(card_gft_stat pending_drops) - pdrop0))
+miss=$(($(gft_stat misses) - miss0)) got=$(cat /tmp/gft_rx)
+echo "# pending: sent $sent in $secs s; misses $miss, exceptions $exc, pending drops $pdrop, arrived $got"
+check "pending: an undecided flow sent at most one packet in 4 up ($exc of $sent)" \
+	test "$exc" -ge 1 -a $((exc * 4)) -le "$sent"
+check "pending: each miss went up or was counted as a pending drop" \
+	test "$miss" = "$sent" -a $((exc + pdrop)) = "$sent"
+check "pending: what went up arrived; the driver's stats show the card's pending drops" \
+	test "$got" = "$exc" -a "$(gft_stat pending_drops)" = "$(card_gft_stat pending_drops)"
 
 ethtool -K "$NETIF_A" hw-tc-offload off
 before=$(counts)

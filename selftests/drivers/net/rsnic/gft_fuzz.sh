@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # 10,000 random and mutated writes to every writable GFT debugfs file
-# (rules, flows, max_flows, fail_installs, idle_timeout_ms) while traffic
-# crosses the GFT. Afterwards the kernel log is clean, every listed rule
+# (rules, flows, max_flows, fail_installs, idle_timeout_ms, exception_rate,
+# exception_burst) while traffic crosses the GFT. Afterwards the kernel log is clean, every listed rule
 # is well-formed (it adds again as it is), and the driver's flows are
 # exactly the ones the card holds.
 

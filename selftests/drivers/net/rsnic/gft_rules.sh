@@ -95,11 +95,12 @@ for b in "del" "del dir=tx" "del dir=tx proto=udp src=10.0.0.1" "del dir=tx prot
 	r=$(gft_w flows "$b")
 	[ "$r" = EINVAL ] || { echo "# flows '$b': $r"; bad=$((bad + 1)); }
 done
-for f in max_flows:0 max_flows:4194305 max_flows:abc fail_installs:1000001 idle_timeout_ms:50 idle_timeout_ms:-1; do
+for f in max_flows:0 max_flows:4194305 max_flows:abc fail_installs:1000001 idle_timeout_ms:50 idle_timeout_ms:-1 \
+	exception_rate:-1 exception_rate:4294967296 exception_burst:0 exception_burst:65537; do
 	r=$(gft_w "${f%%:*}" "${f#*:}")
 	[ "$r" = EINVAL ] || { echo "# ${f%%:*} '${f#*:}': $r"; bad=$((bad + 1)); }
 done
-check "malformed flows, max_flows, fail_installs, idle_timeout_ms writes refused" test $bad -eq 0
+check "malformed flows, max_flows, fail_installs, idle_timeout_ms, exception_rate/burst writes refused" test $bad -eq 0
 check "del by id" test "$(gft_w rules "del 9")" = OK -a "$(grep -c . "$GFT/rules")" = 3
 check "flush empties the table" test "$(gft_w rules flush)" = OK -a -z "$(cat "$GFT/rules")"
 check "no kernel warning" dmesg_clean

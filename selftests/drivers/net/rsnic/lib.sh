@@ -660,6 +660,8 @@ gft_cleanup() {
 	"$GFT_PY" write "$GFT/max_flows" 65536 >/dev/null
 	"$GFT_PY" write "$GFT/idle_timeout_ms" 30000 >/dev/null
 	"$GFT_PY" write "$GFT/fail_installs" 0 >/dev/null
+	"$GFT_PY" write "$GFT/exception_rate" 50000 >/dev/null
+	"$GFT_PY" write "$GFT/exception_burst" 1024 >/dev/null
 	sysctl -qw "net.ipv6.conf.$NETIF_A.disable_ipv6=0"
 	net_cleanup
 }
