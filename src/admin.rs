@@ -10,28 +10,54 @@
 //! timeout the card's state is unknown (it may yet act on the command):
 //! the queue remembers it, and the NIC resets the function before it frees
 //! memory the card might still use.
+//!
+//! A card with `ADMIN_TAIL_IN_PAGE` also reads the tail from the doorbell
+//! page while it polls the page: the driver writes it there and rings
+//! `AQ_TAIL` only when the card says it does not poll (as for TX tails).
+//! A trapped doorbell reaches the card behind every doorbell queued
+//! before it; under a flood that was most of an install command's wait.
 
 use kernel::{
     new_mutex,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
+        barrier::{smp_mb, smp_wmb},
         Arc, Mutex,
     },
-    time::{delay::fsleep, Delta},
+    time::{
+        delay::{fsleep, udelay},
+        Delta,
+    },
 };
 
-use crate::hw::{self, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE, ENTRY_FLAGS_OFFSET};
+use crate::hw::{
+    self, db_page, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE, ENTRY_FLAGS_OFFSET,
+};
 use crate::linux::{dma::DmaBuffer, dma::DmaDevice, net::netdev::net_ratelimit};
 use crate::regs::Registers;
 
 /// Entries in the driver's admin queue.
 const ENTRIES: u32 = 16;
 
-/// How long a command may take, in units of [`POLL_US`].
+/// How long a command may take, in polls (almost all [`POLL_US`] apart).
 const TIMEOUT_POLLS: u32 = 20_000;
 /// Poll interval while waiting for a command, in microseconds.
 const POLL_US: i64 = 50;
+/// The first polls' intervals, in microseconds, before [`POLL_US`].
+const FIRST_POLLS_US: [i64; 4] = [2, 5, 10, 20];
+
+/// How long to wait after poll number `poll`.
+fn poll_interval_us(poll: u32) -> i64 {
+    FIRST_POLLS_US
+        .get(poll as usize)
+        .copied()
+        .unwrap_or(POLL_US)
+}
+
+/// Polls a microsecond apart, spinning, before the first sleep.
+const SPIN_POLLS: u32 = 200;
+
 /// Every this many polls, check that the card still answers at all.
 const ALIVE_CHECK_POLLS: u32 = 100;
 
@@ -71,6 +97,45 @@ impl From<Error> for AdminError {
 struct Ring {
     mem: DmaBuffer,
     tail: u32,
+    /// The doorbell page, once the card has it and follows its admin
+    /// tail ([`AdminQueue::use_doorbell_page`]).
+    page: Option<Arc<DmaBuffer>>,
+}
+
+impl Ring {
+    /// Writes the tail into the doorbell page, if the queue uses one;
+    /// returns whether the card says it polls the page, so that no
+    /// doorbell need be rung.
+    fn tail_in_page_polled(&self) -> bool {
+        let Some(page) = &self.page else {
+            return false;
+        };
+        // The entry before its tail.
+        smp_wmb();
+        publish_to_polling_card(
+            page,
+            db_page::ADMIN_TAIL,
+            db_page::ADMIN_TAIL_VALID | self.tail,
+        )
+    }
+}
+
+/// Writes a tail into the doorbell page `page` at `offset` and returns
+/// whether the card says it polls the page (then no doorbell need be
+/// rung). For the admin tail and the TX tails alike.
+pub(crate) fn publish_to_polling_card(page: &DmaBuffer, offset: usize, tail: u32) -> bool {
+    if page.write_position(offset, tail).is_err() {
+        return false;
+    }
+    // The tail's store before the flag's load: the card clears the flag,
+    // fences, then looks at the page once more, so one of the two sees
+    // the other's store (no tail is left to a card that sleeps).
+    smp_mb();
+    // Untrusted like anything the card writes: a card that claims to
+    // poll and does not stalls its own queue, which the TX watchdog or
+    // the admin timeout (a function reset) reports.
+    page.read_position(db_page::CARD_POLLING)
+        .is_some_and(|polling| polling != 0)
 }
 
 /// The admin queue of one function.
@@ -85,6 +150,10 @@ pub(crate) struct AdminQueue {
     pub(crate) errors: Atomic<u64>,
     /// A command timed out since the last [`AdminQueue::restart`].
     lost: Atomic<u32>,
+    /// `AQ_TAIL` doorbells rung.
+    pub(crate) doorbells: Atomic<u64>,
+    /// Doorbells not rung: the card was polling the page's admin tail.
+    pub(crate) doorbells_skipped: Atomic<u64>,
 }
 
 impl AdminQueue {
@@ -95,10 +164,16 @@ impl AdminQueue {
         Arc::pin_init(
             pin_init!(Self {
                 regs,
-                ring <- new_mutex!(Ring { mem, tail: 0 }),
+                ring <- new_mutex!(Ring {
+                    mem,
+                    tail: 0,
+                    page: None
+                }),
                 timeouts: Atomic::new(0),
                 errors: Atomic::new(0),
                 lost: Atomic::new(0),
+                doorbells: Atomic::new(0),
+                doorbells_skipped: Atomic::new(0),
             }),
             GFP_KERNEL,
         )
@@ -118,8 +193,23 @@ impl AdminQueue {
             ring.mem.write(slot * AQ_ENTRY_SIZE, &empty)?;
         }
         ring.tail = 0;
+        // The reset made the card forget the page too; an old tail left
+        // in it must not be taken for the new queue's.
+        if let Some(page) = ring.page.take() {
+            let _ = page.write_position(db_page::ADMIN_TAIL, 0);
+        }
         Self::program(&self.regs, &ring.mem)?;
         self.lost.store(0, Relaxed);
+        Ok(())
+    }
+
+    /// The card took `page` as its doorbell page (`SET_DB_PAGE`) and
+    /// follows its admin tail: write the tail there from now on, and
+    /// ring only while the card does not poll. Until [`Self::restart`].
+    pub(crate) fn use_doorbell_page(&self, page: Arc<DmaBuffer>) -> Result {
+        let mut ring = self.ring.lock();
+        page.write_position(db_page::ADMIN_TAIL, db_page::ADMIN_TAIL_VALID | ring.tail)?;
+        ring.page = Some(page);
         Ok(())
     }
 
@@ -145,7 +235,12 @@ impl AdminQueue {
         let opcode = u16::from_le_bytes([raw[0], raw[1]]);
         ring.mem.write(slot, &raw)?;
         ring.tail = (ring.tail + 1) % ENTRIES;
-        self.regs.write(regs::AQ_TAIL, ring.tail)?;
+        if ring.tail_in_page_polled() {
+            self.doorbells_skipped.fetch_add(1, Relaxed);
+        } else {
+            self.doorbells.fetch_add(1, Relaxed);
+            self.regs.write(regs::AQ_TAIL, ring.tail)?;
+        }
         for poll in 0..TIMEOUT_POLLS {
             let done = ring
                 .mem
@@ -172,7 +267,13 @@ impl AdminQueue {
                 self.lost.store(1, Relaxed);
                 return Err(AdminError::Io(ENODEV));
             }
-            fsleep(Delta::from_micros(POLL_US));
+            // Most commands are done within microseconds of the
+            // doorbell: look again soon, then back off to `POLL_US`.
+            if poll < SPIN_POLLS {
+                udelay(Delta::from_micros(1));
+            } else {
+                fsleep(Delta::from_micros(poll_interval_us(poll - SPIN_POLLS)));
+            }
         }
         self.timeouts.fetch_add(1, Relaxed);
         self.lost.store(1, Relaxed);

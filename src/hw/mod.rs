@@ -197,6 +197,16 @@ pub mod db_page {
     /// polls the page's tails, so the driver need not ring
     /// [`super::regs::DB_TX_TAIL`].
     pub const CARD_POLLING: usize = 0x800;
+    /// Written by the driver of a card with
+    /// [`super::feature::ADMIN_TAIL_IN_PAGE`]: the admin queue's tail
+    /// with [`ADMIN_TAIL_VALID`] set (zero: not used), so that a card
+    /// that polls the page sees a new admin command without the trapped
+    /// [`super::regs::AQ_TAIL`], which waits behind the card's other
+    /// doorbells (NVMe's shadow doorbells cover the admin queue too).
+    /// The driver still rings while the card does not poll.
+    pub const ADMIN_TAIL: usize = 0x840;
+    /// Set in [`ADMIN_TAIL`] by a driver that uses it.
+    pub const ADMIN_TAIL_VALID: u32 = 1 << 31;
 
     /// Offset of queue pair `qp`'s TX tail (written by the driver, one
     /// aligned 32-bit store: the next free index, as
@@ -208,6 +218,9 @@ pub mod db_page {
     // The card's word past every pair's tail, inside the page.
     const _: () = assert!(tx_tail(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
     const _: () = assert!(CARD_POLLING + 4 <= SIZE);
+    // The admin tail in a cache line of its own.
+    const _: () = assert!(ADMIN_TAIL >= CARD_POLLING + TX_TAIL_STRIDE);
+    const _: () = assert!(ADMIN_TAIL + 4 <= SIZE);
 }
 
 /// Bits of [`DeviceInfo::features`]: parts of the interface a card may
@@ -215,6 +228,9 @@ pub mod db_page {
 pub mod feature {
     /// The card implements [`super::db_page`].
     pub const DOORBELL_PAGE: u32 = 1 << 0;
+    /// The card also follows [`super::db_page::ADMIN_TAIL`] while it
+    /// polls the page.
+    pub const ADMIN_TAIL_IN_PAGE: u32 = 1 << 1;
 }
 
 /// Bits of [`QpConfig::flags`].

@@ -133,6 +133,14 @@ impl EthtoolOps for Nic {
             nic.admin.timeouts.load(Relaxed),
         );
         sink.stat(format_args!("admin_errors"), nic.admin.errors.load(Relaxed));
+        sink.stat(
+            format_args!("admin_doorbells"),
+            nic.admin.doorbells.load(Relaxed),
+        );
+        sink.stat(
+            format_args!("admin_doorbells_skipped"),
+            nic.admin.doorbells_skipped.load(Relaxed),
+        );
         let card = nic.events.counters();
         sink.stat(format_args!("device_resets"), card.function_resets);
         sink.stat(format_args!("card_lost"), card.card_lost);

@@ -174,6 +174,8 @@ pub(crate) struct Nic {
     /// The doorbell page the queue pairs keep their TX tails in, if the
     /// card takes one; the card is told where it is at each start.
     db_page: Option<Arc<DmaBuffer>>,
+    /// The card follows the admin tail in that page too.
+    admin_tail_in_page: bool,
     #[pin]
     config: Mutex<Config>,
     /// Additional RSS contexts and steering rules. Taken after `config`.
@@ -379,6 +381,7 @@ pub(crate) fn register(
             bus_info,
             block_mem,
             db_page,
+            admin_tail_in_page: info.features & hw::feature::ADMIN_TAIL_IN_PAGE != 0,
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
             xsk <- xsk,
@@ -611,6 +614,9 @@ impl Nic {
             self.admin.run(AdminCmd::SetDoorbellPage {
                 addr: page.dma_addr(0)?,
             })?;
+            if self.admin_tail_in_page {
+                self.admin.use_doorbell_page(page.clone())?;
+            }
         }
         self.set_card_offloads(features)?;
         self.admin.run(AdminCmd::SetCoalesce {

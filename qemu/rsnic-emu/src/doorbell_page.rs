@@ -63,6 +63,16 @@ impl DoorbellPage {
             .unwrap_or(0)
     }
 
+    /// The admin queue's tail as the driver last wrote it into the page,
+    /// if it uses the page for it ([`db_page::ADMIN_TAIL_VALID`]).
+    /// Untrusted: a number the card checks like a trapped doorbell's.
+    pub fn admin_tail(&self, dma: &DmaSpace) -> Option<u32> {
+        let word = self
+            .word(db_page::ADMIN_TAIL)
+            .and_then(|a| dma.load_u32(a).ok())?;
+        (word & db_page::ADMIN_TAIL_VALID != 0).then_some(word & !db_page::ADMIN_TAIL_VALID)
+    }
+
     /// Zeroes queue pair `qp`'s TX tail (the pair is being created: no
     /// tail of an earlier pair may be taken for one of its own).
     pub fn clear_tx_tail(&self, dma: &DmaSpace, qp: u16) {
@@ -179,6 +189,19 @@ mod tests {
         assert_eq!(page.tx_tail(&dma, 3), 0);
         page.set_card_polling(&dma, true);
         assert_eq!(dma.load_u32(0x1000 + db_page::CARD_POLLING as u64), Ok(1));
+    }
+
+    #[test]
+    fn the_admin_tail_counts_only_when_marked_valid() {
+        let (dma, _file) = two_region_space();
+        let page = DoorbellPage::at(&dma, 0x1000).unwrap();
+        let at = 0x1000 + db_page::ADMIN_TAIL as u64;
+        assert_eq!(page.admin_tail(&dma), None, "a zeroed word is unused");
+        dma.store_u32(at, 5).unwrap();
+        assert_eq!(page.admin_tail(&dma), None, "no valid bit");
+        dma.store_u32(at, db_page::ADMIN_TAIL_VALID | 5).unwrap();
+        assert_eq!(page.admin_tail(&dma), Some(5));
+        assert_eq!(DoorbellPage::default().admin_tail(&dma), None);
     }
 
     #[test]

@@ -181,6 +181,9 @@ impl Function {
     /// interrupt wiring, which belong to QEMU).
     pub fn reset(&mut self) {
         self.test = SelfTest::default();
+        // The page is forgotten: a driver reading its word must not think
+        // the card still polls it (and leave a doorbell unrung).
+        self.nic.set_card_polling(&self.dma, false);
         self.nic.reset();
     }
 

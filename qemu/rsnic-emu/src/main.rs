@@ -220,11 +220,12 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
 fn function_stats(func: &Function) -> String {
     let n = func.nic.stats;
     let mut out = format!(
-        "ok link={} admin_cmds={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
+        "ok link={} admin_cmds={} admin_tails_polled={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
          tso_frames={} tso_segments={} tx_bad_tso={} rx_fcs_errors={} irqs_dropped={} \
          dma_delayed={} admin_faults_injected={}",
         u8::from(func.nic.link_up()),
         n.admin_cmds,
+        n.admin_tails_polled,
         n.rx_filtered,
         n.rx_no_queue,
         n.tx_link_down,

@@ -51,6 +51,9 @@ pub struct NicStats {
     pub tx_bad_tso: u64,
     /// Admin commands processed.
     pub admin_cmds: u64,
+    /// Admin tails taken from the doorbell page while polling, no
+    /// doorbell rung.
+    pub admin_tails_polled: u64,
     /// Frames that arrived with a bad frame check sequence (delivered
     /// flagged [`Cqe::FCS_ERR`]).
     pub rx_fcs_errors: u64,
@@ -596,14 +599,27 @@ impl Nic {
     }
 
     /// Follows every TX tail in the doorbell page that moved since the
-    /// card last looked, as if its doorbell had been rung (and counted
-    /// apart, as polled). Returns whether any had.
+    /// card last looked, and the admin tail, as if their doorbells had
+    /// been rung (and counted apart, as polled). Returns whether any had.
     pub fn poll_tx_tails(&mut self, dma: &DmaSpace, fx: &mut Effects) -> bool {
-        let page = self.page;
-        if !page.is_set() {
+        if !self.page.is_set() {
             return false;
         }
         let mut moved = false;
+        if let Some(tail) = self.page.admin_tail(dma) {
+            let head = self.aq_head;
+            if tail != head {
+                // A tail outside the queue is refused there, and the head
+                // stays: nothing moved.
+                self.admin_doorbell(dma, tail, fx);
+                if self.aq_head != head {
+                    self.stats.admin_tails_polled += 1;
+                    moved = true;
+                }
+            }
+        }
+        // (The command may have moved the page.)
+        let page = self.page;
         for qp in 0..usize::from(MAX_QUEUE_PAIRS) {
             let Some(Some(q)) = self.qps.get_mut(qp) else {
                 continue;
@@ -668,7 +684,7 @@ impl Nic {
                     // switchable.
                     offloads: SUPPORTED_OFFLOADS | offload_bits::RSS,
                     max_mtu: MAX_MTU,
-                    features: hw::feature::DOORBELL_PAGE,
+                    features: hw::feature::DOORBELL_PAGE | hw::feature::ADMIN_TAIL_IN_PAGE,
                 }
                 .write_result(entry);
             }
@@ -832,6 +848,9 @@ impl Nic {
             AdminCmd::GftConfig { .. }
             | AdminCmd::GftSetGeneration { .. }
             | AdminCmd::GftInstall { .. }
+            | AdminCmd::GftInstallBatch { .. }
+            | AdminCmd::GftQueryExceptionStats
+            | AdminCmd::GftSetExceptionRate { .. }
             | AdminCmd::GftDelete { .. }
             | AdminCmd::GftFlush
             | AdminCmd::GftDump { .. }
@@ -1335,6 +1354,29 @@ mod doorbell_page_tests {
         nic.poll_tx_tails(&dma, &mut fx);
         let s = nic.qp_stats(1).unwrap();
         assert_eq!((s.tx_packets, s.bad_requests), (2, 1));
+
+        // The admin tail in the page, marked valid, is followed too.
+        const AQ: u64 = 0x2800;
+        nic.write_reg(&dma, hw::regs::AQ_BASE_LO, AQ as u32, &mut fx);
+        nic.write_reg(&dma, hw::regs::AQ_SIZE, 4, &mut fx);
+        dma.write(AQ, &AdminCmd::QueryDevice.to_bytes()).unwrap();
+        let admin_tail = PAGE + db_page::ADMIN_TAIL as u64;
+        dma.store_u32(admin_tail, 1).unwrap();
+        assert!(!nic.poll_tx_tails(&dma, &mut fx), "not marked valid");
+        dma.store_u32(admin_tail, db_page::ADMIN_TAIL_VALID | 1)
+            .unwrap();
+        assert!(nic.poll_tx_tails(&dma, &mut fx));
+        dma.read(AQ, &mut e).unwrap();
+        assert_eq!(
+            hw::aq_entry_state(&e),
+            (hw::AQ_DONE, AdminStatus::Ok as u16)
+        );
+        assert!(!nic.poll_tx_tails(&dma, &mut fx), "nothing new");
+        // One outside the queue is refused and moves nothing.
+        dma.store_u32(admin_tail, db_page::ADMIN_TAIL_VALID | 9)
+            .unwrap();
+        assert!(!nic.poll_tx_tails(&dma, &mut fx));
+        assert_eq!((nic.stats.admin_cmds, nic.stats.admin_tails_polled), (1, 1));
 
         // A reset forgets the page.
         nic.reset();

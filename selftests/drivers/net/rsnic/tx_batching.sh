@@ -4,6 +4,7 @@
 # Doorbell batching: byte queue limits on every TX queue, one TX
 # doorbell per xmit_more batch, TX tails the card takes from the
 # doorbell page (host memory it polls after a kick) with no doorbell,
+# admin commands whose tail the card takes from the page while it polls,
 # and fresh RX buffers announced to the card in batches. pktgen sends bursts whose frames but the last carry
 # xmit_more; the card counts doorbells and frames per queue pair, card
 # B's netdev (the peer) counts what arrived, card B what it had no RX
@@ -16,7 +17,7 @@ net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 12
+ktap_header 13
 N=20000
 
 # Card A's queue pair 0: "doorbells frames polled-tails".
@@ -65,6 +66,23 @@ check "without xmit_more, every doorbell or polled tail covers a frame or more (
 check "the card took tails from the doorbell page, no doorbell rung ($t)" test "${t:-0}" -gt 0
 check "the driver skipped doorbells while the card polled ($sk), fewer than one per frame ($d rung)" \
 	test "${sk:-0}" -gt 0 -a "${d:-$N}" -lt "${p:-0}"
+
+# Admin commands during a flood: the card, polling the page for pktgen's
+# tails, takes the admin tail from it too, and the driver rings no
+# AQ_TAIL (each GFT stats read is two commands).
+admin_stat() { ethtool -S "$NETIF_A" | awk -v n="$1:" '$1 == n {print $2}'; }
+card_polled() { harness card A stats | tr ' ' '\n' | awk -F= '$1 == "admin_tails_polled" {print $2}'; }
+as0=$(admin_stat admin_doorbells_skipped) at0=$(admin_stat admin_timeouts) cp0=$(card_polled)
+stats=$RSNIC_DEBUGFS/$(card_addr A)/gft/stats
+(while cat "$stats" >/dev/null; do :; done) &
+reader=$!
+pktgen "$NETIF_A" $IP_B "$mac_b" $N 1 >/dev/null
+kill $reader 2>/dev/null
+wait $reader 2>/dev/null
+as=$(($(admin_stat admin_doorbells_skipped) - as0)) cp=$(($(card_polled) - cp0))
+echo "# admin commands in a flood: $as doorbells skipped by the driver, $cp tails taken from the page by the card, $(admin_stat admin_doorbells) rung in all"
+check "admin tails in the doorbell page: doorbells skipped ($as), each taken by the card ($cp), none timed out" \
+	test "$as" -gt 0 -a "$cp" -ge "$as" -a "$(admin_stat admin_timeouts)" = "$at0"
 
 # RX: every queue pair of card A, "rx_doorbells rx_packets rx_no_buffer".
 rx_a() { harness card A stats | tr ' ' '\n' | awk -F= '/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2} END {print d + 0, p + 0, n + 0}'; }
