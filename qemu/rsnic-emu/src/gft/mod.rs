@@ -12,6 +12,7 @@ mod meter;
 pub mod parse;
 mod pending;
 mod policer;
+mod slab;
 mod table;
 pub mod transform;
 
@@ -39,8 +40,9 @@ struct Lookup {
     key: FlowKey,
     tcp_flags: u8,
     probe: table::Probe,
-    /// The flow's slot, once the bucket was read.
-    slot: Option<u32>,
+    /// The slot whose tag matched, once the bucket was read (its key not
+    /// compared yet).
+    candidate: Option<u32>,
 }
 
 /// Most records one dump command may ask for.
@@ -180,11 +182,12 @@ impl Gft {
             }
             if self.flags & config::CACHE != 0 {
                 // The buckets were asked for; now read them and ask for
-                // the entries.
+                // the entries their tags point at (the keys are compared
+                // in `finish`, when those lines have come).
                 for (_, l) in group[..n].iter_mut() {
                     if let Some(l) = l {
-                        l.slot = self.table.find(&l.probe);
-                        if let Some(slot) = l.slot {
+                        l.candidate = self.table.candidate(&l.probe);
+                        if let Some(slot) = l.candidate {
                             self.table.prefetch_slot(slot);
                         }
                     }
@@ -210,7 +213,7 @@ impl Gft {
             key: p.key,
             tcp_flags: p.tcp_flags,
             probe,
-            slot: None,
+            candidate: None,
         })
     }
 
@@ -224,33 +227,32 @@ impl Gft {
         now_ms: u32,
         out: &mut Vec<Output>,
     ) {
-        let mut meta = ExceptionMeta {
-            reason: ExceptionReason::NoCache,
+        // Built only for a packet that goes up: a hit copies no key.
+        let meta = |reason, generation| ExceptionMeta {
+            reason,
             tcp_flags: l.tcp_flags,
             key: l.key,
-            generation: 0,
+            generation,
         };
         if self.flags & config::CACHE == 0 {
-            out.push(self.exception(&frame, meta));
+            out.push(self.exception(&frame, meta(ExceptionReason::NoCache, 0)));
             return;
         }
         self.stats.card.lookups += 1;
         let tcp_control = l.key.proto == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
-        let Some(slot) = l.slot else {
+        let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
             if self.admit_undecided(&l, tcp_control, now_ms) {
-                meta.reason = ExceptionReason::Miss;
-                out.push(self.exception(&frame, meta));
+                out.push(self.exception(&frame, meta(ExceptionReason::Miss, 0)));
             }
             return;
         };
         let hit = self.table.hit(slot);
         if hit.generation != self.generation {
-            meta.reason = ExceptionReason::Stale;
-            meta.generation = hit.generation;
+            let generation = hit.generation;
             self.stats.card.misses += 1;
             if self.admit_undecided(&l, tcp_control, now_ms) {
-                out.push(self.exception(&frame, meta));
+                out.push(self.exception(&frame, meta(ExceptionReason::Stale, generation)));
             }
             return;
         }
@@ -259,8 +261,7 @@ impl Gft {
         self.stats.card.hits += 1;
         if tcp_control && self.policers.admit(&l.key, now_ms) {
             self.stats.card.tcp_duplicates += 1;
-            meta.reason = ExceptionReason::TcpControl;
-            out.push(self.exception(&frame, meta));
+            out.push(self.exception(&frame, meta(ExceptionReason::TcpControl, 0)));
         }
         if !conforms {
             self.stats.card.meter_drops += 1;

@@ -13,7 +13,9 @@
 //!   slab, actions shared between flows (most flows of a policy have the
 //!   same one) and meters in side tables;
 //! - no allocation and no lock of its own on the fast path; the engine
-//!   that owns the table decides the locking.
+//!   that owns the table decides the locking;
+//! - index, lines and counters in memory backed by 2 MiB pages where
+//!   the kernel has them ([`HugeVec`]): a random line costs no page walk.
 //!
 //! Slot numbers are the dump cursor.
 
@@ -21,6 +23,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::meter::TokenBucket;
+use super::slab::HugeVec;
 use crate::hw::gft::{action, Action, FlowCounters, FlowKey, FlowRecord, ACTION_LEN, KEY_LEN};
 
 /// Ways per bucket.
@@ -142,6 +145,26 @@ fn same_key(a: &KeyWords, b: &KeyWords) -> bool {
     a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
+/// `k`'s bytes (as [`FlowKey::to_bytes`] lays them out) as words, put
+/// together field by field: a lookup serializes no key.
+fn key_words(k: &FlowKey) -> KeyWords {
+    let tunnel = k.tunnel.map_or(0, |id| (1u32 << 31) | (id & 0xff_ffff));
+    let half = |a: &[u8; 16], i: usize| {
+        u64::from_le_bytes(a[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+    };
+    [
+        u64::from(k.vport)
+            | u64::from(k.dir as u8) << 16
+            | u64::from(k.ip_version) << 24
+            | u64::from(k.proto) << 32,
+        u64::from(tunnel) | u64::from(k.sport) << 32 | u64::from(k.dport) << 48,
+        half(&k.src, 0),
+        half(&k.src, 1),
+        half(&k.dst, 0),
+        half(&k.dst, 1),
+    ]
+}
+
 fn key_bytes(k: &KeyWords) -> [u8; KEY_LEN] {
     let mut b = [0u8; KEY_LEN];
     for (chunk, w) in b.chunks_exact_mut(8).zip(k) {
@@ -180,9 +203,9 @@ pub struct TableFull;
 /// The table.
 #[derive(Debug)]
 pub struct FlowTable {
-    buckets: Vec<Bucket>,
-    entries: Vec<Entry>,
-    counts: Vec<Counts>,
+    buckets: HugeVec<Bucket>,
+    entries: HugeVec<Entry>,
+    counts: HugeVec<Counts>,
     actions: Actions,
     meters: Vec<Meter>,
     free_meters: Vec<u32>,
@@ -201,9 +224,9 @@ impl FlowTable {
     /// An empty table for `capacity` flows.
     pub fn new(capacity: u32) -> Self {
         Self {
-            buckets: vec![Bucket::EMPTY; 16],
-            entries: Vec::new(),
-            counts: Vec::new(),
+            buckets: HugeVec::from_elem(Bucket::EMPTY, 16),
+            entries: HugeVec::new(),
+            counts: HugeVec::new(),
             actions: Actions::default(),
             meters: Vec::new(),
             free_meters: Vec::new(),
@@ -252,11 +275,7 @@ impl FlowTable {
 
     /// The probe for `key`.
     pub fn probe(&self, key: &FlowKey) -> Probe {
-        let bytes = key.to_bytes();
-        let mut key = [0u64; KEY_LEN / 8];
-        for (w, chunk) in key.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        }
+        let key = key_words(key);
         Probe {
             key,
             hash: self.hash(&key),
@@ -301,6 +320,34 @@ impl FlowTable {
     pub fn prefetch_slot(&self, slot: u32) {
         prefetch(&self.entries[slot as usize]);
         prefetch(&self.counts[slot as usize]);
+    }
+
+    /// The first slot whose tag matches `p`'s in its buckets, without
+    /// reading any flow's line: what a burst asks the CPU for before it
+    /// compares keys ([`Self::find_from`]). `None` is a sure miss.
+    pub fn candidate(&self, p: &Probe) -> Option<u32> {
+        let tag = Self::tag(p.hash);
+        let first = self.primary(p.hash);
+        [first, self.alternate(first, tag)]
+            .into_iter()
+            .find_map(|b| {
+                let b = &self.buckets[b];
+                (0..WAYS)
+                    .find(|&w| b.tags[w] == tag && b.slots[w] != EMPTY)
+                    .map(|w| b.slots[w])
+            })
+    }
+
+    /// The slot holding `p`'s key, given [`Self::candidate`]'s answer: the
+    /// candidate's key compared, a full [`Self::find`] only where its tag
+    /// matched another key's.
+    pub fn find_from(&self, p: &Probe, candidate: Option<u32>) -> Option<u32> {
+        let slot = candidate?;
+        if same_key(&self.entries[slot as usize].key, &p.key) {
+            Some(slot)
+        } else {
+            self.find(p)
+        }
     }
 
     /// The slot holding `p`'s key.
@@ -475,7 +522,7 @@ impl FlowTable {
     fn grow(&mut self) {
         let mut size = self.buckets.len() * 2;
         'bigger: loop {
-            self.buckets = vec![Bucket::EMPTY; size];
+            self.buckets = HugeVec::from_elem(Bucket::EMPTY, size);
             for slot in 0..self.entries.len() {
                 if self.entries[slot].action == NONE {
                     continue;
@@ -609,6 +656,21 @@ mod tests {
             key: key(i),
             generation: 0,
             action,
+        }
+    }
+
+    #[test]
+    fn key_words_are_the_keys_bytes() {
+        let mut k = key(0x0102_0304);
+        k.dir = Direction::Rx;
+        k.proto = proto::TCP;
+        k.src = [0xa5; 16];
+        k.dst[15] = 0x77;
+        for (tunnel, ip_version) in [(None, 4), (Some(0xab_cdef), 6)] {
+            (k.tunnel, k.ip_version) = (tunnel, ip_version);
+            let words = key_words(&k);
+            assert_eq!(key_bytes(&words), k.to_bytes());
+            assert_eq!(FlowKey::from_bytes(&key_bytes(&words)), Some(k));
         }
     }
 
