@@ -6,7 +6,12 @@
 //! writes a command, rings `AQ_TAIL`, and waits for the card to set the
 //! done flag in the same entry, where the card also writes the result.
 //! One command is in flight at a time (a mutex serialises callers), so a
-//! slow or silent card costs one timeout, never a mixed-up result. After a
+//! slow or silent card costs one timeout, never a mixed-up result. One
+//! caller may *post* a command ([`AdminQueue::post`]) and collect its
+//! answer later ([`AdminQueue::collect`]), doing other work meanwhile:
+//! the GFT decides the next batch of exceptions while the card installs
+//! the last one's flows. Any other command first waits for the posted
+//! one and keeps its answer for the collector. After a
 //! timeout the card's state is unknown (it may yet act on the command):
 //! the queue remembers it, and the NIC resets the function before it frees
 //! memory the card might still use.
@@ -94,9 +99,31 @@ impl From<Error> for AdminError {
     }
 }
 
+/// A posted command: its slot and opcode.
+#[derive(Clone, Copy)]
+struct Posted {
+    seq: u64,
+    slot: usize,
+    opcode: u16,
+}
+
+/// The answer of a posted command, collected with [`AdminQueue::collect`].
+/// At most one is outstanding per queue: a new post finishes (and
+/// forgets) an uncollected one.
+#[must_use = "a posted command is collected"]
+pub(crate) struct Ticket {
+    seq: u64,
+}
+
 struct Ring {
     mem: DmaBuffer,
     tail: u32,
+    /// The posted command, while the card may still be working on it.
+    posted: Option<Posted>,
+    /// A posted command's answer, taken by whoever waited for it first.
+    answered: Option<(u64, Result<[u8; AQ_ENTRY_SIZE], AdminError>)>,
+    /// Numbers posts (tickets).
+    seq: u64,
     /// The doorbell page, once the card has it and follows its admin
     /// tail ([`AdminQueue::use_doorbell_page`]).
     page: Option<Arc<DmaBuffer>>,
@@ -167,6 +194,9 @@ impl AdminQueue {
                 ring <- new_mutex!(Ring {
                     mem,
                     tail: 0,
+                    posted: None,
+                    answered: None,
+                    seq: 0,
                     page: None
                 }),
                 timeouts: Atomic::new(0),
@@ -193,6 +223,10 @@ impl AdminQueue {
             ring.mem.write(slot * AQ_ENTRY_SIZE, &empty)?;
         }
         ring.tail = 0;
+        // A posted command's ticket now finds no answer: its state is
+        // unknown, as the caller is told.
+        ring.posted = None;
+        ring.answered = None;
         // The reset made the card forget the page too; an old tail left
         // in it must not be taken for the new queue's.
         if let Some(page) = ring.page.take() {
@@ -230,6 +264,42 @@ impl AdminQueue {
     /// Sleeps; process context only.
     pub(crate) fn exec(&self, cmd: AdminCmd) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
         let mut ring = self.ring.lock();
+        let posted = self.submit(&mut ring, cmd)?;
+        self.wait(&ring, posted)
+    }
+
+    /// Sends `cmd` to the card and returns at once; [`Self::collect`]
+    /// waits for its answer. An earlier posted command is waited for
+    /// first (its answer, if not collected yet, is forgotten).
+    pub(crate) fn post(&self, cmd: AdminCmd) -> Result<Ticket, AdminError> {
+        let mut ring = self.ring.lock();
+        let posted = self.submit(&mut ring, cmd)?;
+        ring.answered = None;
+        ring.posted = Some(posted);
+        Ok(Ticket { seq: posted.seq })
+    }
+
+    /// The answer of the command `ticket` was given for, waiting for it
+    /// if no one has yet. A function reset since then answers `EIO`.
+    pub(crate) fn collect(&self, ticket: Ticket) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
+        let mut ring = self.ring.lock();
+        match (ring.posted, ring.answered.take()) {
+            (Some(p), _) if p.seq == ticket.seq => {
+                ring.posted = None;
+                self.wait(&ring, p)
+            }
+            (_, Some((seq, answer))) if seq == ticket.seq => answer,
+            _ => Err(AdminError::Io(EIO)),
+        }
+    }
+
+    /// Writes `cmd` into the next entry and tells the card; first waits
+    /// for a posted command, keeping its answer for [`Self::collect`].
+    fn submit(&self, ring: &mut Ring, cmd: AdminCmd) -> Result<Posted, AdminError> {
+        if let Some(p) = ring.posted.take() {
+            let answer = self.wait(ring, p);
+            ring.answered = Some((p.seq, answer));
+        }
         let slot = ring.tail as usize * AQ_ENTRY_SIZE;
         let raw = cmd.to_bytes();
         let opcode = u16::from_le_bytes([raw[0], raw[1]]);
@@ -241,6 +311,18 @@ impl AdminQueue {
             self.doorbells.fetch_add(1, Relaxed);
             self.regs.write(regs::AQ_TAIL, ring.tail)?;
         }
+        ring.seq += 1;
+        Ok(Posted {
+            seq: ring.seq,
+            slot,
+            opcode,
+        })
+    }
+
+    /// Waits for the card to answer the command `p` (spinning first,
+    /// then sleeping), and returns the entry or why it failed.
+    fn wait(&self, ring: &Ring, p: Posted) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
+        let Posted { slot, opcode, .. } = p;
         for poll in 0..TIMEOUT_POLLS {
             let done = ring
                 .mem

@@ -5,22 +5,33 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::admin::{AdminError, AdminQueue};
+use crate::admin::{AdminError, AdminQueue, Ticket};
 use crate::hw::gft::{
     CardExceptionStats, CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN,
     FLOW_RECORD_LEN, MAX_INSTALL_BATCH,
 };
-use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult};
+use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult, AQ_ENTRY_SIZE};
 use crate::linux::{dma::DmaBuffer, dma::DmaDevice};
 
 /// Records one dump command fetches.
 pub(crate) const DUMP_BATCH: usize = 64;
 
-/// Admin access to the card's GFT. Its buffer is shared by every command:
-/// use it under the policy lock.
+/// Admin access to the card's GFT. Its buffer is shared by every command
+/// that waits for its answer: use it under the policy lock. A posted
+/// install has a buffer of its own, which the card may read until the
+/// install is collected.
 pub(crate) struct GftCard {
     admin: Arc<AdminQueue>,
     mem: DmaBuffer,
+    posted: DmaBuffer,
+}
+
+/// An install command the card may still be working on
+/// ([`GftCard::post_install_batch`]).
+#[must_use = "a posted install is collected"]
+pub(crate) struct PostedInstall {
+    ticket: Ticket,
+    count: usize,
 }
 
 impl GftCard {
@@ -30,6 +41,7 @@ impl GftCard {
         Ok(Self {
             admin,
             mem: dma.alloc(len)?,
+            posted: dma.alloc(MAX_INSTALL_BATCH as usize * FLOW_RECORD_LEN)?,
         })
     }
 
@@ -55,32 +67,34 @@ impl GftCard {
         &self,
         recs: impl Iterator<Item = &'a FlowRecord>,
     ) -> Result<(usize, Option<AdminStatus>), AdminError> {
-        let mut count = 0;
-        for rec in recs.take(MAX_INSTALL_BATCH as usize) {
-            self.mem.write(count * FLOW_RECORD_LEN, &rec.to_bytes())?;
-            count += 1;
-        }
+        let count = write_records(&self.mem, recs)?;
         if count == 0 {
             return Ok((0, None));
         }
-        let records = self.mem.dma_addr(0)?;
-        let entry = self.admin.exec(AdminCmd::GftInstallBatch {
-            records,
-            // CAST: at most MAX_INSTALL_BATCH.
-            count: count as u32,
-        })?;
-        let r = GftBatchResult::read_result(&entry);
-        // A card that claims more than it was given installed them all.
-        let installed = (r.installed as usize).min(count);
-        if installed == count {
-            return Ok((installed, None));
-        }
-        // A failure with no reason given (or an unknown one) is the card's.
-        let why = match AdminStatus::from_raw(r.status) {
-            Some(AdminStatus::Ok) | None => AdminStatus::DeviceError,
-            Some(s) => s,
-        };
-        Ok((installed, Some(why)))
+        let entry = self.admin.exec(install_cmd(&self.mem, count)?)?;
+        Ok(batch_answer(&entry, count))
+    }
+
+    /// Sends the flows of `recs` (at most [`MAX_INSTALL_BATCH`], at least
+    /// one) as [`Self::install_batch`] does, without waiting for the
+    /// card: [`Self::collect_install`] gives its answer.
+    pub(crate) fn post_install_batch<'a>(
+        &self,
+        recs: impl Iterator<Item = &'a FlowRecord>,
+    ) -> Result<PostedInstall, AdminError> {
+        let count = write_records(&self.posted, recs)?;
+        let ticket = self.admin.post(install_cmd(&self.posted, count)?)?;
+        Ok(PostedInstall { ticket, count })
+    }
+
+    /// What the card made of a posted install, as [`Self::install_batch`]
+    /// answers; waits for it if need be.
+    pub(crate) fn collect_install(
+        &self,
+        p: PostedInstall,
+    ) -> Result<(usize, Option<AdminStatus>), AdminError> {
+        let entry = self.admin.collect(p.ticket)?;
+        Ok(batch_answer(&entry, p.count))
     }
 
     /// Removes a flow.
@@ -149,4 +163,43 @@ impl GftCard {
         }
         Ok(garbled)
     }
+}
+
+/// Writes up to [`MAX_INSTALL_BATCH`] of `recs` into `mem`; how many.
+fn write_records<'a>(
+    mem: &DmaBuffer,
+    recs: impl Iterator<Item = &'a FlowRecord>,
+) -> Result<usize, AdminError> {
+    let mut count = 0;
+    for rec in recs.take(MAX_INSTALL_BATCH as usize) {
+        mem.write(count * FLOW_RECORD_LEN, &rec.to_bytes())?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// The command that installs the `count` records at the start of `mem`.
+fn install_cmd(mem: &DmaBuffer, count: usize) -> Result<AdminCmd, AdminError> {
+    Ok(AdminCmd::GftInstallBatch {
+        records: mem.dma_addr(0)?,
+        // CAST: at most MAX_INSTALL_BATCH.
+        count: count as u32,
+    })
+}
+
+/// How many of `count` records an install command's answer says went in
+/// (the first ones), and why the next one did not.
+fn batch_answer(entry: &[u8; AQ_ENTRY_SIZE], count: usize) -> (usize, Option<AdminStatus>) {
+    let r = GftBatchResult::read_result(entry);
+    // A card that claims more than it was given installed them all.
+    let installed = (r.installed as usize).min(count);
+    if installed == count {
+        return (installed, None);
+    }
+    // A failure with no reason given (or an unknown one) is the card's.
+    let why = match AdminStatus::from_raw(r.status) {
+        Some(AdminStatus::Ok) | None => AdminStatus::DeviceError,
+        Some(s) => s,
+    };
+    (installed, Some(why))
 }

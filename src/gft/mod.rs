@@ -107,6 +107,12 @@ impl Gft {
         reinject: &mut dyn FnMut(SkBuff, bool) -> bool,
     ) -> bool {
         let mut left = budget as usize;
+        // The whole run under the policy lock: a batch's install is in
+        // flight while the next batch is decided, and the mirror has
+        // taken every answer when the lock is let go.
+        let mut vfp = self.vfp.lock();
+        let mut decisions = vfp.decisions();
+        let mut more = true;
         while left > 0 {
             let want = left.min(DECIDE_BATCH);
             let mut batch: [Option<SkBuff>; DECIDE_BATCH] = Default::default();
@@ -120,16 +126,14 @@ impl Gft {
             }
             let batch = &mut batch[..taken];
             let start = Instant::<Monotonic>::now();
-            let decided;
-            {
-                let mut vfp = self.vfp.lock();
-                let mut decisions = vfp.decisions();
-                for slot in batch.iter_mut() {
-                    *slot = slot.take().and_then(|skb| self.decide(&mut decisions, skb));
-                }
-                decided = Instant::<Monotonic>::now();
-                // Dropping `decisions` sends the batch's flows.
+            for slot in batch.iter_mut() {
+                *slot = slot.take().and_then(|skb| self.decide(&mut decisions, skb));
             }
+            let decided = Instant::<Monotonic>::now();
+            // The batch's flows go to the card (the last command stays in
+            // flight); its packets need not wait for them: each carries
+            // its action.
+            decisions.send();
             let installed = Instant::<Monotonic>::now();
             let last = batch.iter().rposition(Option::is_some);
             for (i, slot) in batch.iter_mut().enumerate() {
@@ -147,11 +151,17 @@ impl Gft {
             add_ns(&self.install_ns, installed - decided);
             add_ns(&self.reinject_ns, done - installed);
             if taken < want {
-                return false;
+                more = false;
+                break;
             }
             left -= want;
         }
-        self.backlog.len() > 0
+        // The last install's answer.
+        let start = Instant::<Monotonic>::now();
+        drop(decisions);
+        add_ns(&self.install_ns, Instant::<Monotonic>::now() - start);
+        drop(vfp);
+        more && self.backlog.len() > 0
     }
 
     /// Decides an exception: the skb rewritten for reinjection (its

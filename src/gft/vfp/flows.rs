@@ -10,7 +10,8 @@ use kernel::{
 };
 
 use super::*;
-use crate::hw::gft::MAX_INSTALL_BATCH;
+use crate::gft::card::PostedInstall;
+use crate::hw::{gft::MAX_INSTALL_BATCH, AdminStatus};
 
 /// A flow decided and not yet sent to the card.
 pub(super) struct Staged {
@@ -20,22 +21,134 @@ pub(super) struct Staged {
     reverse: bool,
 }
 
+/// Keys a decision may have to look for among a batch's flows: a filter
+/// with false positives and no false negatives, so that most decisions
+/// scan no list (a scan compared 64 keys twice per exception).
+#[derive(Clone, Copy, Default)]
+pub(super) struct KeyFilter([u64; 8]);
+
+impl KeyFilter {
+    fn bit(key: &FlowKey) -> usize {
+        let word = |a: &[u8; 16]| {
+            let (lo, hi) = a.split_at(8);
+            u64::from_le_bytes(lo.try_into().unwrap_or_default())
+                ^ u64::from_le_bytes(hi.try_into().unwrap_or_default())
+        };
+        let h = (word(&key.src) ^ word(&key.dst).rotate_left(29))
+            .wrapping_add(u64::from(key.sport) << 16 | u64::from(key.dport))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        // CAST: the top 9 bits: one of 512.
+        (h >> 55) as usize
+    }
+
+    /// Adds `key`.
+    fn insert(&mut self, key: &FlowKey) {
+        let b = Self::bit(key);
+        self.0[b / 64] |= 1 << (b % 64);
+    }
+
+    /// Whether `key` may have been added.
+    fn may_hold(&self, key: &FlowKey) -> bool {
+        let b = Self::bit(key);
+        self.0[b / 64] & (1 << (b % 64)) != 0
+    }
+}
+
+/// Flows sent to the card with a posted install, whose answer the mirror
+/// has not taken yet.
+struct InFlight {
+    install: PostedInstall,
+    staged: KVec<Staged>,
+    keys: KeyFilter,
+    sent: Instant<Monotonic>,
+}
+
 /// Exceptions being decided together, under the policy lock: the flows
 /// they install go to the card in batches, the last when this is
-/// dropped, so no decision outlives the lock unsent.
+/// dropped, so no decision outlives the lock unsent. Between batches
+/// ([`Decisions::send`]) one install may be in flight while the next
+/// batch is decided; the mirror takes it before any decision that reads
+/// its flows, before the next install, and at the end.
 pub(crate) struct Decisions<'a> {
     vfp: &'a mut Vfp,
+    in_flight: Option<InFlight>,
+    /// The list the last settled install's flows were in, emptied, for
+    /// the next batch (no allocation per batch).
+    spare: KVec<Staged>,
 }
 
 impl Decisions<'_> {
     /// Decides one exception (see [`Vfp::decisions`]).
     pub(crate) fn decide(&mut self, meta: &ExceptionMeta) -> Option<ReinjectMeta> {
+        let key = meta.key;
+        let rev = key.reverse();
+        let ends_connection = meta.reason == ExceptionReason::TcpControl
+            && meta.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
+        if ends_connection
+            || self.in_flight.as_ref().is_some_and(|f| {
+                (f.keys.may_hold(&key) || f.keys.may_hold(&rev))
+                    && f.staged
+                        .iter()
+                        .any(|s| s.rec.key == key || s.rec.key == rev)
+            })
+        {
+            self.settle();
+        }
         self.vfp.decide(meta)
+    }
+
+    /// Sends what is staged, the last command posted: it stays in flight
+    /// while the caller goes on (the one before is settled first).
+    pub(crate) fn send(&mut self) {
+        self.settle();
+        let vfp = &mut *self.vfp;
+        let at = vfp.staged.len().saturating_sub(MAX_INSTALL_BATCH as usize);
+        if at > 0 {
+            // (Not reached while install_pair commits at a full batch.)
+            vfp.commit();
+            return;
+        }
+        if vfp.staged.is_empty() {
+            return;
+        }
+        let staged = core::mem::replace(&mut vfp.staged, core::mem::take(&mut self.spare));
+        let keys = core::mem::take(&mut vfp.staged_keys);
+        vfp.stats.install_commands += 1;
+        let sent = Instant::<Monotonic>::now();
+        match vfp.card.post_install_batch(staged.iter().map(|s| &s.rec)) {
+            Ok(install) => {
+                self.in_flight = Some(InFlight {
+                    install,
+                    staged,
+                    keys,
+                    sent,
+                })
+            }
+            Err(e) => vfp.send_installs(&staged, Some(Err(e))),
+        }
+    }
+
+    /// The in-flight install's answer into the mirror (waiting for it).
+    fn settle(&mut self) {
+        let Some(f) = self.in_flight.take() else {
+            return;
+        };
+        let vfp = &mut *self.vfp;
+        let waited = Instant::<Monotonic>::now();
+        let answer = vfp.card.collect_install(f.install);
+        // CAST: a monotonic span is not negative.
+        vfp.stats.install_wait_ns += waited.elapsed().as_nanos().max(0) as u64;
+        vfp.stats.install_latency_ns += f.sent.elapsed().as_nanos().max(0) as u64;
+        vfp.send_installs(&f.staged, Some(answer));
+        let mut staged = f.staged;
+        staged.clear();
+        self.spare = staged;
     }
 }
 
 impl Drop for Decisions<'_> {
     fn drop(&mut self) {
+        self.settle();
         self.vfp.commit();
     }
 }
@@ -44,7 +157,11 @@ impl Vfp {
     /// Starts deciding exceptions: what to do with each packet, and the
     /// flows to install for it.
     pub(crate) fn decisions(&mut self) -> Decisions<'_> {
-        Decisions { vfp: self }
+        Decisions {
+            vfp: self,
+            in_flight: None,
+            spare: KVec::new(),
+        }
     }
 
     /// The first matching rule's id and action (lowest priority, then
@@ -89,6 +206,7 @@ impl Vfp {
             self.stats.install_failures += 1;
             return Err(AdminError::Io(ENOMEM));
         }
+        self.staged_keys.insert(&key);
         Ok(())
     }
 
@@ -131,20 +249,43 @@ impl Vfp {
     }
 
     /// Sends the staged flows to the card, [`MAX_INSTALL_BATCH`] a
-    /// command. The card stops at the first it cannot install; the rest
-    /// go in the next command. A pair is all or nothing: a failed forward
-    /// flow takes its reverse with it (it is not sent), a failed reverse
-    /// takes its forward back out of the card.
+    /// command, and waits for each.
     fn commit(&mut self) {
         let staged = core::mem::take(&mut self.staged);
+        self.send_installs(&staged, None);
+        // Keep the allocation for the next batch.
+        self.staged = staged;
+        self.staged.clear();
+        self.staged_keys = KeyFilter::default();
+    }
+
+    /// Sends `staged` to the card, [`MAX_INSTALL_BATCH`] a command, the
+    /// first command's answer given if it was posted already, and the
+    /// mirror takes what the card installed. The card stops at the first
+    /// it cannot install; the rest go in the next command. A pair is all
+    /// or nothing: a failed forward flow takes its reverse with it (it is
+    /// not sent), a failed reverse takes its forward back out of the card.
+    fn send_installs(
+        &mut self,
+        staged: &[Staged],
+        mut posted: Option<Result<(usize, Option<AdminStatus>), AdminError>>,
+    ) {
         let mut at = 0;
         while at < staged.len() {
             let batch = &staged[at..staged.len().min(at + MAX_INSTALL_BATCH as usize)];
-            self.stats.install_commands += 1;
-            let sent = Instant::<Monotonic>::now();
-            let answer = self.card.install_batch(batch.iter().map(|s| &s.rec));
-            // CAST: a monotonic span is not negative.
-            self.stats.install_wait_ns += sent.elapsed().as_nanos().max(0) as u64;
+            let answer = match posted.take() {
+                Some(answer) => answer,
+                None => {
+                    self.stats.install_commands += 1;
+                    let sent = Instant::<Monotonic>::now();
+                    let answer = self.card.install_batch(batch.iter().map(|s| &s.rec));
+                    // CAST: a monotonic span is not negative.
+                    let span = sent.elapsed().as_nanos().max(0) as u64;
+                    self.stats.install_wait_ns += span;
+                    self.stats.install_latency_ns += span;
+                    answer
+                }
+            };
             let (installed, failed) = match answer {
                 Ok(r) => r,
                 Err(_) => {
@@ -177,19 +318,17 @@ impl Vfp {
                 at += 1;
             }
         }
-        // Keep the allocation for the next batch.
-        self.staged = staged;
-        self.staged.clear();
     }
 
     /// Sends what is staged first if `key` (either way) is among it: the
     /// decision about to be made reads the mirror.
     fn commit_if_staged(&mut self, key: &FlowKey) {
         let rev = key.reverse();
-        if self
-            .staged
-            .iter()
-            .any(|s| s.rec.key == *key || s.rec.key == rev)
+        if (self.staged_keys.may_hold(key) || self.staged_keys.may_hold(&rev))
+            && self
+                .staged
+                .iter()
+                .any(|s| s.rec.key == *key || s.rec.key == rev)
         {
             self.commit();
         }

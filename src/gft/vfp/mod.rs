@@ -16,7 +16,7 @@
 mod flows;
 
 pub(crate) use flows::Decisions;
-use flows::Staged;
+use flows::{KeyFilter, Staged};
 
 use core::fmt;
 
@@ -96,9 +96,13 @@ pub(crate) struct VfpStats {
     pub(crate) install_failures: u64,
     /// `GFT_INSTALL_BATCH` commands sent (installs over this: the batch).
     pub(crate) install_commands: u64,
-    /// Nanoseconds spent waiting for those commands (the card's share of
-    /// installing; the rest is the driver's mirror).
+    /// Nanoseconds the driver spent waiting for those commands' answers
+    /// (an install posted while the next batch is decided is waited for
+    /// only for what is left of it).
     pub(crate) install_wait_ns: u64,
+    /// Nanoseconds from each of those commands' sending to its answer
+    /// taken (the card's share of installing, and any overlap).
+    pub(crate) install_latency_ns: u64,
     /// Flows removed to make room (`max_flows` lowered).
     pub(crate) evictions: u64,
     /// TCP SYN/FIN/RST seen (copies and misses).
@@ -121,6 +125,8 @@ pub(crate) struct Vfp {
     /// Flows decided and not yet sent to the card; empty outside
     /// [`Decisions`].
     staged: KVec<Staged>,
+    /// The keys of `staged`.
+    staged_keys: KeyFilter,
     closed: RBTree<FlowKey, Closed>,
     max_flows: u32,
     /// Flows are cached in the card (`hw-tc-offload`).
@@ -223,6 +229,7 @@ impl Vfp {
             generation: 1,
             flows: RBTree::new(),
             staged: KVec::new(),
+            staged_keys: KeyFilter::default(),
             closed: RBTree::new(),
             max_flows: DEFAULT_MAX_FLOWS,
             cache: true,
@@ -510,7 +517,7 @@ impl Vfp {
 
     /// The counters `stats` and `ethtool -S` show, named; those the
     /// exception queue keeps outside the policy lock are passed in.
-    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 31] {
+    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 32] {
         let c = &self.card_stats;
         let e = &self.card_exceptions;
         let s = &self.stats;
@@ -541,6 +548,7 @@ impl Vfp {
             ("install_failures", s.install_failures),
             ("install_commands", s.install_commands),
             ("install_wait_us", s.install_wait_ns / 1000),
+            ("install_latency_us", s.install_latency_ns / 1000),
             ("evictions", s.evictions),
             ("tcp_control", s.tcp_control),
             ("tcp_retired", s.tcp_retired),
