@@ -6,6 +6,7 @@
 
 use kernel::{
     prelude::*,
+    rbtree::{Entry, RBTreeNodeReservation},
     time::{Instant, Monotonic},
 };
 
@@ -215,37 +216,44 @@ impl Vfp {
         let key = s.rec.key;
         self.stats.installs += 1;
         self.seq += 1;
-        if let Some(f) = self.flows.get_mut(&key) {
-            f.rule = s.rule;
-            f.action = s.rec.action;
-            f.generation = s.rec.generation;
-            f.peer = s.peer;
-            f.reverse = s.reverse;
-            return;
-        }
-        let state = FlowState {
-            rule: s.rule,
-            action: s.rec.action,
-            generation: s.rec.generation,
-            peer: s.peer,
-            reverse: s.reverse,
-            fin: false,
-            seq: self.seq,
-            installed: Instant::<Monotonic>::now(),
-            packets: 0,
-            bytes: 0,
-            idle_ms: 0,
-            meter_drops: 0,
+        // One walk of the tree, found or not (a flow key compares field
+        // by field: under a flood of new flows the walks were most of
+        // the mirror's cost).
+        let vacant = match self.flows.entry(key) {
+            Entry::Occupied(mut o) => {
+                let f = o.get_mut();
+                f.rule = s.rule;
+                f.action = s.rec.action;
+                f.generation = s.rec.generation;
+                f.peer = s.peer;
+                f.reverse = s.reverse;
+                return;
+            }
+            Entry::Vacant(v) => v,
         };
-        if self
-            .flows
-            .try_create_and_insert(key, state, GFP_KERNEL)
-            .is_err()
-        {
+        let Ok(node) = RBTreeNodeReservation::new(GFP_KERNEL) else {
             // No memory to remember it: do not leave it in the card.
             let _ = self.card.delete(&key);
             self.stats.install_failures += 1;
-        }
+            return;
+        };
+        vacant.insert(
+            FlowState {
+                rule: s.rule,
+                action: s.rec.action,
+                generation: s.rec.generation,
+                peer: s.peer,
+                reverse: s.reverse,
+                fin: false,
+                seq: self.seq,
+                installed: Instant::<Monotonic>::now(),
+                packets: 0,
+                bytes: 0,
+                idle_ms: 0,
+                meter_drops: 0,
+            },
+            node,
+        );
     }
 
     /// Sends the staged flows to the card, [`MAX_INSTALL_BATCH`] a
