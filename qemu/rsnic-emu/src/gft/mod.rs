@@ -206,12 +206,12 @@ impl Gft {
     /// Parses `frame` and hashes its key; asks for its bucket.
     fn start_lookup(&self, frame: &[u8], dir: Direction) -> Option<Lookup> {
         // Not IP (ARP, LLDP, ...): the GFT does not apply.
-        let p = parse::parse(frame, dir)?;
-        let probe = self.table.probe(&p.key);
+        let (key, tcp_flags) = parse::flow_key(frame, dir)?;
+        let probe = self.table.probe(&key);
         self.table.prefetch(&probe);
         Some(Lookup {
-            key: p.key,
-            tcp_flags: p.tcp_flags,
+            key,
+            tcp_flags,
             probe,
             candidate: None,
         })

@@ -189,6 +189,47 @@ pub fn parse(frame: &[u8], dir: Direction) -> Option<Parsed> {
     })
 }
 
+/// The key and TCP flags of `frame` as [`parse`] finds them, without the
+/// layers: what a lookup needs. Plain IPv4 TCP and UDP (no VLAN tag, no
+/// IP options, not a fragment, not VXLAN), the bulk of the traffic, are
+/// read straight from their fixed offsets; everything else is parsed.
+pub fn flow_key(frame: &[u8], dir: Direction) -> Option<(FlowKey, u8)> {
+    plain_ipv4(frame, dir).or_else(|| parse(frame, dir).map(|p| (p.key, p.tcp_flags)))
+}
+
+/// [`flow_key`] of an untagged IPv4 frame without options carrying a
+/// whole TCP or UDP header (not VXLAN's); `None` for any other.
+fn plain_ipv4(frame: &[u8], dir: Direction) -> Option<(FlowKey, u8)> {
+    // Ethernet, IPv4 without options, UDP: 42 bytes.
+    let h: &[u8; 42] = frame.get(..42)?.try_into().ok()?;
+    let frag_off = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
+    if h[12..14] != ETH_P_IPV4.to_be_bytes() || h[14] & 0x0f != 5 || frag_off != 0 {
+        return None;
+    }
+    let (ip_proto, dport) = (h[23], u16::from_be_bytes([h[36], h[37]]));
+    let tcp_flags = match ip_proto {
+        proto::UDP if dport != VXLAN_PORT => 0,
+        // A whole TCP header: 54 bytes.
+        proto::TCP if frame.len() >= 54 => frame[47],
+        _ => return None,
+    };
+    let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+    src[..4].copy_from_slice(&h[26..30]);
+    dst[..4].copy_from_slice(&h[30..34]);
+    let key = FlowKey {
+        vport: HOST_VPORT,
+        dir,
+        tunnel: None,
+        ip_version: 4,
+        proto: ip_proto,
+        src,
+        dst,
+        sport: u16::from_be_bytes([h[34], h[35]]),
+        dport,
+    };
+    Some((key, tcp_flags))
+}
+
 #[cfg(test)]
 pub mod tests {
     use super::*;
@@ -268,6 +309,55 @@ pub mod tests {
         let p = parse(&out, Direction::Rx).unwrap();
         assert_eq!(p.tunnel, Some(7));
         assert_eq!(&p.key.dst[..4], &[10, 0, 0, 2]);
+    }
+
+    #[test]
+    fn the_short_way_finds_what_parse_finds() {
+        let mut vx = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
+        vx.extend_from_slice(&udp4(5000, 6000, b"payload"));
+        let mut vxlan = Vec::new();
+        PacketBuilder::ethernet2([4; 6], [5; 6])
+            .ipv4([192, 168, 0, 1], [192, 168, 0, 2], 64)
+            .udp(49152, VXLAN_PORT)
+            .write(&mut vxlan, &vx)
+            .unwrap();
+        let mut tcp4 = Vec::new();
+        PacketBuilder::ethernet2([2; 6], [3; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(1000, 80, 1, 1000)
+            .syn()
+            .write(&mut tcp4, b"")
+            .unwrap();
+        let mut icmp = Vec::new();
+        PacketBuilder::ethernet2([2; 6], [3; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .icmpv4_echo_request(7, 1)
+            .write(&mut icmp, b"ping")
+            .unwrap();
+        let templates = [udp4(1234, 53, b"x"), tcp4, tcp6(true, false), vxlan, icmp];
+        let mut rng = fastrand::Rng::with_seed(47);
+        for t in &templates {
+            for _ in 0..2000 {
+                let mut f = t.clone();
+                // A byte or two of the headers changed (ethertype, IHL,
+                // fragment bits, protocol, ports...), and any length.
+                for _ in 0..rng.usize(0..3) {
+                    let at = rng.usize(..f.len().min(60));
+                    f[at] = rng.u8(..);
+                }
+                f.truncate(rng.usize(..=f.len()));
+                for dir in [Direction::Tx, Direction::Rx] {
+                    assert_eq!(
+                        flow_key(&f, dir),
+                        parse(&f, dir).map(|p| (p.key, p.tcp_flags)),
+                        "{f:02x?}"
+                    );
+                }
+            }
+        }
+        assert!(plain_ipv4(&templates[0], Direction::Tx).is_some());
+        assert!(plain_ipv4(&templates[1], Direction::Tx).is_some());
+        assert!(plain_ipv4(&templates[3], Direction::Tx).is_none());
     }
 
     #[test]
