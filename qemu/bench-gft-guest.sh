@@ -8,8 +8,8 @@
 #   UDP request/response p50 for a new flow each time vs a cached flow;
 #   new flows per second end to end (exception, install, reinjection),
 #   from a Python sender and from pktgen (native, every frame a new
-#   flow); TCP connections a second with the GFT off and on; and
-#   pktgen's frames over 1, 1000 and 64000 active flows.
+#   flow); TCP connections a second with the GFT off, on, and through a
+#   NAT policy; and pktgen's frames over 1, 1000 and 64000 active flows.
 
 GFT_PY=/rsnic/selftests/drivers/net/rsnic/gft.py
 
@@ -27,28 +27,59 @@ print(round((u["packets"] - u["lost_packets"]) / u["seconds"]))'
 # TCP connections a second: 400 in turn from card A's side to a listener
 # in bench-rsnic, each opened and closed (SYN, SYN-ACK, then FINs): with
 # the GFT on, each is two new flows decided by the host and two retired.
+# gft_conns [HOST PORT [PEER]]: through HOST:PORT (default the listener's
+# own 10.99.0.2:7400); with PEER, prints 0 unless every connection the
+# listener took came from PEER (the address a NAT policy gives A).
 gft_conns() {
+	local host=${1:-10.99.0.2} port=${2:-7400} peer=${3:-}
+	rm -f /tmp/b-conns-peers
 	ip netns exec bench-rsnic python3 -c '
 import socket
+peers = set()
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 7400)); s.listen(128)
 while True:
-    c, _ = s.accept()
+    c, a = s.accept()
     if c.recv(1) == b"q":
         break
+    peers.add(a[0])
     c.close()
+open("/tmp/b-conns-peers", "w").write(" ".join(sorted(peers)))
 ' &
 	sleep 0.5
-	python3 -c '
-import socket, time
+	python3 - "$host" "$port" "$peer" <<'PY'
+import socket, sys, time
+dst, peer = (sys.argv[1], int(sys.argv[2])), sys.argv[3]
 n, start = 400, time.monotonic()
 for _ in range(n):
-    c = socket.create_connection(("10.99.0.2", 7400), timeout=5)
+    c = socket.create_connection(dst, timeout=5)
     c.close()
 secs = time.monotonic() - start
-c = socket.create_connection(("10.99.0.2", 7400)); c.send(b"q"); c.close()
-print(round(n / secs))'
+c = socket.create_connection(dst); c.send(b"q"); c.close()
+time.sleep(0.2)
+seen = open("/tmp/b-conns-peers").read().split()
+print(round(n / secs) if not peer or seen == [peer] else 0)
+PY
 	wait
+}
+
+# gft_conns through a NAT policy: A connects to 10.96.0.2:8080, the card
+# rewrites it to 10.99.0.2:7400 from 10.99.0.100, and the reverse flow
+# rewrites the replies back; each connection is two NAT flows decided,
+# installed and retired. Policy is restored to RULE after.
+gft_conns_nat() {
+	local dir=$1 rule=$2 a_if vip=10.96.0.2 snat=10.99.0.100
+	a_if=$(netif_of "$(card_addr A)")
+	ip route replace $vip/32 dev "$a_if"
+	ip neigh replace $vip lladdr "$(mac_of bench-rsnic "$b")" dev "$a_if"
+	ip -n bench-rsnic neigh replace $snat lladdr "$(cat "/sys/class/net/$a_if/address")" dev "$b"
+	"$GFT_PY" write "$dir/rules" flush >/dev/null
+	"$GFT_PY" write "$dir/rules" "add prio=10 dir=tx proto=tcp dst=$vip dport=8080 action=nat nat_sip=$snat nat_dip=10.99.0.2 nat_dport=7400" >/dev/null
+	gft_conns $vip 8080 $snat
+	"$GFT_PY" write "$dir/rules" flush >/dev/null
+	"$GFT_PY" write "$dir/rules" "$rule" >/dev/null
+	ip route del $vip/32 dev "$a_if"
+	ip -n bench-rsnic neigh del $snat dev "$b"
 }
 
 # Request/response round trips: "new_p50_us cached_p50_us" (each new
@@ -199,15 +230,17 @@ print(json.dumps({"frames": 64000, "pktgen_pps": pps, "installs": inst, "backlog
 }
 
 gft_bench() {
-	local a dir off fast exc new cached inst rate drops flows native conns_off conns_on
+	local a dir off fast exc new cached inst rate drops flows native conns_off conns_on conns_nat
+	local allow="add prio=10 dir=tx proto=udp action=allow"
 	a=$(card_addr A)
 	dir=/sys/kernel/debug/rsnic/$a/gft
 	[ -d "$dir" ] || { echo '{}'; return; }
 	off=$(gft_udp_pps)
 	conns_off=$(gft_conns)
-	"$GFT_PY" write "$dir/rules" "add prio=10 dir=tx proto=udp action=allow" >/dev/null
+	"$GFT_PY" write "$dir/rules" "$allow" >/dev/null
 	fast=$(gft_udp_pps)
 	conns_on=$(gft_conns)
+	conns_nat=$(gft_conns_nat "$dir" "$allow")
 	read -r new cached < <(gft_rr)
 	read -r inst rate drops < <(gft_new_flows "$dir")
 	native=$(gft_new_flows_native "$dir") || native='{}'
@@ -230,6 +263,7 @@ print(json.dumps({"udp64_pps_gft_off": off, "udp64_pps_fast_path": fast,
                   "new_flows": inst, "new_flows_per_s": rate, "new_flow_backlog_drops": drops,
                   "new_flows_native": native, "active_flows": flows,
                   "tcp_conns_per_s_gft_off": int(sys.argv[11] or 0),
-                  "tcp_conns_per_s_gft_on": int(sys.argv[12] or 0)}))
-' "$off" "$fast" "$exc" "$new" "$cached" "$inst" "$rate" "$drops" "$native" "$flows" "$conns_off" "$conns_on"
+                  "tcp_conns_per_s_gft_on": int(sys.argv[12] or 0),
+                  "tcp_conns_per_s_gft_nat": int(sys.argv[13] or 0)}))
+' "$off" "$fast" "$exc" "$new" "$cached" "$inst" "$rate" "$drops" "$native" "$flows" "$conns_off" "$conns_on" "$conns_nat"
 }

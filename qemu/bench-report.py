@@ -344,7 +344,8 @@ def main():
                   f" backlog drops; pktgen sent {native['pktgen_pps']} frames/s)")
         if "tcp_conns_per_s_gft_on" in gft:
             print(f"{'GFT, TCP connections/s (open and close)':42} off {gft['tcp_conns_per_s_gft_off']},"
-                  f" on {gft['tcp_conns_per_s_gft_on']}")
+                  f" on {gft['tcp_conns_per_s_gft_on']}"
+                  + (f", through NAT {gft['tcp_conns_per_s_gft_nat']}" if "tcp_conns_per_s_gft_nat" in gft else ""))
         for f in gft.get("active_flows") or []:
             if f:
                 print(f"{'GFT, pktgen 60 B over ' + str(f['flows']) + ' flows':42} sent {f['pktgen_pps']}/s,"
