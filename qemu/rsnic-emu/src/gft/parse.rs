@@ -259,6 +259,19 @@ pub mod tests {
         out
     }
 
+    /// `inner` in VXLAN `vni` from 192.168.0.1 to 192.168.0.2 over IPv4.
+    pub fn vxlan4(vni: u8, inner: &[u8]) -> Vec<u8> {
+        let mut vx = vec![0x08, 0, 0, 0, 0, 0, vni, 0];
+        vx.extend_from_slice(inner);
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2([4; 6], [5; 6])
+            .ipv4([192, 168, 0, 1], [192, 168, 0, 2], 64)
+            .udp(49152, VXLAN_PORT)
+            .write(&mut out, &vx)
+            .unwrap();
+        out
+    }
+
     #[test]
     fn ipv4_udp_key() {
         let p = parse(&udp4(1234, 53, b"x"), Direction::Tx).unwrap();
@@ -285,14 +298,7 @@ pub mod tests {
     #[test]
     fn vxlan_and_nvgre_inner_keys() {
         let inner = udp4(5000, 6000, b"payload");
-        let mut vx = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
-        vx.extend_from_slice(&inner);
-        let mut out = Vec::new();
-        PacketBuilder::ethernet2([4; 6], [5; 6])
-            .ipv4([192, 168, 0, 1], [192, 168, 0, 2], 64)
-            .udp(49152, VXLAN_PORT)
-            .write(&mut out, &vx)
-            .unwrap();
+        let out = vxlan4(42, &inner);
         let p = parse(&out, Direction::Rx).unwrap();
         assert_eq!(p.tunnel, Some(42));
         assert_eq!(p.key.tunnel, Some(42));
@@ -313,14 +319,7 @@ pub mod tests {
 
     #[test]
     fn the_short_way_finds_what_parse_finds() {
-        let mut vx = vec![0x08, 0, 0, 0, 0, 0, 42, 0];
-        vx.extend_from_slice(&udp4(5000, 6000, b"payload"));
-        let mut vxlan = Vec::new();
-        PacketBuilder::ethernet2([4; 6], [5; 6])
-            .ipv4([192, 168, 0, 1], [192, 168, 0, 2], 64)
-            .udp(49152, VXLAN_PORT)
-            .write(&mut vxlan, &vx)
-            .unwrap();
+        let vxlan = vxlan4(42, &udp4(5000, 6000, b"payload"));
         let mut tcp4 = Vec::new();
         PacketBuilder::ethernet2([2; 6], [3; 6])
             .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
