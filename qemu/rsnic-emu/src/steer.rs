@@ -12,8 +12,8 @@ use crate::rss;
 /// One RSS context.
 #[derive(Clone, Debug)]
 pub struct RssContext {
-    /// Toeplitz key.
-    pub key: [u8; hw::RSS_KEY_LEN],
+    /// The Toeplitz hash under the context's key.
+    pub hash: rss::Toeplitz,
     /// Indirection table; `None` (context 0 until the driver sets one):
     /// round-robin over the running pairs.
     pub table: Option<[u8; hw::RSS_TABLE_LEN]>,
@@ -24,7 +24,7 @@ pub struct RssContext {
 impl Default for RssContext {
     fn default() -> Self {
         Self {
-            key: rss::DEFAULT_KEY,
+            hash: rss::Toeplitz::new(&rss::DEFAULT_KEY),
             table: None,
             fields: [rss_fields::ALL; RssFlow::ALL.len()],
         }
@@ -76,7 +76,7 @@ impl Steering {
             return AdminStatus::BadParam;
         }
         *slot = Some(RssContext {
-            key: key.try_into().expect("split at the key length"),
+            hash: rss::Toeplitz::new(key.try_into().expect("split at the key length")),
             table: Some(table.try_into().expect("split at the table length")),
             fields: fields.try_into().expect("the rest is the fields"),
         });
@@ -162,7 +162,7 @@ impl Steering {
         let Some(f) = rss::tuple_fields(&t, &ctx.fields) else {
             return no_hash;
         };
-        let hash = rss::toeplitz(&ctx.key, &f.input);
+        let hash = ctx.hash.hash(f.input());
         let entry = hash as usize % rss::TABLE_SIZE;
         let qp = match &ctx.table {
             Some(table) => usize::from(table[entry]) + offset,
