@@ -108,6 +108,18 @@ pub struct Effects {
     pub send: Vec<Outgoing>,
 }
 
+/// The indices of the running queue pairs ([`Nic::running`]).
+struct RunningPairs {
+    pairs: [usize; MAX_QUEUE_PAIRS as usize],
+    len: usize,
+}
+
+impl RunningPairs {
+    fn as_slice(&self) -> &[usize] {
+        &self.pairs[..self.len]
+    }
+}
+
 /// Network function state.
 pub struct Nic {
     /// A PF (it owns the data-path switch) or a VF.
@@ -315,6 +327,20 @@ impl Nic {
     /// Whether any queue pair runs (a function that can receive).
     pub fn has_running_queue(&self) -> bool {
         self.qps.iter().any(Option::is_some)
+    }
+
+    /// The running queue pairs' indices, in order (no allocation: asked
+    /// for every received frame).
+    fn running(&self) -> RunningPairs {
+        let mut r = RunningPairs {
+            pairs: [0; MAX_QUEUE_PAIRS as usize],
+            len: 0,
+        };
+        for (i, _) in self.qps.iter().enumerate().filter(|(_, q)| q.is_some()) {
+            r.pairs[r.len] = i;
+            r.len += 1;
+        }
+        r
     }
 
     /// Whether the link is up.
@@ -948,9 +974,8 @@ impl Nic {
         } else {
             self.mac_stats.rx_fcs_errors += 1;
         }
-        let running: Vec<usize> = (0..self.qps.len())
-            .filter(|&i| self.qps[i].is_some())
-            .collect();
+        let running = self.running();
+        let running = running.as_slice();
         if running.is_empty() {
             self.stats.rx_no_queue += 1;
             return None;
@@ -964,7 +989,7 @@ impl Nic {
             0
         };
         // Steering rules, then RSS (the rule's context or the default).
-        let pick = self.steering.pick(frame, &running);
+        let pick = self.steering.pick(frame, running);
         let q = self.qps[pick.qp].as_mut()?;
         match q.deliver(dma, frame, pick.flags | csum, pick.hash) {
             RxOutcome::Delivered { raise: true } => Some(q.vector()),
@@ -992,9 +1017,8 @@ impl Nic {
         for i in 0..train.count() {
             count_rx(&mut self.mac_stats, headers, train.segment_len(i));
         }
-        let running: Vec<usize> = (0..self.qps.len())
-            .filter(|&i| self.qps[i].is_some())
-            .collect();
+        let running = self.running();
+        let running = running.as_slice();
         if running.is_empty() {
             self.stats.rx_no_queue += segs;
             return None;
@@ -1005,7 +1029,7 @@ impl Nic {
         } else {
             0
         };
-        let pick = self.steering.pick(train.frame(), &running);
+        let pick = self.steering.pick(train.frame(), running);
         let q = self.qps[pick.qp].as_mut()?;
         match q.deliver_train(dma, train, pick.flags | csum, pick.hash) {
             RxOutcome::Delivered { raise: true } => Some(q.vector()),
