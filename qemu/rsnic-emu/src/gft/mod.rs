@@ -35,9 +35,8 @@ use table::FlowTable;
 /// Packets whose lookups overlap in [`Gft::process_burst`].
 pub const BURST: usize = 16;
 
-/// A packet's lookup under way.
+/// A packet's lookup under way (its key is the probe's).
 struct Lookup {
-    key: FlowKey,
     tcp_flags: u8,
     probe: table::Probe,
     /// The slot whose tag matched, once the bucket was read (its key not
@@ -195,7 +194,7 @@ impl Gft {
             }
             for (frame, l) in group[..n].iter_mut() {
                 let frame = std::mem::take(frame);
-                match l.take() {
+                match l {
                     None => out.push(Output::onward(dir, frame)),
                     Some(l) => self.finish(frame, l, dir, now, now_ms, out),
                 }
@@ -210,7 +209,6 @@ impl Gft {
         let probe = self.table.probe(&key);
         self.table.prefetch(&probe);
         Some(Lookup {
-            key,
             tcp_flags,
             probe,
             candidate: None,
@@ -221,7 +219,7 @@ impl Gft {
     fn finish(
         &mut self,
         frame: Vec<u8>,
-        l: Lookup,
+        l: &Lookup,
         dir: Direction,
         now: Instant,
         now_ms: u32,
@@ -231,7 +229,7 @@ impl Gft {
         let meta = |reason, generation| ExceptionMeta {
             reason,
             tcp_flags: l.tcp_flags,
-            key: l.key,
+            key: l.probe.key(),
             generation,
         };
         if self.flags & config::CACHE == 0 {
@@ -239,10 +237,11 @@ impl Gft {
             return;
         }
         self.stats.card.lookups += 1;
-        let tcp_control = l.key.proto == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
+        let tcp_control =
+            l.probe.proto() == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
         let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
-            if self.admit_undecided(&l, tcp_control, now_ms) {
+            if self.admit_undecided(l, tcp_control, now_ms) {
                 out.push(self.exception(&frame, meta(ExceptionReason::Miss, 0)));
             }
             return;
@@ -251,7 +250,7 @@ impl Gft {
         if hit.generation != self.generation {
             let generation = hit.generation;
             self.stats.card.misses += 1;
-            if self.admit_undecided(&l, tcp_control, now_ms) {
+            if self.admit_undecided(l, tcp_control, now_ms) {
                 out.push(self.exception(&frame, meta(ExceptionReason::Stale, generation)));
             }
             return;
@@ -259,7 +258,7 @@ impl Gft {
         let flags = hit.action.flags;
         let conforms = self.table.count(slot, frame.len(), now, now_ms);
         self.stats.card.hits += 1;
-        if tcp_control && self.policers.admit(&l.key, now_ms) {
+        if tcp_control && self.policers.admit(&l.probe.key(), now_ms) {
             self.stats.card.tcp_duplicates += 1;
             out.push(self.exception(&frame, meta(ExceptionReason::TcpControl, 0)));
         }
@@ -281,7 +280,7 @@ impl Gft {
     /// its remote address's rate.
     fn admit_undecided(&mut self, l: &Lookup, tcp_control: bool, now_ms: u32) -> bool {
         (tcp_control || self.pending.admit(l.probe.hash(), now_ms))
-            && self.policers.admit(&l.key, now_ms)
+            && self.policers.admit(&l.probe.key(), now_ms)
     }
 
     /// Applies `act` to a packet going `dir`.

@@ -185,6 +185,18 @@ impl Probe {
     pub fn hash(&self) -> u64 {
         self.hash
     }
+
+    /// The key's IP protocol.
+    pub fn proto(&self) -> u8 {
+        // CAST: the byte at offset 4 of the key (the `key_words` layout).
+        (self.key[0] >> 32) as u8
+    }
+
+    /// The key itself, put back together (for a packet that goes up).
+    pub fn key(&self) -> FlowKey {
+        FlowKey::from_bytes(&key_bytes(&self.key))
+            .expect("the words of a key the engine parsed are a valid key")
+    }
 }
 
 /// What a hit found: the flow's slot and what the engine applies.
@@ -671,6 +683,8 @@ mod tests {
             let words = key_words(&k);
             assert_eq!(key_bytes(&words), k.to_bytes());
             assert_eq!(FlowKey::from_bytes(&key_bytes(&words)), Some(k));
+            let probe = FlowTable::new(1).probe(&k);
+            assert_eq!((probe.key(), probe.proto()), (k, proto::TCP));
         }
     }
 
