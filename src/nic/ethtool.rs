@@ -170,6 +170,10 @@ impl EthtoolOps for Nic {
                 format_args!("rx{q}_alloc_failed"),
                 s.rx_alloc_failed.load(Relaxed),
             );
+            sink.stat(
+                format_args!("rx{q}_copybreak"),
+                s.rx_copybreak.load(Relaxed),
+            );
             sink.stat(format_args!("tx{q}_packets"), s.tx_packets.load(Relaxed));
             sink.stat(format_args!("tx{q}_bytes"), s.tx_bytes.load(Relaxed));
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));

@@ -233,6 +233,12 @@ impl RxFrame {
         }
     }
 
+    /// The page, for the device to write another frame into (the frame
+    /// was copied out).
+    pub(crate) fn into_page(self) -> RxPage {
+        self.page
+    }
+
     /// Wraps the frame in an skb. Gives the page back if no skb could be
     /// allocated.
     pub(crate) fn into_skb(self) -> Result<SkBuff, RxPage> {

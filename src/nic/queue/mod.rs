@@ -73,6 +73,9 @@ pub(crate) struct QueueStats {
     /// Frames that asked for the checksum offload, and frames that did not.
     pub(crate) tx_needs_csum: Atomic<u64>,
     pub(crate) tx_csum_none: Atomic<u64>,
+    /// Small RX frames copied into an skb of their own, their page given
+    /// straight back to the card ([`rx::RX_COPYBREAK`]).
+    pub(crate) rx_copybreak: Atomic<u64>,
     /// RX frames the card verified the checksum of, and frames it did not.
     pub(crate) rx_csum_unnecessary: Atomic<u64>,
     pub(crate) rx_csum_none: Atomic<u64>,
@@ -146,6 +149,7 @@ impl QueueStats {
             tx_tso_seg_bytes: Atomic::new(0),
             tx_needs_csum: Atomic::new(0),
             tx_csum_none: Atomic::new(0),
+            rx_copybreak: Atomic::new(0),
             rx_csum_unnecessary: Atomic::new(0),
             rx_csum_none: Atomic::new(0),
             rx_hw_gro: Atomic::new(0),

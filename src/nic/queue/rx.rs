@@ -19,6 +19,13 @@ const STREAM_COPY_MAX: u32 = 256;
 /// the chunk.
 const STREAM_HEAD_MAX: u32 = 128;
 
+/// Frames of at most this many bytes that land in a page are copied into
+/// a small skb and the page posted again (rx-copybreak, as bnxt and ena
+/// do): a small datagram then costs no fresh page and its socket is
+/// charged about a kilobyte instead of a page. Not with an XDP program
+/// (it gets the page) nor for GFT exceptions.
+pub(crate) const RX_COPYBREAK: u32 = 256;
+
 /// Fresh RX buffers the card is told of at once (see
 /// [`RingRx::tail_to_announce`]).
 const RX_TAIL_BATCH: u16 = 32;
@@ -254,6 +261,35 @@ fn xdp_rx_hash(frame: &[u8], cqe: Cqe) -> XdpRxHash {
 }
 
 impl QueuePair {
+    /// A frame of at most [`RX_COPYBREAK`] bytes: copied into a small
+    /// skb, its page posted again at once (no fresh page, and the socket
+    /// is charged a small skb instead of a page: more small datagrams fit
+    /// its receive buffer). Dropped, its page still posted, if no skb
+    /// could be had.
+    fn copy_small(
+        &self,
+        napi: &Napi,
+        rx: &mut RingRx,
+        page: RxPage,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let (skb, page) = match page.received(cqe.len) {
+            Ok(frame) => (SkBuff::copy_of(napi, frame.bytes()), frame.into_page()),
+            Err(page) => (None, page),
+        };
+        if rx.post(RxBuf::Page(page)).is_err() {
+            bump(&self.stats.bad_completions, 1);
+        }
+        let Some(skb) = skb else {
+            bump(&self.stats.rx_dropped, 1);
+            return;
+        };
+        bump(&self.stats.rx_copybreak, 1);
+        self.count_received(cqe.len, cqe.segs);
+        self.to_stack(napi, skb, cqe, ctx);
+    }
+
     /// Hands the frame of an RX completion on (XDP, the stack, the GFT's
     /// exception path) and posts a fresh buffer in its place. Runs with
     /// `rx` locked but `tx` free (the stack may transmit).
@@ -289,6 +325,14 @@ impl QueuePair {
             }
             return;
         }
+        let small = !in_chain
+            && len <= RX_COPYBREAK
+            && ctx.xdp.is_none()
+            && cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let buf = match buf {
+            RxBuf::Page(page) if small => return self.copy_small(napi, rx, page, cqe, ctx),
+            buf => buf,
+        };
         // Replace the buffer first; without a replacement the frame is
         // dropped and its buffer goes straight back to the card, so the
         // ring never runs dry.

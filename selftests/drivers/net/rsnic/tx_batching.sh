@@ -17,7 +17,7 @@ net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 13
+ktap_header 15
 N=20000
 
 # Card A's queue pair 0: "doorbells frames polled-tails".
@@ -94,6 +94,21 @@ echo "# 300 pings: card A received $p frames with $d RX tail doorbells, $n witho
 check "RX buffers announced in batches: fewer than one RX tail doorbell per 8 frames ($d for $p)" \
 	test $((d * 8)) -lt "$p" -a "$p" -ge 300
 check "and the card never ran out of buffers for them ($n)" test "$n" -eq 0
+
+# rx-copybreak: a small frame is copied into an skb of its own and its
+# page posted again; a large one keeps its page. ping checks every
+# reply's payload pattern, so a bad copy would not count as received.
+copied() { ethtool -S "$NETIF_A" | awk '$1 ~ /^rx[0-9]+_copybreak:$/ {n += $2} END {print n + 0}'; }
+received() { ping "$@" -q $IP_B | awk '/ received/ {for (i = 1; i <= NF; i++) if ($i == "received,") print $(i - 1)}'; }
+c0=$(copied)
+small=$(received -c 300 -i 0.005 -s 56)
+c1=$(copied)
+large=$(received -c 100 -i 0.005 -s 1400)
+c2=$(copied)
+echo "# copybreak: $((c1 - c0)) of $small small replies copied, $((c2 - c1)) of $large large ones"
+check "small frames are copied out of their page ($((c1 - c0)) of $small replies)" \
+	test "$small" = 300 -a $((c1 - c0)) -ge 300
+check "large frames are not ($((c2 - c1)) of $large)" test "$large" = 100 -a $((c2 - c1)) -lt 10
 
 # Byte queue limits: queue 0 learned a limit from the completions of
 # the bursts (it stays 0 when the driver reports none), and with the
