@@ -435,6 +435,20 @@ impl EthtoolOps for Nic {
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
     }
 
+    fn rx_copybreak(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+        dev.data().rx_copybreak.load(Relaxed)
+    }
+
+    /// Takes effect at each queue's next NAPI poll; at most
+    /// [`MAX_RX_COPYBREAK`] bytes (0: never copy).
+    fn set_rx_copybreak(dev: &NetDev<Self>, _rtnl: &Rtnl, bytes: u32) -> Result {
+        if bytes > MAX_RX_COPYBREAK {
+            return Err(EINVAL);
+        }
+        dev.data().rx_copybreak.store(bytes, Relaxed);
+        Ok(())
+    }
+
     fn priv_flags(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
         u32::from(dev.data().config.lock().rx_stream) << PRIV_RX_STREAM
     }
@@ -470,6 +484,10 @@ impl EthtoolOps for Nic {
         )
     }
 }
+
+/// The largest rx-copybreak accepted: beyond a kilobyte a copy costs
+/// more than the page it saves (bnxt has the same bound).
+const MAX_RX_COPYBREAK: u32 = 1024;
 
 /// Bit of the `rx-stream` private flag.
 const PRIV_RX_STREAM: u32 = 0;

@@ -166,6 +166,9 @@ pub(crate) struct Nic {
     /// (`rx_mode` bits and multicast hash); see `apply_rx_filter`.
     rx_filter_flags: Atomic<u32>,
     rx_filter_mc: Atomic<u64>,
+    /// RX frames of at most this many bytes are copied out of their page
+    /// (`ethtool --set-tunable rx-copybreak`; read at each NAPI poll).
+    rx_copybreak: Atomic<u32>,
     fw_version: [u8; 3],
     bus_info: [u8; 16],
     /// Command blocks the card reads or writes (an RSS configuration, the
@@ -377,6 +380,7 @@ pub(crate) fn register(
             xdp: XdpProgSlot::new(),
             rx_filter_flags: Atomic::new(rx_mode::BROADCAST),
             rx_filter_mc: Atomic::new(0),
+            rx_copybreak: Atomic::new(queue::RX_COPYBREAK),
             fw_version: [fw.major(), fw.minor(), fw.patch()],
             bus_info,
             block_mem,

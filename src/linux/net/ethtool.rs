@@ -312,6 +312,17 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// `ethtool --get-tunable rx-copybreak`: received frames of at most
+    /// this many bytes are copied out of their buffer.
+    fn rx_copybreak(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool --set-tunable rx-copybreak N`; on error nothing changed.
+    fn set_rx_copybreak(_dev: &NetDev<Self>, _rtnl: &Rtnl, _bytes: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// `ethtool --show-priv-flags`: bit `i` is [`Self::PRIV_FLAGS`] entry `i`.
     fn priv_flags(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
         build_error!(VTABLE_DEFAULT_ERROR)

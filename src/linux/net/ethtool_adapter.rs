@@ -6,7 +6,11 @@
 
 use core::{fmt, marker::PhantomData};
 
-use kernel::{error::from_result, ffi::c_int, prelude::*};
+use kernel::{
+    error::from_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+};
 
 use crate::linux::net::{
     ethtool::{
@@ -136,6 +140,12 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         }
         if T::HAS_SET_RINGS {
             ops.set_ringparam = Some(Self::set_ringparam);
+        }
+        if T::HAS_RX_COPYBREAK {
+            ops.get_tunable = Some(Self::get_tunable);
+        }
+        if T::HAS_SET_RX_COPYBREAK {
+            ops.set_tunable = Some(Self::set_tunable);
         }
         ops.supported_coalesce_params = T::SUPPORTED_COALESCE;
         if T::HAS_COALESCE {
@@ -896,6 +906,53 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
         from_result(|| {
             T::set_channels(dev, rtnl, ch.combined_count)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `tuna` is valid for reads, and `data` for a write of the
+    /// tunable's value, whose type and length the core checked
+    /// (`ethtool_tunable_valid`: a `u32` for rx-copybreak).
+    unsafe extern "C" fn get_tunable(
+        ndev: *mut bindings::net_device,
+        tuna: *const bindings::ethtool_tunable,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `tuna` is valid for reads.
+        if unsafe { (*tuna).id } != bindings::tunable_id_ETHTOOL_RX_COPYBREAK {
+            return EOPNOTSUPP_ERRNO;
+        }
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let bytes = T::rx_copybreak(dev, rtnl);
+        // SAFETY: rx-copybreak is a `u32` (checked by the core), which
+        // `data` is valid for writes of.
+        unsafe { data.cast::<u32>().write_unaligned(bytes) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`; `tuna` is valid for reads, and `data` for a read of the
+    /// tunable's value, whose type and length the core checked.
+    unsafe extern "C" fn set_tunable(
+        ndev: *mut bindings::net_device,
+        tuna: *const bindings::ethtool_tunable,
+        data: *const c_void,
+    ) -> c_int {
+        // SAFETY: `tuna` is valid for reads.
+        if unsafe { (*tuna).id } != bindings::tunable_id_ETHTOOL_RX_COPYBREAK {
+            return EOPNOTSUPP_ERRNO;
+        }
+        // SAFETY: rx-copybreak is a `u32` (checked by the core), which
+        // `data` is valid for reads of.
+        let bytes = unsafe { data.cast::<u32>().read_unaligned() };
+        // SAFETY: Per the function's contract.
+        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        from_result(|| {
+            T::set_rx_copybreak(dev, rtnl, bytes)?;
             Ok(0)
         })
     }

@@ -15,6 +15,8 @@
 //! stream instead.
 
 mod rx;
+
+pub(crate) use rx::RX_COPYBREAK;
 mod stream;
 mod tx;
 
@@ -74,7 +76,7 @@ pub(crate) struct QueueStats {
     pub(crate) tx_needs_csum: Atomic<u64>,
     pub(crate) tx_csum_none: Atomic<u64>,
     /// Small RX frames copied into an skb of their own, their page given
-    /// straight back to the card ([`rx::RX_COPYBREAK`]).
+    /// straight back to the card (`ethtool --set-tunable rx-copybreak`).
     pub(crate) rx_copybreak: Atomic<u64>,
     /// RX frames the card verified the checksum of, and frames it did not.
     pub(crate) rx_csum_unnecessary: Atomic<u64>,

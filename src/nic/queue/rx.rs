@@ -19,9 +19,9 @@ const STREAM_COPY_MAX: u32 = 256;
 /// the chunk.
 const STREAM_HEAD_MAX: u32 = 128;
 
-/// Frames of at most this many bytes that land in a page are copied into
-/// a small skb and the page posted again (rx-copybreak, as bnxt and ena
-/// do): a small datagram then costs no fresh page and its socket is
+/// The default rx-copybreak: frames of at most this many bytes that land
+/// in a page are copied into a small skb and the page posted again (as
+/// bnxt and ena do): a small datagram then costs no fresh page and its socket is
 /// charged about a kilobyte instead of a page. Not with an XDP program
 /// (it gets the page) nor for GFT exceptions.
 pub(crate) const RX_COPYBREAK: u32 = 256;
@@ -132,6 +132,8 @@ struct PollCtx<'a> {
     /// `receive-hashing`: the card's flow hash goes into the skb.
     hash: bool,
     xdp: Option<XdpProgRef<'a>>,
+    /// Frames of at most this many bytes are copied out of their page.
+    copybreak: u32,
     /// Frames were redirected: flush them on their way.
     redirected: bool,
     /// `XDP_TX` frames wait for the TX doorbell.
@@ -261,7 +263,7 @@ fn xdp_rx_hash(frame: &[u8], cqe: Cqe) -> XdpRxHash {
 }
 
 impl QueuePair {
-    /// A frame of at most [`RX_COPYBREAK`] bytes: copied into a small
+    /// A frame of at most the rx-copybreak's bytes: copied into a small
     /// skb, its page posted again at once (no fresh page, and the socket
     /// is charged a small skb instead of a page: more small datagrams fit
     /// its receive buffer). Dropped, its page still posted, if no skb
@@ -326,7 +328,7 @@ impl QueuePair {
             return;
         }
         let small = !in_chain
-            && len <= RX_COPYBREAK
+            && len <= ctx.copybreak
             && ctx.xdp.is_none()
             && cqe.flags & Cqe::GFT_EXCEPTION == 0;
         let buf = match buf {
@@ -753,6 +755,7 @@ impl NapiPoll for QueuePair {
             csum: features.contains(Feature::RxCsum),
             hash: features.contains(Feature::RxHash),
             xdp: dev.data().xdp.get(&rcu),
+            copybreak: dev.data().rx_copybreak.load(Relaxed),
             redirected: false,
             xdp_tx: false,
         };

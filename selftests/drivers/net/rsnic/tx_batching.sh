@@ -17,7 +17,7 @@ net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 15
+ktap_header 18
 N=20000
 
 # Card A's queue pair 0: "doorbells frames polled-tails".
@@ -109,6 +109,16 @@ echo "# copybreak: $((c1 - c0)) of $small small replies copied, $((c2 - c1)) of 
 check "small frames are copied out of their page ($((c1 - c0)) of $small replies)" \
 	test "$small" = 300 -a $((c1 - c0)) -ge 300
 check "large frames are not ($((c2 - c1)) of $large)" test "$large" = 100 -a $((c2 - c1)) -lt 10
+copybreak() { ethtool --get-tunable "$NETIF_A" rx-copybreak | awk '/rx-copybreak:/ {print $2}'; }
+check_eq "rx-copybreak is 256 by default" "$(copybreak)" 256
+ethtool --set-tunable "$NETIF_A" rx-copybreak 0
+c0=$(copied)
+off=$(received -c 100 -i 0.005 -s 56)
+c1=$(copied)
+ethtool --set-tunable "$NETIF_A" rx-copybreak 256
+check "rx-copybreak 0: no frame copied ($((c1 - c0)) of $off)" test "$off" = 100 -a $((c1 - c0)) -eq 0
+too_large_refused() { ! ethtool --set-tunable "$NETIF_A" rx-copybreak 4096 2>/dev/null && [ "$(copybreak)" = 256 ]; }
+check "rx-copybreak above 1024 is refused, the value kept" too_large_refused
 
 # Byte queue limits: queue 0 learned a limit from the completions of
 # the bursts (it stays 0 when the driver reports none), and with the
