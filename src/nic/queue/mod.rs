@@ -15,10 +15,10 @@
 //! stream instead.
 
 mod rx;
-
-pub(crate) use rx::RX_COPYBREAK;
 mod stream;
 mod tx;
+
+pub(crate) use rx::RX_COPYBREAK;
 
 use kernel::{
     new_mutex, new_spinlock,

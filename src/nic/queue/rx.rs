@@ -21,9 +21,9 @@ const STREAM_HEAD_MAX: u32 = 128;
 
 /// The default rx-copybreak: frames of at most this many bytes that land
 /// in a page are copied into a small skb and the page posted again (as
-/// bnxt and ena do): a small datagram then costs no fresh page and its socket is
-/// charged about a kilobyte instead of a page. Not with an XDP program
-/// (it gets the page) nor for GFT exceptions.
+/// bnxt and ena do): a small datagram then costs no fresh page and its
+/// socket is charged about a kilobyte instead of a page. Not with an XDP
+/// program (it gets the page), for GFT exceptions or chained frames.
 pub(crate) const RX_COPYBREAK: u32 = 256;
 
 /// Fresh RX buffers the card is told of at once (see
