@@ -343,8 +343,8 @@ impl Qp {
         if m.mask & qp_attr::STATE != 0 && !Self::transition_ok(self.state, to) {
             return Err(BadModify);
         }
-        if m.mask & qp_attr::PATH != 0 && !(256..=4096).contains(&m.path_mtu)
-            || m.mask & qp_attr::PATH != 0 && !m.path_mtu.is_power_of_two()
+        let bad_mtu = !(256..=4096).contains(&m.path_mtu) || !m.path_mtu.is_power_of_two();
+        if m.mask & qp_attr::PATH != 0 && bad_mtu
             || m.mask & qp_attr::ACCESS != 0 && m.access & !access::ALL != 0
             || m.mask & qp_attr::RETRY != 0 && (m.retry_cnt > 7 || m.rnr_retry > 7)
         {
