@@ -363,7 +363,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         info!("card {} VF listening on {}", args.card_id, path.display());
         let vf_card = Arc::clone(&card);
         std::thread::spawn(move || {
-            let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll, pause);
+            let mut backend =
+                Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll, pause);
             // One QEMU session per hot-plug; the socket stays for the next.
             loop {
                 if let Err(e) = vf_server.run(&mut backend) {
