@@ -23,6 +23,7 @@ pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod devlink;
 pub(crate) mod dma;
+pub(crate) mod hash;
 pub(crate) mod irq;
 pub(crate) mod net;
 pub(crate) mod rdma;

@@ -8,6 +8,7 @@
 #include <linux/ethtool.h>
 #include <linux/rtnetlink.h>
 #include <linux/workqueue.h>
+#include <linux/random.h>
 #include <net/netdev_queues.h>
 #include <net/net_namespace.h>
 #include <net/page_pool/types.h>

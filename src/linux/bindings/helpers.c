@@ -9,6 +9,7 @@
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <linux/rtnetlink.h>
+#include <linux/siphash.h>
 #include <linux/workqueue.h>
 #include <linux/dma-mapping.h>
 #include <net/gro.h>
@@ -25,6 +26,15 @@
 #include <linux/filter.h>
 #include <trace/events/xdp.h>
 #include "helpers.h"
+
+/* hashing */
+
+u64 rust_ext_siphash(const void *data, size_t len, u64 key0, u64 key1)
+{
+	const siphash_key_t key = { .key = { key0, key1 } };
+
+	return siphash(data, len, &key);
+}
 
 /* net devices */
 

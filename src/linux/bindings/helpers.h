@@ -26,6 +26,9 @@ struct work_struct;
 struct delayed_work;
 struct ib_device;
 
+/* hashing */
+u64 rust_ext_siphash(const void *data, size_t len, u64 key0, u64 key1);
+
 /* net devices */
 void *rust_ext_netdev_priv(const struct net_device *dev);
 void rust_ext_set_netdev_dev(struct net_device *dev, struct device *parent);
