@@ -6,10 +6,10 @@
 
 use kernel::{
     prelude::*,
-    rbtree::{Entry, RBTreeNodeReservation},
     time::{Instant, Monotonic},
 };
 
+use super::flow_map::Entry;
 use super::*;
 use crate::gft::card::PostedInstall;
 use crate::hw::{gft::MAX_INSTALL_BATCH, AdminStatus};
@@ -216,12 +216,9 @@ impl Vfp {
         let key = s.rec.key;
         self.stats.installs += 1;
         self.seq += 1;
-        // One walk of the tree, found or not (a flow key compares field
-        // by field: under a flood of new flows the walks were most of
-        // the mirror's cost).
+        // One probe, found or not.
         let vacant = match self.flows.entry(key) {
-            Entry::Occupied(mut o) => {
-                let f = o.get_mut();
+            Entry::Occupied(f) => {
                 f.rule = s.rule;
                 f.action = s.rec.action;
                 f.generation = s.rec.generation;
@@ -231,29 +228,25 @@ impl Vfp {
             }
             Entry::Vacant(v) => v,
         };
-        let Ok(node) = RBTreeNodeReservation::new(GFP_KERNEL) else {
+        let state = FlowState {
+            rule: s.rule,
+            action: s.rec.action,
+            generation: s.rec.generation,
+            peer: s.peer,
+            reverse: s.reverse,
+            fin: false,
+            seq: self.seq,
+            installed: Instant::<Monotonic>::now(),
+            packets: 0,
+            bytes: 0,
+            idle_ms: 0,
+            meter_drops: 0,
+        };
+        if vacant.insert(state).is_err() {
             // No memory to remember it: do not leave it in the card.
             let _ = self.card.delete(&key);
             self.stats.install_failures += 1;
-            return;
-        };
-        vacant.insert(
-            FlowState {
-                rule: s.rule,
-                action: s.rec.action,
-                generation: s.rec.generation,
-                peer: s.peer,
-                reverse: s.reverse,
-                fin: false,
-                seq: self.seq,
-                installed: Instant::<Monotonic>::now(),
-                packets: 0,
-                bytes: 0,
-                idle_ms: 0,
-                meter_drops: 0,
-            },
-            node,
-        );
+        }
     }
 
     /// Sends the staged flows to the card, [`MAX_INSTALL_BATCH`] a

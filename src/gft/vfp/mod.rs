@@ -13,8 +13,10 @@
 //! The driver's table mirrors what the card accepted; the card is the one
 //! that counts packets (read with a dump).
 
+mod flow_map;
 mod flows;
 
+use flow_map::FlowMap;
 pub(crate) use flows::Decisions;
 use flows::{KeyFilter, Staged};
 
@@ -121,7 +123,7 @@ pub(crate) struct Vfp {
     rules: KVec<RuleEntry>,
     next_rule_id: u32,
     generation: u32,
-    flows: RBTree<FlowKey, FlowState>,
+    flows: FlowMap<FlowState>,
     /// Flows decided and not yet sent to the card; empty outside
     /// [`Decisions`].
     staged: KVec<Staged>,
@@ -227,7 +229,7 @@ impl Vfp {
             rules: KVec::new(),
             next_rule_id: 1,
             generation: 1,
-            flows: RBTree::new(),
+            flows: FlowMap::new(),
             staged: KVec::new(),
             staged_keys: KeyFilter::default(),
             closed: RBTree::new(),
@@ -264,7 +266,7 @@ impl Vfp {
     /// The card lost its state (function reset): configure it again. The
     /// flows it held are gone; they come back as exceptions.
     pub(crate) fn restore(&mut self) -> Result<(), AdminError> {
-        self.flows = RBTree::new();
+        self.flows.clear();
         self.card.set_generation(self.generation)?;
         self.card
             .set_exception_rate(self.exception_rate, self.exception_burst)?;
@@ -274,7 +276,7 @@ impl Vfp {
     /// Forgets every flow, in the card and here.
     fn flush_all(&mut self) -> Result<(), AdminError> {
         self.card.flush()?;
-        self.flows = RBTree::new();
+        self.flows.clear();
         self.closed = RBTree::new();
         Ok(())
     }
@@ -385,7 +387,7 @@ impl Vfp {
         if !(1..=MAX_FLOWS_LIMIT).contains(&max) {
             return Err(WriteError::Invalid("max_flows out of range"));
         }
-        let held = self.flows.iter().count();
+        let held = self.flows.len();
         if held > max as usize {
             // The oldest by install order: the smallest sequence number
             // `newest` such that `excess` flows were installed no later
@@ -497,7 +499,15 @@ impl Vfp {
     /// Lists the flows for `flows` (key order). Call [`Self::refresh`]
     /// first for current counters.
     pub(crate) fn show_flows(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Sorted through a tree (core's slice sort has paths objtool
+        // cannot follow).
+        let mut sorted = RBTree::new();
         for (k, s) in self.flows.iter() {
+            sorted
+                .try_create_and_insert(*k, s, GFP_KERNEL)
+                .map_err(|_| fmt::Error)?;
+        }
+        for (k, &s) in sorted.iter() {
             write!(f, "{}", KeyText(k))?;
             writeln!(
                 f,
@@ -533,7 +543,7 @@ impl Vfp {
             ("pending_drops", e.pending_drops),
             ("pending", u64::from(e.pending)),
             ("exception_rate_drops", e.rate_drops),
-            ("flows", self.flows.iter().count() as u64),
+            ("flows", self.flows.len() as u64),
             ("rules", self.rules.len() as u64),
             ("generation", u64::from(self.generation)),
             ("exceptions_handled", s.exceptions),

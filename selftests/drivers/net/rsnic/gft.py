@@ -16,6 +16,7 @@ traffic with known contents, and the debugfs fuzzer.
                                     (FIRST s for the first one; 30)
   gft.py fuzz DIR N SEED            N random/mutated writes to DIR's files
   gft.py readd DIR                  flush the rules, add each listed one again
+  gft.py del-flows DIR STEP         del every STEP-th listed flow: "deleted refused"
 """
 
 import errno
@@ -267,6 +268,23 @@ def readd(directory):
     print(len(rules), refused)
 
 
+def del_flows(directory, step):
+    """Deletes every STEP-th listed flow through `del`; prints how many
+    were deleted and how many the driver refused (it did not find them)."""
+    path = os.path.join(directory, "flows")
+    with open(path) as f:
+        keys = [line.split(" rule=")[0] for line in f if line.strip()]
+    deleted = refused = 0
+    for key in keys[::step]:
+        res = write(path, ("del " + key).encode())
+        if res == "OK":
+            deleted += 1
+        else:
+            print(f"# del {key}: {res}")
+            refused += 1
+    print(deleted, refused)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "write":
@@ -291,6 +309,8 @@ def main():
         udp_count(int(args[0]), *map(float, args[1:3]))
     elif cmd == "readd":
         readd(args[0])
+    elif cmd == "del-flows":
+        del_flows(args[0], int(args[1]))
     elif cmd == "fuzz":
         fuzz(args[0], int(args[1]), int(args[2]))
     else:
