@@ -60,10 +60,12 @@ gft_w flows flush >/dev/null
 check_eq "300 new flows: all 300 datagrams arrive" "$(spray 44000 300)" 300
 held=$(grep -c . "$GFT/flows")
 check "the driver holds what the card holds (at least 300)" test "$held" -ge 300 -a "$(card_count)" = "$held"
-read -r gone refused < <("$GFT_PY" del-flows "$GFT" 2)
+# del-flows STEP: prints what the driver refused, then "deleted refused".
+del_flows() { local out; out=$("$GFT_PY" del-flows "$GFT" "$1"); grep '^#' <<<"$out" | head -5 >&2; tail -n1 <<<"$out"; }
+read -r gone refused < <(del_flows 2)
 left=$(grep -c . "$GFT/flows")
 echo "# deleted $gone of $held (refused $refused), $left left, card $(card_count)"
-read -r gone2 refused2 < <("$GFT_PY" del-flows "$GFT" 1)
+read -r gone2 refused2 < <(del_flows 1)
 echo "# then deleted $gone2 (refused $refused2), $(grep -c . "$GFT/flows") left, card $(card_count)"
 check "every second flow, then the rest, deleted by key: none missing, none left" test \
 	"$refused$refused2" = 00 -a $((gone + gone2)) = "$held" -a $((held - gone)) = "$left" \
