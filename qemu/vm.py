@@ -71,8 +71,6 @@ class Card:
              # The card's doorbell-page poll (bench: its cost and effect).
              *(["--doorbell-poll-us", os.environ["RSNIC_DOORBELL_POLL_US"]]
                if os.environ.get("RSNIC_DOORBELL_POLL_US") else []),
-             *(["--doorbell-poll-pause-us", os.environ["RSNIC_DOORBELL_POLL_PAUSE_US"]]
-               if os.environ.get("RSNIC_DOORBELL_POLL_PAUSE_US") else []),
              # How long the card holds segments for coalescing (bench).
              *(["--gro-hold-us", os.environ["RSNIC_GRO_HOLD_US"]]
                if os.environ.get("RSNIC_GRO_HOLD_US") else [])],

@@ -19,7 +19,7 @@ use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion
 
 use crate::card::Card;
 use crate::config_space::CONFIG_SPACE_SIZE;
-use crate::doorbell_page::{PollPause, PollWindow};
+use crate::doorbell_page::PollWindow;
 use crate::function::Function;
 use crate::hw::{self, QpDoorbell, MAX_QUEUE_PAIRS};
 use std::sync::{Arc, Mutex};
@@ -85,25 +85,17 @@ pub struct Backend {
     /// How long the card polls the doorbell page after a kick, once no
     /// tail moves.
     poll: PollWindow,
-    /// How the poll loop waits between looks at the page.
-    pause: PollPause,
 }
 
 impl Backend {
     /// Serves `func`, one of `card`'s functions, which passes on what it
     /// sends; after a TX kick the card polls the doorbell page until no
-    /// tail has moved for `poll_budget`, waiting `pause` between looks.
-    pub fn new(
-        func: Arc<Mutex<Function>>,
-        card: Arc<Card>,
-        poll_budget: Duration,
-        pause: PollPause,
-    ) -> Self {
+    /// tail has moved for `poll_budget`.
+    pub fn new(func: Arc<Mutex<Function>>, card: Arc<Card>, poll_budget: Duration) -> Self {
         Self {
             func,
             card,
             poll: PollWindow::new(poll_budget),
-            pause,
         }
     }
 
@@ -112,8 +104,8 @@ impl Backend {
     /// driver the card sleeps (it rings again) and looks once more, since
     /// a tail written just before is the card's to take. Runs on the
     /// vfio-user thread: run to completion, no hand-off; QEMU's next
-    /// message waits at most one budget. Gives the CPU up between looks
-    /// (on two cores the vCPUs need it): [`PollPause`].
+    /// message waits at most one budget. Yields the CPU between looks (on
+    /// two cores the vCPUs need it).
     fn poll_doorbell_page(&mut self) {
         if !self.func().polls_doorbell_page() {
             return;
@@ -144,7 +136,7 @@ impl Backend {
                 self.poll.on_caught();
                 continue;
             }
-            self.pause.wait();
+            std::thread::yield_now();
         }
     }
 

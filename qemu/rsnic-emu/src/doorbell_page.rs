@@ -165,81 +165,10 @@ impl PollWindow {
     }
 }
 
-/// How the card's poll loop waits between two looks at the page.
-///
-/// A yield (`sched_yield`) returns at once when nothing else wants the
-/// CPU, so an idle window is hundreds of system calls and, when a vCPU
-/// is runnable, a context switch at each look (the scheduler was two
-/// thirds of the cards' host CPU in a small-packet flood, testing.rst).
-/// A short sleep gives the CPU up for a known time: a few wake-ups per
-/// window, each tail taken at most one pause late.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PollPause {
-    /// `sched_yield` between looks.
-    Yield,
-    /// Sleep this long between looks.
-    Sleep(Duration),
-}
-
-impl PollPause {
-    /// A pause of `us` microseconds; 0 yields instead. A sleep this short
-    /// needs the thread's timer slack (50 us by default) cut to match:
-    /// [`set_timer_slack`].
-    pub fn from_micros(us: u64) -> Self {
-        if us == 0 {
-            Self::Yield
-        } else {
-            Self::Sleep(Duration::from_micros(us))
-        }
-    }
-
-    /// Waits between two looks.
-    pub fn wait(self) {
-        match self {
-            Self::Yield => std::thread::yield_now(),
-            Self::Sleep(d) => std::thread::sleep(d),
-        }
-    }
-}
-
-/// Sets the calling thread's timer slack (threads it spawns later inherit
-/// it), so that a sleep of a few microseconds is not stretched to the
-/// default 50 us.
-pub fn set_timer_slack(slack: Duration) -> std::io::Result<()> {
-    // CAST: a slack of whole nanoseconds, clamped to what the call takes.
-    let ns = slack.as_nanos().min(u128::from(u32::MAX)) as libc::c_ulong;
-    // SAFETY: PR_SET_TIMERSLACK takes its value by argument and touches
-    // no memory of the caller.
-    let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dma::tests::two_region_space;
-
-    #[test]
-    fn a_pause_of_zero_yields_and_the_timer_slack_is_set() {
-        assert_eq!(PollPause::from_micros(0), PollPause::Yield);
-        assert_eq!(
-            PollPause::from_micros(5),
-            PollPause::Sleep(Duration::from_micros(5))
-        );
-        // On a thread of its own: the slack is per thread.
-        std::thread::spawn(|| {
-            set_timer_slack(Duration::from_micros(2)).unwrap();
-            // SAFETY: PR_GET_TIMERSLACK reads no memory of the caller.
-            let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
-            assert_eq!(slack, 2000);
-        })
-        .join()
-        .unwrap();
-    }
 
     #[test]
     fn refuses_unaligned_or_unmapped_pages() {

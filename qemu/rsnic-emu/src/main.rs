@@ -19,7 +19,6 @@ use rsnic_emu::backend::{self, Backend};
 use rsnic_emu::card::Card;
 use rsnic_emu::command::{CaptureTarget, Command, LinkState};
 use rsnic_emu::control::{self, Fault, Faults};
-use rsnic_emu::doorbell_page::{set_timer_slack, PollPause};
 use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
@@ -65,10 +64,6 @@ struct Args {
     /// driver to ring again (0: only while a batch is being sent).
     #[arg(long, default_value_t = 50)]
     doorbell_poll_us: u64,
-    /// How long the poll loop sleeps between looks at the doorbell page,
-    /// in microseconds (0: it yields the CPU instead).
-    #[arg(long, default_value_t = 0)]
-    doorbell_poll_pause_us: u64,
     /// How long the card holds received TCP segments for coalescing
     /// (hardware GRO) when nothing closes their aggregate, in
     /// microseconds.
@@ -348,11 +343,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let poll = Duration::from_micros(args.doorbell_poll_us);
-    let pause = PollPause::from_micros(args.doorbell_poll_pause_us);
-    if pause != PollPause::Yield {
-        // This thread serves the PF; the VF's, spawned below, inherits it.
-        set_timer_slack(Duration::from_micros(1))?;
-    }
     if let Some(path) = &args.vf_socket {
         let vf_server = vfio_user::Server::new(
             path,
@@ -363,8 +353,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         info!("card {} VF listening on {}", args.card_id, path.display());
         let vf_card = Arc::clone(&card);
         std::thread::spawn(move || {
-            let mut backend =
-                Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll, pause);
+            let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll);
             // One QEMU session per hot-plug; the socket stays for the next.
             loop {
                 if let Err(e) = vf_server.run(&mut backend) {
@@ -387,7 +376,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.card_id,
         args.pf_socket.display()
     );
-    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card), poll, pause);
+    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card), poll);
     server.run(&mut backend)?;
     info!("card {} PF: QEMU disconnected, exiting", args.card_id);
     Ok(())
