@@ -46,6 +46,18 @@ fn slot_index(s: u64) -> usize {
     (s & 0xffff_ffff) as usize - 1
 }
 
+/// The first empty slot of `slots` (a power of two long, less than full)
+/// from `hash`'s home on.
+fn first_empty(slots: &[u64], hash: u32) -> usize {
+    let mask = slots.len() - 1;
+    // CAST: u32 to usize does not narrow on the kernel's targets.
+    let mut at = hash as usize & mask;
+    while slots[at] != EMPTY {
+        at = (at + 1) & mask;
+    }
+    at
+}
+
 /// Flows by key, each with a `V`.
 pub(super) struct FlowMap<V> {
     secret: SipKey,
@@ -70,11 +82,13 @@ pub(super) enum Entry<'a, V> {
     Vacant(VacantEntry<'a, V>),
 }
 
-/// A key not in the map, with its hash.
+/// A key not in the map, with its hash and the empty slot its probe
+/// ended at.
 pub(super) struct VacantEntry<'a, V> {
     map: &'a mut FlowMap<V>,
     key: FlowKey,
     hash: u32,
+    at: usize,
 }
 
 impl<V> VacantEntry<'_, V> {
@@ -82,13 +96,12 @@ impl<V> VacantEntry<'_, V> {
     pub(super) fn insert(self, value: V) -> Result<(), AllocError> {
         let map = self.map;
         map.entries.reserve(1, GFP_KERNEL)?;
+        let mut at = self.at;
         if (map.entries.len() + 1) * 2 > map.slots.len() {
             map.grow()?;
+            // The key is not there: its place is the first empty slot.
+            at = first_empty(&map.slots, self.hash);
         }
-        let Probe::Vacant(at) = map.probe(&self.key, self.hash) else {
-            // Not reached: the entry was vacant and nothing was added.
-            return Ok(());
-        };
         map.slots[at] = slot(self.hash, map.entries.len());
         map.entries.push((self.key, value), GFP_KERNEL)
     }
@@ -148,13 +161,8 @@ impl<V> FlowMap<V> {
     fn grow(&mut self) -> Result<(), AllocError> {
         let len = (self.slots.len() * 2).max(MIN_SLOTS);
         let mut slots = KVVec::from_elem(EMPTY, len, GFP_KERNEL)?;
-        let mask = len - 1;
         for &s in self.slots.iter().filter(|&&s| s != EMPTY) {
-            // CAST: as in `probe`.
-            let mut at = slot_hash(s) as usize & mask;
-            while slots[at] != EMPTY {
-                at = (at + 1) & mask;
-            }
+            let at = first_empty(&slots, slot_hash(s));
             slots[at] = s;
         }
         self.slots = slots;
@@ -188,10 +196,11 @@ impl<V> FlowMap<V> {
                 let i = slot_index(self.slots[at]);
                 Entry::Occupied(&mut self.entries[i].1)
             }
-            Probe::Vacant(_) => Entry::Vacant(VacantEntry {
+            Probe::Vacant(at) => Entry::Vacant(VacantEntry {
                 map: self,
                 key,
                 hash,
+                at,
             }),
         }
     }
