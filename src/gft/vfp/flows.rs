@@ -211,8 +211,9 @@ impl Vfp {
         Ok(())
     }
 
-    /// The card installed `s`: the mirror takes it.
-    fn installed(&mut self, s: &Staged) {
+    /// The card installed `s` (its answer came at `now`): the mirror
+    /// takes it.
+    fn installed(&mut self, s: &Staged, now: Instant<Monotonic>) {
         let key = s.rec.key;
         self.stats.installs += 1;
         self.seq += 1;
@@ -236,7 +237,7 @@ impl Vfp {
             reverse: s.reverse,
             fin: false,
             seq: self.seq,
-            installed: Instant::<Monotonic>::now(),
+            installed: now,
             packets: 0,
             bytes: 0,
             idle_ms: 0,
@@ -297,8 +298,9 @@ impl Vfp {
                     continue;
                 }
             };
+            let now = Instant::<Monotonic>::now();
             for s in &batch[..installed] {
-                self.installed(s);
+                self.installed(s, now);
             }
             at += installed;
             if failed.is_none() {
