@@ -167,6 +167,10 @@ impl DeviceWork<GFT_WORK> for Nic {
     /// have their own locks), and must not wait behind configuration.
     type Lock = NoLock;
 
+    /// Exceptions arrive on queue pair 0, whose NAPI poll queues this
+    /// work: on the poll's CPU the two would take turns.
+    const ANY_CPU: bool = true;
+
     /// Decides the queued GFT exceptions and sends each back to the card,
     /// up to a budget per run, one doorbell a batch. A batch goes through
     /// the TX ring with the most room (the lowest pair on a tie): the

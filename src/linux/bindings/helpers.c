@@ -577,6 +577,11 @@ bool rust_ext_mod_delayed_work(struct delayed_work *dw, unsigned long delay)
 	return mod_delayed_work(system_percpu_wq, dw, delay);
 }
 
+bool rust_ext_mod_delayed_work_unbound(struct delayed_work *dw, unsigned long delay)
+{
+	return mod_delayed_work(system_dfl_wq, dw, delay);
+}
+
 bool rust_ext_queue_delayed_work(struct delayed_work *dw, unsigned long delay)
 {
 	return queue_delayed_work(system_percpu_wq, dw, delay);

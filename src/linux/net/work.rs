@@ -55,6 +55,12 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
     /// The lock `run` is called under.
     type Lock: WorkLock;
 
+    /// Whether [`NetDevWork::schedule`] may run the work on any CPU (the
+    /// unbound workqueue) instead of the one that asked: for work a NAPI
+    /// poll queues in a stream, which on the poll's CPU would take turns
+    /// with the poll while the other CPUs idle.
+    const ANY_CPU: bool = false;
+
     /// Runs in process context, under [`DeviceWork::Lock`], at most once
     /// per [`NetDevWork::schedule`] or [`NetDevWork::schedule_after`] and
     /// never concurrently with itself. It may run after the device was
@@ -101,8 +107,14 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// Runs the work as soon as possible (sooner than a pending delayed
     /// run, which it replaces). Any context.
     pub(crate) fn schedule(&self) {
-        // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { bindings::rust_ext_mod_delayed_work(self.work.get(), 0) };
+        let work = self.work.get();
+        if T::ANY_CPU {
+            // SAFETY: `work` is initialised (type invariant) and pinned.
+            unsafe { bindings::rust_ext_mod_delayed_work_unbound(work, 0) };
+        } else {
+            // SAFETY: `work` is initialised (type invariant) and pinned.
+            unsafe { bindings::rust_ext_mod_delayed_work(work, 0) };
+        }
     }
 
     /// Runs the work after `msecs` unless a run is already pending. Any
