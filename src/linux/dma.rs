@@ -71,8 +71,7 @@ impl DmaBuffer {
 
     /// Copies bytes starting at `offset` into `out`: a byte at a time up
     /// to an 8-byte boundary, then whole words (one load each instead of
-    /// eight: a completion or an install record costs a few loads, which
-    /// under emulation is most of its cost), then the bytes left.
+    /// eight), then the bytes left.
     pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
         self.check(offset, out.len())?;
         // SAFETY: `offset <= self.len()` by `check`: at most one past the

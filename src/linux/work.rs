@@ -93,7 +93,7 @@ impl<T: PinnedWorkRun<ID>, const ID: u8> PinnedWork<T, ID> {
         };
         // SAFETY: `work` is initialised (type invariant) and pinned; the
         // offset of the owner is recorded (the invariant while queued).
-        unsafe { bindings::rust_ext_mod_delayed_work(this.work.get(), 0) };
+        unsafe { bindings::rust_ext_mod_delayed_work(this.work.get(), 0, false) };
     }
 
     /// Runs `owner`'s work after `msecs` unless a run is already pending.
@@ -104,7 +104,7 @@ impl<T: PinnedWorkRun<ID>, const ID: u8> PinnedWork<T, ID> {
         };
         let delay = kernel::time::msecs_to_jiffies(msecs);
         // SAFETY: As in `schedule`.
-        unsafe { bindings::rust_ext_queue_delayed_work(this.work.get(), delay) };
+        unsafe { bindings::rust_ext_queue_delayed_work(this.work.get(), delay, false) };
     }
 
     /// Waits for a run in progress and keeps the work from running again

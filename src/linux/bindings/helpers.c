@@ -572,19 +572,20 @@ void rust_ext_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_
 	INIT_DELAYED_WORK(dw, fn);
 }
 
-bool rust_ext_mod_delayed_work(struct delayed_work *dw, unsigned long delay)
+/* The unbound workqueue for work that may run on any CPU, else the per-CPU one. */
+static struct workqueue_struct *rust_ext_work_queue(bool any_cpu)
 {
-	return mod_delayed_work(system_percpu_wq, dw, delay);
+	return any_cpu ? system_dfl_wq : system_percpu_wq;
 }
 
-bool rust_ext_mod_delayed_work_unbound(struct delayed_work *dw, unsigned long delay)
+bool rust_ext_mod_delayed_work(struct delayed_work *dw, unsigned long delay, bool any_cpu)
 {
-	return mod_delayed_work(system_dfl_wq, dw, delay);
+	return mod_delayed_work(rust_ext_work_queue(any_cpu), dw, delay);
 }
 
-bool rust_ext_queue_delayed_work(struct delayed_work *dw, unsigned long delay)
+bool rust_ext_queue_delayed_work(struct delayed_work *dw, unsigned long delay, bool any_cpu)
 {
-	return queue_delayed_work(system_percpu_wq, dw, delay);
+	return queue_delayed_work(rust_ext_work_queue(any_cpu), dw, delay);
 }
 
 /* locking and context */

@@ -161,9 +161,8 @@ void rust_ext_xsk_buff_raw_dma_sync_for_device(struct xsk_buff_pool *pool, dma_a
 
 /* work items */
 void rust_ext_init_delayed_work(struct delayed_work *dw, void (*fn)(struct work_struct *));
-bool rust_ext_mod_delayed_work(struct delayed_work *dw, unsigned long delay);
-bool rust_ext_mod_delayed_work_unbound(struct delayed_work *dw, unsigned long delay);
-bool rust_ext_queue_delayed_work(struct delayed_work *dw, unsigned long delay);
+bool rust_ext_mod_delayed_work(struct delayed_work *dw, unsigned long delay, bool any_cpu);
+bool rust_ext_queue_delayed_work(struct delayed_work *dw, unsigned long delay, bool any_cpu);
 
 /* locking and context */
 void rust_ext_local_bh_disable(void);

@@ -55,8 +55,8 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
     /// The lock `run` is called under.
     type Lock: WorkLock;
 
-    /// Whether [`NetDevWork::schedule`] may run the work on any CPU (the
-    /// unbound workqueue) instead of the one that asked: for work a NAPI
+    /// Whether the work may run on any CPU (the unbound workqueue)
+    /// instead of the one that scheduled it: for work a NAPI
     /// poll queues in a stream, which on the poll's CPU would take turns
     /// with the poll while the other CPUs idle.
     const ANY_CPU: bool = false;
@@ -107,14 +107,8 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     /// Runs the work as soon as possible (sooner than a pending delayed
     /// run, which it replaces). Any context.
     pub(crate) fn schedule(&self) {
-        let work = self.work.get();
-        if T::ANY_CPU {
-            // SAFETY: `work` is initialised (type invariant) and pinned.
-            unsafe { bindings::rust_ext_mod_delayed_work_unbound(work, 0) };
-        } else {
-            // SAFETY: `work` is initialised (type invariant) and pinned.
-            unsafe { bindings::rust_ext_mod_delayed_work(work, 0) };
-        }
+        // SAFETY: `work` is initialised (type invariant) and pinned.
+        unsafe { bindings::rust_ext_mod_delayed_work(self.work.get(), 0, T::ANY_CPU) };
     }
 
     /// Runs the work after `msecs` unless a run is already pending. Any
@@ -122,7 +116,7 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
     pub(crate) fn schedule_after(&self, msecs: u32) {
         let delay = kernel::time::msecs_to_jiffies(msecs);
         // SAFETY: `work` is initialised (type invariant) and pinned.
-        unsafe { bindings::rust_ext_queue_delayed_work(self.work.get(), delay) };
+        unsafe { bindings::rust_ext_queue_delayed_work(self.work.get(), delay, T::ANY_CPU) };
     }
 
     /// # Safety
