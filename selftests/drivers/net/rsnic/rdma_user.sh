@@ -108,12 +108,27 @@ GID_B=$(roce_gid_index "$IB_B" "$IP_B")
 engine_packets() {
 	rdma statistic show link "$1/1" | awk -v n="$2_packets" '$1 == n {print $2}'
 }
-# server_listening: a server listens on the examples' and perftest's
-# port 18515, on TCP (in either namespace) or through rdma_cm (-R), or
-# on rping's and udaddy's rdma_cm port 7174.
+# server_listening PID: the server, process PID, listens on the
+# examples' and perftest's port 18515 on TCP (in either namespace), or
+# through rdma_cm (-R; rping's and udaddy's port 7174) on card B. For
+# rdma_cm it is PID's own listener on card B's device that counts:
+# rdma_cm marks the listening id LISTEN before it listens on each
+# device, and a listener of any other process on the port would let the
+# client in too early (it was once: REJECTED, "invalid service ID").
 server_listening() {
-	{ ss -Hltn 'sport = :18515'; ip netns exec "$NS" ss -Hltn 'sport = :18515'; } 2>/dev/null | grep -q . ||
-		rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -qE ':(18515|7174)( |$)'
+	local pid=$1
+	[ -n "$pid" ] || return 1
+	# What the probe saw last, for the log of a pair that fails.
+	{
+		ss -Hltnp 'sport = :18515'
+		ip netns exec "$NS" ss -Hltnp 'sport = :18515'
+		rdma resource show cm_id
+	} >"$work/listening.log" 2>&1
+	grep -q "pid=$pid," "$work/listening.log" ||
+		awk -v dev="$IB_B/" -v pid="$pid" '
+			index($0, "link " dev) == 1 && / state LISTEN / && $0 ~ (" pid " pid " ") &&
+			/:(18515|7174)( |$)/ { found = 1 }
+			END { exit !found }' "$work/listening.log"
 }
 # pair NAME SERVER-COMMAND CLIENT-COMMAND: runs a server on card B and its
 # client on card A (the client once the server listens: a fixed pause
@@ -122,12 +137,15 @@ server_listening() {
 # least $min_packets RoCE packets meanwhile.
 min_packets=1
 pair_once() {
-	local name=$1 server=$2 client=$3 tx0 rx0 srv_status cli_status tx rx i
+	local name=$1 server=$2 client=$3 tx0 rx0 srv_status cli_status tx rx i pid seen="not seen listening"
 	tx0=$(engine_packets "$IB_A" tx) rx0=$(engine_packets "$IB_B" rx)
 	timeout 60 $server >"$work/server.log" 2>&1 &
 	local spid=$!
+	rm -f "$work/listening.log"
 	for ((i = 0; i < 150; i++)); do
-		server_listening && break
+		# timeout's child is the server (ip netns exec execs it).
+		pid=$(pgrep -P $spid)
+		server_listening "$pid" && { seen="listening after ~$((i / 5)) s"; break; }
 		kill -0 $spid 2>/dev/null || break
 		sleep 0.2
 	done
@@ -136,10 +154,12 @@ pair_once() {
 	wait $spid
 	srv_status=$?
 	tx=$(($(engine_packets "$IB_A" tx) - tx0)) rx=$(($(engine_packets "$IB_B" rx) - rx0))
-	echo "# $name: server listening after ~$((i / 5)) s; client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
+	echo "# $name: server $seen; client $cli_status, server $srv_status; card A sent $tx, card B received $rx RoCE packets"
 	if [ $cli_status != 0 ] || [ $srv_status != 0 ]; then
 		# stderr is unbuffered: an error can stand above the last lines.
 		grep -v -e "^ *-\+ *$" -e "^ *$" "$work/server.log" "$work/client.log" | tail -n 40 | sed 's/^/#   /'
+		echo "# the server (pid $pid) seen listening in:"
+		sed 's/^/#   /' "$work/listening.log" 2>/dev/null
 		return 1
 	fi
 	grep -E '^ *[0-9]+ +[0-9]+ ' "$work/client.log" | tail -n 1 | sed 's/^/#   /'
