@@ -295,13 +295,26 @@ impl Vfp {
         Ok(())
     }
 
+    /// The id a rule added without one gets: the first one from
+    /// `next_rule_id` on that no rule has, from 1 again after
+    /// [`MAX_RULE_ID`] (there are far fewer rules than ids), as
+    /// `idr_alloc_cyclic` does.
+    fn free_rule_id(&self) -> u32 {
+        let mut id = self.next_rule_id;
+        while self.rules.iter().any(|r| r.rule.id == id) {
+            id = id % MAX_RULE_ID + 1;
+        }
+        id
+    }
+
     /// Executes a write to `rules`: `add key=value...`, `del <id>`, `flush`.
     pub(crate) fn write_rules(&mut self, text: &str) -> Result<(), WriteError> {
         let mut words = text.split_whitespace();
         let was_enabled = self.enabled();
         match (words.next(), words.clone().next()) {
             (Some("add"), _) => {
-                let rule = Rule::parse(words, self.next_rule_id)?;
+                let free = self.free_rule_id();
+                let rule = Rule::parse(words, free)?;
                 if self.rules.iter().any(|r| r.rule.id == rule.id) {
                     return Err(WriteError::Invalid("id in use"));
                 }
@@ -326,7 +339,13 @@ impl Vfp {
                     let _ = self.rules.remove(at);
                     return Err(e.into());
                 }
-                self.next_rule_id = self.next_rule_id.max(rule.id % MAX_RULE_ID + 1);
+                // Ids not given go on from the last one assigned, or
+                // from above the largest given.
+                self.next_rule_id = if rule.id == free {
+                    free % MAX_RULE_ID + 1
+                } else {
+                    self.next_rule_id.max(rule.id % MAX_RULE_ID + 1)
+                };
                 Ok(())
             }
             (Some("del"), Some(id)) => {

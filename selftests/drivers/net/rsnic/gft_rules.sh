@@ -57,7 +57,7 @@ BAD=(
 	"flush now"
 )
 
-ktap_header 16
+ktap_header 17
 check "empty at start" test -z "$(cat "$GFT/rules")"
 check "add a rule" test "$(gft_w rules "add id=7 prio=10 dir=tx proto=udp dst=10.99.0.0/24 dport=5000 action=allow")" = OK
 check "add an encap+vlan rule" test "$(gft_w rules "add prio=20 dir=tx dst=10.98.0.0/16 action=vlan_push,vxlan_encap vlan=5 $ENCAP")" = OK
@@ -109,6 +109,14 @@ for f in max_flows:0 max_flows:4194305 max_flows:abc fail_installs:1000001 idle_
 done
 check "malformed flows, max_flows, fail_installs, idle_timeout_ms, exception_rate/burst writes refused" test $bad -eq 0
 check "del by id" test "$(gft_w rules "del $meter_id")" = OK -a "$(grep -c . "$GFT/rules")" = 3
+# Ids not given go round: after the largest, 2^30, from 1 again (as
+# idr_alloc_cyclic), instead of offering 2^30 again, which is in use.
+r1=$(gft_w rules "add id=1073741823 prio=30 dir=tx action=allow")
+r2=$(gft_w rules "add prio=31 dir=tx action=allow")
+r3=$(gft_w rules "add prio=32 dir=tx action=allow")
+check_eq "ids not given go round after 2^30" \
+	"$r1 $r2 $r3 $(awk '$2 == "prio=31" || $2 == "prio=32" {print $1}' "$GFT/rules" | tr '\n' ' ')" \
+	"OK OK OK id=1073741824 id=1 "
 check "flush empties the table" test "$(gft_w rules flush)" = OK -a -z "$(cat "$GFT/rules")"
 check "no kernel warning" dmesg_clean
 ktap_finish
