@@ -140,6 +140,12 @@ fn tunnel(frame: &[u8], outer: &Layers) -> Option<(u32, usize)> {
     }
 }
 
+/// The outermost Ethernet/IP/L4 stack of `frame` (what NAT rewrites),
+/// without the tunnel, the inner stack or the key that [`parse`] finds.
+pub fn outer_layers(frame: &[u8]) -> Option<Layers> {
+    layers(frame, 0)
+}
+
 /// Parses `frame` as seen going `dir`; `None` for frames the GFT does not
 /// handle (not IP, truncated), which pass unchanged.
 pub fn parse(frame: &[u8], dir: Direction) -> Option<Parsed> {

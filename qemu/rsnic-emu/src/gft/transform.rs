@@ -6,7 +6,7 @@
 
 use etherparse::{IpNumber, PacketBuilder};
 
-use super::parse::{parse, Layers};
+use super::parse::{outer_layers, parse, Layers};
 use crate::hw::gft::{action, proto, Action, Direction, VXLAN_PORT};
 
 /// 802.1Q TPID.
@@ -23,10 +23,11 @@ pub enum TransformError {
     Encap,
 }
 
-/// One's-complement sum fold of `data` as 16-bit big-endian words.
+/// One's-complement sum of `data` (even-length) as 16-bit big-endian
+/// words, not folded.
 fn sum16(data: &[u8]) -> u32 {
-    data.chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+    data.chunks_exact(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
         .sum()
 }
 
@@ -67,13 +68,21 @@ fn l4_csum_at(frame: &[u8], l: &Layers, pseudo: bool) -> Option<L4Csum> {
     })
 }
 
-/// Replaces `len` bytes at `at` with `new`, fixing the IP header checksum
-/// (`ip_csum`) and the L4 one (`l4_csum`) that cover them.
+/// The longest field NAT rewrites: an IPv6 address.
+const MAX_REWRITE: usize = 16;
+
+/// Replaces the bytes at `at` with `new` (an address or a port, at most
+/// [`MAX_REWRITE`] bytes), fixing the IP header checksum (`ip_csum`) and
+/// the L4 one (`l4_csum`) that cover them. No allocation: this runs per
+/// packet.
 fn rewrite(frame: &mut [u8], at: usize, new: &[u8], ip_csum: Option<usize>, l4: Option<L4Csum>) {
-    let old = frame[at..at + new.len()].to_vec();
+    let mut saved = [0u8; MAX_REWRITE];
+    let old = &mut saved[..new.len()];
+    old.copy_from_slice(&frame[at..at + new.len()]);
+    let old = &*old;
     let fix = |frame: &mut [u8], c: usize| {
         let v = u16::from_be_bytes([frame[c], frame[c + 1]]);
-        let fixed = csum_update(v, &old, new);
+        let fixed = csum_update(v, old, new);
         frame[c..c + 2].copy_from_slice(&fixed.to_be_bytes());
         fixed
     };
@@ -90,9 +99,7 @@ fn rewrite(frame: &mut [u8], at: usize, new: &[u8], ip_csum: Option<usize>, l4: 
 
 /// NAT on the outermost headers of `frame`.
 fn nat(frame: &mut [u8], a: &Action) -> Result<(), TransformError> {
-    let l = parse(frame, Direction::Tx)
-        .map(|p| p.outer)
-        .ok_or(TransformError::NoHeader)?;
+    let l = outer_layers(frame).ok_or(TransformError::NoHeader)?;
     let (addr_len, src_at, dst_at, ip_csum) = if l.ip_version == 4 {
         (4, l.l3 + 12, l.l3 + 16, Some(l.l3 + 10))
     } else {
