@@ -4,9 +4,8 @@
 //! the order [`crate::hw::gft::action`] documents (the meter is the
 //! engine's, before these).
 
-use etherparse::{IpNumber, PacketBuilder};
-
-use super::parse::{outer_layers, parse, Layers};
+use super::parse::{flow_key, outer_layers, parse, Layers};
+use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::gft::{action, proto, Action, Direction, VXLAN_PORT};
 
 /// 802.1Q TPID.
@@ -129,56 +128,110 @@ fn nat(frame: &mut [u8], a: &Action) -> Result<(), TransformError> {
 /// A 16-bit hash of the inner flow, for the outer UDP source port (so the
 /// underlay can spread tunnelled flows as it would plain ones).
 fn flow_entropy(inner: &[u8]) -> u16 {
-    let p = parse(inner, Direction::Tx);
-    let key = p.map_or([0u8; 48], |p| p.key.to_bytes());
+    let key = flow_key(inner, Direction::Tx).map_or([0u8; 48], |(k, _)| k.to_bytes());
     let h = crc32fast::hash(&key);
     (h ^ (h >> 16)) as u16
 }
 
-/// Wraps `inner` in the outer headers of `a`.
+/// The one's-complement sum of `data` as 16-bit big-endian words, an odd
+/// last byte padded with zero, folded to 16 bits.
+fn ones_sum(data: &[u8]) -> u16 {
+    let mut words = data.chunks_exact(2);
+    let mut sum: u64 = words
+        .by_ref()
+        .map(|c| u64::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    if let [last] = words.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // CAST: folded to 16 bits above.
+    sum as u16
+}
+
+/// Adds 16-bit one's-complement sums.
+fn ones_add(sums: &[u16]) -> u16 {
+    let mut sum: u32 = sums.iter().map(|&s| u32::from(s)).sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    // CAST: folded to 16 bits above.
+    sum as u16
+}
+
+/// Outer Ethernet + IPv4 + UDP + VXLAN: the most a tunnel adds.
+const MAX_ENCAP_HEADERS: usize = 14 + 40 + 8 + 8;
+
+/// Wraps `inner` in the outer headers of `a`: Ethernet, IPv4 or IPv6
+/// (TTL 64, IPv4 with DF and id 0), then UDP to the VXLAN port with
+/// its checksum and the VXLAN header, or GRE with the NVGRE key. Built in
+/// one buffer of the final size: the inner frame is copied once.
 fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
     let e = &a.encap;
-    let builder = PacketBuilder::ethernet2(e.smac, e.dmac);
     let v6 = a.flags & action::ENCAP_IPV6 != 0;
-    let mut out = Vec::with_capacity(inner.len() + 70);
-    let sip4: [u8; 4] = e.sip[..4].try_into().expect("16 bytes");
-    let dip4: [u8; 4] = e.dip[..4].try_into().expect("16 bytes");
-    let result = if a.flags & action::VXLAN_ENCAP != 0 {
-        let mut payload = Vec::with_capacity(8 + inner.len());
-        payload.extend_from_slice(&[0x08, 0, 0, 0]);
-        payload.extend_from_slice(&(e.id << 8).to_be_bytes());
-        payload.extend_from_slice(&inner);
+    let vxlan = a.flags & action::VXLAN_ENCAP != 0;
+    let ip_len = if v6 { 40 } else { 20 };
+    // What follows the IP header: UDP and VXLAN, or GRE with its key.
+    let l4_len = if vxlan { 16 } else { 8 } + inner.len();
+    let l4_len16 = u16::try_from(l4_len).map_err(|_| TransformError::Encap)?;
+    let ip_total = u16::try_from(ip_len + l4_len).map_err(|_| TransformError::Encap)?;
+    let next = if vxlan { proto::UDP } else { proto::GRE };
+    let mut out = Vec::with_capacity(MAX_ENCAP_HEADERS + inner.len());
+    out.extend_from_slice(&e.dmac);
+    out.extend_from_slice(&e.smac);
+    let l3 = 14;
+    if v6 {
+        out.extend_from_slice(&ETH_P_IPV6.to_be_bytes());
+        out.extend_from_slice(&[0x60, 0, 0, 0]);
+        out.extend_from_slice(&l4_len16.to_be_bytes());
+        out.extend_from_slice(&[next, 64]);
+        out.extend_from_slice(&e.sip);
+        out.extend_from_slice(&e.dip);
+    } else {
+        out.extend_from_slice(&ETH_P_IPV4.to_be_bytes());
+        out.extend_from_slice(&[0x45, 0]);
+        out.extend_from_slice(&ip_total.to_be_bytes());
+        // Id 0, DF (RFC 7348 section 4.3: the underlay does not fragment).
+        out.extend_from_slice(&[0, 0, 0x40, 0, 64, next, 0, 0]);
+        out.extend_from_slice(&e.sip[..4]);
+        out.extend_from_slice(&e.dip[..4]);
+        let csum = !ones_sum(&out[l3..l3 + 20]);
+        out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+    }
+    let l4 = out.len();
+    if vxlan {
         // Ephemeral range, as RFC 7348 recommends.
         let sport = 49152 | (flow_entropy(&inner) & 0x3fff);
-        if v6 {
-            builder
-                .ipv6(e.sip, e.dip, 64)
-                .udp(sport, VXLAN_PORT)
-                .write(&mut out, &payload)
-        } else {
-            builder
-                .ipv4(sip4, dip4, 64)
-                .udp(sport, VXLAN_PORT)
-                .write(&mut out, &payload)
-        }
+        out.extend_from_slice(&sport.to_be_bytes());
+        out.extend_from_slice(&VXLAN_PORT.to_be_bytes());
+        out.extend_from_slice(&l4_len16.to_be_bytes());
+        out.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
     } else {
-        let mut payload = Vec::with_capacity(8 + inner.len());
-        payload.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
         // FlowID 0: RFC 7637 makes it optional, and a plain GRE peer
         // (Linux gretap with key VSID << 8) then matches the key exactly.
-        payload.extend_from_slice(&(e.id << 8).to_be_bytes());
-        payload.extend_from_slice(&inner);
-        if v6 {
-            builder
-                .ipv6(e.sip, e.dip, 64)
-                .write(&mut out, IpNumber::GRE, &payload)
+        out.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
+    }
+    out.extend_from_slice(&(e.id << 8).to_be_bytes());
+    out.extend_from_slice(&inner);
+    if vxlan {
+        let (sip, dip) = if v6 {
+            (&e.sip[..], &e.dip[..])
         } else {
-            builder
-                .ipv4(sip4, dip4, 64)
-                .write(&mut out, IpNumber::GRE, &payload)
-        }
-    };
-    result.map_err(|_| TransformError::Encap)?;
+            (&e.sip[..4], &e.dip[..4])
+        };
+        let csum = !ones_add(&[
+            ones_sum(sip),
+            ones_sum(dip),
+            u16::from(proto::UDP),
+            l4_len16,
+            ones_sum(&out[l4..]),
+        ]);
+        // A computed zero goes as all ones (zero means "none").
+        let csum = if csum == 0 { 0xffff } else { csum };
+        out[l4 + 6..l4 + 8].copy_from_slice(&csum.to_be_bytes());
+    }
     Ok(out)
 }
 
@@ -264,6 +317,80 @@ mod tests {
         let p = parse(&f, Direction::Tx).unwrap();
         assert_eq!((p.key.src, p.key.sport), ([0x20; 16], 4444));
         assert!(checksums_ok(&f));
+    }
+
+    /// The outer headers as etherparse builds them (how the card built
+    /// them before it wrote them itself): the reference.
+    fn encap_by_etherparse(inner: &[u8], a: &Action) -> Vec<u8> {
+        use etherparse::{IpNumber, PacketBuilder};
+        let e = &a.encap;
+        let builder = PacketBuilder::ethernet2(e.smac, e.dmac);
+        let v6 = a.flags & action::ENCAP_IPV6 != 0;
+        let (sip4, dip4): ([u8; 4], [u8; 4]) = (
+            e.sip[..4].try_into().unwrap(),
+            e.dip[..4].try_into().unwrap(),
+        );
+        let mut out = Vec::new();
+        let mut payload = Vec::new();
+        if a.flags & action::VXLAN_ENCAP != 0 {
+            payload.extend_from_slice(&[0x08, 0, 0, 0]);
+            payload.extend_from_slice(&(e.id << 8).to_be_bytes());
+            payload.extend_from_slice(inner);
+            let sport = 49152 | (flow_entropy(inner) & 0x3fff);
+            if v6 {
+                builder
+                    .ipv6(e.sip, e.dip, 64)
+                    .udp(sport, VXLAN_PORT)
+                    .write(&mut out, &payload)
+            } else {
+                builder
+                    .ipv4(sip4, dip4, 64)
+                    .udp(sport, VXLAN_PORT)
+                    .write(&mut out, &payload)
+            }
+        } else {
+            payload.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
+            payload.extend_from_slice(&(e.id << 8).to_be_bytes());
+            payload.extend_from_slice(inner);
+            if v6 {
+                builder
+                    .ipv6(e.sip, e.dip, 64)
+                    .write(&mut out, IpNumber::GRE, &payload)
+            } else {
+                builder
+                    .ipv4(sip4, dip4, 64)
+                    .write(&mut out, IpNumber::GRE, &payload)
+            }
+        }
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn encap_builds_what_etherparse_builds() {
+        let mut a = Action::default();
+        a.encap.smac = [2, 0, 0, 0, 0, 1];
+        a.encap.dmac = [2, 0, 0, 0, 0, 2];
+        a.encap.sip = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        a.encap.dip = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        a.encap.id = 0x00ab_cdef;
+        for payload in [&b"even payload"[..], b"odd payload", b""] {
+            for inner in [udp4(1234, 80, payload), tcp6(true, false)] {
+                for flags in [
+                    action::VXLAN_ENCAP,
+                    action::VXLAN_ENCAP | action::ENCAP_IPV6,
+                    action::NVGRE_ENCAP,
+                    action::NVGRE_ENCAP | action::ENCAP_IPV6,
+                ] {
+                    a.flags = flags;
+                    let want = encap_by_etherparse(&inner, &a);
+                    assert_eq!(encap(inner.clone(), &a).unwrap(), want, "flags {flags:#x}");
+                }
+            }
+        }
+        // Too long for the outer IP header: refused, as etherparse did.
+        a.flags = action::VXLAN_ENCAP;
+        assert_eq!(encap(vec![0; 65535], &a), Err(TransformError::Encap));
     }
 
     #[test]
