@@ -7,6 +7,7 @@
 use super::parse::{flow_key, outer_layers, parse, Layers};
 use crate::frame::{ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::gft::{action, proto, Action, Direction, VXLAN_PORT};
+use crate::offload::{fill_udp_checksum, ipv4_header_checksum, ones_complement_sum};
 
 /// 802.1Q TPID.
 const ETH_P_8021Q: u16 = 0x8100;
@@ -22,18 +23,12 @@ pub enum TransformError {
     Encap,
 }
 
-/// One's-complement sum of `data` (even-length) as 16-bit big-endian
-/// words, not folded.
-fn sum16(data: &[u8]) -> u32 {
-    data.chunks_exact(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum()
-}
-
 /// The checksum `csum` after bytes `old` of its coverage became `new`
-/// (RFC 1624, equation 3); both even-length.
+/// (RFC 1624, equation 3: HC' = ~(~HC + ~m + m')); both even-length.
 fn csum_update(csum: u16, old: &[u8], new: &[u8]) -> u16 {
-    let mut sum = u32::from(!csum) + sum16(new) + (0xffff * old.len() as u32 / 2 - sum16(old));
+    // CAST: the sums are folded to 16 bits.
+    let m = ones_complement_sum(old, 0) as u16;
+    let mut sum = u32::from(!csum) + u32::from(!m) + ones_complement_sum(new, 0);
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -133,40 +128,13 @@ fn flow_entropy(inner: &[u8]) -> u16 {
     (h ^ (h >> 16)) as u16
 }
 
-/// The one's-complement sum of `data` as 16-bit big-endian words, an odd
-/// last byte padded with zero, folded to 16 bits.
-fn ones_sum(data: &[u8]) -> u16 {
-    let mut words = data.chunks_exact(2);
-    let mut sum: u64 = words
-        .by_ref()
-        .map(|c| u64::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    if let [last] = words.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    // CAST: folded to 16 bits above.
-    sum as u16
-}
-
-/// Adds 16-bit one's-complement sums.
-fn ones_add(sums: &[u16]) -> u16 {
-    let mut sum: u32 = sums.iter().map(|&s| u32::from(s)).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    // CAST: folded to 16 bits above.
-    sum as u16
-}
-
-/// Outer Ethernet + IPv4 + UDP + VXLAN: the most a tunnel adds.
+/// Outer Ethernet + IPv6 + UDP + VXLAN: the most a tunnel adds.
 const MAX_ENCAP_HEADERS: usize = 14 + 40 + 8 + 8;
 
 /// Wraps `inner` in the outer headers of `a`: Ethernet, IPv4 or IPv6
 /// (TTL 64, IPv4 with DF and id 0), then UDP to the VXLAN port with
-/// its checksum and the VXLAN header, or GRE with the NVGRE key. Built in
+/// its checksum ([`fill_udp_checksum`], as the card's TX offload) and the
+/// VXLAN header, or GRE with the NVGRE key. Built in
 /// one buffer of the final size: the inner frame is copied once.
 fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
     let e = &a.encap;
@@ -197,10 +165,9 @@ fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
         out.extend_from_slice(&[0, 0, 0x40, 0, 64, next, 0, 0]);
         out.extend_from_slice(&e.sip[..4]);
         out.extend_from_slice(&e.dip[..4]);
-        let csum = !ones_sum(&out[l3..l3 + 20]);
+        let csum = ipv4_header_checksum(&out[l3..l3 + 20]);
         out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
     }
-    let l4 = out.len();
     if vxlan {
         // Ephemeral range, as RFC 7348 recommends.
         let sport = 49152 | (flow_entropy(&inner) & 0x3fff);
@@ -215,22 +182,9 @@ fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
     }
     out.extend_from_slice(&(e.id << 8).to_be_bytes());
     out.extend_from_slice(&inner);
-    if vxlan {
-        let (sip, dip) = if v6 {
-            (&e.sip[..], &e.dip[..])
-        } else {
-            (&e.sip[..4], &e.dip[..4])
-        };
-        let csum = !ones_add(&[
-            ones_sum(sip),
-            ones_sum(dip),
-            u16::from(proto::UDP),
-            l4_len16,
-            ones_sum(&out[l4..]),
-        ]);
-        // A computed zero goes as all ones (zero means "none").
-        let csum = if csum == 0 { 0xffff } else { csum };
-        out[l4 + 6..l4 + 8].copy_from_slice(&csum.to_be_bytes());
+    if vxlan && !fill_udp_checksum(&mut out) {
+        // Not reached: the frame just built is unfragmented UDP.
+        return Err(TransformError::Encap);
     }
     Ok(out)
 }
@@ -371,8 +325,10 @@ mod tests {
         let mut a = Action::default();
         a.encap.smac = [2, 0, 0, 0, 0, 1];
         a.encap.dmac = [2, 0, 0, 0, 0, 2];
-        a.encap.sip = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
-        a.encap.dip = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+        // No zero word in the first 4 bytes (the IPv4 addresses): a
+        // checksum that skipped one would still come out right.
+        a.encap.sip = [10, 1, 2, 3, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        a.encap.dip = [10, 4, 5, 6, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
         a.encap.id = 0x00ab_cdef;
         for payload in [&b"even payload"[..], b"odd payload", b""] {
             for inner in [udp4(1234, 80, payload), tcp6(true, false)] {
