@@ -477,7 +477,15 @@ impl Nic {
                 };
                 self.aq_head = 0;
             }
-            hw::regs::AQ_TAIL => self.admin_doorbell(dma, value, fx),
+            hw::regs::AQ_TAIL => {
+                // With the admin tail in the page the write is a kick and
+                // the tail is the page's, as for the TX tails: a trapped
+                // write may come after the card followed a later tail
+                // from the page, and its older value would send the card
+                // round the whole ring through stale entries.
+                let tail = self.page.admin_tail(dma).unwrap_or(value);
+                self.admin_doorbell(dma, tail, fx)
+            }
             o if (hw::rdma::db::SQ..hw::rdma::db::END).contains(&o) => {
                 let now = Instant::now();
                 self.with_rdma(dma, now, fx, |e, io| e.doorbell(o, value, io));
@@ -1401,6 +1409,18 @@ mod doorbell_page_tests {
             .unwrap();
         assert!(!nic.poll_tx_tails(&dma, &mut fx));
         assert_eq!((nic.stats.admin_cmds, nic.stats.admin_tails_polled), (1, 1));
+
+        // A trapped AQ_TAIL that comes after the card followed a later
+        // tail from the page is a kick: its older value would send the
+        // card round the ring again, through entries already done.
+        dma.write(AQ + AQ_ENTRY_SIZE as u64, &AdminCmd::QueryDevice.to_bytes())
+            .unwrap();
+        dma.store_u32(admin_tail, db_page::ADMIN_TAIL_VALID | 2)
+            .unwrap();
+        assert!(nic.poll_tx_tails(&dma, &mut fx));
+        assert_eq!(nic.stats.admin_cmds, 2);
+        assert!(nic.write_reg(&dma, hw::regs::AQ_TAIL, 1, &mut fx));
+        assert_eq!(nic.stats.admin_cmds, 2, "no command run again");
 
         // A reset forgets the page.
         nic.reset();
