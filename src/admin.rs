@@ -5,16 +5,21 @@
 //! Commands are 64-byte entries in a ring in host memory. The driver
 //! writes a command, rings `AQ_TAIL`, and waits for the card to set the
 //! done flag in the same entry, where the card also writes the result.
-//! One command is in flight at a time (a mutex serialises callers), so a
-//! slow or silent card costs one timeout, never a mixed-up result. One
-//! caller may *post* a command ([`AdminQueue::post`]) and collect its
-//! answer later ([`AdminQueue::collect`]), doing other work meanwhile:
-//! the GFT decides the next batch of exceptions while the card installs
-//! the last one's flows. Any other command first waits for the posted
-//! one and keeps its answer for the collector. After a
-//! timeout the card's state is unknown (it may yet act on the command):
-//! the queue remembers it, and the NIC resets the function before it frees
-//! memory the card might still use.
+//! A mutex serialises callers, and each waits for its own entry, so a
+//! slow or silent card costs one timeout, never a mixed-up result.
+//! Commands may also be *posted* ([`AdminQueue::post`]), up to
+//! [`MAX_POSTED`] at once, and their answers collected later
+//! ([`AdminQueue::collect`]), in any order, while the caller does other
+//! work: the GFT decides the next batches of exceptions while the card
+//! installs the last ones' flows. A posted command hands the queue the
+//! memory it points the card at; the queue gives it back with the
+//! answer, so no one can write or free it while the card may read it.
+//! The card takes entries in ring order, so a command run meanwhile
+//! ([`AdminQueue::exec`]) is answered after the posted ones, and waits
+//! only for its own. After a timeout the card's state is unknown (it may
+//! yet act on the command): the queue remembers it, keeps the memory of
+//! every command not answered until [`AdminQueue::restart`], and the NIC
+//! resets the function before it frees memory the card might still use.
 //!
 //! A card with `ADMIN_TAIL_IN_PAGE` also reads the tail from the doorbell
 //! page while it polls the page: the driver writes it there and rings
@@ -23,6 +28,7 @@
 //! before it; under a flood that was most of an install command's wait.
 
 use kernel::{
+    alloc::kvec::PushError,
     new_mutex,
     prelude::*,
     sync::{
@@ -99,17 +105,38 @@ impl From<Error> for AdminError {
     }
 }
 
-/// A posted command: its slot and opcode.
+/// Commands posted and not collected, at most. A post beyond it first
+/// finishes the oldest (and forgets its answer); fewer than [`ENTRIES`],
+/// so a posted command's entry is not reused before it is answered.
+pub(crate) const MAX_POSTED: usize = 4;
+
+/// A command written into the ring: its entry and opcode.
 #[derive(Clone, Copy)]
-struct Posted {
+struct Submitted {
     seq: u64,
     slot: usize,
     opcode: u16,
 }
 
+/// An answer read from the card, or why there is none.
+type Answer = Result<[u8; AQ_ENTRY_SIZE], AdminError>;
+
+/// A posted command, until it is collected.
+struct Posted {
+    cmd: Submitted,
+    /// Its answer, once someone waited for it.
+    answer: Option<Answer>,
+    /// The memory the command points the card at.
+    data: DmaBuffer,
+}
+
+/// Whether the card is done with a command that got `answer`: it wrote
+/// the entry back. After a timeout (or a card gone) it may still act.
+fn card_done(answer: &Answer) -> bool {
+    !matches!(answer, Err(AdminError::Timeout | AdminError::Io(_)))
+}
+
 /// The answer of a posted command, collected with [`AdminQueue::collect`].
-/// At most one is outstanding per queue: a new post finishes (and
-/// forgets) an uncollected one.
 #[must_use = "a posted command is collected"]
 pub(crate) struct Ticket {
     seq: u64,
@@ -118,11 +145,12 @@ pub(crate) struct Ticket {
 struct Ring {
     mem: DmaBuffer,
     tail: u32,
-    /// The posted command, while the card may still be working on it.
-    posted: Option<Posted>,
-    /// A posted command's answer, taken by whoever waited for it first.
-    answered: Option<(u64, Result<[u8; AQ_ENTRY_SIZE], AdminError>)>,
-    /// Numbers posts (tickets).
+    /// Posted commands not collected yet, oldest first.
+    posted: KVec<Posted>,
+    /// The memory of posted commands the card never answered: it may
+    /// still use it, so it is kept until a reset makes it forget.
+    orphaned: KVec<DmaBuffer>,
+    /// Numbers commands (tickets).
     seq: u64,
     /// The doorbell page, once the card has it and follows its admin
     /// tail ([`AdminQueue::use_doorbell_page`]).
@@ -130,6 +158,19 @@ struct Ring {
 }
 
 impl Ring {
+    /// Keeps `data` until a reset: the card may still use it.
+    fn orphan(&mut self, data: DmaBuffer) {
+        let kept = match self.orphaned.reserve(1, GFP_KERNEL) {
+            Ok(()) => self.orphaned.push_within_capacity(data),
+            Err(_) => Err(PushError(data)),
+        };
+        if let Err(PushError(data)) = kept {
+            // No memory to remember it: it must not be freed under the
+            // card, so it is never freed.
+            core::mem::forget(data);
+        }
+    }
+
     /// Writes the tail into the doorbell page, if the queue uses one;
     /// returns whether the card says it polls the page, so that no
     /// doorbell need be rung.
@@ -187,6 +228,7 @@ impl AdminQueue {
     /// Allocates the queue and hands it to the card.
     pub(crate) fn new(regs: Arc<Registers>, dma: &DmaDevice) -> Result<Arc<Self>> {
         let mem = dma.alloc(ENTRIES as usize * AQ_ENTRY_SIZE)?;
+        let posted = KVec::with_capacity(MAX_POSTED, GFP_KERNEL)?;
         Self::program(&regs, &mem)?;
         Arc::pin_init(
             pin_init!(Self {
@@ -194,8 +236,8 @@ impl AdminQueue {
                 ring <- new_mutex!(Ring {
                     mem,
                     tail: 0,
-                    posted: None,
-                    answered: None,
+                    posted,
+                    orphaned: KVec::new(),
                     seq: 0,
                     page: None
                 }),
@@ -223,10 +265,11 @@ impl AdminQueue {
             ring.mem.write(slot * AQ_ENTRY_SIZE, &empty)?;
         }
         ring.tail = 0;
-        // A posted command's ticket now finds no answer: its state is
-        // unknown, as the caller is told.
-        ring.posted = None;
-        ring.answered = None;
+        // The card forgot every command: their memory may go. A posted
+        // command's ticket now finds no answer: its state is unknown, as
+        // the caller is told.
+        ring.posted.clear();
+        ring.orphaned.clear();
         // The reset made the card forget the page too; an old tail left
         // in it must not be taken for the new queue's.
         if let Some(page) = ring.page.take() {
@@ -262,45 +305,94 @@ impl AdminQueue {
 
     /// Runs `cmd` and returns the completed entry (with any result).
     /// Sleeps; process context only.
-    pub(crate) fn exec(&self, cmd: AdminCmd) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
+    pub(crate) fn exec(&self, cmd: AdminCmd) -> Answer {
         let mut ring = self.ring.lock();
-        let posted = self.submit(&mut ring, cmd)?;
-        self.wait(&ring, posted)
+        let submitted = self.submit(&mut ring, cmd)?;
+        self.wait(&ring.mem, submitted)
     }
 
-    /// Sends `cmd` to the card and returns at once; [`Self::collect`]
-    /// waits for its answer. An earlier posted command is waited for
-    /// first (its answer, if not collected yet, is forgotten).
-    pub(crate) fn post(&self, cmd: AdminCmd) -> Result<Ticket, AdminError> {
+    /// Sends `cmd`, which points the card at `data`, and returns at once;
+    /// [`Self::collect`] waits for its answer and gives `data` back. With
+    /// [`MAX_POSTED`] commands posted, the oldest is waited for first and
+    /// its answer forgotten (its ticket then answers `EIO`).
+    pub(crate) fn post(&self, cmd: AdminCmd, data: DmaBuffer) -> Result<Ticket, AdminError> {
         let mut ring = self.ring.lock();
-        let posted = self.submit(&mut ring, cmd)?;
-        ring.answered = None;
-        ring.posted = Some(posted);
-        Ok(Ticket { seq: posted.seq })
+        if ring.posted.len() >= MAX_POSTED {
+            if let Ok(oldest) = ring.posted.remove(0) {
+                self.forget(&mut ring, oldest);
+            }
+        }
+        let submitted = match self.submit(&mut ring, cmd) {
+            Ok(s) => s,
+            Err(e) => {
+                // The tail may have reached the card's page before the
+                // failure: `data` is kept as if the card had it.
+                ring.orphan(data);
+                return Err(e);
+            }
+        };
+        let posted = Posted {
+            cmd: submitted,
+            answer: None,
+            data,
+        };
+        // Within the capacity reserved at creation (at most MAX_POSTED).
+        if let Err(PushError(p)) = ring.posted.push_within_capacity(posted) {
+            // Not reached; should it be, the command is not left behind.
+            self.forget(&mut ring, p);
+            return Err(AdminError::Io(ENOMEM));
+        }
+        Ok(Ticket { seq: submitted.seq })
     }
 
     /// The answer of the command `ticket` was given for, waiting for it
-    /// if no one has yet. A function reset since then answers `EIO`.
-    pub(crate) fn collect(&self, ticket: Ticket) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
+    /// if no one has yet, and the memory posted with it (none if the
+    /// card may still use it). A function reset since then answers
+    /// `EIO`.
+    pub(crate) fn collect(&self, ticket: Ticket) -> (Answer, Option<DmaBuffer>) {
         let mut ring = self.ring.lock();
-        match (ring.posted, ring.answered.take()) {
-            (Some(p), _) if p.seq == ticket.seq => {
-                ring.posted = None;
-                self.wait(&ring, p)
-            }
-            (_, Some((seq, answer))) if seq == ticket.seq => answer,
-            _ => Err(AdminError::Io(EIO)),
+        let Some(i) = ring.posted.iter().position(|p| p.cmd.seq == ticket.seq) else {
+            return (Err(AdminError::Io(EIO)), None);
+        };
+        let p = match ring.posted.remove(i) {
+            Ok(p) => p,
+            Err(_) => return (Err(AdminError::Io(EIO)), None),
+        };
+        let answer = match p.answer {
+            Some(a) => a,
+            None => self.wait(&ring.mem, p.cmd),
+        };
+        if card_done(&answer) {
+            (answer, Some(p.data))
+        } else {
+            ring.orphan(p.data);
+            (answer, None)
         }
     }
 
-    /// Writes `cmd` into the next entry and tells the card; first waits
-    /// for a posted command, keeping its answer for [`Self::collect`].
-    fn submit(&self, ring: &mut Ring, cmd: AdminCmd) -> Result<Posted, AdminError> {
-        if let Some(p) = ring.posted.take() {
-            let answer = self.wait(ring, p);
-            ring.answered = Some((p.seq, answer));
+    /// Drops a posted command nobody will collect, once the card is done
+    /// with it.
+    fn forget(&self, ring: &mut Ring, p: Posted) {
+        let answer = match p.answer {
+            Some(a) => a,
+            None => self.wait(&ring.mem, p.cmd),
+        };
+        if !card_done(&answer) {
+            ring.orphan(p.data);
         }
+    }
+
+    /// Writes `cmd` into the next entry and tells the card. A posted
+    /// command still unanswered in that entry is waited for first (its
+    /// answer kept for [`Self::collect`]).
+    fn submit(&self, ring: &mut Ring, cmd: AdminCmd) -> Result<Submitted, AdminError> {
         let slot = ring.tail as usize * AQ_ENTRY_SIZE;
+        let Ring { mem, posted, .. } = &mut *ring;
+        for p in posted.iter_mut() {
+            if p.cmd.slot == slot && p.answer.is_none() {
+                p.answer = Some(self.wait(mem, p.cmd));
+            }
+        }
         let raw = cmd.to_bytes();
         let opcode = u16::from_le_bytes([raw[0], raw[1]]);
         ring.mem.write(slot, &raw)?;
@@ -312,21 +404,20 @@ impl AdminQueue {
             self.regs.write(regs::AQ_TAIL, ring.tail)?;
         }
         ring.seq += 1;
-        Ok(Posted {
+        Ok(Submitted {
             seq: ring.seq,
             slot,
             opcode,
         })
     }
 
-    /// Waits for the card to answer the command `p` (spinning first,
-    /// then sleeping), and returns the entry or why it failed.
-    fn wait(&self, ring: &Ring, p: Posted) -> Result<[u8; AQ_ENTRY_SIZE], AdminError> {
-        let Posted { slot, opcode, .. } = p;
+    /// Waits for the card to answer the command `c` in the ring `mem`
+    /// (spinning first, then sleeping), and returns the entry or why it
+    /// failed.
+    fn wait(&self, mem: &DmaBuffer, c: Submitted) -> Answer {
+        let Submitted { slot, opcode, .. } = c;
         for poll in 0..TIMEOUT_POLLS {
-            let done = ring
-                .mem
-                .read_published(slot, ENTRY_FLAGS_OFFSET, |flags| flags & AQ_DONE != 0);
+            let done = mem.read_published(slot, ENTRY_FLAGS_OFFSET, |flags| flags & AQ_DONE != 0);
             if let Some(entry) = done {
                 let (_, status) = hw::aq_entry_state(&entry);
                 return match AdminStatus::from_raw(status) {

@@ -5,7 +5,7 @@
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::admin::{AdminError, AdminQueue, Ticket};
+use crate::admin::{AdminError, AdminQueue, Ticket, MAX_POSTED};
 use crate::hw::gft::{
     CardExceptionStats, CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN,
     FLOW_RECORD_LEN, MAX_INSTALL_BATCH,
@@ -18,12 +18,14 @@ pub(crate) const DUMP_BATCH: usize = 64;
 
 /// Admin access to the card's GFT. Its buffer is shared by every command
 /// that waits for its answer: use it under the policy lock. A posted
-/// install has a buffer of its own, which the card may read until the
-/// install is collected.
+/// install has a buffer of its own, which the admin queue holds while
+/// the card may read it.
 pub(crate) struct GftCard {
     admin: Arc<AdminQueue>,
     mem: DmaBuffer,
-    posted: DmaBuffer,
+    /// Install buffers back from collected installs, for the next posts.
+    spare: KVec<DmaBuffer>,
+    dma: DmaDevice,
 }
 
 /// An install command the card may still be working on
@@ -41,7 +43,8 @@ impl GftCard {
         Ok(Self {
             admin,
             mem: dma.alloc(len)?,
-            posted: dma.alloc(MAX_INSTALL_BATCH as usize * FLOW_RECORD_LEN)?,
+            spare: KVec::with_capacity(MAX_POSTED, GFP_KERNEL)?,
+            dma: dma.clone(),
         })
     }
 
@@ -77,24 +80,49 @@ impl GftCard {
 
     /// Sends the flows of `recs` (at most [`MAX_INSTALL_BATCH`], at least
     /// one) as [`Self::install_batch`] does, without waiting for the
-    /// card: [`Self::collect_install`] gives its answer.
+    /// card: [`Self::collect_install`] gives its answer. Up to
+    /// [`MAX_POSTED`] may be in flight.
     pub(crate) fn post_install_batch<'a>(
-        &self,
+        &mut self,
         recs: impl Iterator<Item = &'a FlowRecord>,
     ) -> Result<PostedInstall, AdminError> {
-        let count = write_records(&self.posted, recs)?;
-        let ticket = self.admin.post(install_cmd(&self.posted, count)?)?;
+        let buf = match self.spare.pop() {
+            Some(buf) => buf,
+            None => self
+                .dma
+                .alloc(MAX_INSTALL_BATCH as usize * FLOW_RECORD_LEN)?,
+        };
+        let count = match write_records(&buf, recs) {
+            Ok(count) => count,
+            Err(e) => {
+                self.keep_spare(buf);
+                return Err(e);
+            }
+        };
+        let cmd = install_cmd(&buf, count)?;
+        let ticket = self.admin.post(cmd, buf)?;
         Ok(PostedInstall { ticket, count })
     }
 
     /// What the card made of a posted install, as [`Self::install_batch`]
     /// answers; waits for it if need be.
     pub(crate) fn collect_install(
-        &self,
+        &mut self,
         p: PostedInstall,
     ) -> Result<(usize, Option<AdminStatus>), AdminError> {
-        let entry = self.admin.collect(p.ticket)?;
-        Ok(batch_answer(&entry, p.count))
+        let (answer, buf) = self.admin.collect(p.ticket);
+        if let Some(buf) = buf {
+            self.keep_spare(buf);
+        }
+        Ok(batch_answer(&answer?, p.count))
+    }
+
+    /// Keeps an install buffer for the next post, up to [`MAX_POSTED`].
+    fn keep_spare(&mut self, buf: DmaBuffer) {
+        if self.spare.len() < MAX_POSTED {
+            // Within the capacity reserved: no allocation (else freed).
+            let _ = self.spare.push(buf, GFP_KERNEL);
+        }
     }
 
     /// Removes a flow.

@@ -5,12 +5,14 @@
 //! driver's table in step with the card's (counters, aging).
 
 use kernel::{
+    alloc::kvec::PushError,
     prelude::*,
     time::{Instant, Monotonic},
 };
 
 use super::flow_map::Entry;
 use super::*;
+use crate::admin::MAX_POSTED;
 use crate::gft::card::PostedInstall;
 use crate::hw::{gft::MAX_INSTALL_BATCH, AdminStatus};
 
@@ -67,15 +69,17 @@ struct InFlight {
 /// Exceptions being decided together, under the policy lock: the flows
 /// they install go to the card in batches, the last when this is
 /// dropped, so no decision outlives the lock unsent. Between batches
-/// ([`Decisions::send`]) one install may be in flight while the next
-/// batch is decided; the mirror takes it before any decision that reads
-/// its flows, before the next install, and at the end.
+/// ([`Decisions::send`]) up to [`MAX_POSTED`] installs may be in flight
+/// while the next batches are decided; the mirror takes their answers,
+/// oldest first, before any decision that reads their flows, when a
+/// further install would exceed that, and at the end.
 pub(crate) struct Decisions<'a> {
     vfp: &'a mut Vfp,
-    in_flight: Option<InFlight>,
-    /// The list the last settled install's flows were in, emptied, for
-    /// the next batch (no allocation per batch).
-    spare: KVec<Staged>,
+    /// Installs posted and not taken into the mirror, oldest first.
+    in_flight: KVec<InFlight>,
+    /// Lists of settled installs' flows, emptied, for the next batches
+    /// (no allocation per batch).
+    spare: KVec<KVec<Staged>>,
 }
 
 impl Decisions<'_> {
@@ -85,23 +89,32 @@ impl Decisions<'_> {
         let rev = key.reverse();
         let ends_connection = meta.reason == ExceptionReason::TcpControl
             && meta.tcp_flags & (tcp_flags::FIN | tcp_flags::RST) != 0;
-        if ends_connection
-            || self.in_flight.as_ref().is_some_and(|f| {
-                (f.keys.may_hold(&key) || f.keys.may_hold(&rev))
-                    && f.staged
-                        .iter()
-                        .any(|s| s.rec.key == key || s.rec.key == rev)
-            })
-        {
-            self.settle();
-        }
+        // The newest install that may hold the key: it and every one
+        // before it go into the mirror first.
+        let newest = if ends_connection {
+            self.in_flight.len()
+        } else {
+            self.in_flight
+                .iter()
+                .rposition(|f| {
+                    (f.keys.may_hold(&key) || f.keys.may_hold(&rev))
+                        && f.staged
+                            .iter()
+                            .any(|s| s.rec.key == key || s.rec.key == rev)
+                })
+                .map_or(0, |i| i + 1)
+        };
+        self.settle(newest);
         self.vfp.decide(meta)
     }
 
-    /// Sends what is staged, the last command posted: it stays in flight
-    /// while the caller goes on (the one before is settled first).
+    /// Sends what is staged, the command posted: it stays in flight while
+    /// the caller goes on (with [`MAX_POSTED`] in flight, the oldest is
+    /// settled first).
     pub(crate) fn send(&mut self) {
-        self.settle();
+        if self.in_flight.len() >= MAX_POSTED {
+            self.settle(1);
+        }
         let vfp = &mut *self.vfp;
         let at = vfp.staged.len().saturating_sub(MAX_INSTALL_BATCH as usize);
         if at > 0 {
@@ -112,28 +125,50 @@ impl Decisions<'_> {
         if vfp.staged.is_empty() {
             return;
         }
-        let staged = core::mem::replace(&mut vfp.staged, core::mem::take(&mut self.spare));
+        let spare = self.spare.pop().unwrap_or_default();
+        let staged = core::mem::replace(&mut vfp.staged, spare);
         let keys = core::mem::take(&mut vfp.staged_keys);
         vfp.stats.install_commands += 1;
         let sent = Instant::<Monotonic>::now();
         match vfp.card.post_install_batch(staged.iter().map(|s| &s.rec)) {
             Ok(install) => {
-                self.in_flight = Some(InFlight {
+                let f = InFlight {
                     install,
                     staged,
                     keys,
                     sent,
-                })
+                };
+                let kept = match self.in_flight.reserve(1, GFP_KERNEL) {
+                    Ok(()) => self.in_flight.push_within_capacity(f),
+                    Err(_) => Err(PushError(f)),
+                };
+                if let Err(PushError(f)) = kept {
+                    // No memory to keep it in flight: take its answer now.
+                    self.take_answer(f);
+                    return;
+                }
+                let stats = &mut self.vfp.stats;
+                // CAST: at most MAX_POSTED.
+                stats.install_in_flight_max =
+                    stats.install_in_flight_max.max(self.in_flight.len() as u64);
             }
             Err(e) => vfp.send_installs(&staged, Some(Err(e))),
         }
     }
 
-    /// The in-flight install's answer into the mirror (waiting for it).
-    fn settle(&mut self) {
-        let Some(f) = self.in_flight.take() else {
-            return;
-        };
+    /// The `n` oldest installs' answers into the mirror (waiting for
+    /// them).
+    fn settle(&mut self, n: usize) {
+        for _ in 0..n.min(self.in_flight.len()) {
+            match self.in_flight.remove(0) {
+                Ok(f) => self.take_answer(f),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A posted install's answer into the mirror (waiting for it).
+    fn take_answer(&mut self, f: InFlight) {
         let vfp = &mut *self.vfp;
         let waited = Instant::<Monotonic>::now();
         let answer = vfp.card.collect_install(f.install);
@@ -143,13 +178,14 @@ impl Decisions<'_> {
         vfp.send_installs(&f.staged, Some(answer));
         let mut staged = f.staged;
         staged.clear();
-        self.spare = staged;
+        // Without memory for the list, it is freed.
+        let _ = self.spare.push(staged, GFP_KERNEL);
     }
 }
 
 impl Drop for Decisions<'_> {
     fn drop(&mut self) {
-        self.settle();
+        self.settle(self.in_flight.len());
         self.vfp.commit();
     }
 }
@@ -160,7 +196,7 @@ impl Vfp {
     pub(crate) fn decisions(&mut self) -> Decisions<'_> {
         Decisions {
             vfp: self,
-            in_flight: None,
+            in_flight: KVec::new(),
             spare: KVec::new(),
         }
     }

@@ -105,6 +105,9 @@ pub(crate) struct VfpStats {
     /// Nanoseconds from each of those commands' sending to its answer
     /// taken (the card's share of installing, and any overlap).
     pub(crate) install_latency_ns: u64,
+    /// The most of those commands in flight at once (posted, answer not
+    /// taken) since the driver was loaded.
+    pub(crate) install_in_flight_max: u64,
     /// Flows removed to make room (`max_flows` lowered).
     pub(crate) evictions: u64,
     /// TCP SYN/FIN/RST seen (copies and misses).
@@ -546,7 +549,7 @@ impl Vfp {
 
     /// The counters `stats` and `ethtool -S` show, named; those the
     /// exception queue keeps outside the policy lock are passed in.
-    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 32] {
+    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 33] {
         let c = &self.card_stats;
         let e = &self.card_exceptions;
         let s = &self.stats;
@@ -578,6 +581,7 @@ impl Vfp {
             ("install_commands", s.install_commands),
             ("install_wait_us", s.install_wait_ns / 1000),
             ("install_latency_us", s.install_latency_ns / 1000),
+            ("install_in_flight_max", s.install_in_flight_max),
             ("evictions", s.evictions),
             ("tcp_control", s.tcp_control),
             ("tcp_retired", s.tcp_retired),
