@@ -520,6 +520,8 @@ impl Vfp {
             }
         })?;
         self.stats.bad_dump_records += garbled;
+        // CAST: a count of flows.
+        self.stats.stray_flows += unknown.len() as u64;
         for k in unknown.iter() {
             let _ = self.card.delete(k);
         }

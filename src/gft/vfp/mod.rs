@@ -118,6 +118,9 @@ pub(crate) struct VfpStats {
     pub(crate) aged_out: u64,
     /// Dump records the card garbled.
     pub(crate) bad_dump_records: u64,
+    /// Flows the card held that the driver did not know, found by a
+    /// dump and removed from the card (an install whose answer was lost).
+    pub(crate) stray_flows: u64,
 }
 
 /// The policy engine and the driver's view of the card's table.
@@ -549,7 +552,7 @@ impl Vfp {
 
     /// The counters `stats` and `ethtool -S` show, named; those the
     /// exception queue keeps outside the policy lock are passed in.
-    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 33] {
+    pub(crate) fn counters(&self, queue: &QueueCounts) -> [(&'static str, u64); 34] {
         let c = &self.card_stats;
         let e = &self.card_exceptions;
         let s = &self.stats;
@@ -587,6 +590,7 @@ impl Vfp {
             ("tcp_retired", s.tcp_retired),
             ("aged_out", s.aged_out),
             ("bad_dump_records", s.bad_dump_records),
+            ("stray_flows", s.stray_flows),
         ]
     }
 
