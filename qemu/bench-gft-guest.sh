@@ -229,6 +229,43 @@ print(json.dumps({"frames": 64000, "pktgen_pps": pps, "installs": inst, "backlog
 		$((last - i0)) $(($(gft_stat "$dir" backlog_drops) - d0)) "$pps" "$(echo "$last_t - $t0" | bc -l)"
 }
 
+# gft_new_flows_repeated: gft_new_flows_native REPEATS times with the
+# allow rule, each run's JSON with the driver's time counters divided by
+# the flows it installed, the install commands it sent and the most
+# installs in flight at once (since load); then REPEATS runs with no
+# rules (the GFT off): pktgen's rate, the ceiling.
+gft_new_flows_repeated() {
+	local dir runs=() r c0 c1 i
+	local counters="exception_decide_us exception_install_us exception_reinject_us install_wait_us install_latency_us install_commands"
+	dir=/sys/kernel/debug/rsnic/$(card_addr A)/gft
+	[ -d "$dir" ] || return 1
+	"$GFT_PY" write "$dir/rules" "add prio=10 dir=tx proto=udp action=allow" >/dev/null || return 1
+	for ((i = 0; i < REPEATS; i++)); do
+		c0=$(for c in $counters; do gft_stat "$dir" "$c"; done | paste -sd' ')
+		r=$(gft_new_flows_native "$dir") || return 1
+		c1=$(for c in $counters; do gft_stat "$dir" "$c"; done | paste -sd' ')
+		runs+=("$(python3 -c '
+import json, sys
+run = json.loads(sys.argv[1]); names = sys.argv[2].split()
+c0, c1 = map(int, sys.argv[3].split()), map(int, sys.argv[4].split())
+d = dict(zip(names, (b - a for a, b in zip(c0, c1))))
+n = max(run["installs"], 1)
+run["per_install_us"] = {k: round(v / n, 1) for k, v in d.items() if k.endswith("_us")}
+run["install_commands"] = d["install_commands"]
+run["install_in_flight_max"] = int(sys.argv[5] or -1)
+print(json.dumps(run))' "$r" "$counters" "$c0" "$c1" "$(gft_stat "$dir" install_in_flight_max)")")
+	done
+	"$GFT_PY" write "$dir/rules" flush >/dev/null
+	"$GFT_PY" write "$dir/flows" flush >/dev/null
+	# The ceiling: the same pktgen runs with no rules (the GFT off), the
+	# rate at which the stack sends them at all.
+	local off=()
+	for ((i = 0; i < REPEATS; i++)); do
+		off+=("$(gft_new_flows_native "$dir" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pktgen_pps"])')") || return 1
+	done
+	(IFS=,; echo "{\"new_flows_native\": [${runs[*]}], \"gft_off_pktgen_pps\": [${off[*]}]}")
+}
+
 gft_bench() {
 	local a dir off fast exc new cached inst rate drops flows native conns_off conns_on conns_nat
 	local allow="add prio=10 dir=tx proto=udp action=allow"

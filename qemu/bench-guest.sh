@@ -398,6 +398,13 @@ setup rsnic "$a" "$b" 10.99.0 || { echo "bench: rsnic pair does not ping"; exit 
 setup virtio "${vifs[0]}" "${vifs[1]}" 10.98.0 || { echo "bench: virtio tap pair does not ping"; exit 1; }
 setup vdgram "${dgram[0]}" "${dgram[1]}" 10.97.0 || { echo "bench: virtio dgram pair does not ping"; exit 1; }
 
+if [ "${RSNIC_BENCH_ONLY:-}" = new-flows ]; then
+	# `qemu/bench.sh new-flows`: pktgen's new flows alone, REPEATS runs,
+	# with the driver's time counters per installed flow.
+	gft_new_flows_repeated >"$out" || { echo "bench: the new-flows runs failed"; exit 1; }
+	cat "$out"
+	exit 0
+fi
 runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
 if [ "${RSNIC_BENCH_ONLY:-}" = repeated ]; then
 	# `qemu/bench.sh repeated`: the main figures only, for a quick
