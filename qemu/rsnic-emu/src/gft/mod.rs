@@ -272,7 +272,10 @@ impl Gft {
             return;
         }
         let act = *self.table.hit(slot).action;
-        out.extend(self.act(frame, &act, dir));
+        // The flow's own hash is the tunnel's entropy (the reinjected
+        // first packet gets the same, see `reinject`).
+        let entropy = transform::fold_entropy(l.probe.hash());
+        out.extend(self.act(frame, &act, dir, Some(entropy)));
     }
 
     /// Whether a packet of a flow the host has not decided goes up: only
@@ -283,13 +286,20 @@ impl Gft {
             && self.policers.admit(&l.probe.key(), now_ms)
     }
 
-    /// Applies `act` to a packet going `dir`.
-    fn act(&mut self, frame: Vec<u8>, act: &gft::Action, dir: Direction) -> Option<Output> {
+    /// Applies `act` to a packet going `dir`; `entropy` for a VXLAN
+    /// header ([`transform::apply`]).
+    fn act(
+        &mut self,
+        frame: Vec<u8>,
+        act: &gft::Action,
+        dir: Direction,
+        entropy: Option<u16>,
+    ) -> Option<Output> {
         if act.flags & action::DROP != 0 {
             self.stats.dropped += 1;
             return None;
         }
-        match transform::apply(frame, act) {
+        match transform::apply(frame, act, entropy) {
             Ok(frame) => Some(Output::onward(dir, frame)),
             Err(e) => {
                 debug!("GFT action {:#x} failed: {e:?}", act.flags);
@@ -309,7 +319,12 @@ impl Gft {
             return None;
         };
         self.stats.reinjected += 1;
-        self.act(frame.to_vec(), &meta.action, meta.dir)
+        // The entropy the flow's later packets get from their lookup.
+        let entropy = (meta.action.flags & action::VXLAN_ENCAP != 0)
+            .then(|| parse::flow_key(frame, meta.dir))
+            .flatten()
+            .map(|(key, _)| transform::fold_entropy(self.table.probe(&key).hash()));
+        self.act(frame.to_vec(), &meta.action, meta.dir, entropy)
     }
 
     /// The table's memory per flow held, in bytes (its index, entries,
@@ -740,6 +755,38 @@ mod tests {
         assert_eq!(g.reinject(&f), None, "no valid header");
         assert_eq!(g.stats.bad_reinjects, 1);
         assert_eq!(g.table.len(), 0, "reinjection installs nothing");
+    }
+
+    #[test]
+    fn a_vxlan_flow_keeps_its_outer_source_port_from_first_packet_on() {
+        let mut g = enabled();
+        let act = gft::Action {
+            flags: action::VXLAN_ENCAP,
+            ..Default::default()
+        };
+        let sport = |o: Option<Output>| match o {
+            Some(Output::Wire(w)) => u16::from_be_bytes([w[34], w[35]]),
+            other => panic!("{other:?}"),
+        };
+        let mut ports = Vec::new();
+        for src_port in [1000, 1001] {
+            let f = udp4(src_port, 2, b"z");
+            let key = parse::parse(&f, Direction::Tx).unwrap().key;
+            // The first packet, sent back by the host after deciding.
+            let mut data = ReinjectMeta {
+                dir: Direction::Tx,
+                action: act,
+            }
+            .to_bytes()
+            .to_vec();
+            data.extend_from_slice(&f);
+            let first = sport(g.reinject(&data));
+            install(&mut g, key, act);
+            let later = sport(g.process(f, Direction::Tx, Instant::now()).pop());
+            assert_eq!(first, later, "the underlay sees one flow");
+            ports.push(later);
+        }
+        assert_ne!(ports[0], ports[1], "flows spread over source ports");
     }
 
     #[test]

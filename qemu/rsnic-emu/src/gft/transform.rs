@@ -121,77 +121,101 @@ fn nat(frame: &mut [u8], a: &Action) -> Result<(), TransformError> {
 }
 
 /// A 16-bit hash of the inner flow, for the outer UDP source port (so the
-/// underlay can spread tunnelled flows as it would plain ones).
+/// underlay can spread tunnelled flows as it would plain ones), when the
+/// caller has none ([`apply`]).
 fn flow_entropy(inner: &[u8]) -> u16 {
     let key = flow_key(inner, Direction::Tx).map_or([0u8; 48], |(k, _)| k.to_bytes());
-    let h = crc32fast::hash(&key);
-    (h ^ (h >> 16)) as u16
+    fold_entropy(u64::from(crc32fast::hash(&key)))
+}
+
+/// Folds a 64-bit flow hash into the 16 bits of a tunnel's entropy.
+pub fn fold_entropy(h: u64) -> u16 {
+    // CAST: the low 16 bits of the folded hash.
+    (h ^ (h >> 16) ^ (h >> 32) ^ (h >> 48)) as u16
 }
 
 /// Outer Ethernet + IPv6 + UDP + VXLAN: the most a tunnel adds.
 const MAX_ENCAP_HEADERS: usize = 14 + 40 + 8 + 8;
 
-/// Wraps `inner` in the outer headers of `a`: Ethernet, IPv4 or IPv6
-/// (TTL 64, IPv4 with DF and id 0), then UDP to the VXLAN port with
-/// its checksum ([`fill_udp_checksum`], as the card's TX offload) and the
-/// VXLAN header, or GRE with the NVGRE key. Built in
-/// one buffer of the final size: the inner frame is copied once.
-fn encap(inner: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
+/// Wraps `frame` in the outer headers of `a`: Ethernet, IPv4 or IPv6
+/// (TTL 64, IPv4 with DF and id 0), then UDP to the VXLAN port (source
+/// port from `entropy`, or a hash of the inner flow) with its checksum
+/// ([`fill_udp_checksum`], as the card's TX offload) and the VXLAN
+/// header, or GRE with the NVGRE key. The headers are written on the
+/// stack and the frame moved up in its own buffer: no allocation when
+/// the buffer has room.
+fn encap(mut frame: Vec<u8>, a: &Action, entropy: Option<u16>) -> Result<Vec<u8>, TransformError> {
     let e = &a.encap;
     let v6 = a.flags & action::ENCAP_IPV6 != 0;
     let vxlan = a.flags & action::VXLAN_ENCAP != 0;
     let ip_len = if v6 { 40 } else { 20 };
     // What follows the IP header: UDP and VXLAN, or GRE with its key.
-    let l4_len = if vxlan { 16 } else { 8 } + inner.len();
+    let l4_len = if vxlan { 16 } else { 8 } + frame.len();
     let l4_len16 = u16::try_from(l4_len).map_err(|_| TransformError::Encap)?;
     let ip_total = u16::try_from(ip_len + l4_len).map_err(|_| TransformError::Encap)?;
     let next = if vxlan { proto::UDP } else { proto::GRE };
-    let mut out = Vec::with_capacity(MAX_ENCAP_HEADERS + inner.len());
-    out.extend_from_slice(&e.dmac);
-    out.extend_from_slice(&e.smac);
+    let mut h = [0u8; MAX_ENCAP_HEADERS];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        h[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&e.dmac);
+    put(&e.smac);
     let l3 = 14;
     if v6 {
-        out.extend_from_slice(&ETH_P_IPV6.to_be_bytes());
-        out.extend_from_slice(&[0x60, 0, 0, 0]);
-        out.extend_from_slice(&l4_len16.to_be_bytes());
-        out.extend_from_slice(&[next, 64]);
-        out.extend_from_slice(&e.sip);
-        out.extend_from_slice(&e.dip);
+        put(&ETH_P_IPV6.to_be_bytes());
+        put(&[0x60, 0, 0, 0]);
+        put(&l4_len16.to_be_bytes());
+        put(&[next, 64]);
+        put(&e.sip);
+        put(&e.dip);
     } else {
-        out.extend_from_slice(&ETH_P_IPV4.to_be_bytes());
-        out.extend_from_slice(&[0x45, 0]);
-        out.extend_from_slice(&ip_total.to_be_bytes());
+        put(&ETH_P_IPV4.to_be_bytes());
+        put(&[0x45, 0]);
+        put(&ip_total.to_be_bytes());
         // Id 0, DF (RFC 7348 section 4.3: the underlay does not fragment).
-        out.extend_from_slice(&[0, 0, 0x40, 0, 64, next, 0, 0]);
-        out.extend_from_slice(&e.sip[..4]);
-        out.extend_from_slice(&e.dip[..4]);
-        let csum = ipv4_header_checksum(&out[l3..l3 + 20]);
-        out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+        put(&[0, 0, 0x40, 0, 64, next, 0, 0]);
+        put(&e.sip[..4]);
+        put(&e.dip[..4]);
     }
     if vxlan {
         // Ephemeral range, as RFC 7348 recommends.
-        let sport = 49152 | (flow_entropy(&inner) & 0x3fff);
-        out.extend_from_slice(&sport.to_be_bytes());
-        out.extend_from_slice(&VXLAN_PORT.to_be_bytes());
-        out.extend_from_slice(&l4_len16.to_be_bytes());
-        out.extend_from_slice(&[0, 0, 0x08, 0, 0, 0]);
+        let entropy = entropy.unwrap_or_else(|| flow_entropy(&frame));
+        put(&(49152 | (entropy & 0x3fff)).to_be_bytes());
+        put(&VXLAN_PORT.to_be_bytes());
+        put(&l4_len16.to_be_bytes());
+        put(&[0, 0, 0x08, 0, 0, 0]);
     } else {
         // FlowID 0: RFC 7637 makes it optional, and a plain GRE peer
         // (Linux gretap with key VSID << 8) then matches the key exactly.
-        out.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
+        put(&[0x20, 0, 0x65, 0x58]);
     }
-    out.extend_from_slice(&(e.id << 8).to_be_bytes());
-    out.extend_from_slice(&inner);
-    if vxlan && !fill_udp_checksum(&mut out) {
+    put(&(e.id << 8).to_be_bytes());
+    if !v6 {
+        let csum = ipv4_header_checksum(&h[l3..l3 + 20]);
+        h[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+    }
+    let inner_len = frame.len();
+    frame.resize(inner_len + at, 0);
+    frame.copy_within(..inner_len, at);
+    frame[..at].copy_from_slice(&h[..at]);
+    if vxlan && !fill_udp_checksum(&mut frame) {
         // Not reached: the frame just built is unfragmented UDP.
         return Err(TransformError::Encap);
     }
-    Ok(out)
+    Ok(frame)
 }
 
 /// Applies `a`'s rewrites to `frame` (not drop or meter, which the engine
-/// handles). Returns the packet to send on.
-pub fn apply(mut frame: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
+/// handles). Returns the packet to send on. `entropy`, if given, is the
+/// flow's hash for a VXLAN header's source port ([`fold_entropy`]); else
+/// the inner flow is hashed.
+pub fn apply(
+    mut frame: Vec<u8>,
+    a: &Action,
+    entropy: Option<u16>,
+) -> Result<Vec<u8>, TransformError> {
     if a.flags & action::DECAP != 0 {
         let inner = parse(&frame, Direction::Rx)
             .and_then(|p| p.inner)
@@ -217,7 +241,7 @@ pub fn apply(mut frame: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> 
         frame.splice(12..12, tag);
     }
     if a.flags & (action::VXLAN_ENCAP | action::NVGRE_ENCAP) != 0 {
-        frame = encap(frame, a)?;
+        frame = encap(frame, a, entropy)?;
     }
     Ok(frame)
 }
@@ -227,6 +251,10 @@ mod tests {
     use super::super::parse::tests::{tcp6, udp4};
     use super::*;
     use etherparse::{PacketHeaders, TransportHeader};
+
+    fn apply(frame: Vec<u8>, a: &Action) -> Result<Vec<u8>, TransformError> {
+        super::apply(frame, a, None)
+    }
 
     fn checksums_ok(frame: &[u8]) -> bool {
         let h = PacketHeaders::from_ethernet_slice(frame).unwrap();
@@ -340,13 +368,17 @@ mod tests {
                 ] {
                     a.flags = flags;
                     let want = encap_by_etherparse(&inner, &a);
-                    assert_eq!(encap(inner.clone(), &a).unwrap(), want, "flags {flags:#x}");
+                    assert_eq!(
+                        encap(inner.clone(), &a, None).unwrap(),
+                        want,
+                        "flags {flags:#x}"
+                    );
                 }
             }
         }
         // Too long for the outer IP header: refused, as etherparse did.
         a.flags = action::VXLAN_ENCAP;
-        assert_eq!(encap(vec![0; 65535], &a), Err(TransformError::Encap));
+        assert_eq!(encap(vec![0; 65535], &a, None), Err(TransformError::Encap));
     }
 
     #[test]
