@@ -45,7 +45,9 @@ use kernel::{
 use crate::hw::{
     self, db_page, regs, AdminCmd, AdminStatus, AQ_DONE, AQ_ENTRY_SIZE, ENTRY_FLAGS_OFFSET,
 };
-use crate::linux::{dma::DmaBuffer, dma::DmaDevice, net::netdev::net_ratelimit};
+use crate::linux::{
+    alloc::push_or_return, dma::DmaBuffer, dma::DmaDevice, net::netdev::net_ratelimit,
+};
 use crate::regs::Registers;
 
 /// Entries in the driver's admin queue.
@@ -160,11 +162,7 @@ struct Ring {
 impl Ring {
     /// Keeps `data` until a reset: the card may still use it.
     fn orphan(&mut self, data: DmaBuffer) {
-        let kept = match self.orphaned.reserve(1, GFP_KERNEL) {
-            Ok(()) => self.orphaned.push_within_capacity(data),
-            Err(_) => Err(PushError(data)),
-        };
-        if let Err(PushError(data)) = kept {
+        if let Err(data) = push_or_return(&mut self.orphaned, data) {
             // No memory to remember it: it must not be freed under the
             // card, so it is never freed.
             core::mem::forget(data);
@@ -354,10 +352,21 @@ impl AdminQueue {
         let Some(i) = ring.posted.iter().position(|p| p.cmd.seq == ticket.seq) else {
             return (Err(AdminError::Io(EIO)), None);
         };
-        let p = match ring.posted.remove(i) {
-            Ok(p) => p,
-            Err(_) => return (Err(AdminError::Io(EIO)), None),
-        };
+        match ring.posted.remove(i) {
+            Ok(p) => self.finish(&mut ring, p),
+            Err(_) => (Err(AdminError::Io(EIO)), None),
+        }
+    }
+
+    /// Drops a posted command nobody will collect, once the card is done
+    /// with it.
+    fn forget(&self, ring: &mut Ring, p: Posted) {
+        let _ = self.finish(ring, p);
+    }
+
+    /// A posted command's answer (waited for if no one has yet) and its
+    /// memory, unless the card may still use it: then the ring keeps it.
+    fn finish(&self, ring: &mut Ring, p: Posted) -> (Answer, Option<DmaBuffer>) {
         let answer = match p.answer {
             Some(a) => a,
             None => self.wait(&ring.mem, p.cmd),
@@ -367,18 +376,6 @@ impl AdminQueue {
         } else {
             ring.orphan(p.data);
             (answer, None)
-        }
-    }
-
-    /// Drops a posted command nobody will collect, once the card is done
-    /// with it.
-    fn forget(&self, ring: &mut Ring, p: Posted) {
-        let answer = match p.answer {
-            Some(a) => a,
-            None => self.wait(&ring.mem, p.cmd),
-        };
-        if !card_done(&answer) {
-            ring.orphan(p.data);
         }
     }
 

@@ -117,12 +117,10 @@ impl GftCard {
         Ok(batch_answer(&answer?, p.count))
     }
 
-    /// Keeps an install buffer for the next post, up to [`MAX_POSTED`].
+    /// Keeps an install buffer for the next post, up to [`MAX_POSTED`]
+    /// (the capacity reserved; one more is freed).
     fn keep_spare(&mut self, buf: DmaBuffer) {
-        if self.spare.len() < MAX_POSTED {
-            // Within the capacity reserved: no allocation (else freed).
-            let _ = self.spare.push(buf, GFP_KERNEL);
-        }
+        let _ = self.spare.push_within_capacity(buf);
     }
 
     /// Removes a flow.

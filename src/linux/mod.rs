@@ -19,6 +19,7 @@
 
 mod bindings;
 
+pub(crate) mod alloc;
 pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod devlink;

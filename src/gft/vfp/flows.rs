@@ -5,7 +5,6 @@
 //! driver's table in step with the card's (counters, aging).
 
 use kernel::{
-    alloc::kvec::PushError,
     prelude::*,
     time::{Instant, Monotonic},
 };
@@ -15,6 +14,7 @@ use super::*;
 use crate::admin::MAX_POSTED;
 use crate::gft::card::PostedInstall;
 use crate::hw::{gft::MAX_INSTALL_BATCH, AdminStatus};
+use crate::linux::alloc::push_or_return;
 
 /// A flow decided and not yet sent to the card.
 pub(super) struct Staged {
@@ -138,11 +138,7 @@ impl Decisions<'_> {
                     keys,
                     sent,
                 };
-                let kept = match self.in_flight.reserve(1, GFP_KERNEL) {
-                    Ok(()) => self.in_flight.push_within_capacity(f),
-                    Err(_) => Err(PushError(f)),
-                };
-                if let Err(PushError(f)) = kept {
+                if let Err(f) = push_or_return(&mut self.in_flight, f) {
                     // No memory to keep it in flight: take its answer now.
                     self.take_answer(f);
                     return;
