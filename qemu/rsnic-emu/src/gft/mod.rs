@@ -321,9 +321,9 @@ impl Gft {
         self.stats.reinjected += 1;
         // The entropy the flow's later packets get from their lookup.
         let entropy = (meta.action.flags & action::VXLAN_ENCAP != 0)
-            .then(|| parse::flow_key(frame, meta.dir))
+            .then(|| self.start_lookup(frame, meta.dir))
             .flatten()
-            .map(|(key, _)| transform::fold_entropy(self.table.probe(&key).hash()));
+            .map(|l| transform::fold_entropy(l.probe.hash()));
         self.act(frame.to_vec(), &meta.action, meta.dir, entropy)
     }
 
@@ -544,6 +544,13 @@ mod tests {
         }
     }
 
+    /// What the host sends back for `frame`: its header, then the frame.
+    fn reinjected(dir: Direction, action: gft::Action, frame: &[u8]) -> Vec<u8> {
+        let mut data = ReinjectMeta { dir, action }.to_bytes().to_vec();
+        data.extend_from_slice(frame);
+        data
+    }
+
     fn install(g: &mut Gft, key: FlowKey, act: gft::Action) {
         let rec = FlowRecord {
             key,
@@ -741,14 +748,7 @@ mod tests {
             vlan_tci: 5,
             ..Default::default()
         };
-        let mut data = ReinjectMeta {
-            dir: Direction::Tx,
-            action: act,
-        }
-        .to_bytes()
-        .to_vec();
-        data.extend_from_slice(&f);
-        match g.reinject(&data) {
+        match g.reinject(&reinjected(Direction::Tx, act, &f)) {
             Some(Output::Wire(w)) => assert_eq!(w.len(), f.len() + 4),
             other => panic!("{other:?}"),
         }
@@ -773,14 +773,7 @@ mod tests {
             let f = udp4(src_port, 2, b"z");
             let key = parse::parse(&f, Direction::Tx).unwrap().key;
             // The first packet, sent back by the host after deciding.
-            let mut data = ReinjectMeta {
-                dir: Direction::Tx,
-                action: act,
-            }
-            .to_bytes()
-            .to_vec();
-            data.extend_from_slice(&f);
-            let first = sport(g.reinject(&data));
+            let first = sport(g.reinject(&reinjected(Direction::Tx, act, &f)));
             install(&mut g, key, act);
             let later = sport(g.process(f, Direction::Tx, Instant::now()).pop());
             assert_eq!(first, later, "the underlay sees one flow");
