@@ -139,9 +139,11 @@ const MAX_ENCAP_HEADERS: usize = 14 + 40 + 8 + 8;
 
 /// Wraps `frame` in the outer headers of `a`: Ethernet, IPv4 or IPv6
 /// (TTL 64, IPv4 with DF and id 0), then UDP to the VXLAN port (source
-/// port from `entropy`, or a hash of the inner flow) with its checksum
-/// ([`fill_udp_checksum`], as the card's TX offload) and the VXLAN
-/// header, or GRE with the NVGRE key. The headers are written on the
+/// port from `entropy`, or a hash of the inner flow) and the VXLAN
+/// header, or GRE with the NVGRE key. The outer UDP checksum is zero over
+/// IPv4 (RFC 7348 section 5, and Linux's vxlan default) and computed over
+/// IPv6 ([`fill_udp_checksum`], as the card's TX offload; RFC 6935's zero
+/// checksum needs the receiver's consent). The headers are written on the
 /// stack and the frame moved up in its own buffer: no allocation when
 /// the buffer has room.
 fn encap(mut frame: Vec<u8>, a: &Action, entropy: Option<u16>) -> Result<Vec<u8>, TransformError> {
@@ -200,7 +202,7 @@ fn encap(mut frame: Vec<u8>, a: &Action, entropy: Option<u16>) -> Result<Vec<u8>
     frame.resize(inner_len + at, 0);
     frame.copy_within(..inner_len, at);
     frame[..at].copy_from_slice(&h[..at]);
-    if vxlan && !fill_udp_checksum(&mut frame) {
+    if vxlan && v6 && !fill_udp_checksum(&mut frame) {
         // Not reached: the frame just built is unfragmented UDP.
         return Err(TransformError::Encap);
     }
@@ -325,10 +327,13 @@ mod tests {
                     .udp(sport, VXLAN_PORT)
                     .write(&mut out, &payload)
             } else {
-                builder
+                let built = builder
                     .ipv4(sip4, dip4, 64)
                     .udp(sport, VXLAN_PORT)
-                    .write(&mut out, &payload)
+                    .write(&mut out, &payload);
+                // No outer UDP checksum over IPv4.
+                out[14 + 20 + 6..14 + 20 + 8].fill(0);
+                built
             }
         } else {
             payload.extend_from_slice(&[0x20, 0, 0x65, 0x58]);
