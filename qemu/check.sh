@@ -57,7 +57,8 @@ subskips=() subfails=() kreports=() times=()
 # The tests: the ones named, or the Makefile's TEST_PROGS; then the
 # debug pass's, on the debug kernel: the whole run goes on the normal
 # kernel, and the tests that load, fault and remove the driver, and tear
-# down user-space RDMA under live contexts, once more on the debug kernel
+# down user-space RDMA under live contexts, and the GFT's full table
+# (nothing leaks when installs are refused), on the debug kernel
 # (KASAN, lockdep, kmemleak, DEBUG_OBJECTS, DMA-API debugging;
 # Documentation/rsnic/testing.rst), if that kernel was built (`make
 # kernel KERNEL=debug`; a changed configuration then rebuilds it). Its
@@ -69,7 +70,7 @@ if [[ $# -gt 0 ]]; then
 else
 	tests=($(sed -n 's/^TEST_PROGS *+\?:\?= *//p' selftests/drivers/net/rsnic/Makefile))
 fi
-DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh health_reload.sh rdma_user_lifecycle.sh)
+DEBUG_TESTS=(probe.sh probe_fault.sh fault_card.sh fault_removal.sh health_reload.sh rdma_user_lifecycle.sh gft_capacity.sh)
 debug_tests=()
 if [[ $# -eq 0 && ${KERNEL:-normal} == normal && ${RSNIC_CHECK_DEBUG:-1} == 1 ]]; then
 	debug_tree=$RSNIC_KERNEL_DIR/debug
