@@ -62,7 +62,7 @@ struct Args {
     /// How long the card keeps polling the doorbell page for TX tails
     /// after the last one moved, in microseconds, before it asks the
     /// driver to ring again (0: only while a batch is being sent).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 15)]
     doorbell_poll_us: u64,
     /// How long the card holds received TCP segments for coalescing
     /// (hardware GRO) when nothing closes their aggregate, in
