@@ -47,11 +47,19 @@ wait_listening tcp 5060 ""
 
 exc0=$(gft_stat exceptions) rate0=$(gft_stat exception_rate_drops) miss0=$(gft_stat misses)
 backlog0=$(gft_stat backlog_drops) rdrop0=$(gft_stat reinject_drops) stray0=$(gft_stat stray_flows)
-# One frame a batch: pktgen sends a batch's frames as one packet
-# repeated, a single flow. pktgen keeps TX queue 0 full: the driver
-# sends its reinjections through another.
-pktgen "$NETIF_A" $IP_B "$MAC_B" 0 1 "udp_src_min 1024" "udp_src_max 65023" >/tmp/gft_pg &
-pg=$!
+# The flood: each frame from a new UDP source port, until stopped. One
+# frame a batch: pktgen sends a batch's frames as one packet repeated, a
+# single flow. pktgen keeps TX queue 0 full: the driver sends its
+# reinjections through another. Its rate ends up in /tmp/gft_pg.
+flood_start() {
+	pktgen "$NETIF_A" $IP_B "$MAC_B" 0 1 "udp_src_min 1024" "udp_src_max 65023" >/tmp/gft_pg &
+	pg=$!
+}
+flood_stop() {
+	echo stop >/proc/net/pktgen/pgctrl
+	wait $pg
+}
+flood_start
 sleep 1
 start=$(date +%s.%N)
 read -r opened worst < <(ip netns exec $NS python3 - $IP_B2 $IP_A 5060 20 <<'PY'
@@ -74,8 +82,7 @@ print(opened, round(worst, 3))
 PY
 )
 secs=$(python3 -c "import time; print(round(time.time() - $start + 1, 2))")
-echo stop >/proc/net/pktgen/pgctrl
-wait $pg
+flood_stop
 exc=$(($(gft_stat exceptions) - exc0)) drops=$(($(gft_stat exception_rate_drops) - rate0))
 echo "# flood for ${secs} s at $(cat /tmp/gft_pg) frames/s: misses $(($(gft_stat misses) - miss0)), exceptions $exc, policed $drops," \
 	"backlog drops $(($(gft_stat backlog_drops) - backlog0)), reinject drops $(($(gft_stat reinject_drops) - rdrop0));" \
@@ -112,8 +119,7 @@ check "the driver's table is the card's after the flood, flow for flow" \
 # policy"). Red when the work keeps the lock while exceptions come.
 gft_w exception_rate 0 >/dev/null
 backlog0=$(gft_stat backlog_drops)
-pktgen "$NETIF_A" $IP_B "$MAC_B" 0 1 "udp_src_min 1024" "udp_src_max 65023" >/tmp/gft_pg &
-pg=$!
+flood_start
 sleep 1
 # The shell's own writes and clock: a process started on these busy
 # CPUs would wait for one longer than for the lock.
@@ -125,8 +131,7 @@ t1=$EPOCHREALTIME
 ms=$(((${t1/./} - ${t0/./}) / 1000))
 sleep 0.2
 filled=$(($(gft_stat backlog_drops) - backlog0))
-echo stop >/proc/net/pktgen/pgctrl
-wait $pg
+flood_stop
 echo "# unpoliced flood (backlog drops $filled): a rule added and removed in $ms ms"
 check "a rule added and removed during a flood of exceptions, within 500 ms" \
 	test "$wrote" = OKOK -a "$ms" -lt 500
