@@ -215,6 +215,40 @@ pub mod db_page {
         qp as usize * TX_TAIL_STRIDE
     }
 
+    /// Start of the pairs' RX-side words: pair `qp`'s RX tail and
+    /// completion-queue word share a cache line, written by its NAPI
+    /// poll, apart from the TX tails written by xmit on any CPU.
+    pub const RX_WORDS: usize = 0x400;
+
+    /// Offset of queue pair `qp`'s RX tail, for a pair with
+    /// [`super::qp_flags::RX_CQ_IN_PAGE`] (written by the driver: the
+    /// next free index, as [`super::regs::DB_RX_TAIL`] would carry it).
+    /// The card reads it when it needs a buffer.
+    pub const fn rx_tail(qp: u16) -> usize {
+        RX_WORDS + qp as usize * TX_TAIL_STRIDE
+    }
+
+    /// Offset of queue pair `qp`'s completion-queue word, for a pair with
+    /// [`super::qp_flags::RX_CQ_IN_PAGE`]: a [`super::CqWord`] the driver
+    /// writes in place of the trapped [`super::regs::DB_CQ_HEAD`]. The
+    /// card reads it whenever it decides whether to interrupt; a word it
+    /// has not seen before counts as one CQ head doorbell. It does not
+    /// react to the write itself: a driver that arms must then (after a
+    /// full fence) look for a completion written before the card saw the
+    /// arm, and poll again if there is one, as with virtio's event index.
+    pub const fn cq_word(qp: u16) -> usize {
+        rx_tail(qp) + 4
+    }
+
+    /// The largest completion queue a pair with
+    /// [`super::qp_flags::RX_CQ_IN_PAGE`] may have: its head is
+    /// [`super::CqWord::head`]'s 16 bits.
+    pub const CQ_WORD_MAX_ENTRIES: u32 = 1 << 16;
+
+    // The RX-side words past every pair's TX tail, before the card's word.
+    const _: () = assert!(tx_tail(super::MAX_QUEUE_PAIRS) <= RX_WORDS);
+    const _: () = assert!(rx_tail(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
+
     // The card's word past every pair's tail, inside the page.
     const _: () = assert!(tx_tail(super::MAX_QUEUE_PAIRS) <= CARD_POLLING);
     const _: () = assert!(CARD_POLLING + 4 <= SIZE);
@@ -231,6 +265,9 @@ pub mod feature {
     /// The card also follows [`super::db_page::ADMIN_TAIL`] while it
     /// polls the page.
     pub const ADMIN_TAIL_IN_PAGE: u32 = 1 << 1;
+    /// The card takes [`super::qp_flags::RX_CQ_IN_PAGE`]: RX tails and
+    /// completion-queue heads in the page.
+    pub const RX_CQ_IN_PAGE: u32 = 1 << 2;
 }
 
 /// Bits of [`QpConfig::flags`].
@@ -239,6 +276,14 @@ pub mod qp_flags {
     /// [`super::regs::DB_TX_TAIL`] is then a kick: the card reads the
     /// tail from the page and ignores the value written.
     pub const TX_TAIL_IN_PAGE: u32 = 1 << 0;
+    /// The pair's RX tail and completion-queue head are in the
+    /// [`super::db_page`] ([`super::db_page::rx_tail`],
+    /// [`super::db_page::cq_word`]); the card ignores the values of
+    /// trapped [`super::regs::DB_RX_TAIL`] and [`super::regs::DB_CQ_HEAD`]
+    /// writes and reads the page instead. Needs a ring pair (not a
+    /// stream) whose CQ has at most
+    /// [`super::db_page::CQ_WORD_MAX_ENTRIES`] entries.
+    pub const RX_CQ_IN_PAGE: u32 = 1 << 1;
 }
 
 /// The permanent MAC address held in [`regs::MAC_LO`] and [`regs::MAC_HI`].
@@ -355,6 +400,21 @@ impl QpDoorbell {
             Self::StreamHead => regs::DB_STREAM_HEAD,
         };
         regs::QP_DOORBELLS + qp as usize * regs::QP_DOORBELL_STRIDE + reg
+    }
+}
+
+register! {
+    /// The value of a pair's [`db_page::cq_word`].
+    CqWord {
+        /// The next entry the driver will read.
+        15:0 head / with_head: u32,
+        /// Incremented by the driver on every write, so that no two
+        /// writes in a row are the same word (the card takes a new arm
+        /// after an old one with the same head).
+        30:16 generation / with_generation: u32,
+        /// Raise the pair's vector at the next completion (as
+        /// [`CQ_ARM`]).
+        31:31 arm / with_arm: bool,
     }
 }
 

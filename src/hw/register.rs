@@ -106,6 +106,12 @@ macro_rules! register {
                 self.0
             }
 
+            /// The value `raw`, as read from the other side (every
+            /// field is then as untrusted as `raw`).
+            pub const fn of_raw(raw: u32) -> Self {
+                Self(raw)
+            }
+
             $(
                 $(#[$fmeta])*
                 pub fn $field(self) -> $ty {

@@ -203,6 +203,10 @@ impl EthtoolOps for Nic {
                 format_args!("q{q}_missed_irqs"),
                 s.missed_irqs.load(Relaxed),
             );
+            sink.stat(
+                format_args!("q{q}_rearm_polls"),
+                s.rearm_polls.load(Relaxed),
+            );
             for (name, counter) in [
                 ("pass", &s.xdp_pass),
                 ("tx", &s.xdp_tx),

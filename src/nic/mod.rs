@@ -248,6 +248,8 @@ pub(crate) fn register(
     } else {
         None
     };
+    // And RX tails and CQ heads there too, if it reads them there.
+    let rx_cq_in_page = info.features & hw::feature::RX_CQ_IN_PAGE != 0;
     let (tx_ring, rx_ring) = (
         RingSize::new(DEFAULT_TX_RING)?,
         RingSize::new(DEFAULT_RX_RING)?,
@@ -334,7 +336,13 @@ pub(crate) fn register(
             let mut queues = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             let mut queue_irqs = KVec::with_capacity(usize::from(max_queues), GFP_KERNEL)?;
             for q in 0..max_queues {
-                let queue = QueueVector::new_queue(q, regs.clone(), dev.clone(), db_page.clone())?;
+                let queue = QueueVector::new_queue(
+                    q,
+                    regs.clone(),
+                    dev.clone(),
+                    db_page.clone(),
+                    rx_cq_in_page,
+                )?;
                 let irq = vectors.irq(u32::from(hw::qp_vector(q)))?;
                 queue.set_irq(irq);
                 let registration =

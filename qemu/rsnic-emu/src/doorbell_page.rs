@@ -73,6 +73,22 @@ impl DoorbellPage {
         (word & db_page::ADMIN_TAIL_VALID != 0).then_some(word & !db_page::ADMIN_TAIL_VALID)
     }
 
+    /// Bus address of queue pair `qp`'s RX tail in the page (its CQ
+    /// word follows), for a pair with [`crate::hw::qp_flags::RX_CQ_IN_PAGE`].
+    pub fn rx_words(&self, qp: u16) -> Option<u64> {
+        self.word(db_page::rx_tail(qp))
+    }
+
+    /// Zeroes queue pair `qp`'s RX tail and CQ word (the pair is being
+    /// created: an earlier pair's must not pass for its own).
+    pub fn clear_rx_words(&self, dma: &DmaSpace, qp: u16) {
+        for offset in [db_page::rx_tail(qp), db_page::cq_word(qp)] {
+            if let Some(a) = self.word(offset) {
+                let _ = dma.store_u32(a, 0);
+            }
+        }
+    }
+
     /// Zeroes queue pair `qp`'s TX tail (the pair is being created: no
     /// tail of an earlier pair may be taken for one of its own).
     pub fn clear_tx_tail(&self, dma: &DmaSpace, qp: u16) {

@@ -267,7 +267,8 @@ fn function_stats(func: &Function) -> String {
         let s = q.stats;
         out += &format!(
             " q{i}_tx_packets={} q{i}_tx_doorbells={} q{i}_tx_tails_polled={} q{i}_rx_packets={} \
-             q{i}_rx_doorbells={} \
+             q{i}_rx_doorbells={} q{i}_cq_doorbells={} q{i}_rx_tails_in_page={} \
+             q{i}_cq_words_in_page={} \
              q{i}_rx_no_buffer={} \
              q{i}_bad_requests={} q{i}_irqs={} q{i}_irqs_moderated={} q{i}_stream={} \
              q{i}_stream_notifications={}",
@@ -276,6 +277,9 @@ fn function_stats(func: &Function) -> String {
             s.tx_tails_polled,
             s.rx_packets,
             s.rx_doorbells,
+            s.cq_doorbells,
+            s.rx_tails_in_page,
+            s.cq_words_in_page,
             s.rx_no_buffer,
             s.bad_requests,
             s.irqs,

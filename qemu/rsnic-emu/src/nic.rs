@@ -529,6 +529,15 @@ impl Nic {
                 };
                 return self.follow_tx_tail(dma, qp, tail, fx);
             }
+            // In page mode the write is a kick: the page says.
+            hw::regs::DB_RX_TAIL | hw::regs::DB_CQ_HEAD if q.rx_cq_in_page() => {
+                if reg == hw::regs::DB_RX_TAIL {
+                    q.stats.rx_doorbells += 1;
+                } else {
+                    q.stats.cq_doorbells += 1;
+                }
+                q.page_kick(dma)
+            }
             hw::regs::DB_RX_TAIL => {
                 q.rx_doorbell(value);
                 false
@@ -718,12 +727,17 @@ impl Nic {
                     // switchable.
                     offloads: SUPPORTED_OFFLOADS | offload_bits::RSS,
                     max_mtu: MAX_MTU,
-                    features: hw::feature::DOORBELL_PAGE | hw::feature::ADMIN_TAIL_IN_PAGE,
+                    features: hw::feature::DOORBELL_PAGE
+                        | hw::feature::ADMIN_TAIL_IN_PAGE
+                        | hw::feature::RX_CQ_IN_PAGE,
                 }
                 .write_result(entry);
             }
             AdminCmd::SetDoorbellPage { addr } => {
-                if self.queue_pairs().any(QueuePair::tx_tail_in_page) {
+                if self
+                    .queue_pairs()
+                    .any(|q| q.tx_tail_in_page() || q.rx_cq_in_page())
+                {
                     return AdminStatus::BadState;
                 }
                 match DoorbellPage::at(dma, addr) {
@@ -750,6 +764,17 @@ impl Nic {
                     // one's.
                     self.page.clear_tx_tail(dma, cfg.qp);
                 }
+                if q.rx_cq_in_page() {
+                    // A ring pair only, in a page the card was given.
+                    let Some(addr) = self.page.rx_words(cfg.qp) else {
+                        return AdminStatus::BadParam;
+                    };
+                    if self.rx_streams[usize::from(cfg.qp)].is_some() {
+                        return AdminStatus::BadParam;
+                    }
+                    self.page.clear_rx_words(dma, cfg.qp);
+                    q.use_page_words(addr);
+                }
                 if let Some(stream) = &self.rx_streams[usize::from(cfg.qp)] {
                     q = q.with_stream(stream.clone());
                 }
@@ -769,10 +794,11 @@ impl Nic {
                         cfg.qp,
                         cfg.tx_entries,
                         cfg.rx_entries,
-                        if q.tx_tail_in_page() {
-                            ", TX tail in the doorbell page"
-                        } else {
-                            ""
+                        match (q.tx_tail_in_page(), q.rx_cq_in_page()) {
+                            (true, true) => ", TX, RX tails and CQ head in the doorbell page",
+                            (true, false) => ", TX tail in the doorbell page",
+                            (false, true) => ", RX tail and CQ head in the doorbell page",
+                            (false, false) => "",
                         }
                     );
                 }
@@ -1429,5 +1455,54 @@ mod doorbell_page_tests {
             nic.execute(&dma, flagged, &mut e, &mut fx),
             AdminStatus::BadParam
         );
+    }
+
+    #[test]
+    fn rx_tails_and_cq_words_in_the_page() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
+        let (dma, _f) = two_region_space();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let mut fx = Effects::default();
+        let flagged = create(2, qp_flags::RX_CQ_IN_PAGE);
+        assert_eq!(
+            nic.execute(&dma, flagged, &mut e, &mut fx),
+            AdminStatus::BadParam,
+            "no page yet"
+        );
+        let set = AdminCmd::SetDoorbellPage { addr: PAGE };
+        assert_eq!(nic.execute(&dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        // Words an earlier pair left behind are cleared at create.
+        let rx_tail = PAGE + db_page::rx_tail(2) as u64;
+        let cq_word = PAGE + db_page::cq_word(2) as u64;
+        dma.store_u32(rx_tail, 7).unwrap();
+        dma.store_u32(cq_word, hw::CQ_ARM | 3).unwrap();
+        assert_eq!(nic.execute(&dma, flagged, &mut e, &mut fx), AdminStatus::Ok);
+        assert_eq!(
+            (dma.load_u32(rx_tail), dma.load_u32(cq_word)),
+            (Ok(0), Ok(0))
+        );
+        assert_eq!(
+            nic.execute(&dma, set, &mut e, &mut fx),
+            AdminStatus::BadState,
+            "the page is in use"
+        );
+        // A trapped RX tail or CQ head write is a kick: the page is read,
+        // the value written (perhaps older than the page's) is not.
+        dma.store_u32(rx_tail, 3).unwrap();
+        assert!(nic.write_reg(&dma, hw::QpDoorbell::RxTail.offset(2), 60, &mut fx));
+        dma.store_u32(cq_word, hw::CqWord::zero().with_generation(1).raw())
+            .unwrap();
+        assert!(nic.write_reg(&dma, hw::QpDoorbell::CqHead.offset(2), 99, &mut fx));
+        let s = nic.qp_stats(2).unwrap();
+        assert_eq!(
+            (
+                s.rx_doorbells,
+                s.cq_doorbells,
+                s.rx_tails_in_page,
+                s.cq_words_in_page
+            ),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(s.bad_requests, 0, "99 is outside the CQ, but was not taken");
     }
 }

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::gro::{Coalescer, Offer, Release};
+use std::sync::atomic::{fence, Ordering};
+
 use crate::hw::{
-    qp_flags, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME, MAX_RING_ENTRIES,
-    MIN_RING_ENTRIES,
+    db_page, qp_flags, CqWord, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME,
+    MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
 use crate::stream::{RxStream, StreamDrop, StreamFault};
 use crate::train::TcpTrain;
@@ -36,6 +38,14 @@ pub struct QpStats {
     pub tx_tails_polled: u64,
     /// RX tail doorbells rung (each may announce any number of buffers).
     pub rx_doorbells: u64,
+    /// CQ head doorbells rung.
+    pub cq_doorbells: u64,
+    /// RX tails the card took from the doorbell page ([`qp_flags::RX_CQ_IN_PAGE`]:
+    /// each a change it found when it needed a buffer).
+    pub rx_tails_in_page: u64,
+    /// CQ words the card took from the doorbell page (each a change it
+    /// found when it decided whether to interrupt).
+    pub cq_words_in_page: u64,
     /// Doorbells of any kind (TX tail, RX tail, CQ head).
     pub doorbells: u64,
     /// Frames delivered into RX buffers.
@@ -82,6 +92,9 @@ impl QpStats {
         self.tx_doorbells += other.tx_doorbells;
         self.tx_tails_polled += other.tx_tails_polled;
         self.rx_doorbells += other.rx_doorbells;
+        self.cq_doorbells += other.cq_doorbells;
+        self.rx_tails_in_page += other.rx_tails_in_page;
+        self.cq_words_in_page += other.cq_words_in_page;
         self.doorbells += other.doorbells;
         self.rx_packets += other.rx_packets;
         self.rx_bytes += other.rx_bytes;
@@ -196,6 +209,13 @@ pub struct QueuePair {
     /// When the oldest completion the driver has not been told about was
     /// written.
     oldest_unsignalled: Option<Instant>,
+    /// Bus address of the pair's RX tail in the doorbell page (its CQ
+    /// word follows), for a pair with [`qp_flags::RX_CQ_IN_PAGE`].
+    page_rx: Option<u64>,
+    /// The page's RX tail and CQ word as the card last took them: a word
+    /// is news (a doorbell) only when it changed.
+    page_rx_seen: u32,
+    page_cq_seen: u32,
     /// Streaming RX in place of the RX ring, if the pair was created so.
     stream: Option<RxStream>,
     /// Stream records published since the last interrupt (moderation
@@ -222,7 +242,9 @@ impl QueuePair {
     /// flag unknown.
     pub fn new(cfg: QpConfig) -> Option<Self> {
         let cq_needed = u32::from(cfg.tx_entries) + u32::from(cfg.rx_entries);
-        if cfg.flags & !qp_flags::TX_TAIL_IN_PAGE != 0
+        let in_page = cfg.flags & qp_flags::RX_CQ_IN_PAGE != 0;
+        if cfg.flags & !(qp_flags::TX_TAIL_IN_PAGE | qp_flags::RX_CQ_IN_PAGE) != 0
+            || (in_page && cfg.cq_entries > db_page::CQ_WORD_MAX_ENTRIES)
             || !valid_ring(cfg.tx_entries)
             || !valid_ring(cfg.rx_entries)
             || !cfg.cq_entries.is_power_of_two()
@@ -245,6 +267,9 @@ impl QueuePair {
             tx_stalled: false,
             cqe_fault: None,
             oldest_unsignalled: None,
+            page_rx: None,
+            page_rx_seen: 0,
+            page_cq_seen: 0,
             stream: None,
             stream_unsignalled: 0,
             gro: None,
@@ -273,6 +298,74 @@ impl QueuePair {
     /// Whether the pair's TX tail is in the doorbell page.
     pub fn tx_tail_in_page(&self) -> bool {
         self.cfg.flags & qp_flags::TX_TAIL_IN_PAGE != 0
+    }
+
+    /// Whether the pair's RX tail and CQ head are in the doorbell page.
+    pub fn rx_cq_in_page(&self) -> bool {
+        self.cfg.flags & qp_flags::RX_CQ_IN_PAGE != 0
+    }
+
+    /// Where the pair's RX tail and CQ word are (a pair with
+    /// [`qp_flags::RX_CQ_IN_PAGE`]; the page's words are cleared).
+    pub fn use_page_words(&mut self, addr: u64) {
+        self.page_rx = Some(addr);
+        self.page_rx_seen = 0;
+        self.page_cq_seen = 0;
+    }
+
+    /// Takes the RX tail from the doorbell page if it changed (a pair
+    /// with [`qp_flags::RX_CQ_IN_PAGE`]), checked as a trapped one is.
+    fn sync_rx_tail(&mut self, dma: &DmaSpace) {
+        let Some(addr) = self.page_rx else {
+            return;
+        };
+        // An unreadable page reads as no change.
+        let Ok(tail) = dma.load_u32(addr) else {
+            return;
+        };
+        if tail != self.page_rx_seen {
+            self.page_rx_seen = tail;
+            self.stats.rx_tails_in_page += 1;
+            self.set_rx_tail(tail);
+        }
+    }
+
+    /// Takes the CQ word from the doorbell page if it changed (a pair
+    /// with [`qp_flags::RX_CQ_IN_PAGE`]): a new word is a CQ head
+    /// doorbell, arming the pair if it says so, though not raising at
+    /// once (the driver looks for a completion after arming).
+    fn sync_cq(&mut self, dma: &DmaSpace) {
+        let Some(addr) = self.page_rx else {
+            return;
+        };
+        // The completion just written before the arm is read: the driver
+        // arms, fences, and looks for a completion, so one of the two
+        // sees the other's store.
+        fence(Ordering::SeqCst);
+        let Ok(raw) = dma.load_u32(addr + 4) else {
+            return;
+        };
+        if raw == self.page_cq_seen {
+            return;
+        }
+        self.page_cq_seen = raw;
+        self.stats.cq_words_in_page += 1;
+        let word = CqWord::of_raw(raw);
+        self.note_cq_head(word.head(), word.arm());
+    }
+
+    /// A trapped RX tail or CQ head doorbell of a pair that keeps them in
+    /// the page: the value written is ignored (an older one than the
+    /// page's, it could send the card back), the page is read.
+    pub fn page_kick(&mut self, dma: &DmaSpace) -> bool {
+        self.sync_rx_tail(dma);
+        self.decide(dma, Instant::now())
+    }
+
+    /// Reads the page's CQ word, then takes one raise decision.
+    fn decide(&mut self, dma: &DmaSpace, now: Instant) -> bool {
+        self.sync_cq(dma);
+        self.take_arm(now)
     }
 
     /// Notes `tail`, read from the doorbell page; whether it is news.
@@ -368,7 +461,7 @@ impl QueuePair {
     /// Timer: coalesced frames whose time is up leave; whether to raise
     /// now (interrupt moderation).
     pub fn tick(&mut self, dma: &DmaSpace, now: Instant) -> bool {
-        self.flush_gro(dma, Some(now)) | self.take_arm(now)
+        self.flush_gro(dma, Some(now)) | self.decide(dma, now)
     }
 
     /// Takes one raise decision after posting completions or arming:
@@ -409,7 +502,16 @@ impl QueuePair {
     /// CQ head doorbell: records the driver's head and arm request. Returns
     /// whether to raise the vector now (armed with completions pending).
     pub fn cq_doorbell(&mut self, value: u32) -> bool {
-        let head = value & !CQ_ARM;
+        self.stats.cq_doorbells += 1;
+        if self.note_cq_head(value & !CQ_ARM, value & CQ_ARM != 0) && value & CQ_ARM != 0 {
+            return self.take_arm(Instant::now());
+        }
+        false
+    }
+
+    /// Records the driver's CQ head and arm request; false (counted) if
+    /// the head is outside the queue.
+    fn note_cq_head(&mut self, head: u32, arm: bool) -> bool {
         if head >= self.cfg.cq_entries {
             self.stats.bad_requests += 1;
             return false;
@@ -420,11 +522,10 @@ impl QueuePair {
             // The driver has seen everything: nothing is waiting.
             self.oldest_unsignalled = None;
         }
-        if value & CQ_ARM != 0 {
+        if arm {
             self.armed = true;
-            return self.take_arm(Instant::now());
         }
-        false
+        true
     }
 
     /// Stream head doorbell: the driver read the stream up to `head`.
@@ -450,7 +551,7 @@ impl QueuePair {
                 self.stats.dma_meta_bytes += 4;
                 self.stream_unsignalled += records;
                 self.oldest_unsignalled.get_or_insert_with(Instant::now);
-                self.take_arm(Instant::now())
+                self.decide(dma, Instant::now())
             }
             Err(_) => {
                 self.stats.bad_requests += 1;
@@ -462,6 +563,12 @@ impl QueuePair {
     /// RX tail doorbell: the driver posted buffers up to `tail`.
     pub fn rx_doorbell(&mut self, tail: u32) {
         self.stats.rx_doorbells += 1;
+        self.set_rx_tail(tail);
+    }
+
+    /// The driver's RX tail, from a doorbell or the page; a tail outside
+    /// the ring is counted and ignored.
+    fn set_rx_tail(&mut self, tail: u32) {
         match u16::try_from(tail) {
             Ok(t) if t < self.cfg.rx_entries => self.rx_tail = t,
             _ => self.stats.bad_requests += 1,
@@ -545,7 +652,7 @@ impl QueuePair {
             }
             completed = true;
         }
-        completed && self.take_arm(Instant::now())
+        completed && self.decide(dma, Instant::now())
     }
 
     /// Writes a received frame into the next posted RX buffer.
@@ -710,7 +817,8 @@ impl QueuePair {
 
     /// The length of the next posted RX buffer (0 if none is posted or
     /// its descriptor cannot be read).
-    fn peek_rx_buf_len(&self, dma: &DmaSpace) -> u32 {
+    fn peek_rx_buf_len(&mut self, dma: &DmaSpace) -> u32 {
+        self.sync_rx_tail(dma);
         if self.rx_head == self.rx_tail {
             return 0;
         }
@@ -746,6 +854,7 @@ impl QueuePair {
     ) -> RxOutcome {
         let wire = u64::from(segs.max(1));
         let most = if segs > 1 { GRO_MAX_BUFFERS } else { 1 };
+        self.sync_rx_tail(dma);
         let mask = self.cfg.rx_entries - 1;
         let posted = self.rx_tail.wrapping_sub(self.rx_head) & mask;
         let mut bufs = [RxDesc::default(); GRO_MAX_BUFFERS as usize];
@@ -801,7 +910,7 @@ impl QueuePair {
             self.stats.gro_segments += u64::from(segs);
         }
         RxOutcome::Delivered {
-            raise: self.take_arm(Instant::now()),
+            raise: self.decide(dma, Instant::now()),
         }
     }
 }
@@ -1056,6 +1165,111 @@ pub(crate) mod tests {
         q.set_gro(&dma, None);
         q.deliver(&dma, &segs[0], Cqe::CSUM_OK, 5);
         assert_eq!(cqe(&dma, 2).segs, 0);
+    }
+
+    /// The test layout's doorbell-page words of a pair with
+    /// `RX_CQ_IN_PAGE`: its RX tail, then its CQ word.
+    const PAGE_RX: u64 = 0x3c00;
+
+    fn cq_word(head: u32, generation: u32, arm: bool) -> u32 {
+        CqWord::zero()
+            .with_head(head)
+            .with_generation(generation)
+            .with_arm(arm)
+            .raw()
+    }
+
+    #[test]
+    fn a_pair_in_page_mode_takes_its_rx_tail_and_arm_from_the_page() {
+        let (dma, _f) = two_region_space();
+        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
+        q.use_page_words(PAGE_RX);
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS + (i % 4) * 0x100,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        assert_eq!(
+            q.deliver(&dma, b"a", 0, 0),
+            RxOutcome::Dropped,
+            "no tail yet"
+        );
+        dma.store_u32(PAGE_RX, 63).unwrap();
+        assert_eq!(
+            q.deliver(&dma, b"b", 0, 0),
+            RxOutcome::Delivered { raise: false },
+            "the page's tail taken, not armed"
+        );
+        // Consumed one, armed: the next completion raises, once.
+        dma.store_u32(PAGE_RX + 4, cq_word(1, 1, true)).unwrap();
+        assert_eq!(
+            q.deliver(&dma, b"c", 0, 0),
+            RxOutcome::Delivered { raise: true }
+        );
+        assert_eq!(
+            q.deliver(&dma, b"d", 0, 0),
+            RxOutcome::Delivered { raise: false },
+            "the same word is not a second arm"
+        );
+        // The same head armed again is a new word by its generation.
+        dma.store_u32(PAGE_RX + 4, cq_word(1, 2, true)).unwrap();
+        assert_eq!(
+            q.deliver(&dma, b"e", 0, 0),
+            RxOutcome::Delivered { raise: true }
+        );
+        // The driver arms with completions waiting: nothing happens until
+        // a completion or a kick (the driver polls again instead).
+        dma.store_u32(PAGE_RX + 4, cq_word(2, 3, true)).unwrap();
+        assert!(q.page_kick(&dma), "a kick reads the page: pending, armed");
+        assert_eq!(q.stats.rx_tails_in_page, 1);
+        assert_eq!(q.stats.cq_words_in_page, 3);
+        assert_eq!((q.stats.rx_doorbells, q.stats.cq_doorbells), (0, 0));
+        assert_eq!(q.stats.irqs, 3);
+        assert_eq!(q.stats.bad_requests, 0);
+    }
+
+    #[test]
+    fn bad_words_in_the_page_are_counted_once_and_not_followed() {
+        let (dma, _f) = two_region_space();
+        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
+        q.use_page_words(PAGE_RX);
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        dma.store_u32(PAGE_RX, 2).unwrap();
+        dma.store_u32(PAGE_RX + 4, cq_word(0, 1, false)).unwrap();
+        assert_eq!(
+            q.deliver(&dma, b"a", 0, 0),
+            RxOutcome::Delivered { raise: false }
+        );
+        // A tail outside the ring, a head outside the queue: the card
+        // keeps what it had, and counts each bad word once however
+        // often it looks.
+        dma.store_u32(PAGE_RX, 1000).unwrap();
+        dma.store_u32(PAGE_RX + 4, cq_word(500, 2, true)).unwrap();
+        assert_eq!(
+            q.deliver(&dma, b"b", 0, 0),
+            RxOutcome::Delivered { raise: false }
+        );
+        assert_eq!(
+            q.deliver(&dma, b"c", 0, 0),
+            RxOutcome::Dropped,
+            "tail 2: no third buffer"
+        );
+        assert_eq!(q.stats.bad_requests, 2);
+        assert_eq!(q.stats.irqs, 0, "a bad word does not arm");
+        // A larger CQ than the word's head can name is refused.
+        let mut cfg = config(0, qp_flags::RX_CQ_IN_PAGE);
+        cfg.cq_entries = db_page::CQ_WORD_MAX_ENTRIES * 2;
+        assert!(QueuePair::new(cfg).is_none());
+        cfg.flags = 0;
+        assert!(QueuePair::new(cfg).is_some());
     }
 
     #[test]

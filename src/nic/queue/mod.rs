@@ -15,6 +15,7 @@
 //! stream instead.
 
 mod rx;
+mod rx_doorbells;
 mod stream;
 mod tx;
 
@@ -33,7 +34,7 @@ use kernel::{
 use super::recovery::QueueHealth;
 use super::ring::{slots, CompletionQueue, Ring, RingIndex, RingSize};
 use super::Nic;
-use crate::hw::{self, CqHead, Cqe, QpDoorbell, RxDesc, TxDesc};
+use crate::hw::{self, Cqe, QpDoorbell, RxDesc, TxDesc};
 use crate::linux::{
     dma::{DmaBuffer, DmaDevice},
     irq::IrqHandler,
@@ -50,6 +51,7 @@ use crate::linux::{
 use crate::regs::Registers;
 use crate::selftest::IrqCount;
 use rx::{RingRx, RxMem, RxPath, RxState};
+use rx_doorbells::RxDoorbells;
 use stream::StreamRx;
 use tx::{TxSlot, TxState};
 
@@ -106,6 +108,9 @@ pub(crate) struct QueueStats {
     /// Interrupts the health check found lost (a completion waited a whole
     /// check interval without a poll); each was followed by a poll.
     pub(crate) missed_irqs: Atomic<u64>,
+    /// Polls run again because a completion arrived as the poll armed
+    /// the interrupt in the doorbell page, before the card saw the arm.
+    pub(crate) rearm_polls: Atomic<u64>,
     /// What the XDP program decided for RX frames: passed to the stack,
     /// sent back out (`xdp_tx`; those without TX ring room in
     /// `xdp_tx_errors`), redirected (refused by the target:
@@ -166,6 +171,7 @@ impl QueueStats {
             rx_crc_errors: Atomic::new(0),
             resets: Atomic::new(0),
             missed_irqs: Atomic::new(0),
+            rearm_polls: Atomic::new(0),
             xdp_pass: Atomic::new(0),
             xdp_tx: Atomic::new(0),
             xdp_tx_errors: Atomic::new(0),
@@ -256,6 +262,9 @@ pub(crate) struct QueuePair {
     /// The function's doorbell page, if the card has one: the pair keeps
     /// its TX tail there and rings only when the card does not poll it.
     db_page: Option<Arc<DmaBuffer>>,
+    /// The card reads RX tails and CQ heads from the page too
+    /// (`hw::feature::RX_CQ_IN_PAGE`): a ring pair keeps them there.
+    rx_cq_in_page: bool,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
     /// Why a reset is asked for ([`ResetCause`] bits; 0: it is not).
@@ -287,6 +296,7 @@ impl WithNapi<QueuePair> {
         regs: Arc<Registers>,
         dev: NetDevRef<Nic>,
         db_page: Option<Arc<DmaBuffer>>,
+        rx_cq_in_page: bool,
     ) -> Result<Arc<Self>> {
         let pair_dev = dev.clone();
         let pair = try_pin_init!(QueuePair {
@@ -297,6 +307,7 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             tx_tail_wanted: Atomic::new(0),
             tx_doorbell <- new_spinlock!(0),
+            rx_cq_in_page: rx_cq_in_page && db_page.is_some(),
             db_page,
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
@@ -367,14 +378,24 @@ impl WithNapi<QueuePair> {
                 if ring.refill(&self.stats.rx_alloc_failed) == 0 && ring.xsk().is_none() {
                     return Err(ENOMEM);
                 }
-                let tail = ring.announce_all();
-                self.doorbell(QpDoorbell::RxTail, u32::from(tail.get()));
+                match &rx.doorbells {
+                    // Every buffer at once, not in batches.
+                    RxDoorbells::Trapped => {
+                        let tail = ring.announce_all();
+                        self.doorbell(QpDoorbell::RxTail, u32::from(tail.get()));
+                    }
+                    doorbells => self.announce_rx_tail(doorbells, ring),
+                }
             }
         }
         self.napi().enable(rtnl)?;
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
-        self.cq_doorbell(CqHead::zero().with_arm(true));
+        let mut guard = lock_bh(&self.rx);
+        if let Some(rx) = &mut *guard {
+            // Nothing was received yet: no completion can be waiting.
+            self.announce_cq_head(rx, true);
+        }
         Ok(())
     }
 
@@ -432,7 +453,35 @@ impl WithNapi<QueuePair> {
             };
             (RxPath::Ring(ring), addr, cmd)
         };
-        let rx = RxState { cq, path };
+        // A ring pair keeps its RX tail and CQ head in the page if the
+        // card reads them there (a stream has no RX tail).
+        let page_words = match (&self.db_page, &path) {
+            (Some(page), RxPath::Ring(_))
+                if self.rx_cq_in_page && cq_entries <= hw::db_page::CQ_WORD_MAX_ENTRIES =>
+            {
+                Some(page.clone())
+            }
+            _ => None,
+        };
+        let mut flags = 0;
+        if self.db_page.is_some() {
+            flags |= hw::qp_flags::TX_TAIL_IN_PAGE;
+        }
+        let doorbells = match page_words {
+            Some(page) => {
+                flags |= hw::qp_flags::RX_CQ_IN_PAGE;
+                RxDoorbells::Page {
+                    page,
+                    generation: 0,
+                }
+            }
+            None => RxDoorbells::Trapped,
+        };
+        let rx = RxState {
+            cq,
+            path,
+            doorbells,
+        };
         let create = hw::QpConfig {
             qp: self.index,
             vector: hw::qp_vector(self.index),
@@ -442,11 +491,7 @@ impl WithNapi<QueuePair> {
             rx_ring,
             cq: rx.cq.mem.dma_addr(0)?,
             cq_entries,
-            flags: if self.db_page.is_some() {
-                hw::qp_flags::TX_TAIL_IN_PAGE
-            } else {
-                0
-            },
+            flags,
         };
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);
@@ -779,12 +824,6 @@ impl QueuePair {
         // A failed write means the device is gone; the queue stalls and the
         // TX watchdog reports it.
         let _ = self.regs.doorbell(self.index, db, value);
-    }
-
-    /// Tells the card how far the completion queue was read, and whether
-    /// to interrupt at the next completion.
-    fn cq_doorbell(&self, head: CqHead) {
-        self.doorbell(QpDoorbell::CqHead, head.raw());
     }
 }
 

@@ -30,8 +30,8 @@ pub(crate) const RX_COPYBREAK: u32 = 256;
 /// [`RingRx::tail_to_announce`]).
 const RX_TAIL_BATCH: u16 = 32;
 
-use super::{bump, tx::TxDone, QueuePair};
-use crate::hw::{stream::StreamHeader, CqHead, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
+use super::{bump, rx_doorbells::RxDoorbells, tx::TxDone, QueuePair};
+use crate::hw::{stream::StreamHeader, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -67,6 +67,8 @@ pub(super) enum RxMem {
 pub(super) struct RxState {
     pub(super) cq: CompletionQueue,
     pub(super) path: RxPath,
+    /// How the card is told the RX tail and the CQ head.
+    pub(super) doorbells: RxDoorbells,
 }
 
 /// How a queue pair receives.
@@ -767,7 +769,7 @@ impl NapiPoll for QueuePair {
             napi.complete_done(0);
             return 0;
         };
-        let RxState { cq, path } = rx;
+        let RxState { cq, path, .. } = rx;
         let mut tx_done = TxDone::default();
         while received < budget {
             let Some(cqe) = read_cqe(cq) else {
@@ -809,24 +811,34 @@ impl NapiPoll for QueuePair {
         if rx.xsk().is_some() && self.xsk_xmit() {
             received = budget;
         }
-        let RxState { cq, path } = rx;
         if tx_done.packets > 0 && super::tx_batching() {
             dev.tx_completed(self.index, tx_done.packets, tx_done.bytes);
         }
+        let RxState {
+            path, doorbells, ..
+        } = rx;
         if let RxPath::Ring(ring) = path {
             // A ring that could not be filled (allocations failed at start
             // or since) gets what it lacks.
             if ring.ring.free() > 0 {
                 ring.refill(&self.stats.rx_alloc_failed);
             }
-            if let Some(tail) = ring.tail_to_announce() {
-                self.doorbell(QpDoorbell::RxTail, u32::from(tail.get()));
-            }
+            self.announce_rx_tail(doorbells, ring);
         }
-        let head = cq.head;
         drop(guard);
         let armed = received < budget && napi.complete_done(received);
-        self.cq_doorbell(CqHead::zero().with_head(head).with_arm(armed));
+        // Under the RX lock again: a poll that the interrupt started on
+        // another CPU since may have read further; the head told is the
+        // latest.
+        let mut guard = self.rx.lock();
+        if let Some(rx) = &mut *guard {
+            if self.announce_cq_head(rx, armed) {
+                // A completion came before the card saw the arm.
+                drop(guard);
+                bump(&self.stats.rearm_polls, 1);
+                napi.schedule();
+            }
+        }
         received
     }
 }

@@ -5,19 +5,21 @@
 # doorbell per xmit_more batch, TX tails the card takes from the
 # doorbell page (host memory it polls after a kick) with no doorbell,
 # admin commands whose tail the card takes from the page while it polls,
-# and fresh RX buffers announced to the card in batches. pktgen sends bursts whose frames but the last carry
+# and RX tails and completion-queue heads (with the interrupt's arm)
+# written to the page, read by the card when it needs them, with no
+# doorbell. pktgen sends bursts whose frames but the last carry
 # xmit_more; the card counts doorbells and frames per queue pair, card
 # B's netdev (the peer) counts what arrived, card B what it had no RX
 # buffer for (pktgen outruns the VM's receiver). Pings, one frame per
-# NAPI poll, show the RX side: a poll that replaces one buffer no longer
-# rings the RX tail doorbell.
+# NAPI poll and an interrupt each, show the RX side: each poll tells the
+# card its RX tail and CQ head, and rings nothing.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
 cleanup() { echo rem_device_all >/proc/net/pktgen/kpktgend_0 2>/dev/null; net_cleanup; }
 trap cleanup EXIT
 dmesg_mark
-ktap_header 18
+ktap_header 19
 N=20000
 
 # Card A's queue pair 0: "doorbells frames polled-tails".
@@ -84,15 +86,25 @@ echo "# admin commands in a flood: $as doorbells skipped by the driver, $cp tail
 check "admin tails in the doorbell page: doorbells skipped ($as), each taken by the card ($cp), none timed out" \
 	test "$as" -gt 0 -a "$cp" -ge "$as" -a "$(admin_stat admin_timeouts)" = "$at0"
 
-# RX: every queue pair of card A, "rx_doorbells rx_packets rx_no_buffer".
-rx_a() { harness card A stats | tr ' ' '\n' | awk -F= '/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2} END {print d + 0, p + 0, n + 0}'; }
-read -r d0 p0 n0 < <(rx_a)
+# RX: every queue pair of card A, "rx_doorbells cq_doorbells rx_packets
+# rx_no_buffer rx_tails_in_page cq_words_in_page irqs".
+rx_a() {
+	harness card A stats | tr ' ' '\n' | awk -F= '
+		/^q[0-9]+_rx_doorbells=/ {d += $2} /^q[0-9]+_cq_doorbells=/ {c += $2}
+		/^q[0-9]+_rx_packets=/ {p += $2} /^q[0-9]+_rx_no_buffer=/ {n += $2}
+		/^q[0-9]+_rx_tails_in_page=/ {t += $2} /^q[0-9]+_cq_words_in_page=/ {w += $2}
+		/^q[0-9]+_irqs=/ {i += $2}
+		END {print d + 0, c + 0, p + 0, n + 0, t + 0, w + 0, i + 0}'
+}
+read -r d0 c0 p0 n0 t0 w0 i0 < <(rx_a)
 ping -c 300 -i 0.005 -q $IP_B >/dev/null
-read -r d1 p1 n1 < <(rx_a)
-d=$((d1 - d0)) p=$((p1 - p0)) n=$((n1 - n0))
-echo "# 300 pings: card A received $p frames with $d RX tail doorbells, $n without a buffer"
-check "RX buffers announced in batches: fewer than one RX tail doorbell per 8 frames ($d for $p)" \
-	test $((d * 8)) -lt "$p" -a "$p" -ge 300
+read -r d1 c1 p1 n1 t1 w1 i1 < <(rx_a)
+d=$((d1 - d0)) c=$((c1 - c0)) p=$((p1 - p0)) n=$((n1 - n0)) t=$((t1 - t0)) w=$((w1 - w0)) i=$((i1 - i0))
+echo "# 300 pings: card A received $p frames, raised $i interrupts; $d RX tail and $c CQ head doorbells rung; $t RX tails and $w CQ words taken from the page; $n frames without a buffer"
+check "RX tails and CQ heads in the doorbell page: all $p frames with no RX tail or CQ head doorbell ($d, $c)" \
+	test "$p" -ge 300 -a "$d" -eq 0 -a "$c" -eq 0
+check "the card took RX tails ($t) and armed CQ words ($w, for $i interrupts) from the page" \
+	test "$t" -gt 0 -a "$w" -ge "$i" -a "$i" -gt 0
 check "and the card never ran out of buffers for them ($n)" test "$n" -eq 0
 
 # rx-copybreak: a small frame is copied into an skb of its own and its
