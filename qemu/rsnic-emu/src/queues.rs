@@ -405,6 +405,11 @@ impl QueuePair {
 
     /// Writes `cqe` at the CQ tail with the current phase.
     fn write_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
+        // A pair in page mode learns first how far the driver read: if
+        // it read everything, moderation's wait starts at this entry,
+        // not at one the driver already took (a trapped CQ head write
+        // would have told the card at once).
+        self.sync_cq(dma);
         if self.cq_phase {
             cqe.flags |= Cqe::PHASE;
         }
@@ -1228,6 +1233,42 @@ pub(crate) mod tests {
         assert_eq!((q.stats.rx_doorbells, q.stats.cq_doorbells), (0, 0));
         assert_eq!(q.stats.irqs, 3);
         assert_eq!(q.stats.bad_requests, 0);
+    }
+
+    #[test]
+    fn in_page_mode_moderation_waits_from_the_first_unread_completion() {
+        let (dma, _f) = two_region_space();
+        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
+        q.use_page_words(PAGE_RX);
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        dma.store_u32(PAGE_RX, 63).unwrap();
+        q.set_moderation(Moderation {
+            usecs: 1000,
+            frames: 0,
+        });
+        // Received while the driver polls (not armed); it reads it, then
+        // arms, all in the page.
+        assert_eq!(
+            q.deliver(&dma, b"a", 0, 0),
+            RxOutcome::Delivered { raise: false }
+        );
+        dma.store_u32(PAGE_RX + 4, cq_word(1, 1, false)).unwrap();
+        dma.store_u32(PAGE_RX + 4, cq_word(1, 2, true)).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        // The next completion waits its own 1 ms, not the first one's.
+        assert_eq!(
+            q.deliver(&dma, b"b", 0, 0),
+            RxOutcome::Delivered { raise: false }
+        );
+        let deadline = q.deadline().expect("armed, a completion waiting");
+        assert!(deadline > Instant::now() + Duration::from_micros(500));
+        assert!(q.tick(&dma, deadline), "the timer raises");
     }
 
     #[test]
