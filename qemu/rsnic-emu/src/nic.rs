@@ -1352,6 +1352,20 @@ mod doorbell_page_tests {
         dma.write(TX_RING + idx * 32, &d.to_bytes()).unwrap();
     }
 
+    /// Checks that `flagged`, a CREATE_QP with a page flag, is refused
+    /// before the page is set, then sets it; returns the setting command.
+    fn refused_until_the_page_is_set(nic: &mut Nic, dma: &DmaSpace, flagged: AdminCmd) -> AdminCmd {
+        let (mut e, mut fx) = ([0u8; AQ_ENTRY_SIZE], Effects::default());
+        assert_eq!(
+            nic.execute(dma, flagged, &mut e, &mut fx),
+            AdminStatus::BadParam,
+            "no page yet"
+        );
+        let set = AdminCmd::SetDoorbellPage { addr: PAGE };
+        assert_eq!(nic.execute(dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        set
+    }
+
     fn tail_at(dma: &DmaSpace, qp: u16, tail: u32) {
         dma.store_u32(PAGE + db_page::tx_tail(qp) as u64, tail)
             .unwrap();
@@ -1374,13 +1388,7 @@ mod doorbell_page_tests {
             AdminStatus::BadParam
         );
         let flagged = create(1, qp_flags::TX_TAIL_IN_PAGE);
-        assert_eq!(
-            nic.execute(&dma, flagged, &mut e, &mut fx),
-            AdminStatus::BadParam,
-            "no page yet"
-        );
-        let set = AdminCmd::SetDoorbellPage { addr: PAGE };
-        assert_eq!(nic.execute(&dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        let set = refused_until_the_page_is_set(&mut nic, &dma, flagged);
         // A tail an earlier pair left behind is not taken.
         tail_at(&dma, 1, 5);
         assert_eq!(nic.execute(&dma, flagged, &mut e, &mut fx), AdminStatus::Ok);
@@ -1464,13 +1472,7 @@ mod doorbell_page_tests {
         let mut e = [0u8; AQ_ENTRY_SIZE];
         let mut fx = Effects::default();
         let flagged = create(2, qp_flags::RX_CQ_IN_PAGE);
-        assert_eq!(
-            nic.execute(&dma, flagged, &mut e, &mut fx),
-            AdminStatus::BadParam,
-            "no page yet"
-        );
-        let set = AdminCmd::SetDoorbellPage { addr: PAGE };
-        assert_eq!(nic.execute(&dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        let set = refused_until_the_page_is_set(&mut nic, &dma, flagged);
         // Words an earlier pair left behind are cleared at create.
         let rx_tail = PAGE + db_page::rx_tail(2) as u64;
         let cq_word = PAGE + db_page::cq_word(2) as u64;

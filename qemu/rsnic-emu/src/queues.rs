@@ -1176,6 +1176,21 @@ pub(crate) mod tests {
     /// `RX_CQ_IN_PAGE`: its RX tail, then its CQ word.
     const PAGE_RX: u64 = 0x3c00;
 
+    /// A pair with `RX_CQ_IN_PAGE` whose RX descriptors all name 0x100
+    /// bytes at [`BUFS`] (none posted yet: the page's tail is 0).
+    fn page_pair(dma: &DmaSpace) -> QueuePair {
+        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
+        q.use_page_words(PAGE_RX);
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q
+    }
+
     fn cq_word(head: u32, generation: u32, arm: bool) -> u32 {
         CqWord::zero()
             .with_head(head)
@@ -1187,15 +1202,7 @@ pub(crate) mod tests {
     #[test]
     fn a_pair_in_page_mode_takes_its_rx_tail_and_arm_from_the_page() {
         let (dma, _f) = two_region_space();
-        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
-        q.use_page_words(PAGE_RX);
-        for i in 0..64u64 {
-            let d = RxDesc {
-                addr: BUFS + (i % 4) * 0x100,
-                len: 0x100,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
+        let mut q = page_pair(&dma);
         assert_eq!(
             q.deliver(&dma, b"a", 0, 0),
             RxOutcome::Dropped,
@@ -1238,15 +1245,7 @@ pub(crate) mod tests {
     #[test]
     fn in_page_mode_moderation_waits_from_the_first_unread_completion() {
         let (dma, _f) = two_region_space();
-        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
-        q.use_page_words(PAGE_RX);
-        for i in 0..64u64 {
-            let d = RxDesc {
-                addr: BUFS,
-                len: 0x100,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
+        let mut q = page_pair(&dma);
         dma.store_u32(PAGE_RX, 63).unwrap();
         q.set_moderation(Moderation {
             usecs: 1000,
@@ -1274,15 +1273,7 @@ pub(crate) mod tests {
     #[test]
     fn bad_words_in_the_page_are_counted_once_and_not_followed() {
         let (dma, _f) = two_region_space();
-        let mut q = QueuePair::new(config(0, qp_flags::RX_CQ_IN_PAGE)).unwrap();
-        q.use_page_words(PAGE_RX);
-        for i in 0..64u64 {
-            let d = RxDesc {
-                addr: BUFS,
-                len: 0x100,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
+        let mut q = page_pair(&dma);
         dma.store_u32(PAGE_RX, 2).unwrap();
         dma.store_u32(PAGE_RX + 4, cq_word(0, 1, false)).unwrap();
         assert_eq!(
