@@ -291,7 +291,25 @@ fn function_stats(func: &Function) -> String {
     out
 }
 
+/// Keeps memory the card frees in its heaps. glibc gives the top of a
+/// thread's heap back to the kernel once more than `M_TRIM_THRESHOLD`
+/// (128 KiB) of it is free, and the card frees a TSO frame of up to 64
+/// KiB after each send: the next frame then faulted its pages in again
+/// (page faults and their zeroing were 15% of the TX thread's samples
+/// under one TCP stream, testing.rst). The card's heaps stay at what its
+/// batches need (a few MiB).
+fn keep_freed_memory() {
+    const KEEP: libc::c_int = 64 << 20;
+    // SAFETY: mallopt only sets allocator parameters; it is called
+    // before any other thread exists.
+    let ok = unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP) };
+    if ok != 1 {
+        log::warn!("mallopt(M_TRIM_THRESHOLD) refused: freed memory goes back to the kernel");
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    keep_freed_memory();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
 
