@@ -392,9 +392,16 @@ impl WithNapi<QueuePair> {
         self.napi().link_queue(rtnl, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
         let mut guard = lock_bh(&self.rx);
-        if let Some(rx) = &mut *guard {
-            // Nothing was received yet: no completion can be waiting.
-            self.announce_cq_head(rx, true);
+        // Frames may have come in since the card had buffers, before the
+        // arm it would see: then the poll is not left to an interrupt.
+        let waiting = match &mut *guard {
+            Some(rx) => self.announce_cq_head(rx, true),
+            None => false,
+        };
+        drop(guard);
+        if waiting {
+            bump(&self.stats.rearm_polls, 1);
+            self.napi().schedule_from_task();
         }
         Ok(())
     }
