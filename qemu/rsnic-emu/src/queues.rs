@@ -6,12 +6,11 @@
 //! Indices written by the driver (doorbells) are untrusted: a tail outside
 //! the ring is ignored and counted, never used to address memory.
 
+use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::gro::{Coalescer, Offer, Release};
-use std::sync::atomic::{fence, Ordering};
-
 use crate::hw::{
     db_page, qp_flags, CqWord, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME,
     MAX_RING_ENTRIES, MIN_RING_ENTRIES,
@@ -233,6 +232,14 @@ pub struct QueuePair {
     pub stats: QpStats,
 }
 
+/// Records `word`, read from the doorbell page, in `seen`; whether it
+/// is news (the driver wrote it since the card last looked).
+fn news(seen: &mut u32, word: u32) -> bool {
+    let news = word != *seen;
+    *seen = word;
+    news
+}
+
 fn valid_ring(entries: u16) -> bool {
     entries.is_power_of_two() && (MIN_RING_ENTRIES..=MAX_RING_ENTRIES).contains(&entries)
 }
@@ -323,8 +330,7 @@ impl QueuePair {
         let Ok(tail) = dma.load_u32(addr) else {
             return;
         };
-        if tail != self.page_rx_seen {
-            self.page_rx_seen = tail;
+        if news(&mut self.page_rx_seen, tail) {
             self.stats.rx_tails_in_page += 1;
             self.set_rx_tail(tail);
         }
@@ -338,17 +344,12 @@ impl QueuePair {
         let Some(addr) = self.page_rx else {
             return;
         };
-        // The completion just written before the arm is read: the driver
-        // arms, fences, and looks for a completion, so one of the two
-        // sees the other's store.
-        fence(Ordering::SeqCst);
         let Ok(raw) = dma.load_u32(addr + 4) else {
             return;
         };
-        if raw == self.page_cq_seen {
+        if !news(&mut self.page_cq_seen, raw) {
             return;
         }
-        self.page_cq_seen = raw;
         self.stats.cq_words_in_page += 1;
         let word = CqWord::of_raw(raw);
         self.note_cq_head(word.head(), word.arm());
@@ -364,15 +365,19 @@ impl QueuePair {
 
     /// Reads the page's CQ word, then takes one raise decision.
     fn decide(&mut self, dma: &DmaSpace, now: Instant) -> bool {
-        self.sync_cq(dma);
+        if self.page_rx.is_some() {
+            // What was just written, then the arm read: the
+            // driver arms, fences, and looks for a completion, so one of
+            // the two sees the other's store.
+            fence(Ordering::SeqCst);
+            self.sync_cq(dma);
+        }
         self.take_arm(now)
     }
 
     /// Notes `tail`, read from the doorbell page; whether it is news.
     pub fn take_page_tail(&mut self, tail: u32) -> bool {
-        let news = tail != self.page_tail_seen;
-        self.page_tail_seen = tail;
-        news
+        news(&mut self.page_tail_seen, tail)
     }
 
     /// Completions written but not yet consumed by the driver.
@@ -405,11 +410,14 @@ impl QueuePair {
 
     /// Writes `cqe` at the CQ tail with the current phase.
     fn write_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
-        // A pair in page mode learns first how far the driver read: if
-        // it read everything, moderation's wait starts at this entry,
-        // not at one the driver already took (a trapped CQ head write
-        // would have told the card at once).
-        self.sync_cq(dma);
+        // While completions wait unsignalled, a pair in page mode learns
+        // first how far the driver read: if it read everything,
+        // moderation's wait starts at this entry, not at one the driver
+        // already took (a trapped CQ head write would have told the card
+        // at once). With none waiting the wait starts here anyway.
+        if self.oldest_unsignalled.is_some() {
+            self.sync_cq(dma);
+        }
         if self.cq_phase {
             cqe.flags |= Cqe::PHASE;
         }

@@ -263,7 +263,8 @@ pub(crate) struct QueuePair {
     /// its TX tail there and rings only when the card does not poll it.
     db_page: Option<Arc<DmaBuffer>>,
     /// The card reads RX tails and CQ heads from the page too
-    /// (`hw::feature::RX_CQ_IN_PAGE`): a ring pair keeps them there.
+    /// (`hw::feature::RX_CQ_IN_PAGE`): a ring pair keeps them there if
+    /// there is a page.
     rx_cq_in_page: bool,
     /// Counters (they survive down/up).
     pub(crate) stats: QueueStats,
@@ -307,7 +308,7 @@ impl WithNapi<QueuePair> {
             tx <- new_spinlock!(None),
             tx_tail_wanted: Atomic::new(0),
             tx_doorbell <- new_spinlock!(0),
-            rx_cq_in_page: rx_cq_in_page && db_page.is_some(),
+            rx_cq_in_page,
             db_page,
             stats: QueueStats::new(),
             reset_requested: Atomic::new(0),
