@@ -551,6 +551,13 @@ impl Nic {
         mtu + 14 + 4
     }
 
+    /// The least frame an RX page holds, whatever the MTU: enough that
+    /// [`hw::GRO_MAX_BUFFERS`] buffers hold the longest coalesced frame,
+    /// so that a 64 KiB TSO send arrives as one frame (in 4 KiB pages it
+    /// took two, and the stack did its per-packet work twice).
+    // CAST: u16 to u32 widens (`u32::from` is not const).
+    const GRO_PAGE_FRAME: u32 = hw::GRO_MAX_FRAME.div_ceil(hw::GRO_MAX_BUFFERS as u32);
+
     /// Ring and buffer sizes of every queue pair for `cfg` and `mtu`. A
     /// PF's buffers also fit a GFT exception: its header, and a tunnelled
     /// frame's outer headers.
@@ -563,6 +570,7 @@ impl Nic {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
             rx_frame: Self::max_frame(mtu) + gft_room,
+            rx_page_frame: Self::max_frame(mtu).max(Self::GRO_PAGE_FRAME) + gft_room,
             rx_stream: cfg.rx_stream,
             xdp: cfg.xdp,
         }

@@ -203,6 +203,9 @@ pub(crate) struct QueueGeometry {
     pub(crate) rx: RingSize,
     /// Largest frame an RX buffer must hold (for the MTU).
     pub(crate) rx_frame: u32,
+    /// Largest frame a page pool's RX buffer holds (at least
+    /// `rx_frame`; more for receive coalescing).
+    pub(crate) rx_page_frame: u32,
     /// Receive into a stream ([`stream::STREAM_BYTES`]) instead of the RX
     /// ring.
     pub(crate) rx_stream: bool,
@@ -543,7 +546,7 @@ impl WithNapi<QueuePair> {
                     self.napi(),
                     queue,
                     u32::from(geo.rx.get()),
-                    geo.rx_frame,
+                    geo.rx_page_frame,
                 )?;
                 RxMem::Pages {
                     rxq: XdpRxq::new(self.napi(), queue, &pool)?,
