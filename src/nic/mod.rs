@@ -566,11 +566,12 @@ impl Nic {
             FuncKind::Pf => hw::gft::META_LEN as u32 + hw::gft::MAX_ENCAP_LEN,
             FuncKind::Vf => 0,
         };
+        let rx_frame = Self::max_frame(mtu) + gft_room;
         QueueGeometry {
             tx: cfg.tx_ring,
             rx: cfg.rx_ring,
-            rx_frame: Self::max_frame(mtu) + gft_room,
-            rx_page_frame: Self::max_frame(mtu).max(Self::GRO_PAGE_FRAME) + gft_room,
+            rx_frame,
+            rx_page_frame: rx_frame.max(Self::GRO_PAGE_FRAME),
             rx_stream: cfg.rx_stream,
             xdp: cfg.xdp,
         }

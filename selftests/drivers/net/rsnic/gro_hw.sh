@@ -66,8 +66,8 @@ transfer() {
 	if [[ $dst == *:* ]]; then
 		big=$(grep -oE "payload length:? [0-9]+" /tmp/gro.dump | awk '$3 > 1460' | wc -l)
 	else
-		big=$(grep -o "length [0-9]*)" /tmp/gro.dump | tr -d ')' | awk '$2 > 1500' | wc -l)
-		longest=$(grep -o "length [0-9]*)" /tmp/gro.dump | tr -d ')' | awk 'BEGIN {m = 0} $2 > m {m = $2} END {print m}')
+		read -r big longest < <(grep -o "length [0-9]*)" /tmp/gro.dump | tr -d ')' |
+			awk '$2 > 1500 {n++} $2 > m {m = $2} END {print n + 0, m + 0}')
 	fi
 	echo "# to $dst: rx $rx, coalesced $gro of $wire segments (card: $card); tcpdump: $big of $frames packets above the MTU (longest IPv4 ${longest:-?}); trains $sent sent, $got received"
 }
