@@ -263,8 +263,9 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 		# The traffic generator (iperf3 -P 16 in the remote netns, or
 		# its server here) not stopping within the library's 20 s of
 		# its SIGTERM: iperf3's handler longjmps out of whatever the
-		# main thread was doing, and when that held a libc lock, its
-		# report then waits on that lock for ever (testing.rst).
+		# main thread was doing, and when that held a lock (its print
+		# mutex, malloc's), its report then waits on that lock for ever
+		# (testing.rst).
 		[[ $line =~ TimeoutExpired:.*iperf3\ -[cs].*timed\ out\ after ]] && iperf_stuck=true
 		# And so_txtime's frames missing their delivery window: its
 		# sender and receiver each start ~200 ms before their start
@@ -346,7 +347,7 @@ for ((qi = 0; qi < ${#queue[@]}; qi++)); do
 		# checks may not have run): once more, alone, whatever its own
 		# entry says; a second time, a skip that says why.
 		if [ "$verdict" = fail ] && $iperf_stuck && [ ${#checks_failed[@]} -eq 0 ]; then
-			stuck="iperf3 stayed in its SIGTERM handler, waiting on a libc lock its interrupted main thread held"
+			stuck="iperf3 stayed in its SIGTERM handler, waiting on a lock its interrupted main thread held"
 			if [ "$try" -lt 2 ]; then entry="retry 2 $stuck"; else entry="env $stuck"; fi
 		fi
 		if [ -z "$entry" ] && [ "$verdict" = fail ] && $few && $verified && ! $wrong && [[ $cname == toeplitz.* ]]; then
