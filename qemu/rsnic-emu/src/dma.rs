@@ -106,6 +106,28 @@ impl DmaSpace {
         Ok(())
     }
 
+    /// Appends the `len` bytes of host memory at `addr` to `out`, with no
+    /// zero-fill first. Nothing is appended on a fault.
+    pub fn read_append(&self, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), DmaFault> {
+        self.check(addr, len)?;
+        out.reserve(len);
+        let spare = &mut out.spare_capacity_mut()[..len];
+        let mut done = 0;
+        while done < len {
+            let (ptr, avail) = self.translate(addr + done as u64)?;
+            let n = (len - done).min(avail as usize);
+            // SAFETY: as in `read`; `spare[done..done + n]` is in bounds
+            // (`reserve` made `len` bytes of room) and is written, not read.
+            unsafe { std::ptr::copy_nonoverlapping(ptr, spare.as_mut_ptr().add(done).cast(), n) };
+            done += n;
+        }
+        // SAFETY: the `len` bytes after the old length were all written
+        // above (the loop ends with `done == len`; `check` made every
+        // `translate` in it succeed).
+        unsafe { out.set_len(out.len() + len) };
+        Ok(())
+    }
+
     /// The 4-byte aligned word at `addr`, as an atomic.
     fn word(&self, addr: u64) -> Result<&std::sync::atomic::AtomicU32, DmaFault> {
         if !addr.is_multiple_of(4) {
@@ -257,6 +279,18 @@ pub mod tests {
         assert_eq!(back, [0u8; 0x100], "a faulting write must write nothing");
         assert_eq!(space.read(0x0, &mut back), Err(DmaFault { addr: 0 }));
         assert!(space.read(u64::MAX - 4, &mut [0u8; 8]).is_err());
+    }
+
+    #[test]
+    fn read_append_across_regions_or_not_at_all() {
+        let (space, _file) = two_region_space();
+        let data: Vec<u8> = (0..0x200u32).map(|i| i as u8).collect();
+        space.write(0x2f00, &data).unwrap();
+        let mut out = b"head".to_vec();
+        space.read_append(0x2f00, 0x200, &mut out).unwrap();
+        assert_eq!((&out[..4], &out[4..]), (&b"head"[..], &data[..]));
+        assert!(space.read_append(0x3f00, 0x200, &mut out).is_err());
+        assert_eq!(out.len(), 0x204, "a faulting read appends nothing");
     }
 
     #[test]

@@ -202,6 +202,9 @@ pub struct QueuePair {
     /// A hung TX engine (fault injection): doorbells are recorded, frames
     /// are not sent or completed. Only recreating the pair clears it.
     tx_stalled: bool,
+    /// The descriptors of the frame being read (kept: no allocation per
+    /// frame).
+    tx_descs: Vec<TxDesc>,
     /// The next completions to get wrong, and how (fault injection: a
     /// card whose completion engine misbehaves).
     cqe_fault: Option<(CqeFault, u32)>,
@@ -272,6 +275,7 @@ impl QueuePair {
             armed: false,
             moderation: Moderation::default(),
             tx_stalled: false,
+            tx_descs: Vec::new(),
             cqe_fault: None,
             oldest_unsignalled: None,
             page_rx: None,
@@ -609,9 +613,10 @@ impl QueuePair {
         let mask = self.cfg.tx_entries - 1;
         let mut completed = false;
         'frames: while self.tx_head != self.tx_tail {
+            // The frame's descriptors first, so its data is read into
+            // one buffer of the right size (no zero-fill, no regrowth).
+            self.tx_descs.clear();
             let mut idx = self.tx_head;
-            let mut data = Vec::new();
-            let mut first = None;
             loop {
                 if idx == self.tx_tail {
                     // The frame's EOP descriptor is not posted yet.
@@ -625,22 +630,28 @@ impl QueuePair {
                 }
                 self.stats.dma_meta_bytes += TxDesc::SIZE as u64;
                 let desc = TxDesc::from_bytes(&raw);
-                first.get_or_insert(desc);
-                let start = data.len();
-                let fits = (start + desc.len as usize) <= (MAX_FRAME as usize) * 64;
-                if fits {
-                    data.resize(start + desc.len as usize, 0);
-                    if dma.read(desc.addr, &mut data[start..]).is_err() {
-                        self.stats.bad_requests += 1;
-                        data.clear();
-                    }
-                } else {
-                    self.stats.bad_requests += 1;
-                }
+                self.tx_descs.push(desc);
                 if desc.flags & TxDesc::EOP != 0 {
                     break;
                 }
                 idx = (idx + 1) & mask;
+            }
+            // A frame longer than any the card sends, or with a buffer
+            // outside the DMA space, is completed unsent (and counted).
+            let first = self.tx_descs.first().copied();
+            let total = self.tx_descs.iter().map(|d| d.len as usize).sum::<usize>();
+            let mut data = Vec::new();
+            if total <= (MAX_FRAME as usize) * 64 {
+                data.reserve_exact(total);
+                for d in &self.tx_descs {
+                    if dma.read_append(d.addr, d.len as usize, &mut data).is_err() {
+                        data.clear();
+                        break;
+                    }
+                }
+            }
+            if data.len() != total {
+                self.stats.bad_requests += 1;
             }
             let eop = idx;
             self.tx_head = (idx + 1) & mask;
@@ -978,6 +989,38 @@ pub(crate) mod tests {
         cfg.tx_entries = 64;
         cfg.cq_entries = 64;
         assert!(QueuePair::new(cfg).is_none(), "CQ must hold both rings");
+    }
+
+    #[test]
+    fn tx_frame_with_a_bad_buffer_is_completed_unsent() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        dma.write(BUFS, b"hello ").unwrap();
+        let good = TxDesc {
+            addr: BUFS,
+            len: 6,
+            ..Default::default()
+        };
+        // The second buffer runs past the end of the DMA space.
+        let bad = TxDesc {
+            addr: 0x3ffc,
+            len: 8,
+            flags: TxDesc::EOP,
+            ..Default::default()
+        };
+        let next = TxDesc {
+            flags: TxDesc::EOP,
+            ..good
+        };
+        for (i, d) in [good, bad, next].iter().enumerate() {
+            dma.write(TX_RING + 32 * i as u64, &d.to_bytes()).unwrap();
+        }
+        let mut sent = Vec::new();
+        q.tx_doorbell(&dma, 3, |f| sent.push(f.data));
+        // No part of the bad frame goes out; the next frame does.
+        assert_eq!(sent, vec![b"hello ".to_vec()]);
+        assert_eq!((cqe(&dma, 0).index, cqe(&dma, 1).index), (1, 2));
+        assert_eq!((q.stats.tx_packets, q.stats.bad_requests), (1, 1));
     }
 
     #[test]
