@@ -295,20 +295,30 @@ def spread(xs):
     xs = sorted(xs)
     return {"median": round(statistics.median(xs), 3), "min": round(xs[0], 3), "max": round(xs[-1], 3),
             "runs": [round(x, 3) for x in xs]}
-out = {}
-for dev, rs in runs.items():
-    d = {k: spread([r[k] for r in rs]) for k in
-         ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "udp1500_pps", "rr_p50_us", "rr_p99_us", "rr_p999_us",
-          "rr_timeouts")}
+def figures(r):
+    """One run's figures: rates, latencies, and CPU per amount carried."""
+    f = {k: r[k] for k in ("tcp_1_mbps", "tcp_4_mbps", "udp64_pps", "udp1500_pps", "rr_p50_us", "rr_p99_us",
+                           "rr_p999_us", "rr_timeouts")}
     for t, amount, unit in (("tcp1", "tcp1_bytes", 1e9), ("tcp4", "tcp4_bytes", 1e9), ("udp64", "udp64_packets", 1e6),
                             ("udp1500", "udp1500_packets", 1e6)):
         per = "gb" if unit == 1e9 else "mpkt"
-        host = [sum(r[f"{t}_cpu"][x] for x in ("vcpu", "qemu_other", "emu")) / max(r[amount] / unit, 1e-9) for r in rs]
-        guest = [r[f"{t}_cpu"]["guest"] / max(r[amount] / unit, 1e-9) for r in rs]
-        emu = [r[f"{t}_cpu"]["emu"] / max(r[amount] / unit, 1e-9) for r in rs]
-        d[f"{t}_host_cpu_s_per_{per}"] = spread(host)
-        d[f"{t}_emu_cpu_s_per_{per}"] = spread(emu)
-        d[f"{t}_guest_cpu_s_per_{per}"] = spread(guest)
+        carried = max(r[amount] / unit, 1e-9)
+        c = r[f"{t}_cpu"]
+        f[f"{t}_host_cpu_s_per_{per}"] = sum(c[x] for x in ("vcpu", "qemu_other", "emu")) / carried
+        f[f"{t}_emu_cpu_s_per_{per}"] = c["emu"] / carried
+        f[f"{t}_guest_cpu_s_per_{per}"] = c["guest"] / carried
+    return f
+out = {}
+per_run = {dev: [figures(r) for r in rs] for dev, rs in runs.items()}
+for dev, fs in per_run.items():
+    d = {k: spread([f[k] for f in fs]) for k in fs[0]}
+    # Each figure against virtio-net's in the same round (the devices
+    # run in turn, so a round's runs share the machine's speed of the
+    # moment): the ratio's spread is the run-to-run noise left.
+    ref = per_run.get("virtio-tap")
+    if ref and dev != "virtio-tap" and len(ref) == len(fs):
+        d["paired_ratio_to_virtio_tap"] = {
+            k: spread([f[k] / g[k] for f, g in zip(fs, ref) if g[k]]) for k in fs[0] if any(g[k] for g in ref)}
     d["state"] = json.load(open(f"/tmp/b-state-{dev}"))
     out[dev] = d
 print(json.dumps(out))

@@ -76,7 +76,9 @@ def print_side_by_side(rows, rsnic, reference, ref_name, width):
 
 
 DEVICES = [("rsnic", "rsnic"), ("rsnic-stream", "rsnic, rx-stream"), ("rsnic-nooffload", "rsnic, no offl."),
-           ("virtio-tap", "virtio tap"), ("virtio-dgram", "virtio dgram")]
+           ("rsnic-nogro", "rsnic, no card GRO"), ("rsnic-coalesce", "rsnic, moderated"),
+           ("virtio-tap", "virtio tap"), ("virtio-tap-nogro", "virtio, no guest TSO"),
+           ("virtio-dgram", "virtio dgram")]
 
 REPEATED_ROWS = [
     ("tcp_1_mbps", "TCP, 1 stream (Mbit/s)"),
@@ -106,15 +108,20 @@ def print_repeated(result):
     then the offload state each device ran with."""
     rep = result["repeated"]
     devs = [(k, label) for k, label in DEVICES if k in rep]
+    paired = rep.get("rsnic", {}).get("paired_ratio_to_virtio_tap")
     print(f"{result['repeats']} runs of {result['seconds_per_run']} s per figure, devices interleaved;"
           f" median [min-max]. vhost-net: {result.get('vhost', 'unknown')}")
-    print(f"{'':32}" + "".join(f"{label:>24}" for _, label in devs))
+    if paired:
+        print("paired: rsnic's run over virtio tap's of the same round, median [min-max]")
+    print(f"{'':32}" + "".join(f"{label:>24}" for _, label in devs) + (f"{'paired':>20}" if paired else ""))
+    cell = lambda s: f"{fmt(s['median'])} [{fmt(s['min'])}-{fmt(s['max'])}]" if s else "n/a"
     for key, label in REPEATED_ROWS:
-        cells = []
-        for k, _ in devs:
-            s = rep[k].get(key)
-            cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}-{fmt(s['max'])}]" if s else "n/a")
-        print(f"{label:32}" + "".join(f"{c:>24}" for c in cells))
+        cells = [cell(rep[k].get(key)) for k, _ in devs]
+        if paired:
+            r = paired.get(key)
+            cells.append(f"{r['median']:.2f} [{r['min']:.2f}-{r['max']:.2f}]" if r else "n/a")
+            cells[-1] = f"{cells[-1]:>20}"
+        print(f"{label:32}" + "".join(f"{c:>24}" for c in cells[:len(devs)]) + "".join(cells[len(devs):]))
     for k, label in devs:
         st = rep[k]["state"]
         on = [name for name, v in st["offloads"].items() if v == "on"]
