@@ -52,22 +52,46 @@ def log(msg):
     print(f"[rsnic] {msg}", file=sys.stderr, flush=True)
 
 
-class Card:
-    """One rsnic-emu process."""
+# Both cards in one rsnic-emu process (the default): a frame one card
+# sends goes into the other from the sending thread, with no hand-off to
+# a receive thread. RSNIC_CARDS_IN_ONE_PROCESS=0 runs a process per
+# card, cabled by sockets only (for comparison).
+ONE_PROCESS = os.environ.get("RSNIC_CARDS_IN_ONE_PROCESS", "1") != "0"
 
-    def __init__(self, run_dir, name, card_id, mac, peer):
+
+class Card:
+    """One emulated card: its own rsnic-emu process, or its share of one
+    that serves its peer too (``with_peer``: the peer's Card, which is
+    started by this one)."""
+
+    def __init__(self, run_dir, name, card_id, mac, peer, host=None):
         self.name = name
         self.pf_socket = f"{run_dir}/card{name}-pf.sock"
         self.vf_socket = f"{run_dir}/card{name}-vf.sock"
         self.ctl_socket = f"{run_dir}/card{name}-ctl.sock"
         self.log_path = f"{run_dir}/card{name}.log"
+        self.run_dir, self.card_id, self.mac, self.peer = run_dir, card_id, mac, peer
+        self.proc = None
+        if host is not None:
+            # Served by the process of the card that started it.
+            self.log_path = host.log_path
+
+    def start(self, with_peer=None):
+        """Starts the card's process; with ``with_peer`` (a Card made with
+        ``host=self``), the peer card in the same process."""
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG") or "info")
+        peer_args = []
+        if with_peer is not None:
+            peer_args = ["--peer-pf-socket", with_peer.pf_socket,
+                         "--peer-vf-socket", with_peer.vf_socket,
+                         "--peer-ctl-socket", with_peer.ctl_socket,
+                         "--peer-card-id", str(with_peer.card_id), "--peer-mac", with_peer.mac]
         self.proc = subprocess.Popen(
             [EMU, "--pf-socket", self.pf_socket, "--vf-socket", self.vf_socket,
              "--ctl-socket", self.ctl_socket,
-             "--wire-socket", f"{run_dir}/wire{name}.sock",
-             "--wire-peer", f"{run_dir}/wire{peer}.sock",
-             "--card-id", str(card_id), "--mac", mac,
+             "--wire-socket", f"{self.run_dir}/wire{self.name}.sock",
+             "--wire-peer", f"{self.run_dir}/wire{self.peer}.sock",
+             "--card-id", str(self.card_id), "--mac", self.mac, *peer_args,
              # The card's doorbell-page poll (bench: its cost and effect).
              *(["--doorbell-poll-us", os.environ["RSNIC_DOORBELL_POLL_US"]]
                if os.environ.get("RSNIC_DOORBELL_POLL_US") else []),
@@ -75,6 +99,8 @@ class Card:
              *(["--gro-hold-us", os.environ["RSNIC_GRO_HOLD_US"]]
                if os.environ.get("RSNIC_GRO_HOLD_US") else [])],
             stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT, env=env)
+        if with_peer is not None:
+            with_peer.proc = self.proc
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
@@ -218,7 +244,8 @@ class HarnessControl(threading.Thread):
                 vcpu += seconds
             else:
                 other += seconds
-        emu = sum(thread_cpu(f"/proc/{c.proc.pid}/stat", tick)[1] for c in self.cards.values())
+        pids = {c.proc.pid for c in self.cards.values()}
+        emu = sum(thread_cpu(f"/proc/{pid}/stat", tick)[1] for pid in pids)
         return f"ok vcpu={vcpu:.2f} qemu_other={other:.2f} emu={emu:.2f}"
 
     def vf_plug(self, card):
@@ -504,8 +531,15 @@ def run(args):
         with open(f"{run_dir}/share/vhost", "w") as f:
             f.write("on\n" if vhost else "off: the host has no usable /dev/vhost-net\n")
     try:
-        for name, (card_id, mac, peer) in CARDS.items():
-            cards[name] = Card(run_dir, name, card_id, mac, peer)
+        if ONE_PROCESS:
+            (a, (a_id, a_mac, a_peer)), (b, (b_id, b_mac, b_peer)) = CARDS.items()
+            cards[a] = Card(run_dir, a, a_id, a_mac, a_peer)
+            cards[b] = Card(run_dir, b, b_id, b_mac, b_peer, host=cards[a])
+            cards[a].start(with_peer=cards[b])
+        else:
+            for name, (card_id, mac, peer) in CARDS.items():
+                cards[name] = Card(run_dir, name, card_id, mac, peer)
+                cards[name].start()
         for card in cards.values():
             card.wait_ready()
         share = f"{run_dir}/share"

@@ -16,7 +16,7 @@ use crate::hw::{self, FuncKind};
 use crate::nic::Outgoing;
 use crate::rdma::RdmaEngine;
 use crate::train::{TcpTrain, TrainShape};
-use crate::wire::{Datagram, Wait, Wire};
+use crate::wire::{Carried, Datagram, Sink, Wait, Wire};
 
 /// Where a frame the card handles goes next: as the GFT decided, or (a
 /// train while the GFT is off) whole onto the wire.
@@ -348,4 +348,18 @@ fn spawn_moderation_timer(func: &Arc<Mutex<Function>>) {
         }
     });
     lock(func).set_moderation_timer(timer.thread().clone());
+}
+
+/// A peer card in this process delivers straight into this one.
+impl Sink for Card {
+    fn receive(&self, carried: Carried<'_>, fcs_ok: bool) {
+        match carried {
+            Carried::Frame(frame) => Card::receive(self, frame, fcs_ok),
+            Carried::Train(train) => self.receive_train(&train, fcs_ok),
+        }
+    }
+
+    fn end_of_batch(&self) {
+        Card::end_of_batch(self);
+    }
 }

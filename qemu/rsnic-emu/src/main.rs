@@ -2,14 +2,19 @@
 
 //! rsnic-emu: the emulated rsnic SmartNIC.
 //!
-//! One process is one card. It serves the card's physical function over a
-//! vfio-user socket (QEMU's `-device vfio-user-pci`), carries its frames on
-//! a wire to a peer card, and takes harness commands (fault injection,
-//! cable, counters) on a control socket. It exits when QEMU disconnects.
+//! One process serves one card, or two cabled to each other (`--peer-*`).
+//! It serves a card's physical function over a vfio-user socket (QEMU's
+//! `-device vfio-user-pci`), carries its frames on a wire to a peer card,
+//! and takes harness commands (fault injection, cable, counters) on a
+//! control socket. It exits when QEMU disconnects.
+//!
+//! Two cards in one process share the wire in process as well: a batch
+//! one sends goes into the other from the sending thread, with no
+//! hand-off to a receive thread (see the wire module).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -23,7 +28,7 @@ use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
 use rsnic_emu::rdma;
-use rsnic_emu::wire::{Carried, RecvBatch, Wire};
+use rsnic_emu::wire::{Carried, RecvBatch, Sink, Wire};
 
 /// Most frames the wire's receive thread takes in one call and hands the
 /// card before the card announces them (RX streams publish once per
@@ -69,6 +74,39 @@ struct Args {
     /// microseconds.
     #[arg(long, default_value_t = rsnic_emu::nic::DEFAULT_GRO_HOLD.as_micros() as u64)]
     gro_hold_us: u64,
+    /// vfio-user socket of the physical function of a second card served
+    /// by this process, at the other end of the wire (its end is
+    /// `--wire-peer`).
+    #[arg(long, requires_all = ["wire_socket", "peer_ctl_socket"])]
+    peer_pf_socket: Option<PathBuf>,
+    /// The second card's VF socket.
+    #[arg(long, requires = "peer_pf_socket")]
+    peer_vf_socket: Option<PathBuf>,
+    /// The second card's control socket.
+    #[arg(long, requires = "peer_pf_socket")]
+    peer_ctl_socket: Option<PathBuf>,
+    /// The second card's identifier.
+    #[arg(long, default_value_t = 1)]
+    peer_card_id: u32,
+    /// The second card's permanent MAC address.
+    #[arg(long, default_value = "02:52:53:00:00:02", value_parser = parse_mac)]
+    peer_mac: [u8; 6],
+}
+
+/// What `main` fails with.
+type MainError = Box<dyn std::error::Error>;
+
+/// A card started, and its end of the wire if it has one.
+type Started = (Arc<Card>, Option<Arc<Wire>>);
+
+/// What makes one card: its sockets and identity.
+struct CardSpec {
+    pf_socket: PathBuf,
+    vf_socket: Option<PathBuf>,
+    ctl_socket: Option<PathBuf>,
+    card_id: u32,
+    mac: [u8; 6],
+    fault: String,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -175,14 +213,15 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
                 let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
                 format!(
                     "ok dropped={} duplicated={} reordered={} corrupted={} \
-                     trains_sent={} trains_received={} bad_datagrams={}",
+                     trains_sent={} trains_received={} bad_datagrams={} inline_batches={}",
                     s.dropped,
                     s.duplicated,
                     s.reordered,
                     s.corrupted,
                     n(&wire.trains_sent),
                     n(&wire.trains_received),
-                    n(&wire.bad_datagrams)
+                    n(&wire.bad_datagrams),
+                    n(&wire.inline_batches)
                 )
             }
             None => no_wire(),
@@ -312,15 +351,67 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     keep_freed_memory();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
+    let poll = Duration::from_micros(args.doorbell_poll_us);
+    let gro_hold = Duration::from_micros(args.gro_hold_us);
+    let first = CardSpec {
+        pf_socket: args.pf_socket,
+        vf_socket: args.vf_socket,
+        ctl_socket: args.ctl_socket,
+        card_id: args.card_id,
+        mac: args.mac,
+        fault: args.fault,
+    };
+    let ends = args.wire_socket.zip(args.wire_peer);
+    let (card, wire) = start_card(&first, ends.clone(), gro_hold, poll)?;
+    if let Some(pf_socket) = args.peer_pf_socket {
+        let second = CardSpec {
+            pf_socket,
+            vf_socket: args.peer_vf_socket,
+            ctl_socket: args.peer_ctl_socket,
+            card_id: args.peer_card_id,
+            mac: args.peer_mac,
+            fault: "none".into(),
+        };
+        let back = ends.map(|(local, peer)| (peer, local));
+        let (peer_card, peer_wire) = start_card(&second, back, gro_hold, poll)?;
+        if let (Some(a), Some(b)) = (&wire, &peer_wire) {
+            let (card_sink, peer_sink): (Weak<dyn Sink>, Weak<dyn Sink>) =
+                (Arc::downgrade(&card) as _, Arc::downgrade(&peer_card) as _);
+            Wire::join(a, card_sink, b, peer_sink);
+            info!(
+                "cards {} and {} cabled in process",
+                first.card_id, second.card_id
+            );
+        }
+        // QEMU holds both PFs: the process ends with the first that
+        // disconnects.
+        std::thread::spawn(move || {
+            if let Err(e) = serve_pf(&peer_card, &second, poll) {
+                warn!("card {} PF: {e}", second.card_id);
+            }
+            std::process::exit(0);
+        });
+    }
+    serve_pf(&card, &first, poll)
+}
 
+/// Builds a card from `spec`: its wire (this end and the peer's socket
+/// paths, with the thread that receives), its control socket and its VF
+/// server; the PF is served by [`serve_pf`].
+fn start_card(
+    spec: &CardSpec,
+    ends: Option<(PathBuf, PathBuf)>,
+    gro_hold: Duration,
+    poll: Duration,
+) -> Result<Started, MainError> {
     let faults = Arc::new(Faults::default());
-    faults.set_by_name(&args.fault)?;
-    let card = Arc::new(Card::new(args.card_id, args.mac, Arc::clone(&faults)));
-    card.set_gro_hold(Duration::from_micros(args.gro_hold_us));
+    faults.set_by_name(&spec.fault)?;
+    let card = Arc::new(Card::new(spec.card_id, spec.mac, Arc::clone(&faults)));
+    card.set_gro_hold(gro_hold);
 
-    let wire = match (&args.wire_socket, &args.wire_peer) {
-        (Some(local), Some(peer)) => {
-            let wire = Arc::new(Wire::bind(local, peer)?);
+    let wire = match ends {
+        Some((local, peer)) => {
+            let wire = Arc::new(Wire::bind(&local, &peer)?);
             card.attach_wire(Arc::clone(&wire));
             card.set_link(true);
             let (rx_wire, rx_card) = (Arc::clone(&wire), Arc::clone(&card));
@@ -345,34 +436,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
             Some(wire)
         }
-        _ => None,
+        None => None,
     };
 
-    if let Some(path) = &args.ctl_socket {
-        let (faults, card, wire) = (Arc::clone(&faults), Arc::clone(&card), wire.clone());
+    if let Some(path) = &spec.ctl_socket {
+        let (faults, ctl_card, ctl_wire) = (Arc::clone(&faults), Arc::clone(&card), wire.clone());
         control::spawn(
             path,
             Arc::new(move |line: &str| {
                 let was_gone = faults.is(Fault::Gone);
-                let reply = card_command(&card, &faults, wire.as_deref(), line);
+                let reply = card_command(&ctl_card, &faults, ctl_wire.as_deref(), line);
                 if was_gone && !faults.is(Fault::Gone) {
                     info!("card is back, from power-on state");
-                    card.power_cycle();
+                    ctl_card.power_cycle();
                 }
                 reply
             }),
         )?;
     }
 
-    let poll = Duration::from_micros(args.doorbell_poll_us);
-    if let Some(path) = &args.vf_socket {
+    if let Some(path) = &spec.vf_socket {
         let vf_server = vfio_user::Server::new(
             path,
             true,
             backend::irq_infos(hw::VF_MSIX_VECTORS),
             backend::region_infos(),
         )?;
-        info!("card {} VF listening on {}", args.card_id, path.display());
+        info!("card {} VF listening on {}", spec.card_id, path.display());
         let vf_card = Arc::clone(&card);
         std::thread::spawn(move || {
             let mut backend = Backend::new(Arc::clone(vf_card.vf()), Arc::clone(&vf_card), poll);
@@ -386,20 +476,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         });
     }
+    Ok((card, wire))
+}
 
+/// Serves `card`'s PF until QEMU disconnects.
+fn serve_pf(
+    card: &Arc<Card>,
+    spec: &CardSpec,
+    poll: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
     let server = vfio_user::Server::new(
-        &args.pf_socket,
+        &spec.pf_socket,
         true,
         backend::irq_infos(hw::PF_MSIX_VECTORS),
         backend::region_infos(),
     )?;
     info!(
         "card {} PF listening on {}",
-        args.card_id,
-        args.pf_socket.display()
+        spec.card_id,
+        spec.pf_socket.display()
     );
-    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(&card), poll);
+    let mut backend = Backend::new(Arc::clone(card.pf()), Arc::clone(card), poll);
     server.run(&mut backend)?;
-    info!("card {} PF: QEMU disconnected, exiting", args.card_id);
+    info!("card {} PF: QEMU disconnected, exiting", spec.card_id);
     Ok(())
 }

@@ -20,19 +20,27 @@
 //!
 //! A [`Capture`] on the wire records what this end sends and receives.
 //!
+//! Two cards served by one process are cabled in process as well
+//! ([`Wire::join`]): an unimpaired batch then goes from the sending
+//! thread straight into the peer card ([`Sink`]), with no socket, no
+//! copy and no wake-up of the peer's receive thread. The sockets stay
+//! for everything else (impaired frames, single frames, a card sending
+//! while it takes a delivery, a peer in another process).
+//!
 //! Each datagram starts with the cable's own header ([`HEADER_LEN`]
 //! bytes, not part of the frame): a frame, or a TCP train ([`TcpTrain`]:
 //! a TSO frame and how it is cut). A train crosses the wire whole, as a
 //! tap carries a GSO packet, while no impairment is set; its FCS covers
 //! the whole. Impaired, or for a capture, it is cut into its segments.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::AsRawFd as _;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::capture::Capture;
 use crate::train::{TcpTrain, TrainShape};
@@ -113,6 +121,55 @@ fn record(capture: &Capture, datagram: &[u8]) {
             }
         }
         _ => {}
+    }
+}
+
+/// Records what a datagram delivered in process carries.
+fn record_carried(capture: &Capture, carried: &Carried<'_>) {
+    if !capture.is_on() {
+        return;
+    }
+    match carried {
+        Carried::Frame(frame) => capture.record(frame),
+        Carried::Train(train) => train.segments().for_each(|seg| capture.record(&seg)),
+    }
+}
+
+/// The card behind an end of the cable, as a peer in the same process
+/// delivers to it.
+pub trait Sink: Send + Sync {
+    /// A frame or train arrived (`fcs_ok`: undamaged).
+    fn receive(&self, carried: Carried<'_>, fcs_ok: bool);
+    /// The end of a batch (as after one `recvmmsg`).
+    fn end_of_batch(&self);
+}
+
+/// The peer end in this process, and the card behind it.
+struct InlinePeer {
+    wire: Weak<Wire>,
+    sink: Weak<dyn Sink>,
+}
+
+thread_local! {
+    /// Set while this thread delivers into a peer card: what that card
+    /// sends meanwhile (an RDMA reply, a frame its flow table turns
+    /// around) goes by socket, so a delivery never nests in another.
+    static DELIVERING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as delivering until dropped.
+struct Delivering;
+
+impl Delivering {
+    /// `None` if this thread is delivering already.
+    fn enter() -> Option<Self> {
+        DELIVERING.with(|d| (!d.replace(true)).then_some(Self))
+    }
+}
+
+impl Drop for Delivering {
+    fn drop(&mut self) {
+        DELIVERING.with(|d| d.set(false));
     }
 }
 
@@ -399,6 +456,10 @@ pub struct Wire {
     pub trains_received: AtomicU64,
     /// The tap on this end of the cable.
     pub capture: Arc<Capture>,
+    /// The peer end, when it is in this process ([`Self::join`]).
+    inline: OnceLock<InlinePeer>,
+    /// Batches delivered straight into the peer card.
+    pub inline_batches: AtomicU64,
 }
 
 impl Wire {
@@ -447,7 +508,61 @@ impl Wire {
             trains_sent: AtomicU64::new(0),
             trains_received: AtomicU64::new(0),
             capture,
+            inline: OnceLock::new(),
+            inline_batches: AtomicU64::new(0),
         })
+    }
+
+    /// Cables two ends in this process: an unimpaired batch sent at one
+    /// end is delivered into the card behind the other (`a_card` behind
+    /// `a`, `b_card` behind `b`) by the sending thread.
+    pub fn join(a: &Arc<Self>, a_card: Weak<dyn Sink>, b: &Arc<Self>, b_card: Weak<dyn Sink>) {
+        let _ = a.inline.set(InlinePeer {
+            wire: Arc::downgrade(b),
+            sink: b_card,
+        });
+        let _ = b.inline.set(InlinePeer {
+            wire: Arc::downgrade(a),
+            sink: a_card,
+        });
+    }
+
+    /// Delivers `datagrams` into the peer card from this thread, if the
+    /// peer is in this process and this thread is not delivering already;
+    /// whether it did. The frames are not copied and carry no FCS: nothing
+    /// on this path can damage them.
+    fn deliver_inline(&self, datagrams: &[Datagram<'_>]) -> bool {
+        let Some(peer) = self.inline.get() else {
+            return false;
+        };
+        let (Some(wire), Some(sink)) = (peer.wire.upgrade(), peer.sink.upgrade()) else {
+            return false;
+        };
+        let Some(_delivering) = Delivering::enter() else {
+            return false;
+        };
+        for d in datagrams {
+            let carried = match d.train {
+                None => Carried::Frame(d.frame),
+                Some(shape) => match TcpTrain::new(d.frame, shape) {
+                    Some(train) => {
+                        self.trains_sent.fetch_add(1, Ordering::Relaxed);
+                        wire.trains_received.fetch_add(1, Ordering::Relaxed);
+                        Carried::Train(train)
+                    }
+                    None => {
+                        wire.bad_datagrams.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                },
+            };
+            record_carried(&self.capture, &carried);
+            record_carried(&wire.capture, &carried);
+            sink.receive(carried, true);
+        }
+        sink.end_of_batch();
+        self.inline_batches.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     fn sender(&self) -> std::sync::MutexGuard<'_, Sender> {
@@ -515,7 +630,8 @@ impl Wire {
     }
 
     /// Sends `datagrams` in order. While no impairment is set and nothing
-    /// waits in the queue, in one `sendmmsg` (a train whole; the header
+    /// waits in the queue, straight into a peer card in this process
+    /// ([`Self::join`]), else in one `sendmmsg` (a train whole; the header
     /// and the FCS iovecs of their own: no copy), and what the peer's
     /// socket has no room for then queues, in order. Otherwise one by one
     /// as [`Self::send`] does, a train cut into its segments.
@@ -535,6 +651,9 @@ impl Wire {
                     }
                 }
             }
+            return;
+        }
+        if self.deliver_inline(datagrams) {
             return;
         }
         let headers: Vec<[u8; HEADER_LEN]> = datagrams.iter().map(|d| header(d.train)).collect();
@@ -729,6 +848,85 @@ mod tests {
                 train: None,
             })
             .collect()
+    }
+
+    /// A card behind an end joined in process: records what it is
+    /// given; with `echo`, sends each frame back from the delivering
+    /// thread (as an RDMA reply goes).
+    #[derive(Default)]
+    struct Recorder {
+        frames: Mutex<Vec<(Vec<u8>, bool)>>,
+        batches: AtomicU64,
+        echo: OnceLock<Arc<Wire>>,
+    }
+
+    impl Sink for Recorder {
+        fn receive(&self, carried: Carried<'_>, fcs_ok: bool) {
+            let f = frame(carried);
+            if let Some(wire) = self.echo.get() {
+                wire.send_batch(&datagrams(&[&f]), Wait::No);
+            }
+            self.frames.lock().unwrap().push((f, fcs_ok));
+        }
+
+        fn end_of_batch(&self) {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn joined(name: &str) -> (Arc<Wire>, Arc<Recorder>, Arc<Wire>, Arc<Recorder>, PathBuf) {
+        let (a, b, dir) = pair(name);
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let (ra, rb) = (Arc::new(Recorder::default()), Arc::new(Recorder::default()));
+        let (sa, sb): (Weak<dyn Sink>, Weak<dyn Sink>) =
+            (Arc::downgrade(&ra) as _, Arc::downgrade(&rb) as _);
+        Wire::join(&a, sa, &b, sb);
+        (a, ra, b, rb, dir)
+    }
+
+    #[test]
+    fn a_batch_goes_into_a_peer_in_process_by_the_sending_thread() {
+        let (a, _ra, b, rb, dir) = joined("inline");
+        a.send_batch(&datagrams(&[b"one", b"two"]), Wait::Yes);
+        // Delivered before send_batch returned, as one batch, none by socket.
+        let got = rb.frames.lock().unwrap().clone();
+        assert_eq!(got, vec![(b"one".to_vec(), true), (b"two".to_vec(), true)]);
+        assert_eq!(rb.batches.load(Ordering::Relaxed), 1);
+        assert_eq!(a.inline_batches.load(Ordering::Relaxed), 1);
+        b.sock.set_nonblocking(true).unwrap();
+        assert!(
+            b.sock.recv(&mut [0u8; 64]).is_err(),
+            "nothing went by socket"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn what_a_peer_sends_while_it_takes_a_delivery_goes_by_socket() {
+        let (a, _ra, b, rb, dir) = joined("inline-echo");
+        assert!(rb.echo.set(Arc::clone(&b)).is_ok());
+        a.send_batch(&datagrams(&[b"ping"]), Wait::Yes);
+        assert_eq!(rb.frames.lock().unwrap().len(), 1);
+        // B's echo, sent from A's thread while it delivered, did not nest
+        // a delivery into A: it waits in A's socket.
+        a.sock
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        assert_eq!(recv(&a), (b"ping".to_vec(), true));
+        assert_eq!(b.inline_batches.load(Ordering::Relaxed), 0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_impaired_wire_sends_by_socket_even_to_a_peer_in_process() {
+        let (a, _ra, b, rb, dir) = joined("inline-impaired");
+        assert!(a.impair("corrupt", 1000));
+        a.send_batch(&datagrams(&[b"bad"]), Wait::Yes);
+        assert!(rb.frames.lock().unwrap().is_empty());
+        let (f, ok) = recv(&b);
+        assert_eq!(f.len(), 3);
+        assert!(!ok, "the corrupted frame's FCS no longer matches");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
