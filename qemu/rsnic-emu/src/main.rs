@@ -28,7 +28,7 @@ use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
 use rsnic_emu::rdma;
-use rsnic_emu::wire::{Carried, RecvBatch, Sink, Wire};
+use rsnic_emu::wire::{RecvBatch, Sink, Wire};
 
 /// Most frames the wire's receive thread takes in one call and hands the
 /// card before the card announces them (RX streams publish once per
@@ -347,7 +347,7 @@ fn keep_freed_memory() {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), MainError> {
     keep_freed_memory();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let args = Args::parse();
@@ -426,10 +426,7 @@ fn start_card(
                         return;
                     }
                     for (carried, fcs_ok) in batch.frames() {
-                        match carried {
-                            Carried::Frame(frame) => rx_card.receive(frame, fcs_ok),
-                            Carried::Train(train) => rx_card.receive_train(&train, fcs_ok),
-                        }
+                        Sink::receive(&*rx_card, carried, fcs_ok);
                     }
                     rx_card.end_of_batch();
                 }
@@ -480,11 +477,7 @@ fn start_card(
 }
 
 /// Serves `card`'s PF until QEMU disconnects.
-fn serve_pf(
-    card: &Arc<Card>,
-    spec: &CardSpec,
-    poll: Duration,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn serve_pf(card: &Arc<Card>, spec: &CardSpec, poll: Duration) -> Result<(), MainError> {
     let server = vfio_user::Server::new(
         &spec.pf_socket,
         true,

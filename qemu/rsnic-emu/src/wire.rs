@@ -112,19 +112,13 @@ fn record(capture: &Capture, datagram: &[u8]) {
     if !capture.is_on() {
         return;
     }
-    let bytes = &datagram[..datagram.len().saturating_sub(FCS_LEN)];
-    match carried(bytes) {
-        Some(Carried::Frame(frame)) => capture.record(frame),
-        Some(Carried::Train(train)) => {
-            for seg in train.segments() {
-                capture.record(&seg);
-            }
-        }
-        _ => {}
+    if let Some(c) = carried(&datagram[..datagram.len().saturating_sub(FCS_LEN)]) {
+        record_carried(capture, &c);
     }
 }
 
-/// Records what a datagram delivered in process carries.
+/// Records what a datagram carries: a frame as it is, a train as its
+/// segments.
 fn record_carried(capture: &Capture, carried: &Carried<'_>) {
     if !capture.is_on() {
         return;
