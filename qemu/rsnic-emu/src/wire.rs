@@ -40,7 +40,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use crate::capture::Capture;
 use crate::train::{TcpTrain, TrainShape};
@@ -438,6 +438,10 @@ pub struct Wire {
     queued: Arc<AtomicUsize>,
     queue: SyncSender<Vec<u8>>,
     sender: Mutex<Sender>,
+    /// Held for reading by a batch that found the wire clean until it is
+    /// delivered; [`Self::impair`] takes it for writing, so once that
+    /// returns no unimpaired batch is still on its way.
+    clean_gate: RwLock<()>,
     /// Frames that could not be sent (peer absent or its socket gone).
     pub send_errors: Arc<AtomicU64>,
     /// Frames lost because the transmit queue was full.
@@ -496,6 +500,7 @@ impl Wire {
                 held: None,
                 stats: ImpairmentStats::default(),
             }),
+            clean_gate: RwLock::new(()),
             send_errors,
             queue_drops: AtomicU64::new(0),
             bad_datagrams: AtomicU64::new(0),
@@ -564,8 +569,11 @@ impl Wire {
     }
 
     /// Changes one impairment of the sending direction (see
-    /// [`Impairments::set`]). A frame held back is sent at once.
+    /// [`Impairments::set`]), in force for every frame sent once this
+    /// returns. A frame held back is sent at once.
     pub fn impair(&self, name: &str, per_mille: u32) -> bool {
+        // Waits out the batches that found the wire clean.
+        let _no_clean_batch = self.clean_gate.write().unwrap_or_else(|e| e.into_inner());
         let held = {
             let mut tx = self.sender();
             if !tx.impair.set(name, per_mille) {
@@ -631,6 +639,9 @@ impl Wire {
     /// as [`Self::send`] does, a train cut into its segments.
     pub fn send_batch(&self, datagrams: &[Datagram<'_>], wait: Wait) {
         let whole = |d: &Datagram<'_>| d.train.is_none() || d.frame.len() <= MAX_FRAME;
+        // A batch delivered by a peer card's thread sends nothing on this
+        // wire while it holds the gate (the peer sends on its own wire).
+        let _clean = self.clean_gate.read().unwrap_or_else(|e| e.into_inner());
         if !self.sender().clean()
             || self.queued.load(Ordering::Acquire) != 0
             || !datagrams.iter().all(whole)
@@ -846,16 +857,21 @@ mod tests {
 
     /// A card behind an end joined in process: records what it is
     /// given; with `echo`, sends each frame back from the delivering
-    /// thread (as an RDMA reply goes).
+    /// thread (as an RDMA reply goes); while `hold` is locked elsewhere,
+    /// a delivery waits in `receive` (`entered` counts the arrivals).
     #[derive(Default)]
     struct Recorder {
         frames: Mutex<Vec<(Vec<u8>, bool)>>,
         batches: AtomicU64,
         echo: OnceLock<Arc<Wire>>,
+        hold: Mutex<()>,
+        entered: AtomicU64,
     }
 
     impl Sink for Recorder {
         fn receive(&self, carried: Carried<'_>, fcs_ok: bool) {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            drop(self.hold.lock().unwrap());
             let f = frame(carried);
             if let Some(wire) = self.echo.get() {
                 wire.send_batch(&datagrams(&[&f]), Wait::No);
@@ -920,6 +936,41 @@ mod tests {
         let (f, ok) = recv(&b);
         assert_eq!(f.len(), 3);
         assert!(!ok, "the corrupted frame's FCS no longer matches");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_impairment_is_in_force_once_set_even_for_a_batch_in_flight() {
+        let (a, _ra, _b, rb, dir) = joined("inline-gate");
+        let held = rb.hold.lock().unwrap();
+        let sending = {
+            let a = Arc::clone(&a);
+            std::thread::spawn(move || a.send_batch(&datagrams(&[b"early"]), Wait::Yes))
+        };
+        while rb.entered.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        // The batch found the wire clean and is inside the peer card:
+        // setting an impairment waits for it.
+        let impairing = {
+            let a = Arc::clone(&a);
+            std::thread::spawn(move || a.impair("corrupt", 1000))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !impairing.is_finished(),
+            "impair returned with a clean batch in flight"
+        );
+        drop(held);
+        sending.join().unwrap();
+        assert!(impairing.join().unwrap());
+        assert_eq!(a.inline_batches.load(Ordering::Relaxed), 1);
+        a.send_batch(&datagrams(&[b"late"]), Wait::Yes);
+        assert_eq!(
+            a.inline_batches.load(Ordering::Relaxed),
+            1,
+            "impaired: by socket"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
