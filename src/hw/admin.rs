@@ -521,7 +521,7 @@ wire_struct! {
     /// Rings of one queue pair, the parameters of [`AdminCmd::CreateQp`]
     /// (offsets from [`AQ_PARAMS`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct QpConfig[40] {
+    pub struct QpConfig[56] {
         /// Queue pair index, below [`super::MAX_QUEUE_PAIRS`].
         pub qp @ 0: u16,
         /// MSI-X vector of the pair's completions.
@@ -542,6 +542,13 @@ wire_struct! {
         pub cq_entries @ 32: u32,
         /// [`super::qp_flags`] bits.
         pub flags @ 36: u32,
+        /// Header/data split: bus address of `rx_entries` header slots
+        /// of [`super::HDS_HDR_SLOT`] bytes, one per RX ring index; 0:
+        /// the pair does not split.
+        pub hdr_ring @ 40: u64,
+        /// Header/data split: frames of at most this many bytes are not
+        /// split (at most [`super::HDS_THRESH_MAX`]).
+        pub hds_thresh @ 48: u32,
     }
 }
 
@@ -658,6 +665,8 @@ mod tests {
                 cq: 0x3000,
                 cq_entries: 1024,
                 flags: crate::hw::qp_flags::TX_TAIL_IN_PAGE,
+                hdr_ring: 0x4000,
+                hds_thresh: 1024,
             }),
             AdminCmd::SetMac {
                 mac: [2, 0, 0, 0, 0, 1],
@@ -689,6 +698,8 @@ mod tests {
             qp: 0x0102,
             cq_entries: 0x0a0b_0c0d,
             flags: 0x1122_3344,
+            hdr_ring: 0x5566_7788,
+            hds_thresh: 0x99aa_bbcc,
             ..QpConfig::default()
         })
         .to_bytes();
@@ -696,6 +707,8 @@ mod tests {
         assert_eq!(&b[8..10], &[0x02, 0x01]);
         assert_eq!(&b[40..44], &[0x0d, 0x0c, 0x0b, 0x0a]);
         assert_eq!(&b[44..48], &[0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(&b[48..52], &[0x88, 0x77, 0x66, 0x55]);
+        assert_eq!(&b[56..60], &[0xcc, 0xbb, 0xaa, 0x99]);
         let b = AdminCmd::RdmaCreateEq {
             ring: 1,
             entries: 2,

@@ -268,6 +268,9 @@ pub mod feature {
     /// The card takes [`super::qp_flags::RX_CQ_IN_PAGE`]: RX tails and
     /// completion-queue heads in the page.
     pub const RX_CQ_IN_PAGE: u32 = 1 << 2;
+    /// The card splits headers from data ([`super::QpConfig::hdr_ring`],
+    /// [`super::Cqe::SPLIT`]).
+    pub const HDS: u32 = 1 << 3;
 }
 
 /// Bits of [`QpConfig::flags`].

@@ -91,9 +91,13 @@ wire_struct! {
         /// RX: RSS hash of the frame, when [`Cqe::HASH`].
         pub hash @ 8: u32,
         /// RX, receive coalescing: TCP segments from the wire in the
-        /// frame (0 or 1: not coalesced). The same in every completion of
-        /// the frame.
-        pub segs @ 12: u16,
+        /// frame (0 or 1: not coalesced, at most [`GRO_MAX_SEGS`]). The
+        /// same in every completion of the frame.
+        pub segs @ 12: u8,
+        /// RX, header/data split ([`Cqe::SPLIT`]): bytes of headers the
+        /// card wrote into the buffer's header slot, at most
+        /// [`HDS_HDR_SLOT`]; `len` counts only the payload in the buffer.
+        pub hdr_len @ 13: u8,
         /// RX, receive coalescing: TCP payload bytes of the frame's first
         /// segment, the size to cut it into again.
         pub mss @ 14: u16,
@@ -124,7 +128,18 @@ impl Cqe {
     /// The other flags, the hash, `segs` and `mss` are the same in every
     /// completion of the frame; `len` is this buffer's part.
     pub const MORE: u16 = 1 << 6;
+    /// RX, first completion of a frame only: the card split it, its
+    /// first `hdr_len` bytes (the headers up to the end of TCP or UDP)
+    /// are in the header slot of this completion's ring index (the pair's
+    /// [`super::QpConfig::hdr_ring`]), the rest in the buffer(s).
+    pub const SPLIT: u16 = 1 << 7;
 }
+
+/// Bytes of one RX buffer's header slot: a frame whose headers are
+/// longer is not split.
+pub const HDS_HDR_SLOT: u16 = 256;
+/// Largest header/data split threshold ([`super::QpConfig::hds_thresh`]).
+pub const HDS_THRESH_MAX: u32 = MAX_FRAME;
 
 /// Most RX buffers one coalesced frame fills.
 pub const GRO_MAX_BUFFERS: u16 = 16;

@@ -124,7 +124,8 @@ impl From<&str> for CaptureTarget {
 }
 
 fn cqe_fault(s: &str) -> Result<CqeFault, String> {
-    CqeFault::from_name(s).ok_or_else(|| format!("'{s}' is not index, length, dup, drop or tail"))
+    CqeFault::from_name(s)
+        .ok_or_else(|| format!("'{s}' is not index, length, dup, drop, tail or hdr"))
 }
 
 fn admin_fault(s: &str) -> Result<AdminFault, String> {

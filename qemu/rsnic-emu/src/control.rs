@@ -12,8 +12,8 @@
 //! - `stats`: the card's own counters, `key=value` pairs.
 //! - `stall-tx`: hang the TX engine of every running PF queue pair until
 //!   the driver recreates it (to exercise the TX watchdog).
-//! - `cqe-fault <index|length|dup|drop> <n> [persist]`: every running PF
-//!   queue pair gets its next `n` completions wrong that way (with
+//! - `cqe-fault <index|length|dup|drop|tail|hdr> <n> [persist]`: every
+//!   running PF queue pair gets its next `n` completions wrong that way (with
 //!   `persist`, pairs created later too); `n = 0` cancels.
 //! - `spurious-irq <n>`: raise every PF MSI-X vector `n` times, with
 //!   nothing to report.

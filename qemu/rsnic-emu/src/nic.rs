@@ -729,7 +729,8 @@ impl Nic {
                     max_mtu: MAX_MTU,
                     features: hw::feature::DOORBELL_PAGE
                         | hw::feature::ADMIN_TAIL_IN_PAGE
-                        | hw::feature::RX_CQ_IN_PAGE,
+                        | hw::feature::RX_CQ_IN_PAGE
+                        | hw::feature::HDS,
                 }
                 .write_result(entry);
             }

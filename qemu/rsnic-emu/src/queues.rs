@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::gro::{Coalescer, Offer, Release};
 use crate::hw::{
-    db_page, qp_flags, CqWord, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS, MAX_FRAME,
-    MAX_RING_ENTRIES, MIN_RING_ENTRIES,
+    db_page, qp_flags, CqWord, Cqe, QpConfig, RxDesc, TxDesc, CQ_ARM, GRO_MAX_BUFFERS,
+    HDS_HDR_SLOT, HDS_THRESH_MAX, MAX_FRAME, MAX_RING_ENTRIES, MIN_RING_ENTRIES,
 };
+use crate::split;
 use crate::stream::{RxStream, StreamDrop, StreamFault};
 use crate::train::TcpTrain;
 
@@ -75,6 +76,9 @@ pub struct QpStats {
     pub gro_frames: u64,
     /// The segments in them.
     pub gro_segments: u64,
+    /// Header/data split: frames written split (headers in the header
+    /// slot, payload in the buffers).
+    pub hds_frames: u64,
 }
 
 impl QpStats {
@@ -108,6 +112,7 @@ impl QpStats {
         self.stream_notifications += other.stream_notifications;
         self.gro_frames += other.gro_frames;
         self.gro_segments += other.gro_segments;
+        self.hds_frames += other.hds_frames;
     }
 }
 
@@ -160,10 +165,15 @@ pub enum CqeFault {
     /// RX stream only: the published tail lies beyond the ring (from
     /// then on, until the pair is created again).
     Tail,
+    /// An RX completion claims a split ([`Cqe::SPLIT`]) with 3 bytes of
+    /// headers, shorter than any frame's (on a pair that does not
+    /// split: headers in slots it has not got).
+    Header,
 }
 
 impl CqeFault {
-    /// Parses a harness name: `index`, `length`, `dup`, `drop`.
+    /// Parses a harness name: `index`, `length`, `dup`, `drop`, `tail`,
+    /// `hdr`.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "index" => Some(Self::Index),
@@ -171,6 +181,7 @@ impl CqeFault {
             "dup" => Some(Self::Duplicate),
             "drop" => Some(Self::Drop),
             "tail" => Some(Self::Tail),
+            "hdr" => Some(Self::Header),
             _ => None,
         }
     }
@@ -259,6 +270,7 @@ impl QueuePair {
             || !valid_ring(cfg.rx_entries)
             || !cfg.cq_entries.is_power_of_two()
             || cfg.cq_entries < cq_needed
+            || cfg.hds_thresh > HDS_THRESH_MAX
         {
             return None;
         }
@@ -393,7 +405,9 @@ impl QueuePair {
     fn post_cqe(&mut self, dma: &DmaSpace, mut cqe: Cqe) -> Result<(), DmaFault> {
         let fault = match &mut self.cqe_fault {
             Some((kind, n))
-                if *n > 0 && (*kind != CqeFault::Length || cqe.flags & Cqe::RX != 0) =>
+                if *n > 0
+                    && (!matches!(kind, CqeFault::Length | CqeFault::Header)
+                        || cqe.flags & Cqe::RX != 0) =>
             {
                 *n -= 1;
                 self.stats.faults_injected += 1;
@@ -406,6 +420,10 @@ impl QueuePair {
             Some(CqeFault::Length) => cqe.len += 0x1_0000,
             Some(CqeFault::Duplicate) => self.write_cqe(dma, cqe)?,
             Some(CqeFault::Drop) => return Ok(()),
+            Some(CqeFault::Header) => {
+                cqe.flags |= Cqe::SPLIT;
+                cqe.hdr_len = 3;
+            }
             // Stream faults never reach the completion queue.
             Some(CqeFault::Tail) | None => {}
         }
@@ -864,9 +882,28 @@ impl QueuePair {
         matches!(outcome, RxOutcome::Delivered { raise: true })
     }
 
+    /// Where header/data split cuts `frame`: after its headers if the
+    /// pair splits ([`QpConfig::hdr_ring`]), the frame is longer than the
+    /// threshold, its headers fit a header slot and payload follows
+    /// them; else 0 (not split). A GFT exception frame goes whole: the
+    /// host's exception path reads it as it arrived.
+    fn split_at(&self, frame: &[u8], flags: u16) -> usize {
+        if self.cfg.hdr_ring == 0
+            || flags & Cqe::GFT_EXCEPTION != 0
+            || frame.len() <= self.cfg.hds_thresh as usize
+        {
+            return 0;
+        }
+        match split::header_len(frame) {
+            Some(h) if h < usize::from(HDS_HDR_SLOT) && h < frame.len() => h,
+            _ => 0,
+        }
+    }
+
     /// Writes a frame of `segs` wire segments into the next posted RX
     /// buffers: one, or for a coalesced frame as many as it fills, up to
-    /// [`GRO_MAX_BUFFERS`]; all or nothing.
+    /// [`GRO_MAX_BUFFERS`]; all or nothing. A split frame's headers go
+    /// into the first buffer's header slot ([`Self::split_at`]).
     fn write_rx(
         &mut self,
         dma: &DmaSpace,
@@ -878,12 +915,13 @@ impl QueuePair {
     ) -> RxOutcome {
         let wire = u64::from(segs.max(1));
         let most = if segs > 1 { GRO_MAX_BUFFERS } else { 1 };
+        let (head, body) = frame.split_at(self.split_at(frame, flags));
         self.sync_rx_tail(dma);
         let mask = self.cfg.rx_entries - 1;
         let posted = self.rx_tail.wrapping_sub(self.rx_head) & mask;
         let mut bufs = [RxDesc::default(); GRO_MAX_BUFFERS as usize];
         let (mut n, mut room) = (0u16, 0usize);
-        while room < frame.len() && n < most.min(posted) {
+        while room < body.len() && n < most.min(posted) {
             let Ok(desc) = self.read_rx_desc(dma, (self.rx_head + n) & mask) else {
                 self.stats.bad_requests += 1;
                 return RxOutcome::Dropped;
@@ -894,15 +932,22 @@ impl QueuePair {
             bufs[usize::from(n)] = desc;
             n += 1;
         }
-        if room < frame.len() || frame.is_empty() {
+        if room < body.len() || body.is_empty() {
             self.stats.rx_no_buffer += wire;
             return RxOutcome::Dropped;
         }
         // A buffer the card could not write marks the rest of the frame
         // damaged, so that the driver drops all of it.
         let (mut off, mut damaged) = (0, 0);
+        if !head.is_empty() {
+            let slot = self.cfg.hdr_ring + u64::from(self.rx_head) * u64::from(HDS_HDR_SLOT);
+            if dma.write(slot, head).is_err() {
+                self.stats.bad_requests += 1;
+                damaged = Cqe::FCS_ERR;
+            }
+        }
         for (i, desc) in bufs[..usize::from(n)].iter().enumerate() {
-            let part = &frame[off..frame.len().min(off + desc.len as usize)];
+            let part = &body[off..body.len().min(off + desc.len as usize)];
             off += part.len();
             // CAST: `i` is below GRO_MAX_BUFFERS.
             let idx = (self.rx_head + i as u16) & mask;
@@ -910,14 +955,22 @@ impl QueuePair {
                 self.stats.bad_requests += 1;
                 damaged = Cqe::FCS_ERR;
             }
-            let more = if off < frame.len() { Cqe::MORE } else { 0 };
+            let more = if off < body.len() { Cqe::MORE } else { 0 };
+            let split = if i == 0 && !head.is_empty() {
+                Cqe::SPLIT
+            } else {
+                0
+            };
             let cqe = Cqe {
                 index: idx,
-                flags: flags | Cqe::RX | more | damaged,
+                flags: flags | Cqe::RX | more | split | damaged,
                 // CAST: at most a buffer's length.
                 len: part.len() as u32,
                 hash,
-                segs: if segs > 1 { segs } else { 0 },
+                // CAST: at most GRO_MAX_SEGS.
+                segs: if segs > 1 { segs as u8 } else { 0 },
+                // CAST: `split_at` keeps headers below HDS_HDR_SLOT (256).
+                hdr_len: if split != 0 { head.len() as u8 } else { 0 },
                 mss,
             };
             if self.post_cqe(dma, cqe).is_err() {
@@ -932,6 +985,9 @@ impl QueuePair {
         if segs > 1 {
             self.stats.gro_frames += 1;
             self.stats.gro_segments += u64::from(segs);
+        }
+        if !head.is_empty() {
+            self.stats.hds_frames += 1;
         }
         RxOutcome::Delivered {
             raise: self.decide(dma, Instant::now()),
@@ -962,6 +1018,7 @@ pub(crate) mod tests {
             cq: CQ,
             cq_entries: 128,
             flags,
+            ..QpConfig::default()
         }
     }
 
@@ -1126,8 +1183,16 @@ pub(crate) mod tests {
         deliver(&mut q);
         deliver(&mut q);
         assert_eq!(cqe(&dma, 4).index, 4, "buffer 3's completion is missing");
-        assert_eq!(q.stats.faults_injected, 4);
-        assert_eq!(q.stats.rx_packets, 5, "the frames themselves went in");
+        q.fault_completions(CqeFault::Header, 1);
+        deliver(&mut q);
+        let c = cqe(&dma, 5);
+        assert_eq!(
+            (c.flags & Cqe::SPLIT, c.hdr_len),
+            (Cqe::SPLIT, 3),
+            "a split claimed"
+        );
+        assert_eq!(q.stats.faults_injected, 5);
+        assert_eq!(q.stats.rx_packets, 6, "the frames themselves went in");
     }
 
     #[test]
@@ -1353,6 +1418,85 @@ pub(crate) mod tests {
         assert!(QueuePair::new(cfg).is_none());
         cfg.flags = 0;
         assert!(QueuePair::new(cfg).is_some());
+    }
+
+    #[test]
+    fn rx_splits_headers_from_data_above_the_threshold() {
+        const HDRS: u64 = 0x3000; // slots 0..16 in the test space
+        let (dma, _f) = two_region_space();
+        let mut cfg = config(0, 0);
+        cfg.hdr_ring = HDRS;
+        cfg.hds_thresh = 100;
+        let mut q = QueuePair::new(cfg).unwrap();
+        for i in 0..64u64 {
+            let d = RxDesc {
+                addr: BUFS + (i % 4) * 0x100,
+                len: 0x100,
+            };
+            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
+        }
+        q.rx_doorbell(63);
+        let (big, _) = crate::offload::tests::tcp_frame(false, &[0xab; 100], 0x18);
+        let (small, _) = crate::offload::tests::tcp_frame(false, &[0xcd; 10], 0x18);
+        q.deliver(&dma, &big, Cqe::CSUM_OK, 0);
+        q.deliver(&dma, &small, Cqe::CSUM_OK, 0);
+        let c = cqe(&dma, 0);
+        assert_eq!(
+            (c.flags & Cqe::SPLIT, c.hdr_len, c.len),
+            (Cqe::SPLIT, 54, 100)
+        );
+        let mut h = [0u8; 54];
+        dma.read(HDRS, &mut h).unwrap();
+        assert_eq!(&h[..], &big[..54], "headers in slot 0");
+        let mut b = [0u8; 100];
+        dma.read(BUFS, &mut b).unwrap();
+        assert_eq!(b, [0xab; 100], "payload alone in the buffer");
+        let c = cqe(&dma, 1);
+        assert_eq!(
+            (c.flags & Cqe::SPLIT, c.hdr_len, c.len),
+            (0, 0, 64),
+            "at the threshold: whole"
+        );
+        assert_eq!(q.stats.hds_frames, 1);
+        // The longest headers the card parses (IPv4 and TCP options,
+        // 134 bytes) fit a slot.
+        let mut long = big.clone();
+        long[14] = 0x4f; // IHL 60
+        long.splice(34..34, [0u8; 40]);
+        long[74 + 12] = 15 << 4; // data offset 60
+        long.splice(94..94, [0u8; 40]);
+        q.deliver(&dma, &long, 0, 0);
+        let c = cqe(&dma, 2);
+        assert_eq!((c.hdr_len, c.len), (134, 100));
+        // A GFT exception frame goes whole, for the exception path.
+        q.deliver(&dma, &big, Cqe::GFT_EXCEPTION, 0);
+        let c = cqe(&dma, 3);
+        assert_eq!((c.flags & Cqe::SPLIT, c.hdr_len, c.len), (0, 0, 154));
+        // A threshold above the largest frame is refused.
+        cfg.hds_thresh = HDS_THRESH_MAX + 1;
+        assert!(QueuePair::new(cfg).is_none());
+    }
+
+    #[test]
+    fn a_header_slot_outside_host_memory_marks_the_frame_damaged() {
+        let (dma, _f) = two_region_space();
+        let mut cfg = config(0, 0);
+        cfg.hdr_ring = 0x10_0000_0000;
+        let mut q = QueuePair::new(cfg).unwrap();
+        let d = RxDesc {
+            addr: BUFS,
+            len: 0x100,
+        };
+        dma.write(RX_RING, &d.to_bytes()).unwrap();
+        q.rx_doorbell(1);
+        let (big, _) = crate::offload::tests::tcp_frame(false, &[0xab; 100], 0x18);
+        q.deliver(&dma, &big, Cqe::CSUM_OK, 0);
+        let c = cqe(&dma, 0);
+        assert_eq!(
+            c.flags & (Cqe::SPLIT | Cqe::FCS_ERR),
+            Cqe::SPLIT | Cqe::FCS_ERR
+        );
+        assert_eq!(q.stats.bad_requests, 1);
     }
 
     #[test]
