@@ -9,7 +9,7 @@ use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
         coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
-        HashFields, HashFlow, LinkSettings, PortType, Rxfh, StatsSink,
+        HashFields, HashFlow, LinkSettings, PortType, Rings, Rxfh, StatsSink, TcpDataSplit,
     },
     netdev::{Feature, NetDev},
     rtnl::Rtnl,
@@ -29,6 +29,7 @@ impl EthtoolOps for Nic {
     const FLOW_RULES: u32 = hw::MAX_FLOW_RULES;
     const RSS_TABLE_LEN: usize = hw::RSS_TABLE_LEN;
     const SUPPORTED_COALESCE: u32 = coalesce_params::RX_USECS | coalesce_params::RX_MAX_FRAMES;
+    const HDS_THRESH_MAX: u32 = hw::HDS_THRESH_MAX;
     const PRIV_FLAGS: &'static [&'static str] = &["rx-stream"];
 
     fn drvinfo(dev: &NetDev<Self>, _rtnl: &Rtnl, out: &mut dyn FnMut(DrvInfo<'_>)) {
@@ -174,6 +175,7 @@ impl EthtoolOps for Nic {
                 format_args!("rx{q}_copybreak"),
                 s.rx_copybreak.load(Relaxed),
             );
+            sink.stat(format_args!("rx{q}_hds"), s.rx_hds.load(Relaxed));
             sink.stat(format_args!("tx{q}_packets"), s.tx_packets.load(Relaxed));
             sink.stat(format_args!("tx{q}_bytes"), s.tx_bytes.load(Relaxed));
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
@@ -427,15 +429,42 @@ impl EthtoolOps for Nic {
         dev.data().del_flow_rule(location)
     }
 
-    fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, rx: u32, tx: u32) -> Result {
+    /// Ring sizes and header/data split; a running interface restarts
+    /// its queues if anything changed. Split is refused beside an RX
+    /// stream (a record holds a frame whole) and an XDP program (the core
+    /// refuses single-buffer ones; the driver runs no other kind), and by
+    /// a card without it.
+    fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, want: Rings) -> Result {
         let nic = dev.data();
-        let (rx_ring, tx_ring) = (RingSize::new(rx)?, RingSize::new(tx)?);
+        let (rx_ring, tx_ring) = (RingSize::new(want.rx)?, RingSize::new(want.tx)?);
         let mut cfg = nic.config.lock();
         let new = Config {
             rx_ring,
             tx_ring,
+            tcp_data_split: want.tcp_data_split,
+            hds_thresh: want.hds_thresh,
             ..*cfg
         };
+        if want.tcp_data_split == TcpDataSplit::Enabled
+            && cfg.tcp_data_split != TcpDataSplit::Enabled
+        {
+            if nic.info.features & hw::feature::HDS == 0 {
+                return Err(crate::linux::eopnotsupp());
+            }
+            if cfg.rx_stream || cfg.xdp {
+                return Err(EBUSY);
+            }
+        }
+        if new.rx_ring == cfg.rx_ring
+            && new.tx_ring == cfg.tx_ring
+            && nic.splits(&new) == nic.splits(&cfg)
+            && (!nic.splits(&new) || new.hds_thresh == cfg.hds_thresh)
+        {
+            // Nothing the queues see changes (a threshold while not
+            // splitting, `auto` for `off`): no restart.
+            *cfg = new;
+            return Ok(());
+        }
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
     }
 
@@ -470,6 +499,10 @@ impl EthtoolOps for Nic {
         }
         if rx_stream {
             nic.stream_allowed(dev, rtnl)?;
+            if cfg.tcp_data_split == TcpDataSplit::Enabled {
+                // A record holds a frame whole.
+                return Err(EBUSY);
+            }
         }
         let new = Config { rx_stream, ..*cfg };
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())?;
@@ -479,13 +512,21 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
-    fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32, u32) {
-        let cfg = dev.data().config.lock();
-        (
-            u32::from(hw::MAX_RING_ENTRIES),
-            u32::from(cfg.rx_ring.get()),
-            u32::from(cfg.tx_ring.get()),
-        )
+    /// The split as in effect: `on` only while the queues split.
+    fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, Rings) {
+        let nic = dev.data();
+        let cfg = nic.config.lock();
+        let rings = Rings {
+            rx: u32::from(cfg.rx_ring.get()),
+            tx: u32::from(cfg.tx_ring.get()),
+            tcp_data_split: if nic.splits(&cfg) {
+                TcpDataSplit::Enabled
+            } else {
+                TcpDataSplit::Disabled
+            },
+            hds_thresh: cfg.hds_thresh,
+        };
+        (u32::from(hw::MAX_RING_ENTRIES), rings)
     }
 }
 

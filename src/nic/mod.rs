@@ -51,7 +51,7 @@ use crate::linux::{
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
-        ethtool::Coalesce,
+        ethtool::{Coalesce, TcpDataSplit},
         netdev::{
             is_valid_ether_addr, random_ether_addr, rss_key_fill, Feature, Features, LinkStats,
             NetDev, NetDevRef, NetDevVTable, Registration, Setup,
@@ -112,6 +112,10 @@ struct Config {
     rx_stream: bool,
     /// An XDP program is attached (stream records then leave it room).
     xdp: bool,
+    /// Header/data split as the user set it (`ethtool -G tcp-data-split`;
+    /// `Unknown`, the default, does not split), and its threshold.
+    tcp_data_split: TcpDataSplit,
+    hds_thresh: u32,
 }
 
 impl Config {
@@ -422,9 +426,13 @@ impl KeptConfig {
     /// The NIC's configuration, for a card offering `max_queues` pairs.
     fn config(&self, max_queues: u16) -> Config {
         // The new device starts without the old one's XDP program.
+        // Nor its split settings: the core's copy of them (which `ethtool
+        // -G` starts from) is the new device's, at its defaults.
         let mut config = Config {
             running: false,
             xdp: false,
+            tcp_data_split: TcpDataSplit::Unknown,
+            hds_thresh: 0,
             ..self.config
         };
         let queues = config.queues.clamp(1, max_queues);
@@ -474,6 +482,8 @@ impl Config {
             coalesce: Coalesce::default(),
             rx_stream: false,
             xdp: false,
+            tcp_data_split: TcpDataSplit::Unknown,
+            hds_thresh: 0,
         }
     }
 }
@@ -574,7 +584,18 @@ impl Nic {
             rx_page_frame: rx_frame.max(Self::GRO_PAGE_FRAME),
             rx_stream: cfg.rx_stream,
             xdp: cfg.xdp,
+            hds_thresh: self.splits(cfg).then_some(cfg.hds_thresh),
         }
+    }
+
+    /// Whether the queue pairs split headers from data with `cfg`: the
+    /// user turned it on and the card can (a stream or an XDP program,
+    /// which the settings refuse beside it, would not split either).
+    fn splits(&self, cfg: &Config) -> bool {
+        cfg.tcp_data_split == TcpDataSplit::Enabled
+            && self.info.features & hw::feature::HDS != 0
+            && !cfg.rx_stream
+            && !cfg.xdp
     }
 
     /// Has the card create a prepared queue pair: how it receives, then

@@ -21,6 +21,7 @@ use super::{queue::bump, Config, Nic};
 use crate::hw::FuncKind;
 use crate::linux::eopnotsupp;
 use crate::linux::net::{
+    ethtool::TcpDataSplit,
     netdev::NetDev,
     rtnl::Rtnl,
     xdp::{XdpSetup, XdpXmitBatch},
@@ -52,6 +53,12 @@ impl Nic {
             return Err(eopnotsupp());
         }
         let mut cfg = self.config.lock();
+        if installed && cfg.tcp_data_split == TcpDataSplit::Enabled {
+            // The core refuses single-buffer programs; this driver runs
+            // no other kind, and a split frame is not one buffer.
+            setup.refuse(c"tcp-data-split is on: turn it off (ethtool -G tcp-data-split auto)");
+            return Err(EBUSY);
+        }
         let restart = cfg.xdp != installed && cfg.rx_stream;
         if installed && restart {
             // Room in the records before the program runs on them.

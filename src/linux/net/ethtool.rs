@@ -44,6 +44,55 @@ pub(crate) struct Coalesce {
     pub(crate) tx_max_frames: u32,
 }
 
+/// `tcp-data-split` of `ethtool -g`/`-G`: whether the device writes a
+/// received TCP packet's headers and payload into separate buffers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum TcpDataSplit {
+    /// Not set by the user: the driver decides (`auto` in ethtool).
+    #[default]
+    Unknown,
+    /// Off.
+    Disabled,
+    /// On.
+    Enabled,
+}
+
+impl TcpDataSplit {
+    /// From `ETHTOOL_TCP_DATA_SPLIT_*`; `None` for another value.
+    pub(super) fn from_raw(v: u8) -> Option<Self> {
+        match u32::from(v) {
+            bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN => Some(Self::Unknown),
+            bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_DISABLED => {
+                Some(Self::Disabled)
+            }
+            bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_ENABLED => Some(Self::Enabled),
+            _ => None,
+        }
+    }
+
+    /// As `ETHTOOL_TCP_DATA_SPLIT_*`.
+    pub(super) fn to_raw(self) -> u8 {
+        // CAST: the constants are 0, 1 and 2.
+        (match self {
+            Self::Unknown => bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_UNKNOWN,
+            Self::Disabled => bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_DISABLED,
+            Self::Enabled => bindings::ethtool_tcp_data_split_ETHTOOL_TCP_DATA_SPLIT_ENABLED,
+        }) as u8
+    }
+}
+
+/// Ring parameters of `ethtool -g`/`-G`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rings {
+    /// RX ring entries.
+    pub(crate) rx: u32,
+    /// TX ring entries.
+    pub(crate) tx: u32,
+    /// Header/data split: as set (`-G`), or in effect (`-g`).
+    pub(crate) tcp_data_split: TcpDataSplit,
+    /// Packets of at most this many bytes are not split (`hds-thresh`).
+    pub(crate) hds_thresh: u32,
+}
 /// Identity shown by `ethtool -i`.
 pub(crate) struct DrvInfo<'a> {
     /// Driver name.
@@ -270,6 +319,9 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     const RSS_TABLE_LEN: usize = 0;
     /// [`coalesce_params`] bits the driver supports.
     const SUPPORTED_COALESCE: u32 = 0;
+    /// Largest `hds-thresh`; not 0: the device splits headers from data
+    /// ([`Rings::tcp_data_split`], [`Rings::hds_thresh`] are supported).
+    const HDS_THRESH_MAX: u32 = 0;
     /// Names of the private flags (`ethtool --show-priv-flags`), bit `i`
     /// of [`Self::priv_flags`] being entry `i`; each at most 31 bytes, at
     /// most 32 of them.
@@ -302,13 +354,16 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -g`: (maximum, current RX, current TX) ring entries.
-    fn rings(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32, u32) {
+    /// `ethtool -g`: the most ring entries, and the rings in effect.
+    fn rings(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, Rings) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -G rx R tx T`; on error nothing changed.
-    fn set_rings(_dev: &NetDev<Self>, _rtnl: &Rtnl, _rx: u32, _tx: u32) -> Result {
+    /// `ethtool -G`: every parameter as it is to be (those not given on
+    /// the command line as the core keeps them; `hds_thresh` at most
+    /// [`Self::HDS_THRESH_MAX`], checked by the core); on error nothing
+    /// changed.
+    fn set_rings(_dev: &NetDev<Self>, _rtnl: &Rtnl, _want: Rings) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

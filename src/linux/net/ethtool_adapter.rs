@@ -15,7 +15,7 @@ use kernel::{
 use crate::linux::net::{
     ethtool::{
         Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
-        HashFlow, PortType, RuleFlow, Rxfh, StatsSink,
+        HashFlow, PortType, Rings, RuleFlow, Rxfh, StatsSink, TcpDataSplit,
     },
     netdev::NetDev,
     rtnl::Rtnl,
@@ -148,6 +148,11 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             ops.set_tunable = Some(Self::set_tunable);
         }
         ops.supported_coalesce_params = T::SUPPORTED_COALESCE;
+        if T::HDS_THRESH_MAX != 0 {
+            ops.supported_ring_params =
+                bindings::ethtool_supported_ring_param_ETHTOOL_RING_USE_TCP_DATA_SPLIT
+                    | bindings::ethtool_supported_ring_param_ETHTOOL_RING_USE_HDS_THRS;
+        }
         if T::HAS_COALESCE {
             ops.get_coalesce = Some(Self::get_coalesce);
         }
@@ -959,44 +964,65 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
 
     /// # Safety
     ///
-    /// As `dev`; `ring` is valid for reads.
+    /// As `dev`; `ring` and `kring` are valid for reads.
     unsafe extern "C" fn set_ringparam(
         ndev: *mut bindings::net_device,
         ring: *mut bindings::ethtool_ringparam,
-        _kring: *mut bindings::kernel_ethtool_ringparam,
+        kring: *mut bindings::kernel_ethtool_ringparam,
         _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
-        // SAFETY: `ring` is valid for reads.
-        let ring = unsafe { &*ring };
+        // SAFETY: `ring` and `kring` are valid for reads.
+        let (ring, kring) = unsafe { (&*ring, &*kring) };
         if ring.rx_mini_pending != 0 || ring.rx_jumbo_pending != 0 {
+            return EINVAL.to_errno();
+        }
+        // The core refuses split settings unless `supported_ring_params`
+        // has them; what it passes then is the configuration it keeps.
+        let Some(tcp_data_split) = TcpDataSplit::from_raw(kring.tcp_data_split) else {
+            return EINVAL.to_errno();
+        };
+        let want = Rings {
+            rx: ring.rx_pending,
+            tx: ring.tx_pending,
+            tcp_data_split,
+            hds_thresh: kring.hds_thresh,
+        };
+        if T::HDS_THRESH_MAX == 0 && want.tcp_data_split == TcpDataSplit::Enabled
+            || want.hds_thresh > T::HDS_THRESH_MAX
+        {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rings(dev, rtnl, ring.rx_pending, ring.tx_pending)?;
+            T::set_rings(dev, rtnl, want)?;
             Ok(0)
         })
     }
 
     /// # Safety
     ///
-    /// As `dev`; `ring` is valid for writes.
+    /// As `dev`; `ring` and `kring` are valid for writes.
     unsafe extern "C" fn get_ringparam(
         ndev: *mut bindings::net_device,
         ring: *mut bindings::ethtool_ringparam,
-        _kring: *mut bindings::kernel_ethtool_ringparam,
+        kring: *mut bindings::kernel_ethtool_ringparam,
         _extack: *mut bindings::netlink_ext_ack,
     ) {
         // SAFETY: Per the function's contract.
         let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let (max, rx, tx) = T::rings(dev, rtnl);
-        // SAFETY: `ring` is valid for writes.
-        let ring = unsafe { &mut *ring };
+        let (max, now) = T::rings(dev, rtnl);
+        // SAFETY: `ring` and `kring` are valid for writes.
+        let (ring, kring) = unsafe { (&mut *ring, &mut *kring) };
         ring.rx_max_pending = max;
         ring.tx_max_pending = max;
-        ring.rx_pending = rx;
-        ring.tx_pending = tx;
+        ring.rx_pending = now.rx;
+        ring.tx_pending = now.tx;
+        if T::HDS_THRESH_MAX != 0 {
+            kring.tcp_data_split = now.tcp_data_split.to_raw();
+            kring.hds_thresh = now.hds_thresh;
+            kring.hds_thresh_max = T::HDS_THRESH_MAX;
+        }
     }
 }
 

@@ -80,6 +80,9 @@ pub(crate) struct QueueStats {
     /// Small RX frames copied into an skb of their own, their page given
     /// straight back to the card (`ethtool --set-tunable rx-copybreak`).
     pub(crate) rx_copybreak: Atomic<u64>,
+    /// RX frames the card split: headers copied out of the header slot
+    /// into the skb, the payload left in its page (`tcp-data-split`).
+    pub(crate) rx_hds: Atomic<u64>,
     /// RX frames the card verified the checksum of, and frames it did not.
     pub(crate) rx_csum_unnecessary: Atomic<u64>,
     pub(crate) rx_csum_none: Atomic<u64>,
@@ -157,6 +160,7 @@ impl QueueStats {
             tx_needs_csum: Atomic::new(0),
             tx_csum_none: Atomic::new(0),
             rx_copybreak: Atomic::new(0),
+            rx_hds: Atomic::new(0),
             rx_csum_unnecessary: Atomic::new(0),
             rx_csum_none: Atomic::new(0),
             rx_hw_gro: Atomic::new(0),
@@ -211,6 +215,9 @@ pub(crate) struct QueueGeometry {
     pub(crate) rx_stream: bool,
     /// An XDP program is attached: stream records leave it room.
     pub(crate) xdp: bool,
+    /// Header/data split: frames longer than this are split (only a ring
+    /// of page-pool buffers splits; not a stream nor an AF_XDP queue).
+    pub(crate) hds_thresh: Option<u32>,
 }
 
 impl QueueGeometry {
@@ -446,6 +453,7 @@ impl WithNapi<QueuePair> {
             // Refused where they are set; never both.
             return Err(EINVAL);
         }
+        let mut hdr_ring = 0;
         let (path, rx_ring, rx_mode) = if geo.rx_stream {
             let stream = StreamRx::alloc(dma, self.napi(), u32::from(self.index), geo.xdp)?;
             let cmd = stream.command(self.index)?;
@@ -453,6 +461,9 @@ impl WithNapi<QueuePair> {
         } else {
             let ring = self.prepare_ring(dma, geo, xsk)?;
             let addr = ring.ring.desc.dma_addr(0)?;
+            if let Some(hdrs) = &ring.hdrs {
+                hdr_ring = hdrs.dma_addr(0)?;
+            }
             let cmd = hw::AdminCmd::SetRxStream {
                 qp: self.index,
                 bytes: 0,
@@ -503,6 +514,12 @@ impl WithNapi<QueuePair> {
             cq: rx.cq.mem.dma_addr(0)?,
             cq_entries,
             flags,
+            hdr_ring,
+            hds_thresh: if hdr_ring != 0 {
+                geo.hds_thresh.unwrap_or(0)
+            } else {
+                0
+            },
         };
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);
@@ -554,11 +571,20 @@ impl WithNapi<QueuePair> {
                 }
             }
         };
+        // Header slots for a split ring of pages (an AF_XDP socket's
+        // frames stay whole).
+        let hdrs = match (&mem, geo.hds_thresh) {
+            (RxMem::Pages { .. }, Some(_)) => {
+                Some(dma.alloc(usize::from(geo.rx.get()) * usize::from(hw::HDS_HDR_SLOT))?)
+            }
+            _ => None,
+        };
         Ok(RingRx {
             ring: Ring::alloc(dma, geo.rx, RxDesc::SIZE)?,
             announced: RingIndex::default(),
             bufs: slots(geo.rx, || None)?,
             chain: None,
+            hdrs,
             mem,
         })
     }

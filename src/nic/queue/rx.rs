@@ -31,7 +31,8 @@ pub(crate) const RX_COPYBREAK: u32 = 256;
 const RX_TAIL_BATCH: u16 = 32;
 
 use super::{bump, rx_doorbells::RxDoorbells, tx::TxDone, QueuePair};
-use crate::hw::{stream::StreamHeader, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS};
+use crate::hw::{stream::StreamHeader, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS, HDS_HDR_SLOT};
+use crate::linux::dma::DmaBuffer;
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
@@ -90,6 +91,10 @@ pub(super) struct RingRx {
     /// A coalesced frame whose later buffers are still to come
     /// ([`Cqe::MORE`]). Dropped before `mem`.
     pub(super) chain: Option<Chain>,
+    /// Header/data split: the card writes a split frame's headers into
+    /// the slot of its first buffer's index ([`hw::HDS_HDR_SLOT`] bytes
+    /// each); `None`: the ring does not split.
+    pub(super) hdrs: Option<DmaBuffer>,
     pub(super) mem: RxMem,
 }
 
@@ -302,9 +307,12 @@ impl QueuePair {
         let room = rx.room();
         let head = usize::from(rx.ring.head.get());
         // A frame's first buffer holds at least its Ethernet header; a
-        // later buffer of a coalesced frame at least a byte.
-        let in_chain = rx.chain.is_some() || cqe.flags & Cqe::MORE != 0;
-        let least = if rx.chain.is_some() { 1 } else { 14 };
+        // later buffer of a coalesced frame, or the payload of a split
+        // one, at least a byte. A split frame is put together as a
+        // chain: the headers make the skb, the buffers its fragments.
+        let split = cqe.flags & Cqe::SPLIT != 0;
+        let in_chain = rx.chain.is_some() || split || cqe.flags & Cqe::MORE != 0;
+        let least = if rx.chain.is_some() || split { 1 } else { 14 };
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
             || len < least
             || len > room
@@ -395,7 +403,25 @@ impl QueuePair {
             Some(RxBuf::Xsk(_)) | None => None,
         };
         let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let split = cqe.flags & Cqe::SPLIT != 0;
         let next = match (rx.chain.take(), frame) {
+            (None, Some(frame)) if usable && split => {
+                match self.split_head(napi, rx.hdrs.as_ref(), cqe) {
+                    Some(mut skb) => match frame.append_to(&mut skb) {
+                        Ok(()) => {
+                            bump(&self.stats.rx_hds, 1);
+                            Chain::Building {
+                                skb,
+                                first: cqe,
+                                bufs: 1,
+                                len: u32::from(cqe.hdr_len) + cqe.len,
+                            }
+                        }
+                        Err(_) => Chain::Dropping,
+                    },
+                    None => Chain::Dropping,
+                }
+            }
             (None, Some(frame)) if usable => match frame.into_skb() {
                 Ok(skb) => Chain::Building {
                     skb,
@@ -413,7 +439,11 @@ impl QueuePair {
                     len,
                 }),
                 Some(frame),
-            ) if bufs < GRO_MAX_BUFFERS && cqe.segs == first.segs && cqe.mss == first.mss => {
+            ) if bufs < GRO_MAX_BUFFERS
+                && !split
+                && cqe.segs == first.segs
+                && cqe.mss == first.mss =>
+            {
                 match frame.append_to(&mut skb) {
                     Ok(()) => Chain::Building {
                         skb,
@@ -424,7 +454,13 @@ impl QueuePair {
                     Err(_) => Chain::Dropping,
                 }
             }
-            (Some(Chain::Building { bufs, .. }), Some(_)) if bufs >= GRO_MAX_BUFFERS => {
+            // Split, but for XDP or the exception path (which read a
+            // frame whole), or in the middle of a frame.
+            (None, Some(_)) if split => {
+                bump(&self.stats.bad_completions, 1);
+                Chain::Dropping
+            }
+            (Some(Chain::Building { bufs, .. }), Some(_)) if bufs >= GRO_MAX_BUFFERS || split => {
                 bump(&self.stats.bad_completions, 1);
                 Chain::Dropping
             }
@@ -443,6 +479,21 @@ impl QueuePair {
             }
             Chain::Dropping => bump(&self.stats.rx_dropped, 1),
         }
+    }
+
+    /// The skb of a split frame: its headers, copied out of the header
+    /// slot of the completion's index. `None` (counted as a bad
+    /// completion) if the ring has no header slots or the card's header
+    /// length is shorter than an Ethernet header; or if no skb could be
+    /// had. The length cannot pass the slot: it is a byte, the slot 256.
+    fn split_head(&self, napi: &Napi, hdrs: Option<&DmaBuffer>, cqe: Cqe) -> Option<SkBuff> {
+        let len = usize::from(cqe.hdr_len);
+        let Some(hdrs) = hdrs.filter(|_| len >= 14) else {
+            bump(&self.stats.bad_completions, 1);
+            return None;
+        };
+        let slot = usize::from(cqe.index) * usize::from(HDS_HDR_SLOT);
+        SkBuff::filled(napi, len, |out| hdrs.read(slot, out))
     }
 
     /// Runs the XDP program, if one is attached, on a received frame and
@@ -492,7 +543,7 @@ impl QueuePair {
     /// Counts a received frame, before XDP (the stack's first layer).
     /// Counts a received frame of `len` bytes and `segs` wire segments
     /// (2 or more: the card coalesced it; else 1).
-    fn count_received(&self, len: u32, segs: u16) {
+    fn count_received(&self, len: u32, segs: u8) {
         bump(&self.stats.rx_packets, u64::from(segs.max(1)));
         bump(&self.stats.rx_bytes, u64::from(len));
         if segs > 1 {
@@ -676,7 +727,7 @@ impl QueuePair {
         if cqe.segs > 1 {
             bump(&self.stats.rx_csum_unnecessary, 1);
             if skb
-                .receive_coalesced(napi, self.index, cqe.segs, cqe.mss)
+                .receive_coalesced(napi, self.index, u16::from(cqe.segs), cqe.mss)
                 .is_err()
             {
                 // Not the TCP/IP packet the card says it coalesced.
