@@ -454,7 +454,8 @@ qstats() { "$QSTATS" "$NETIF_A" "$1"; }
 
 # tcp_sink PORT OUT [ipv6]: in netns $NS, accepts one TCP connection on
 # PORT (any address; with the third argument, IPv6) and writes what
-# arrives to OUT. Run it in the background before tcp_send_file.
+# arrives to OUT, giving up after 60 s without a connection or data.
+# Run it in the background before tcp_send_file.
 tcp_sink() {
 	ip netns exec $NS python3 -c '
 import socket, sys
@@ -462,7 +463,9 @@ six = len(sys.argv) > 3
 s = socket.socket(socket.AF_INET6 if six else socket.AF_INET)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("::" if six else "0.0.0.0", int(sys.argv[1]))); s.listen(1)
+s.settimeout(60)
 c, _ = s.accept()
+c.settimeout(60)
 with open(sys.argv[2], "wb") as f:
     while (b := c.recv(65536)):
         f.write(b)
