@@ -223,6 +223,15 @@ rsnic_gro_hw() {
 		ip netns exec bench-rsnic ethtool -K "$b" rx-gro-hw "$1" >/dev/null
 }
 
+# rsnic_hds on|auto: header/data split on both rsnic ends (ethtool -G
+# tcp-data-split, every frame with payload above its headers split); the
+# queues restart, so it waits for the carrier as rsnic_stream does.
+rsnic_hds() {
+	ethtool -G "$a" tcp-data-split "$1" hds-thresh 0 >/dev/null &&
+		ip netns exec bench-rsnic ethtool -G "$b" tcp-data-split "$1" hds-thresh 0 >/dev/null &&
+		wait_until 50 ping -c1 -W1 -q 10.99.0.2 >/dev/null
+}
+
 # rsnic_coalesce USECS FRAMES: interrupt moderation of both rsnic ends
 # (ethtool -C rx-usecs, rx-frames; 0 0 is the default, at once).
 rsnic_coalesce() {
@@ -259,6 +268,12 @@ repeated() {
 				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-nogro
 				run_once "$dev" bench-rsnic 10.99.0.2
 				rsnic_gro_hw on
+				;;
+			rsnic-hds)
+				rsnic_hds on || return 1
+				[ "$r" = 1 ] && offload_state "$a" >/tmp/b-state-rsnic-hds
+				run_once "$dev" bench-rsnic 10.99.0.2
+				rsnic_hds auto
 				;;
 			rsnic-coalesce)
 				rsnic_coalesce "${RSNIC_BENCH_COALESCE_USECS:-20}" "${RSNIC_BENCH_COALESCE_FRAMES:-32}" || return 1

@@ -76,7 +76,8 @@ def print_side_by_side(rows, rsnic, reference, ref_name, width):
 
 
 DEVICES = [("rsnic", "rsnic"), ("rsnic-stream", "rsnic, rx-stream"), ("rsnic-nooffload", "rsnic, no offl."),
-           ("rsnic-nogro", "rsnic, no card GRO"), ("rsnic-coalesce", "rsnic, moderated"),
+           ("rsnic-nogro", "rsnic, no card GRO"), ("rsnic-hds", "rsnic, split"),
+           ("rsnic-coalesce", "rsnic, moderated"),
            ("virtio-tap", "virtio tap"), ("virtio-tap-nogro", "virtio, no guest TSO"),
            ("virtio-dgram", "virtio dgram")]
 

@@ -40,7 +40,8 @@ settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 # both ends; RSNIC_BENCH_COALESCE_USECS/FRAMES change them) and
 # rsnic-nogro (rsnic with the card's receive coalescing off, rx-gro-hw)
 # and virtio-tap-nogro (virtio-net whose receiver has its guest TSO
-# offloads off: rx-gro-hw there).
+# offloads off: rx-gro-hw there), and rsnic-hds (rsnic with header/data
+# split on both ends, ethtool -G tcp-data-split on hds-thresh 0).
 if [[ -n ${RSNIC_BENCH_DEVICES:-} ]]; then
 	[[ $RSNIC_BENCH_DEVICES =~ ^[a-z\ -]+$ ]] || die "RSNIC_BENCH_DEVICES: device names only"
 	settings+=" RSNIC_BENCH_DEVICES='$RSNIC_BENCH_DEVICES'"
