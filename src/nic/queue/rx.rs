@@ -337,12 +337,20 @@ impl QueuePair {
             }
             return;
         }
-        let small = !in_chain
-            && len <= ctx.copybreak
-            && ctx.xdp.is_none()
-            && cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let small = !in_chain && len <= ctx.copybreak && usable;
+        // A split frame in one buffer whose headers and payload together
+        // are no longer: copied whole, as an unsplit one would be.
+        let small_split = split
+            && rx.chain.is_none()
+            && cqe.flags & Cqe::MORE == 0
+            && u32::from(cqe.hdr_len) + len <= ctx.copybreak
+            && usable;
         let buf = match buf {
             RxBuf::Page(page) if small => return self.copy_small(napi, rx, page, cqe, ctx),
+            RxBuf::Page(page) if small_split => {
+                return self.copy_small_split(napi, rx, page, cqe, ctx)
+            }
             buf => buf,
         };
         // Replace the buffer first; without a replacement the frame is
@@ -494,6 +502,54 @@ impl QueuePair {
         };
         let slot = usize::from(cqe.index) * usize::from(HDS_HDR_SLOT);
         SkBuff::filled(napi, len, |out| hdrs.read(slot, out))
+    }
+
+    /// A split frame of at most the rx-copybreak's bytes, headers and
+    /// payload together: copied into a small skb (the headers from their
+    /// slot, as [`Self::split_head`] checks them), its page posted again
+    /// at once, as [`Self::copy_small`] does for a frame not split. The
+    /// payload is read here: its page is the pool's own, readable memory.
+    fn copy_small_split(
+        &self,
+        napi: &Napi,
+        rx: &mut RingRx,
+        page: RxPage,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let hdr_len = usize::from(cqe.hdr_len);
+        let (skb, page) = match page.received(cqe.len) {
+            Ok(frame) => {
+                let skb = match rx.hdrs.as_ref().filter(|_| hdr_len >= 14) {
+                    Some(hdrs) => {
+                        let slot = usize::from(cqe.index) * usize::from(HDS_HDR_SLOT);
+                        let payload = frame.bytes();
+                        SkBuff::filled(napi, hdr_len + payload.len(), |out| {
+                            let (head, rest) = out.split_at_mut(hdr_len);
+                            rest.copy_from_slice(payload);
+                            hdrs.read(slot, head)
+                        })
+                    }
+                    None => {
+                        bump(&self.stats.bad_completions, 1);
+                        None
+                    }
+                };
+                (skb, frame.into_page())
+            }
+            Err(page) => (None, page),
+        };
+        if rx.post(RxBuf::Page(page)).is_err() {
+            bump(&self.stats.bad_completions, 1);
+        }
+        let Some(skb) = skb else {
+            bump(&self.stats.rx_dropped, 1);
+            return;
+        };
+        bump(&self.stats.rx_copybreak, 1);
+        bump(&self.stats.rx_hds, 1);
+        self.count_received(u32::from(cqe.hdr_len) + cqe.len, cqe.segs);
+        self.to_stack(napi, skb, cqe, ctx);
     }
 
     /// Runs the XDP program, if one is attached, on a received frame and
