@@ -1236,18 +1236,24 @@ pub(crate) mod tests {
         );
     }
 
-    #[test]
-    fn a_coalesced_frame_fills_buffers_in_turn_with_more() {
-        let (dma, _f) = two_region_space();
-        let mut q = qp();
+    /// Posts 63 RX buffers of 256 bytes on `q`'s ring (64 entries),
+    /// going round `bufs` distinct buffers from `BUFS`.
+    fn post_rx_buffers(dma: &DmaSpace, q: &mut QueuePair, bufs: u64) {
         for i in 0..64u64 {
             let d = RxDesc {
-                addr: BUFS + (i % 8) * 0x100,
+                addr: BUFS + (i % bufs) * 0x100,
                 len: 0x100,
             };
             dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
         }
         q.rx_doorbell(63);
+    }
+
+    #[test]
+    fn a_coalesced_frame_fills_buffers_in_turn_with_more() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        post_rx_buffers(&dma, &mut q, 8);
         assert!(!q.set_gro(&dma, Some(Duration::from_secs(1))));
         let segs: Vec<_> = (0..4)
             .map(|i| crate::gro::tests::tcp4(1, i * 100, 100, i as u16, 0))
@@ -1428,14 +1434,7 @@ pub(crate) mod tests {
         cfg.hdr_ring = HDRS;
         cfg.hds_thresh = 100;
         let mut q = QueuePair::new(cfg).unwrap();
-        for i in 0..64u64 {
-            let d = RxDesc {
-                addr: BUFS + (i % 4) * 0x100,
-                len: 0x100,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
-        q.rx_doorbell(63);
+        post_rx_buffers(&dma, &mut q, 4);
         let (big, _) = crate::offload::tests::tcp_frame(false, &[0xab; 100], 0x18);
         let (small, _) = crate::offload::tests::tcp_frame(false, &[0xcd; 10], 0x18);
         q.deliver(&dma, &big, Cqe::CSUM_OK, 0);
@@ -1503,14 +1502,7 @@ pub(crate) mod tests {
     fn rx_fills_posted_buffers_and_wraps_phase() {
         let (dma, _f) = two_region_space();
         let mut q = qp();
-        for i in 0..64u64 {
-            let d = RxDesc {
-                addr: BUFS + (i % 4) * 0x100,
-                len: 0x100,
-            };
-            dma.write(RX_RING + i * 16, &d.to_bytes()).unwrap();
-        }
-        q.rx_doorbell(63);
+        post_rx_buffers(&dma, &mut q, 4);
         assert_eq!(
             q.deliver(&dma, &[0u8; 0x101], 0, 0),
             RxOutcome::Dropped,

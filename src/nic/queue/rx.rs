@@ -273,8 +273,10 @@ impl QueuePair {
     /// A frame of at most the rx-copybreak's bytes: copied into a small
     /// skb, its page posted again at once (no fresh page, and the socket
     /// is charged a small skb instead of a page: more small datagrams fit
-    /// its receive buffer). Dropped, its page still posted, if no skb
-    /// could be had.
+    /// its receive buffer). A split one's headers and payload are copied
+    /// together ([`Self::split_head`]): its page is the pool's own,
+    /// readable memory. Dropped, its page still posted, if no skb could
+    /// be had.
     fn copy_small(
         &self,
         napi: &Napi,
@@ -283,8 +285,16 @@ impl QueuePair {
         cqe: Cqe,
         ctx: &mut PollCtx<'_>,
     ) {
+        let split = cqe.flags & Cqe::SPLIT != 0;
         let (skb, page) = match page.received(cqe.len) {
-            Ok(frame) => (SkBuff::copy_of(napi, frame.bytes()), frame.into_page()),
+            Ok(frame) => {
+                let skb = if split {
+                    self.split_head(napi, rx.hdrs.as_ref(), cqe, frame.bytes())
+                } else {
+                    SkBuff::copy_of(napi, frame.bytes())
+                };
+                (skb, frame.into_page())
+            }
             Err(page) => (None, page),
         };
         if rx.post(RxBuf::Page(page)).is_err() {
@@ -295,7 +305,12 @@ impl QueuePair {
             return;
         };
         bump(&self.stats.rx_copybreak, 1);
-        self.count_received(cqe.len, cqe.segs);
+        let mut len = cqe.len;
+        if split {
+            bump(&self.stats.rx_hds, 1);
+            len += u32::from(cqe.hdr_len);
+        }
+        self.count_received(len, cqe.segs);
         self.to_stack(napi, skb, cqe, ctx);
     }
 
@@ -347,9 +362,8 @@ impl QueuePair {
             && u32::from(cqe.hdr_len) + len <= ctx.copybreak
             && usable;
         let buf = match buf {
-            RxBuf::Page(page) if small => return self.copy_small(napi, rx, page, cqe, ctx),
-            RxBuf::Page(page) if small_split => {
-                return self.copy_small_split(napi, rx, page, cqe, ctx)
+            RxBuf::Page(page) if small || small_split => {
+                return self.copy_small(napi, rx, page, cqe, ctx)
             }
             buf => buf,
         };
@@ -414,7 +428,7 @@ impl QueuePair {
         let split = cqe.flags & Cqe::SPLIT != 0;
         let next = match (rx.chain.take(), frame) {
             (None, Some(frame)) if usable && split => {
-                match self.split_head(napi, rx.hdrs.as_ref(), cqe) {
+                match self.split_head(napi, rx.hdrs.as_ref(), cqe, &[]) {
                     Some(mut skb) => match frame.append_to(&mut skb) {
                         Ok(()) => {
                             bump(&self.stats.rx_hds, 1);
@@ -490,66 +504,30 @@ impl QueuePair {
     }
 
     /// The skb of a split frame: its headers, copied out of the header
-    /// slot of the completion's index. `None` (counted as a bad
-    /// completion) if the ring has no header slots or the card's header
-    /// length is shorter than an Ethernet header; or if no skb could be
-    /// had. The length cannot pass the slot: it is a byte, the slot 256.
-    fn split_head(&self, napi: &Napi, hdrs: Option<&DmaBuffer>, cqe: Cqe) -> Option<SkBuff> {
+    /// slot of the completion's index, then `payload` (for a frame copied
+    /// whole; empty when the payload pages become fragments). `None`
+    /// (counted as a bad completion) if the ring has no header slots or
+    /// the card's header length is shorter than an Ethernet header; or
+    /// if no skb could be had. The length cannot pass the slot: it is a
+    /// byte, the slot 256.
+    fn split_head(
+        &self,
+        napi: &Napi,
+        hdrs: Option<&DmaBuffer>,
+        cqe: Cqe,
+        payload: &[u8],
+    ) -> Option<SkBuff> {
         let len = usize::from(cqe.hdr_len);
         let Some(hdrs) = hdrs.filter(|_| len >= 14) else {
             bump(&self.stats.bad_completions, 1);
             return None;
         };
         let slot = usize::from(cqe.index) * usize::from(HDS_HDR_SLOT);
-        SkBuff::filled(napi, len, |out| hdrs.read(slot, out))
-    }
-
-    /// A split frame of at most the rx-copybreak's bytes, headers and
-    /// payload together: copied into a small skb (the headers from their
-    /// slot, as [`Self::split_head`] checks them), its page posted again
-    /// at once, as [`Self::copy_small`] does for a frame not split. The
-    /// payload is read here: its page is the pool's own, readable memory.
-    fn copy_small_split(
-        &self,
-        napi: &Napi,
-        rx: &mut RingRx,
-        page: RxPage,
-        cqe: Cqe,
-        ctx: &mut PollCtx<'_>,
-    ) {
-        let hdr_len = usize::from(cqe.hdr_len);
-        let (skb, page) = match page.received(cqe.len) {
-            Ok(frame) => {
-                let skb = match rx.hdrs.as_ref().filter(|_| hdr_len >= 14) {
-                    Some(hdrs) => {
-                        let slot = usize::from(cqe.index) * usize::from(HDS_HDR_SLOT);
-                        let payload = frame.bytes();
-                        SkBuff::filled(napi, hdr_len + payload.len(), |out| {
-                            let (head, rest) = out.split_at_mut(hdr_len);
-                            rest.copy_from_slice(payload);
-                            hdrs.read(slot, head)
-                        })
-                    }
-                    None => {
-                        bump(&self.stats.bad_completions, 1);
-                        None
-                    }
-                };
-                (skb, frame.into_page())
-            }
-            Err(page) => (None, page),
-        };
-        if rx.post(RxBuf::Page(page)).is_err() {
-            bump(&self.stats.bad_completions, 1);
-        }
-        let Some(skb) = skb else {
-            bump(&self.stats.rx_dropped, 1);
-            return;
-        };
-        bump(&self.stats.rx_copybreak, 1);
-        bump(&self.stats.rx_hds, 1);
-        self.count_received(u32::from(cqe.hdr_len) + cqe.len, cqe.segs);
-        self.to_stack(napi, skb, cqe, ctx);
+        SkBuff::filled(napi, len + payload.len(), |out| {
+            let (head, rest) = out.split_at_mut(len);
+            rest.copy_from_slice(payload);
+            hdrs.read(slot, head)
+        })
     }
 
     /// Runs the XDP program, if one is attached, on a received frame and
