@@ -455,10 +455,11 @@ impl EthtoolOps for Nic {
                 return Err(EBUSY);
             }
         }
+        let splits = nic.splits(&new);
         if new.rx_ring == cfg.rx_ring
             && new.tx_ring == cfg.tx_ring
-            && nic.splits(&new) == nic.splits(&cfg)
-            && (!nic.splits(&new) || new.hds_thresh == cfg.hds_thresh)
+            && splits == nic.splits(&cfg)
+            && (!splits || new.hds_thresh == cfg.hds_thresh)
         {
             // Nothing the queues see changes (a threshold while not
             // splitting, `auto` for `off`): no restart.

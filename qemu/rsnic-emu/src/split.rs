@@ -3,9 +3,7 @@
 //! Header/data split: where a received frame's headers end.
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
-
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
+use crate::hw::gft::proto;
 
 /// Bytes of `frame`'s headers, from the Ethernet header (behind at most one
 /// VLAN tag) to the end of its TCP or UDP header: where the card splits
@@ -34,8 +32,8 @@ pub fn header_len(frame: &[u8]) -> Option<usize> {
         _ => return None,
     };
     let end = match proto {
-        IPPROTO_TCP => l4 + usize::from(*frame.get(l4 + 12)? >> 4) * 4,
-        IPPROTO_UDP => l4 + 8,
+        proto::TCP => l4 + usize::from(*frame.get(l4 + 12)? >> 4) * 4,
+        proto::UDP => l4 + 8,
         _ => return None,
     };
     (end <= frame.len()).then_some(end)
@@ -57,11 +55,11 @@ mod tests {
     #[test]
     fn udp_and_what_is_not_split() {
         let (mut f, _) = tcp_frame(false, b"payload", 0x18);
-        f[14 + 9] = IPPROTO_UDP;
+        f[14 + 9] = proto::UDP;
         assert_eq!(header_len(&f), Some(14 + 20 + 8));
-        f[14 + 9] = 1; // ICMP
+        f[14 + 9] = proto::ICMP;
         assert_eq!(header_len(&f), None);
-        f[14 + 9] = IPPROTO_TCP;
+        f[14 + 9] = proto::TCP;
         f[14 + 6] = 0x20; // more fragments
         assert_eq!(header_len(&f), None);
         let (mut f, _) = tcp_frame(true, b"payload", 0x18);

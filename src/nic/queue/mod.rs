@@ -453,7 +453,7 @@ impl WithNapi<QueuePair> {
             // Refused where they are set; never both.
             return Err(EINVAL);
         }
-        let mut hdr_ring = 0;
+        let (mut hdr_ring, mut hds_thresh) = (0, 0);
         let (path, rx_ring, rx_mode) = if geo.rx_stream {
             let stream = StreamRx::alloc(dma, self.napi(), u32::from(self.index), geo.xdp)?;
             let cmd = stream.command(self.index)?;
@@ -463,6 +463,7 @@ impl WithNapi<QueuePair> {
             let addr = ring.ring.desc.dma_addr(0)?;
             if let Some(hdrs) = &ring.hdrs {
                 hdr_ring = hdrs.dma_addr(0)?;
+                hds_thresh = geo.hds_thresh.unwrap_or(0);
             }
             let cmd = hw::AdminCmd::SetRxStream {
                 qp: self.index,
@@ -515,11 +516,7 @@ impl WithNapi<QueuePair> {
             cq_entries,
             flags,
             hdr_ring,
-            hds_thresh: if hdr_ring != 0 {
-                geo.hds_thresh.unwrap_or(0)
-            } else {
-                0
-            },
+            hds_thresh,
         };
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);

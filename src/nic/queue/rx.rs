@@ -352,19 +352,20 @@ impl QueuePair {
             }
             return;
         }
-        let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
-        let small = !in_chain && len <= ctx.copybreak && usable;
-        // A split frame in one buffer whose headers and payload together
-        // are no longer: copied whole, as an unsplit one would be.
-        let small_split = split
-            && rx.chain.is_none()
+        // A frame in one buffer (split or not) no longer than the
+        // rx-copybreak, its headers counted if split, is copied whole.
+        let whole = if split {
+            u32::from(cqe.hdr_len) + len
+        } else {
+            len
+        };
+        let small = rx.chain.is_none()
             && cqe.flags & Cqe::MORE == 0
-            && u32::from(cqe.hdr_len) + len <= ctx.copybreak
-            && usable;
+            && whole <= ctx.copybreak
+            && ctx.xdp.is_none()
+            && cqe.flags & Cqe::GFT_EXCEPTION == 0;
         let buf = match buf {
-            RxBuf::Page(page) if small || small_split => {
-                return self.copy_small(napi, rx, page, cqe, ctx)
-            }
+            RxBuf::Page(page) if small => return self.copy_small(napi, rx, page, cqe, ctx),
             buf => buf,
         };
         // Replace the buffer first; without a replacement the frame is
