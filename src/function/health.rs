@@ -405,7 +405,7 @@ impl Function {
         let loaded = loaded.as_ref().ok_or(ENODEV)?;
         let dev = loaded.nic().dev();
         let rtnl = rtnl::lock();
-        dev.data().reset_and_restore(dev, &rtnl);
+        dev.data().reset_and_restore(dev, &dev.lock_instance(&rtnl));
         Ok(())
     }
 
@@ -491,7 +491,7 @@ impl PinnedWorkRun<WATCH_WORK> for Function {
                     self.health.card_lost.fetch_add(1, Relaxed);
                     self.health.note(CardFault::Gone);
                     let rtnl = rtnl::lock();
-                    dev.data().card_gone(dev, &rtnl);
+                    dev.data().card_gone(dev, &dev.lock_instance(&rtnl));
                 }
                 CardChange::Back => {
                     pr_info!("{}: card answers again\n", dev.name());

@@ -10,6 +10,16 @@
 //! States of a PF's bond: no VF; VF enslaved, data path synthetic; VF
 //! enslaved, data path VF. Every transition runs under RTNL (netdevice
 //! events, the PF's work item, `ndo_*` calls).
+//!
+//! Both functions' devices are ops-locked. What changes the VF's device
+//! (its features, its XDP program) runs under the VF's instance lock:
+//! the core's, in the VF's own `Register` event, or taken here, nested
+//! in the PF's (the PF's work and ndos) or alone (unregistration). The
+//! order is always PF, then VF, under RTNL; nothing here takes the PF's
+//! lock from a VF's event. What the core does under the VF's lock
+//! itself (`dev_open`, `dev_set_mtu`, a namespace move) runs without it
+//! held, and a VF that registers in another namespace is moved by the
+//! PF's work, not from inside its own `Register` event.
 
 use kernel::{
     new_spinlock,
@@ -23,6 +33,7 @@ use kernel::{
 use super::{Nic, NIC_VTABLE};
 use crate::hw::{AdminCmd, FuncKind};
 use crate::linux::net::{
+    instance_lock::RtnlLocked,
     netdev::{Feature, Features, LinkStats, NetDev, RxQueueStats, TxQueueStats},
     rtnl::Rtnl,
     upper::{NetDevHold, NetdevEvent, TxLower, WatchNetdevs},
@@ -248,56 +259,60 @@ fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
     switch_datapath(pf, vf, to_vf);
 }
 
-/// A VF's NIC appeared (or the synthetic NIC reappeared in another
-/// namespace): enslave it and let the PF's work open it. A VF in another
-/// namespace than its synthetic NIC is moved there first (as hv_netvsc
-/// does); it registers again in that namespace and joins then.
-fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
+/// Moves a VF that is in another namespace than its synthetic NIC there
+/// (as hv_netvsc does); it registers again in that namespace and joins
+/// then. The VF's instance lock must not be held (the move takes it).
+fn move_vf(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
+    match vf.move_to_netns_of(rtnl, pf) {
+        Ok(()) => pr_info!(
+            "{}: VF moved to the namespace of {}\n",
+            vf.name(),
+            pf.name()
+        ),
+        Err(e) => pr_err!(
+            "{}: cannot move VF to the namespace of {}: {:?}\n",
+            vf.name(),
+            pf.name(),
+            e
+        ),
+    }
+}
+
+/// A VF's NIC appeared in its synthetic NIC's namespace (or the synthetic
+/// NIC reappeared): enslave it and let the PF's work open it. `vf_locked`
+/// is the VF's instance lock.
+fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
     let bond = pf.data().bond();
-    if bond.has_vf() {
+    if bond.has_vf() || !pf.same_netns(vf) {
         return;
     }
-    if !pf.same_netns(vf) {
-        match vf.move_to_netns_of(rtnl, pf) {
-            Ok(()) => pr_info!(
-                "{}: VF moved to the namespace of {}\n",
-                vf.name(),
-                pf.name()
-            ),
-            Err(e) => pr_err!(
-                "{}: cannot move VF to the namespace of {}: {:?}\n",
-                vf.name(),
-                pf.name(),
-                e
-            ),
-        }
-        return;
-    }
+    let rtnl: &Rtnl = vf_locked;
     if let Err(e) = pf.enslave(rtnl, vf) {
         pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
         return;
     }
     bond.counters.lock().vf = Some(NetDevHold::new(vf));
     bond.state.vf_present.store(1, Relaxed);
-    vf.sync_features(rtnl, pf.features(), followed_features());
+    vf.sync_features(vf_locked, pf.features(), followed_features());
     follow_rx_filter(pf, vf);
-    vf.data().follow_xdp(rtnl, Some(pf.data()));
-    vf.update_features(rtnl);
+    vf.data().follow_xdp(vf_locked, Some(pf.data()));
+    vf.update_features(vf_locked);
     pr_info!("{}: VF {} joined\n", pf.name(), vf.name());
     request_sync(pf);
 }
 
 /// The VF is going away: data path back to synthetic first, then release.
-fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
+/// `vf_locked` is the VF's instance lock.
+fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
     let bond = pf.data().bond();
     if !bond.has_vf() {
         return;
     }
     switch_datapath(pf, vf, false);
-    pf.release(rtnl, vf);
+    pf.release(vf_locked, vf);
     // The program stays on the synthetic NIC only.
-    vf.data().follow_xdp(rtnl, None);
-    vf.update_features(rtnl);
+    vf.data().follow_xdp(vf_locked, None);
+    vf.update_features(vf_locked);
     {
         // In one step, so a reader sees the VF's counts in the base or
         // live, never both or neither.
@@ -309,15 +324,21 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
     pr_info!("{}: VF {} left\n", pf.name(), vf.name());
 }
 
-/// The PF's work item: brings an enslaved VF in line with its master (MTU,
-/// up if the master is up) and the data path with both.
-pub(crate) fn sync(pf: &NetDev<Nic>, rtnl: &Rtnl) {
+/// The PF's work item, under the PF's instance lock: brings an enslaved
+/// VF in line with its master (MTU, up if the master is up) and the data
+/// path with both; takes a VF that is not enslaved (moving it to the
+/// synthetic NIC's namespace first if need be).
+pub(crate) fn sync(pf: &NetDev<Nic>, pf_locked: &RtnlLocked<'_>) {
+    let rtnl: &Rtnl = pf_locked;
     let Some(vf) = vf_of(pf, rtnl) else {
         return;
     };
     if !pf.data().bond().has_vf() {
-        // The synthetic NIC came back (a namespace move): take the VF again.
-        join(pf, vf, rtnl);
+        if pf.same_netns(vf) {
+            join(pf, vf, &vf.lock_instance(rtnl));
+        } else {
+            move_vf(pf, vf, rtnl);
+        }
         return;
     }
     if vf.mtu() != pf.mtu() {
@@ -365,11 +386,13 @@ pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
     }
 }
 
-/// The synthetic NIC's XDP program changed: its VF runs the new one.
+/// The synthetic NIC's XDP program changed (under its instance lock): its
+/// VF runs the new one.
 pub(crate) fn xdp_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
     if let Some(vf) = enslaved_vf(pf, rtnl) {
-        vf.data().follow_xdp(rtnl, Some(pf.data()));
-        vf.update_features(rtnl);
+        let vf_locked = vf.lock_instance(rtnl);
+        vf.data().follow_xdp(&vf_locked, Some(pf.data()));
+        vf.update_features(&vf_locked);
     }
 }
 
@@ -378,23 +401,34 @@ pub(crate) fn is_enslaved(vf: &NetDev<Nic>, rtnl: &Rtnl) -> bool {
     rx_filter_master(vf, rtnl).is_some()
 }
 
-/// The synthetic NIC's offloads become `features`: the VF's follow.
+/// The synthetic NIC's offloads become `features` (under its instance
+/// lock): the VF's follow.
 pub(crate) fn features_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, features: Features) {
     if let Some(vf) = enslaved_vf(pf, rtnl) {
-        vf.sync_features(rtnl, features, followed_features());
+        vf.sync_features(&vf.lock_instance(rtnl), features, followed_features());
     }
 }
 
 impl WatchNetdevs for Nic {
-    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    fn netdev_event(
+        event: NetdevEvent,
+        dev: &NetDev<Self>,
+        rtnl: &Rtnl,
+        locked: Option<&RtnlLocked<'_>>,
+    ) {
         match dev.data().kind() {
             FuncKind::Vf => {
                 let Some(pf) = pf_of(dev, rtnl) else {
                     return;
                 };
                 match event {
-                    NetdevEvent::Register => join(pf, dev, rtnl),
-                    NetdevEvent::Unregister => leave(pf, dev, rtnl),
+                    NetdevEvent::Register => match locked {
+                        Some(vf_locked) if pf.same_netns(dev) => join(pf, dev, vf_locked),
+                        // In another namespace: the PF's work moves it
+                        // (not from inside its own registration).
+                        _ => request_sync(pf),
+                    },
+                    NetdevEvent::Unregister => leave(pf, dev, &dev.lock_instance(rtnl)),
                     NetdevEvent::GoingDown => switch_datapath(pf, dev, false),
                     NetdevEvent::Up | NetdevEvent::Change => update_datapath(pf, dev),
                 }
@@ -404,7 +438,7 @@ impl WatchNetdevs for Nic {
                     return;
                 };
                 match event {
-                    NetdevEvent::Unregister => leave(dev, vf, rtnl),
+                    NetdevEvent::Unregister => leave(dev, vf, &vf.lock_instance(rtnl)),
                     NetdevEvent::GoingDown => switch_datapath(dev, vf, false),
                     // Up: open the VF too. Register: the synthetic NIC
                     // moved namespace; its work takes the VF back (not

@@ -11,8 +11,8 @@ use crate::linux::net::{
         coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
         HashFields, HashFlow, LinkSettings, PortType, Rings, Rxfh, StatsSink, TcpDataSplit,
     },
+    instance_lock::{DevLocked, RtnlLocked},
     netdev::{Feature, NetDev},
-    rtnl::Rtnl,
 };
 use crate::selftest::{self, IrqCount, SelfTestError};
 
@@ -32,7 +32,7 @@ impl EthtoolOps for Nic {
     const HDS_THRESH_MAX: u32 = hw::HDS_THRESH_MAX;
     const PRIV_FLAGS: &'static [&'static str] = &["rx-stream"];
 
-    fn drvinfo(dev: &NetDev<Self>, _rtnl: &Rtnl, out: &mut dyn FnMut(DrvInfo<'_>)) {
+    fn drvinfo(dev: &NetDev<Self>, _locked: &DevLocked, out: &mut dyn FnMut(DrvInfo<'_>)) {
         let nic = dev.data();
         let len = nic
             .bus_info
@@ -50,7 +50,7 @@ impl EthtoolOps for Nic {
 
     /// The card's port: a direct-attach cable at the speed the card
     /// reports, full duplex, nothing negotiated.
-    fn link_settings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> LinkSettings {
+    fn link_settings(dev: &NetDev<Self>, _locked: &DevLocked) -> LinkSettings {
         LinkSettings {
             speed_mbps: dev.data().info.speed_mbps,
             full_duplex: true,
@@ -59,7 +59,7 @@ impl EthtoolOps for Nic {
         }
     }
 
-    fn self_test(dev: &NetDev<Self>, rtnl: &Rtnl, offline: bool, results: &mut [u64]) {
+    fn self_test(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, offline: bool, results: &mut [u64]) {
         let nic = dev.data();
         if let Some(link) = results.get_mut(3) {
             *link = u64::from(!dev.carrier_ok());
@@ -107,11 +107,11 @@ impl EthtoolOps for Nic {
         }
     }
 
-    fn coalesce(dev: &NetDev<Self>, _rtnl: &Rtnl) -> Coalesce {
+    fn coalesce(dev: &NetDev<Self>, _locked: &DevLocked) -> Coalesce {
         dev.data().config.lock().coalesce
     }
 
-    fn set_coalesce(dev: &NetDev<Self>, _rtnl: &Rtnl, coalesce: Coalesce) -> Result {
+    fn set_coalesce(dev: &NetDev<Self>, _locked: &DevLocked, coalesce: Coalesce) -> Result {
         if coalesce.rx_usecs > hw::MAX_COALESCE_USECS
             || coalesce.rx_max_frames > hw::MAX_COALESCE_FRAMES
         {
@@ -127,7 +127,7 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
-    fn stats(dev: &NetDev<Self>, _rtnl: &Rtnl, sink: &mut dyn StatsSink) {
+    fn stats(dev: &NetDev<Self>, _locked: &DevLocked, sink: &mut dyn StatsSink) {
         let nic = dev.data();
         sink.stat(
             format_args!("admin_timeouts"),
@@ -250,12 +250,12 @@ impl EthtoolOps for Nic {
         }
     }
 
-    fn channels(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32) {
+    fn channels(dev: &NetDev<Self>, _locked: &DevLocked) -> (u32, u32) {
         let nic = dev.data();
         (nic.queues.len() as u32, u32::from(nic.config.lock().queues))
     }
 
-    fn set_channels(dev: &NetDev<Self>, rtnl: &Rtnl, combined: u32) -> Result {
+    fn set_channels(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, combined: u32) -> Result {
         let nic = dev.data();
         let queues = u16::try_from(combined)
             .ok()
@@ -283,7 +283,7 @@ impl EthtoolOps for Nic {
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
     }
 
-    fn rss(dev: &NetDev<Self>, _rtnl: &Rtnl, out: Rxfh<'_>) {
+    fn rss(dev: &NetDev<Self>, _locked: &DevLocked, out: Rxfh<'_>) {
         let cfg = dev.data().config.lock();
         for (t, &q) in out.table.iter_mut().zip(cfg.rss_table.iter()) {
             *t = u32::from(q);
@@ -295,7 +295,7 @@ impl EthtoolOps for Nic {
 
     fn set_rss(
         dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
     ) -> Result {
@@ -316,7 +316,7 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
-    fn rxfh_fields(dev: &NetDev<Self>, _rtnl: &Rtnl, flow: HashFlow) -> Result<HashFields> {
+    fn rxfh_fields(dev: &NetDev<Self>, _locked: &DevLocked, flow: HashFlow) -> Result<HashFields> {
         let addrs = HashFields::IP_SRC.with(HashFields::IP_DST);
         Ok(match rss_flow(flow) {
             Some(flow) => fields_of(dev.data().config.lock().rss_fields[flow as usize]),
@@ -327,7 +327,7 @@ impl EthtoolOps for Nic {
 
     fn set_rxfh_fields(
         dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         flow: HashFlow,
         fields: HashFields,
     ) -> Result {
@@ -356,7 +356,7 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
-    fn eth_mac_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthMacStats {
+    fn eth_mac_stats(dev: &NetDev<Self>, _locked: &DevLocked) -> EthMacStats {
         let Some(m) = dev.data().mac_stats() else {
             return EthMacStats::default();
         };
@@ -373,7 +373,7 @@ impl EthtoolOps for Nic {
         }
     }
 
-    fn eth_ctrl_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthCtrlStats {
+    fn eth_ctrl_stats(dev: &NetDev<Self>, _locked: &DevLocked) -> EthCtrlStats {
         let m = dev.data().mac_stats();
         EthCtrlStats {
             frames_tx: m.map(|m| m.tx_control),
@@ -383,7 +383,7 @@ impl EthtoolOps for Nic {
 
     fn create_rss_context(
         dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
@@ -394,7 +394,7 @@ impl EthtoolOps for Nic {
 
     fn modify_rss_context(
         dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
@@ -403,11 +403,11 @@ impl EthtoolOps for Nic {
         dev.data().modify_rss_context(id, table, key, old)
     }
 
-    fn remove_rss_context(dev: &NetDev<Self>, _rtnl: &Rtnl, id: u32) -> Result {
+    fn remove_rss_context(dev: &NetDev<Self>, _locked: &DevLocked, id: u32) -> Result {
         dev.data().remove_rss_context(id)
     }
 
-    fn flow_rules(dev: &NetDev<Self>, _rtnl: &Rtnl, each: &mut dyn FnMut(u32, &FlowRule)) {
+    fn flow_rules(dev: &NetDev<Self>, _locked: &DevLocked, each: &mut dyn FnMut(u32, &FlowRule)) {
         for (loc, rule) in dev.data().steering.lock().rules() {
             each(loc, rule);
         }
@@ -415,7 +415,7 @@ impl EthtoolOps for Nic {
 
     fn set_flow_rule(
         dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         location: u32,
         rule: FlowRule,
     ) -> Result<u32> {
@@ -425,7 +425,7 @@ impl EthtoolOps for Nic {
         dev.data().set_flow_rule(location, rule)
     }
 
-    fn del_flow_rule(dev: &NetDev<Self>, _rtnl: &Rtnl, location: u32) -> Result {
+    fn del_flow_rule(dev: &NetDev<Self>, _locked: &DevLocked, location: u32) -> Result {
         dev.data().del_flow_rule(location)
     }
 
@@ -434,7 +434,7 @@ impl EthtoolOps for Nic {
     /// stream (a record holds a frame whole) and an XDP program (the core
     /// refuses single-buffer ones; the driver runs no other kind), and by
     /// a card without it.
-    fn set_rings(dev: &NetDev<Self>, rtnl: &Rtnl, want: Rings) -> Result {
+    fn set_rings(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, want: Rings) -> Result {
         let nic = dev.data();
         let (rx_ring, tx_ring) = (RingSize::new(want.rx)?, RingSize::new(want.tx)?);
         let mut cfg = nic.config.lock();
@@ -469,13 +469,13 @@ impl EthtoolOps for Nic {
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
     }
 
-    fn rx_copybreak(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+    fn rx_copybreak(dev: &NetDev<Self>, _locked: &DevLocked) -> u32 {
         dev.data().rx_copybreak.load(Relaxed)
     }
 
     /// Takes effect at each queue's next NAPI poll; at most
     /// [`MAX_RX_COPYBREAK`] bytes (0: never copy).
-    fn set_rx_copybreak(dev: &NetDev<Self>, _rtnl: &Rtnl, bytes: u32) -> Result {
+    fn set_rx_copybreak(dev: &NetDev<Self>, _locked: &DevLocked, bytes: u32) -> Result {
         if bytes > MAX_RX_COPYBREAK {
             return Err(EINVAL);
         }
@@ -483,7 +483,7 @@ impl EthtoolOps for Nic {
         Ok(())
     }
 
-    fn priv_flags(dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+    fn priv_flags(dev: &NetDev<Self>, _locked: &DevLocked) -> u32 {
         u32::from(dev.data().config.lock().rx_stream) << PRIV_RX_STREAM
     }
 
@@ -491,7 +491,7 @@ impl EthtoolOps for Nic {
     /// interface restarts its queues (frames in flight are lost, as for a
     /// ring resize). Refused while an AF_XDP socket is bound in zero-copy
     /// mode (it needs the RX ring's buffers).
-    fn set_priv_flags(dev: &NetDev<Self>, rtnl: &Rtnl, flags: u32) -> Result {
+    fn set_priv_flags(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, flags: u32) -> Result {
         let nic = dev.data();
         let rx_stream = flags & 1 << PRIV_RX_STREAM != 0;
         let mut cfg = nic.config.lock();
@@ -514,7 +514,7 @@ impl EthtoolOps for Nic {
     }
 
     /// The split as in effect: `on` only while the queues split.
-    fn rings(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, Rings) {
+    fn rings(dev: &NetDev<Self>, _locked: &DevLocked) -> (u32, Rings) {
         let nic = dev.data();
         let cfg = nic.config.lock();
         let rings = Rings {

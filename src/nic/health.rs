@@ -174,6 +174,7 @@ impl Nic {
         }
         let queue = fault.map(|f| f.queue);
         let rtnl = rtnl::lock();
+        let locked = dev.lock_instance(&rtnl);
         let mut result = Ok(());
         for q in nic.queues.iter() {
             let wanted = match queue {
@@ -181,7 +182,7 @@ impl Nic {
                 None => q.awaiting_recovery(),
             };
             if wanted {
-                if let Err(e) = nic.reset_pair(dev, &rtnl, q.index()) {
+                if let Err(e) = nic.reset_pair(dev, &locked, q.index()) {
                     result = Err(e);
                 }
             }

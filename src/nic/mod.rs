@@ -52,11 +52,12 @@ use crate::linux::{
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
         ethtool::{Coalesce, TcpDataSplit},
+        instance_lock::RtnlLocked,
         netdev::{
             is_valid_ether_addr, random_ether_addr, rss_key_fill, Feature, Features, LinkStats,
             NetDev, NetDevRef, NetDevVTable, Registration, Setup,
         },
-        rtnl::{self, Rtnl},
+        rtnl,
         skbuff::SkBuff,
         work::NetDevWork,
         xdp::{XdpFeatures, XdpProgSlot},
@@ -609,7 +610,7 @@ impl Nic {
     /// Whether the card may coalesce received frames: not while an XDP
     /// program runs on them (it sees one frame per buffer) nor into RX
     /// streams (their records hold one wire frame each).
-    fn gro_hw_possible(&self, rtnl: &Rtnl) -> bool {
+    fn gro_hw_possible(&self, rtnl: &RtnlLocked<'_>) -> bool {
         !self.xdp.is_set(rtnl) && !self.rx_streaming()
     }
 
@@ -645,7 +646,7 @@ impl Nic {
     fn start_queues(
         &self,
         dev: &NetDev<Self>,
-        rtnl: &Rtnl,
+        rtnl: &RtnlLocked<'_>,
         cfg: &Config,
         mtu: u32,
         features: Features,
@@ -673,13 +674,13 @@ impl Nic {
         dev.set_default_xps(rtnl, cfg.queues)?;
         for (n, queue) in self.queues.iter().take(usize::from(cfg.queues)).enumerate() {
             let started = queue
-                .prepare(rtnl, &self.dma, geo, self.tx_csum(), self.xsk_pool(n))
+                .prepare(rtnl.dev(), &self.dma, geo, self.tx_csum(), self.xsk_pool(n))
                 .and_then(|cmds| self.create_pair(cmds))
-                .and_then(|()| queue.start(rtnl));
+                .and_then(|()| queue.start(rtnl.dev()));
             if let Err(e) = started {
                 // A create that timed out may yet run on the card.
                 self.quiesce_card(dev, rtnl);
-                queue.stop(rtnl);
+                queue.stop(rtnl.dev());
                 self.stop_queues(dev, rtnl, n);
                 return Err(e);
             }
@@ -714,7 +715,7 @@ impl Nic {
     fn reconfigure(
         &self,
         dev: &NetDev<Self>,
-        rtnl: &Rtnl,
+        rtnl: &RtnlLocked<'_>,
         cfg: &mut Config,
         new: Config,
         mtu: u32,
@@ -755,7 +756,7 @@ impl Nic {
     }
 
     /// Destroys the first `count` queue pairs on the card and frees them.
-    fn stop_queues(&self, dev: &NetDev<Self>, rtnl: &Rtnl, count: usize) {
+    fn stop_queues(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, count: usize) {
         for q in 0..count {
             self.destroy_pair(q as u16);
         }
@@ -763,7 +764,7 @@ impl Nic {
         // running: stop the card before its rings are freed.
         self.quiesce_card(dev, rtnl);
         for queue in self.queues.iter().take(count) {
-            queue.stop(rtnl);
+            queue.stop(rtnl.dev());
         }
     }
 
@@ -784,7 +785,7 @@ impl Nic {
     /// memory it was given may then be freed. The admin queue, MAC and RX
     /// filter (and a PF's data path) are given back; queue pairs are the
     /// caller's to recreate.
-    fn quiesce_card(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    fn quiesce_card(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) {
         self.quiesce_card_for(dev, rtnl, true);
     }
 
@@ -792,7 +793,7 @@ impl Nic {
     /// lost (the function counts it and reports it to the `card` health
     /// reporter), not one the driver asked for (the card came back without
     /// its state).
-    pub(super) fn quiesce_card_for(&self, dev: &NetDev<Self>, rtnl: &Rtnl, fault: bool) {
+    pub(super) fn quiesce_card_for(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, fault: bool) {
         if !self.admin.lost_track() {
             return;
         }
@@ -809,7 +810,7 @@ impl Nic {
 
     /// Has the function reset the card, then gives back what the card
     /// held for the NIC: its MAC, RX filter and (PF) the VF data path.
-    fn reset_function(&self, dev: &NetDev<Self>, rtnl: &Rtnl, fault: bool) -> Result {
+    fn reset_function(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, fault: bool) -> Result {
         self.events.reset_function(fault)?;
         self.admin.run(AdminCmd::SetMac {
             mac: dev.addr(rtnl),

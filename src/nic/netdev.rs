@@ -12,11 +12,11 @@ use super::{
 };
 use crate::hw::{mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
+    instance_lock::{DevLocked, RtnlLocked},
     netdev::{
         Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, StackPick,
         TxQueueStats,
     },
-    rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
     xdp::{XdpSetup, XdpXmitBatch},
     xsk::{XskSetup, XskSlots},
@@ -24,7 +24,7 @@ use crate::linux::net::{
 
 #[vtable]
 impl NetDevOps for Nic {
-    fn open(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
+    fn open(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
         nic.start_queues(dev, rtnl, &cfg, dev.mtu(), dev.features())?;
@@ -35,7 +35,7 @@ impl NetDevOps for Nic {
         Ok(())
     }
 
-    fn stop(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result {
+    fn stop(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
         dev.tx_disable(rtnl);
@@ -81,7 +81,7 @@ impl NetDevOps for Nic {
         }
     }
 
-    fn set_rx_mode(dev: &NetDev<Self>, rtnl: &Rtnl, mc: &HwAddrList) -> Result {
+    fn set_rx_mode(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, mc: &HwAddrList) -> Result {
         let (promisc, allmulti) = dev.promisc_allmulti();
         let mut flags = rx_mode::BROADCAST;
         if promisc {
@@ -102,11 +102,11 @@ impl NetDevOps for Nic {
         Ok(())
     }
 
-    fn set_mac_address(dev: &NetDev<Self>, _rtnl: &Rtnl, mac: [u8; 6]) -> Result {
+    fn set_mac_address(dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, mac: [u8; 6]) -> Result {
         dev.data().admin.run(AdminCmd::SetMac { mac })
     }
 
-    fn change_mtu(dev: &NetDev<Self>, rtnl: &Rtnl, mtu: u32) -> Result {
+    fn change_mtu(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, mtu: u32) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
         nic.xsk_fits(&cfg, mtu)?;
@@ -122,14 +122,18 @@ impl NetDevOps for Nic {
         Ok(())
     }
 
-    fn queue_stats(dev: &NetDev<Self>, _rtnl: &Rtnl, queue: u32) -> (RxQueueStats, TxQueueStats) {
+    fn queue_stats(
+        dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        queue: u32,
+    ) -> (RxQueueStats, TxQueueStats) {
         dev.data()
             .queues
             .get(queue as usize)
             .map_or_else(Default::default, |q| q.counters())
     }
 
-    fn base_stats(dev: &NetDev<Self>, _rtnl: &Rtnl) -> (RxQueueStats, TxQueueStats) {
+    fn base_stats(dev: &NetDev<Self>, _locked: &DevLocked) -> (RxQueueStats, TxQueueStats) {
         let nic = dev.data();
         // Queues beyond the real count (after `ethtool -L` shrank it) keep
         // their counters here, so totals never go backwards.
@@ -146,7 +150,7 @@ impl NetDevOps for Nic {
         base
     }
 
-    fn set_features(dev: &NetDev<Self>, rtnl: &Rtnl, features: Features) -> Result {
+    fn set_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, features: Features) -> Result {
         let nic = dev.data();
         if let Some(flow) = &nic.flow {
             let hw_tc = features.contains(Feature::HwTc);
@@ -163,14 +167,14 @@ impl NetDevOps for Nic {
         Ok(())
     }
 
-    fn fix_features(dev: &NetDev<Self>, rtnl: &Rtnl, mut features: Features) -> Features {
+    fn fix_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, mut features: Features) -> Features {
         if !dev.data().gro_hw_possible(rtnl) && features.contains(Feature::GroHw) {
             features ^= Feature::GroHw;
         }
         features
     }
 
-    fn xdp_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XdpSetup<'_>) -> Result {
+    fn xdp_setup(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, setup: XdpSetup<'_>) -> Result {
         dev.data().install_xdp(dev, rtnl, setup)
     }
 
@@ -178,7 +182,7 @@ impl NetDevOps for Nic {
         dev.data().xdp_xmit(dev, frames, flush);
     }
 
-    fn xsk_setup(dev: &NetDev<Self>, rtnl: &Rtnl, setup: XskSetup) -> Result {
+    fn xsk_setup(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, setup: XskSetup) -> Result {
         dev.data().install_xsk(dev, rtnl, setup)
     }
 

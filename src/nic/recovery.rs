@@ -17,9 +17,9 @@ use super::{
     Nic,
 };
 use crate::linux::net::{
+    instance_lock::RtnlLocked,
     netdev::NetDev,
-    rtnl::Rtnl,
-    work::{DeviceWork, NoLock},
+    work::{DeviceWork, NoLock, RtnlAndInstance},
 };
 
 /// [`crate::linux::net::work::NetDevWork`] id of the GFT exception work.
@@ -125,7 +125,7 @@ impl Default for ResetBackoff {
 }
 
 impl DeviceWork for Nic {
-    type Lock = Rtnl;
+    type Lock = RtnlAndInstance;
 
     /// Syncs the VF if asked; checks each running queue pair for a lost
     /// interrupt; hands the pairs marked for a reset (a TX timeout,
@@ -133,7 +133,7 @@ impl DeviceWork for Nic {
     /// which reports and recovers them. While the device is up, or the
     /// card does not answer (the queues are then not checked), it runs
     /// again after [`HEALTH_CHECK_MS`].
-    fn run(dev: &NetDev<Self>, rtnl: &Rtnl) {
+    fn run(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) {
         let nic = dev.data();
         if nic.bond.take_sync_request() {
             bond::sync(dev, rtnl);
@@ -233,7 +233,7 @@ impl Nic {
     /// unsent. A pair not in use is left alone. If the card loses track
     /// of an admin command meanwhile, the whole function is reset and
     /// restored instead.
-    pub(super) fn reset_pair(&self, dev: &NetDev<Self>, rtnl: &Rtnl, q: u16) -> Result {
+    pub(super) fn reset_pair(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, q: u16) -> Result {
         let cfg = self.config.lock();
         let Some(queue) = self.queues.get(usize::from(q)) else {
             return Err(EINVAL);
@@ -249,22 +249,22 @@ impl Nic {
         self.destroy_pair(q);
         let mut result = Ok(());
         if !self.admin.lost_track() {
-            queue.stop(rtnl);
+            queue.stop(rtnl.dev());
             result = queue
                 .prepare(
-                    rtnl,
+                    rtnl.dev(),
                     &self.dma,
                     self.geometry(&cfg, dev.mtu()),
                     self.tx_csum(),
                     self.xsk_pool(usize::from(q)),
                 )
                 .and_then(|cmds| self.create_pair(cmds))
-                .and_then(|()| queue.start(rtnl));
+                .and_then(|()| queue.start(rtnl.dev()));
             match &result {
                 Ok(()) => pr_info!("{}: queue pair {} reset\n", dev.name(), q),
                 Err(_) if self.admin.lost_track() => {}
                 Err(e) => {
-                    queue.stop(rtnl);
+                    queue.stop(rtnl.dev());
                     pr_err!(
                         "{}: queue pair {} did not come back: {:?}\n",
                         dev.name(),
@@ -291,7 +291,7 @@ impl Nic {
     /// The function found the card not answering (surprise removal, or
     /// wedged): the device is detached with its carrier off, so nothing
     /// more is sent to it, until the card is back.
-    pub(crate) fn card_gone(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    pub(crate) fn card_gone(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) {
         pr_warn!(
             "{}: card not answering (surprise removal?); detached\n",
             dev.name()
@@ -304,7 +304,7 @@ impl Nic {
     /// the reset work, or the card answers again after being gone): reset
     /// the function, restore it, and bring every queue pair back as
     /// configured; carrier from the card's link again.
-    pub(crate) fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &Rtnl) {
+    pub(crate) fn reset_and_restore(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) {
         pr_info!("{}: resetting the function\n", dev.name());
         // A fault of its own only if a command was lost (not when the
         // card came back).

@@ -22,8 +22,8 @@ use crate::hw::FuncKind;
 use crate::linux::eopnotsupp;
 use crate::linux::net::{
     ethtool::TcpDataSplit,
+    instance_lock::RtnlLocked,
     netdev::NetDev,
-    rtnl::Rtnl,
     xdp::{XdpSetup, XdpXmitBatch},
     xsk::{XskPool, XskSetup},
 };
@@ -37,7 +37,7 @@ impl Nic {
     pub(super) fn install_xdp(
         &self,
         dev: &NetDev<Nic>,
-        rtnl: &Rtnl,
+        rtnl: &RtnlLocked<'_>,
         mut setup: XdpSetup<'_>,
     ) -> Result {
         if self.kind == FuncKind::Vf && bond::is_enslaved(dev, rtnl) {
@@ -119,7 +119,12 @@ impl Nic {
     /// buffer), as the other queues do: frames in flight are lost, as
     /// for a ring resize. The pool is mapped for the card before use and
     /// unmapped once the rings that used it are gone.
-    pub(super) fn install_xsk(&self, dev: &NetDev<Nic>, rtnl: &Rtnl, setup: XskSetup) -> Result {
+    pub(super) fn install_xsk(
+        &self,
+        dev: &NetDev<Nic>,
+        rtnl: &RtnlLocked<'_>,
+        setup: XskSetup,
+    ) -> Result {
         let q = usize::from(setup.queue);
         let mut cfg = self.config.lock();
         if q >= self.queues.len() {
@@ -168,7 +173,7 @@ impl Nic {
     /// ring's buffers, nor while a synthetic NIC's VF runs its XDP
     /// program (the VF's program cannot be given room without the VF
     /// restarting on its own).
-    pub(super) fn stream_allowed(&self, dev: &NetDev<Nic>, rtnl: &Rtnl) -> Result {
+    pub(super) fn stream_allowed(&self, dev: &NetDev<Nic>, rtnl: &RtnlLocked<'_>) -> Result {
         let follows_xdp = self.kind == FuncKind::Vf
             && bond::is_enslaved(dev, rtnl)
             && self.xdp.cloned(rtnl).is_some();
@@ -210,7 +215,7 @@ impl Nic {
 
     /// Runs `master`'s program, or none: an enslaved VF follows its
     /// synthetic NIC's.
-    pub(crate) fn follow_xdp(&self, rtnl: &Rtnl, master: Option<&Nic>) {
+    pub(crate) fn follow_xdp(&self, rtnl: &RtnlLocked<'_>, master: Option<&Nic>) {
         let prog = master.and_then(|m| m.xdp.cloned(rtnl));
         if prog.is_some() && self.rx_streaming() {
             pr_warn!("rsnic: a VF in rx-stream mode joined a synthetic NIC with an XDP program: the VF runs none\n");

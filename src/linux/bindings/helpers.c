@@ -172,15 +172,30 @@ void *rust_ext_rx_handler_data(const struct net_device *dev)
 
 /* NAPI */
 
-void rust_ext_netif_napi_add_config(struct net_device *dev, struct napi_struct *napi,
-				 int (*poll)(struct napi_struct *, int), int index)
+void rust_ext_netif_napi_add_config_locked(struct net_device *dev, struct napi_struct *napi,
+					int (*poll)(struct napi_struct *, int), int index)
 {
-	netif_napi_add_config(dev, napi, poll, index);
+	netif_napi_add_config_locked(dev, napi, poll, index);
 }
 
 void rust_ext_netif_napi_del(struct napi_struct *napi)
 {
 	netif_napi_del(napi);
+}
+
+void rust_ext_netif_napi_del_locked(struct napi_struct *napi)
+{
+	netif_napi_del_locked(napi);
+}
+
+void rust_ext_netdev_lock(struct net_device *dev)
+{
+	netdev_lock(dev);
+}
+
+void rust_ext_netdev_unlock(struct net_device *dev)
+{
+	netdev_unlock(dev);
 }
 
 void rust_ext_netif_napi_set_irq(struct napi_struct *napi, int irq)

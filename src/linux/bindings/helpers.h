@@ -60,9 +60,12 @@ struct net_device *rust_ext_next_net_device_rcu(struct net_device *dev);
 void *rust_ext_rx_handler_data(const struct net_device *dev);
 
 /* NAPI */
-void rust_ext_netif_napi_add_config(struct net_device *dev, struct napi_struct *napi,
-				 int (*poll)(struct napi_struct *, int), int index);
+void rust_ext_netif_napi_add_config_locked(struct net_device *dev, struct napi_struct *napi,
+					int (*poll)(struct napi_struct *, int), int index);
 void rust_ext_netif_napi_del(struct napi_struct *napi);
+void rust_ext_netif_napi_del_locked(struct napi_struct *napi);
+void rust_ext_netdev_lock(struct net_device *dev);
+void rust_ext_netdev_unlock(struct net_device *dev);
 void rust_ext_netif_napi_set_irq(struct napi_struct *napi, int irq);
 u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx);
 u8 *rust_ext_ethtool_rxfh_context_key(struct ethtool_rxfh_context *ctx);

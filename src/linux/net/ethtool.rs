@@ -11,7 +11,10 @@ use kernel::{error::VTABLE_DEFAULT_ERROR, prelude::*};
 
 use crate::linux::{
     bindings,
-    net::{netdev::NetDev, rtnl::Rtnl},
+    net::{
+        instance_lock::{DevLocked, RtnlLocked},
+        netdev::NetDev,
+    },
 };
 
 /// Interrupt moderation parameters (`ETHTOOL_COALESCE_*`, the header's
@@ -328,34 +331,34 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     const PRIV_FLAGS: &'static [&'static str] = &[];
 
     /// `ethtool -i`.
-    fn drvinfo(_dev: &NetDev<Self>, _rtnl: &Rtnl, _out: &mut dyn FnMut(DrvInfo<'_>)) {
+    fn drvinfo(_dev: &NetDev<Self>, _locked: &DevLocked, _out: &mut dyn FnMut(DrvInfo<'_>)) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The link's settings (`ethtool DEV`); its speed and duplex are
     /// shown while the carrier is up, unknown otherwise.
-    fn link_settings(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> LinkSettings {
+    fn link_settings(_dev: &NetDev<Self>, _locked: &DevLocked) -> LinkSettings {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Every counter of `ethtool -S`, always the same names in the same
     /// order.
-    fn stats(_dev: &NetDev<Self>, _rtnl: &Rtnl, _sink: &mut dyn StatsSink) {
+    fn stats(_dev: &NetDev<Self>, _locked: &DevLocked, _sink: &mut dyn StatsSink) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -l`: (maximum, current) combined channels.
-    fn channels(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, u32) {
+    fn channels(_dev: &NetDev<Self>, _locked: &DevLocked) -> (u32, u32) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -L combined N`; on error nothing changed.
-    fn set_channels(_dev: &NetDev<Self>, _rtnl: &Rtnl, _combined: u32) -> Result {
+    fn set_channels(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _combined: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -g`: the most ring entries, and the rings in effect.
-    fn rings(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (u32, Rings) {
+    fn rings(_dev: &NetDev<Self>, _locked: &DevLocked) -> (u32, Rings) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -363,53 +366,58 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// the command line as the core keeps them; `hds_thresh` at most
     /// [`Self::HDS_THRESH_MAX`], checked by the core); on error nothing
     /// changed.
-    fn set_rings(_dev: &NetDev<Self>, _rtnl: &Rtnl, _want: Rings) -> Result {
+    fn set_rings(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _want: Rings) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool --get-tunable rx-copybreak`: received frames of at most
     /// this many bytes are copied out of their buffer.
-    fn rx_copybreak(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+    fn rx_copybreak(_dev: &NetDev<Self>, _locked: &DevLocked) -> u32 {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool --set-tunable rx-copybreak N`; on error nothing changed.
-    fn set_rx_copybreak(_dev: &NetDev<Self>, _rtnl: &Rtnl, _bytes: u32) -> Result {
+    fn set_rx_copybreak(_dev: &NetDev<Self>, _locked: &DevLocked, _bytes: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool --show-priv-flags`: bit `i` is [`Self::PRIV_FLAGS`] entry `i`.
-    fn priv_flags(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> u32 {
+    fn priv_flags(_dev: &NetDev<Self>, _locked: &DevLocked) -> u32 {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool --set-priv-flags`: the whole set (bits beyond
     /// [`Self::PRIV_FLAGS`] are clear; the core checked). On error nothing
     /// changed.
-    fn set_priv_flags(_dev: &NetDev<Self>, _rtnl: &Rtnl, _flags: u32) -> Result {
+    fn set_priv_flags(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _flags: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -c`: interrupt moderation.
-    fn coalesce(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> Coalesce {
+    fn coalesce(_dev: &NetDev<Self>, _locked: &DevLocked) -> Coalesce {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -C`; only [`Self::SUPPORTED_COALESCE`] fields may be set
     /// (the core checked). On error nothing changed.
-    fn set_coalesce(_dev: &NetDev<Self>, _rtnl: &Rtnl, _coalesce: Coalesce) -> Result {
+    fn set_coalesce(_dev: &NetDev<Self>, _locked: &DevLocked, _coalesce: Coalesce) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -t`: runs the tests (those that disturb traffic only if
     /// `offline`) and stores 0 (passed or not run) or an error code per
     /// test in `results`, one per [`Self::SELF_TESTS`] entry.
-    fn self_test(_dev: &NetDev<Self>, _rtnl: &Rtnl, _offline: bool, _results: &mut [u64]) {
+    fn self_test(
+        _dev: &NetDev<Self>,
+        _rtnl: &RtnlLocked<'_>,
+        _offline: bool,
+        _results: &mut [u64],
+    ) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -x`: fills the RSS indirection table and hash key.
-    fn rss(_dev: &NetDev<Self>, _rtnl: &Rtnl, _out: Rxfh<'_>) {
+    fn rss(_dev: &NetDev<Self>, _locked: &DevLocked, _out: Rxfh<'_>) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -417,7 +425,7 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// The core already checked the table against the channel count.
     fn set_rss(
         _dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
     ) -> Result {
@@ -425,12 +433,12 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     }
 
     /// `ethtool -S --groups eth-mac`.
-    fn eth_mac_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthMacStats {
+    fn eth_mac_stats(_dev: &NetDev<Self>, _locked: &DevLocked) -> EthMacStats {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -S --groups eth-ctrl`.
-    fn eth_ctrl_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> EthCtrlStats {
+    fn eth_ctrl_stats(_dev: &NetDev<Self>, _locked: &DevLocked) -> EthCtrlStats {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -440,7 +448,7 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// (the core keeps the context's settings there).
     fn create_rss_context(
         _dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         _id: u32,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
@@ -453,7 +461,7 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// `id`; `old` holds its current settings.
     fn modify_rss_context(
         _dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         _id: u32,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
@@ -464,13 +472,13 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
 
     /// `ethtool -X ... context N delete` (the core refuses while a rule
     /// steers to it).
-    fn remove_rss_context(_dev: &NetDev<Self>, _rtnl: &Rtnl, _id: u32) -> Result {
+    fn remove_rss_context(_dev: &NetDev<Self>, _locked: &DevLocked, _id: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -n`: calls `each` with every steering rule's location and
     /// rule, in location order.
-    fn flow_rules(_dev: &NetDev<Self>, _rtnl: &Rtnl, _each: &mut dyn FnMut(u32, &FlowRule)) {
+    fn flow_rules(_dev: &NetDev<Self>, _locked: &DevLocked, _each: &mut dyn FnMut(u32, &FlowRule)) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -480,7 +488,7 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// and ethtool reports that location.
     fn set_flow_rule(
         _dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         _location: u32,
         _rule: FlowRule,
     ) -> Result<u32> {
@@ -488,13 +496,17 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     }
 
     /// `ethtool -N delete N` (`ENOENT` if there is none).
-    fn del_flow_rule(_dev: &NetDev<Self>, _rtnl: &Rtnl, _location: u32) -> Result {
+    fn del_flow_rule(_dev: &NetDev<Self>, _locked: &DevLocked, _location: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ethtool -n rx-flow-hash`: the fields hashed for `flow`
     /// (`EOPNOTSUPP` if the device does not say).
-    fn rxfh_fields(_dev: &NetDev<Self>, _rtnl: &Rtnl, _flow: HashFlow) -> Result<HashFields> {
+    fn rxfh_fields(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _flow: HashFlow,
+    ) -> Result<HashFields> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -502,7 +514,7 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// set the device cannot hash).
     fn set_rxfh_fields(
         _dev: &NetDev<Self>,
-        _rtnl: &Rtnl,
+        _locked: &DevLocked,
         _flow: HashFlow,
         _fields: HashFields,
     ) -> Result {

@@ -17,8 +17,8 @@ use crate::linux::net::{
         Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
         HashFlow, PortType, Rings, RuleFlow, Rxfh, StatsSink, TcpDataSplit,
     },
+    instance_lock::{DevLocked, RtnlLocked},
     netdev::NetDev,
-    rtnl::Rtnl,
 };
 use crate::linux::{bindings, EOPNOTSUPP_ERRNO};
 
@@ -30,6 +30,20 @@ const SS_TEST: u32 = 0;
 const SS_STATS: u32 = 1;
 /// `ETH_SS_PRIV_FLAGS`: the names of the private flags.
 const SS_PRIV_FLAGS: u32 = 2;
+
+/// The ops ethtool calls with RTNL held besides the instance lock
+/// (`ETHTOOL_OP_NEEDS_RTNL_*` of `include/linux/ethtool.h`, `BIT()`
+/// macros bindgen does not see): those that rebuild the queues and may
+/// change the features (`set_channels`, `set_rings`, `set_priv_flags`,
+/// `self_test`), and so take a [`RtnlLocked`]. The others run under the
+/// instance lock alone and get a [`DevLocked`].
+const OPS_NEEDING_RTNL: u32 = {
+    const SPFLAGS: u32 = 1 << 1;
+    const SRINGPARAM: u32 = 1 << 2;
+    const SCHANNELS: u32 = 1 << 3;
+    const TEST: u32 = 1 << 9;
+    SPFLAGS | SRINGPARAM | SCHANNELS | TEST
+};
 
 /// `ETH_RSS_HASH_TOP`: the Toeplitz hash function.
 const RSS_HASH_TOP: u8 = 1 << 0;
@@ -148,6 +162,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             ops.set_tunable = Some(Self::set_tunable);
         }
         ops.supported_coalesce_params = T::SUPPORTED_COALESCE;
+        ops.op_needs_rtnl = OPS_NEEDING_RTNL;
         if T::HDS_THRESH_MAX != 0 {
             ops.supported_ring_params =
                 bindings::ethtool_supported_ring_param_ETHTOOL_RING_USE_TCP_DATA_SPLIT
@@ -214,10 +229,20 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// # Safety
     ///
     /// `ndev` is a device registered by `Registration<T>`, alive for the
-    /// call, which ethtool makes with RTNL held.
-    unsafe fn dev<'a>(ndev: *mut bindings::net_device) -> (&'a NetDev<T>, &'a Rtnl) {
+    /// call, which ethtool makes with the device's instance lock held (the
+    /// device is ops-locked) and not necessarily RTNL.
+    unsafe fn dev<'a>(ndev: *mut bindings::net_device) -> (&'a NetDev<T>, &'a DevLocked) {
         // SAFETY: Per the function's contract.
-        unsafe { (NetDev::from_raw(ndev), Rtnl::assume_held()) }
+        unsafe { (NetDev::from_raw(ndev), DevLocked::assume_held()) }
+    }
+
+    /// # Safety
+    ///
+    /// As `dev`, for an op whose `ETHTOOL_OP_NEEDS_RTNL_*` bit
+    /// [`Self::OPS`] sets ([`OPS_NEEDING_RTNL`]): ethtool holds RTNL too.
+    unsafe fn dev_rtnl<'a>(ndev: *mut bindings::net_device) -> (&'a NetDev<T>, &'a RtnlLocked<'a>) {
+        // SAFETY: Per the function's contract.
+        unsafe { (NetDev::from_raw(ndev), RtnlLocked::assume_held()) }
     }
 
     /// # Safety
@@ -230,8 +255,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let c = T::coalesce(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let c = T::coalesce(dev, locked);
         // SAFETY: `ec` is valid for writes.
         let ec = unsafe { &mut *ec };
         ec.rx_coalesce_usecs = c.rx_usecs;
@@ -260,9 +285,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             tx_max_frames: ec.tx_max_coalesced_frames,
         };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_coalesce(dev, rtnl, c)?;
+            T::set_coalesce(dev, locked, c)?;
             Ok(0)
         })
     }
@@ -284,7 +309,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let results = unsafe { core::slice::from_raw_parts_mut(data, T::SELF_TESTS.len()) };
         results.fill(0);
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, rtnl) = unsafe { Self::dev_rtnl(ndev) };
         T::self_test(dev, rtnl, offline, results);
         if results.iter().any(|&r| r != 0) {
             test.flags |= bindings::ethtool_test_flags_ETH_TEST_FL_FAILED;
@@ -296,8 +321,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`.
     unsafe extern "C" fn rx_ring_count(ndev: *mut bindings::net_device) -> u32 {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        T::channels(dev, rtnl).1
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        T::channels(dev, locked).1
     }
 
     extern "C" fn rss_key_size(_ndev: *mut bindings::net_device) -> u32 {
@@ -335,8 +360,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             unsafe { core::slice::from_raw_parts_mut(param.key, T::RSS_KEY_LEN) }
         };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        T::rss(dev, rtnl, Rxfh { table, key });
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        T::rss(dev, locked, Rxfh { table, key });
         0
     }
 
@@ -358,9 +383,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rss(dev, rtnl, table, key)?;
+            T::set_rss(dev, locked, table, key)?;
             Ok(0)
         })
     }
@@ -437,8 +462,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         out: *mut bindings::ethtool_eth_mac_stats,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let s: EthMacStats = T::eth_mac_stats(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let s: EthMacStats = T::eth_mac_stats(dev, locked);
         // SAFETY: `out` is valid for writes; `stats` is the named view of
         // the counters (`struct_group`), plain integers.
         let o = unsafe { &mut (*out).__bindgen_anon_1.stats };
@@ -466,8 +491,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         out: *mut bindings::ethtool_eth_ctrl_stats,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let s: EthCtrlStats = T::eth_ctrl_stats(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let s: EthCtrlStats = T::eth_ctrl_stats(dev, locked);
         // SAFETY: As in `get_eth_mac_stats`.
         let o = unsafe { &mut (*out).__bindgen_anon_1.stats };
         if let Some(v) = s.frames_tx {
@@ -504,9 +529,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: The core's new context, not used elsewhere meanwhile.
         let out = unsafe { Self::ctx_storage(ctx) };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::create_rss_context(dev, rtnl, param.rss_context, table, key, out)?;
+            T::create_rss_context(dev, locked, param.rss_context, table, key, out)?;
             Ok(0)
         })
     }
@@ -530,9 +555,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: The core's context, which it updates only after this.
         let old = unsafe { Self::ctx_storage(ctx) };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::modify_rss_context(dev, rtnl, param.rss_context, table, key, old)?;
+            T::modify_rss_context(dev, locked, param.rss_context, table, key, old)?;
             Ok(0)
         })
     }
@@ -547,9 +572,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         _extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::remove_rss_context(dev, rtnl, rss_context)?;
+            T::remove_rss_context(dev, locked, rss_context)?;
             Ok(0)
         })
     }
@@ -566,11 +591,11 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: `info` is valid for reads and writes.
         let info = unsafe { &mut *info };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         match info.cmd {
             bindings::ETHTOOL_GRXCLSRLCNT => {
                 let mut n = 0;
-                T::flow_rules(dev, rtnl, &mut |_, _| n += 1);
+                T::flow_rules(dev, locked, &mut |_, _| n += 1);
                 info.__bindgen_anon_1.rule_cnt = n;
                 info.data = u64::from(T::FLOW_RULES);
                 0
@@ -578,7 +603,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             bindings::ETHTOOL_GRXCLSRULE => {
                 let want = info.fs.location;
                 let mut found = None;
-                T::flow_rules(dev, rtnl, &mut |loc, rule| {
+                T::flow_rules(dev, locked, &mut |loc, rule| {
                     if loc == want {
                         found = Some(*rule);
                     }
@@ -604,7 +629,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                     unsafe { core::slice::from_raw_parts_mut(rule_locs, room) }
                 };
                 let mut n = 0;
-                T::flow_rules(dev, rtnl, &mut |loc, _| {
+                T::flow_rules(dev, locked, &mut |loc, _| {
                     if let Some(slot) = locs.get_mut(n) {
                         *slot = loc;
                     }
@@ -632,7 +657,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: `info` is valid for reads and writes.
         let info = unsafe { &mut *info };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
             match info.cmd {
                 bindings::ETHTOOL_SRXCLSRLINS => {
@@ -642,10 +667,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                     if info.fs.location >= T::FLOW_RULES {
                         return Err(EINVAL);
                     }
-                    info.fs.location = T::set_flow_rule(dev, rtnl, info.fs.location, rule)?;
+                    info.fs.location = T::set_flow_rule(dev, locked, info.fs.location, rule)?;
                 }
                 bindings::ETHTOOL_SRXCLSRLDEL => {
-                    T::del_flow_rule(dev, rtnl, info.fs.location)?;
+                    T::del_flow_rule(dev, locked, info.fs.location)?;
                 }
                 _ => return Err(crate::linux::eopnotsupp()),
             }
@@ -668,9 +693,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EOPNOTSUPP_ERRNO;
         };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            fields.data = T::rxfh_fields(dev, rtnl, flow)?.bits();
+            fields.data = T::rxfh_fields(dev, locked, flow)?.bits();
             Ok(0)
         })
     }
@@ -690,9 +715,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EOPNOTSUPP_ERRNO;
         };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rxfh_fields(dev, rtnl, flow, HashFields::from_bits(fields.data))?;
+            T::set_rxfh_fields(dev, locked, flow, HashFields::from_bits(fields.data))?;
             Ok(0)
         })
     }
@@ -707,8 +732,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: `info` is valid for writes per the contract.
         let info = unsafe { &mut *info };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        T::drvinfo(dev, rtnl, &mut |d| {
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        T::drvinfo(dev, locked, &mut |d| {
             copy_cstr(&mut info.driver, d.driver.as_bytes());
             copy_cstr(&mut info.version, d.version.as_bytes());
             let mut fw = [0u8; 32];
@@ -728,10 +753,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ks: *mut bindings::ethtool_link_ksettings,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         // SAFETY: `ks` is valid for writes per the contract.
         let base = unsafe { &mut (*ks).base };
-        let link = T::link_settings(dev, rtnl);
+        let link = T::link_settings(dev, locked);
         // CAST: the uapi duplex, speed, port and autoneg values fit the
         // fields the core declares for them.
         if dev.carrier_ok() {
@@ -758,10 +783,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     }
 
     /// The number of stats `T` reports.
-    fn stats_count(dev: &NetDev<T>, rtnl: &Rtnl) -> usize {
+    fn stats_count(dev: &NetDev<T>, locked: &DevLocked) -> usize {
         let mut counter = Counter(0);
         if T::HAS_STATS {
-            T::stats(dev, rtnl, &mut counter);
+            T::stats(dev, locked, &mut counter);
         }
         counter.0
     }
@@ -771,14 +796,14 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`.
     unsafe extern "C" fn get_sset_count(ndev: *mut bindings::net_device, sset: c_int) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         // CAST: a string set number (`enum ethtool_stringset`); a negative one
         // matches no arm.
         match sset as u32 {
             // CAST: counts of tests, statistics and flags the driver declares,
             // far below `c_int::MAX`.
             SS_TEST if T::HAS_SELF_TEST => T::SELF_TESTS.len() as c_int,
-            SS_STATS if T::HAS_STATS => Self::stats_count(dev, rtnl) as c_int,
+            SS_STATS if T::HAS_STATS => Self::stats_count(dev, locked) as c_int,
             SS_PRIV_FLAGS if T::HAS_PRIV_FLAGS => T::PRIV_FLAGS.len() as c_int,
             _ => EOPNOTSUPP_ERRNO,
         }
@@ -789,7 +814,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`; `data` has room for `get_sset_count` strings.
     unsafe extern "C" fn get_strings(ndev: *mut bindings::net_device, sset: u32, data: *mut u8) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         match sset {
             SS_TEST if T::HAS_SELF_TEST => {
                 // SAFETY: ethtool sized `data` from `get_sset_count`.
@@ -810,13 +835,13 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                 }
             }
             SS_STATS if T::HAS_STATS => {
-                let n = Self::stats_count(dev, rtnl);
+                let n = Self::stats_count(dev, locked);
                 // SAFETY: ethtool sized `data` from `get_sset_count`, which
                 // counted the same stats under the same lock (RTNL).
                 let names = unsafe { core::slice::from_raw_parts_mut(data, n * GSTRING_LEN) };
                 T::stats(
                     dev,
-                    rtnl,
+                    locked,
                     &mut Filler {
                         names: Some(names),
                         values: None,
@@ -837,13 +862,13 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         data: *mut u64,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let n = Self::stats_count(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let n = Self::stats_count(dev, locked);
         // SAFETY: As in `get_strings`, for values.
         let values = unsafe { core::slice::from_raw_parts_mut(data, n) };
         T::stats(
             dev,
-            rtnl,
+            locked,
             &mut Filler {
                 names: None,
                 values: Some(values),
@@ -857,8 +882,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// As `dev`.
     unsafe extern "C" fn get_priv_flags(ndev: *mut bindings::net_device) -> u32 {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        T::priv_flags(dev, rtnl)
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        T::priv_flags(dev, locked)
     }
 
     /// # Safety
@@ -871,7 +896,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, rtnl) = unsafe { Self::dev_rtnl(ndev) };
         from_result(|| {
             T::set_priv_flags(dev, rtnl, flags)?;
             Ok(0)
@@ -886,8 +911,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         ch: *mut bindings::ethtool_channels,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let (max, current) = T::channels(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let (max, current) = T::channels(dev, locked);
         // SAFETY: `ch` is valid for writes.
         let ch = unsafe { &mut *ch };
         ch.max_combined = max;
@@ -908,7 +933,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, rtnl) = unsafe { Self::dev_rtnl(ndev) };
         from_result(|| {
             T::set_channels(dev, rtnl, ch.combined_count)?;
             Ok(0)
@@ -930,8 +955,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EOPNOTSUPP_ERRNO;
         }
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let bytes = T::rx_copybreak(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let bytes = T::rx_copybreak(dev, locked);
         // SAFETY: rx-copybreak is a `u32` (checked by the core), which
         // `data` is valid for writes of.
         unsafe { data.cast::<u32>().write_unaligned(bytes) };
@@ -955,9 +980,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // `data` is valid for reads of.
         let bytes = unsafe { data.cast::<u32>().read_unaligned() };
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rx_copybreak(dev, rtnl, bytes)?;
+            T::set_rx_copybreak(dev, locked, bytes)?;
             Ok(0)
         })
     }
@@ -993,7 +1018,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
             return EINVAL.to_errno();
         }
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
+        let (dev, rtnl) = unsafe { Self::dev_rtnl(ndev) };
         from_result(|| {
             T::set_rings(dev, rtnl, want)?;
             Ok(0)
@@ -1010,8 +1035,8 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         _extack: *mut bindings::netlink_ext_ack,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { Self::dev(ndev) };
-        let (max, now) = T::rings(dev, rtnl);
+        let (dev, locked) = unsafe { Self::dev(ndev) };
+        let (max, now) = T::rings(dev, locked);
         // SAFETY: `ring` and `kring` are valid for writes.
         let (ring, kring) = unsafe { (&mut *ring, &mut *kring) };
         ring.rx_max_pending = max;

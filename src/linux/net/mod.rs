@@ -8,6 +8,7 @@ pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod ethtool_adapter;
 pub(crate) mod features;
+pub(crate) mod instance_lock;
 pub(crate) mod napi;
 pub(crate) mod netdev;
 pub(crate) mod netdev_ops;

@@ -14,7 +14,7 @@ use kernel::{
 };
 
 use crate::linux::bindings;
-use crate::linux::net::{netdev::NetDevRef, netdev_ref::DevHold, rtnl::Rtnl};
+use crate::linux::net::{instance_lock::DevLocked, netdev::NetDevRef, netdev_ref::DevHold};
 
 /// What a NAPI context polls.
 pub(crate) trait NapiPoll: Send + Sync {
@@ -104,17 +104,19 @@ impl Napi {
     }
 
     /// Puts the context on the device's NAPI list, disabled (enable it to
-    /// poll). No-op if it is there. Process context, RTNL held.
-    pub(crate) fn add(&self, _rtnl: &Rtnl) {
+    /// poll). No-op if it is there. Process context, the device's
+    /// instance lock held.
+    pub(crate) fn add(&self, _locked: &DevLocked) {
         if self.state.load(Ordering::Acquire) != DELETED {
             return;
         }
         // SAFETY: Not added, so the kernel does not use the storage, which
         // is pinned in `self`; the device is alive (`new`'s contract).
-        // `netif_napi_add_config` initialises the whole struct.
+        // `netif_napi_add_config_locked` initialises the whole struct;
+        // the instance lock is held (`_locked`).
         unsafe {
             core::ptr::write_bytes(self.as_raw(), 0, 1);
-            bindings::rust_ext_netif_napi_add_config(
+            bindings::rust_ext_netif_napi_add_config_locked(
                 self.dev.as_raw(),
                 self.as_raw(),
                 Some(Self::poll_trampoline),
@@ -125,21 +127,30 @@ impl Napi {
         self.state.store(ADDED, Ordering::Release);
         let irq = self.irq.load(Ordering::Relaxed);
         if irq != 0 {
-            // SAFETY: Added just now; the helper takes the device's lock.
+            // SAFETY: Added just now; the instance lock is held.
             // CAST: a Linux IRQ number, which the core keeps as an int.
-            unsafe { bindings::rust_ext_netif_napi_set_irq(self.as_raw(), irq as c_int) };
+            unsafe { bindings::netif_napi_set_irq_locked(self.as_raw(), irq as c_int) };
         }
     }
 
     /// Takes the context off the device's list, waiting for RCU readers;
     /// an enabled one is disabled first. No-op if it is not there.
-    /// Process context.
-    pub(crate) fn del(&self, rtnl: &Rtnl) {
-        self.disable(rtnl);
-        self.delete_disabled();
+    /// Process context, the device's instance lock held.
+    pub(crate) fn del(&self, locked: &DevLocked) {
+        self.disable(locked);
+        if self
+            .state
+            .compare_exchange(ADDED, DELETED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: Added and disabled (it was `ADDED`, not `ENABLED`:
+            // type invariant); process context; the instance lock held.
+            unsafe { bindings::rust_ext_netif_napi_del_locked(self.as_raw()) };
+        }
     }
 
-    /// Takes a context that is not enabled off the device's list.
+    /// Takes a context that is not enabled off the device's list, taking
+    /// the instance lock (which the caller must not hold).
     fn delete_disabled(&self) {
         if self
             .state
@@ -171,13 +182,14 @@ impl Napi {
     /// Links (or with `false`, unlinks) RX and TX queue `queue` of the
     /// device to this context, for the netdev netlink family; `queue` is
     /// below the real queue count. A context not added is not linked.
-    pub(crate) fn link_queue(&self, _rtnl: &Rtnl, queue: u32, link: bool) {
+    pub(crate) fn link_queue(&self, _locked: &DevLocked, queue: u32, link: bool) {
         let napi = if link && self.state.load(Ordering::Acquire) != DELETED {
             self.as_raw()
         } else {
             core::ptr::null_mut()
         };
-        // SAFETY: `napi` is NULL or this added context; RTNL held.
+        // SAFETY: `napi` is NULL or this added context; the instance lock
+        // held.
         unsafe {
             bindings::netif_queue_set_napi(
                 self.dev.as_raw(),
@@ -196,14 +208,14 @@ impl Napi {
 
     /// Allows polling; `EINVAL` if the context is not added, no-op if it
     /// is enabled already.
-    pub(crate) fn enable(&self, _rtnl: &Rtnl) -> Result {
+    pub(crate) fn enable(&self, _locked: &DevLocked) -> Result {
         match self.state.load(Ordering::Acquire) {
             DELETED => Err(EINVAL),
             ENABLED => Ok(()),
             _ => {
                 // SAFETY: Added and disabled (type invariant); process
-                // context under RTNL.
-                unsafe { bindings::napi_enable(self.as_raw()) };
+                // context, the instance lock held.
+                unsafe { bindings::napi_enable_locked(self.as_raw()) };
                 self.state.store(ENABLED, Ordering::Release);
                 Ok(())
             }
@@ -212,10 +224,11 @@ impl Napi {
 
     /// Waits for a running poll and prevents new ones. No-op unless the
     /// context is enabled.
-    pub(crate) fn disable(&self, _rtnl: &Rtnl) {
+    pub(crate) fn disable(&self, _locked: &DevLocked) {
         if self.state.load(Ordering::Acquire) == ENABLED {
-            // SAFETY: Added and enabled (type invariant); process context.
-            unsafe { bindings::napi_disable(self.as_raw()) };
+            // SAFETY: Added and enabled (type invariant); process context,
+            // the instance lock held.
+            unsafe { bindings::napi_disable_locked(self.as_raw()) };
             self.state.store(ADDED, Ordering::Release);
         }
     }

@@ -24,6 +24,7 @@ use crate::linux::devlink::{Port, PortLink};
 use crate::linux::net::{
     ethtool::EthtoolOps,
     ethtool_adapter::EthtoolAdapter,
+    instance_lock::{InstanceGuard, RtnlLocked},
     netdev_ops::Adapter,
     netdev_ref::StateLife,
     rtnl::Rtnl,
@@ -105,10 +106,10 @@ impl<T> NetDev<T> {
     /// Asks the driver again which offloads it can have on
     /// (`netdev_update_features`): after what its `fix_features` looks at
     /// changed.
-    pub(crate) fn update_features(&self, _rtnl: &Rtnl) {
-        // SAFETY: Registered; RTNL held, under which the core recomputes
-        // the features and calls the driver's `ndo_fix_features` and
-        // `ndo_set_features`.
+    pub(crate) fn update_features(&self, _locked: &RtnlLocked<'_>) {
+        // SAFETY: Registered; RTNL and the instance lock held, under which
+        // the core recomputes the features and calls the driver's
+        // `ndo_fix_features` and `ndo_set_features`.
         unsafe { bindings::netdev_update_features(self.as_raw()) };
     }
 
@@ -161,7 +162,7 @@ impl<T> NetDev<T> {
     }
 
     /// Sets how many TX and RX queues are in use (at most those allocated).
-    pub(crate) fn set_real_num_queues(&self, _rtnl: &Rtnl, n: u32) -> Result {
+    pub(crate) fn set_real_num_queues(&self, _locked: &RtnlLocked<'_>, n: u32) -> Result {
         self.set_real_num_queues_raw(n)
     }
 
@@ -201,6 +202,16 @@ impl<T> NetDev<T> {
     pub(crate) fn tx_start_all(&self) {
         // SAFETY: The device is alive.
         unsafe { bindings::rust_ext_netif_tx_start_all_queues(self.as_raw()) };
+    }
+
+    /// Takes the device's instance lock, RTNL held (the core's order),
+    /// for the driver's own work on it; held until the guard is dropped.
+    /// Process context. The task must not hold the lock already (it is
+    /// a mutex: that would deadlock), nor another device's (the layer
+    /// does not nest them).
+    pub(crate) fn lock_instance<'a>(&'a self, rtnl: &'a Rtnl) -> InstanceGuard<'a> {
+        // SAFETY: The device is alive while borrowed.
+        unsafe { InstanceGuard::lock(self.as_raw(), rtnl) }
     }
 
     /// Marks the device absent while its queues are rebuilt, so the TX
@@ -528,6 +539,10 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             if T::HAS_QUEUE_STATS {
                 (*raw).stat_ops = &vtable.stat;
             }
+            // Ops-locked: the core holds the device's instance lock around
+            // its ndos, ethtool ops and queue management, and the layer's
+            // NAPI calls are the `_locked` ones (`instance_lock`).
+            (*raw).request_ops_lock = true;
             (*raw).min_mtu = setup.min_mtu;
             (*raw).max_mtu = setup.max_mtu;
             // CAST: bounded by `c_int::MAX` just before.

@@ -15,8 +15,8 @@ use kernel::{
 use crate::linux::bindings;
 use crate::linux::net::{
     features::Features,
+    instance_lock::{DevLocked, RtnlLocked},
     netdev::{is_valid_ether_addr, HwAddrList, NetDev},
-    rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
@@ -50,10 +50,10 @@ impl StackPick<'_> {
 #[vtable]
 pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_open`: bring the device up.
-    fn open(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result;
+    fn open(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) -> Result;
 
     /// `ndo_stop`: bring it down.
-    fn stop(dev: &NetDev<Self>, rtnl: &Rtnl) -> Result;
+    fn stop(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>) -> Result;
 
     /// `ndo_start_xmit`: send `skb` (or drop it and count the drop).
     fn start_xmit(dev: &NetDev<Self>, skb: SkBuff);
@@ -65,32 +65,32 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
 
     /// `ndo_set_rx_mode_async`: the address lists or flags changed; `mc`
     /// is a snapshot of the multicast list.
-    fn set_rx_mode(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mc: &HwAddrList) -> Result {
+    fn set_rx_mode(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _mc: &HwAddrList) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ndo_set_mac_address`: `mac` is a valid unicast address; the layer
     /// records it in the device on success.
-    fn set_mac_address(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mac: [u8; 6]) -> Result {
+    fn set_mac_address(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _mac: [u8; 6]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ndo_change_mtu`: `mtu` is within the device's min/max; the layer
     /// records it in the device on success.
-    fn change_mtu(_dev: &NetDev<Self>, _rtnl: &Rtnl, _mtu: u32) -> Result {
+    fn change_mtu(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _mtu: u32) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ndo_set_features`: the user changed offloads (within those the
     /// device offers); `features` is the new set.
-    fn set_features(_dev: &NetDev<Self>, _rtnl: &Rtnl, _features: Features) -> Result {
+    fn set_features(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _features: Features) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// `ndo_fix_features`: of the offloads `features` asks for, those the
     /// device can have on now; it can only take offloads away (the core
     /// then drops what depends on them).
-    fn fix_features(_dev: &NetDev<Self>, _rtnl: &Rtnl, _features: Features) -> Features {
+    fn fix_features(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _features: Features) -> Features {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -112,7 +112,7 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// device's native XDP program (none: remove it). The driver keeps
     /// its own reference ([`crate::linux::net::xdp::XdpProgRef::to_owned`]).
     /// Other `ndo_bpf` commands are refused with `EINVAL`.
-    fn xdp_setup(_dev: &NetDev<Self>, _rtnl: &Rtnl, _setup: XdpSetup<'_>) -> Result {
+    fn xdp_setup(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _setup: XdpSetup<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -121,7 +121,7 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// [`crate::linux::net::xsk::XskPool::dma_map`]), or let the bound one
     /// (`setup.old`) go: the layer has put the pool in [`Self::xsk_slots`],
     /// or taken it out, and waits for the driver's copies to be dropped.
-    fn xsk_setup(_dev: &NetDev<Self>, _rtnl: &Rtnl, _setup: XskSetup) -> Result {
+    fn xsk_setup(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _setup: XskSetup) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -146,13 +146,17 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// Per-queue stats (`netdev_stat_ops`): the counters of RX and TX
     /// queue `queue`, one of those in use. Implement with
     /// [`NetDevOps::base_stats`].
-    fn queue_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl, _queue: u32) -> (RxQueueStats, TxQueueStats) {
+    fn queue_stats(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _queue: u32,
+    ) -> (RxQueueStats, TxQueueStats) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// The base stats: what queues not in use counted, so that base plus
     /// the queues in use equals the device's totals.
-    fn base_stats(_dev: &NetDev<Self>, _rtnl: &Rtnl) -> (RxQueueStats, TxQueueStats) {
+    fn base_stats(_dev: &NetDev<Self>, _locked: &DevLocked) -> (RxQueueStats, TxQueueStats) {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
@@ -234,16 +238,18 @@ impl<T: NetDevOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// As `dev`, called with RTNL held; `out` is valid for writes.
+    /// As `dev`, called with the device's instance lock held (the qstats
+    /// dump of an ops-locked device takes it, and not RTNL); `out` is
+    /// valid for writes.
     unsafe extern "C" fn queue_stats_rx(
         ndev: *mut bindings::net_device,
         idx: c_int,
         out: *mut bindings::netdev_queue_stats_rx,
     ) {
-        // SAFETY: Per the function's contract (the qstats dump holds RTNL).
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        // SAFETY: Per the function's contract.
+        let (dev, locked) = unsafe { (Self::dev(ndev), DevLocked::assume_held()) };
         // CAST: a queue index, not negative after `max(0)`.
-        let (rx, _) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
+        let (rx, _) = T::queue_stats(dev, locked, idx.max(0) as u32);
         // SAFETY: `out` is valid for writes; the core pre-filled the
         // fields a driver does not count.
         rx.write(unsafe { &mut *out });
@@ -258,9 +264,9 @@ impl<T: NetDevOps> Adapter<T> {
         out: *mut bindings::netdev_queue_stats_tx,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, locked) = unsafe { (Self::dev(ndev), DevLocked::assume_held()) };
         // CAST: a queue index, not negative after `max(0)`.
-        let (_, tx) = T::queue_stats(dev, rtnl, idx.max(0) as u32);
+        let (_, tx) = T::queue_stats(dev, locked, idx.max(0) as u32);
         // SAFETY: As in `queue_stats_rx`.
         tx.write(unsafe { &mut *out });
     }
@@ -274,8 +280,8 @@ impl<T: NetDevOps> Adapter<T> {
         tx: *mut bindings::netdev_queue_stats_tx,
     ) {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
-        let (r, t) = T::base_stats(dev, rtnl);
+        let (dev, locked) = unsafe { (Self::dev(ndev), DevLocked::assume_held()) };
+        let (r, t) = T::base_stats(dev, locked);
         // SAFETY: As in `queue_stats_rx`.
         unsafe {
             r.write(&mut *rx);
@@ -285,10 +291,12 @@ impl<T: NetDevOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// As `dev`, called with RTNL held.
+    /// As `dev`, called with RTNL and the device's instance lock held
+    /// (the device is ops-locked: [`Registration`] sets
+    /// `request_ops_lock`).
     unsafe extern "C" fn open(ndev: *mut bindings::net_device) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         from_result(|| {
             T::open(dev, rtnl)?;
             Ok(0)
@@ -300,7 +308,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// As `open`.
     unsafe extern "C" fn stop(ndev: *mut bindings::net_device) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         from_result(|| {
             T::stop(dev, rtnl)?;
             Ok(0)
@@ -388,7 +396,7 @@ impl<T: NetDevOps> Adapter<T> {
         mc: *mut bindings::netdev_hw_addr_list,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         // SAFETY: `HwAddrList` is `repr(transparent)` over the C list, live
         // for this call.
         let mc = unsafe { &*mc.cast::<HwAddrList>() };
@@ -406,7 +414,7 @@ impl<T: NetDevOps> Adapter<T> {
         addr: *mut c_void,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         // SAFETY: `addr` is a `struct sockaddr` whose data holds the address.
         let sa = unsafe { &*addr.cast::<bindings::sockaddr>() };
         let mut mac = [0u8; 6];
@@ -430,7 +438,7 @@ impl<T: NetDevOps> Adapter<T> {
     /// As `open`.
     unsafe extern "C" fn change_mtu(ndev: *mut bindings::net_device, mtu: c_int) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         from_result(|| {
             let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
             T::change_mtu(dev, rtnl, mtu)?;
@@ -449,7 +457,7 @@ impl<T: NetDevOps> Adapter<T> {
         features: bindings::netdev_features_t,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         from_result(|| {
             T::set_features(dev, rtnl, Features::from_raw(features))?;
             Ok(0)
@@ -464,7 +472,7 @@ impl<T: NetDevOps> Adapter<T> {
         features: bindings::netdev_features_t,
     ) -> bindings::netdev_features_t {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         let asked = Features::from_raw(features);
         let kept: bindings::netdev_features_t = T::fix_features(dev, rtnl, asked).into();
         // Bits `Features` does not name pass through untouched.
@@ -480,7 +488,7 @@ impl<T: NetDevOps> Adapter<T> {
         bpf: *mut bindings::netdev_bpf,
     ) -> c_int {
         // SAFETY: Per the function's contract.
-        let (dev, rtnl) = unsafe { (Self::dev(ndev), Rtnl::assume_held()) };
+        let (dev, rtnl) = unsafe { (Self::dev(ndev), RtnlLocked::assume_held()) };
         // SAFETY: `bpf` is live for the call.
         let bpf = unsafe { &mut *bpf };
         if bpf.command == bindings::bpf_netdev_command_XDP_SETUP_XSK_POOL && T::HAS_XSK_SETUP {

@@ -26,7 +26,7 @@ impl Rtnl {
     /// # Safety
     ///
     /// The current task must hold RTNL for `'a`.
-    pub(crate) unsafe fn assume_held<'a>() -> &'a Rtnl {
+    pub(crate) const unsafe fn assume_held<'a>() -> &'a Rtnl {
         const HELD: &Rtnl = &Rtnl(PhantomData);
         HELD
     }

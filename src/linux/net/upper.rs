@@ -26,6 +26,7 @@ use kernel::{
 use crate::linux::bindings;
 use crate::linux::net::{
     ethtool::EthtoolOps,
+    instance_lock::RtnlLocked,
     netdev::{Features, NetDev, NetDevOps, NetDevVTable},
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
@@ -51,6 +52,14 @@ pub(crate) enum NetdevEvent {
 }
 
 impl NetdevEvent {
+    /// Whether the core sends this event of an ops-locked device under
+    /// that device's instance lock (`Documentation/networking/
+    /// netdevices.rst`, "Notifiers and netdev instance lock": `REGISTER`,
+    /// `UP`, `CHANGE`; `UNREGISTER` never; `GOING_DOWN` either way).
+    fn under_instance_lock(self) -> bool {
+        matches!(self, Self::Register | Self::Up | Self::Change)
+    }
+
     fn from_raw(event: u64) -> Option<Self> {
         Some(match u32::try_from(event).ok()? {
             bindings::netdev_cmd_NETDEV_REGISTER => Self::Register,
@@ -63,11 +72,20 @@ impl NetdevEvent {
     }
 }
 
-/// A driver's reaction to events of its own net devices.
+/// A driver's reaction to events of its own net devices (which are
+/// ops-locked).
 pub(crate) trait WatchNetdevs: NetDevOps + EthtoolOps {
     /// Called with RTNL held, in process context, for every event of a net
-    /// device of type `Self`.
-    fn netdev_event(event: NetdevEvent, dev: &NetDev<Self>, rtnl: &Rtnl);
+    /// device of type `Self`. `locked` is the device's instance lock for
+    /// the events the core sends under it; for `Unregister` it is not
+    /// held (the driver may take it), for `GoingDown` it may be (the
+    /// driver must neither take nor assume it).
+    fn netdev_event(
+        event: NetdevEvent,
+        dev: &NetDev<Self>,
+        rtnl: &Rtnl,
+        locked: Option<&RtnlLocked<'_>>,
+    );
 }
 
 /// A registered netdevice notifier that forwards the events of `T`'s
@@ -130,7 +148,15 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
         // callback: `Register` comes after the `T` was initialised,
         // `Unregister` before it is dropped. RTNL is held.
         let (dev, rtnl) = unsafe { (NetDev::from_raw(raw), Rtnl::assume_held()) };
-        T::netdev_event(event, dev, rtnl);
+        let locked = if event.under_instance_lock() {
+            // SAFETY: `T`'s devices are ops-locked (`Registration` sets
+            // `request_ops_lock`), and the core sends these events of an
+            // ops-locked device under its instance lock, RTNL held.
+            Some(unsafe { RtnlLocked::assume_held() })
+        } else {
+            None
+        };
+        T::netdev_event(event, dev, rtnl, locked);
         NOTIFY_DONE
     }
 }
@@ -231,7 +257,8 @@ impl<T: NetDevOps> NetDev<T> {
 
     /// Moves the device into `other`'s namespace (named `eth%d` there).
     /// It is unregistered and registered again, with the events that go
-    /// with that.
+    /// with that; the core takes its instance lock, which the caller must
+    /// not hold.
     pub(crate) fn move_to_netns_of(&self, _rtnl: &Rtnl, other: &NetDev<T>) -> Result {
         // SAFETY: Both registered; RTNL held.
         to_result(unsafe {
@@ -244,25 +271,33 @@ impl<T: NetDevOps> NetDev<T> {
     }
 
     /// Makes this device want, of the offloads in `mask`, those in
-    /// `features` (the others stay as they are).
-    pub(crate) fn sync_features(&self, _rtnl: &Rtnl, features: Features, mask: Features) {
+    /// `features` (the others stay as they are). `locked` is this
+    /// device's instance lock.
+    pub(crate) fn sync_features(
+        &self,
+        _locked: &RtnlLocked<'_>,
+        features: Features,
+        mask: Features,
+    ) {
         let raw = self.as_raw();
         let (features, mask): (u64, u64) = (features.into(), mask.into());
-        // SAFETY: Registered; RTNL held, under which `wanted_features`
-        // changes and `netdev_update_features` may run.
+        // SAFETY: Registered; RTNL and the instance lock held, under which
+        // `wanted_features` changes and `netdev_update_features` may run.
         unsafe {
             (*raw).wanted_features = ((*raw).wanted_features & !mask) | (features & mask);
             bindings::netdev_update_features(raw);
         }
     }
 
-    /// Opens the device, as `ip link set up` would.
+    /// Opens the device, as `ip link set up` would; the core takes its
+    /// instance lock, which the caller must not hold.
     pub(crate) fn open(&self, _rtnl: &Rtnl) -> Result {
         // SAFETY: Registered; RTNL held.
         to_result(unsafe { bindings::dev_open(self.as_raw(), core::ptr::null_mut()) })
     }
 
-    /// Sets the MTU, as `ip link set mtu` would.
+    /// Sets the MTU, as `ip link set mtu` would; the core takes the
+    /// instance lock, which the caller must not hold.
     pub(crate) fn change_mtu_to(&self, _rtnl: &Rtnl, mtu: u32) -> Result {
         let mtu = i32::try_from(mtu)?;
         // SAFETY: Registered; RTNL held.

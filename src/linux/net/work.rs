@@ -14,6 +14,7 @@ use kernel::{container_of, prelude::*, types::Opaque};
 
 use crate::linux::bindings;
 use crate::linux::net::{
+    instance_lock::RtnlLocked,
     netdev::{NetDev, NetDevRef},
     rtnl::{self, Rtnl},
 };
@@ -22,30 +23,58 @@ mod private {
     pub(crate) trait Sealed {}
 }
 
-/// The lock a work item runs under: [`Rtnl`] (taken around the run, so
-/// the work may reconfigure the device as an `ndo_*` callback would) or
-/// [`NoLock`].
+/// The lock a work item runs under: [`Rtnl`] (taken around the run),
+/// [`RtnlAndInstance`] (RTNL, then the device's instance lock: the work
+/// may reconfigure the device as an `ndo_*` callback would) or [`NoLock`].
 pub(crate) trait WorkLock: private::Sealed {
-    /// Runs `f` with the lock held.
-    fn with(f: impl FnOnce(&Self));
+    /// The proof the work's `run` gets.
+    type Held<'a>;
+
+    /// Runs `f` on the device (if it is still registered) with the lock
+    /// held.
+    fn with<T>(dev: &NetDevRef<T>, f: impl FnOnce(&NetDev<T>, &Self::Held<'_>));
 }
 
 /// No lock: the work takes the locks it needs itself.
 pub(crate) struct NoLock;
 
+/// RTNL and the device's instance lock (taken in that order, the core's).
+pub(crate) struct RtnlAndInstance;
+
 impl private::Sealed for NoLock {}
 impl private::Sealed for Rtnl {}
+impl private::Sealed for RtnlAndInstance {}
 
 impl WorkLock for NoLock {
-    fn with(f: impl FnOnce(&Self)) {
-        f(&NoLock);
+    type Held<'a> = NoLock;
+
+    fn with<T>(dev: &NetDevRef<T>, f: impl FnOnce(&NetDev<T>, &NoLock)) {
+        if let Some(dev) = dev.try_access() {
+            f(&dev, &NoLock);
+        }
     }
 }
 
 impl WorkLock for Rtnl {
-    fn with(f: impl FnOnce(&Self)) {
+    type Held<'a> = Rtnl;
+
+    fn with<T>(dev: &NetDevRef<T>, f: impl FnOnce(&NetDev<T>, &Rtnl)) {
         let rtnl = rtnl::lock();
-        f(&rtnl);
+        if let Some(dev) = dev.try_access() {
+            f(&dev, &rtnl);
+        }
+    }
+}
+
+impl WorkLock for RtnlAndInstance {
+    type Held<'a> = RtnlLocked<'a>;
+
+    fn with<T>(dev: &NetDevRef<T>, f: impl FnOnce(&NetDev<T>, &RtnlLocked<'_>)) {
+        let rtnl = rtnl::lock();
+        if let Some(dev) = dev.try_access() {
+            let locked = dev.lock_instance(&rtnl);
+            f(&dev, &locked);
+        }
     }
 }
 
@@ -66,7 +95,7 @@ pub(crate) trait DeviceWork<const ID: u8 = 0>: Send + Sync + Sized + 'static {
     /// never concurrently with itself. It may run after the device was
     /// stopped or unregistered; the device's removal waits for a run in
     /// progress, and a run due after that does nothing.
-    fn run(dev: &NetDev<Self>, lock: &Self::Lock);
+    fn run(dev: &NetDev<Self>, lock: &<Self::Lock as WorkLock>::Held<'_>);
 }
 
 /// A work item of a net device, usually a field of the device's `T`;
@@ -134,11 +163,7 @@ impl<T: DeviceWork<ID>, const ID: u8> NetDevWork<T, ID> {
         // Taking RTNL here cannot deadlock with the device's removal (which
         // waits for our access, then cancels us): that never runs under
         // RTNL. A run after the device's unregistration does nothing.
-        T::Lock::with(|lock| {
-            if let Some(dev) = this.dev.try_access() {
-                T::run(&dev, lock);
-            }
-        });
+        T::Lock::with(&this.dev, |dev, lock| T::run(dev, lock));
     }
 }
 

@@ -39,10 +39,10 @@ use crate::linux::{
     dma::{DmaBuffer, DmaDevice},
     irq::IrqHandler,
     net::{
+        instance_lock::DevLocked,
         napi::WithNapi,
         netdev::{net_ratelimit, NetDev, NetDevRef, RxQueueStats, TxQueueStats},
         page_pool::PagePool,
-        rtnl::Rtnl,
         xdp::XdpRxq,
         xsk::XskPool,
     },
@@ -380,7 +380,7 @@ impl WithNapi<QueuePair> {
     /// polls; one with no buffer at all fails with `ENOMEM`. An AF_XDP
     /// socket's ring starts with what its fill ring holds, even nothing:
     /// the socket wakes the queue when it adds buffers.
-    pub(crate) fn start(&self, rtnl: &Rtnl) -> Result {
+    pub(crate) fn start(&self, locked: &DevLocked) -> Result {
         {
             let mut guard = lock_bh(&self.rx);
             let rx = (*guard).as_mut().ok_or(EINVAL)?;
@@ -399,8 +399,8 @@ impl WithNapi<QueuePair> {
                 }
             }
         }
-        self.napi().enable(rtnl)?;
-        self.napi().link_queue(rtnl, u32::from(self.index), true);
+        self.napi().enable(locked)?;
+        self.napi().link_queue(locked, u32::from(self.index), true);
         self.polling.store(1, Relaxed);
         let mut guard = lock_bh(&self.rx);
         // Frames may have come in since the card had buffers, before the
@@ -425,14 +425,14 @@ impl WithNapi<QueuePair> {
     /// buffers and its socket's frames go out on TX.
     pub(crate) fn prepare(
         &self,
-        rtnl: &Rtnl,
+        locked: &DevLocked,
         dma: &DmaDevice,
         geo: QueueGeometry,
         tx_csum: bool,
         xsk: Option<XskPool>,
     ) -> Result<PairCommands> {
         // Before the page pool, which recycles pages through it.
-        self.napi().add(rtnl);
+        self.napi().add(locked);
         let cq_entries = geo.cq_entries();
         let ring = Ring::alloc(dma, geo.tx, TxDesc::SIZE)?;
         let tx = TxState {
@@ -589,10 +589,10 @@ impl WithNapi<QueuePair> {
     /// Stops polling (if [`Self::start`] got that far), frees the rings
     /// (the card's queue must be destroyed first, or the device reset) and
     /// takes the NAPI context off the device.
-    pub(crate) fn stop(&self, rtnl: &Rtnl) {
+    pub(crate) fn stop(&self, locked: &DevLocked) {
         if self.polling.xchg(0, Relaxed) != 0 {
-            self.napi().link_queue(rtnl, u32::from(self.index), false);
-            self.napi().disable(rtnl);
+            self.napi().link_queue(locked, u32::from(self.index), false);
+            self.napi().disable(locked);
         }
         // Freed outside the locks: destroying a page pool may sleep.
         let rx = lock_bh(&self.rx).take();
@@ -602,7 +602,7 @@ impl WithNapi<QueuePair> {
         }
         drop((rx, tx));
         // After the page pool is gone: it recycles through the context.
-        self.napi().del(rtnl);
+        self.napi().del(locked);
     }
 }
 
