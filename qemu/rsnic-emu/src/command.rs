@@ -61,11 +61,13 @@ pub enum Command {
     },
     /// The next N interrupts of the PF are not sent.
     IrqDrop { n: u32 },
-    /// The next N admin commands time out or fail.
+    /// The next N admin commands (with `create-qp`, the next N queue
+    /// pair creations) time out or fail.
     AdminFault {
         #[arg(value_parser = admin_fault)]
         kind: AdminFault,
         n: u32,
+        only: Option<AdminFaultOnly>,
     },
     /// Every DMA of both functions waits US microseconds.
     DmaDelay { us: u32 },
@@ -105,6 +107,13 @@ pub enum LinkState {
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Persist {
     Persist,
+}
+
+/// The admin commands an `admin-fault` hits: `create-qp`, queue pair
+/// creations only (the others pass untouched).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminFaultOnly {
+    CreateQp,
 }
 
 /// Where `capture` goes: a file, or `stop` for the one running.
@@ -201,7 +210,16 @@ mod tests {
             ok("admin-fault timeout 2"),
             Command::AdminFault {
                 kind: AdminFault::Timeout,
-                n: 2
+                n: 2,
+                only: None
+            }
+        );
+        assert_eq!(
+            ok("admin-fault error 1 create-qp"),
+            Command::AdminFault {
+                kind: AdminFault::Error,
+                n: 1,
+                only: Some(AdminFaultOnly::CreateQp)
             }
         );
         assert_eq!(

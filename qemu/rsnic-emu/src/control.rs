@@ -18,8 +18,9 @@
 //! - `spurious-irq <n>`: raise every PF MSI-X vector `n` times, with
 //!   nothing to report.
 //! - `irq-drop <n>`: lose the PF's next `n` queue interrupts.
-//! - `admin-fault <timeout|error> <n>`: leave the PF's next `n` admin
-//!   commands unanswered, or fail them.
+//! - `admin-fault <timeout|error> <n> [create-qp]`: leave the PF's next
+//!   `n` admin commands (with `create-qp`, queue pair creations)
+//!   unanswered, or fail them.
 //! - `dma-delay <us>`: every queue DMA pass (both functions) takes longer.
 //! - `wire <drop|dup|reorder|corrupt> <per-mille>`: impair the frames this
 //!   card sends; `wire-stats`: what the impairments did.

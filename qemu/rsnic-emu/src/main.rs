@@ -22,7 +22,7 @@ use log::{info, warn};
 
 use rsnic_emu::backend::{self, Backend};
 use rsnic_emu::card::Card;
-use rsnic_emu::command::{CaptureTarget, Command, LinkState};
+use rsnic_emu::command::{AdminFaultOnly, CaptureTarget, Command, LinkState};
 use rsnic_emu::control::{self, Fault, Faults};
 use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
@@ -178,8 +178,9 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
             card.lock_pf().drop_irqs(n);
             "ok".into()
         }
-        Command::AdminFault { kind, n } => {
-            card.lock_pf().nic.fault_admin(kind, n);
+        Command::AdminFault { kind, n, only } => {
+            let create_qp_only = only == Some(AdminFaultOnly::CreateQp);
+            card.lock_pf().nic.fault_admin(kind, n, create_qp_only);
             "ok".into()
         }
         Command::DmaDelay { us } => {

@@ -153,8 +153,9 @@ pub struct Nic {
     /// Counts of destroyed queue pairs, per index, so counters survive
     /// the driver recreating its queues.
     retired: Vec<QpStats>,
-    /// The next admin commands to mishandle, and how (fault injection).
-    admin_fault: Option<(AdminFault, u32)>,
+    /// The next admin commands to mishandle, and how (fault injection):
+    /// the kind, how many, and whether only queue pair creations.
+    admin_fault: Option<(AdminFault, u32, bool)>,
     /// Completion faults every newly created queue pair starts with.
     cqe_fault_new: Option<(CqeFault, u32)>,
     /// PF: the card's GFT engine, which its admin commands configure.
@@ -279,16 +280,19 @@ impl Nic {
             .map(|g| g.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Mishandles the next `n` admin commands in the way of `kind` (fault
-    /// injection); `n == 0` cancels.
-    pub fn fault_admin(&mut self, kind: AdminFault, n: u32) {
-        self.admin_fault = Some((kind, n));
+    /// Mishandles the next `n` admin commands (with `create_qp_only`, the
+    /// next `n` `CreateQp`) in the way of `kind` (fault injection); `n ==
+    /// 0` cancels.
+    pub fn fault_admin(&mut self, kind: AdminFault, n: u32, create_qp_only: bool) {
+        self.admin_fault = Some((kind, n, create_qp_only));
     }
 
-    /// Takes one admin fault to inject, if any is pending.
-    fn take_admin_fault(&mut self) -> Option<AdminFault> {
+    /// Takes one admin fault to inject into `cmd`, if one is pending for it.
+    fn take_admin_fault(&mut self, cmd: &Result<AdminCmd, AdminStatus>) -> Option<AdminFault> {
         match &mut self.admin_fault {
-            Some((kind, n)) if *n > 0 => {
+            Some((kind, n, create_qp_only))
+                if *n > 0 && (!*create_qp_only || matches!(cmd, Ok(AdminCmd::CreateQp(_)))) =>
+            {
                 *n -= 1;
                 self.stats.admin_faults_injected += 1;
                 Some(*kind)
@@ -691,7 +695,8 @@ impl Nic {
                 debug!("admin entry at {addr:#x} unreachable");
                 return;
             }
-            let status = match (self.take_admin_fault(), AdminCmd::from_bytes(&entry)) {
+            let cmd = AdminCmd::from_bytes(&entry);
+            let status = match (self.take_admin_fault(&cmd), cmd) {
                 (Some(AdminFault::Timeout), _) => {
                     info!("admin command dropped (fault injection)");
                     self.aq_head = (self.aq_head + 1) & (self.aq_size - 1);
@@ -1193,10 +1198,10 @@ mod tests {
             dma.write(0x1000 + slot * AQ_ENTRY_SIZE as u64, &cmd)
                 .unwrap();
         }
-        nic.fault_admin(AdminFault::Timeout, 1);
+        nic.fault_admin(AdminFault::Timeout, 1, false);
         nic.admin_doorbell(&dma, 1, &mut Effects::default());
         assert_eq!(status(&dma, 0).0 & hw::AQ_DONE, 0, "never completed");
-        nic.fault_admin(AdminFault::Error, 1);
+        nic.fault_admin(AdminFault::Error, 1, false);
         nic.admin_doorbell(&dma, 2, &mut Effects::default());
         assert_eq!(status(&dma, 1).1, AdminStatus::DeviceError as u16);
         assert_eq!(nic.mtu, 1500, "a failed command has no effect");
@@ -1204,6 +1209,17 @@ mod tests {
         assert_eq!(status(&dma, 2).1, AdminStatus::Ok as u16);
         assert_eq!(nic.mtu, 2000);
         assert_eq!(nic.stats.admin_faults_injected, 2);
+        // Aimed at queue pair creations: other commands pass untouched.
+        nic.fault_admin(AdminFault::Error, 1, true);
+        let create = AdminCmd::CreateQp(hw::QpConfig::default()).to_bytes();
+        let mtu = AdminCmd::SetMtu { mtu: 3000 }.to_bytes();
+        dma.write(0x1000 + 3 * AQ_ENTRY_SIZE as u64, &mtu).unwrap();
+        dma.write(0x1000, &create).unwrap();
+        nic.admin_doorbell(&dma, 1, &mut Effects::default());
+        assert_eq!(status(&dma, 3).1, AdminStatus::Ok as u16);
+        assert_eq!(nic.mtu, 3000);
+        assert_eq!(status(&dma, 0).1, AdminStatus::DeviceError as u16);
+        assert_eq!(nic.stats.admin_faults_injected, 3);
     }
 
     #[test]
