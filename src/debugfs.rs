@@ -2,7 +2,9 @@
 
 //! Everything the driver shows in debugfs, under
 //! `/sys/kernel/debug/rsnic/<pci-bdf>/`: the function's registers, its
-//! probe self-test and (PF) bond state, and the PF's `gft/` directory,
+//! probe self-test and (PF) bond state, `queue_restart` (write an RX
+//! queue's number: the core restarts it, as for a memory provider), and
+//! the PF's `gft/` directory,
 //! whose files are an ABI (Documentation/rsnic/gft.rst). The text each
 //! file shows is built here; the state behind it belongs to the modules
 //! that own it.
@@ -12,7 +14,8 @@ use kernel::{debugfs, fmt, prelude::*, sync::Arc, uaccess::UserSliceReader};
 use crate::gft::{Gft, WriteError};
 use crate::hw;
 use crate::linux::debugfs as root;
-use crate::nic::bond::BondState;
+use crate::linux::net::netdev::NetDevRef;
+use crate::nic::{self, bond::BondState, Nic};
 use crate::regs::Registers;
 use crate::selftest::SelfTestReport;
 
@@ -48,6 +51,45 @@ impl FunctionFiles {
             dir,
         }? Error))
     }
+}
+
+/// The files of a function's network device, in the function's
+/// directory. They hold the device: dropped before it is unregistered.
+#[pin_data]
+pub(crate) struct NicFiles {
+    #[pin]
+    queue_restart: debugfs::File<NetDevRef<Nic>>,
+}
+
+impl NicFiles {
+    /// The device's files in `parent`'s directory.
+    pub(crate) fn new(parent: &FunctionFiles, nic: NetDevRef<Nic>) -> Result<Pin<KBox<Self>>> {
+        let dir = &parent.dir;
+        KBox::pin_init(
+            try_pin_init!(Self {
+                queue_restart <- dir.write_callback_file(
+                    c"queue_restart", nic, &write_queue_restart),
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// `queue_restart`: the number of an RX queue in use, which the core
+/// restarts through the driver's queue management (new rings and
+/// buffers, then the old freed). The restart's error is the write's.
+fn write_queue_restart(dev: &NetDevRef<Nic>, reader: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 16];
+    let len = reader.len();
+    if len == 0 || len > buf.len() {
+        return Err(EINVAL);
+    }
+    reader.read_slice(&mut buf[..len])?;
+    let queue = core::str::from_utf8(&buf[..len])
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .ok_or(EINVAL)?;
+    nic::restart_rx_queue(dev, queue)
 }
 
 /// `regs`: every register software can read (reading one has no side

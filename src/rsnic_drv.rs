@@ -81,6 +81,9 @@ module! {
     authors: ["The rsnic developers"],
     description: "rsnic SmartNIC driver (synthetic NIC, VF bonding, GFT, RoCEv2)",
     license: "GPL v2",
+    // `netdev_rx_queue_restart`, the core's queue restart (debugfs
+    // `queue_restart`).
+    imports_ns: ["NETDEV_INTERNAL"],
     params: {
         tx_batching: u8 {
             default: 1,

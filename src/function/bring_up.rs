@@ -10,7 +10,7 @@ use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
 use super::{health::FunctionEvents, Function};
 use crate::admin::AdminQueue;
-use crate::debugfs::{FunctionFiles, GftFiles};
+use crate::debugfs::{FunctionFiles, GftFiles, NicFiles};
 use crate::gft::Gft;
 use crate::hw::{regs, FuncKind};
 use crate::linux::{
@@ -25,13 +25,16 @@ use crate::selftest::{self, SelfTestError, VectorIrq};
 /// A running function.
 ///
 /// Field order is drop order: `gft/` before the NIC (so no write
-/// reaches a GFT going away), the NIC stops its queues through the admin
+/// reaches a GFT going away), `queue_restart` before the NIC (its handle
+/// keeps the NIC's registration waiting), the NIC stops its queues through the admin
 /// queue, then the card is reset, and only then is the admin queue's
 /// ring freed (the card stopped using it); last the function's debugfs
 /// directory.
 pub(crate) struct Loaded {
     /// PF: `gft/`.
     _gft_files: Option<Pin<KBox<GftFiles>>>,
+    /// `queue_restart`, which holds the NIC.
+    _nic_files: Pin<KBox<NicFiles>>,
     nic: NicRegistration,
     /// PF: the GFT (the NIC's exception path, `gft/`, aging).
     gft: Option<Arc<Gft>>,
@@ -152,8 +155,10 @@ pub(crate) fn bring_up(
         GFP_KERNEL,
     )?;
     let gft_files = gft.as_ref().map(|g| GftFiles::new(&files, g)).transpose()?;
+    let nic_files = NicFiles::new(&files, nic.dev().data().handle())?;
     Ok(Loaded {
         _gft_files: gft_files,
+        _nic_files: nic_files,
         nic,
         gft,
         _reset: reset,

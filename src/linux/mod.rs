@@ -41,3 +41,10 @@ pub(crate) const EOPNOTSUPP_ERRNO: kernel::ffi::c_int =
 pub(crate) fn eopnotsupp() -> kernel::error::Error {
     kernel::error::Error::from_errno(EOPNOTSUPP_ERRNO)
 }
+
+/// `ENETDOWN` ("network is down") as an [`Error`](kernel::error::Error);
+/// the `kernel` crate's error codes do not include it either.
+pub(crate) fn enetdown() -> kernel::error::Error {
+    // CAST: a small errno constant.
+    kernel::error::Error::from_errno(-(kernel::bindings::ENETDOWN as kernel::ffi::c_int))
+}

@@ -28,6 +28,7 @@ mod link;
 mod netdev;
 pub(crate) mod queue;
 mod recovery;
+mod restart;
 mod ring;
 mod steering;
 mod xdp;
@@ -72,6 +73,7 @@ pub(crate) use health::{CurrentNic, NicReporters, QueueFault};
 use link::AdminIrq;
 use queue::{bump, QueueGeometry, QueueIrq, QueueVector};
 use recovery::GFT_WORK;
+pub(crate) use restart::restart_rx_queue;
 use ring::RingSize;
 use steering::Steering;
 
@@ -137,6 +139,9 @@ pub(crate) struct Nic {
     /// before anything it uses goes away.
     #[pin]
     reset_work: NetDevWork<Nic>,
+    /// The device, for what reaches it from outside its callbacks
+    /// (debugfs).
+    handle: NetDevRef<Nic>,
     /// Hands queue pair faults to the function, which reports them.
     #[pin]
     health_work: NetDevWork<Nic, HEALTH_WORK>,
@@ -373,6 +378,7 @@ pub(crate) fn register(
             let steering = KBox::new(Steering::new(), GFP_KERNEL)?;
             let xsk = XskSlots::new(usize::from(max_queues))?;
             Ok(try_pin_init!(Nic {
+            handle: dev.clone(),
             health_work <- NetDevWork::new(dev.clone()),
             id: health::next_nic_id(),
             reset_work <- NetDevWork::new(dev.clone()),
@@ -550,6 +556,11 @@ impl Nic {
     /// The VF bond (meaningful on a PF).
     pub(crate) fn bond(&self) -> &Bond {
         &self.bond
+    }
+
+    /// A handle on the device, for what reaches it from outside.
+    pub(crate) fn handle(&self) -> NetDevRef<Nic> {
+        self.handle.clone()
     }
 
     /// Queues the device's work item (TX queue resets, VF sync).

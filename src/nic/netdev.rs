@@ -6,7 +6,7 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::bond;
 use super::{
-    queue::{bump, QueuePair},
+    queue::{bump, PairMem, QueuePair},
     recovery::HEALTH_CHECK_MS,
     Nic, MAX_MC_FILTER,
 };
@@ -17,6 +17,7 @@ use crate::linux::net::{
         Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, StackPick,
         TxQueueStats,
     },
+    queue_mgmt::QueueStartError,
     skbuff::{SkBuff, SkBuffRef},
     xdp::{XdpSetup, XdpXmitBatch},
     xsk::{XskSetup, XskSlots},
@@ -120,6 +121,29 @@ impl NetDevOps for Nic {
         drop(cfg);
         bond::mtu_changed(dev, rtnl, mtu);
         Ok(())
+    }
+
+    type QueueMem = PairMem;
+
+    fn queue_mem_alloc(
+        dev: &NetDev<Self>,
+        locked: &DevLocked,
+        queue: u32,
+    ) -> Result<KBox<PairMem>> {
+        dev.data().queue_mem_alloc(dev, locked, queue)
+    }
+
+    fn queue_stop(dev: &NetDev<Self>, locked: &DevLocked, queue: u32) -> Result<KBox<PairMem>> {
+        dev.data().queue_stop(dev, locked, queue)
+    }
+
+    fn queue_start(
+        dev: &NetDev<Self>,
+        locked: &DevLocked,
+        queue: u32,
+        mem: KBox<PairMem>,
+    ) -> Result<(), QueueStartError<PairMem>> {
+        dev.data().queue_start(dev, locked, queue, mem)
     }
 
     fn queue_stats(

@@ -10,6 +10,7 @@
 #include <linux/workqueue.h>
 #include <linux/random.h>
 #include <net/netdev_queues.h>
+#include <net/netdev_rx_queue.h>
 #include <net/net_namespace.h>
 #include <net/page_pool/types.h>
 #include <rdma/ib_verbs.h>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Networking: net devices and their operations, ethtool, NAPI, socket
-//! buffers, page pools, receive-stream chunks, native XDP, the RTNL lock, upper/lower device
-//! links and the netdevice notifier.
+//! buffers, page pools, receive-stream chunks, native XDP, queue
+//! management, the RTNL and instance locks, upper/lower device links and
+//! the netdevice notifier.
 
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
@@ -14,6 +15,7 @@ pub(crate) mod netdev;
 pub(crate) mod netdev_ops;
 pub(crate) mod netdev_ref;
 pub(crate) mod page_pool;
+pub(crate) mod queue_mgmt;
 pub(crate) mod rtnl;
 pub(crate) mod rx_chunk;
 pub(crate) mod skbuff;

@@ -27,6 +27,7 @@ use crate::linux::net::{
     instance_lock::{InstanceGuard, RtnlLocked},
     netdev_ops::Adapter,
     netdev_ref::StateLife,
+    queue_mgmt::QueueMgmtAdapter,
     rtnl::Rtnl,
     xdp::{XdpFeatures, XDP_METADATA_OPS},
 };
@@ -423,6 +424,7 @@ pub(crate) struct NetDevVTable<T> {
     ndo: bindings::net_device_ops,
     ethtool: bindings::ethtool_ops,
     stat: bindings::netdev_stat_ops,
+    queue: bindings::netdev_queue_mgmt_ops,
     _t: PhantomData<T>,
 }
 
@@ -437,6 +439,7 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
             ndo: Adapter::<T>::OPS,
             ethtool: EthtoolAdapter::<T>::OPS,
             stat: Adapter::<T>::STAT_OPS,
+            queue: QueueMgmtAdapter::<T>::OPS,
             _t: PhantomData,
         }
     }
@@ -538,6 +541,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).ethtool_ops = &vtable.ethtool;
             if T::HAS_QUEUE_STATS {
                 (*raw).stat_ops = &vtable.stat;
+            }
+            if T::HAS_QUEUE_START {
+                (*raw).queue_mgmt_ops = &vtable.queue;
             }
             // Ops-locked: the core holds the device's instance lock around
             // its ndos, ethtool ops and queue management, and the layer's

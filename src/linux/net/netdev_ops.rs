@@ -17,6 +17,7 @@ use crate::linux::net::{
     features::Features,
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{is_valid_ether_addr, HwAddrList, NetDev},
+    queue_mgmt::QueueStartError,
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
@@ -157,6 +158,42 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// The base stats: what queues not in use counted, so that base plus
     /// the queues in use equals the device's totals.
     fn base_stats(_dev: &NetDev<Self>, _locked: &DevLocked) -> (RxQueueStats, TxQueueStats) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A queue's memory, for queue management ([`crate::linux::net::queue_mgmt`]).
+    type QueueMem: Send;
+
+    /// Queue management: allocates new memory for RX queue `queue` (one
+    /// in use) while the queue runs on its own. Implement with
+    /// [`NetDevOps::queue_stop`] and [`NetDevOps::queue_start`].
+    fn queue_mem_alloc(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _queue: u32,
+    ) -> Result<KBox<Self::QueueMem>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Stops RX queue `queue` of the running device and hands over its
+    /// memory, which nothing uses any more. On error the queue is as it
+    /// was, or the driver recovers it.
+    fn queue_stop(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _queue: u32,
+    ) -> Result<KBox<Self::QueueMem>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Starts the stopped RX queue `queue` on `mem` (new, or what
+    /// [`NetDevOps::queue_stop`] handed over).
+    fn queue_start(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _queue: u32,
+        _mem: KBox<Self::QueueMem>,
+    ) -> Result<(), QueueStartError<Self::QueueMem>> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 }

@@ -53,7 +53,12 @@ unsafe impl Sync for PagePool {}
 impl PagePool {
     /// A pool of `entries` buffers, each holding a frame of up to
     /// `frame_len` bytes, for RX queue `queue` polled by `napi`. Destroy
-    /// it (drop) before `napi` is deleted.
+    /// it (drop) before `napi` is deleted. Pages come back straight into
+    /// its cache from `napi` only once [`Self::enable_direct_recycling`]
+    /// says the context polls for it: a pool made for a queue restart
+    /// while the context polls for the queue's old pool may be freed
+    /// unused, which the core allows only for a pool not tied to a live
+    /// context.
     pub(crate) fn new(
         dma: &DmaDevice,
         napi: &Napi,
@@ -86,7 +91,6 @@ impl PagePool {
             fast.pool_size = entries;
             fast.nid = NUMA_NO_NODE;
             fast.dev = dma.as_raw();
-            fast.napi = napi.as_raw();
             // Both ways: an XDP program may send a frame back out of the
             // page it arrived in (`XDP_TX`).
             fast.dma_dir = bindings::dma_data_direction_DMA_BIDIRECTIONAL;
@@ -111,6 +115,31 @@ impl PagePool {
             headroom,
             frame_room,
         })
+    }
+
+    /// Lets pages come back to the pool's cache straight from `napi`
+    /// (`page_pool_enable_direct_recycling`), the context that allocates
+    /// from the pool from now on: the context of the pool's queue, as
+    /// given to [`Self::new`].
+    pub(crate) fn enable_direct_recycling(&self, napi: &Napi) {
+        // SAFETY: A live pool and an initialised NAPI context of its
+        // device, which outlives the pool (`new`'s contract); the call
+        // stores plain fields under the core's lock. Idempotent for the
+        // same context; the pool had no other (`disable_direct_recycling`
+        // clears it), which the core checks.
+        unsafe { bindings::page_pool_enable_direct_recycling(self.pool.as_ptr(), napi.as_raw()) };
+    }
+
+    /// Stops pages coming back to the pool's cache straight from its
+    /// NAPI context (`page_pool_disable_direct_recycling`): for a pool
+    /// whose queue was stopped (its NAPI context disabled, as the core
+    /// checks) and that may outlive that, while the context polls for
+    /// another pool. Pages then come back through the pool's ring.
+    pub(crate) fn disable_direct_recycling(&self) {
+        // SAFETY: A live pool; the call only stores plain fields of it
+        // (under the core's lock). Allocation, the pool's other user, is
+        // over: the queue stopped.
+        unsafe { bindings::page_pool_disable_direct_recycling(self.pool.as_ptr()) };
     }
 
     /// Largest frame one buffer holds.

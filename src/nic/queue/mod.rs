@@ -14,11 +14,13 @@
 //! (`ethtool --set-priv-flags rx-stream on`) copies each frame out of its
 //! stream instead.
 
+mod restart;
 mod rx;
 mod rx_doorbells;
 mod stream;
 mod tx;
 
+pub(crate) use restart::PairMem;
 pub(crate) use rx::RX_COPYBREAK;
 
 use kernel::{
@@ -238,6 +240,7 @@ impl QueueGeometry {
 
 /// The card's commands that create a prepared pair, in order: how it
 /// receives ([`hw::AdminCmd::SetRxStream`]), then the pair.
+#[derive(Clone, Copy)]
 pub(crate) struct PairCommands {
     pub(crate) rx_mode: hw::AdminCmd,
     pub(crate) create: hw::QpConfig,
@@ -431,6 +434,21 @@ impl WithNapi<QueuePair> {
         tx_csum: bool,
         xsk: Option<XskPool>,
     ) -> Result<PairCommands> {
+        let mem = self.alloc(locked, dma, geo, tx_csum, xsk)?;
+        Ok(self.install(mem))
+    }
+
+    /// Adds the pair's NAPI context to the device (if it is not there) and
+    /// allocates rings and buffers (or the stream) of `geo`, not yet the
+    /// pair's: a running pair keeps its own until [`Self::install`].
+    pub(crate) fn alloc(
+        &self,
+        locked: &DevLocked,
+        dma: &DmaDevice,
+        geo: QueueGeometry,
+        tx_csum: bool,
+        xsk: Option<XskPool>,
+    ) -> Result<PairMem> {
         // Before the page pool, which recycles pages through it.
         self.napi().add(locked);
         let cq_entries = geo.cq_entries();
@@ -500,11 +518,6 @@ impl WithNapi<QueuePair> {
             }
             None => RxDoorbells::Trapped,
         };
-        let rx = RxState {
-            cq,
-            path,
-            doorbells,
-        };
         let create = hw::QpConfig {
             qp: self.index,
             vector: hw::qp_vector(self.index),
@@ -512,12 +525,35 @@ impl WithNapi<QueuePair> {
             rx_entries: geo.rx_entries(),
             tx_ring: tx.ring.desc.dma_addr(0)?,
             rx_ring,
-            cq: rx.cq.mem.dma_addr(0)?,
+            cq: cq.mem.dma_addr(0)?,
             cq_entries,
             flags,
             hdr_ring,
             hds_thresh,
         };
+        let rx = RxState {
+            cq,
+            path,
+            doorbells,
+            commands: PairCommands { rx_mode, create },
+        };
+        Ok(PairMem { rx, tx })
+    }
+
+    /// Makes `mem` the pair's (it had none) and returns the card's
+    /// commands that create the pair on it.
+    pub(crate) fn install(&self, mem: PairMem) -> PairCommands {
+        let PairMem { rx, tx } = mem;
+        let commands = rx.commands;
+        // This context polls for the pool from now on (it does not poll
+        // yet: `start` enables it). Outside the lock: it may sleep.
+        if let RxPath::Ring(RingRx {
+            mem: RxMem::Pages { pool, .. },
+            ..
+        }) = &rx.path
+        {
+            pool.enable_direct_recycling(self.napi());
+        }
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);
         // The ring is new: byte queue limits start from nothing in flight.
@@ -537,7 +573,7 @@ impl WithNapi<QueuePair> {
         *lock_bh(&self.tx_doorbell) = tail;
         *tx_slot = Some(tx);
         drop(tx_slot);
-        Ok(PairCommands { rx_mode, create })
+        commands
     }
 
     /// The RX ring of `geo` and its buffers' memory: the page pool, or

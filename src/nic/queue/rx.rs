@@ -30,7 +30,7 @@ pub(crate) const RX_COPYBREAK: u32 = 256;
 /// [`RingRx::tail_to_announce`]).
 const RX_TAIL_BATCH: u16 = 32;
 
-use super::{bump, rx_doorbells::RxDoorbells, tx::TxDone, QueuePair};
+use super::{bump, rx_doorbells::RxDoorbells, tx::TxDone, PairCommands, QueuePair};
 use crate::hw::{stream::StreamHeader, Cqe, QpDoorbell, RxDesc, GRO_MAX_BUFFERS, HDS_HDR_SLOT};
 use crate::linux::dma::DmaBuffer;
 use crate::linux::net::{
@@ -70,6 +70,8 @@ pub(super) struct RxState {
     pub(super) path: RxPath,
     /// How the card is told the RX tail and the CQ head.
     pub(super) doorbells: RxDoorbells,
+    /// The card's commands that create the pair on these rings.
+    pub(super) commands: PairCommands,
 }
 
 /// How a queue pair receives.
