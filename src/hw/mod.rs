@@ -287,6 +287,15 @@ pub mod qp_flags {
     /// stream) whose CQ has at most
     /// [`super::db_page::CQ_WORD_MAX_ENTRIES`] entries.
     pub const RX_CQ_IN_PAGE: u32 = 1 << 1;
+    /// The pair's RX buffers take payload only: the host cannot read
+    /// them (device memory, a memory provider's), so every frame's
+    /// headers must reach it through the header slots. A frame the card
+    /// does not split ([`super::QpConfig::hds_thresh`] must be 0) goes
+    /// whole into the header slot of the buffer it consumes if it fits
+    /// (completion length 0, [`super::Cqe::SPLIT`], `hdr_len` the frame's
+    /// length, at most [`super::HDS_HDR_SLOT`] - 1); a longer one is
+    /// dropped (the card's `hds_drops`). Needs a header ring.
+    pub const PAYLOAD_ONLY: u32 = 1 << 2;
 }
 
 /// The permanent MAC address held in [`regs::MAC_LO`] and [`regs::MAC_HI`].

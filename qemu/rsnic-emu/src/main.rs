@@ -296,13 +296,14 @@ fn function_stats(func: &Function) -> String {
         " dma_meta_bytes={meta} dma_payload_bytes={payload} packets={packets} \
          doorbells={doorbells} irqs={irqs} \
          cqe_faults_injected={} streaming_pairs={streaming} stream_notifications={} \
-         rx_no_buffer={} gro_frames={} gro_segments={} hds_frames={}",
+         rx_no_buffer={} gro_frames={} gro_segments={} hds_frames={} hds_drops={}",
         all.faults_injected,
         all.stream_notifications,
         all.rx_no_buffer,
         all.gro_frames,
         all.gro_segments,
-        all.hds_frames
+        all.hds_frames,
+        all.hds_drops
     );
     for (i, q) in func.nic.queue_pairs().enumerate() {
         let s = q.stats;

@@ -79,6 +79,9 @@ pub struct QpStats {
     /// Header/data split: frames written split (headers in the header
     /// slot, payload in the buffers).
     pub hds_frames: u64,
+    /// Frames a payload-only pair ([`qp_flags::PAYLOAD_ONLY`]) could
+    /// neither split nor fit whole in a header slot: dropped.
+    pub hds_drops: u64,
 }
 
 impl QpStats {
@@ -113,6 +116,7 @@ impl QpStats {
         self.gro_frames += other.gro_frames;
         self.gro_segments += other.gro_segments;
         self.hds_frames += other.hds_frames;
+        self.hds_drops += other.hds_drops;
     }
 }
 
@@ -264,8 +268,11 @@ impl QueuePair {
     pub fn new(cfg: QpConfig) -> Option<Self> {
         let cq_needed = u32::from(cfg.tx_entries) + u32::from(cfg.rx_entries);
         let in_page = cfg.flags & qp_flags::RX_CQ_IN_PAGE != 0;
-        if cfg.flags & !(qp_flags::TX_TAIL_IN_PAGE | qp_flags::RX_CQ_IN_PAGE) != 0
+        let payload_only = cfg.flags & qp_flags::PAYLOAD_ONLY != 0;
+        let known = qp_flags::TX_TAIL_IN_PAGE | qp_flags::RX_CQ_IN_PAGE | qp_flags::PAYLOAD_ONLY;
+        if cfg.flags & !known != 0
             || (in_page && cfg.cq_entries > db_page::CQ_WORD_MAX_ENTRIES)
+            || (payload_only && (cfg.hdr_ring == 0 || cfg.hds_thresh != 0))
             || !valid_ring(cfg.tx_entries)
             || !valid_ring(cfg.rx_entries)
             || !cfg.cq_entries.is_power_of_two()
@@ -886,17 +893,25 @@ impl QueuePair {
     /// pair splits ([`QpConfig::hdr_ring`]), the frame is longer than the
     /// threshold, its headers fit a header slot and payload follows
     /// them; else 0 (not split). A GFT exception frame goes whole: the
-    /// host's exception path reads it as it arrived.
-    fn split_at(&self, frame: &[u8], flags: u16) -> usize {
-        if self.cfg.hdr_ring == 0
+    /// host's exception path reads it as it arrived. A payload-only pair
+    /// puts a frame it does not split whole into the slot if it fits
+    /// (the whole length); `None`: it does not, and is dropped.
+    fn split_at(&self, frame: &[u8], flags: u16) -> Option<usize> {
+        let cut = if self.cfg.hdr_ring == 0
             || flags & Cqe::GFT_EXCEPTION != 0
             || frame.len() <= self.cfg.hds_thresh as usize
         {
-            return 0;
-        }
-        match split::header_len(frame) {
-            Some(h) if h < usize::from(HDS_HDR_SLOT) && h < frame.len() => h,
-            _ => 0,
+            0
+        } else {
+            match split::header_len(frame) {
+                Some(h) if h < usize::from(HDS_HDR_SLOT) && h < frame.len() => h,
+                _ => 0,
+            }
+        };
+        if cut != 0 || self.cfg.flags & qp_flags::PAYLOAD_ONLY == 0 {
+            Some(cut)
+        } else {
+            (frame.len() < usize::from(HDS_HDR_SLOT)).then_some(frame.len())
         }
     }
 
@@ -915,13 +930,20 @@ impl QueuePair {
     ) -> RxOutcome {
         let wire = u64::from(segs.max(1));
         let most = if segs > 1 { GRO_MAX_BUFFERS } else { 1 };
-        let (head, body) = frame.split_at(self.split_at(frame, flags));
+        let Some(cut) = self.split_at(frame, flags) else {
+            self.stats.hds_drops += wire;
+            return RxOutcome::Dropped;
+        };
+        let (head, body) = frame.split_at(cut);
         self.sync_rx_tail(dma);
         let mask = self.cfg.rx_entries - 1;
         let posted = self.rx_tail.wrapping_sub(self.rx_head) & mask;
         let mut bufs = [RxDesc::default(); GRO_MAX_BUFFERS as usize];
         let (mut n, mut room) = (0u16, 0usize);
-        while room < body.len() && n < most.min(posted) {
+        // A frame whole in its header slot still takes a buffer (its
+        // index names the slot), and writes nothing there.
+        let need = if body.is_empty() { 1 } else { body.len() };
+        while room < need && n < most.min(posted) {
             let Ok(desc) = self.read_rx_desc(dma, (self.rx_head + n) & mask) else {
                 self.stats.bad_requests += 1;
                 return RxOutcome::Dropped;
@@ -932,7 +954,7 @@ impl QueuePair {
             bufs[usize::from(n)] = desc;
             n += 1;
         }
-        if room < body.len() || body.is_empty() {
+        if room < need {
             self.stats.rx_no_buffer += wire;
             return RxOutcome::Dropped;
         }
@@ -951,7 +973,7 @@ impl QueuePair {
             off += part.len();
             // CAST: `i` is below GRO_MAX_BUFFERS.
             let idx = (self.rx_head + i as u16) & mask;
-            if dma.write(desc.addr, part).is_err() {
+            if !part.is_empty() && dma.write(desc.addr, part).is_err() {
                 self.stats.bad_requests += 1;
                 damaged = Cqe::FCS_ERR;
             }
@@ -1474,6 +1496,55 @@ pub(crate) mod tests {
         // A threshold above the largest frame is refused.
         cfg.hds_thresh = HDS_THRESH_MAX + 1;
         assert!(QueuePair::new(cfg).is_none());
+    }
+
+    #[test]
+    fn a_payload_only_pair_keeps_every_header_out_of_its_buffers() {
+        const HDRS: u64 = 0x3000;
+        let (dma, _f) = two_region_space();
+        let mut cfg = config(0, qp_flags::PAYLOAD_ONLY);
+        assert!(QueuePair::new(cfg).is_none(), "needs a header ring");
+        cfg.hdr_ring = HDRS;
+        cfg.hds_thresh = 1;
+        assert!(QueuePair::new(cfg).is_none(), "and a threshold of 0");
+        cfg.hds_thresh = 0;
+        let mut q = QueuePair::new(cfg).unwrap();
+        post_rx_buffers(&dma, &mut q, 4);
+        dma.write(BUFS, &[0x55; 0x100]).unwrap();
+        dma.write(BUFS + 0x100, &[0x55; 0x100]).unwrap();
+        let (data, _) = crate::offload::tests::tcp_frame(false, &[0xab; 100], 0x18);
+        let (ack, _) = crate::offload::tests::tcp_frame(false, &[], 0x10);
+        q.deliver(&dma, &data, Cqe::CSUM_OK, 0);
+        q.deliver(&dma, &ack, Cqe::CSUM_OK, 0);
+        let c = cqe(&dma, 0);
+        assert_eq!(
+            (c.flags & Cqe::SPLIT, c.hdr_len, c.len),
+            (Cqe::SPLIT, 54, 100)
+        );
+        // No payload: the frame whole in its slot, its buffer untouched.
+        let c = cqe(&dma, 1);
+        assert_eq!(
+            (c.index, c.flags & Cqe::SPLIT, c.hdr_len, c.len),
+            (1, Cqe::SPLIT, 54, 0)
+        );
+        let mut h = [0u8; 54];
+        dma.read(HDRS + u64::from(HDS_HDR_SLOT), &mut h).unwrap();
+        assert_eq!(&h[..], &ack[..54]);
+        let mut b = [0u8; 0x100];
+        dma.read(BUFS + 0x100, &mut b).unwrap();
+        assert_eq!(b, [0x55; 0x100], "nothing written to the buffer");
+        // A frame the card cannot split and no slot holds: dropped.
+        let mut long = vec![0u8; 300];
+        long[12..14].copy_from_slice(&[0x08, 0x06]); // ARP, not parsed
+        q.deliver(&dma, &long, 0, 0);
+        assert_eq!((q.stats.hds_drops, q.stats.hds_frames), (1, 2));
+        long.truncate(255);
+        q.deliver(&dma, &long, 0, 0);
+        let c = cqe(&dma, 2);
+        assert_eq!(
+            (c.flags & Cqe::SPLIT, c.hdr_len, c.len),
+            (Cqe::SPLIT, 255, 0)
+        );
     }
 
     #[test]
