@@ -417,6 +417,34 @@ struct page *rust_ext_page_pool_dev_alloc_pages(struct page_pool *pool)
 	return netmem_to_page(page_pool_alloc_netmems(pool, GFP_ATOMIC | __GFP_NOWARN));
 }
 
+unsigned long rust_ext_page_pool_alloc_netmem(struct page_pool *pool)
+{
+	return (__force unsigned long)page_pool_alloc_netmems(pool, GFP_ATOMIC | __GFP_NOWARN);
+}
+
+void rust_ext_page_pool_put_full_netmem(struct page_pool *pool, unsigned long netmem)
+{
+	page_pool_put_full_netmem(pool, (__force netmem_ref)netmem, false);
+}
+
+dma_addr_t rust_ext_page_pool_get_dma_addr_netmem(unsigned long netmem)
+{
+	return page_pool_get_dma_addr_netmem((__force netmem_ref)netmem);
+}
+
+void rust_ext_page_pool_dma_sync_netmem_for_cpu(const struct page_pool *pool,
+					      unsigned long netmem, u32 len)
+{
+	page_pool_dma_sync_netmem_for_cpu(pool, (__force netmem_ref)netmem, 0, len);
+}
+
+void rust_ext_skb_add_rx_frag_netmem(struct sk_buff *skb, unsigned long netmem, u32 size,
+				     u32 truesize)
+{
+	skb_add_rx_frag_netmem(skb, skb_shinfo(skb)->nr_frags, (__force netmem_ref)netmem, 0,
+			       size, truesize);
+}
+
 void rust_ext_page_pool_put_full_page(struct page_pool *pool, struct page *page)
 {
 	page_pool_put_full_page(pool, page, false);

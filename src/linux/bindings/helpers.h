@@ -116,6 +116,13 @@ void rust_ext_dma_rmb(void);
 /* page pools */
 struct page *rust_ext_page_pool_dev_alloc_pages(struct page_pool *pool);
 void rust_ext_page_pool_put_full_page(struct page_pool *pool, struct page *page);
+unsigned long rust_ext_page_pool_alloc_netmem(struct page_pool *pool);
+void rust_ext_page_pool_put_full_netmem(struct page_pool *pool, unsigned long netmem);
+dma_addr_t rust_ext_page_pool_get_dma_addr_netmem(unsigned long netmem);
+void rust_ext_page_pool_dma_sync_netmem_for_cpu(const struct page_pool *pool,
+					      unsigned long netmem, u32 len);
+void rust_ext_skb_add_rx_frag_netmem(struct sk_buff *skb, unsigned long netmem, u32 size,
+				     u32 truesize);
 dma_addr_t rust_ext_page_pool_get_dma_addr(const struct page *page);
 void rust_ext_page_pool_dma_sync_for_cpu(const struct page_pool *pool, struct page *page,
 				      u32 offset, u32 len);

@@ -14,6 +14,7 @@ pub(crate) mod napi;
 pub(crate) mod netdev;
 pub(crate) mod netdev_ops;
 pub(crate) mod netdev_ref;
+pub(crate) mod netmem;
 pub(crate) mod page_pool;
 pub(crate) mod queue_mgmt;
 pub(crate) mod rtnl;

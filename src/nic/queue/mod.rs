@@ -44,6 +44,7 @@ use crate::linux::{
         instance_lock::DevLocked,
         napi::WithNapi,
         netdev::{net_ratelimit, NetDev, NetDevRef, RxQueueStats, TxQueueStats},
+        netmem::PayloadPool,
         page_pool::PagePool,
         xdp::XdpRxq,
         xsk::XskPool,
@@ -477,11 +478,16 @@ impl WithNapi<QueuePair> {
             let cmd = stream.command(self.index)?;
             (RxPath::Stream(stream), 0, cmd)
         } else {
-            let ring = self.prepare_ring(dma, geo, xsk)?;
+            let ring = self.prepare_ring(locked, dma, geo, xsk)?;
             let addr = ring.ring.desc.dma_addr(0)?;
             if let Some(hdrs) = &ring.hdrs {
                 hdr_ring = hdrs.dma_addr(0)?;
-                hds_thresh = geo.hds_thresh.unwrap_or(0);
+                // A provider's queue splits every frame (the core binds
+                // one only with a threshold of 0).
+                hds_thresh = match ring.payload_only() {
+                    true => 0,
+                    false => geo.hds_thresh.unwrap_or(0),
+                };
             }
             let cmd = hw::AdminCmd::SetRxStream {
                 qp: self.index,
@@ -507,6 +513,9 @@ impl WithNapi<QueuePair> {
         let mut flags = 0;
         if self.db_page.is_some() {
             flags |= hw::qp_flags::TX_TAIL_IN_PAGE;
+        }
+        if matches!(&path, RxPath::Ring(ring) if ring.payload_only()) {
+            flags |= hw::qp_flags::PAYLOAD_ONLY;
         }
         let doorbells = match page_words {
             Some(page) => {
@@ -547,12 +556,8 @@ impl WithNapi<QueuePair> {
         let commands = rx.commands;
         // This context polls for the pool from now on (it does not poll
         // yet: `start` enables it). Outside the lock: it may sleep.
-        if let RxPath::Ring(RingRx {
-            mem: RxMem::Pages { pool, .. },
-            ..
-        }) = &rx.path
-        {
-            pool.enable_direct_recycling(self.napi());
+        if let RxPath::Ring(ring) = &rx.path {
+            ring.tie_pool(Some(self.napi()));
         }
         *lock_bh(&self.rx) = Some(rx);
         let mut tx_slot = lock_bh(&self.tx);
@@ -576,19 +581,30 @@ impl WithNapi<QueuePair> {
         commands
     }
 
-    /// The RX ring of `geo` and its buffers' memory: the page pool, or
-    /// with `xsk` the AF_XDP socket's umem.
+    /// The RX ring of `geo` and its buffers' memory: the page pool, the
+    /// memory provider's pool if one is bound to the queue, or with `xsk`
+    /// the AF_XDP socket's umem. The instance lock is held (a provider
+    /// is read under it).
     fn prepare_ring(
         &self,
+        _locked: &DevLocked,
         dma: &DmaDevice,
         geo: QueueGeometry,
         xsk: Option<XskPool>,
     ) -> Result<RingRx> {
         let queue = u32::from(self.index);
+        let provider = xsk.is_none()
+            && self
+                .dev
+                .try_access()
+                .is_some_and(|dev| dev.rx_queue_has_provider(queue));
         let mem = match xsk {
             Some(pool) => RxMem::Xsk {
                 rxq: XdpRxq::new_xsk(self.napi(), queue, &pool)?,
                 pool,
+            },
+            None if provider => RxMem::Payload {
+                pool: PayloadPool::new(dma, self.napi(), queue, u32::from(geo.rx.get()))?,
             },
             None => {
                 let pool = PagePool::new(
@@ -604,12 +620,15 @@ impl WithNapi<QueuePair> {
                 }
             }
         };
-        // Header slots for a split ring of pages (an AF_XDP socket's
-        // frames stay whole).
+        // Header slots for a split ring of pages or a provider's buffers
+        // (an AF_XDP socket's frames stay whole). A provider without the
+        // split cannot be: the core binds one only to a splitting queue
+        // and keeps the split on while it is bound.
         let hdrs = match (&mem, geo.hds_thresh) {
-            (RxMem::Pages { .. }, Some(_)) => {
+            (RxMem::Pages { .. } | RxMem::Payload { .. }, Some(_)) => {
                 Some(dma.alloc(usize::from(geo.rx.get()) * usize::from(hw::HDS_HDR_SLOT))?)
             }
+            (RxMem::Payload { .. }, None) => return Err(EINVAL),
             _ => None,
         };
         Ok(RingRx {

@@ -11,12 +11,7 @@
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
-use super::{
-    rx::{RingRx, RxMem, RxPath},
-    rx_doorbells::RxDoorbells,
-    tx::TxSlot,
-    QueueVector, RxState, TxState,
-};
+use super::{rx::RxPath, rx_doorbells::RxDoorbells, tx::TxSlot, QueueVector, RxState, TxState};
 use crate::hw::Cqe;
 use crate::linux::{eopnotsupp, net::instance_lock::DevLocked, sync::lock_bh};
 use crate::nic::ring::RingIndex;
@@ -90,12 +85,8 @@ impl QueueVector {
         let mut mem = PairMem { rx, tx };
         // The context polls again for the pair's next memory, while this
         // may wait to be freed, or start again.
-        if let RxPath::Ring(RingRx {
-            mem: RxMem::Pages { pool, .. },
-            ..
-        }) = &mem.rx.path
-        {
-            pool.disable_direct_recycling();
+        if let RxPath::Ring(ring) = &mem.rx.path {
+            ring.tie_pool(None);
         }
         // A ring that cannot be cleared (a stream) is dropped here.
         mem.rewind().ok()?;

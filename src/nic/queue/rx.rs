@@ -36,6 +36,7 @@ use crate::linux::dma::DmaBuffer;
 use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
+    netmem::{PayloadBuf, PayloadPool},
     page_pool::{PagePool, RxPage},
     rx_chunk::ChunkFrame,
     skbuff::SkBuff,
@@ -47,10 +48,12 @@ use crate::linux::net::{
 };
 use crate::nic::ring::{read_cqe, CompletionQueue, Ring, RingIndex};
 
-/// A buffer posted on the RX ring: a page of the queue's page pool, or
-/// (AF_XDP zero copy) a buffer of the socket's umem.
+/// A buffer posted on the RX ring: a page of the queue's page pool, a
+/// memory provider's payload buffer, or (AF_XDP zero copy) a buffer of
+/// the socket's umem.
 pub(super) enum RxBuf {
     Page(RxPage),
+    Payload(PayloadBuf),
     Xsk(XskBuf),
 }
 
@@ -60,6 +63,11 @@ pub(super) enum RxBuf {
 pub(super) enum RxMem {
     /// Pages of the queue's page pool.
     Pages { rxq: XdpRxq, pool: PagePool },
+    /// Payload buffers of the memory provider bound to the queue, which
+    /// the host cannot read: the pair is payload-only (every header in
+    /// a header slot), and runs no XDP (the core refuses a program
+    /// beside a provider).
+    Payload { pool: PayloadPool },
     /// Buffers of the AF_XDP socket bound to the queue (zero copy).
     Xsk { rxq: XdpRxq<XskMem>, pool: XskPool },
 }
@@ -202,10 +210,30 @@ impl RingRx {
         self.announced
     }
 
+    /// Ties the ring's pool to `napi` for direct recycling (the context
+    /// polls for it from now on), or with `None` unties it (the pair
+    /// stopped; the pool may be freed while the context polls for
+    /// another).
+    pub(super) fn tie_pool(&self, napi: Option<&Napi>) {
+        match (&self.mem, napi) {
+            (RxMem::Pages { pool, .. }, Some(napi)) => pool.enable_direct_recycling(napi),
+            (RxMem::Pages { pool, .. }, None) => pool.disable_direct_recycling(),
+            (RxMem::Payload { pool }, Some(napi)) => pool.enable_direct_recycling(napi),
+            (RxMem::Payload { pool }, None) => pool.disable_direct_recycling(),
+            (RxMem::Xsk { .. }, _) => {}
+        }
+    }
+
+    /// Whether the ring's buffers are a memory provider's (payload only).
+    pub(super) fn payload_only(&self) -> bool {
+        matches!(self.mem, RxMem::Payload { .. })
+    }
+
     /// A fresh buffer of the queue's kind.
     fn alloc(&mut self) -> Option<RxBuf> {
         match &mut self.mem {
             RxMem::Pages { pool, .. } => pool.alloc().map(RxBuf::Page),
+            RxMem::Payload { pool } => pool.alloc().map(RxBuf::Payload),
             RxMem::Xsk { pool, .. } => pool.alloc().map(RxBuf::Xsk),
         }
     }
@@ -214,6 +242,7 @@ impl RingRx {
     fn room(&self) -> u32 {
         match &self.mem {
             RxMem::Pages { pool, .. } => pool.frame_room(),
+            RxMem::Payload { pool } => pool.buf_len(),
             RxMem::Xsk { pool, .. } => pool.rx_frame_size(),
         }
     }
@@ -221,7 +250,7 @@ impl RingRx {
     /// The AF_XDP pool bound to the queue (zero copy), if one is.
     pub(super) fn xsk(&self) -> Option<&XskPool> {
         match &self.mem {
-            RxMem::Pages { .. } => None,
+            RxMem::Pages { .. } | RxMem::Payload { .. } => None,
             RxMem::Xsk { pool, .. } => Some(pool),
         }
     }
@@ -232,6 +261,7 @@ impl RingRx {
         let desc = RxDesc {
             addr: match &buf {
                 RxBuf::Page(page) => page.frame_addr(),
+                RxBuf::Payload(buf) => buf.addr(),
                 RxBuf::Xsk(xsk) => xsk.frame_addr(),
             },
             len: self.room(),
@@ -328,8 +358,16 @@ impl QueuePair {
         // one, at least a byte. A split frame is put together as a
         // chain: the headers make the skb, the buffers its fragments.
         let split = cqe.flags & Cqe::SPLIT != 0;
-        let in_chain = rx.chain.is_some() || split || cqe.flags & Cqe::MORE != 0;
-        let least = if rx.chain.is_some() || split { 1 } else { 14 };
+        let more = cqe.flags & Cqe::MORE != 0;
+        let in_chain = rx.chain.is_some() || split || more;
+        // A split frame of headers alone (a payload-only ring's) left its
+        // buffer empty.
+        let headers_only = rx.chain.is_none() && split && !more && len == 0;
+        let least = match (rx.chain.is_some() || split, headers_only) {
+            (_, true) => 0,
+            (true, false) => 1,
+            (false, false) => 14,
+        };
         if rx.ring.size.index(cqe.index) != Some(rx.ring.head)
             || len < least
             || len > room
@@ -362,12 +400,13 @@ impl QueuePair {
             len
         };
         let small = rx.chain.is_none()
-            && cqe.flags & Cqe::MORE == 0
-            && whole <= ctx.copybreak
+            && !more
+            && (whole <= ctx.copybreak || headers_only)
             && ctx.xdp.is_none()
             && cqe.flags & Cqe::GFT_EXCEPTION == 0;
         let buf = match buf {
             RxBuf::Page(page) if small => return self.copy_small(napi, rx, page, cqe, ctx),
+            RxBuf::Payload(buf) => return self.complete_payload(napi, rx, buf, cqe, ctx),
             buf => buf,
         };
         // Replace the buffer first; without a replacement the frame is
@@ -406,6 +445,123 @@ impl QueuePair {
         }
     }
 
+    /// A completion of a payload-only ring (a memory provider's buffers,
+    /// which the host cannot read): the card splits every frame, so its
+    /// headers (from the header slot) make the skb and its payload
+    /// buffers become fragments, unread; a frame of headers alone gives
+    /// its empty buffer straight back. A frame the card did not split,
+    /// or split in the middle, is a bad completion and dropped; a GFT
+    /// exception (whose path reads the frame whole) is dropped. Nothing
+    /// is copied, nothing runs XDP.
+    fn complete_payload(
+        &self,
+        napi: &Napi,
+        rx: &mut RingRx,
+        buf: PayloadBuf,
+        cqe: Cqe,
+        ctx: &mut PollCtx<'_>,
+    ) {
+        let split = cqe.flags & Cqe::SPLIT != 0;
+        let more = cqe.flags & Cqe::MORE != 0;
+        if rx.chain.is_none() && split && !more && cqe.len == 0 {
+            let skb = match cqe.flags & Cqe::GFT_EXCEPTION {
+                0 => self.split_head(napi, rx.hdrs.as_ref(), cqe, &[]),
+                _ => None,
+            };
+            if rx.post(RxBuf::Payload(buf)).is_err() {
+                bump(&self.stats.bad_completions, 1);
+            }
+            match skb {
+                Some(skb) => {
+                    bump(&self.stats.rx_hds, 1);
+                    self.count_received(u32::from(cqe.hdr_len), cqe.segs);
+                    self.to_stack(napi, skb, cqe, ctx);
+                }
+                None => bump(&self.stats.rx_dropped, 1),
+            }
+            return;
+        }
+        // Replace the buffer first, as for pages; a provider with no free
+        // buffer (user space holds them all) costs the frame.
+        let (deliver, repost) = match rx.alloc() {
+            Some(fresh) => (Some(buf), fresh),
+            None => {
+                bump(&self.stats.rx_alloc_failed, 1);
+                (None, RxBuf::Payload(buf))
+            }
+        };
+        if rx.post(repost).is_err() {
+            bump(&self.stats.bad_completions, 1);
+        }
+        let usable = cqe.flags & Cqe::GFT_EXCEPTION == 0;
+        let next = match (rx.chain.take(), deliver) {
+            (None, Some(buf)) if usable && split => {
+                match self.split_head(napi, rx.hdrs.as_ref(), cqe, &[]) {
+                    Some(mut skb) => match buf.append_to(&mut skb, cqe.len) {
+                        Ok(()) => {
+                            bump(&self.stats.rx_hds, 1);
+                            Chain::Building {
+                                skb,
+                                first: cqe,
+                                bufs: 1,
+                                len: u32::from(cqe.hdr_len) + cqe.len,
+                            }
+                        }
+                        Err(_) => Chain::Dropping,
+                    },
+                    None => Chain::Dropping,
+                }
+            }
+            (
+                Some(Chain::Building {
+                    mut skb,
+                    first,
+                    bufs,
+                    len,
+                }),
+                Some(buf),
+            ) if bufs < GRO_MAX_BUFFERS
+                && !split
+                && cqe.segs == first.segs
+                && cqe.mss == first.mss =>
+            {
+                match buf.append_to(&mut skb, cqe.len) {
+                    Ok(()) => Chain::Building {
+                        skb,
+                        first,
+                        bufs: bufs + 1,
+                        len: len + cqe.len,
+                    },
+                    Err(_) => Chain::Dropping,
+                }
+            }
+            // Not split (the card broke its payload-only promise), or
+            // split in the middle of a frame.
+            (None, Some(_)) if usable => {
+                bump(&self.stats.bad_completions, 1);
+                Chain::Dropping
+            }
+            (Some(Chain::Building { .. }), Some(_)) => {
+                bump(&self.stats.bad_completions, 1);
+                Chain::Dropping
+            }
+            _ => Chain::Dropping,
+        };
+        if more {
+            rx.chain = Some(next);
+            return;
+        }
+        match next {
+            Chain::Building {
+                skb, first, len, ..
+            } => {
+                self.count_received(len, first.segs);
+                self.to_stack(napi, skb, first, ctx);
+            }
+            Chain::Dropping => bump(&self.stats.rx_dropped, 1),
+        }
+    }
+
     /// One buffer of a frame over several (receive coalescing): the first
     /// makes the skb, the later ones become its fragments, the last hands
     /// it on. `buf` is `None` when the buffer is not deliverable (damaged,
@@ -424,8 +580,9 @@ impl QueuePair {
     ) {
         let frame = match buf {
             Some(RxBuf::Page(page)) => page.received(cqe.len).ok(),
-            // Dropped here (an AF_XDP buffer goes back to its socket).
-            Some(RxBuf::Xsk(_)) | None => None,
+            // Dropped here (an AF_XDP buffer goes back to its socket; a
+            // payload buffer, never here, to its pool).
+            Some(RxBuf::Xsk(_) | RxBuf::Payload(_)) | None => None,
         };
         let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
         let split = cqe.flags & Cqe::SPLIT != 0;
