@@ -37,7 +37,7 @@ use crate::linux::net::{
     napi::{Napi, NapiPoll},
     netdev::Feature,
     netmem::{PayloadBuf, PayloadPool},
-    page_pool::{PagePool, RxPage},
+    page_pool::{PagePool, RxFrame, RxPage},
     rx_chunk::ChunkFrame,
     skbuff::SkBuff,
     xdp::{
@@ -123,6 +123,25 @@ pub(super) enum Chain {
     /// Not deliverable (damaged, no memory, out of the card's rules): its
     /// remaining buffers are taken and dropped.
     Dropping,
+}
+
+/// What a buffer of a frame over several adds to its skb: a page's
+/// frame, or a memory provider's buffer with the bytes the card wrote
+/// (never read).
+enum Frag {
+    Page(RxFrame),
+    Payload(PayloadBuf, u32),
+}
+
+impl Frag {
+    /// Adds the buffer to `skb` as its next fragment; `Err` (the buffer
+    /// back to its pool) if it does not fit there.
+    fn append_to(self, skb: &mut SkBuff) -> Result {
+        match self {
+            Frag::Page(frame) => frame.append_to(skb).map_err(|_| ENOSPC),
+            Frag::Payload(buf, len) => buf.append_to(skb, len).map_err(|_| ENOSPC),
+        }
+    }
 }
 
 impl RxState {
@@ -484,7 +503,7 @@ impl QueuePair {
         // Replace the buffer first, as for pages; a provider with no free
         // buffer (user space holds them all) costs the frame.
         let (deliver, repost) = match rx.alloc() {
-            Some(fresh) => (Some(buf), fresh),
+            Some(fresh) => (Some(RxBuf::Payload(buf)), fresh),
             None => {
                 bump(&self.stats.rx_alloc_failed, 1);
                 (None, RxBuf::Payload(buf))
@@ -493,73 +512,7 @@ impl QueuePair {
         if rx.post(repost).is_err() {
             bump(&self.stats.bad_completions, 1);
         }
-        let usable = cqe.flags & Cqe::GFT_EXCEPTION == 0;
-        let next = match (rx.chain.take(), deliver) {
-            (None, Some(buf)) if usable && split => {
-                match self.split_head(napi, rx.hdrs.as_ref(), cqe, &[]) {
-                    Some(mut skb) => match buf.append_to(&mut skb, cqe.len) {
-                        Ok(()) => {
-                            bump(&self.stats.rx_hds, 1);
-                            Chain::Building {
-                                skb,
-                                first: cqe,
-                                bufs: 1,
-                                len: u32::from(cqe.hdr_len) + cqe.len,
-                            }
-                        }
-                        Err(_) => Chain::Dropping,
-                    },
-                    None => Chain::Dropping,
-                }
-            }
-            (
-                Some(Chain::Building {
-                    mut skb,
-                    first,
-                    bufs,
-                    len,
-                }),
-                Some(buf),
-            ) if bufs < GRO_MAX_BUFFERS
-                && !split
-                && cqe.segs == first.segs
-                && cqe.mss == first.mss =>
-            {
-                match buf.append_to(&mut skb, cqe.len) {
-                    Ok(()) => Chain::Building {
-                        skb,
-                        first,
-                        bufs: bufs + 1,
-                        len: len + cqe.len,
-                    },
-                    Err(_) => Chain::Dropping,
-                }
-            }
-            // Not split (the card broke its payload-only promise), or
-            // split in the middle of a frame.
-            (None, Some(_)) if usable => {
-                bump(&self.stats.bad_completions, 1);
-                Chain::Dropping
-            }
-            (Some(Chain::Building { .. }), Some(_)) => {
-                bump(&self.stats.bad_completions, 1);
-                Chain::Dropping
-            }
-            _ => Chain::Dropping,
-        };
-        if more {
-            rx.chain = Some(next);
-            return;
-        }
-        match next {
-            Chain::Building {
-                skb, first, len, ..
-            } => {
-                self.count_received(len, first.segs);
-                self.to_stack(napi, skb, first, ctx);
-            }
-            Chain::Dropping => bump(&self.stats.rx_dropped, 1),
-        }
+        self.chain_part(napi, rx, deliver, cqe, ctx);
     }
 
     /// One buffer of a frame over several (receive coalescing): the first
@@ -579,10 +532,10 @@ impl QueuePair {
         ctx: &mut PollCtx<'_>,
     ) {
         let frame = match buf {
-            Some(RxBuf::Page(page)) => page.received(cqe.len).ok(),
-            // Dropped here (an AF_XDP buffer goes back to its socket; a
-            // payload buffer, never here, to its pool).
-            Some(RxBuf::Xsk(_) | RxBuf::Payload(_)) | None => None,
+            Some(RxBuf::Page(page)) => page.received(cqe.len).ok().map(Frag::Page),
+            Some(RxBuf::Payload(buf)) => Some(Frag::Payload(buf, cqe.len)),
+            // Dropped here (an AF_XDP buffer goes back to its socket).
+            Some(RxBuf::Xsk(_)) | None => None,
         };
         let usable = ctx.xdp.is_none() && cqe.flags & Cqe::GFT_EXCEPTION == 0;
         let split = cqe.flags & Cqe::SPLIT != 0;
@@ -604,7 +557,7 @@ impl QueuePair {
                     None => Chain::Dropping,
                 }
             }
-            (None, Some(frame)) if usable => match frame.into_skb() {
+            (None, Some(Frag::Page(frame))) if usable => match frame.into_skb() {
                 Ok(skb) => Chain::Building {
                     skb,
                     first: cqe,
@@ -637,8 +590,13 @@ impl QueuePair {
                 }
             }
             // Split, but for XDP or the exception path (which read a
-            // frame whole), or in the middle of a frame.
+            // frame whole), or in the middle of a frame; or a payload-only
+            // ring's frame not split (the card broke its promise).
             (None, Some(_)) if split => {
+                bump(&self.stats.bad_completions, 1);
+                Chain::Dropping
+            }
+            (None, Some(Frag::Payload(..))) if usable => {
                 bump(&self.stats.bad_completions, 1);
                 Chain::Dropping
             }
