@@ -111,6 +111,9 @@ while read -r name size_mb drop dup reorder corrupt; do
 	start=$SECONDS
 	got=$(transfer $size_mb)
 	took=$((SECONDS - start))
+	# Read before the wire is clean again: a frame sent after that (an
+	# ACK, a neighbour probe) may go inline, as it should.
+	inline1=$(wire_sum inline_batches)
 	drop=0 dup=0 reorder=0 corrupt=0 impair
 	echo "# $name: $got in ${took}s; A's wire: $(harness card A wire-stats)"
 	check "$name: ${size_mb} MiB over TCP arrive byte for byte" \
@@ -132,7 +135,7 @@ while read -r name size_mb drop dup reorder corrupt; do
 	if [ "$name" = "corrupt-10%" ]; then
 		# An impaired wire sends by socket, with its FCS, even to a
 		# peer card in the same process.
-		check_eq "$name: no batch bypassed the impaired wire" "$(wire_sum inline_batches)" "$inline0"
+		check_eq "$name: no batch bypassed the impaired wire" "$inline1" "$inline0"
 	fi
 done <<'EOF'
 all-1% 64 10 10 10 10

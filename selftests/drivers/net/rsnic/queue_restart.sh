@@ -36,15 +36,27 @@ for p in NetdevFamily().page_pool_get({}, dump=True):
 PY
 }
 pools_b_are() { [ "$(pools_b | wc -l)" = "$1" ] || { ip netns exec $NS ping -q -c 1 -W 1 127.0.0.1 >/dev/null 2>&1; return 1; }; }
-# transfer: 64 MiB from A to B over TCP, restarting B's queues (all of
-# them, in turn) while it runs; sets sha (of what B received), restarts
-# (those done) and refused (those that failed).
+# send_paced IP PORT FILE: sends FILE a MiB at a time, 50 ms apart, so
+# that the transfer outlasts several restarts however fast the machine.
+send_paced() {
+	python3 -c '
+import socket, sys, time
+d = open(sys.argv[3], "rb").read()
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+for i in range(0, len(d), 1 << 20):
+    s.sendall(d[i:i + (1 << 20)]); time.sleep(0.05)
+s.close()
+' "$@"
+}
+# transfer: 64 MiB from A to B over TCP (at least 3.2 s), restarting B's
+# queues (all of them, in turn) while it runs; sets sha (of what B
+# received), restarts (those done) and refused (those that failed).
 transfer() {
 	rm -f /tmp/qr.dst
 	tcp_sink 7006 /tmp/qr.dst &
 	local server=$! q=0 r
 	sleep 0.5
-	tcp_send_file "$IP_B" 7006 /tmp/qr.src &
+	send_paced "$IP_B" 7006 /tmp/qr.src &
 	local sender=$!
 	restarts=0 refused=0
 	while kill -0 $sender 2>/dev/null; do
