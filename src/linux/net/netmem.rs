@@ -158,9 +158,7 @@ impl PayloadBuf {
     /// `skb` as its next fragment, unread. Gives the buffer back if `len`
     /// does not fit it or the skb has no fragment slot left.
     pub(crate) fn append_to(self, skb: &mut SkBuff, len: u32) -> Result<(), Self> {
-        // The fewest fragments an skb may have (`CONFIG_MAX_SKB_FRAGS`).
-        const MIN_MAX_SKB_FRAGS: u32 = 17;
-        if len == 0 || len > BUF_LEN || skb.nr_frags() >= MIN_MAX_SKB_FRAGS {
+        if len == 0 || len > BUF_LEN || !skb.has_frag_room() {
             return Err(self);
         }
         // SAFETY: We own the buffer, `BUF_LEN` bytes, of which the device

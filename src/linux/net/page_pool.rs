@@ -301,9 +301,7 @@ impl RxFrame {
     /// buffers of a frame that spans several). Gives the frame back if
     /// the skb has no fragment slot left.
     pub(crate) fn append_to(self, skb: &mut SkBuff) -> Result<(), Self> {
-        // The fewest fragments an skb may have (`CONFIG_MAX_SKB_FRAGS`).
-        const MIN_MAX_SKB_FRAGS: u32 = 17;
-        if skb.nr_frags() >= MIN_MAX_SKB_FRAGS {
+        if !skb.has_frag_room() {
             return Err(self);
         }
         // SAFETY: We own the page, `size` bytes long, with `len` frame

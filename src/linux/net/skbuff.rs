@@ -125,6 +125,13 @@ impl SkBuff {
         unsafe { core::slice::from_raw_parts_mut((*self.as_raw()).data, len) }
     }
 
+    /// Whether another page fragment fits: fewer than the fewest an skb
+    /// may have (17, `CONFIG_MAX_SKB_FRAGS`'s least).
+    pub(crate) fn has_frag_room(&self) -> bool {
+        const MIN_MAX_SKB_FRAGS: u32 = 17;
+        self.nr_frags() < MIN_MAX_SKB_FRAGS
+    }
+
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
         // SAFETY: Valid skb; its shared info is at its end.
