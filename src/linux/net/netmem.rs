@@ -102,7 +102,9 @@ impl PayloadPool {
         // SAFETY: Live pool; `&mut self` makes this the only allocator.
         let netmem = unsafe { bindings::rust_ext_page_pool_alloc_netmem(self.pool.as_ptr()) };
         // INVARIANT: a netmem of this pool (0: none), which we now own.
-        (netmem != 0).then_some(PayloadBuf {
+        // Built only for a buffer: a `PayloadBuf` of 0 would give "0" back
+        // to the pool when dropped.
+        (netmem != 0).then(|| PayloadBuf {
             netmem,
             pool: self.pool,
         })
