@@ -321,6 +321,8 @@ pub(crate) fn register(
         // A PF's synthetic NIC transmits through its VF's NIC.
         stacked: kind == FuncKind::Pf,
         irq_affinity_auto: true,
+        // The card gathers any bus address; the TX path never reads frags.
+        netmem_tx: true,
         // A PF's NIC is the card's port to the outside; a VF's is a
         // virtual one.
         xdp_features: XdpFeatures::BASIC

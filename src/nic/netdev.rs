@@ -48,13 +48,20 @@ impl NetDevOps for Nic {
 
     fn start_xmit(dev: &NetDev<Self>, skb: SkBuff) {
         let nic = dev.data();
-        // Through the VF while the data path is the VF's and it can send.
-        let Err(skb) = nic
-            .bond
-            .tx
-            .xmit(skb, |vf| vf.is_running() && vf.carrier_ok())
-        else {
-            return;
+        // Through the VF while the data path is the VF's and it can send;
+        // devmem frames stay here: their dmabuf is bound to this device
+        // (the core would drop them on the VF).
+        let skb = if skb.frags_readable() {
+            match nic
+                .bond
+                .tx
+                .xmit(skb, |vf| vf.is_running() && vf.carrier_ok())
+            {
+                Ok(()) => return,
+                Err(skb) => skb,
+            }
+        } else {
+            skb
         };
         match nic.queues.get(usize::from(skb.queue_mapping())) {
             Some(queue) => queue.xmit(dev, skb),

@@ -386,6 +386,21 @@ dma_addr_t rust_ext_skb_frag_dma_map(struct device *dev, const struct sk_buff *s
 	return skb_frag_dma_map(dev, &skb_shinfo(skb)->frags[i]);
 }
 
+bool rust_ext_skb_frag_is_net_iov(const struct sk_buff *skb, unsigned int i)
+{
+	return skb_frag_is_net_iov(&skb_shinfo(skb)->frags[i]);
+}
+
+bool rust_ext_skb_frags_readable(const struct sk_buff *skb)
+{
+	return skb_frags_readable(skb);
+}
+
+void rust_ext_netdev_set_netmem_tx_dma(struct net_device *dev)
+{
+	dev->netmem_tx = NETMEM_TX_DMA;
+}
+
 int rust_ext_dma_mapping_error(struct device *dev, dma_addr_t addr)
 {
 	return dma_mapping_error(dev, addr);

@@ -16,7 +16,12 @@ use crate::linux::{
 enum Part {
     /// The linear head, or an XDP frame: one mapped range.
     Head,
+    /// A page fragment, mapped by the driver.
     Frag,
+    /// A fragment of a memory provider's buffer (devmem TX): the address
+    /// is the provider's, mapped for this device when the user bound it;
+    /// nothing to unmap.
+    NetIov,
 }
 
 /// One part of an skb, mapped for the device to read. Unmapped on drop;
@@ -27,7 +32,8 @@ enum Part {
 ///
 /// `dev` is the device of the [`DmaDevice`] that made the mapping, bound
 /// while the mapping exists (the `DmaDevice` contract), and `addr`/`len`
-/// describe a live `DMA_TO_DEVICE` mapping of the kind `part` on it.
+/// describe a live `DMA_TO_DEVICE` mapping of the kind `part` on it (for
+/// [`Part::NetIov`], the provider's, alive while the skb is).
 pub(crate) struct TxMapping {
     dev: *mut bindings::device,
     addr: DmaAddress,
@@ -75,10 +81,36 @@ impl TxMapping {
         }))
     }
 
-    /// Maps fragment `i` of `skb`.
+    /// Maps fragment `i` of `skb`. A provider's fragment (a `net_iov` of
+    /// a dmabuf bound for TX) comes already mapped: its address is used
+    /// as is, and is never read or unmapped by the driver.
     pub(crate) fn frag(dma: &DmaDevice, skb: &SkBuff, i: u32) -> Result<Self> {
         if i >= skb.nr_frags() {
             return Err(EINVAL);
+        }
+        // SAFETY: Valid skb, `i < nr_frags` was checked.
+        if unsafe { bindings::rust_ext_skb_frag_is_net_iov(skb.as_raw(), i) } {
+            // SAFETY: As above. The core sends an skb with a devmem
+            // fragment only to the device its dmabuf was bound to
+            // (`validate_xmit_unreadable_skb`), and that binding mapped
+            // the dmabuf for this device's parent (`netmem_tx` makes the
+            // core bind for it); `skb_frag_dma_map` gives that mapping's
+            // address. The skb holds a reference on the fragment's
+            // `net_iov`, which holds the binding, so the mapping outlives
+            // this one (dropped before the skb is freed, as documented).
+            let (addr, len) = unsafe {
+                (
+                    bindings::rust_ext_skb_frag_dma_map(dma.as_raw(), skb.as_raw(), i),
+                    bindings::rust_ext_skb_frag_size(skb.as_raw(), i),
+                )
+            };
+            // INVARIANT: a live mapping on this device, not the driver's.
+            return Ok(Self {
+                dev: dma.as_raw(),
+                addr,
+                len,
+                part: Part::NetIov,
+            });
         }
         // SAFETY: As in `head`; `i < nr_frags` was checked.
         let (addr, len) = unsafe {
@@ -138,6 +170,7 @@ impl Drop for TxMapping {
                 Part::Frag => {
                     bindings::rust_ext_dma_unmap_page_to_device(self.dev, self.addr, self.len)
                 }
+                Part::NetIov => {}
             }
         }
     }

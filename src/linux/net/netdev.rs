@@ -404,6 +404,11 @@ pub(crate) struct Setup {
     /// (`netif_set_affinity_auto`); each queue's NAPI must be given its
     /// IRQ.
     pub(crate) irq_affinity_auto: bool,
+    /// The device sends fragments of a memory provider's buffers (devmem
+    /// TX, `NETMEM_TX_DMA`): the user may bind a dmabuf for TX, and the
+    /// driver's TX path maps fragments with [`super::dma_map::TxMapping`],
+    /// which never reads them.
+    pub(crate) netmem_tx: bool,
     /// The devlink port the device belongs to; the registration links
     /// the device to it (one device per port) and holds it until the
     /// device is unregistered.
@@ -563,6 +568,9 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             }
             if setup.irq_affinity_auto {
                 bindings::netif_set_affinity_auto(raw);
+            }
+            if setup.netmem_tx {
+                bindings::rust_ext_netdev_set_netmem_tx_dma(raw);
             }
             (*raw).xdp_features = setup.xdp_features.bits();
             if setup.xdp_rx_hash {

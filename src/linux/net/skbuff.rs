@@ -132,6 +132,13 @@ impl SkBuff {
         self.nr_frags() < MIN_MAX_SKB_FRAGS
     }
 
+    /// Whether the driver may read the fragments: not when they are a
+    /// memory provider's (devmem TX), which only the card may touch.
+    pub(crate) fn frags_readable(&self) -> bool {
+        // SAFETY: Valid skb.
+        unsafe { bindings::rust_ext_skb_frags_readable(self.as_raw()) }
+    }
+
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
         // SAFETY: Valid skb; its shared info is at its end.
