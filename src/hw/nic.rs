@@ -135,6 +135,11 @@ impl Cqe {
     pub const SPLIT: u16 = 1 << 7;
 }
 
+/// Longest RX buffer the driver gives the card ([`RxDesc::len`]) for a
+/// memory provider's buffers (the card fills any length it is given;
+/// page-pool buffers are one page).
+pub const MAX_PROVIDER_BUF_LEN: u32 = 64 * 1024;
+
 /// Bytes of one RX buffer's header slot: a frame whose headers are
 /// longer is not split.
 pub const HDS_HDR_SLOT: u16 = 256;

@@ -132,6 +132,10 @@ impl NetDevOps for Nic {
 
     type QueueMem = PairMem;
 
+    /// A provider's buffers may be up to 16 pages (io_uring's large
+    /// chunks): the card fills any buffer length a descriptor gives.
+    const MAX_RX_BUF_LEN: u32 = crate::hw::MAX_PROVIDER_BUF_LEN;
+
     fn queue_mem_alloc(
         dev: &NetDev<Self>,
         locked: &DevLocked,

@@ -164,6 +164,13 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// A queue's memory, for queue management ([`crate::linux::net::queue_mgmt`]).
     type QueueMem: Send;
 
+    /// The longest RX buffer a memory provider may ask a queue for
+    /// (`rx_page_size`, a power of two; io_uring zero-copy RX's large
+    /// chunks); a page: only pages. Read it with
+    /// [`NetDev::rx_queue_buf_len`].
+    // CAST: a page is far below 4 GiB.
+    const MAX_RX_BUF_LEN: u32 = kernel::page::PAGE_SIZE as u32;
+
     /// Queue management: allocates new memory for RX queue `queue` (one
     /// in use) while the queue runs on its own. Implement with
     /// [`NetDevOps::queue_stop`] and [`NetDevOps::queue_start`].

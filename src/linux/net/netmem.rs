@@ -23,9 +23,6 @@ use crate::linux::{
 const PP_FLAGS: u32 = (1 << 0) | (1 << 1) | (1 << 3);
 /// `NUMA_NO_NODE`.
 const NUMA_NO_NODE: i32 = -1;
-/// Bytes per buffer: order 0, as providers require.
-// CAST: a page is far below 4 GiB.
-const BUF_LEN: u32 = PAGE_SIZE as u32;
 
 impl<T> NetDev<T> {
     /// Whether RX queue `queue` is bound to a memory provider whose
@@ -46,6 +43,7 @@ impl<T> NetDev<T> {
 /// `pool` is a live page pool this value created and destroys on drop.
 pub(crate) struct PayloadPool {
     pool: NonNull<bindings::page_pool>,
+    buf_len: u32,
 }
 
 // SAFETY: A page pool may be used from any CPU; allocation, the one
@@ -55,26 +53,39 @@ unsafe impl Send for PayloadPool {}
 unsafe impl Sync for PayloadPool {}
 
 impl PayloadPool {
-    /// A pool of `entries` one-page buffers for RX queue `queue` of
-    /// `napi`'s device, from the memory provider bound to the queue
+    /// A pool of `entries` buffers of `buf_len` bytes (a power of two, a
+    /// page or more: what the provider asked for) for RX queue `queue`
+    /// of `napi`'s device, from the memory provider bound to the queue
     /// (or pages, if none is). Destroy it (drop) before `napi` is
     /// deleted; it is tied to `napi` for direct recycling only by
     /// [`Self::enable_direct_recycling`]. The device's instance lock
     /// must be held (the core reads the queue's provider under it).
-    pub(crate) fn new(dma: &DmaDevice, napi: &Napi, queue: u32, entries: u32) -> Result<Self> {
+    pub(crate) fn new(
+        dma: &DmaDevice,
+        napi: &Napi,
+        queue: u32,
+        entries: u32,
+        buf_len: u32,
+    ) -> Result<Self> {
+        // CAST: a page is far below 4 GiB.
+        let page = PAGE_SIZE as u32;
+        if buf_len < page || !buf_len.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        let order = (buf_len / page).trailing_zeros();
         // SAFETY: All-zero is a valid `page_pool_params`.
         let mut params: bindings::page_pool_params = unsafe { core::mem::zeroed() };
         // SAFETY: Writing plain fields of the two field groups.
         unsafe {
             let fast = &mut params.__bindgen_anon_1.fast;
-            fast.order = 0;
+            fast.order = order;
             fast.pool_size = entries;
             fast.nid = NUMA_NO_NODE;
             fast.dev = dma.as_raw();
             // The device only writes them; nothing sends from them.
             fast.dma_dir = bindings::dma_data_direction_DMA_FROM_DEVICE;
             fast.offset = 0;
-            fast.max_len = BUF_LEN;
+            fast.max_len = buf_len;
             let slow = &mut params.__bindgen_anon_2.slow;
             slow.netdev = napi.dev_raw();
             slow.queue_idx = queue;
@@ -88,12 +99,13 @@ impl PayloadPool {
         // INVARIANT: created just now, not an error.
         Ok(Self {
             pool: NonNull::new(pool).ok_or(ENOMEM)?,
+            buf_len,
         })
     }
 
     /// Bytes each buffer holds.
     pub(crate) fn buf_len(&self) -> u32 {
-        BUF_LEN
+        self.buf_len
     }
 
     /// A buffer for the device to fill, or `None` when the provider has
@@ -101,12 +113,14 @@ impl PayloadPool {
     pub(crate) fn alloc(&mut self) -> Option<PayloadBuf> {
         // SAFETY: Live pool; `&mut self` makes this the only allocator.
         let netmem = unsafe { bindings::rust_ext_page_pool_alloc_netmem(self.pool.as_ptr()) };
-        // INVARIANT: a netmem of this pool (0: none), which we now own.
+        // INVARIANT: a netmem of this pool (0: none), which we now own, of
+        // the pool's order: `buf_len` bytes.
         // Built only for a buffer: a `PayloadBuf` of 0 would give "0" back
         // to the pool when dropped.
         (netmem != 0).then(|| PayloadBuf {
             netmem,
             pool: self.pool,
+            buf_len: self.buf_len,
         })
     }
 
@@ -138,11 +152,13 @@ impl Drop for PayloadPool {
 ///
 /// # Invariants
 ///
-/// `netmem` came from `pool` and nothing else owns it; `pool` stays
-/// valid while its buffers are out (page pools outlive their buffers).
+/// `netmem` came from `pool` and nothing else owns it, `buf_len` bytes;
+/// `pool` stays valid while its buffers are out (page pools outlive
+/// their buffers).
 pub(crate) struct PayloadBuf {
     netmem: usize,
     pool: NonNull<bindings::page_pool>,
+    buf_len: u32,
 }
 
 // SAFETY: An owned buffer may move between CPUs.
@@ -160,10 +176,10 @@ impl PayloadBuf {
     /// `skb` as its next fragment, unread. Gives the buffer back if `len`
     /// does not fit it or the skb has no fragment slot left.
     pub(crate) fn append_to(self, skb: &mut SkBuff, len: u32) -> Result<(), Self> {
-        if len == 0 || len > BUF_LEN || !skb.has_frag_room() {
+        if len == 0 || len > self.buf_len || !skb.has_frag_room() {
             return Err(self);
         }
-        // SAFETY: We own the buffer, `BUF_LEN` bytes, of which the device
+        // SAFETY: We own the buffer, `buf_len` bytes, of which the device
         // wrote `len` (synced for the CPU, a no-op for a provider's); the
         // skb has a free fragment slot, takes our reference and, marked
         // for recycling, gives the buffer back to its pool when freed.
@@ -174,7 +190,7 @@ impl PayloadBuf {
                 len,
             );
             bindings::rust_ext_skb_mark_for_recycle(skb.as_raw());
-            bindings::rust_ext_skb_add_rx_frag_netmem(skb.as_raw(), self.netmem, len, BUF_LEN);
+            bindings::rust_ext_skb_add_rx_frag_netmem(skb.as_raw(), self.netmem, len, self.buf_len);
         }
         core::mem::forget(self);
         Ok(())

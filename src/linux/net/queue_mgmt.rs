@@ -16,7 +16,7 @@
 
 use core::{ffi::c_void, marker::PhantomData};
 
-use kernel::{error::from_result, ffi::c_int, prelude::*};
+use kernel::{error::from_result, ffi::c_int, page::PAGE_SIZE, prelude::*};
 
 use crate::linux::bindings;
 use crate::linux::net::{instance_lock::DevLocked, netdev::NetDev, netdev_ops::NetDevOps};
@@ -49,8 +49,52 @@ impl<T: NetDevOps> QueueMgmtAdapter<T> {
         ops.ndo_queue_mem_free = Some(Self::mem_free);
         ops.ndo_queue_start = Some(Self::start);
         ops.ndo_queue_stop = Some(Self::stop);
+        // CAST: a page is far below 4 GiB.
+        if T::MAX_RX_BUF_LEN > PAGE_SIZE as u32 {
+            ops.supported_params = bindings::QCFG_RX_PAGE_SIZE;
+            ops.ndo_default_qcfg = Some(Self::default_qcfg);
+            ops.ndo_validate_qcfg = Some(Self::validate_qcfg);
+        }
         ops
     };
+
+    /// # Safety
+    ///
+    /// `qcfg` is the core's configuration being rendered, writable.
+    unsafe extern "C" fn default_qcfg(
+        _ndev: *mut bindings::net_device,
+        qcfg: *mut bindings::netdev_queue_config,
+    ) {
+        // SAFETY: Per the function's contract.
+        // CAST: a page is far below 4 GiB.
+        unsafe { (*qcfg).rx_page_size = PAGE_SIZE as u32 };
+    }
+
+    /// A queue's RX buffers are a power of two from a page to
+    /// [`NetDevOps::MAX_RX_BUF_LEN`]: `ERANGE` outside, `EINVAL` for
+    /// another length (as bnxt answers).
+    ///
+    /// # Safety
+    ///
+    /// `qcfg` is the core's configuration being validated; `extack` null
+    /// or the request's live extended ack.
+    unsafe extern "C" fn validate_qcfg(
+        _ndev: *mut bindings::net_device,
+        qcfg: *mut bindings::netdev_queue_config,
+        extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let len = unsafe { (*qcfg).rx_page_size };
+        let (error, msg) = match check_rx_buf_len(len, T::MAX_RX_BUF_LEN) {
+            Ok(()) => return 0,
+            Err(e) => e,
+        };
+        if !extack.is_null() {
+            // SAFETY: Live (contract); the message is `'static`.
+            unsafe { (*extack)._msg = msg.as_char_ptr() };
+        }
+        error.to_errno()
+    }
 
     /// # Safety
     ///
@@ -145,7 +189,44 @@ impl<T: NetDevOps> QueueMgmtAdapter<T> {
     }
 }
 
+/// Whether `len` is an RX buffer length a queue may be given: a power of
+/// two from a page to `max`; otherwise the error and why.
+fn check_rx_buf_len(len: u32, max: u32) -> Result<(), (Error, &'static CStr)> {
+    // CAST: a page is far below 4 GiB.
+    if len < PAGE_SIZE as u32 || len > max {
+        return Err((ERANGE, c"rx_page_size: out of the device's range"));
+    }
+    if !len.is_power_of_two() {
+        return Err((EINVAL, c"rx_page_size: not a power of two"));
+    }
+    Ok(())
+}
+
 impl<T> NetDev<T> {
+    /// Bytes per RX buffer of queue `queue`: the memory provider's choice
+    /// (`rx_page_size`, validated against [`NetDevOps::MAX_RX_BUF_LEN`]
+    /// when it was bound), a page if it made none. Instance lock held
+    /// (the provider's parameters change under it).
+    pub(crate) fn rx_queue_buf_len(&self, _locked: &DevLocked, queue: u32) -> u32 {
+        // CAST: a page is far below 4 GiB.
+        let page = PAGE_SIZE as u32;
+        // SAFETY: Registered (a `NetDev` is); a plain field, fixed at
+        // allocation.
+        let queues = unsafe { (*self.as_raw()).num_rx_queues };
+        let Ok(idx) = c_int::try_from(queue) else {
+            return page;
+        };
+        if queue >= queues {
+            return page;
+        }
+        // SAFETY: All-zero is a valid `netdev_queue_config` (plain data).
+        let mut qcfg: bindings::netdev_queue_config = unsafe { core::mem::zeroed() };
+        // SAFETY: Registered; the instance lock is held; `idx` is an RX
+        // queue of the device (checked above: the core does not check).
+        unsafe { bindings::netdev_queue_config(self.as_raw(), idx, &mut qcfg) };
+        qcfg.rx_page_size.max(page)
+    }
+
     /// Restarts RX queue `queue` through the core's queue management
     /// (`netdev_rx_queue_restart`): new memory, the queue stopped and
     /// started on it, the old memory freed; if the new memory does not

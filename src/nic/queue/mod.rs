@@ -587,26 +587,29 @@ impl WithNapi<QueuePair> {
     /// is read under it).
     fn prepare_ring(
         &self,
-        _locked: &DevLocked,
+        locked: &DevLocked,
         dma: &DmaDevice,
         geo: QueueGeometry,
         xsk: Option<XskPool>,
     ) -> Result<RingRx> {
         let queue = u32::from(self.index);
-        let provider = xsk.is_none()
-            && self
-                .dev
-                .try_access()
-                .is_some_and(|dev| dev.rx_queue_has_provider(queue));
-        let mem = match xsk {
-            Some(pool) => RxMem::Xsk {
+        // A provider's buffers are as long as it asked (large chunks).
+        let provider_buf_len = match xsk {
+            Some(_) => None,
+            None => self.dev.try_access().and_then(|dev| {
+                dev.rx_queue_has_provider(queue)
+                    .then(|| dev.rx_queue_buf_len(locked, queue))
+            }),
+        };
+        let mem = match (xsk, provider_buf_len) {
+            (Some(pool), _) => RxMem::Xsk {
                 rxq: XdpRxq::new_xsk(self.napi(), queue, &pool)?,
                 pool,
             },
-            None if provider => RxMem::Payload {
-                pool: PayloadPool::new(dma, self.napi(), queue, u32::from(geo.rx.get()))?,
+            (None, Some(buf_len)) => RxMem::Payload {
+                pool: PayloadPool::new(dma, self.napi(), queue, u32::from(geo.rx.get()), buf_len)?,
             },
-            None => {
+            (None, None) => {
                 let pool = PagePool::new(
                     dma,
                     self.napi(),
