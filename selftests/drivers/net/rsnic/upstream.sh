@@ -115,6 +115,12 @@ rss_key() {
 }
 
 export NETIF=$NETIF_A LOCAL_V4=$IP_A REMOTE_V4=$IP_B LOCAL_V6=$IP6_A REMOTE_V6=$IP6_B
+# Netkit tests (NetDrvContEnv): the prefix of the namespace behind card A,
+# outside LOCAL_V6's /64; the peer reaches it through card A's address,
+# as the tests' README asks of the remote end.
+export LOCAL_PREFIX_V6=fd98::/64
+ip -n "$NS" -6 route replace "$LOCAL_PREFIX_V6" via "$IP6_A" ||
+	bail_out "cannot route $LOCAL_PREFIX_V6 through card A from the peer"
 export REMOTE_TYPE=netns REMOTE_ARGS=$NS
 
 # split_only EXPECTED RECEIVED: the frame lengths RECEIVED hold the bytes

@@ -37,8 +37,6 @@ exec "$(dirname "$0")/upstream.sh" \
 	"drivers/net/hw/pp_alloc_fail.py" \
 	"drivers/net/hw/xdp_metadata.py" \
 	"drivers/net/hw/xsk_reconfig.py" \
-	"drivers/net/hw/devmem.py" \
-	"drivers/net/hw/iou-zcrx.py" \
 	"drivers/net/hw/ethtool_std_stats.sh" \
 	"drivers/net/hw/devlink_port_split.py --dev @DEVLINK_A@" \
 	"drivers/net/hw/devlink_rate_tc_bw.py"
