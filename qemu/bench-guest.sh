@@ -14,6 +14,7 @@ source /rsnic/selftests/drivers/net/rsnic/lib.sh
 source /rsnic/qemu/bench-gft-guest.sh
 source /rsnic/qemu/bench-xdp-guest.sh
 source /rsnic/qemu/bench-pcie-guest.sh
+source /rsnic/qemu/bench-zc-guest.sh
 out=/run/rsnic/bench.json
 DURATION=${RSNIC_BENCH_SECONDS:-5}
 REPEATS=${RSNIC_BENCH_REPEATS:-5}
@@ -432,6 +433,12 @@ if [ "${RSNIC_BENCH_ONLY:-}" = new-flows ]; then
 	cat "$out"
 	exit 0
 fi
+if [ "${RSNIC_BENCH_ONLY:-}" = zerocopy ]; then
+	# `qemu/bench.sh zerocopy`: the zero-copy receive runs alone.
+	zc_bench >"$out"
+	cat "$out"
+	exit 0
+fi
 runs=$(repeated) || { echo "bench: the repeated runs failed"; exit 1; }
 if [ "${RSNIC_BENCH_ONLY:-}" = repeated ]; then
 	# `qemu/bench.sh repeated`: the main figures only, for a quick
@@ -454,6 +461,7 @@ gft=$(gft_bench)
 virtio=$(measure virtio-net bench-virtio 10.98.0.2)
 virtio=$(with_pktgen "$virtio" "$(pktgen_pps "${vifs[0]}" bench-virtio "${vifs[1]}" 10.98.0.2)")
 xdp=$(xdp_bench)
+zc=$(zc_bench)
 # VF bonding: TCP through card A's VF (same netdev, data path VF), then
 # the failover gap: ping at 100/s while the VF is unplugged and replugged
 # 10 times; the longest gap between replies around each switch.
@@ -511,7 +519,7 @@ if rmmod rsnic && insmod "${RSNIC_KO:-/rsnic/rsnic.ko}" tx_batching=0; then
 fi
 
 python3 - "$rsnic" "$virtio" $((m1 - m0)) $((p1 - p0)) $((n1 - n0)) "$bond" "$gft" "$unbatched" "$xdp" "$runs" \
-	"$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" "$sweep" "$pcie" >"$out" <<'PY'
+	"$(cat /run/rsnic/vhost 2>/dev/null)" "$REPEATS" "$DURATION" "$sweep" "$pcie" "$zc" >"$out" <<'PY'
 import json, sys
 rsnic, virtio = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 meta, payload, packets = map(int, sys.argv[3:6])
@@ -522,6 +530,6 @@ print(json.dumps({"rsnic": rsnic, "virtio": virtio, "bond": json.loads(sys.argv[
                   "xdp": json.loads(sys.argv[9]), "repeated": json.loads(sys.argv[10]),
                   "vhost": sys.argv[11] or "unknown", "repeats": int(sys.argv[12]),
                   "seconds_per_run": int(sys.argv[13]), "sweeps": json.loads(sys.argv[14]),
-                  "pcie": json.loads(sys.argv[15])}))
+                  "pcie": json.loads(sys.argv[15]), "zerocopy": json.loads(sys.argv[16])}))
 PY
 cat "$out"

@@ -178,6 +178,22 @@ def print_xdp(xdp):
                 print(f"{'':42} {name}: {e['error']}")
 
 
+def print_zerocopy(zc):
+    """One TCP stream into card A, recv() against io_uring zcrx on the
+    same queue: median [min-max] of the rate and the CPU per GB."""
+    print(f"{'TCP receive, ' + str(zc.get('mib_per_run')) + ' MiB, card A last queue':42}"
+          f"{'socket (recv)':>26}{'zcrx':>26}")
+    for key, label in (("mbps", "Mbit/s"), ("rx_cpu_s_per_gb", "receiver CPU s/GB"),
+                       ("guest_cpu_s_per_gb", "guest CPU s/GB (both ends)"),
+                       ("host_cpu_s_per_gb", "host CPU s/GB"),
+                       ("queue_bytes_per_payload", "steered queue bytes / payload")):
+        cells = ""
+        for mode in ("socket", "zcrx"):
+            f = zc.get(mode, {}).get(key)
+            cells += f"{fmt(f['median']) + ' [' + fmt(f['min']) + '-' + fmt(f['max']) + ']' if f else 'n/a':>26}"
+        print(f"{label:42}{cells}")
+
+
 def spread_cell(runs):
     """median [min-max] of a list of numbers."""
     xs = sorted(runs)
@@ -371,6 +387,12 @@ def main():
         print_xdp(xdp)
     elif xdp:
         print(f"XDP: not measured ({xdp.get('error')})")
+    zc = result.get("zerocopy") or {}
+    if "socket" in zc:
+        print()
+        print_zerocopy(zc)
+    elif zc:
+        print(f"zero-copy receive: not measured ({zc.get('error')})")
     if "rdma" in result:
         print()
         print_rdma(result["rdma"])

@@ -16,14 +16,16 @@
 # its repeated main figures (bench-out/bench-repeated.json), for a quick
 # before-and-after of one change, `qemu/bench.sh new-flows` only pktgen's
 # new flows through the GFT, RSNIC_BENCH_REPEATS runs with the driver's
-# time counters (bench-out/bench-new-flows.json).
+# time counters (bench-out/bench-new-flows.json), `qemu/bench.sh
+# zerocopy` only the zero-copy receive runs, recv() against io_uring zcrx
+# (bench-out/bench-zerocopy.json).
 # Not part of make check: numbers depend on the machine and its load.
 
 source "$(dirname "$0")/common.sh"
 cd "$RSNIC_REPO"
 part=${1:-all}
-[[ $part == all || $part == rdma || $part == net || $part == repeated || $part == new-flows ]] ||
-	die "usage: $0 [all|net|rdma|repeated|new-flows]"
+[[ $part == all || $part == rdma || $part == net || $part == repeated || $part == new-flows || $part == zerocopy ]] ||
+	die "usage: $0 [all|net|rdma|repeated|new-flows|zerocopy]"
 make -s modules emu >&2
 result=$RSNIC_CACHE/bench-result.json
 rm -f "$result" "$RSNIC_CACHE/bench-rdma.json"
@@ -33,7 +35,7 @@ rm -f "$result" "$RSNIC_CACHE/bench-rdma.json"
 settings="RSNIC_BENCH_SECONDS=${RSNIC_BENCH_SECONDS:-5} RSNIC_BENCH_REPEATS=${RSNIC_BENCH_REPEATS:-5}"
 settings+=" RSNIC_BENCH_QUEUES=${RSNIC_BENCH_QUEUES:-4}"
 [[ $settings =~ ^[A-Z_=0-9\ ]+$ ]] || die "RSNIC_BENCH_SECONDS/REPEATS/QUEUES: numbers only"
-[[ $part == repeated || $part == new-flows ]] && settings+=" RSNIC_BENCH_ONLY=$part"
+[[ $part == repeated || $part == new-flows || $part == zerocopy ]] && settings+=" RSNIC_BENCH_ONLY=$part"
 # Which devices the repeated runs cover (default all five), as the guest
 # names them: rsnic rsnic-stream rsnic-nooffload virtio-tap virtio-dgram;
 # also rsnic-coalesce (rsnic with ethtool -C rx-usecs 20 rx-frames 32 on
@@ -66,10 +68,10 @@ if [[ $part != rdma ]]; then
 	vm_bench bench-guest.sh bench.json
 	mv "$RSNIC_CACHE/bench.json" "$result"
 fi
-if [[ $part == new-flows ]]; then
+if [[ $part == new-flows || $part == zerocopy ]]; then
 	mkdir -p bench-out
-	mv "$result" bench-out/bench-new-flows.json
-	cat bench-out/bench-new-flows.json
+	mv "$result" "bench-out/bench-$part.json"
+	cat "bench-out/bench-$part.json"
 	exit 0
 fi
 if [[ $part == net || $part == repeated ]]; then
