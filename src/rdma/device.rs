@@ -7,7 +7,10 @@
 use kernel::{
     device::{Bound, Device},
     prelude::*,
-    sync::{Arc, Mutex, SpinLock},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex, SpinLock,
+    },
 };
 
 use super::cq::RdmaCq;
@@ -82,7 +85,14 @@ pub(crate) struct RdmaDev {
     #[pin]
     stats_block: Mutex<DmaBuffer>,
     eq_irq: Pin<KBox<IrqHandlerRegistration<EqIrq>>>,
+    /// Address handles that exist (at most [`MAX_AH`]; the card keeps none:
+    /// each is the driver's, and user space's copy of its address).
+    ahs: Atomic<u32>,
 }
+
+/// Address handles per device: a bound on the driver's memory for them
+/// (they live in the driver, not on the card), reported as `max_ah`.
+const MAX_AH: u32 = 4096;
 
 /// The card's use of the event queue: ended on drop.
 struct EventQueueOwner(Arc<AdminQueue>);
@@ -184,6 +194,7 @@ impl RdmaDev {
             modify_block <- kernel::new_mutex!(modify),
             stats_block <- kernel::new_mutex!(stats),
             eq_irq,
+            ahs: Atomic::new(0),
         }? Error))
     }
 
@@ -239,6 +250,12 @@ impl RdmaDev {
     /// Entries of the GID table.
     pub(crate) fn gid_table_len(&self) -> u32 {
         u32::from(self.caps.gid_table_len)
+    }
+
+    /// READs and atomics a QP may have outstanding, either way
+    /// (`max_qp_rd_atom`, `max_qp_init_rd_atom`).
+    pub(crate) fn max_qp_rd_atom(&self) -> u32 {
+        self.caps.max_qp_rd_atom
     }
 
     /// Writes an RDMA doorbell.
@@ -393,7 +410,9 @@ impl IbDeviceOps for RdmaDev {
             hw_ver: HW_VERSION,
             max_mr_size: c.max_mr_size,
             page_size_cap: c.page_size_cap,
-            max_qp: c.max_qp,
+            // Numbers from 1 (`Ids`): RoCE has no QP 0; ib_core's GSI QP,
+            // QP 1, is one of them.
+            max_qp: c.max_qp - 1,
             max_qp_wr: c.max_qp_wr,
             // The engine's one limit holds for every kind of request.
             max_send_sge: c.max_sge.into(),
@@ -407,16 +426,18 @@ impl IbDeviceOps for RdmaDev {
             max_cq: c.max_cq,
             // A CQ's ring keeps one entry spare (see `create_cq`).
             max_cqe: c.max_cqe - 1,
-            max_mr: c.max_mr,
-            max_pd: c.max_pd,
+            // Keys and PD numbers from 1: key 0 is the local DMA lkey.
+            max_mr: c.max_mr.saturating_sub(1),
+            // A window takes a key of the same space.
+            max_mw: c.max_mr.saturating_sub(1),
+            max_pd: c.max_pd.saturating_sub(1),
             max_srq: c.max_srq.into(),
             max_srq_wr: if c.max_srq == 0 { 0 } else { c.max_qp_wr },
-            max_ah: 1 << 16,
+            max_ah: MAX_AH,
             max_qp_rd_atom: c.max_qp_rd_atom,
             max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
             local_dma_lkey_0: true,
             atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
-            mem_windows: true,
         }
     }
 
@@ -827,6 +848,10 @@ impl IbDeviceOps for RdmaDev {
             return Err(EINVAL);
         }
         let av = address_vector(path);
+        let ahs = &dev.data().ahs;
+        if ahs.load(Relaxed) >= MAX_AH {
+            return Err(ENOMEM);
+        }
         if let Some(u) = user {
             // A process's UD sends carry the address vector themselves.
             u.udata.respond(&uapi::CreateAhResp {
@@ -834,10 +859,24 @@ impl IbDeviceOps for RdmaDev {
                 reserved: [0; 2],
             })?;
         }
+        // Counted last: nothing fails after this (the init below cannot),
+        // so every counted AH is one `destroy_ah` uncounts.
+        let mut n = ahs.load(Relaxed);
+        loop {
+            if n >= MAX_AH {
+                return Err(ENOMEM);
+            }
+            match ahs.cmpxchg(n, n + 1, Relaxed) {
+                Ok(_) => break,
+                Err(now) => n = now,
+            }
+        }
         Ok(try_pin_init!(RdmaAh { av }? Error))
     }
 
-    fn destroy_ah(_dev: &IbDevice<Self>, _ah: &RdmaAh) {}
+    fn destroy_ah(dev: &IbDevice<Self>, _ah: &RdmaAh) {
+        dev.data().ahs.fetch_sub(1, Relaxed);
+    }
 
     fn get_dma_mr(
         dev: &IbDevice<Self>,

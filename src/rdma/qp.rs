@@ -218,6 +218,15 @@ pub(crate) fn modify(dev: &RdmaDev, qp: &RdmaQp, a: &QpAttrs) -> Result {
         m.mask |= qp_attr::MIN_RNR_TIMER;
         m.min_rnr_timer = t;
     }
+    // More outstanding than the device reports is EINVAL, as rxe answers.
+    let rd_atom = dev.max_qp_rd_atom();
+    if [a.max_rd_atomic, a.max_dest_rd_atomic]
+        .iter()
+        .flatten()
+        .any(|&n| u32::from(n) > rd_atom)
+    {
+        return Err(EINVAL);
+    }
     if let Some(n) = a.max_rd_atomic {
         m.mask |= qp_attr::MAX_RD_ATOMIC;
         m.max_rd_atomic = n;

@@ -64,6 +64,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_cqe: u32,
     /// Memory regions.
     pub(crate) max_mr: u32,
+    /// Memory windows, of type 1 and 2B (`IB_DEVICE_MEM_WINDOW`,
+    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`); 0: the device has none.
+    pub(crate) max_mw: u32,
     /// Protection domains.
     pub(crate) max_pd: u32,
     /// Shared receive queues (0: none).
@@ -83,9 +86,6 @@ pub(crate) struct DeviceAttr {
     /// RC atomics, atomic against the device's own accesses only
     /// (`IB_ATOMIC_HCA`; else `IB_ATOMIC_NONE`).
     pub(crate) atomic_hca: bool,
-    /// Memory windows of type 1 and 2B (`IB_DEVICE_MEM_WINDOW`,
-    /// `IB_DEVICE_MEM_WINDOW_TYPE_2B`).
-    pub(crate) mem_windows: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.

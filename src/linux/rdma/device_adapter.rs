@@ -185,6 +185,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             p.max_cq = int(a.max_cq);
             p.max_cqe = int(a.max_cqe);
             p.max_mr = int(a.max_mr);
+            p.max_mw = int(a.max_mw);
             p.max_pd = int(a.max_pd);
             p.max_srq = int(a.max_srq);
             p.max_srq_wr = int(a.max_srq_wr);
@@ -205,7 +206,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.local_dma_lkey_0 {
                 p.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
             }
-            if a.mem_windows {
+            if a.max_mw != 0 {
                 p.device_cap_flags |= (bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW
                     | bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B)
                     as u64;

@@ -13,16 +13,19 @@ RW = (acc.IBV_ACCESS_LOCAL_WRITE | acc.IBV_ACCESS_REMOTE_WRITE |
 RW_ATOMIC = RW | acc.IBV_ACCESS_REMOTE_ATOMIC
 
 
-def rc_to_rts(qp, gid_index, peer_qpn, peer_gid, access=RW, rd_atomic=1):
+def rc_to_rts(qp, gid_index, peer_qpn, peer_gid, access=RW, rd_atomic=1,
+              dest_rd_atomic=None):
     """Moves RC `qp` (port 1, source GID `gid_index`) to RTS toward QP
-    `peer_qpn` at `peer_gid`: PSNs 0, 1024-byte MTU, 7 retries."""
+    `peer_qpn` at `peer_gid`: PSNs 0, 1024-byte MTU, 7 retries; READs
+    and atomics outstanding: `rd_atomic` as requester, `dest_rd_atomic`
+    (the same if None) as responder."""
     attr = QPAttr(port_num=1, path_mtu=ibv_mtu.IBV_MTU_1024)
     attr.qp_access_flags = access
     attr.dest_qp_num = peer_qpn
     attr.rq_psn = 0
     attr.sq_psn = 0
     attr.max_rd_atomic = rd_atomic
-    attr.max_dest_rd_atomic = rd_atomic
+    attr.max_dest_rd_atomic = rd_atomic if dest_rd_atomic is None else dest_rd_atomic
     attr.min_rnr_timer = 12
     attr.timeout = 14
     attr.retry_cnt = 7

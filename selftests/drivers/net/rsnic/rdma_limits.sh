@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The limits card A's RDMA device reports (ibv_devinfo -v, query_device)
+# are what it accepts (rdma_limits.py, pyverbs): for each object count
+# (PDs, CQs, QPs, SRQs, MRs, memory windows, address handles) the
+# maximum can be reached, counting what already exists on the device
+# (`rdma res`: ib_core's own GSI QP and its CQs and PD), and one more is
+# refused; for each size (WRs and SGEs of a QP and an SRQ, CQ entries,
+# outstanding READs and atomics) the maximum is accepted and one more
+# refused. A memory window takes a key from the same space as a region,
+# so max_mw is max_mr and the MRs that exist count against windows.
+
+source "$(dirname "$0")/lib.sh"
+net_setup || echo "# no carrier after set-up"
+python3 -c 'import pyverbs' 2>/dev/null || skip_all "python3-pyverbs not installed"
+cleanup() { net_cleanup; }
+trap cleanup EXIT
+dmesg_mark
+
+IB_A=$(ibdev_of "$(card_addr A)")
+[ -n "$IB_A" ] || bail_out "no RDMA device under card A's PF"
+GID_A=$(roce_gid_index "$IB_A" "$IP_A")
+LIMITS=$(dirname "$0")/rdma_limits.py
+
+# existing KIND: card A's objects of KIND (pd, cq, qp, srq, mr) now.
+existing() {
+	if [ "$1" = qp ]; then rdma res show qp link "$IB_A/1"; else rdma res show "$1" dev "$IB_A"; fi 2>/dev/null | grep -c .
+}
+
+ktap_header 12
+for kind in pd cq qp srq mr; do
+	check "$kind: up to max_$kind with the $(existing $kind) that exist, one more refused" \
+		timeout 300 python3 "$LIMITS" $kind "$IB_A" "$GID_A" "$(existing $kind)"
+done
+check "mw: max_mw windows with the $(existing mr) regions that exist (one key space), one more refused" \
+	timeout 300 python3 "$LIMITS" mw "$IB_A" "$GID_A" "$(existing mr)"
+check "ah: up to max_ah address handles, one more refused" \
+	timeout 300 python3 "$LIMITS" ah "$IB_A" "$GID_A" 0
+check "QP of max_qp_wr WRs and max_sge SGEs; one more of either refused" \
+	timeout 60 python3 "$LIMITS" qp_wr "$IB_A" "$GID_A"
+check "CQ of max_cqe entries; one more refused" timeout 60 python3 "$LIMITS" cqe "$IB_A" "$GID_A"
+check "SRQ of max_srq_wr WRs and max_srq_sge SGEs; one more of either refused" \
+	timeout 60 python3 "$LIMITS" srq_wr "$IB_A" "$GID_A"
+check "RTS with max_qp_init_rd_atom / max_qp_rd_atom outstanding; one more refused" \
+	timeout 60 python3 "$LIMITS" rd_atom "$IB_A" "$GID_A"
+check "no kernel warnings" dmesg_clean
+ktap_finish
