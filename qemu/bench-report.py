@@ -381,18 +381,15 @@ def main():
     if "pcie" in result:
         print()
         print_pcie(result["pcie"])
-    xdp = result.get("xdp") or {}
-    if "rsnic" in xdp:
-        print()
-        print_xdp(xdp)
-    elif xdp:
-        print(f"XDP: not measured ({xdp.get('error')})")
-    zc = result.get("zerocopy") or {}
-    if "socket" in zc:
-        print()
-        print_zerocopy(zc)
-    elif zc:
-        print(f"zero-copy receive: not measured ({zc.get('error')})")
+    # Parts that report their own failure as {"error": ...}.
+    for key, title, marker, show in (("xdp", "XDP", "rsnic", print_xdp),
+                                     ("zerocopy", "zero-copy receive", "socket", print_zerocopy)):
+        part = result.get(key) or {}
+        if marker in part:
+            print()
+            show(part)
+        elif part:
+            print(f"{title}: not measured ({part.get('error')})")
     if "rdma" in result:
         print()
         print_rdma(result["rdma"])
