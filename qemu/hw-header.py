@@ -32,7 +32,7 @@ STRUCTS = {
     "rsnic_av": ("AddressVector", {}),
     "rsnic_bind": ("BindParams", {}),
     "rsnic_atomic": ("AtomicParams", {}),
-    "rsnic_sq_wqe": ("SqWqe", {"imm": "imm_or_key", "av": "ext", "atomic": "ext", "bind": "ext"}),
+    "rsnic_sq_wqe": ("SqWqe", {"imm": "imm_or_key", "av": "ext", "atomic": "ext", "bind": "ext", "inline_data": "sge"}),
     "rsnic_rq_wqe": ("RqWqe", {}),
     "rsnic_cqe": ("Cqe", {}),
 }

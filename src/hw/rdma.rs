@@ -449,7 +449,14 @@ pub mod wqe_flag {
     pub const SOLICITED: u8 = 1 << 1;
     /// Wait for earlier READs to complete first.
     pub const FENCE: u8 = 1 << 2;
+    /// SEND/WRITE: the payload is in the WQE ([`SqWqe::inline_data`]), not
+    /// behind the gather list.
+    pub const INLINE: u8 = 1 << 3;
 }
+
+/// Bytes of payload a send WQE can carry inline: the gather list's room.
+pub const MAX_INLINE_DATA: usize = 64;
+const _: () = assert!(MAX_INLINE_DATA == MAX_SGE * Sge::SIZE);
 
 wire_struct! {
     /// One scatter/gather entry.
@@ -478,6 +485,9 @@ wire_struct! {
         pub flags @ 1: u8,
         /// SGEs used.
         pub num_sge @ 2: u8,
+        /// With [`wqe_flag::INLINE`]: bytes of payload in the gather list's
+        /// place (at most [`MAX_INLINE_DATA`]).
+        pub inline_len @ 3: u8,
         /// Immediate data (in network order, as the verbs hold it), or the
         /// key SEND_INV / LOCAL_INV invalidates.
         pub imm_or_key @ 4: u32,
@@ -491,7 +501,7 @@ wire_struct! {
         pub qkey @ 24: u32,
         /// The [`AddressVector`] (UD) or the [`RegMrParams`] (REG_MR).
         pub ext @ 32: [u8; AV_LEN],
-        /// Gather list.
+        /// Gather list, or with [`wqe_flag::INLINE`] the payload.
         pub sge @ 64: [Sge; MAX_SGE],
     }
 }
@@ -576,6 +586,47 @@ impl SqWqe {
     pub fn set_bind(&mut self, b: &BindParams) {
         self.ext = [0; AV_LEN];
         b.put(&mut self.ext[..BindParams::SIZE]);
+    }
+
+    /// With [`wqe_flag::INLINE`]: the payload, or `None` if
+    /// [`SqWqe::inline_len`] is past [`MAX_INLINE_DATA`].
+    pub fn inline_data(&self) -> Option<InlineData> {
+        if usize::from(self.inline_len) > MAX_INLINE_DATA {
+            return None;
+        }
+        let mut bytes = [0u8; MAX_INLINE_DATA];
+        self.sge.put(&mut bytes);
+        Some(InlineData {
+            bytes,
+            len: self.inline_len,
+        })
+    }
+
+    /// Puts `data` (at most [`MAX_INLINE_DATA`] bytes, the rest dropped)
+    /// in the gather list's place and sets [`wqe_flag::INLINE`].
+    pub fn set_inline_data(&mut self, data: &[u8]) {
+        let len = data.len().min(MAX_INLINE_DATA);
+        let mut b = [0u8; MAX_INLINE_DATA];
+        b[..len].copy_from_slice(&data[..len]);
+        self.sge = Field::get(&b);
+        // CAST: `len` is at most MAX_INLINE_DATA (64).
+        self.inline_len = len as u8;
+        self.num_sge = 0;
+        self.flags |= wqe_flag::INLINE;
+    }
+}
+
+/// The payload of an inline send WQE ([`SqWqe::inline_data`]).
+#[derive(Clone, Copy, Debug)]
+pub struct InlineData {
+    bytes: [u8; MAX_INLINE_DATA],
+    len: u8,
+}
+
+impl InlineData {
+    /// The payload's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
     }
 }
 

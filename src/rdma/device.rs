@@ -27,7 +27,8 @@ use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     mr_kind, rdma_cap, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType,
     RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION,
-    MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -597,6 +598,14 @@ impl IbDeviceOps for RdmaDev {
         if c.max_send_sge > max_sge || (init.srq.is_none() && c.max_recv_sge > max_sge) {
             return Err(EINVAL);
         }
+        // A process's provider writes inline payloads into the WQE; the
+        // kernel's post path takes none (`IB_SEND_INLINE` is refused).
+        let max_inline = if user.is_some() { MAX_INLINE_DATA } else { 0 };
+        // CAST: MAX_INLINE_DATA is 64.
+        let max_inline = max_inline as u32;
+        if c.max_inline_data > max_inline {
+            return Err(EINVAL);
+        }
         // Only an RC QP receives from an SRQ on this card.
         if init.srq.is_some() && init.kind != QpKind::Rc {
             return Err(eopnotsupp());
@@ -683,6 +692,7 @@ impl IbDeviceOps for RdmaDev {
             max_recv_wr: rq_n,
             max_send_sge: max_sge,
             max_recv_sge: if init.srq.is_some() { 0 } else { max_sge },
+            max_inline_data: max_inline,
         };
         let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq, caps);
         Ok((state, qpn, caps))

@@ -114,9 +114,10 @@ static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS &&
 	    attr->create_flags)
 		return EOPNOTSUPP;
+	if (attr->cap.max_inline_data > RSNIC_MAX_INLINE_DATA)
+		return EINVAL;
 	/* Only an RC QP receives from an SRQ on this card. */
-	if (attr->cap.max_inline_data ||
-	    (attr->srq && attr->qp_type != IBV_QPT_RC) ||
+	if ((attr->srq && attr->qp_type != IBV_QPT_RC) ||
 	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD))
 		return EOPNOTSUPP;
 	return 0;
@@ -188,7 +189,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	attr->cap.max_recv_wr = qp->rq.entries;
 	attr->cap.max_send_sge = RSNIC_MAX_SGE;
 	attr->cap.max_recv_sge = attr->srq ? 0 : RSNIC_MAX_SGE;
-	attr->cap.max_inline_data = 0;
+	attr->cap.max_inline_data = RSNIC_MAX_INLINE_DATA;
 	return &qp->vqp.qp;
 
 err_free:
@@ -305,14 +306,48 @@ void rsnic_put_sges(struct rsnic_sge *out, const struct ibv_sge *sg, int n)
 	}
 }
 
+/*
+ * Copies the payload `wr`'s gather list points to into the WQE, where the
+ * card reads it (lkeys are not looked at, as the verbs define inline
+ * sends); EINVAL if it is longer than max_inline_data or the opcode
+ * carries no payload of its own.
+ */
+static int put_inline(const struct ibv_send_wr *wr, struct rsnic_sq_wqe *w)
+{
+	size_t len = 0;
+	int i;
+
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	default:
+		return EINVAL;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		size_t n = wr->sg_list[i].length;
+
+		if (n > RSNIC_MAX_INLINE_DATA - len)
+			return EINVAL;
+		memcpy(w->inline_data + len,
+		       (const void *)(uintptr_t)wr->sg_list[i].addr, n);
+		len += n;
+	}
+	w->flags |= RSNIC_WQE_INLINE;
+	w->inline_len = len;
+	w->num_sge = 0;
+	return 0;
+}
+
 /* Builds the WQE of `wr` for `qp`; an errno for what the card cannot do. */
 static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		      struct rsnic_sq_wqe *w)
 {
 	memset(w, 0, sizeof(*w));
 	if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE)
-		return EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE)
 		return EINVAL;
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
@@ -395,6 +430,8 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->flags |= RSNIC_WQE_SOLICITED;
 	if (wr->send_flags & IBV_SEND_FENCE)
 		w->flags |= RSNIC_WQE_FENCE;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return put_inline(wr, w);
 	w->num_sge = wr->num_sge;
 	rsnic_put_sges(w->sge, wr->sg_list, wr->num_sge);
 	return 0;
@@ -701,18 +738,43 @@ static void rsnic_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	wr->wr.ud.remote_qkey = remote_qkey;
 }
 
-/* The card takes no inline data (max_inline_data is 0). */
-static void rsnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
-				     size_t length)
-{
-	batch_fail(&to_rqp_ex(qpx)->batch, EINVAL);
-}
-
+/*
+ * The payload is copied now (the caller may reuse its buffers at once)
+ * into the batch, and the request becomes an IBV_SEND_INLINE one whose
+ * one SGE points there: build_send copies it into the WQE.
+ */
 static void rsnic_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 					  size_t num_buf,
 					  const struct ibv_data_buf *buf_list)
 {
-	batch_fail(&to_rqp_ex(qpx)->batch, EINVAL);
+	struct rsnic_wr_batch *b = &to_rqp_ex(qpx)->batch;
+	struct ibv_send_wr *wr = batch_started(qpx);
+	size_t len = 0, i;
+
+	if (!wr)
+		return;
+	for (i = 0; i < num_buf; i++) {
+		if (buf_list[i].length > RSNIC_MAX_INLINE_DATA - len) {
+			batch_fail(b, EINVAL);
+			return;
+		}
+		memcpy(b->inline_buf + len, buf_list[i].addr,
+		       buf_list[i].length);
+		len += buf_list[i].length;
+	}
+	b->sge[0] = (struct ibv_sge){ .addr = (uintptr_t)b->inline_buf,
+				      .length = len };
+	wr->sg_list = b->sge;
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
+static void rsnic_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				     size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	rsnic_wr_set_inline_data_list(qpx, 1, &buf);
 }
 
 /*

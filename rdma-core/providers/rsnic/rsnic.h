@@ -86,6 +86,8 @@ struct rsnic_mw_rekey {
 struct rsnic_wr_batch {
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[RSNIC_MAX_SGE];
+	/* wr_set_inline_data*: the payload, copied when set. */
+	uint8_t inline_buf[RSNIC_MAX_INLINE_DATA];
 	bool pending;			/* `wr` is started, not yet written */
 	uint32_t start;			/* the SQ's head at wr_start */
 	int err;			/* the first error since wr_start */

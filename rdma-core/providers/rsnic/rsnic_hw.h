@@ -17,6 +17,7 @@ enum {
 	RSNIC_RQ_WQE_LEN = 80,
 	RSNIC_CQE_LEN = 32,
 	RSNIC_MAX_SGE = 4,
+	RSNIC_MAX_INLINE_DATA = 64,
 	RSNIC_DB_PAGE_SIZE = 4096,
 };
 
@@ -53,6 +54,7 @@ enum {
 	RSNIC_WQE_SIGNALED = 1 << 0,
 	RSNIC_WQE_SOLICITED = 1 << 1,
 	RSNIC_WQE_FENCE = 1 << 2,
+	RSNIC_WQE_INLINE = 1 << 3,
 };
 
 struct rsnic_sge {
@@ -91,7 +93,7 @@ struct rsnic_sq_wqe {
 	uint8_t opcode;
 	uint8_t flags;
 	uint8_t num_sge;
-	uint8_t rsvd;
+	uint8_t inline_len;	/* with RSNIC_WQE_INLINE */
 	uint32_t imm;		/* as the verbs hold it (network order) */
 	__le64 remote_addr;
 	__le32 rkey;
@@ -103,7 +105,11 @@ struct rsnic_sq_wqe {
 		struct rsnic_atomic atomic;
 		struct rsnic_bind bind;
 	};
-	struct rsnic_sge sge[RSNIC_MAX_SGE];
+	union {
+		struct rsnic_sge sge[RSNIC_MAX_SGE];
+		/* With RSNIC_WQE_INLINE: the payload in the gather list's place. */
+		uint8_t inline_data[RSNIC_MAX_INLINE_DATA];
+	};
 };
 
 struct rsnic_rq_wqe {

@@ -648,14 +648,12 @@ impl<T: IbDeviceOps> Adapter<T> {
                             max_recv_wr: a.cap.max_recv_wr,
                             max_send_sge: a.cap.max_send_sge,
                             max_recv_sge: a.cap.max_recv_sge,
+                            max_inline_data: a.cap.max_inline_data,
                         },
                         signal_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
                     },
                 )
             };
-            if a.cap.max_inline_data != 0 {
-                return Err(EINVAL);
-            }
             // No creation flags (multicast loopback blocking, LSO, ...).
             if a.create_flags != 0 {
                 return Err(eopnotsupp());
@@ -665,6 +663,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             a.cap.max_recv_wr = caps.max_recv_wr;
             a.cap.max_send_sge = caps.max_send_sge;
             a.cap.max_recv_sge = caps.max_recv_sge;
+            a.cap.max_inline_data = caps.max_inline_data;
             // SAFETY: Allocated with `size_ib_qp`; `qp_num` is ours to set.
             unsafe {
                 (*qp).qp_num = qpn;
@@ -1133,7 +1132,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                 max_recv_wr: q.caps.max_recv_wr,
                 max_send_sge: q.caps.max_send_sge,
                 max_recv_sge: q.caps.max_recv_sge,
-                max_inline_data: 0,
+                max_inline_data: q.caps.max_inline_data,
                 max_rdma_ctxs: 0,
             };
             // SAFETY: Writable (contract); all-zero is valid for both.

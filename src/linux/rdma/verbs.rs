@@ -342,6 +342,8 @@ pub(crate) struct QpCaps {
     pub(crate) max_send_sge: u32,
     /// SGEs per receive work request.
     pub(crate) max_recv_sge: u32,
+    /// Bytes of payload a send work request may carry inline.
+    pub(crate) max_inline_data: u32,
 }
 
 /// What `create_qp` is asked for.

@@ -699,6 +699,55 @@ fn write_with_immediate_then_read_back() {
     assert_eq!(sc[1].byte_len, 5000);
 }
 
+#[test]
+fn inline_send_and_write_carry_the_wqe_s_bytes_not_memory() {
+    let (mut a, mut b) = pair();
+    // Memory behind the (unused) gather list holds something else: the
+    // card must not read it.
+    a.mem.set(DATA, &[0xee; 64]);
+    b.post_recv(QPN, DATA, 4096);
+    let data = pattern(crate::hw::rdma::MAX_INLINE_DATA, 9);
+    let mut s = send_wqe(wqe_op::SEND, DATA, 64);
+    s.set_inline_data(&data);
+    a.post_send(QPN, s);
+    let mut w = send_wqe(wqe_op::WRITE, DATA, 64);
+    w.set_inline_data(&data[..13]);
+    w.remote_addr = REMOTE;
+    w.rkey = RKEY;
+    a.post_send(QPN, w);
+    let frames = a.ring_sq(QPN);
+    exchange(&mut a, &mut b, frames);
+    assert_eq!(b.mem.get(DATA, 64), data);
+    assert_eq!(b.mem.get(REMOTE, 13), &data[..13]);
+    let r = b.completions(true);
+    assert_eq!((r[0].status, r[0].byte_len), (0, 64));
+    let sc: Vec<_> = a
+        .completions(false)
+        .iter()
+        .map(|c| (c.opcode, c.status))
+        .collect();
+    assert_eq!(sc, [(wc_op::SEND, 0), (wc_op::RDMA_WRITE, 0)]);
+}
+
+#[test]
+fn inline_read_or_oversized_inline_is_refused() {
+    let (mut a, _b) = pair();
+    let mut w = send_wqe(wqe_op::SEND, DATA, 8);
+    w.set_inline_data(&[1; 8]);
+    w.inline_len = 65;
+    a.post_send(QPN, w);
+    assert!(a.ring_sq(QPN).is_empty());
+    assert_eq!(a.completions(false)[0].status, wc_status::LOC_LEN_ERR);
+    let (mut a, _b) = pair();
+    let mut r = send_wqe(wqe_op::READ, DATA, 8);
+    r.set_inline_data(&[1; 8]);
+    r.remote_addr = REMOTE;
+    r.rkey = RKEY;
+    a.post_send(QPN, r);
+    assert!(a.ring_sq(QPN).is_empty());
+    assert_eq!(a.completions(false)[0].status, wc_status::LOC_QP_OP_ERR);
+}
+
 fn atomic_wqe(op: u8, to: u64, compare_add: u64, swap: u64, result: u64) -> SqWqe {
     let mut w = send_wqe(op, result, 8);
     w.remote_addr = to;

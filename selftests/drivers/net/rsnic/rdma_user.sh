@@ -50,7 +50,7 @@ devinfo_field() {
 # RSNIC_RDMA_USER_LIFECYCLE=1 (rdma_user_lifecycle.sh, make check's
 # debug pass) runs the devices' checks and the teardowns only: the 37
 # data-path checks between them take 270 s or more on the debug kernel.
-if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 53; fi
+if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 55; fi
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -185,7 +185,7 @@ pair() {
 # perftest_flags TOOL: -F for the bandwidth tools (see pair).
 perftest_flags() { case $1 in *_bw) echo -F ;; esac; }
 
-# Checks 5 to 41, the data path (not in the lifecycle-only run).
+# Checks 5 to 43, the data path (not in the lifecycle-only run).
 if [ -z "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then
 # The examples: RC with completion events, and UD, each checking the
 # data it received (-c).
@@ -213,6 +213,14 @@ for t in $perftest_tools; do
 	f=$(perftest_flags $t)
 	check "perftest $t -R (rdma_cm), 4 KiB" pair "$t -R" "ip netns exec $NS $t $f -d $IB_B -R -n 200 -s 4096" \
 		"$t $f -d $IB_A -R -n 200 -s 4096 $IP_B"
+done
+# Inline sends (-I 64, the card's max_inline_data): 64-byte messages the
+# provider writes into the WQE, 200 round trips (at least one packet
+# each way per iteration).
+min_packets=200
+for t in ib_send_lat ib_write_lat; do
+	check "perftest $t -I 64, 64 B inline" pair "$t -I 64" "$t -d $IB_B -x $GID_B -n 200 -s 64 -I 64" \
+		"$t -d $IB_A -x $GID_A -n 200 -s 64 -I 64 127.0.0.1"
 done
 
 # Atomics: the device says IB_ATOMIC_HCA; perftest's atomic tools (one

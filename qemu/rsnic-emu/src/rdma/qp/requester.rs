@@ -139,11 +139,29 @@ impl Qp {
             | wqe_op::WRITE
             | wqe_op::WRITE_IMM
             | wqe_op::READ => {
-                let sges = &wqe.sge[..usize::from(wqe.num_sge).min(wqe.sge.len())];
-                if usize::from(wqe.num_sge) > wqe.sge.len() {
+                let inline = if wqe.flags & wqe_flag::INLINE != 0 {
+                    if wqe.opcode == wqe_op::READ {
+                        self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                        return false;
+                    }
+                    let Some(payload) = wqe.inline_data() else {
+                        self.fail(false, slot, wc, wc_status::LOC_LEN_ERR, out);
+                        return false;
+                    };
+                    Some(payload)
+                } else {
+                    None
+                };
+                let sge_count = if inline.is_some() {
+                    0
+                } else {
+                    usize::from(wqe.num_sge)
+                };
+                if sge_count > wqe.sge.len() {
                     self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                     return false;
                 }
+                let sges = &wqe.sge[..sge_count];
                 let need = if wqe.opcode == wqe_op::READ {
                     access::LOCAL_WRITE
                 } else {
@@ -168,9 +186,15 @@ impl Qp {
                         self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                         return false;
                     }
-                    let Ok(data) = read_segments(mem, &segs) else {
-                        self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
-                        return false;
+                    let data = match inline {
+                        Some(payload) => payload.as_slice().to_vec(),
+                        None => match read_segments(mem, &segs) {
+                            Ok(data) => data,
+                            Err(_) => {
+                                self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                                return false;
+                            }
+                        },
                     };
                     if data.len() > self.path_mtu.max(256) as usize {
                         self.fail(false, slot, wc, wc_status::LOC_LEN_ERR, out);
@@ -181,7 +205,9 @@ impl Qp {
                     ok(out, self.qpn, len);
                     return true;
                 }
-                let (data, read_segs) = if wqe.opcode == wqe_op::READ {
+                let (data, read_segs) = if let Some(payload) = inline {
+                    (payload.as_slice().to_vec(), Vec::new())
+                } else if wqe.opcode == wqe_op::READ {
                     (Vec::new(), segs)
                 } else {
                     match read_segments(mem, &segs) {
