@@ -143,7 +143,8 @@ wr_rsnic=$(write_bench rsnic "$NETIF_A" "$NETIF_B") || exit 1
 # between two RDMA devices of this host, the server's on card B's
 # address (out-of-band exchange over loopback, RoCE over the cable):
 # ib_write_bw at 64 B, 4 KiB and 64 KiB for DURATION s, ib_write_lat and
-# ib_send_lat at 64 B, REPEATS rounds of all five, interleaved; each run
+# ib_send_lat at 64 B without and with inline data, REPEATS rounds of all
+# seven, interleaved; each run
 # with the host's CPU seconds (vCPUs, QEMU's other threads, the cards'
 # emulators: harness cpu) over its wall time. One JSON object: the
 # median of each figure and every run.
@@ -156,8 +157,11 @@ perftest_bench() {
 		for size in 64 4096 65536; do
 			perftest_run "$name" ib_write_bw $size "-D $DURATION" "$2" $sgid "$3" $cgid || return 1
 		done
+		# Explicitly without inline data (-I 0), then with the payload in
+		# the WQE (-I 64): perftest's default depends on the device.
 		for tool in ib_write_lat ib_send_lat; do
-			perftest_run "$name" $tool 64 "-n 10000" "$2" $sgid "$3" $cgid || return 1
+			perftest_run "$name" $tool 64 "-n 10000 -I 0" "$2" $sgid "$3" $cgid || return 1
+			perftest_run "$name" $tool 64 "-n 10000 -I 64" "$2" $sgid "$3" $cgid _inline || return 1
 		done
 	done
 	python3 - "$name" "$REPEATS" <<'PY'
@@ -173,7 +177,7 @@ for line in open("/tmp/perftest.log"):
         runs.setdefault(f"{key}_mib_s", []).append(res["BW_average"])
         runs.setdefault(f"{key}_mmsg_s", []).append(res["MsgRate"])
     else:
-        key = f"{tool[3:]}_{size}b"
+        key = f"{tool[3:]}_{size}b{r['tag']}"
         runs.setdefault(f"{key}_p50_us", []).append(res["t_typical"])
         runs.setdefault(f"{key}_p99_us", []).append(res["percentile_99"])
     runs.setdefault(f"{key}_host_cores", []).append(cores)
@@ -183,7 +187,8 @@ print(json.dumps(out))
 PY
 }
 # perftest_run NAME TOOL SIZE ARGS SERVER_IBDEV SERVER_GID CLIENT_IBDEV
-# CLIENT_GID: one run, appended to /tmp/perftest.log as a JSON line.
+# CLIENT_GID [TAG]: one run, appended to /tmp/perftest.log as a JSON line
+# (TAG goes after the size in the figures' names).
 perftest_run() {
 	local c0 c1 t0 t1 spid
 	timeout 120 $2 -d "$5" -x "$6" -s "$3" $4 -F >/tmp/perftest-server.out 2>&1 &
@@ -207,9 +212,10 @@ def secs(reply):
     return sum(float(kv.split("=")[1]) for kv in reply.split()[1:])
 r = json.load(open("/tmp/perftest.json"))
 print(json.dumps({"tool": sys.argv[1], "size": int(sys.argv[2]), "results": r["results"],
+                  "tag": sys.argv[7],
                   "cpu_s": secs(sys.argv[4]) - secs(sys.argv[3]),
                   "wall_s": float(sys.argv[6]) - float(sys.argv[5])}))' \
-		"$2" "$3" "$c0" "$c1" "$t0" "$t1" >>/tmp/perftest.log
+		"$2" "$3" "$c0" "$c1" "$t0" "$t1" "${9:-}" >>/tmp/perftest.log
 }
 IB_A=$(ibdev_of "$(card_addr A)") IB_B=$(ibdev_of "$(card_addr B)")
 pt_rsnic=$(perftest_bench rsnic "$IB_B" "$IB_A") || exit 1

@@ -37,6 +37,8 @@ PERFTEST_ROWS = [
     ("write_lat_64b_p99_us", "ib_write_lat 64 B p99 (us)", False),
     ("send_lat_64b_p50_us", "ib_send_lat 64 B p50 (us)", False),
     ("send_lat_64b_p99_us", "ib_send_lat 64 B p99 (us)", False),
+    ("write_lat_64b_inline_p50_us", "ib_write_lat 64 B inline (-I 64) p50 (us)", False),
+    ("send_lat_64b_inline_p50_us", "ib_send_lat 64 B inline (-I 64) p50 (us)", False),
     ("write_bw_65536b_host_cores", "host CPU (cores), ib_write_bw 64 KiB", False),
     ("write_bw_65536b_host_cpu_s_per_gb", "host CPU s/GB, ib_write_bw 64 KiB", False),
     ("write_lat_64b_host_cores", "host CPU (cores), ib_write_lat 64 B", False),
