@@ -714,6 +714,19 @@ roce_gid_index() {
 	return 1
 }
 
+# pyverbs_card_a_setup: the set-up of a pyverbs test on card A's RDMA
+# device: the network (torn down on exit), the kernel log mark, and
+# IB_A and GID_A (its RoCE v2 GID of IP_A).
+pyverbs_card_a_setup() {
+	net_setup || echo "# no carrier after set-up"
+	python3 -c 'import pyverbs' 2>/dev/null || skip_all "python3-pyverbs not installed"
+	trap net_cleanup EXIT
+	dmesg_mark
+	IB_A=$(ibdev_of "$(card_addr A)")
+	[ -n "$IB_A" ] || bail_out "no RDMA device under card A's PF"
+	GID_A=$(roce_gid_index "$IB_A" "$IP_A")
+}
+
 # The GIDs the card's RDMA engine holds, one per line, sorted.
 card_gids() { harness card "$1" rdma-gids | tr ' ' '\n' | sed -n 's/^[0-9]*=//p' | sort; }
 

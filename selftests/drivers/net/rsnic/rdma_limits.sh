@@ -12,15 +12,7 @@
 # so max_mw is max_mr and the MRs that exist count against windows.
 
 source "$(dirname "$0")/lib.sh"
-net_setup || echo "# no carrier after set-up"
-python3 -c 'import pyverbs' 2>/dev/null || skip_all "python3-pyverbs not installed"
-cleanup() { net_cleanup; }
-trap cleanup EXIT
-dmesg_mark
-
-IB_A=$(ibdev_of "$(card_addr A)")
-[ -n "$IB_A" ] || bail_out "no RDMA device under card A's PF"
-GID_A=$(roce_gid_index "$IB_A" "$IP_A")
+pyverbs_card_a_setup
 LIMITS=$(dirname "$0")/rdma_limits.py
 
 # existing KIND: card A's objects of KIND (pd, cq, qp, srq, mr) now.
