@@ -55,7 +55,7 @@ ktap_header 12
 port=5201
 "$NCDEVMEM" -l -f "$NETIF_A" -s "$IP6_A" -p $port -c "$IP6_B" >/tmp/ncdevmem.out 2>&1 &
 ncd=$!
-wait_listening tcp $port
+wait_listening tcp $port ""
 check_eq "ncdevmem bound a dmabuf: one pool takes it" "$(wait_until 50 dmabuf_pools_are 1; dmabuf_pools)" 1
 hds0=$(eth_stat_sum '^rx[0-9]+_hds:$') card0=$(card_stat hds_frames) bad0=$(eth_stat_sum '^q[0-9]+_bad_completions:$')
 ip netns exec $NS bash -c "head -c 400M /dev/zero | socat -u - TCP6:[$IP6_A]:$port,bind=[$IP6_B]:$port" >/dev/null 2>&1 &
@@ -101,7 +101,7 @@ ts = [threading.Thread(target=recv, args=(i,)) for i in range(8)]
 print(sum(ok))
 PY
 receiver=$!
-wait_listening tcp 7107
+wait_listening tcp 7107 ""
 ip netns exec $NS python3 - "$IP_A" <<'PY'
 import socket, sys, threading
 def send(i):

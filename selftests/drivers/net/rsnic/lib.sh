@@ -555,7 +555,14 @@ drv_flows_with() { grep -c -- "$(printf '%s.*' "$@")" "$GFT/flows"; }
 # UDP socket bound to PORT, or a TCP socket listening on it, in netns
 # "remote" (or in NETNS; "" for this one). A TCP connect before then is
 # refused, and the SYN and RST would cross the GFT too.
-wait_listening() { wait_until 100 listening "$@"; } # udp|tcp PORT [NETNS]
+# udp|tcp PORT [NETNS]: NETNS defaults to the remote one ($NS); "" is
+# the VM's own. Says so when nothing came to listen.
+wait_listening() {
+	local ns=${3-$NS}
+	wait_until 100 listening "$@" && return 0
+	echo "# nothing listens on $1 port $2 ${ns:+in netns $ns }after 10 s"
+	return 1
+}
 listening() {
 	local ns=${3-$NS}
 	[ -n "$(${ns:+ip netns exec "$ns"} ss -Hl"${1:0:1}"n "sport = :$2")" ]
