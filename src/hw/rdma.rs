@@ -185,6 +185,9 @@ wire_enum! {
         Ud = 1,
         /// QP1: unreliable datagrams for management (MADs).
         Gsi = 2,
+        /// Unreliable connection: SENDs and WRITEs to one peer QP, no
+        /// acknowledgements; a lost packet drops its message.
+        Uc = 3,
     }
 }
 

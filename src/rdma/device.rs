@@ -606,8 +606,9 @@ impl IbDeviceOps for RdmaDev {
         if c.max_inline_data > max_inline {
             return Err(EINVAL);
         }
-        // Only an RC QP receives from an SRQ on this card.
-        if init.srq.is_some() && init.kind != QpKind::Rc {
+        // Only the connected QPs (RC, UC) receive from an SRQ on this
+        // card.
+        if init.srq.is_some() && init.kind.is_datagram() {
             return Err(eopnotsupp());
         }
         let sq_n = ring_size(c.max_send_wr, d.caps.max_qp_wr)?;
@@ -649,6 +650,7 @@ impl IbDeviceOps for RdmaDev {
             QpKind::Rc => QpType::Rc,
             QpKind::Ud => QpType::Ud,
             QpKind::Gsi => QpType::Gsi,
+            QpKind::Uc => QpType::Uc,
         };
         let create = QpCreate {
             qpn,

@@ -24,9 +24,11 @@ DECLARE_DRV_CMD(ursnic_create_qp_ex, IB_USER_VERBS_EX_CMD_CREATE_QP, empty,
 /* The work requests the card carries out, by QP type (ibv_wr_*). */
 enum {
 	RSNIC_UD_SEND_OPS = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
-	RSNIC_RC_SEND_OPS = RSNIC_UD_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |
-			    IBV_QP_EX_WITH_RDMA_WRITE |
+	/* UC: no READ, atomics, nor SEND with invalidate. */
+	RSNIC_UC_SEND_OPS = RSNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |
 			    IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW,
+	RSNIC_RC_SEND_OPS = RSNIC_UC_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |
 			    IBV_QP_EX_WITH_RDMA_READ |
 			    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
@@ -102,6 +104,7 @@ static void unmap_wq(struct rsnic_wq *wq)
 static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 {
 	uint64_t ops = attr->qp_type == IBV_QPT_UD ? RSNIC_UD_SEND_OPS :
+		       attr->qp_type == IBV_QPT_UC ? RSNIC_UC_SEND_OPS :
 						      RSNIC_RC_SEND_OPS;
 
 	if (attr->comp_mask & ~RSNIC_QP_INIT_ATTRS ||
@@ -116,9 +119,11 @@ static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 		return EOPNOTSUPP;
 	if (attr->cap.max_inline_data > RSNIC_MAX_INLINE_DATA)
 		return EINVAL;
-	/* Only an RC QP receives from an SRQ on this card. */
-	if ((attr->srq && attr->qp_type != IBV_QPT_RC) ||
-	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD))
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP;
+	/* Only the connected QPs (RC, UC) receive from an SRQ. */
+	if (attr->srq && attr->qp_type == IBV_QPT_UD)
 		return EOPNOTSUPP;
 	return 0;
 }
@@ -392,7 +397,10 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
-		if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+		/* UC writes, but does not read. */
+		if (qp->vqp.qp.qp_type != IBV_QPT_RC &&
+		    (qp->vqp.qp.qp_type != IBV_QPT_UC ||
+		     wr->opcode == IBV_WR_RDMA_READ))
 			return EINVAL;
 		w->opcode = wr->opcode == IBV_WR_RDMA_READ ? RSNIC_WQE_READ :
 			    wr->opcode == IBV_WR_RDMA_WRITE ? RSNIC_WQE_WRITE :

@@ -310,12 +310,20 @@ pub(crate) enum QpKind {
     Ud,
     /// QP1, the general services interface.
     Gsi,
+    /// Unreliable connection.
+    Uc,
 }
 
 impl QpKind {
+    /// UD and QP1: every SEND names its destination.
+    pub(crate) fn is_datagram(self) -> bool {
+        matches!(self, Self::Ud | Self::Gsi)
+    }
+
     pub(super) fn from_raw(t: bindings::ib_qp_type) -> Option<Self> {
         match t {
             bindings::ib_qp_type_IB_QPT_RC => Some(Self::Rc),
+            bindings::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
             bindings::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
             bindings::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
             _ => None,
@@ -327,6 +335,7 @@ impl QpKind {
             Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
             Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
             Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
         }
     }
 }

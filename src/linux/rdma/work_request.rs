@@ -194,7 +194,7 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
                 (
                     bindings::ib_wr_opcode_IB_WR_SEND | bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
                     k,
-                ) if k != QpKind::Rc => {
+                ) if k.is_datagram() => {
                     let ud = &*self.current.cast::<bindings::ib_ud_wr>();
                     if ud.ah.is_null() {
                         SendOp::Unsupported
@@ -208,7 +208,15 @@ impl<'a, T: IbDeviceOps> Iterator for SendWrs<'a, T> {
                         }
                     }
                 }
-                (_, k) if k != QpKind::Rc => SendOp::Unsupported,
+                (_, k) if k.is_datagram() => SendOp::Unsupported,
+                // UC has no READ, atomics nor SEND with invalidate.
+                (
+                    bindings::ib_wr_opcode_IB_WR_RDMA_READ
+                    | bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+                    | bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+                    | bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+                    QpKind::Uc,
+                ) => SendOp::Unsupported,
                 (bindings::ib_wr_opcode_IB_WR_SEND, _) => SendOp::Send,
                 (bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM, _) => SendOp::SendImm(wr.ex.imm_data),
                 (bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV, _) => {

@@ -387,7 +387,7 @@ impl RdmaEngine {
         if !qpn_ok
             || !ring_ok(c.sq_entries, CAPS.max_qp_wr)
             || (c.srq == 0 && !ring_ok(c.rq_entries, CAPS.max_qp_wr))
-            || (c.srq != 0 && qp_type != QpType::Rc)
+            || (c.srq != 0 && !matches!(qp_type, QpType::Rc | QpType::Uc))
             || c.pd >= CAPS.max_pd
             || c.db_page >= udb::PAGES
             || (c.db_page != 0 && qp_type == QpType::Gsi)

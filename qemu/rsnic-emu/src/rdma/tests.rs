@@ -1312,3 +1312,152 @@ fn admin_refuses_bad_objects() {
     assert_eq!(a.admin(AdminCmd::RdmaDestroyCq { cqn: 1 }), AdminStatus::Ok);
     assert!(a.e.describe_state().starts_with("eq=1 cqs=1 qps=0"));
 }
+
+/// A UC pair: side A sends to side B, both in RTS.
+fn uc_pair() -> (Side, Side) {
+    let mut a = Side::new(1);
+    let mut b = Side::new(2);
+    a.setup(QpType::Uc, QPN);
+    b.setup(QpType::Uc, QPN);
+    a.connect(&b, 7, 7);
+    b.connect(&a, 7, 7);
+    (a, b)
+}
+
+#[test]
+fn uc_send_and_write_complete_without_acknowledgements() {
+    let (mut a, mut b) = uc_pair();
+    let data = pattern(3000, 5);
+    a.mem.set(DATA, &data);
+    b.post_recv(QPN, DATA, 4096);
+    b.post_recv(QPN, DATA + 0x2000, 16);
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 3000));
+    let mut w = send_wqe(wqe_op::WRITE_IMM, DATA, 3000);
+    w.remote_addr = REMOTE;
+    w.rkey = RKEY;
+    w.imm_or_key = 0xabcd;
+    a.post_send(QPN, w);
+    let frames = a.ring_sq(QPN);
+    assert_eq!(frames.len(), 6);
+    let ops: Vec<u8> = frames
+        .iter()
+        .map(|f| {
+            wire::Packet::parse(packet::parse(f).unwrap().transport)
+                .unwrap()
+                .opcode as u8
+        })
+        .collect();
+    assert_eq!(ops, [0x20, 0x21, 0x22, 0x26, 0x27, 0x29]);
+    // Both WQEs completed as their packets went out.
+    let sc = a.completions(false);
+    let got: Vec<_> = sc
+        .iter()
+        .map(|c| (c.opcode, c.status, c.byte_len))
+        .collect();
+    assert_eq!(got, [(wc_op::SEND, 0, 3000), (wc_op::RDMA_WRITE, 0, 3000)]);
+    // The responder answers nothing.
+    assert!(b.receive(frames).is_empty());
+    assert_eq!(b.mem.get(DATA, 3000), data);
+    assert_eq!(b.mem.get(REMOTE, 3000), data);
+    let rc = b.completions(true);
+    let got: Vec<_> = rc
+        .iter()
+        .map(|c| (c.opcode, c.byte_len, c.imm_or_key))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (wc_op::RECV, 3000, 0),
+            (wc_op::RECV_RDMA_WITH_IMM, 3000, 0xabcd)
+        ]
+    );
+    assert!(a.e.qps[&QPN].deadline().is_none());
+}
+
+#[test]
+fn uc_loss_drops_the_message_and_its_receive_serves_the_next() {
+    let (mut a, mut b) = uc_pair();
+    let first = pattern(3000, 1);
+    let second = pattern(2000, 2);
+    a.mem.set(DATA, &first);
+    a.mem.set(DATA + 0x1000, &second);
+    b.post_recv(QPN, DATA, 4096);
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 3000));
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA + 0x1000, 2000));
+    let mut frames = a.ring_sq(QPN);
+    assert_eq!(frames.len(), 5);
+    frames.remove(1); // the first SEND's middle packet
+    assert!(b.receive(frames).is_empty());
+    // The second SEND landed in the receive the first one started.
+    let rc = b.completions(true);
+    assert_eq!(rc.len(), 1);
+    assert_eq!(
+        (rc[0].status, rc[0].byte_len, rc[0].wqe_index),
+        (0, 2000, 0)
+    );
+    assert_eq!(b.mem.get(DATA, 2000), second);
+    assert_eq!(b.state(), QpState::Rts);
+    assert_eq!(b.e.qps[&QPN].counters.dropped, 1);
+    // The sender knows nothing of it: both completed.
+    assert_eq!(a.completions(false).len(), 2);
+}
+
+#[test]
+fn uc_drops_what_it_cannot_take_and_stays_up() {
+    let (mut a, mut b) = uc_pair();
+    let data = pattern(100, 9);
+    a.mem.set(DATA, &data);
+    // No receive posted: the SEND is dropped (no RNR NAK).
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 100));
+    // A WRITE the R_Key does not allow is dropped too.
+    let mut w = send_wqe(wqe_op::WRITE, DATA, 100);
+    w.remote_addr = REMOTE;
+    w.rkey = RKEY + 1;
+    a.post_send(QPN, w);
+    // A SEND too long for its receive: dropped, the receive kept.
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 100));
+    let frames = a.ring_sq(QPN);
+    let (f1, f3) = (
+        vec![frames[0].clone(), frames[1].clone()],
+        vec![frames[2].clone()],
+    );
+    assert!(b.receive(f1).is_empty());
+    b.post_recv(QPN, DATA + 0x2000, 50);
+    assert!(b.receive(f3).is_empty());
+    assert!(b.completions(true).is_empty());
+    assert_eq!(b.mem.get(REMOTE, 100), vec![0; 100]);
+    assert_eq!(b.e.qps[&QPN].counters.dropped, 3);
+    assert_eq!(b.state(), QpState::Rts);
+    // And the next one that fits arrives in that receive.
+    a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 40));
+    let frames = a.ring_sq(QPN);
+    assert!(b.receive(frames).is_empty());
+    let rc = b.completions(true);
+    assert_eq!((rc.len(), rc[0].status, rc[0].byte_len), (1, 0, 40));
+    assert_eq!(b.mem.get(DATA + 0x2000, 40), data[..40]);
+}
+
+#[test]
+fn uc_refuses_read_and_rc_packets_are_not_its_own() {
+    let (mut a, mut b) = uc_pair();
+    // An RC SEND to the UC QP is dropped, not an error of the QP.
+    let (mut rc_a, _) = pair();
+    rc_a.mem.set(DATA, &pattern(64, 3));
+    rc_a.post_send(QPN, send_wqe(wqe_op::SEND, DATA, 64));
+    let frames = rc_a.ring_sq(QPN);
+    b.post_recv(QPN, DATA, 4096);
+    // Side B's GID and MAC are the RC pair's side B's as well.
+    assert!(b.receive(frames).is_empty());
+    assert!(b.completions(true).is_empty());
+    assert_eq!(b.e.qps[&QPN].counters.dropped, 1);
+    assert_eq!(b.state(), QpState::Rts);
+    // A READ on UC fails the WQE and the QP.
+    let mut r = send_wqe(wqe_op::READ, DATA, 64);
+    r.remote_addr = REMOTE;
+    r.rkey = RKEY;
+    a.post_send(QPN, r);
+    assert!(a.ring_sq(QPN).is_empty());
+    let sc = a.completions(false);
+    assert_eq!(sc[0].status, wc_status::LOC_QP_OP_ERR);
+    assert_eq!(a.state(), QpState::Err);
+}

@@ -38,6 +38,8 @@ pub const QPN_MASK: u32 = 0x00ff_ffff;
 pub enum Service {
     /// Reliable connection.
     Rc,
+    /// Unreliable connection.
+    Uc,
     /// Unreliable datagram.
     Ud,
     /// Congestion notification (RoCEv2 CNP).
@@ -94,6 +96,30 @@ pub enum Opcode {
     RcSendLastInv = 0x16,
     /// RC SEND in one packet, invalidating an rkey at the responder.
     RcSendOnlyInv = 0x17,
+    /// UC SEND, first packet of several.
+    UcSendFirst = 0x20,
+    /// UC SEND, middle packet.
+    UcSendMiddle = 0x21,
+    /// UC SEND, last packet.
+    UcSendLast = 0x22,
+    /// UC SEND, last packet, with immediate data.
+    UcSendLastImm = 0x23,
+    /// UC SEND in one packet.
+    UcSendOnly = 0x24,
+    /// UC SEND in one packet, with immediate data.
+    UcSendOnlyImm = 0x25,
+    /// UC RDMA WRITE, first packet.
+    UcWriteFirst = 0x26,
+    /// UC RDMA WRITE, middle packet.
+    UcWriteMiddle = 0x27,
+    /// UC RDMA WRITE, last packet.
+    UcWriteLast = 0x28,
+    /// UC RDMA WRITE, last packet, with immediate data.
+    UcWriteLastImm = 0x29,
+    /// UC RDMA WRITE in one packet.
+    UcWriteOnly = 0x2a,
+    /// UC RDMA WRITE in one packet, with immediate data.
+    UcWriteOnlyImm = 0x2b,
     /// UD SEND in one packet.
     UdSendOnly = 0x64,
     /// UD SEND in one packet, with immediate data.
@@ -130,6 +156,18 @@ impl Opcode {
             0x14 => RcFetchAdd,
             0x16 => RcSendLastInv,
             0x17 => RcSendOnlyInv,
+            0x20 => UcSendFirst,
+            0x21 => UcSendMiddle,
+            0x22 => UcSendLast,
+            0x23 => UcSendLastImm,
+            0x24 => UcSendOnly,
+            0x25 => UcSendOnlyImm,
+            0x26 => UcWriteFirst,
+            0x27 => UcWriteMiddle,
+            0x28 => UcWriteLast,
+            0x29 => UcWriteLastImm,
+            0x2a => UcWriteOnly,
+            0x2b => UcWriteOnlyImm,
             0x64 => UdSendOnly,
             0x65 => UdSendOnlyImm,
             0x81 => Cnp,
@@ -141,8 +179,29 @@ impl Opcode {
     pub fn service(self) -> Service {
         match self as u8 >> 5 {
             0 => Service::Rc,
+            1 => Service::Uc,
             3 => Service::Ud,
             _ => Service::Cnp,
+        }
+    }
+
+    /// A UC opcode's RC twin (the same operation and headers; the
+    /// responder and requester share their code), others as they are.
+    pub fn as_rc(self) -> Self {
+        if self.service() == Service::Uc {
+            // Every UC opcode is its RC twin's value plus 0x20.
+            Self::from_u8(self as u8 & 0x1f).unwrap_or(self)
+        } else {
+            self
+        }
+    }
+
+    /// An RC SEND or WRITE opcode's UC twin; `None` for the others (UC
+    /// has no READ, atomic, response or invalidating SEND).
+    pub fn to_uc(self) -> Option<Self> {
+        match self as u8 {
+            0x00..=0x0b => Self::from_u8(self as u8 | 0x20),
+            _ => None,
         }
     }
 
@@ -150,7 +209,7 @@ impl Opcode {
     pub fn layout(self) -> Layout {
         use Opcode::*;
         let mut l = Layout::default();
-        match self {
+        match self.as_rc() {
             RcWriteFirst | RcWriteOnly | RcReadRequest => l.reth = true,
             RcWriteOnlyImm => (l.reth, l.immdt) = (true, true),
             RcSendLastImm | RcSendOnlyImm | RcWriteLastImm => l.immdt = true,
@@ -162,6 +221,10 @@ impl Opcode {
             UdSendOnlyImm => (l.deth, l.immdt) = (true, true),
             RcSendFirst | RcSendMiddle | RcSendLast | RcSendOnly | RcWriteMiddle | RcWriteLast
             | RcReadResponseMiddle | Cnp => {}
+            // as_rc() gave their RC twins.
+            UcSendFirst | UcSendMiddle | UcSendLast | UcSendLastImm | UcSendOnly
+            | UcSendOnlyImm | UcWriteFirst | UcWriteMiddle | UcWriteLast | UcWriteLastImm
+            | UcWriteOnly | UcWriteOnlyImm => unreachable!("as_rc maps every UC opcode"),
         }
         l
     }
@@ -786,7 +849,20 @@ mod tests {
             let expect_ud = matches!(op, Opcode::UdSendOnly | Opcode::UdSendOnlyImm);
             assert_eq!(l.deth, expect_ud, "{op:?}");
             assert_eq!(op.service() == Service::Ud, expect_ud, "{op:?}");
+            // A UC opcode is its RC twin's, headers and all.
+            if op.service() == Service::Uc {
+                let rc = op.as_rc();
+                assert_eq!((rc as u8 | 0x20, rc.service()), (v, Service::Rc));
+                assert_eq!(rc.layout(), l, "{op:?}");
+                assert_eq!(rc.to_uc(), Some(op));
+            }
         }
+        let uc = (0..=255u8)
+            .filter_map(Opcode::from_u8)
+            .filter(|o| o.service() == Service::Uc);
+        assert_eq!(uc.count(), 12);
+        assert_eq!(Opcode::RcReadRequest.to_uc(), None);
+        assert_eq!(Opcode::RcSendOnlyInv.to_uc(), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 # unbound, so its engine leaves the wire's RoCE frames to the NIC).
 # nvme-rdma both ways (engine host -> rxe target, rxe host -> engine
 # target), on IPv4 and IPv6 GIDs, data checked by SHA-256; then the same
-# under 1% loss on both wires (RC retransmission across implementations).
+# under 1% loss on both wires (RC retransmission across implementations);
+# and UC both ways with ibv_uc_pingpong.
 # The Linux UDP stack under rxe is the independent checker of the
 # engine's frames: a bad UDP checksum shows in /proc/net/snmp.
 
@@ -18,14 +19,14 @@ cleanup() {
 	harness card B wire drop 0 >/dev/null 2>&1
 	nvme_rdma_cleanup
 	rxe_interop_cleanup
-	rm -f /tmp/rxe-backing /tmp/rxe-data /tmp/rxe-back
+	rm -f /tmp/rxe-backing /tmp/rxe-data /tmp/rxe-back /tmp/uc.srv /tmp/uc.cli
 }
 trap cleanup EXIT
 dmesg_mark
 
 rxe_interop_setup
 echo "# engine $IB_A on $NETIF_A ($IP_A, $IP6_A); rxe_b on $NETIF_B ($IP_B, $IP6_B)"
-ktap_header 16
+ktap_header 18
 
 # udp_csum_errors: Udp InCsumErrors from /proc/net/snmp (IPv4) plus
 # Udp6InCsumErrors from /proc/net/snmp6.
@@ -90,6 +91,27 @@ check "atomics: rxe -> engine, 2 x 500 fetch-and-adds, each old value once" \
 	python3 "$ATOMIC" fetch-add rxe_b "$GID_B" "$IB_A" "$GID_A" 500
 check "atomics: engine -> rxe, compare-and-swap race, each value won once" \
 	python3 "$ATOMIC" cmp-swap "$IB_A" "$GID_A" rxe_b "$GID_B" 300
+
+# UC across implementations: rdma-core's ibv_uc_pingpong (100 round
+# trips, each message's bytes checked, -c), the server on one device and
+# the client on the other, both ways.
+uc_pingpong() { # SERVER_DEV SERVER_GID CLIENT_DEV CLIENT_GID
+	local srv cli_status srv_status
+	timeout 60 ibv_uc_pingpong -d "$1" -g "$2" -n 100 -c -p 18600 >/tmp/uc.srv 2>&1 &
+	srv=$!
+	wait_listening tcp 18600 "" || { kill $srv; return 1; }
+	timeout 60 ibv_uc_pingpong -d "$3" -g "$4" -n 100 -c -p 18600 127.0.0.1 >/tmp/uc.cli 2>&1
+	cli_status=$?
+	wait $srv
+	srv_status=$?
+	echo "# uc_pingpong, server $1, client $3: exit $srv_status and $cli_status; $(grep -h 'iters in' /tmp/uc.cli | head -n1)"
+	[ $cli_status = 0 ] && [ $srv_status = 0 ] ||
+		{ cat /tmp/uc.srv /tmp/uc.cli | tail -n 20 | sed 's/^/#   /'; return 1; }
+}
+check "UC: ibv_uc_pingpong, rxe server, engine client, data checked" \
+	uc_pingpong rxe_b "$GID_B" "$IB_A" "$GID_A"
+check "UC: ibv_uc_pingpong, engine server, rxe client, data checked" \
+	uc_pingpong "$IB_A" "$GID_A" rxe_b "$GID_B"
 
 csum=$(($(udp_csum_errors) - csum0))
 rxe_rx=$(($(rdma_counter rxe_b rcvd_pkts) - rxe_rx0))

@@ -249,6 +249,9 @@ pub struct Qp {
     receiving: Option<Receiving>,
     writing: Option<Writing>,
     nak_sent: bool,
+    /// UC: a packet of the current message was lost or refused; the rest
+    /// of it is dropped until a packet starts a new one.
+    uc_dropping: bool,
     /// The last atomics executed: (PSN, original value).
     atomic_replies: VecDeque<(u32, u64)>,
     /// Counters.
@@ -300,6 +303,7 @@ impl Qp {
             receiving: None,
             writing: None,
             nak_sent: false,
+            uc_dropping: false,
             atomic_replies: VecDeque::new(),
             counters: QpCounters::default(),
             faults: Arc::default(),
@@ -434,6 +438,20 @@ impl Qp {
 
     fn is_rc(&self) -> bool {
         self.qp_type == QpType::Rc
+    }
+
+    /// UD and QP1: each SEND one datagram to the address it names.
+    fn is_datagram(&self) -> bool {
+        matches!(self.qp_type, QpType::Ud | QpType::Gsi)
+    }
+
+    /// The transport service of the packets this QP takes.
+    fn service(&self) -> wire::Service {
+        match self.qp_type {
+            QpType::Rc => wire::Service::Rc,
+            QpType::Uc => wire::Service::Uc,
+            QpType::Ud | QpType::Gsi => wire::Service::Ud,
+        }
     }
 
     /// When [`Qp::tick`] has work.

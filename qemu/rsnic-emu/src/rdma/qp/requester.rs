@@ -133,6 +133,12 @@ impl Qp {
                     }
                 }
             }
+            // UC has neither READ nor SEND with invalidate (IBA 9.2,
+            // its opcodes).
+            wqe_op::SEND_INV | wqe_op::READ if self.qp_type == QpType::Uc => {
+                self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                return false;
+            }
             wqe_op::SEND
             | wqe_op::SEND_IMM
             | wqe_op::SEND_INV
@@ -181,7 +187,7 @@ impl Qp {
                         }
                     }
                 }
-                if !self.is_rc() {
+                if self.is_datagram() {
                     if wqe.opcode != wqe_op::SEND && wqe.opcode != wqe_op::SEND_IMM {
                         self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                         return false;
@@ -224,6 +230,11 @@ impl Qp {
                     data.len() as u64
                 };
                 let packets = (len.div_ceil(u64::from(self.path_mtu))).max(1) as u32;
+                if self.qp_type == QpType::Uc {
+                    self.send_uc(slot, wqe, packets, data, out);
+                    ok(out, self.qpn, len as u32);
+                    return true;
+                }
                 self.start_request(slot, wqe, packets, data, read_segs, now, out);
             }
             wqe_op::CMP_SWAP | wqe_op::FETCH_ADD => {
@@ -283,6 +294,30 @@ impl Qp {
         }
     }
 
+    /// Sends a UC SEND or WRITE of `packets` PSNs. Nothing stays in
+    /// flight: UC has no acknowledgements, and the WQE completes once
+    /// its packets are out.
+    pub(super) fn send_uc(
+        &mut self,
+        slot: u16,
+        wqe: SqWqe,
+        packets: u32,
+        data: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let f = InFlight {
+            slot,
+            wqe,
+            first_psn: self.next_psn,
+            packets,
+            data,
+            read_packets: 0,
+            read_segs: Vec::new(),
+        };
+        self.next_psn = psn_add(self.next_psn, packets);
+        self.emit(&f, 0, out);
+    }
+
     pub(super) fn send_ud(&mut self, wqe: &SqWqe, data: &[u8], out: &mut Vec<Action>) {
         let imm = wqe.opcode == wqe_op::SEND_IMM;
         // A Q_Key with the top bit set means "use the QP's own"
@@ -328,11 +363,13 @@ impl Qp {
     pub(super) fn emit(&self, f: &InFlight, from: u32, out: &mut Vec<Action>) {
         let mtu = self.path_mtu as usize;
         let solicited = f.wqe.flags & wqe_flag::SOLICITED != 0;
+        let uc = self.qp_type == QpType::Uc;
         let bth = |i: u32, last: bool| Bth {
             solicited: solicited && last,
             pkey: 0xffff,
             dest_qp: self.dest_qpn,
-            ack_req: last,
+            // Nothing acknowledges a UC packet.
+            ack_req: last && !uc,
             psn: psn_add(f.first_psn, i),
             ..Bth::default()
         };
@@ -402,6 +439,13 @@ impl Qp {
                 RcSendOnlyImm | RcSendLastImm | RcWriteOnlyImm | RcWriteLastImm
             );
             let inv = matches!(opcode, RcSendOnlyInv | RcSendLastInv);
+            // UC's opcodes are RC's SEND and WRITE ones plus 0x20 (SEND
+            // with invalidate was refused before).
+            let opcode = if uc {
+                opcode.to_uc().unwrap_or(opcode)
+            } else {
+                opcode
+            };
             let pkt = Packet {
                 bth: bth(i, last),
                 opcode,

@@ -39,11 +39,17 @@ impl Qp {
         now: Instant,
         out: &mut Vec<Action>,
     ) {
-        if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd) {
+        // A packet of another transport service than the QP's is
+        // silently dropped (IBA 9.6.1.5.1, C9-54), not an error of the QP.
+        if !matches!(self.state, QpState::Rtr | QpState::Rts | QpState::Sqd)
+            || inc.packet.opcode.service() != self.service()
+        {
             self.counters.dropped += 1;
             return;
         }
-        if self.is_rc() {
+        if self.qp_type == QpType::Uc {
+            self.on_uc_request(&inc.packet, mem, mrs, out);
+        } else if self.is_rc() {
             let op = inc.packet.opcode;
             if matches!(
                 op,
@@ -192,6 +198,78 @@ impl Qp {
         }
     }
 
+    /// A UC request: no ACK, NAK or retry, as rxe does it (`check_psn`,
+    /// the class D and E errors). A packet out of sequence drops the
+    /// message it belongs to and the rest of it; the next packet that
+    /// starts a message is taken at whatever PSN it has. No receive
+    /// posted, a SEND too long for its receive or a WRITE the R_Key does
+    /// not allow drop the message too (counted in `dropped`); a receive
+    /// of a dropped SEND serves the next one. A receive whose own buffers
+    /// are bad completes in error and the QP fails, as on RC.
+    pub(super) fn on_uc_request(
+        &mut self,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) {
+        use Opcode::*;
+        let op = pkt.opcode.as_rc();
+        let starts = matches!(
+            op,
+            RcSendFirst | RcSendOnly | RcSendOnlyImm | RcWriteFirst | RcWriteOnly | RcWriteOnlyImm
+        );
+        if self.uc_dropping || pkt.bth.psn != self.epsn {
+            if !starts {
+                self.uc_drop_message();
+                self.counters.dropped += 1;
+                return;
+            }
+            self.uc_drop_message();
+            self.uc_dropping = false;
+            self.epsn = pkt.bth.psn;
+        } else if starts {
+            // A message cut short whose next one came in sequence
+            // (its last packet had the PSN this one has): drop it.
+            self.uc_drop_message();
+            self.uc_dropping = false;
+        }
+        let as_rc = Packet {
+            opcode: op,
+            ..pkt.clone()
+        };
+        let result = match op {
+            RcSendFirst | RcSendMiddle | RcSendLast | RcSendLastImm | RcSendOnly
+            | RcSendOnlyImm => self.recv_send(&as_rc, mem, mrs, out),
+            RcWriteFirst | RcWriteMiddle | RcWriteLast | RcWriteLastImm | RcWriteOnly
+            | RcWriteOnlyImm => self.recv_write(&as_rc, mem, mrs, out),
+            _ => Err(NakCode::InvalidRequest),
+        };
+        match result {
+            Ok(Step::Done { packets }) => self.epsn = psn_add(self.epsn, packets),
+            Ok(Step::Rnr) | Err(NakCode::InvalidRequest | NakCode::RemoteAccessError) => {
+                self.uc_drop_message();
+                self.uc_dropping = true;
+                self.counters.dropped += 1;
+                self.epsn = psn_add(pkt.bth.psn, 1);
+            }
+            Err(_) => {
+                self.state = QpState::Err;
+                self.flush_all(out);
+                out.push(Action::Fatal);
+            }
+        }
+    }
+
+    /// UC: forgets the message being received. A SEND's receive stays,
+    /// from its first byte, for the next SEND.
+    fn uc_drop_message(&mut self) {
+        if let Some(r) = self.receiving.as_mut() {
+            r.offset = 0;
+        }
+        self.writing = None;
+    }
+
     /// Takes the next receive WQE for a new SEND (or WRITE with immediate).
     /// Raises the SRQ limit event if taking it crossed the limit.
     pub(super) fn take_recv(
@@ -219,7 +297,10 @@ impl Qp {
             RcSendFirst | RcSendOnly | RcSendOnlyImm | RcSendOnlyInv
         );
         let last = !matches!(pkt.opcode, RcSendFirst | RcSendMiddle);
-        if first {
+        // UC keeps the receive of a SEND it dropped (at offset 0) for
+        // the next SEND.
+        let kept = !self.is_rc() && self.receiving.as_ref().is_some_and(|r| r.offset == 0);
+        if first && !kept {
             if self.receiving.is_some() {
                 return Err(NakCode::InvalidRequest);
             }
@@ -238,6 +319,7 @@ impl Qp {
         if !last && pkt.payload.len() != self.path_mtu as usize {
             return Err(NakCode::InvalidRequest);
         }
+        let rc = self.is_rc();
         let Some(r) = self.receiving.as_mut() else {
             return Err(NakCode::InvalidRequest);
         };
@@ -251,6 +333,11 @@ impl Qp {
             pkt.payload,
         ) {
             Ok(()) => r.offset += pkt.payload.len() as u32,
+            Err(ScatterError::TooLong) if !rc => {
+                // UC drops the message; the receive serves the next one.
+                r.offset = 0;
+                return Err(NakCode::InvalidRequest);
+            }
             Err(ScatterError::TooLong) => {
                 let r = self.receiving.take().unwrap_or_else(|| unreachable!());
                 out.push(self.recv_error(r.slot, wc_status::LOC_LEN_ERR));
