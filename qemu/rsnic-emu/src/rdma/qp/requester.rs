@@ -231,7 +231,7 @@ impl Qp {
                 };
                 let packets = (len.div_ceil(u64::from(self.path_mtu))).max(1) as u32;
                 if self.qp_type == QpType::Uc {
-                    self.send_uc(slot, wqe, packets, data, out);
+                    self.send_packets(slot, wqe, packets, data, Vec::new(), out);
                     ok(out, self.qpn, len as u32);
                     return true;
                 }
@@ -277,6 +277,25 @@ impl Qp {
         now: Instant,
         out: &mut Vec<Action>,
     ) {
+        let f = self.send_packets(slot, wqe, packets, data, read_segs, out);
+        self.inflight.push_back(f);
+        if self.deadline.is_none() {
+            self.deadline = Some(now + self.timeout);
+        }
+    }
+
+    /// Sends the packets of a request of `packets` PSNs from the next
+    /// PSN on, and returns it. A UC SEND or WRITE is done then: nothing
+    /// acknowledges it, and its WQE completes once its packets are out.
+    pub(super) fn send_packets(
+        &mut self,
+        slot: u16,
+        wqe: SqWqe,
+        packets: u32,
+        data: Vec<u8>,
+        read_segs: Vec<Segment>,
+        out: &mut Vec<Action>,
+    ) -> InFlight {
         let f = InFlight {
             slot,
             wqe,
@@ -288,34 +307,7 @@ impl Qp {
         };
         self.next_psn = psn_add(self.next_psn, packets);
         self.emit(&f, 0, out);
-        self.inflight.push_back(f);
-        if self.deadline.is_none() {
-            self.deadline = Some(now + self.timeout);
-        }
-    }
-
-    /// Sends a UC SEND or WRITE of `packets` PSNs. Nothing stays in
-    /// flight: UC has no acknowledgements, and the WQE completes once
-    /// its packets are out.
-    pub(super) fn send_uc(
-        &mut self,
-        slot: u16,
-        wqe: SqWqe,
-        packets: u32,
-        data: Vec<u8>,
-        out: &mut Vec<Action>,
-    ) {
-        let f = InFlight {
-            slot,
-            wqe,
-            first_psn: self.next_psn,
-            packets,
-            data,
-            read_packets: 0,
-            read_segs: Vec::new(),
-        };
-        self.next_psn = psn_add(self.next_psn, packets);
-        self.emit(&f, 0, out);
+        f
     }
 
     pub(super) fn send_ud(&mut self, wqe: &SqWqe, data: &[u8], out: &mut Vec<Action>) {
