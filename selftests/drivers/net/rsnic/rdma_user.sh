@@ -219,7 +219,7 @@ for t in $perftest_tools; do
 done
 # UC (-c UC): SENDs and WRITEs without acknowledgements, 200 of 4 KiB.
 # Not ib_send_bw: UC has no flow control, and when its burst outran the
-# receives the server reposts (once in two runs), the card dropped those
+# receives the server reposts (once here), the card dropped those
 # SENDs, as UC must, and perftest's server waited for them until killed.
 # ib_send_lat has one SEND in flight at a time.
 min_packets=800
