@@ -225,12 +225,11 @@ impl Qp {
                 self.counters.dropped += 1;
                 return;
             }
-            self.uc_drop_message();
-            self.uc_dropping = false;
             self.epsn = pkt.bth.psn;
-        } else if starts {
-            // A message cut short whose next one came in sequence
-            // (its last packet had the PSN this one has): drop it.
+        }
+        if starts {
+            // Whatever message came before and did not end is dropped
+            // (a lost last packet, or one cut short in sequence).
             self.uc_drop_message();
             self.uc_dropping = false;
         }
