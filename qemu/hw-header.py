@@ -32,13 +32,16 @@ STRUCTS = {
     "rsnic_av": ("AddressVector", {}),
     "rsnic_bind": ("BindParams", {}),
     "rsnic_atomic": ("AtomicParams", {}),
-    "rsnic_sq_wqe": ("SqWqe", {"imm": "imm_or_key", "av": "ext", "atomic": "ext", "bind": "ext", "inline_data": "sge"}),
+    "rsnic_flush": ("FlushParams", {}),
+    "rsnic_atomic_write": ("AtomicWriteParams", {}),
+    "rsnic_sq_wqe": ("SqWqe", {"imm": "imm_or_key", "av": "ext", "atomic": "ext", "bind": "ext",
+                               "flush": "ext", "atomic_write": "ext", "inline_data": "sge"}),
     "rsnic_rq_wqe": ("RqWqe", {}),
     "rsnic_cqe": ("Cqe", {}),
 }
 # C structs shorter in Rust: the C one pads to the room it has in a WQE
 # (the ext union); the Rust one declares only its fields.
-PADDED = {"rsnic_bind", "rsnic_atomic"}
+PADDED = {"rsnic_bind", "rsnic_atomic", "rsnic_flush", "rsnic_atomic_write"}
 # C constant prefix -> Rust modules to look the rest of the name up in
 # (longest prefix first; "" is the top level of rdma.rs).
 CONSTANTS = [

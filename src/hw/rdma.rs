@@ -99,6 +99,14 @@ pub mod rdma_cap {
     /// RC atomics (compare-and-swap, fetch-and-add), atomic against the
     /// engine's own accesses only (`IB_ATOMIC_HCA`).
     pub const ATOMIC: u16 = 1 << 0;
+    /// RDMA FLUSH of placement type global visibility (IBTA 1.5), on RC:
+    /// answered once every earlier write has reached host memory
+    /// (`IB_DEVICE_FLUSH_GLOBAL`). Persistence is not offered: host
+    /// memory behind the card is not persistent.
+    pub const FLUSH_GLOBAL: u16 = 1 << 1;
+    /// RDMA ATOMIC WRITE (IBTA 1.5), on RC: 8 bytes written whole
+    /// (`IB_DEVICE_ATOMIC_WRITE`).
+    pub const ATOMIC_WRITE: u16 = 1 << 2;
 }
 
 /// RDMA doorbells in BAR0 (all write-only, 32 bits).
@@ -235,8 +243,11 @@ pub mod access {
     pub const REMOTE_ATOMIC: u32 = 1 << 3;
     /// Memory windows may be bound over it (an MR's right only).
     pub const MW_BIND: u32 = 1 << 4;
+    /// A peer may RDMA FLUSH it for global visibility.
+    pub const FLUSH_GLOBAL: u32 = 1 << 5;
     /// Every bit the engine knows.
-    pub const ALL: u32 = LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND;
+    pub const ALL: u32 =
+        LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC | MW_BIND | FLUSH_GLOBAL;
     /// The rights a memory window may grant.
     pub const REMOTE: u32 = REMOTE_WRITE | REMOTE_READ | REMOTE_ATOMIC;
 }
@@ -442,6 +453,13 @@ pub mod wqe_op {
     /// [`super::BindParams`]'s length of an MR, granting the [`super::access`]
     /// bits in `qkey` (remote ones only).
     pub const BIND_MW: u8 = 10;
+    /// RDMA FLUSH (RC) of the peer's memory at `remote_addr`/`rkey`, as
+    /// [`super::FlushParams`] says; no gather list.
+    pub const FLUSH: u8 = 11;
+    /// RDMA ATOMIC WRITE (RC) of the 8 bytes of
+    /// [`super::AtomicWriteParams`] to `remote_addr` (8-byte aligned);
+    /// no gather list.
+    pub const ATOMIC_WRITE: u8 = 12;
 }
 
 /// Send WQE flags (byte 1).
@@ -521,6 +539,41 @@ wire_struct! {
 }
 
 wire_struct! {
+    /// What a FLUSH WQE flushes (in [`SqWqe::ext`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct FlushParams[16] {
+        /// Bytes from `remote_addr` ([`flush::RANGE`]).
+        pub len @ 0: u64,
+        /// Placement type bits: [`flush::GLOBAL`], [`flush::PERSISTENT`].
+        pub placement @ 8: u8,
+        /// Selectivity level: [`flush::RANGE`] or [`flush::MR`].
+        pub level @ 9: u8,
+    }
+}
+
+/// FLUSH placement types and selectivity levels, as the verbs
+/// (`IB_FLUSH_*`) and the wire's FETH number them.
+pub mod flush {
+    /// Placement type: global visibility.
+    pub const GLOBAL: u8 = 1 << 0;
+    /// Placement type: persistence.
+    pub const PERSISTENT: u8 = 1 << 1;
+    /// Selectivity: the range the RETH names.
+    pub const RANGE: u8 = 0;
+    /// Selectivity: the whole memory region of the R_Key.
+    pub const MR: u8 = 1;
+}
+
+wire_struct! {
+    /// What an ATOMIC_WRITE WQE writes (in [`SqWqe::ext`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct AtomicWriteParams[8] {
+        /// The bytes, in the order they land in the peer's memory.
+        pub value @ 0: [u8; 8],
+    }
+}
+
+wire_struct! {
     /// What a BIND_MW WQE binds (in [`SqWqe::ext`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct BindParams[16] {
@@ -578,6 +631,28 @@ impl SqWqe {
     pub fn set_atomic(&mut self, a: &AtomicParams) {
         self.ext = [0; AV_LEN];
         a.put(&mut self.ext[..AtomicParams::SIZE]);
+    }
+
+    /// The FLUSH parameters in [`SqWqe::ext`].
+    pub fn flush(&self) -> FlushParams {
+        Field::get(&self.ext[..FlushParams::SIZE])
+    }
+
+    /// Puts FLUSH parameters in [`SqWqe::ext`].
+    pub fn set_flush(&mut self, f: &FlushParams) {
+        self.ext = [0; AV_LEN];
+        f.put(&mut self.ext[..FlushParams::SIZE]);
+    }
+
+    /// The ATOMIC_WRITE value in [`SqWqe::ext`].
+    pub fn atomic_write(&self) -> AtomicWriteParams {
+        Field::get(&self.ext[..AtomicWriteParams::SIZE])
+    }
+
+    /// Puts an ATOMIC_WRITE value in [`SqWqe::ext`].
+    pub fn set_atomic_write(&mut self, a: &AtomicWriteParams) {
+        self.ext = [0; AV_LEN];
+        a.put(&mut self.ext[..AtomicWriteParams::SIZE]);
     }
 
     /// The BIND_MW parameters in [`SqWqe::ext`].
@@ -696,6 +771,10 @@ pub mod wc_op {
     pub const BIND_MW: u8 = 5;
     /// LOCAL_INV.
     pub const LOCAL_INV: u8 = 6;
+    /// RDMA FLUSH.
+    pub const FLUSH: u8 = 8;
+    /// RDMA ATOMIC WRITE.
+    pub const ATOMIC_WRITE: u8 = 9;
     /// REG_MR.
     pub const REG_MR: u8 = 10;
     /// A receive.

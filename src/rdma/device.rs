@@ -439,6 +439,8 @@ impl IbDeviceOps for RdmaDev {
             max_fast_reg_page_list_len: c.max_fast_reg_page_list_len,
             local_dma_lkey_0: true,
             atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
+            flush_global: c.flags & rdma_cap::FLUSH_GLOBAL != 0,
+            atomic_write: c.flags & rdma_cap::ATOMIC_WRITE != 0,
         }
     }
 

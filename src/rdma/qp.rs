@@ -122,6 +122,11 @@ pub(crate) fn access_bits(a: Access) -> u32 {
     if a.mw_bind {
         bits |= access::MW_BIND;
     }
+    // Persistence has no bit: the card offers none, so a QP that grants
+    // it grants nothing the card would act on.
+    if a.flush_global {
+        bits |= access::FLUSH_GLOBAL;
+    }
     bits
 }
 

@@ -247,6 +247,10 @@ static enum ibv_wc_opcode wc_opcode(const struct rsnic_cqe *cqe, bool recv)
 		return IBV_WC_BIND_MW;
 	case RSNIC_CQE_OP_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case RSNIC_CQE_OP_FLUSH:
+		return IBV_WC_FLUSH;
+	case RSNIC_CQE_OP_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	default:
 		return IBV_WC_SEND;
 	}

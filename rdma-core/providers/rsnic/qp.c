@@ -32,7 +32,8 @@ enum {
 			    IBV_QP_EX_WITH_RDMA_READ |
 			    IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW,
+			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+			    IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE,
 	RSNIC_QP_INIT_ATTRS = IBV_QP_INIT_ATTR_PD |
 			      IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -422,6 +423,36 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->atomic.compare_add = htole64(wr->wr.atomic.compare_add);
 		w->atomic.swap = htole64(wr->wr.atomic.swap);
 		break;
+	case IBV_WR_FLUSH:
+	case IBV_WR_ATOMIC_WRITE: {
+		const struct rsnic_wr_batch *b = &qp->batch;
+
+		/*
+		 * RC only, and through ibv_wr_flush / ibv_wr_atomic_write
+		 * alone: an ibv_send_wr has no room for their operands.
+		 */
+		if (qp->vqp.qp.qp_type != IBV_QPT_RC || wr != &b->wr ||
+		    wr->num_sge)
+			return EINVAL;
+		w->remote_addr = htole64(wr->wr.rdma.remote_addr);
+		w->rkey = htole32(wr->wr.rdma.rkey);
+		if (wr->opcode == IBV_WR_ATOMIC_WRITE) {
+			w->opcode = RSNIC_WQE_ATOMIC_WRITE;
+			memcpy(w->atomic_write.value, b->atomic_write, 8);
+			break;
+		}
+		/* The wire's RETH holds a 32-bit length. */
+		if (b->flush_level > IBV_FLUSH_MR ||
+		    (b->flush_level == IBV_FLUSH_RANGE &&
+		     b->flush_len > UINT32_MAX))
+			return EINVAL;
+		w->opcode = RSNIC_WQE_FLUSH;
+		w->flush.len = htole64(b->flush_level == IBV_FLUSH_RANGE ?
+					       b->flush_len : 0);
+		w->flush.placement = b->flush_type;
+		w->flush.level = b->flush_level;
+		break;
+	}
 	default:
 		return EINVAL;
 	}
@@ -695,6 +726,27 @@ static void rsnic_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 	atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
+static void rsnic_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			   uint64_t remote_addr, size_t len, uint8_t type,
+			   uint8_t level)
+{
+	struct rsnic_wr_batch *b = &to_rqp_ex(qpx)->batch;
+
+	rdma(qpx, IBV_WR_FLUSH, rkey, remote_addr, 0);
+	b->flush_len = len;
+	b->flush_type = type;
+	b->flush_level = level;
+}
+
+static void rsnic_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, const void *atomic_wr)
+{
+	struct rsnic_wr_batch *b = &to_rqp_ex(qpx)->batch;
+
+	rdma(qpx, IBV_WR_ATOMIC_WRITE, rkey, remote_addr, 0);
+	memcpy(b->atomic_write, atomic_wr, sizeof(b->atomic_write));
+}
+
 static void rsnic_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
 	batch_next(qpx, IBV_WR_LOCAL_INV)->invalidate_rkey = invalidate_rkey;
@@ -803,6 +855,8 @@ static void set_qp_ex_ops(struct rsnic_qp *qp)
 	qpx->wr_rdma_read = rsnic_wr_rdma_read;
 	qpx->wr_atomic_cmp_swp = rsnic_wr_atomic_cmp_swp;
 	qpx->wr_atomic_fetch_add = rsnic_wr_atomic_fetch_add;
+	qpx->wr_flush = rsnic_wr_flush;
+	qpx->wr_atomic_write = rsnic_wr_atomic_write;
 	qpx->wr_local_inv = rsnic_wr_local_inv;
 	qpx->wr_bind_mw = rsnic_wr_bind_mw;
 	qpx->wr_set_sge = rsnic_wr_set_sge;

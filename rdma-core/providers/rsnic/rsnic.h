@@ -88,6 +88,10 @@ struct rsnic_wr_batch {
 	struct ibv_sge sge[RSNIC_MAX_SGE];
 	/* wr_set_inline_data*: the payload, copied when set. */
 	uint8_t inline_buf[RSNIC_MAX_INLINE_DATA];
+	/* wr_flush and wr_atomic_write: what ibv_send_wr has no room for. */
+	uint64_t flush_len;
+	uint8_t flush_type, flush_level;
+	uint8_t atomic_write[8];
 	bool pending;			/* `wr` is started, not yet written */
 	uint32_t start;			/* the SQ's head at wr_start */
 	int err;			/* the first error since wr_start */

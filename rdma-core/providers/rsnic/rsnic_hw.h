@@ -48,6 +48,8 @@ enum {
 	RSNIC_WQE_CMP_SWAP = 8,
 	RSNIC_WQE_FETCH_ADD = 9,
 	RSNIC_WQE_BIND_MW = 10,
+	RSNIC_WQE_FLUSH = 11,
+	RSNIC_WQE_ATOMIC_WRITE = 12,
 };
 
 enum {
@@ -89,6 +91,21 @@ struct rsnic_atomic {
 	uint8_t rsvd[16];
 };
 
+/* What a FLUSH flushes (SqWqe::ext, FlushParams); placement and level
+ * numbered as enum ibv_placement_type and ibv_selectivity_level. */
+struct rsnic_flush {
+	__le64 len;
+	uint8_t placement;
+	uint8_t level;
+	uint8_t rsvd[22];
+};
+
+/* What an ATOMIC WRITE writes (SqWqe::ext, AtomicWriteParams). */
+struct rsnic_atomic_write {
+	uint8_t value[8];
+	uint8_t rsvd[24];
+};
+
 struct rsnic_sq_wqe {
 	uint8_t opcode;
 	uint8_t flags;
@@ -104,6 +121,8 @@ struct rsnic_sq_wqe {
 		struct rsnic_av av;
 		struct rsnic_atomic atomic;
 		struct rsnic_bind bind;
+		struct rsnic_flush flush;
+		struct rsnic_atomic_write atomic_write;
 	};
 	union {
 		struct rsnic_sge sge[RSNIC_MAX_SGE];
@@ -137,6 +156,8 @@ enum {
 	RSNIC_CQE_OP_FETCH_ADD = 4,
 	RSNIC_CQE_OP_BIND_MW = 5,
 	RSNIC_CQE_OP_LOCAL_INV = 6,
+	RSNIC_CQE_OP_FLUSH = 8,
+	RSNIC_CQE_OP_ATOMIC_WRITE = 9,
 	RSNIC_CQE_OP_RECV = 128,
 	RSNIC_CQE_OP_RECV_RDMA_WITH_IMM = 129,
 };

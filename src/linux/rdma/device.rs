@@ -86,6 +86,10 @@ pub(crate) struct DeviceAttr {
     /// RC atomics, atomic against the device's own accesses only
     /// (`IB_ATOMIC_HCA`; else `IB_ATOMIC_NONE`).
     pub(crate) atomic_hca: bool,
+    /// RDMA FLUSH for global visibility (`IB_DEVICE_FLUSH_GLOBAL`).
+    pub(crate) flush_global: bool,
+    /// RDMA ATOMIC WRITE (`IB_DEVICE_ATOMIC_WRITE`).
+    pub(crate) atomic_write: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.

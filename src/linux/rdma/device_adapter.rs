@@ -215,6 +215,12 @@ impl<T: IbDeviceOps> Adapter<T> {
                 p.device_cap_flags |=
                     bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
             }
+            if a.flush_global {
+                p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
+            }
+            if a.atomic_write {
+                p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+            }
             Ok(0)
         })
     }
@@ -1329,12 +1335,14 @@ impl<T: IbDeviceOps> Adapter<T> {
     }
 }
 
-/// The access flags a process's memory region may have.
+/// The access flags a process's memory region may have (ib_core refuses
+/// `IB_ACCESS_FLUSH_*` a device does not report before it asks).
 const USER_MR_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_READ
     | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
     | bindings::ib_access_flags_IB_ACCESS_MW_BIND
+    | bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
     | bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 
 /// The port of a QP as ib_core records it (`qp->port`, 0 until a modify

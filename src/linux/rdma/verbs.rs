@@ -482,6 +482,12 @@ pub(crate) struct Access {
     pub(crate) remote_atomic: bool,
     /// Memory windows may be bound over it (an MR's right).
     pub(crate) mw_bind: bool,
+    /// A peer may RDMA FLUSH it for global visibility.
+    pub(crate) flush_global: bool,
+    /// A peer may RDMA FLUSH it for persistence (ib_core refuses it for
+    /// an MR of a device without `IB_DEVICE_FLUSH_PERSISTENT`; a QP may
+    /// carry it).
+    pub(crate) flush_persistent: bool,
 }
 
 impl Access {
@@ -502,6 +508,12 @@ impl Access {
         if self.mw_bind {
             flags |= bindings::ib_access_flags_IB_ACCESS_MW_BIND;
         }
+        if self.flush_global {
+            flags |= bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+        }
+        if self.flush_persistent {
+            flags |= bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+        }
         flags
     }
 
@@ -512,6 +524,8 @@ impl Access {
             remote_read: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_READ != 0,
             remote_atomic: flags & bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC != 0,
             mw_bind: flags & bindings::ib_access_flags_IB_ACCESS_MW_BIND != 0,
+            flush_global: flags & bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL != 0,
+            flush_persistent: flags & bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT != 0,
         }
     }
 }

@@ -344,6 +344,35 @@ impl MrTable {
         self.resolve(b.mr_key, pd, addr, len, 0)
     }
 
+    /// Whether `pd`, through QP `qpn`, may use the MR or window `key` with
+    /// the `need` rights, whatever the range (a FLUSH of a whole region).
+    pub fn check_remote(&self, key: u32, pd: u32, qpn: u32, need: u32) -> Result<(), AccessError> {
+        let region = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        if region.key != key {
+            return Err(AccessError::BadKey);
+        }
+        if region.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        if region.access & need != need {
+            return Err(AccessError::NoRights);
+        }
+        let mr = if region.is_window() {
+            let b = region.bound.ok_or(AccessError::Invalid)?;
+            if b.qpn.is_some_and(|q| q != qpn) {
+                return Err(AccessError::WrongQp);
+            }
+            // The window's rights stand for the MR's.
+            self.mrs
+                .get(&(b.mr_key >> 8))
+                .filter(|m| m.key == b.mr_key && !m.is_window())
+                .ok_or(AccessError::BadKey)?
+        } else {
+            region
+        };
+        mr.map.as_ref().map(|_| ()).ok_or(AccessError::Invalid)
+    }
+
     /// The host memory behind `[addr, addr + len)` of the MR `key`, if
     /// `pd` may use it with the `need` rights ([`access`] bits; 0 for a
     /// local read).

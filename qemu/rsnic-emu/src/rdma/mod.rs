@@ -49,7 +49,7 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     max_qp_rd_atom: 16,
     max_fast_reg_page_list_len: 512,
     gid_table_len: GID_TABLE_LEN,
-    flags: rdma_cap::ATOMIC,
+    flags: rdma_cap::ATOMIC | rdma_cap::FLUSH_GLOBAL | rdma_cap::ATOMIC_WRITE,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };

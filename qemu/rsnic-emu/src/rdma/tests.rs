@@ -6,8 +6,9 @@
 use super::*;
 use crate::dma::DmaFault;
 use crate::hw::rdma::{
-    access, cqe_flag, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector,
-    AtomicParams, Cqe, Eqe, MrReg, RqWqe, Sge, SqWqe, CQE_LEN, EQE_LEN,
+    access, cqe_flag, flush, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector,
+    AtomicParams, AtomicWriteParams, Cqe, Eqe, FlushParams, MrReg, RqWqe, Sge, SqWqe, CQE_LEN,
+    EQE_LEN,
 };
 use std::cell::RefCell;
 use std::time::Duration;
@@ -841,6 +842,170 @@ fn a_misaligned_or_unpermitted_atomic_is_refused() {
     let sc = a.completions(false);
     assert_eq!(sc[0].status, wc_status::REM_ACCESS_ERR);
     assert_eq!(u64_at(&b, REMOTE), 9);
+}
+
+fn flush_wqe(to: u64, len: u64, placement: u8, level: u8) -> SqWqe {
+    let mut w = SqWqe {
+        opcode: wqe_op::FLUSH,
+        flags: wqe_flag::SIGNALED,
+        remote_addr: to,
+        rkey: RKEY,
+        ..SqWqe::default()
+    };
+    w.set_flush(&FlushParams {
+        len,
+        placement,
+        level,
+    });
+    w
+}
+
+fn atomic_write_wqe(to: u64, value: [u8; 8]) -> SqWqe {
+    let mut w = SqWqe {
+        opcode: wqe_op::ATOMIC_WRITE,
+        flags: wqe_flag::SIGNALED,
+        remote_addr: to,
+        rkey: RKEY,
+        ..SqWqe::default()
+    };
+    w.set_atomic_write(&AtomicWriteParams { value });
+    w
+}
+
+/// The opcodes of `frames` and whether each carries payload.
+fn opcodes(frames: &[Vec<u8>]) -> Vec<(wire::Opcode, bool)> {
+    frames
+        .iter()
+        .map(|f| {
+            let p = packet::parse(f).unwrap();
+            let p = wire::Packet::parse(p.transport).unwrap();
+            (p.opcode, !p.payload.is_empty())
+        })
+        .collect()
+}
+
+#[test]
+fn flush_and_atomic_write_are_answered_by_empty_read_responses() {
+    let (mut a, mut b) = pair();
+    a.mem.set(DATA, &pattern(64, 3));
+    let mut write = send_wqe(wqe_op::WRITE, DATA, 64);
+    write.remote_addr = REMOTE;
+    write.rkey = RKEY;
+    a.post_send(QPN, write);
+    a.post_send(QPN, flush_wqe(REMOTE, 64, flush::GLOBAL, flush::RANGE));
+    a.post_send(QPN, atomic_write_wqe(REMOTE + 64, *b"atomic!!"));
+    // The whole region: address and length are not looked at.
+    a.post_send(
+        QPN,
+        flush_wqe(0, u64::from(u32::MAX), flush::GLOBAL, flush::MR),
+    );
+    let requests = a.ring_sq(QPN);
+    use wire::Opcode::*;
+    assert_eq!(
+        opcodes(&requests),
+        [
+            (RcWriteOnly, true),
+            (RcFlush, false),
+            (RcAtomicWrite, true),
+            (RcFlush, false)
+        ]
+    );
+    let answers = b.receive(requests);
+    assert_eq!(
+        opcodes(&answers),
+        [
+            (RcAck, false),
+            (RcReadResponseOnly, false),
+            (RcReadResponseOnly, false),
+            (RcReadResponseOnly, false)
+        ]
+    );
+    assert_eq!(a.receive(answers), Vec::<Vec<u8>>::new());
+    assert_eq!(b.mem.get(REMOTE, 64), pattern(64, 3));
+    assert_eq!(b.mem.get(REMOTE + 64, 8), b"atomic!!");
+    let sc = a.completions(false);
+    let ops: Vec<_> = sc
+        .iter()
+        .map(|c| (c.opcode, c.status, c.byte_len))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (wc_op::RDMA_WRITE, 0, 64),
+            (wc_op::FLUSH, 0, 0),
+            (wc_op::ATOMIC_WRITE, 0, 8),
+            (wc_op::FLUSH, 0, 0)
+        ]
+    );
+}
+
+#[test]
+fn a_retried_atomic_write_is_answered_again_not_run_again() {
+    let (mut a, mut b) = pair();
+    a.post_send(QPN, atomic_write_wqe(REMOTE, 7u64.to_le_bytes()));
+    let lost = b.receive(a.ring_sq(QPN));
+    assert_eq!(lost.len(), 1);
+    assert_eq!(u64_at(&b, REMOTE), 7);
+    // The target's CPU moves on; the retry must not undo that.
+    b.mem.set(REMOTE, &8u64.to_le_bytes());
+    let resent = a.tick(Duration::from_millis(100));
+    assert_eq!(opcodes(&resent), [(wire::Opcode::RcAtomicWrite, true)]);
+    exchange(&mut a, &mut b, resent);
+    assert_eq!(u64_at(&b, REMOTE), 8);
+    let sc = a.completions(false);
+    assert_eq!(
+        sc.iter().map(|c| (c.opcode, c.status)).collect::<Vec<_>>(),
+        [(wc_op::ATOMIC_WRITE, wc_status::SUCCESS)]
+    );
+    assert_eq!(b.e.qps[&QPN].counters.duplicates, 1);
+}
+
+#[test]
+fn flush_and_atomic_write_refusals() {
+    // Persistence: no region has it (host memory is not persistent).
+    let (mut a, mut b) = pair();
+    a.post_send(QPN, flush_wqe(REMOTE, 8, flush::PERSISTENT, flush::RANGE));
+    let frames = a.ring_sq(QPN);
+    exchange(&mut a, &mut b, frames);
+    assert_eq!(a.completions(false)[0].status, wc_status::REM_ACCESS_ERR);
+
+    // A target QP without the flush right; then a placement type of none.
+    for (access, placement) in [
+        (access::ALL & !access::FLUSH_GLOBAL, flush::GLOBAL),
+        (access::ALL, 0),
+    ] {
+        let (mut a, mut b) = pair();
+        let m = QpModify {
+            mask: qp_attr::ACCESS,
+            access,
+            ..QpModify::default()
+        };
+        assert_eq!(b.modify(QPN, m), AdminStatus::Ok);
+        a.post_send(QPN, flush_wqe(REMOTE, 8, placement, flush::RANGE));
+        let frames = a.ring_sq(QPN);
+        exchange(&mut a, &mut b, frames);
+        let want = if placement == 0 {
+            wc_status::REM_INV_REQ_ERR
+        } else {
+            wc_status::REM_ACCESS_ERR
+        };
+        assert_eq!(a.completions(false)[0].status, want);
+    }
+
+    // A misaligned ATOMIC WRITE; memory untouched.
+    let (mut a, mut b) = pair();
+    b.mem.set(REMOTE, &[0u8; 16]);
+    a.post_send(QPN, atomic_write_wqe(REMOTE + 4, [0xff; 8]));
+    let frames = a.ring_sq(QPN);
+    exchange(&mut a, &mut b, frames);
+    assert_eq!(a.completions(false)[0].status, wc_status::REM_INV_REQ_ERR);
+    assert_eq!(b.mem.get(REMOTE, 16), [0u8; 16]);
+
+    // Neither on UC.
+    let (mut a, _b) = uc_pair();
+    a.post_send(QPN, atomic_write_wqe(REMOTE, [1; 8]));
+    assert!(a.ring_sq(QPN).is_empty());
+    assert_eq!(a.completions(false)[0].status, wc_status::LOC_QP_OP_ERR);
 }
 
 #[test]

@@ -26,6 +26,10 @@ pub const IETH_LEN: usize = 4;
 pub const ATOMIC_ETH_LEN: usize = 28;
 /// Length of the Atomic Acknowledge Extended Transport Header.
 pub const ATOMIC_ACK_ETH_LEN: usize = 8;
+/// Length of the FLUSH Extended Transport Header.
+pub const FETH_LEN: usize = 4;
+/// Payload of an ATOMIC WRITE: exactly 8 bytes (IBA oA19-28).
+pub const ATOMIC_WRITE_LEN: usize = 8;
 /// Length of the invariant CRC.
 pub const ICRC_LEN: usize = 4;
 /// PSNs are 24 bits.
@@ -96,6 +100,12 @@ pub enum Opcode {
     RcSendLastInv = 0x16,
     /// RC SEND in one packet, invalidating an rkey at the responder.
     RcSendOnlyInv = 0x17,
+    /// RC RDMA FLUSH (IBA 1.5): FETH and RETH, no payload; answered by
+    /// an empty READ response.
+    RcFlush = 0x1c,
+    /// RC RDMA ATOMIC WRITE (IBA 1.5): RETH and 8 bytes of payload;
+    /// answered by an empty READ response.
+    RcAtomicWrite = 0x1d,
     /// UC SEND, first packet of several.
     UcSendFirst = 0x20,
     /// UC SEND, middle packet.
@@ -156,6 +166,8 @@ impl Opcode {
             0x14 => RcFetchAdd,
             0x16 => RcSendLastInv,
             0x17 => RcSendOnlyInv,
+            0x1c => RcFlush,
+            0x1d => RcAtomicWrite,
             0x20 => UcSendFirst,
             0x21 => UcSendMiddle,
             0x22 => UcSendLast,
@@ -210,7 +222,8 @@ impl Opcode {
         use Opcode::*;
         let mut l = Layout::default();
         match self.as_rc() {
-            RcWriteFirst | RcWriteOnly | RcReadRequest => l.reth = true,
+            RcWriteFirst | RcWriteOnly | RcReadRequest | RcAtomicWrite => l.reth = true,
+            RcFlush => (l.feth, l.reth) = (true, true),
             RcWriteOnlyImm => (l.reth, l.immdt) = (true, true),
             RcSendLastImm | RcSendOnlyImm | RcWriteLastImm => l.immdt = true,
             RcSendLastInv | RcSendOnlyInv => l.ieth = true,
@@ -233,6 +246,8 @@ impl Opcode {
 /// Which extension headers an opcode carries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
+    /// FLUSH Extended Transport Header (before the RETH).
+    pub feth: bool,
     /// RDMA Extended Transport Header.
     pub reth: bool,
     /// ACK Extended Transport Header.
@@ -254,6 +269,7 @@ impl Layout {
     pub fn len(&self) -> usize {
         let n = |on: bool, len: usize| if on { len } else { 0 };
         n(self.deth, DETH_LEN)
+            + n(self.feth, FETH_LEN)
             + n(self.reth, RETH_LEN)
             + n(self.aeth, AETH_LEN)
             + n(self.immdt, IMMDT_LEN)
@@ -366,6 +382,33 @@ impl Reth {
         b[8..12].copy_from_slice(&self.rkey.to_be_bytes());
         b[12..16].copy_from_slice(&self.len.to_be_bytes());
         b
+    }
+}
+
+/// The FLUSH Extended Transport Header: what a FLUSH makes durable and
+/// how much of the memory it covers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Feth {
+    /// Placement type bits (4): 1 global visibility, 2 persistence.
+    pub placement: u8,
+    /// Selectivity level (2 bits): 0 the RETH's range, 1 the whole
+    /// memory region.
+    pub level: u8,
+}
+
+impl Feth {
+    /// Decodes the first [`FETH_LEN`] bytes.
+    pub fn parse(b: &[u8]) -> Option<Self> {
+        let b = b.get(..FETH_LEN)?;
+        Some(Self {
+            placement: b[3] & 0x0f,
+            level: (b[3] >> 4) & 0x3,
+        })
+    }
+
+    /// Encodes the header.
+    pub fn to_bytes(&self) -> [u8; FETH_LEN] {
+        [0, 0, 0, (self.level & 0x3) << 4 | (self.placement & 0x0f)]
     }
 }
 
@@ -517,7 +560,9 @@ pub struct Packet<'a> {
     pub opcode: Opcode,
     /// Datagram header (UD).
     pub deth: Option<Deth>,
-    /// RDMA header (WRITE first/only, READ request).
+    /// FLUSH header.
+    pub feth: Option<Feth>,
+    /// RDMA header (WRITE first/only, READ request, FLUSH, ATOMIC WRITE).
     pub reth: Option<Reth>,
     /// ACK header (ACK, READ responses).
     pub aeth: Option<Aeth>,
@@ -541,6 +586,7 @@ impl Packet<'static> {
             bth,
             opcode,
             deth: None,
+            feth: None,
             reth: None,
             aeth: None,
             imm: None,
@@ -586,6 +632,7 @@ impl<'a> Packet<'a> {
             h
         };
         let deth = layout.deth.then(|| Deth::parse(take(DETH_LEN))).flatten();
+        let feth = layout.feth.then(|| Feth::parse(take(FETH_LEN))).flatten();
         let reth = layout.reth.then(|| Reth::parse(take(RETH_LEN))).flatten();
         let aeth = match layout.aeth {
             true => Some(Aeth::parse(take(AETH_LEN)).ok_or(ParseError::BadAeth)?),
@@ -613,6 +660,7 @@ impl<'a> Packet<'a> {
             bth,
             opcode,
             deth,
+            feth,
             reth,
             aeth,
             imm,
@@ -636,6 +684,9 @@ pub fn encode(packet: &Packet<'_>) -> Vec<u8> {
     out.extend_from_slice(&bth.to_bytes());
     if let Some(d) = packet.deth {
         out.extend_from_slice(&d.to_bytes());
+    }
+    if let Some(f) = packet.feth {
+        out.extend_from_slice(&f.to_bytes());
     }
     if let Some(r) = packet.reth {
         out.extend_from_slice(&r.to_bytes());
@@ -670,6 +721,27 @@ pub fn encode(packet: &Packet<'_>) -> Vec<u8> {
 /// and hop limit; the UDP checksum; the BTH's reserved/ECN byte. It is sent
 /// least significant byte first, like the Ethernet FCS.
 pub fn icrc(ethertype: u16, ip_packet: &[u8]) -> Option<[u8; ICRC_LEN]> {
+    icrc_hasher(ethertype, ip_packet).map(|(crc, _)| crc.finalize().to_le_bytes())
+}
+
+/// The ICRC rdma_rxe gives an RDMA FLUSH (Linux 7.2): its opcode table
+/// has no payload offset for FLUSH, so its "payload" is the packet's
+/// transport headers from the BTH on, unmasked, and the CRC covers them a
+/// second time after [`icrc`]'s bytes. `None` unless the packet is a
+/// FLUSH with room for its headers.
+pub fn rxe_flush_icrc(ethertype: u16, ip_packet: &[u8]) -> Option<[u8; ICRC_LEN]> {
+    let (mut crc, bth) = icrc_hasher(ethertype, ip_packet)?;
+    let headers = BTH_LEN + FETH_LEN + RETH_LEN;
+    let end = ip_packet.len() - ICRC_LEN;
+    if ip_packet[bth] != Opcode::RcFlush as u8 || end < bth + headers {
+        return None;
+    }
+    crc.update(&ip_packet[bth..bth + headers]);
+    Some(crc.finalize().to_le_bytes())
+}
+
+/// The CRC of [`icrc`] before it is finalised, and where the BTH starts.
+fn icrc_hasher(ethertype: u16, ip_packet: &[u8]) -> Option<(crc32fast::Hasher, usize)> {
     let (ip_len, masks): (usize, &[(usize, u8)]) = match ethertype {
         ETH_P_IPV4 => {
             let ihl = usize::from(ip_packet.first()? & 0x0f) * 4;
@@ -695,20 +767,25 @@ pub fn icrc(ethertype: u16, ip_packet: &[u8]) -> Option<[u8; ICRC_LEN]> {
     crc.update(&[0xff; 8]);
     crc.update(&masked);
     crc.update(&covered[bth + BTH_LEN..]);
-    Some(crc.finalize().to_le_bytes())
+    Some((crc, bth))
 }
 
-/// Whether the last four bytes of `ip_packet` are its correct ICRC.
+/// Whether the last four bytes of `ip_packet` are its correct ICRC: as
+/// IBA computes it, or for a FLUSH as rdma_rxe does ([`rxe_flush_icrc`]).
 pub fn icrc_ok(ethertype: u16, ip_packet: &[u8]) -> bool {
-    match icrc(ethertype, ip_packet) {
-        Some(crc) => ip_packet[ip_packet.len() - ICRC_LEN..] == crc,
-        None => false,
-    }
+    let Some(crc) = icrc(ethertype, ip_packet) else {
+        return false;
+    };
+    let got = &ip_packet[ip_packet.len() - ICRC_LEN..];
+    got == crc || rxe_flush_icrc(ethertype, ip_packet).is_some_and(|c| got == c)
 }
 
-/// Writes the ICRC into the last four bytes of `ip_packet`.
+/// Writes the ICRC into the last four bytes of `ip_packet`. A FLUSH gets
+/// rdma_rxe's ([`rxe_flush_icrc`]): rxe, the one other implementation of
+/// FLUSH on these wires, drops one with IBA's, and checks every FLUSH
+/// the same way.
 pub fn seal(ethertype: u16, ip_packet: &mut [u8]) -> Option<()> {
-    let crc = icrc(ethertype, ip_packet)?;
+    let crc = rxe_flush_icrc(ethertype, ip_packet).or_else(|| icrc(ethertype, ip_packet))?;
     let len = ip_packet.len();
     ip_packet[len - ICRC_LEN..].copy_from_slice(&crc);
     Some(())
@@ -778,6 +855,45 @@ mod tests {
         assert!(!icrc_ok(ETH_P_IPV6, &pkt));
     }
 
+    #[test]
+    fn flush_is_sealed_as_rxe_does_and_either_icrc_is_taken() {
+        let transport = encode(&Packet {
+            feth: Some(Feth {
+                placement: 1,
+                level: 0,
+            }),
+            reth: Some(Reth {
+                va: 0x1000,
+                rkey: 0x100,
+                len: 64,
+            }),
+            ..Packet::bare(Bth::default(), Opcode::RcFlush)
+        });
+        let mut pkt = vec![0u8; 20 + 8];
+        pkt[0] = 0x45;
+        pkt[9] = 17;
+        pkt[22..24].copy_from_slice(&ROCE_PORT.to_be_bytes());
+        pkt.extend_from_slice(&transport);
+        seal(ETH_P_IPV4, &mut pkt).unwrap();
+        let sent = pkt[pkt.len() - ICRC_LEN..].to_vec();
+        assert_eq!(
+            Some(sent.as_slice()),
+            rxe_flush_icrc(ETH_P_IPV4, &pkt).as_ref().map(|c| &c[..])
+        );
+        assert_ne!(
+            Some(sent.as_slice()),
+            icrc(ETH_P_IPV4, &pkt).as_ref().map(|c| &c[..])
+        );
+        assert!(icrc_ok(ETH_P_IPV4, &pkt));
+        // IBA's ICRC is taken too; a damaged packet is neither.
+        let len = pkt.len();
+        let standard = icrc(ETH_P_IPV4, &pkt).unwrap();
+        pkt[len - ICRC_LEN..].copy_from_slice(&standard);
+        assert!(icrc_ok(ETH_P_IPV4, &pkt));
+        pkt[40] ^= 1;
+        assert!(!icrc_ok(ETH_P_IPV4, &pkt));
+    }
+
     const ROCE_PORT: u16 = crate::hw::rdma::ROCE_V2_UDP_PORT;
 
     #[test]
@@ -803,6 +919,7 @@ mod tests {
             bth,
             opcode: Opcode::RcWriteOnlyImm,
             deth: None,
+            feth: None,
             reth: Some(reth),
             aeth: None,
             imm: Some(0xdead_beef),
@@ -821,6 +938,40 @@ mod tests {
         assert_eq!(back.bth.psn, 0xab_cdef);
         assert_eq!(back.bth.dest_qp, 0x12_3456);
         assert!(back.bth.ack_req && back.bth.solicited);
+    }
+
+    #[test]
+    fn flush_has_feth_then_reth() {
+        let feth = Feth {
+            placement: 1,
+            level: 1,
+        };
+        let reth = Reth {
+            va: 0x1000,
+            rkey: 7,
+            len: 64,
+        };
+        let pkt = Packet {
+            feth: Some(feth),
+            reth: Some(reth),
+            ..Packet::bare(Bth::default(), Opcode::RcFlush)
+        };
+        let bytes = encode(&pkt);
+        assert_eq!(bytes.len(), BTH_LEN + FETH_LEN + RETH_LEN + ICRC_LEN);
+        // The FETH's last byte: selectivity in bits 5-4, placement in 3-0
+        // (as rxe's feth_init lays them out).
+        assert_eq!(bytes[BTH_LEN + 3], 0x11);
+        let back = Packet::parse(&bytes).unwrap();
+        assert_eq!((back.feth, back.reth), (Some(feth), Some(reth)));
+        let aw = Packet {
+            reth: Some(reth),
+            payload: &[1, 2, 3, 4, 5, 6, 7, 8],
+            ..Packet::bare(Bth::default(), Opcode::RcAtomicWrite)
+        };
+        let back_bytes = encode(&aw);
+        let back = Packet::parse(&back_bytes).unwrap();
+        assert_eq!(back.payload, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(back.reth, Some(reth));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 # nvme-rdma both ways (engine host -> rxe target, rxe host -> engine
 # target), on IPv4 and IPv6 GIDs, data checked by SHA-256; then the same
 # under 1% loss on both wires (RC retransmission across implementations);
-# and UC both ways with ibv_uc_pingpong.
+# atomics, ATOMIC WRITE and FLUSH both ways; and UC both ways with
+# ibv_uc_pingpong.
 # The Linux UDP stack under rxe is the independent checker of the
 # engine's frames: a bad UDP checksum shows in /proc/net/snmp.
 
@@ -26,7 +27,7 @@ dmesg_mark
 
 rxe_interop_setup
 echo "# engine $IB_A on $NETIF_A ($IP_A, $IP6_A); rxe_b on $NETIF_B ($IP_B, $IP6_B)"
-ktap_header 18
+ktap_header 24
 
 # udp_csum_errors: Udp InCsumErrors from /proc/net/snmp (IPv4) plus
 # Udp6InCsumErrors from /proc/net/snmp6.
@@ -91,6 +92,23 @@ check "atomics: rxe -> engine, 2 x 500 fetch-and-adds, each old value once" \
 	python3 "$ATOMIC" fetch-add rxe_b "$GID_B" "$IB_A" "$GID_A" 500
 check "atomics: engine -> rxe, compare-and-swap race, each value won once" \
 	python3 "$ATOMIC" cmp-swap "$IB_A" "$GID_A" rxe_b "$GID_B" 300
+
+# IBTA 1.5's ATOMIC WRITE and FLUSH across implementations
+# (rdma_flush.py): values and data checked in the target's memory, both
+# ways; rxe's refusals of the engine's requests match the engine's.
+FLUSH=$(dirname "$0")/rdma_flush.py
+check "atomic write: engine -> rxe, 200 into 16 words, each holds its last value" \
+	python3 "$FLUSH" atomic-write "$IB_A" "$GID_A" rxe_b "$GID_B" 200
+check "atomic write: rxe -> engine, 200 into 16 words, each holds its last value" \
+	python3 "$FLUSH" atomic-write rxe_b "$GID_B" "$IB_A" "$GID_A" 200
+check "flush: engine -> rxe, 20 x (WRITE, FLUSH), FLUSH of the MR" \
+	python3 "$FLUSH" flush "$IB_A" "$GID_A" rxe_b "$GID_B" 20
+check "flush: rxe -> engine, 20 x (WRITE, FLUSH), FLUSH of the MR" \
+	python3 "$FLUSH" flush rxe_b "$GID_B" "$IB_A" "$GID_A" 20
+check "flush/atomic write refusals: engine -> rxe, as the engine refuses them" \
+	python3 "$FLUSH" refusals "$IB_A" "$GID_A" rxe_b "$GID_B"
+check "flush/atomic write refusals: rxe -> engine" \
+	python3 "$FLUSH" refusals rxe_b "$GID_B" "$IB_A" "$GID_A"
 
 # UC across implementations: rdma-core's ibv_uc_pingpong (100 round
 # trips, each message's bytes checked, -c), the server on one device and

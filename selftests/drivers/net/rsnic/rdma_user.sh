@@ -7,7 +7,8 @@
 # not from the driver); the examples and perftest run between the two
 # cards (card B's netdev in its own namespace, so every packet crosses
 # the cable), their packets counted by both engines; RC atomics
-# (perftest's and rdma_atomic.py's, values checked); pyverbs opens a
+# (perftest's and rdma_atomic.py's, values checked), FLUSH and ATOMIC
+# WRITE (rdma_flush.py); pyverbs opens a
 # context and allocates PDs that `rdma res` attributes to the process,
 # and a device that goes away under a live context (aux unbind, rmmod) is
 # disassociated: the removal completes, the process's next verb fails,
@@ -50,7 +51,7 @@ devinfo_field() {
 # RSNIC_RDMA_USER_LIFECYCLE=1 (rdma_user_lifecycle.sh, make check's
 # debug pass) runs the devices' checks and the teardowns only: the 37
 # data-path checks between them take 270 s or more on the debug kernel.
-if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 59; fi
+if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 63; fi
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -259,6 +260,19 @@ check "atomics: a misaligned target fails (REM_INV_REQ_ERR), memory unchanged" \
 	python3 "$ATOMIC" misaligned "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "atomics: an MR without remote-atomic access (REM_ACCESS_ERR), memory unchanged" \
 	python3 "$ATOMIC" no-access "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+
+# IBTA 1.5's FLUSH and ATOMIC WRITE (rdma_flush.py, ibv_wr_flush and
+# ibv_wr_atomic_write): the capability bits, the values and data in the
+# target's memory, and the three refusals.
+FLUSH=$(dirname "$0")/rdma_flush.py
+check "flush: FLUSH_GLOBAL and ATOMIC_WRITE reported, FLUSH_PERSISTENT MRs refused" \
+	python3 "$FLUSH" caps "$IB_A" "$GID_A"
+check "atomic write: 300 ATOMIC WRITEs into 16 words, each holds its last value" \
+	python3 "$FLUSH" atomic-write "$IB_A" "$GID_A" "$IB_B" "$GID_B" 300
+check "flush: 50 x (4 KiB WRITE, FLUSH of its range), FLUSH of the MR, data in place" \
+	python3 "$FLUSH" flush "$IB_A" "$GID_A" "$IB_B" "$GID_B" 50
+check "flush/atomic write refusals: persistence, no flush right, misaligned" \
+	python3 "$FLUSH" refusals "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
 # ibv_resize_cq with completions waiting (rdma_cq_resize.py): they move
 # to the new ring in order; shrinking below them fails, losing none.

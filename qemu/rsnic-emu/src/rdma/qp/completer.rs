@@ -13,8 +13,9 @@ impl Qp {
         if f.wqe.flags & wqe_flag::SIGNALED == 0 {
             return;
         }
-        // An atomic's segments hold its 8 bytes, a READ's its data.
-        let len = if f.awaits_response() {
+        // An atomic's segments hold its 8 bytes, a READ's its data; a
+        // FLUSH has none, an ATOMIC WRITE its 8 bytes in `data`.
+        let len = if f.awaits_response() && !f.is_flush_or_atomic_write() {
             f.read_segs.iter().map(|s| s.1).sum::<u64>() as u32
         } else {
             f.data.len() as u32
@@ -134,6 +135,37 @@ impl Qp {
         self.deadline = Some(now + self.timeout);
     }
 
+    /// The response awaited by the FLUSH or ATOMIC WRITE at `idx` of
+    /// what is in flight: one empty READ response at its PSN (as rxe
+    /// answers them). It completes the request and those before it.
+    fn on_empty_response(
+        &mut self,
+        idx: usize,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let f = &self.inflight[idx];
+        if pkt.bth.psn != f.first_psn {
+            return; // A duplicate, or not the response awaited.
+        }
+        if pkt.opcode != Opcode::RcReadResponseOnly || !pkt.payload.is_empty() {
+            let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
+            self.inflight.remove(idx);
+            self.fail(false, slot, op, wc_status::BAD_RESP_ERR, out);
+            return;
+        }
+        for _ in 0..=idx {
+            if let Some(done) = self.inflight.pop_front() {
+                self.complete(&done, out);
+            }
+        }
+        self.progressed(now);
+        self.process_sq(mem, mrs, now, out);
+    }
+
     /// An ACK, NAK or READ response for this QP's requester.
     pub(super) fn on_response(
         &mut self,
@@ -199,6 +231,10 @@ impl Qp {
                 let Some(idx) = self.inflight.iter().position(|f| f.awaits_response()) else {
                     return;
                 };
+                if self.inflight[idx].is_flush_or_atomic_write() {
+                    self.on_empty_response(idx, pkt, mem, mrs, now, out);
+                    return;
+                }
                 if !self.inflight[idx].is_read() {
                     return;
                 }

@@ -19,15 +19,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::hw::rdma::{
-    access, cqe_flag, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe, QpModify,
-    QpState, QpType, RqWqe, SqWqe, GSI_QKEY, SQ_WQE_LEN,
+    access, cqe_flag, flush, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe,
+    QpModify, QpState, QpType, RqWqe, SqWqe, GSI_QKEY, SQ_WQE_LEN,
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
 use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY};
 use super::queues::{RecvQueue, TakenRecv, WorkQueue};
 use super::wire::{
-    self, AckKind, Aeth, AtomicEth, Bth, Deth, NakCode, Opcode, Packet, Reth, PSN_MASK,
+    self, AckKind, Aeth, AtomicEth, Bth, Deth, Feth, NakCode, Opcode, Packet, Reth,
+    ATOMIC_WRITE_LEN, PSN_MASK,
 };
 use crate::dma::HostMem;
 
@@ -37,9 +38,10 @@ use crate::dma::HostMem;
 const MIN_TIMEOUT: Duration = Duration::from_millis(50);
 /// Shortest RNR wait.
 const MIN_RNR_WAIT: Duration = Duration::from_millis(1);
-/// Atomic responses a responder keeps to answer a retried request with
-/// (the operation must not run twice); the QP's responder resources.
-const ATOMIC_REPLIES: usize = 16;
+/// Responses to atomics, FLUSHes and ATOMIC WRITEs a responder keeps to
+/// answer a retried request with (the operation must not run twice); the
+/// QP's responder resources.
+const REPLIES: usize = 16;
 
 /// Something the engine must do for a QP.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +116,12 @@ impl InFlight {
         is_atomic_op(self.wqe.opcode)
     }
 
+    /// A FLUSH or ATOMIC WRITE: one request packet, answered by an empty
+    /// READ response.
+    fn is_flush_or_atomic_write(&self) -> bool {
+        matches!(self.wqe.opcode, wqe_op::FLUSH | wqe_op::ATOMIC_WRITE)
+    }
+
     fn awaits_response(&self) -> bool {
         awaits_response(self.wqe.opcode)
     }
@@ -123,10 +131,11 @@ fn is_atomic_op(op: u8) -> bool {
     matches!(op, wqe_op::CMP_SWAP | wqe_op::FETCH_ADD)
 }
 
-/// READs and atomics complete with the responder's data, not with an
-/// ACK, and count against the QP's outstanding-READ limit.
+/// READs, atomics, FLUSHes and ATOMIC WRITEs complete with the
+/// responder's response, not with an ACK, and count against the QP's
+/// outstanding-READ limit (they take responder resources).
 fn awaits_response(op: u8) -> bool {
-    op == wqe_op::READ || is_atomic_op(op)
+    matches!(op, wqe_op::READ | wqe_op::FLUSH | wqe_op::ATOMIC_WRITE) || is_atomic_op(op)
 }
 
 /// A SEND being received (RC): its receive WQE and how far it got.
@@ -252,8 +261,9 @@ pub struct Qp {
     /// UC: a packet of the current message was lost or refused; the rest
     /// of it is dropped until a packet starts a new one.
     uc_dropping: bool,
-    /// The last atomics executed: (PSN, original value).
-    atomic_replies: VecDeque<(u32, u64)>,
+    /// The last atomics, FLUSHes and ATOMIC WRITEs executed: their PSN
+    /// and the atomic's original value (`None`: an empty READ response).
+    replies: VecDeque<(u32, Option<u64>)>,
     /// Counters.
     pub counters: QpCounters,
     /// The engine's fault injection.
@@ -304,7 +314,7 @@ impl Qp {
             writing: None,
             nak_sent: false,
             uc_dropping: false,
-            atomic_replies: VecDeque::new(),
+            replies: VecDeque::new(),
             counters: QpCounters::default(),
             faults: Arc::default(),
         }
@@ -622,6 +632,8 @@ fn send_wc_op(op: u8) -> u8 {
         wqe_op::LOCAL_INV => wc_op::LOCAL_INV,
         wqe_op::REG_MR => wc_op::REG_MR,
         wqe_op::BIND_MW => wc_op::BIND_MW,
+        wqe_op::FLUSH => wc_op::FLUSH,
+        wqe_op::ATOMIC_WRITE => wc_op::ATOMIC_WRITE,
         _ => wc_op::SEND,
     }
 }

@@ -2,8 +2,8 @@
 
 //! The requester, as rxe's `rxe_req.c`: work requests from the send
 //! queue become packets (segmenting to the path MTU, assigning PSNs),
-//! UD sends go out whole, and every packet sent is kept in flight for
-//! the completer.
+//! FLUSH and ATOMIC WRITE one packet each, UD sends go out whole, and
+//! every packet sent is kept in flight for the completer.
 
 use super::*;
 
@@ -59,7 +59,13 @@ impl Qp {
         let mut wqe = wqe;
         if matches!(
             wqe.opcode,
-            wqe_op::READ | wqe_op::WRITE | wqe_op::WRITE_IMM | wqe_op::CMP_SWAP | wqe_op::FETCH_ADD
+            wqe_op::READ
+                | wqe_op::WRITE
+                | wqe_op::WRITE_IMM
+                | wqe_op::CMP_SWAP
+                | wqe_op::FETCH_ADD
+                | wqe_op::FLUSH
+                | wqe_op::ATOMIC_WRITE
         ) && self.faults.take(RdmaFault::BadRkey)
         {
             wqe.rkey = !wqe.rkey;
@@ -256,6 +262,20 @@ impl Qp {
                 };
                 self.start_request(slot, wqe, 1, Vec::new(), read_segs, now, out);
             }
+            // IBA 1.5's FLUSH and ATOMIC WRITE: RC only, no gather list
+            // (the 8 bytes of an ATOMIC WRITE are in the WQE).
+            wqe_op::FLUSH | wqe_op::ATOMIC_WRITE => {
+                if !self.is_rc() {
+                    self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                    return false;
+                }
+                let data = if wqe.opcode == wqe_op::ATOMIC_WRITE {
+                    wqe.atomic_write().value.to_vec()
+                } else {
+                    Vec::new()
+                };
+                self.start_request(slot, wqe, 1, data, Vec::new(), now, out);
+            }
             _ => {
                 self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                 return false;
@@ -336,6 +356,7 @@ impl Qp {
                 qkey,
                 src_qp: self.qpn,
             }),
+            feth: None,
             reth: None,
             aeth: None,
             imm: imm.then_some(wqe.imm_or_key),
@@ -379,6 +400,34 @@ impl Qp {
             };
             out.push(self.transmit(&Packet {
                 atomic: Some(atomic),
+                ..Packet::bare(bth(0, true), opcode)
+            }));
+            return;
+        }
+        if f.is_flush_or_atomic_write() {
+            let reth = Reth {
+                va: f.wqe.remote_addr,
+                rkey: f.wqe.rkey,
+                len: match f.wqe.opcode {
+                    wqe_op::FLUSH => f.wqe.flush().len as u32,
+                    _ => ATOMIC_WRITE_LEN as u32,
+                },
+            };
+            let (opcode, feth) = match f.wqe.opcode {
+                wqe_op::FLUSH => {
+                    let p = f.wqe.flush();
+                    let feth = Feth {
+                        placement: p.placement,
+                        level: p.level,
+                    };
+                    (Opcode::RcFlush, Some(feth))
+                }
+                _ => (Opcode::RcAtomicWrite, None),
+            };
+            out.push(self.transmit(&Packet {
+                feth,
+                reth: Some(reth),
+                payload: &f.data,
                 ..Packet::bare(bth(0, true), opcode)
             }));
             return;
@@ -442,6 +491,7 @@ impl Qp {
                 bth: bth(i, last),
                 opcode,
                 deth: None,
+                feth: None,
                 reth: (write && first).then_some(reth),
                 aeth: None,
                 imm: imm.then_some(f.wqe.imm_or_key),

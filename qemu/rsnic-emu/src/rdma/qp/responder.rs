@@ -3,8 +3,8 @@
 //! The responder, as rxe's `rxe_resp.c`: requests from the peer are
 //! checked against the expected PSN (duplicates answered again, gaps
 //! NAKed), SENDs land in receive queue buffers, WRITEs and READs in and
-//! from registered memory, atomics run once each; ACKs and NAKs go
-//! back.
+//! from registered memory, atomics, FLUSHes and ATOMIC WRITEs run once
+//! each; ACKs and NAKs go back.
 
 use super::*;
 
@@ -138,11 +138,19 @@ impl Qp {
                 if let Some(reth) = pkt.reth {
                     let _ = self.read_response(psn, &reth, mem, mrs, out);
                 }
-            } else if matches!(pkt.opcode, Opcode::RcCompareSwap | Opcode::RcFetchAdd) {
+            } else if matches!(
+                pkt.opcode,
+                Opcode::RcCompareSwap
+                    | Opcode::RcFetchAdd
+                    | Opcode::RcFlush
+                    | Opcode::RcAtomicWrite
+            ) {
                 // A lost response: the same answer again, the operation
                 // not run twice. One too old to be kept gets none.
-                if let Some(&(_, orig)) = self.atomic_replies.iter().find(|r| r.0 == psn) {
-                    out.push(self.atomic_ack(psn, orig));
+                match self.replies.iter().find(|r| r.0 == psn) {
+                    Some(&(_, Some(orig))) => out.push(self.atomic_ack(psn, orig)),
+                    Some(&(_, None)) => out.push(self.empty_read_response(psn)),
+                    None => {}
                 }
             } else {
                 out.push(self.ack(AckKind::Ack(31), psn_add(self.epsn, PSN_MASK)));
@@ -172,13 +180,25 @@ impl Qp {
                 Some(a) => self.atomic_response(psn, op, &a, mem, mrs, out),
                 None => Err(NakCode::InvalidRequest),
             },
+            RcFlush => match (pkt.feth, pkt.reth) {
+                (Some(feth), Some(reth)) => self.flush_response(psn, &feth, &reth, mrs, out),
+                _ => Err(NakCode::InvalidRequest),
+            },
+            RcAtomicWrite => match pkt.reth {
+                Some(reth) => self.atomic_write_response(psn, &reth, pkt.payload, mem, mrs, out),
+                None => Err(NakCode::InvalidRequest),
+            },
             _ => Err(NakCode::InvalidRequest),
         };
         match result {
             Ok(Step::Done { packets }) => {
                 self.nak_sent = false;
                 self.epsn = psn_add(self.epsn, packets);
-                if pkt.bth.ack_req && !matches!(op, RcReadRequest | RcCompareSwap | RcFetchAdd) {
+                let answered = matches!(
+                    op,
+                    RcReadRequest | RcCompareSwap | RcFetchAdd | RcFlush | RcAtomicWrite
+                );
+                if pkt.bth.ack_req && !answered {
                     out.push(self.ack(AckKind::Ack(31), psn));
                 }
             }
@@ -578,12 +598,112 @@ impl Qp {
                 .map_err(|_| NakCode::RemoteOperationalError)?;
         }
         self.msn = psn_add(self.msn, 1);
-        if self.atomic_replies.len() == ATOMIC_REPLIES {
-            self.atomic_replies.pop_front();
-        }
-        self.atomic_replies.push_back((psn, orig));
+        self.remember_reply(psn, Some(orig));
         out.push(self.atomic_ack(psn, orig));
         Ok(Step::Done { packets: 1 })
+    }
+
+    /// Keeps the response to the request at `psn` for a retry of it.
+    fn remember_reply(&mut self, psn: u32, reply: Option<u64>) {
+        if self.replies.len() == REPLIES {
+            self.replies.pop_front();
+        }
+        self.replies.push_back((psn, reply));
+    }
+
+    /// Runs a FLUSH at `psn` and answers it with an empty READ response,
+    /// as rxe does. Placement type global visibility: the engine puts
+    /// each packet's data in host memory before it takes the next packet,
+    /// so every earlier WRITE is there; a fence orders the engine's
+    /// stores before the response. Persistence is refused
+    /// (RemoteAccessError, as a region without the right gets): host
+    /// memory is not persistent, and no region has the right.
+    pub(super) fn flush_response(
+        &mut self,
+        psn: u32,
+        feth: &Feth,
+        reth: &Reth,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        let known = flush::GLOBAL | flush::PERSISTENT;
+        if feth.level > flush::MR || feth.placement == 0 || feth.placement & !known != 0 {
+            return Err(NakCode::InvalidRequest);
+        }
+        if feth.placement & flush::PERSISTENT != 0 || self.access & access::FLUSH_GLOBAL == 0 {
+            return Err(NakCode::RemoteAccessError);
+        }
+        let need = access::FLUSH_GLOBAL;
+        let allowed = if feth.level == flush::MR {
+            // The whole region: the RETH's address and length mean nothing.
+            mrs.check_remote(reth.rkey, self.pd, self.qpn, need)
+        } else {
+            let len = u64::from(reth.len);
+            mrs.resolve_remote(reth.rkey, self.pd, self.qpn, reth.va, len, need)
+                .map(|_| ())
+        };
+        allowed.map_err(|_| NakCode::RemoteAccessError)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.msn = psn_add(self.msn, 1);
+        self.remember_reply(psn, None);
+        out.push(self.empty_read_response(psn));
+        Ok(Step::Done { packets: 1 })
+    }
+
+    /// Runs an ATOMIC WRITE at `psn`: its 8 bytes land in one store (a
+    /// CPU reading them sees all or none), then an empty READ response.
+    /// The target needs remote write; the length must be exactly 8 and
+    /// the address 8-byte aligned (IBA oA19-28).
+    pub(super) fn atomic_write_response(
+        &mut self,
+        psn: u32,
+        reth: &Reth,
+        payload: &[u8],
+        mem: &dyn HostMem,
+        mrs: &MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
+        if self.access & access::REMOTE_WRITE == 0 {
+            return Err(NakCode::RemoteAccessError);
+        }
+        let value: [u8; ATOMIC_WRITE_LEN] =
+            payload.try_into().map_err(|_| NakCode::InvalidRequest)?;
+        if reth.len as usize != ATOMIC_WRITE_LEN || !reth.va.is_multiple_of(8) {
+            return Err(NakCode::InvalidRequest);
+        }
+        let segs = mrs
+            .resolve_remote(
+                reth.rkey,
+                self.pd,
+                self.qpn,
+                reth.va,
+                8,
+                access::REMOTE_WRITE,
+            )
+            .map_err(|_| NakCode::RemoteAccessError)?;
+        let written = match segs.as_slice() {
+            [(addr, 8)] => mem.write_u64(*addr, value),
+            // Aligned 8 bytes never cross a page; a region of pages
+            // smaller than that is not one the driver registers.
+            _ => write_segments(mem, &segs, &value),
+        };
+        written.map_err(|_| NakCode::RemoteOperationalError)?;
+        self.msn = psn_add(self.msn, 1);
+        self.remember_reply(psn, None);
+        out.push(self.empty_read_response(psn));
+        Ok(Step::Done { packets: 1 })
+    }
+
+    /// The response to a FLUSH or ATOMIC WRITE: an empty READ response.
+    pub(super) fn empty_read_response(&self, psn: u32) -> Action {
+        let aeth = Aeth {
+            kind: AckKind::Ack(31),
+            msn: self.msn,
+        };
+        self.transmit(&Packet {
+            aeth: Some(aeth),
+            ..Packet::bare(self.response_bth(psn), Opcode::RcReadResponseOnly)
+        })
     }
 
     pub(super) fn atomic_ack(&self, psn: u32, orig: u64) -> Action {
