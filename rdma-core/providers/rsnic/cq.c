@@ -459,10 +459,21 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	int ret;
 
 	if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS ||
-	    attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	    attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+				IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
 	     attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/*
+	 * A CQ takes a parent domain only (as mlx5): one of this context,
+	 * whose allocators have nothing to allocate (struct rsnic_pd).
+	 */
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD &&
+	    (!attr->parent_domain || !to_rpd(attr->parent_domain)->protection ||
+	     attr->parent_domain->context != context)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	cq = alloc_cq();

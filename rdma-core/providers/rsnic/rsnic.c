@@ -86,30 +86,83 @@ static struct ibv_pd *rsnic_alloc_pd(struct ibv_context *context)
 {
 	struct ib_uverbs_alloc_pd_resp resp;
 	struct ibv_alloc_pd cmd = {};
-	struct ibv_pd *pd;
+	struct rsnic_pd *pd;
 	int ret;
 
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
 
-	ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof(cmd), &resp,
+	ret = ibv_cmd_alloc_pd(context, &pd->ibv_pd, &cmd, sizeof(cmd), &resp,
 			       sizeof(resp));
 	if (ret) {
 		free(pd);
 		errno = ret;
 		return NULL;
 	}
-	return pd;
+	pthread_mutex_init(&pd->lock, NULL);
+	return &pd->ibv_pd;
 }
 
-static int rsnic_dealloc_pd(struct ibv_pd *pd)
+/*
+ * A parent domain over `attr->pd` (of this context). No thread domains
+ * (the provider has none to give); allocators and a PD context are
+ * accepted, and the allocators never called (see struct rsnic_pd).
+ */
+static struct ibv_pd *
+rsnic_alloc_parent_domain(struct ibv_context *context,
+			  struct ibv_parent_domain_init_attr *attr)
 {
+	struct rsnic_pd *parent, *pd;
+
+	if (ibv_check_alloc_parent_domain(attr))
+		return NULL;
+	if (attr->comp_mask & ~(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+				IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) ||
+	    attr->td) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	pd = to_rpd(attr->pd);
+	/* A parent of a parent, or another context's PD. */
+	if (pd->protection || attr->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	parent = calloc(1, sizeof(*parent));
+	if (!parent)
+		return NULL;
+	parent->protection = pd;
+	ibv_initialize_parent_domain(&parent->ibv_pd, &pd->ibv_pd);
+	pthread_mutex_lock(&pd->lock);
+	pd->parents++;
+	pthread_mutex_unlock(&pd->lock);
+	return &parent->ibv_pd;
+}
+
+/*
+ * A parent domain goes alone (the kernel never knew it); a PD goes in
+ * the kernel, which refuses while objects use it, and not while parent
+ * domains over it remain (EBUSY, as mlx5).
+ */
+static int rsnic_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct rsnic_pd *pd = to_rpd(ibpd);
 	int ret;
 
-	ret = ibv_cmd_dealloc_pd(pd);
+	if (pd->protection) {
+		pthread_mutex_lock(&pd->protection->lock);
+		pd->protection->parents--;
+		pthread_mutex_unlock(&pd->protection->lock);
+		free(pd);
+		return 0;
+	}
+	pthread_mutex_lock(&pd->lock);
+	ret = pd->parents ? EBUSY : ibv_cmd_dealloc_pd(ibpd);
+	pthread_mutex_unlock(&pd->lock);
 	if (ret)
 		return ret;
+	pthread_mutex_destroy(&pd->lock);
 	free(pd);
 	return 0;
 }
@@ -173,12 +226,14 @@ static int rsnic_dealloc_mw(struct ibv_mw *mw)
 static int rsnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 			 struct ibv_mw_bind *bind)
 {
+	struct rsnic_pd *pd = rsnic_protection_domain(qp->pd);
 	struct ibv_send_wr wr = {}, *bad;
 	int ret;
 
-	if (mw->type != IBV_MW_TYPE_1 || mw->pd != qp->pd)
+	if (mw->type != IBV_MW_TYPE_1 || rsnic_protection_domain(mw->pd) != pd)
 		return EINVAL;
-	if (bind->bind_info.length && bind->bind_info.mr->pd != qp->pd)
+	if (bind->bind_info.length &&
+	    rsnic_protection_domain(bind->bind_info.mr->pd) != pd)
 		return EINVAL;
 	wr.wr_id = bind->wr_id;
 	wr.opcode = IBV_WR_BIND_MW;
@@ -281,6 +336,7 @@ static void rsnic_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops rsnic_ctx_ops = {
 	.alloc_mw = rsnic_alloc_mw,
 	.alloc_pd = rsnic_alloc_pd,
+	.alloc_parent_domain = rsnic_alloc_parent_domain,
 	.bind_mw = rsnic_bind_mw,
 	.create_ah = rsnic_create_ah,
 	.create_cq = rsnic_create_cq,

@@ -31,6 +31,21 @@ struct rsnic_context {
 	struct rsnic_qp **qp_table[RSNIC_QP_TABLE_BLOCK];
 };
 
+/*
+ * A protection domain, or a parent domain over one
+ * (ibv_alloc_parent_domain). A parent domain is the user-space view of its
+ * PD: it carries the PD's kernel handle, so every kernel command made with
+ * it acts on the PD. Its allocators are never called: the provider
+ * allocates no queue memory (the kernel allocates every ring and maps
+ * it), so there is nothing to allocate through them.
+ */
+struct rsnic_pd {
+	struct ibv_pd ibv_pd;
+	struct rsnic_pd *protection;	/* a parent domain's PD; NULL for a PD */
+	pthread_mutex_t lock;		/* a PD: guards `parents` */
+	uint32_t parents;		/* a PD: its parent domains */
+};
+
 struct rsnic_cq {
 	struct verbs_cq vcq;		/* ibv_cq, or ibv_cq_ex if extended */
 	pthread_spinlock_t lock;
@@ -125,6 +140,19 @@ struct rsnic_ah {
 static inline struct rsnic_context *to_rctx(struct ibv_context *ibctx)
 {
 	return container_of(ibctx, struct rsnic_context, ibv_ctx.context);
+}
+
+static inline struct rsnic_pd *to_rpd(struct ibv_pd *ibpd)
+{
+	return container_of(ibpd, struct rsnic_pd, ibv_pd);
+}
+
+/* The protection domain `ibpd` is, or is the parent domain of. */
+static inline struct rsnic_pd *rsnic_protection_domain(struct ibv_pd *ibpd)
+{
+	struct rsnic_pd *pd = to_rpd(ibpd);
+
+	return pd->protection ? pd->protection : pd;
 }
 
 static inline struct rsnic_cq *to_rcq(struct ibv_cq *ibcq)

@@ -51,7 +51,7 @@ devinfo_field() {
 # RSNIC_RDMA_USER_LIFECYCLE=1 (rdma_user_lifecycle.sh, make check's
 # debug pass) runs the devices' checks and the teardowns only: the 37
 # data-path checks between them take 270 s or more on the debug kernel.
-if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 63; fi
+if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 64; fi
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -273,6 +273,11 @@ check "flush: 50 x (4 KiB WRITE, FLUSH of its range), FLUSH of the MR, data in p
 	python3 "$FLUSH" flush "$IB_A" "$GID_A" "$IB_B" "$GID_B" 50
 check "flush/atomic write refusals: persistence, no flush right, misaligned" \
 	python3 "$FLUSH" refusals "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+
+# Parent domains (rdma_parent_domain.py): one over a PD, an MR through it,
+# and the two refusals; rdma_core.sh runs traffic through them.
+check "parent domain: made over a PD, an MR and a CQ through it; over a parent refused" \
+	python3 "$(dirname "$0")/rdma_parent_domain.py" "$IB_A"
 
 # ibv_resize_cq with completions waiting (rdma_cq_resize.py): they move
 # to the new ring in order; shrinking below them fails, losing none.
