@@ -855,6 +855,32 @@ mod tests {
         assert!(!icrc_ok(ETH_P_IPV6, &pkt));
     }
 
+    /// An RDMA FLUSH rdma_rxe (Linux 7.2) sent to the engine, captured
+    /// with tcpdump on its net device (Ethernet header stripped): its
+    /// ICRC is rxe's own, so it checks [`rxe_flush_icrc`] independently.
+    const RXE_FLUSH: &str = "4500 0040 2329 4000 4011 02bc 0a63 0002 0a63
+        0001 c022 12b7 002c 0000 1c00 ffff 0000 0002 8000 0004 0000 0001
+        0000 0000 2d09 0000 0000 0100 0000 1000 5db5 dec9";
+
+    #[test]
+    fn rxe_s_own_flush_has_rxe_s_icrc() {
+        let pkt = hex(RXE_FLUSH);
+        let sent = &pkt[pkt.len() - ICRC_LEN..];
+        assert_eq!(rxe_flush_icrc(ETH_P_IPV4, &pkt).unwrap(), sent);
+        assert_ne!(icrc(ETH_P_IPV4, &pkt).unwrap(), sent);
+        assert!(icrc_ok(ETH_P_IPV4, &pkt));
+        let p = Packet::parse(&pkt[28..]).unwrap();
+        assert_eq!(p.opcode, Opcode::RcFlush);
+        assert_eq!(
+            p.feth,
+            Some(Feth {
+                placement: 1,
+                level: 0
+            })
+        );
+        assert_eq!(p.reth.map(|r| (r.rkey, r.len)), Some((0x100, 4096)));
+    }
+
     #[test]
     fn flush_is_sealed_as_rxe_does_and_either_icrc_is_taken() {
         let transport = encode(&Packet {
