@@ -26,32 +26,23 @@ import struct
 import sys
 import time
 
-import pyverbs.device as d
 from pyverbs.cq import CQ
 from pyverbs.libibverbs_enums import (ibv_qp_type, ibv_wc_opcode as wc_op,
                                       ibv_wc_status as st,
                                       ibv_wr_opcode as op)
-from pyverbs.mr import MR
-from pyverbs.pd import PD
 from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SGE, SendWR
 
+import rdma_verbs
 from rdma_verbs import RW, RW_ATOMIC as ALL, rc_to_rts
 
 LEN = 4096
 DEPTH = 16
 
 
-class Device:
+def Device(name, gid_index, access=ALL):
     """A context, a PD and an MR of one device, shared by its QPs."""
-
-    def __init__(self, name, gid_index, access=ALL):
-        self.ctx = d.Context(name=name)
-        self.name = name
-        self.gid_index = gid_index
-        self.gid = self.ctx.query_gid(1, gid_index)
-        self.pd = PD(self.ctx)
-        self.mr = MR(self.pd, LEN, access)
+    return rdma_verbs.Device(name, gid_index, access, LEN)
 
 
 class Qp:

@@ -45,6 +45,7 @@ from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QPCap, QPEx, QPInitAttrEx
 from pyverbs.wr import SGE
 
+import rdma_verbs
 from rdma_verbs import RW, rc_to_rts
 
 LEN = 8192
@@ -58,16 +59,9 @@ DEVICE_FLUSH_PERSISTENT = 1 << 39
 DEVICE_ATOMIC_WRITE = 1 << 40
 
 
-class Device:
+def Device(name, gid_index, access=FLUSH_ACCESS):
     """A context, a PD and an MR of one device."""
-
-    def __init__(self, name, gid_index, access=FLUSH_ACCESS):
-        self.ctx = d.Context(name=name)
-        self.name = name
-        self.gid_index = gid_index
-        self.gid = self.ctx.query_gid(1, gid_index)
-        self.pd = PD(self.ctx)
-        self.mr = MR(self.pd, LEN, access)
+    return rdma_verbs.Device(name, gid_index, access, LEN)
 
 
 class Qp:

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """pyverbs pieces the RDMA checks share (rdma_isolation.py,
-rdma_atomic.py, rdma_cq_resize.py)."""
+rdma_atomic.py, rdma_flush.py, rdma_cq_resize.py)."""
 
+import pyverbs.device as d
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.libibverbs_enums import ibv_access_flags as acc, ibv_mtu
+from pyverbs.mr import MR
+from pyverbs.pd import PD
 from pyverbs.qp import QPAttr
 
 # Local write, remote write and read.
@@ -33,3 +36,16 @@ def rc_to_rts(qp, gid_index, peer_qpn, peer_gid, access=RW, rd_atomic=1,
     gr = GlobalRoute(dgid=peer_gid, sgid_index=gid_index)
     attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
     qp.to_rts(attr)
+
+
+class Device:
+    """A context on device `name`, a PD, and an MR of `length` bytes with
+    `access`; `gid` is the GID at `gid_index` of port 1."""
+
+    def __init__(self, name, gid_index, access, length):
+        self.ctx = d.Context(name=name)
+        self.name = name
+        self.gid_index = gid_index
+        self.gid = self.ctx.query_gid(1, gid_index)
+        self.pd = PD(self.ctx)
+        self.mr = MR(self.pd, length, access)

@@ -152,11 +152,29 @@ impl Qp {
             return; // A duplicate, or not the response awaited.
         }
         if pkt.opcode != Opcode::RcReadResponseOnly || !pkt.payload.is_empty() {
-            let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
-            self.inflight.remove(idx);
-            self.fail(false, slot, op, wc_status::BAD_RESP_ERR, out);
+            self.fail_inflight(idx, wc_status::BAD_RESP_ERR, out);
             return;
         }
+        self.complete_through(idx, mem, mrs, now, out);
+    }
+
+    /// Fails the request at `idx` of what is in flight with `status`.
+    fn fail_inflight(&mut self, idx: usize, status: u8, out: &mut Vec<Action>) {
+        if let Some(f) = self.inflight.remove(idx) {
+            self.fail(false, f.slot, send_wc_op(f.wqe.opcode), status, out);
+        }
+    }
+
+    /// The request at `idx` is answered: it and those before it complete,
+    /// and the send queue may go on.
+    fn complete_through(
+        &mut self,
+        idx: usize,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
         for _ in 0..=idx {
             if let Some(done) = self.inflight.pop_front() {
                 self.complete(&done, out);
@@ -266,16 +284,12 @@ impl Qp {
                     len == mtu
                 };
                 if !fits {
-                    let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
-                    self.inflight.remove(idx);
-                    self.fail(false, slot, op, wc_status::BAD_RESP_ERR, out);
+                    self.fail_inflight(idx, wc_status::BAD_RESP_ERR, out);
                     return;
                 }
                 let segs = slice_segments(&f.read_segs, offset, len);
                 if write_segments(mem, &segs, pkt.payload).is_err() {
-                    let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
-                    self.inflight.remove(idx);
-                    self.fail(false, slot, op, wc_status::LOC_PROT_ERR, out);
+                    self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out);
                     return;
                 }
                 for _ in 0..idx {
@@ -306,18 +320,10 @@ impl Qp {
                     return; // A duplicate, or not the response awaited.
                 }
                 if write_segments(mem, &f.read_segs, &orig.to_le_bytes()).is_err() {
-                    let (slot, op) = (f.slot, send_wc_op(f.wqe.opcode));
-                    self.inflight.remove(idx);
-                    self.fail(false, slot, op, wc_status::LOC_PROT_ERR, out);
+                    self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out);
                     return;
                 }
-                for _ in 0..=idx {
-                    if let Some(done) = self.inflight.pop_front() {
-                        self.complete(&done, out);
-                    }
-                }
-                self.progressed(now);
-                self.process_sq(mem, mrs, now, out);
+                self.complete_through(idx, mem, mrs, now, out);
             }
             _ => {}
         }
