@@ -320,22 +320,10 @@ impl MrTable {
         len: u64,
         need: u32,
     ) -> Result<Vec<Segment>, AccessError> {
-        let Some(w) = self.mrs.get(&(key >> 8)).filter(|m| m.is_window()) else {
-            return self.resolve(key, pd, addr, len, need);
+        let b = match self.window(key, pd, qpn, need) {
+            None => return self.resolve(key, pd, addr, len, need),
+            Some(b) => b?,
         };
-        if w.key != key {
-            return Err(AccessError::BadKey);
-        }
-        if w.pd != pd {
-            return Err(AccessError::WrongPd);
-        }
-        let b = w.bound.ok_or(AccessError::Invalid)?;
-        if b.qpn.is_some_and(|q| q != qpn) {
-            return Err(AccessError::WrongQp);
-        }
-        if w.access & need != need {
-            return Err(AccessError::NoRights);
-        }
         let end = addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
         if addr < b.addr || end > b.addr + b.len {
             return Err(AccessError::OutOfBounds);
@@ -347,30 +335,58 @@ impl MrTable {
     /// Whether `pd`, through QP `qpn`, may use the MR or window `key` with
     /// the `need` rights, whatever the range (a FLUSH of a whole region).
     pub fn check_remote(&self, key: u32, pd: u32, qpn: u32, need: u32) -> Result<(), AccessError> {
-        let region = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
-        if region.key != key {
-            return Err(AccessError::BadKey);
-        }
-        if region.pd != pd {
-            return Err(AccessError::WrongPd);
-        }
-        if region.access & need != need {
-            return Err(AccessError::NoRights);
-        }
-        let mr = if region.is_window() {
-            let b = region.bound.ok_or(AccessError::Invalid)?;
+        let mr = match self.window(key, pd, qpn, need) {
+            None => self.region(key, pd, need)?,
+            // The window's rights stand for the MR's.
+            Some(b) => self.region(b?.mr_key, pd, 0)?,
+        };
+        mr.map.as_ref().map(|_| ()).ok_or(AccessError::Invalid)
+    }
+
+    /// If `key` names a memory window: its binding, if `pd` may use it
+    /// through QP `qpn` with the `need` rights. `None` for any other key.
+    fn window(
+        &self,
+        key: u32,
+        pd: u32,
+        qpn: u32,
+        need: u32,
+    ) -> Option<Result<Binding, AccessError>> {
+        let w = self.mrs.get(&(key >> 8)).filter(|m| m.is_window())?;
+        let usable = || {
+            if w.key != key {
+                return Err(AccessError::BadKey);
+            }
+            if w.pd != pd {
+                return Err(AccessError::WrongPd);
+            }
+            let b = w.bound.ok_or(AccessError::Invalid)?;
             if b.qpn.is_some_and(|q| q != qpn) {
                 return Err(AccessError::WrongQp);
             }
-            // The window's rights stand for the MR's.
-            self.mrs
-                .get(&(b.mr_key >> 8))
-                .filter(|m| m.key == b.mr_key && !m.is_window())
-                .ok_or(AccessError::BadKey)?
-        } else {
-            region
+            if w.access & need != need {
+                return Err(AccessError::NoRights);
+            }
+            Ok(b)
         };
-        mr.map.as_ref().map(|_| ()).ok_or(AccessError::Invalid)
+        Some(usable())
+    }
+
+    /// The memory region (not a window: that is a remote key only, see
+    /// [`MrTable::resolve_remote`]) `key` names, if `pd` may use it with
+    /// the `need` rights.
+    fn region(&self, key: u32, pd: u32, need: u32) -> Result<&Mr, AccessError> {
+        let mr = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
+        if mr.key != key || mr.is_window() {
+            return Err(AccessError::BadKey);
+        }
+        if mr.pd != pd {
+            return Err(AccessError::WrongPd);
+        }
+        if mr.access & need != need {
+            return Err(AccessError::NoRights);
+        }
+        Ok(mr)
     }
 
     /// The host memory behind `[addr, addr + len)` of the MR `key`, if
@@ -391,17 +407,7 @@ impl MrTable {
             addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
             return Ok(vec![(addr, len)]);
         }
-        let mr = self.mrs.get(&(key >> 8)).ok_or(AccessError::BadKey)?;
-        // A window is a remote key only (`resolve_remote`).
-        if mr.key != key || mr.is_window() {
-            return Err(AccessError::BadKey);
-        }
-        if mr.pd != pd {
-            return Err(AccessError::WrongPd);
-        }
-        if mr.access & need != need {
-            return Err(AccessError::NoRights);
-        }
+        let mr = self.region(key, pd, need)?;
         match mr.map.as_ref().ok_or(AccessError::Invalid)? {
             Map::Dma => {
                 addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;

@@ -217,6 +217,17 @@ impl Opcode {
         }
     }
 
+    /// A request the responder answers with a response of its own (READ
+    /// responses, an atomic ACK, the empty READ response of a FLUSH or
+    /// ATOMIC WRITE), not with an ACK: it takes a responder resource.
+    pub fn answered_by_response(self) -> bool {
+        use Opcode::*;
+        matches!(
+            self,
+            RcReadRequest | RcCompareSwap | RcFetchAdd | RcFlush | RcAtomicWrite
+        )
+    }
+
     /// The extension headers that follow the BTH, in wire order.
     pub fn layout(self) -> Layout {
         use Opcode::*;
@@ -731,13 +742,16 @@ pub fn icrc(ethertype: u16, ip_packet: &[u8]) -> Option<[u8; ICRC_LEN]> {
 /// FLUSH with room for its headers.
 pub fn rxe_flush_icrc(ethertype: u16, ip_packet: &[u8]) -> Option<[u8; ICRC_LEN]> {
     let (mut crc, bth) = icrc_hasher(ethertype, ip_packet)?;
-    let headers = BTH_LEN + FETH_LEN + RETH_LEN;
-    let end = ip_packet.len() - ICRC_LEN;
-    if ip_packet[bth] != Opcode::RcFlush as u8 || end < bth + headers {
-        return None;
-    }
-    crc.update(&ip_packet[bth..bth + headers]);
+    crc.update(rxe_flush_headers(ip_packet, bth)?);
     Some(crc.finalize().to_le_bytes())
+}
+
+/// The bytes rdma_rxe covers twice if `ip_packet`, whose BTH is at `bth`,
+/// is a FLUSH ([`rxe_flush_icrc`]); `None` for any other packet.
+fn rxe_flush_headers(ip_packet: &[u8], bth: usize) -> Option<&[u8]> {
+    let end = bth + BTH_LEN + FETH_LEN + RETH_LEN;
+    (ip_packet[bth] == Opcode::RcFlush as u8 && end + ICRC_LEN <= ip_packet.len())
+        .then(|| &ip_packet[bth..end])
 }
 
 /// The CRC of [`icrc`] before it is finalised, and where the BTH starts.
@@ -773,21 +787,31 @@ fn icrc_hasher(ethertype: u16, ip_packet: &[u8]) -> Option<(crc32fast::Hasher, u
 /// Whether the last four bytes of `ip_packet` are its correct ICRC: as
 /// IBA computes it, or for a FLUSH as rdma_rxe does ([`rxe_flush_icrc`]).
 pub fn icrc_ok(ethertype: u16, ip_packet: &[u8]) -> bool {
-    let Some(crc) = icrc(ethertype, ip_packet) else {
+    let Some((crc, bth)) = icrc_hasher(ethertype, ip_packet) else {
         return false;
     };
     let got = &ip_packet[ip_packet.len() - ICRC_LEN..];
-    got == crc || rxe_flush_icrc(ethertype, ip_packet).is_some_and(|c| got == c)
+    if got == crc.clone().finalize().to_le_bytes() {
+        return true;
+    }
+    rxe_flush_headers(ip_packet, bth).is_some_and(|headers| {
+        let mut crc = crc;
+        crc.update(headers);
+        got == crc.finalize().to_le_bytes()
+    })
 }
 
 /// Writes the ICRC into the last four bytes of `ip_packet`. A FLUSH gets
 /// rdma_rxe's ([`rxe_flush_icrc`]): rxe, the one other implementation of
 /// FLUSH on these wires, drops one with IBA's, and checks every FLUSH
-/// the same way.
+/// the same way. The packet is read once.
 pub fn seal(ethertype: u16, ip_packet: &mut [u8]) -> Option<()> {
-    let crc = rxe_flush_icrc(ethertype, ip_packet).or_else(|| icrc(ethertype, ip_packet))?;
+    let (mut crc, bth) = icrc_hasher(ethertype, ip_packet)?;
+    if let Some(headers) = rxe_flush_headers(ip_packet, bth) {
+        crc.update(headers);
+    }
     let len = ip_packet.len();
-    ip_packet[len - ICRC_LEN..].copy_from_slice(&crc);
+    ip_packet[len - ICRC_LEN..].copy_from_slice(&crc.finalize().to_le_bytes());
     Some(())
 }
 

@@ -15,7 +15,7 @@ impl Qp {
         }
         // An atomic's segments hold its 8 bytes, a READ's its data; a
         // FLUSH has none, an ATOMIC WRITE its 8 bytes in `data`.
-        let len = if f.awaits_response() && !f.is_flush_or_atomic_write() {
+        let len = if f.is_read() || f.is_atomic() {
             f.read_segs.iter().map(|s| s.1).sum::<u64>() as u32
         } else {
             f.data.len() as u32

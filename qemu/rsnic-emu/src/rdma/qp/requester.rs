@@ -405,24 +405,21 @@ impl Qp {
             return;
         }
         if f.is_flush_or_atomic_write() {
-            let reth = Reth {
-                va: f.wqe.remote_addr,
-                rkey: f.wqe.rkey,
-                len: match f.wqe.opcode {
-                    wqe_op::FLUSH => f.wqe.flush().len as u32,
-                    _ => ATOMIC_WRITE_LEN as u32,
-                },
-            };
-            let (opcode, feth) = match f.wqe.opcode {
+            let (opcode, feth, len) = match f.wqe.opcode {
                 wqe_op::FLUSH => {
                     let p = f.wqe.flush();
                     let feth = Feth {
                         placement: p.placement,
                         level: p.level,
                     };
-                    (Opcode::RcFlush, Some(feth))
+                    (Opcode::RcFlush, Some(feth), p.len as u32)
                 }
-                _ => (Opcode::RcAtomicWrite, None),
+                _ => (Opcode::RcAtomicWrite, None, ATOMIC_WRITE_LEN as u32),
+            };
+            let reth = Reth {
+                va: f.wqe.remote_addr,
+                rkey: f.wqe.rkey,
+                len,
             };
             out.push(self.transmit(&Packet {
                 feth,

@@ -138,15 +138,10 @@ impl Qp {
                 if let Some(reth) = pkt.reth {
                     let _ = self.read_response(psn, &reth, mem, mrs, out);
                 }
-            } else if matches!(
-                pkt.opcode,
-                Opcode::RcCompareSwap
-                    | Opcode::RcFetchAdd
-                    | Opcode::RcFlush
-                    | Opcode::RcAtomicWrite
-            ) {
-                // A lost response: the same answer again, the operation
-                // not run twice. One too old to be kept gets none.
+            } else if pkt.opcode.answered_by_response() {
+                // An atomic's, FLUSH's or ATOMIC WRITE's lost response:
+                // the same answer again, the operation not run twice. One
+                // too old to be kept gets none.
                 match self.replies.iter().find(|r| r.0 == psn) {
                     Some(&(_, Some(orig))) => out.push(self.atomic_ack(psn, orig)),
                     Some(&(_, None)) => out.push(self.empty_read_response(psn)),
@@ -194,11 +189,7 @@ impl Qp {
             Ok(Step::Done { packets }) => {
                 self.nak_sent = false;
                 self.epsn = psn_add(self.epsn, packets);
-                let answered = matches!(
-                    op,
-                    RcReadRequest | RcCompareSwap | RcFetchAdd | RcFlush | RcAtomicWrite
-                );
-                if pkt.bth.ack_req && !answered {
+                if pkt.bth.ack_req && !op.answered_by_response() {
                     out.push(self.ack(AckKind::Ack(31), psn));
                 }
             }
