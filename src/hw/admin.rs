@@ -514,6 +514,29 @@ admin_commands! {
             /// Exceptions at once.
             burst @ 12: u32,
         } = 45,
+        /// PF only: the engine's multicast limits; result:
+        /// [`rdma::McastCaps`]. A card without UD multicast answers
+        /// [`AdminStatus::BadOpcode`].
+        RdmaQueryMcastCaps = 46,
+        /// PF only: attach UD queue pair `qpn` to multicast group `gid`:
+        /// UD SENDs to the group (destination QP 0xffffff) reach it. Again
+        /// for a QP attached is a no-op; a full table is
+        /// [`AdminStatus::NoSpace`]; a group address that is not
+        /// multicast, or a QP that is not UD, [`AdminStatus::BadParam`].
+        RdmaAttachMcast {
+            /// QP number.
+            qpn @ 8: u32,
+            /// Group address (IPv6 multicast, or IPv4-mapped 224.0.0.0/4).
+            gid @ 16: rdma::Gid,
+        } = 47,
+        /// PF only: detach a queue pair from a multicast group; the group
+        /// goes with its last QP. Not attached: [`AdminStatus::NotFound`].
+        RdmaDetachMcast {
+            /// QP number.
+            qpn @ 8: u32,
+            /// Group address.
+            gid @ 16: rdma::Gid,
+        } = 48,
     }
 }
 

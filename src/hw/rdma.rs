@@ -94,6 +94,45 @@ admin_result! {
     }
 }
 
+admin_result! {
+    /// The engine's UD multicast limits, the result of
+    /// [`super::AdminCmd::RdmaQueryMcastCaps`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct McastCaps {
+        /// Groups the engine holds at once.
+        pub max_groups @ 8: u32,
+        /// Queue pairs one group holds.
+        pub max_qp_per_group @ 12: u32,
+        /// Attachments of all groups together.
+        pub max_attach @ 16: u32,
+    }
+}
+
+/// The destination QP number of a UD SEND to a multicast group.
+pub const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
+impl Gid {
+    /// Whether this is a multicast group address: IPv6 ff00::/8, or an
+    /// IPv4-mapped 224.0.0.0/4 (as `rdma_is_multicast_addr`).
+    pub fn is_multicast(&self) -> bool {
+        match self.ipv4() {
+            Some(ip) => ip[0] & 0xf0 == 0xe0,
+            None => self.0[0] == 0xff,
+        }
+    }
+
+    /// The Ethernet address frames to this multicast group go to: 01:00:5e
+    /// and the low 23 bits of an IPv4 group, 33:33 and the low 32 bits of
+    /// an IPv6 one (`ip_eth_mc_map`, `ipv6_eth_mc_map`).
+    pub fn multicast_mac(&self) -> [u8; 6] {
+        let g = &self.0;
+        match self.ipv4() {
+            Some(ip) => [0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]],
+            None => [0x33, 0x33, g[12], g[13], g[14], g[15]],
+        }
+    }
+}
+
 /// What the engine can do beyond the basics ([`RdmaCaps::flags`]).
 pub mod rdma_cap {
     /// RC atomics (compare-and-swap, fetch-and-add), atomic against the

@@ -25,10 +25,10 @@ use super::ucontext::RdmaUcontext;
 use super::RdmaEvents;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
-    mr_kind, rdma_cap, udb, AddressVector, Gid, MrReg, QpCreate, QpModify, QpQueryResult, QpType,
-    RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN, GSI_QPN, HW_VERSION,
-    MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
-    VENDOR_PART_ID,
+    mr_kind, rdma_cap, udb, AddressVector, Gid, McastCaps, MrReg, QpCreate, QpModify,
+    QpQueryResult, QpType, RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN,
+    GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN,
+    SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -73,6 +73,8 @@ pub(crate) struct RdmaDev {
     regs: Arc<Registers>,
     dma: DmaDevice,
     caps: RdmaCaps,
+    /// UD multicast limits; all 0 on a card without multicast.
+    mcast: McastCaps,
     /// Physical address of the user doorbell BAR; `None` on a card
     /// without one, which then serves no process.
     udb_bar: Option<u64>,
@@ -141,12 +143,29 @@ fn sane_caps(c: RdmaCaps) -> RdmaCaps {
     }
 }
 
+/// The card's multicast limits, believed as far as each is consistent
+/// with the others.
+fn sane_mcast(c: McastCaps) -> McastCaps {
+    let max_groups = c.max_groups.min(1 << 16);
+    let max_attach = c.max_attach.min(1 << 20);
+    McastCaps {
+        max_groups,
+        max_qp_per_group: c.max_qp_per_group.min(max_attach),
+        max_attach,
+    }
+}
+
 impl RdmaDev {
     /// Reads the engine's limits and sets up its event queue; fails if
     /// the engine does not answer.
     pub(crate) fn new(e: EngineAccess<'_>) -> Result<impl PinInit<Self, Error>> {
         let entry = e.admin.exec(AdminCmd::RdmaQueryCaps)?;
         let caps = sane_caps(RdmaCaps::read_result(&entry));
+        let mcast = match e.admin.exec(AdminCmd::RdmaQueryMcastCaps) {
+            Ok(entry) => sane_mcast(McastCaps::read_result(&entry)),
+            Err(AdminError::Refused(AdminStatus::BadOpcode)) => McastCaps::default(),
+            Err(err) => return Err(err.into()),
+        };
         let dma = DmaDevice::new(e.pci);
         let ids = Ids {
             pds: IdPool::new(1, caps.max_pd)?,
@@ -189,6 +208,7 @@ impl RdmaDev {
             regs,
             dma,
             caps,
+            mcast,
             udb_bar: e.udb_bar,
             ids <- kernel::new_mutex!(ids),
             tables,
@@ -441,6 +461,9 @@ impl IbDeviceOps for RdmaDev {
             atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
             flush_global: c.flags & rdma_cap::FLUSH_GLOBAL != 0,
             atomic_write: c.flags & rdma_cap::ATOMIC_WRITE != 0,
+            max_mcast_grp: dev.data().mcast.max_groups,
+            max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
+            max_total_mcast_qp_attach: dev.data().mcast.max_attach,
         }
     }
 
@@ -966,6 +989,36 @@ impl IbDeviceOps for RdmaDev {
 
     fn mr_add_page(mr: &RdmaMr, addr: u64) -> Result {
         mr.add_page(addr)
+    }
+
+    fn attach_mcast(dev: &IbDevice<Self>, qp: &RdmaQp, gid: &[u8; 16]) -> Result {
+        let d = dev.data();
+        if d.mcast.max_groups == 0 {
+            return Err(eopnotsupp());
+        }
+        let cmd = AdminCmd::RdmaAttachMcast {
+            qpn: qp.qpn,
+            gid: Gid(*gid),
+        };
+        match d.admin.exec(cmd) {
+            Ok(_) => Ok(()),
+            // A full table is ENOMEM, as rxe and mlx4 report it.
+            Err(AdminError::Refused(AdminStatus::NoSpace)) => Err(ENOMEM),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn detach_mcast(dev: &IbDevice<Self>, qp: &RdmaQp, gid: &[u8; 16]) -> Result {
+        let cmd = AdminCmd::RdmaDetachMcast {
+            qpn: qp.qpn,
+            gid: Gid(*gid),
+        };
+        match dev.data().admin.exec(cmd) {
+            Ok(_) => Ok(()),
+            // Not a member: EINVAL, as rxe.
+            Err(AdminError::Refused(AdminStatus::NotFound)) => Err(EINVAL),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn hw_stats(dev: &IbDevice<Self>, _port: u32, out: &mut [u64]) {

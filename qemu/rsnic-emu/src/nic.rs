@@ -943,7 +943,10 @@ impl Nic {
             | AdminCmd::RdmaDestroyQp { .. }
             | AdminCmd::RdmaRegMr(_)
             | AdminCmd::RdmaDeregMr { .. }
-            | AdminCmd::RdmaQueryStats { .. } => {
+            | AdminCmd::RdmaQueryStats { .. }
+            | AdminCmd::RdmaQueryMcastCaps
+            | AdminCmd::RdmaAttachMcast { .. }
+            | AdminCmd::RdmaDetachMcast { .. } => {
                 let now = Instant::now();
                 return self
                     .with_rdma(dma, now, fx, |e, io| e.execute(cmd, entry, io))

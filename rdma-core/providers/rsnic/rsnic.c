@@ -337,6 +337,8 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.alloc_mw = rsnic_alloc_mw,
 	.alloc_pd = rsnic_alloc_pd,
 	.alloc_parent_domain = rsnic_alloc_parent_domain,
+	/* The card keeps the group table: the kernel's command is all. */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = rsnic_bind_mw,
 	.create_ah = rsnic_create_ah,
 	.create_cq = rsnic_create_cq,
@@ -352,6 +354,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.resize_cq = rsnic_resize_cq,
 	.destroy_qp = rsnic_destroy_qp,
 	.destroy_srq = rsnic_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = rsnic_free_context,
 	.modify_qp = rsnic_modify_qp,
 	.modify_srq = rsnic_modify_srq,

@@ -90,6 +90,12 @@ pub(crate) struct DeviceAttr {
     pub(crate) flush_global: bool,
     /// RDMA ATOMIC WRITE (`IB_DEVICE_ATOMIC_WRITE`).
     pub(crate) atomic_write: bool,
+    /// UD multicast groups (0: no multicast).
+    pub(crate) max_mcast_grp: u32,
+    /// Queue pairs one multicast group holds.
+    pub(crate) max_mcast_qp_attach: u32,
+    /// Multicast attachments of all groups together.
+    pub(crate) max_total_mcast_qp_attach: u32,
 }
 
 /// What `query_port` reports beyond what the net device says.
@@ -386,6 +392,18 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         _range: Option<UserRange>,
         _access: Option<Access>,
     ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `attach_mcast`: UD queue pair `qp` joins multicast group `gid`
+    /// (ib_core checked that the QP is UD and the address multicast).
+    /// Joined already: nothing to do. Without it ib_core refuses
+    /// multicast (EOPNOTSUPP).
+    fn attach_mcast(_dev: &IbDevice<Self>, _qp: &Self::Qp, _gid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// `detach_mcast`: `qp` leaves group `gid`.
+    fn detach_mcast(_dev: &IbDevice<Self>, _qp: &Self::Qp, _gid: &[u8; 16]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -115,6 +115,10 @@ impl<T: IbDeviceOps> Adapter<T> {
             ops.dealloc_mw = Some(Self::dealloc_mw);
             ops.size_ib_mw = core::mem::size_of::<IbObject<bindings::ib_mw, T::Mw>>();
         }
+        if T::HAS_ATTACH_MCAST {
+            ops.attach_mcast = Some(Self::attach_mcast);
+            ops.detach_mcast = Some(Self::detach_mcast);
+        }
         if T::HAS_HW_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
@@ -220,6 +224,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             }
             if a.atomic_write {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
+            }
+            if T::HAS_ATTACH_MCAST {
+                p.max_mcast_grp = int(a.max_mcast_grp);
+                p.max_mcast_qp_attach = int(a.max_mcast_qp_attach);
+                p.max_total_mcast_qp_attach = int(a.max_total_mcast_qp_attach);
             }
             Ok(0)
         })
@@ -704,6 +713,51 @@ impl<T: IbDeviceOps> Adapter<T> {
                 )
             };
             T::modify_qp(dev, data, &attrs)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a QP `create_qp` initialised; `gid` readable.
+    unsafe extern "C" fn attach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says; every bit pattern
+            // of the union is a valid `raw`.
+            let (dev, data, gid) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                    (*gid).raw,
+                )
+            };
+            T::attach_mcast(dev, data, &gid)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `qp` is a QP `create_qp` initialised; `gid` readable.
+    unsafe extern "C" fn detach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `attach_mcast`.
+            let (dev, data, gid) = unsafe {
+                (
+                    Self::dev((*qp).device),
+                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
+                    (*gid).raw,
+                )
+            };
+            T::detach_mcast(dev, data, &gid)?;
             Ok(0)
         })
     }

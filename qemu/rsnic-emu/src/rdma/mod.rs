@@ -7,6 +7,7 @@
 //! visible to the test harness (`rdma-gids`).
 
 pub mod faults;
+pub mod mcast;
 pub mod mem;
 pub mod packet;
 pub mod qp;
@@ -23,11 +24,12 @@ use log::debug;
 use crate::dma::HostMem;
 use crate::hw::rdma::{
     arm, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify, QpQueryResult,
-    QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, QP_MODIFY_LEN,
-    RQ_WQE_LEN, SQ_WQE_LEN,
+    QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, MULTICAST_QPN,
+    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
+use mcast::{McastGroups, MCAST_CAPS};
 use mem::MrTable;
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
@@ -60,7 +62,8 @@ pub fn describe_caps() -> String {
     let c = CAPS;
     format!(
         "max_qp={} max_qp_wr={} max_sge={} max_cq={} max_cqe={} max_mr={} max_pd={} \
-         max_qp_rd_atom={} max_mr_size={:#x} page_size_cap={:#x} max_srq={}",
+         max_qp_rd_atom={} max_mr_size={:#x} page_size_cap={:#x} max_srq={} \
+         max_mcast_grp={} max_mcast_qp_attach={} max_total_mcast_qp_attach={}",
         c.max_qp,
         c.max_qp_wr,
         c.max_sge,
@@ -71,7 +74,10 @@ pub fn describe_caps() -> String {
         c.max_qp_rd_atom,
         c.max_mr_size,
         c.page_size_cap,
-        c.max_srq
+        c.max_srq,
+        MCAST_CAPS.max_groups,
+        MCAST_CAPS.max_qp_per_group,
+        MCAST_CAPS.max_attach,
     )
 }
 
@@ -139,6 +145,7 @@ pub struct RdmaEngine {
     qps: HashMap<u32, Qp>,
     srqs: HashMap<u32, SrqRef>,
     mrs: MrTable,
+    mcast: McastGroups,
     /// Counters.
     pub stats: RdmaStats,
     /// Faults the harness armed (kept across a reset).
@@ -154,6 +161,7 @@ impl Default for RdmaEngine {
             qps: HashMap::new(),
             srqs: HashMap::new(),
             mrs: MrTable::new(CAPS.max_mr),
+            mcast: McastGroups::default(),
             stats: RdmaStats::default(),
             faults: Arc::default(),
         }
@@ -304,6 +312,7 @@ impl RdmaEngine {
             AdminCmd::RdmaDestroyQp { qpn } => match self.qps.remove(&qpn) {
                 Some(qp) => {
                     self.stats.retired.add(&qp.counters);
+                    self.mcast.forget(qpn);
                     if let RecvQueue::Shared { srq, .. } = &qp.rq {
                         let mut s = lock_srq(srq);
                         s.users = s.users.saturating_sub(1);
@@ -366,6 +375,25 @@ impl RdmaEngine {
                     self.srqs.remove(&srqn);
                 }
             },
+            AdminCmd::RdmaQueryMcastCaps => MCAST_CAPS.write_result(entry),
+            AdminCmd::RdmaAttachMcast { qpn, gid } => {
+                let ud = self.qps.get(&qpn).map(|qp| qp.qp_type == QpType::Ud);
+                match ud {
+                    None => return AdminStatus::NotFound,
+                    Some(false) => return AdminStatus::BadParam,
+                    Some(true) if !gid.is_multicast() => return AdminStatus::BadParam,
+                    Some(true) => {
+                        if let Err(status) = self.mcast.attach(gid, qpn) {
+                            return status;
+                        }
+                    }
+                }
+            }
+            AdminCmd::RdmaDetachMcast { qpn, gid } => {
+                if let Err(status) = self.mcast.detach(&gid, qpn) {
+                    return status;
+                }
+            }
             AdminCmd::RdmaQueryStats { buf } => {
                 if io.mem.write(buf, &self.counters().to_bytes()).is_err() {
                     return AdminStatus::BadParam;
@@ -516,21 +544,33 @@ impl RdmaEngine {
     /// Takes back the frames in `io.frames` addressed to the card's own
     /// MAC (RoCE between two of its QPs), as a NIC loops them back instead
     /// of sending them to the wire; what they make the engine send loops
-    /// too, for a bounded number of rounds. `io.frames` keeps the rest.
+    /// too, for a bounded number of rounds. A multicast frame goes both
+    /// ways: to this card's QPs in its group and to the wire. `io.frames`
+    /// keeps what goes to the wire.
     pub fn loop_back(&mut self, io: &mut Io<'_>) {
+        let mac = io.mac;
+        let mut wire = Vec::new();
         for _ in 0..LOOPBACK_ROUNDS {
-            let mac = io.mac;
-            let (local, wire): (Vec<_>, Vec<_>) = std::mem::take(&mut io.frames)
-                .into_iter()
-                .partition(|f| f.get(..6) == Some(&mac[..]));
-            io.frames = wire;
+            let mut local = Vec::new();
+            for frame in std::mem::take(&mut io.frames) {
+                match frame.get(..6) {
+                    Some(dmac) if dmac == mac => local.push(frame),
+                    Some(dmac) if dmac[0] & 1 != 0 => {
+                        local.push(frame.clone());
+                        wire.push(frame);
+                    }
+                    _ => wire.push(frame),
+                }
+            }
             if local.is_empty() {
-                return;
+                break;
             }
             for frame in &local {
                 self.receive(frame, io);
             }
         }
+        wire.append(&mut io.frames);
+        io.frames = wire;
     }
 
     /// A frame from the wire: returns false if it is not RoCEv2 for one of
@@ -541,25 +581,26 @@ impl RdmaEngine {
             Err(RejectReason::NotRoce) => return false,
             // Damaged frames for one of this engine's GIDs are dropped and
             // counted; another endpoint's are the NIC's to deliver.
-            Err(RejectReason::BadIcrc { dgid }) if self.owns(&dgid) => {
+            Err(RejectReason::BadIcrc { dgid }) if self.accepts(&dgid) => {
                 self.stats.rx_bad_icrc += 1;
                 return true;
             }
-            Err(RejectReason::BadUdpChecksum { dgid }) if self.owns(&dgid) => {
+            Err(RejectReason::BadUdpChecksum { dgid }) if self.accepts(&dgid) => {
                 self.stats.rx_bad_udp_csum += 1;
                 return true;
             }
             Err(_) => return false,
         };
-        if !self.owns(&rx.dgid) || rx.dmac != io.mac {
+        let group = rx.dgid.is_multicast();
+        let for_us = if group {
+            self.mcast.members(&rx.dgid).is_some() && rx.dmac == rx.dgid.multicast_mac()
+        } else {
+            self.owns(&rx.dgid) && rx.dmac == io.mac
+        };
+        if !for_us {
             return false;
         }
         let Ok(pkt) = wire::Packet::parse(rx.transport) else {
-            self.stats.rx_dropped += 1;
-            return true;
-        };
-        let qpn = pkt.bth.dest_qp;
-        let Some(qp) = self.qps.get_mut(&qpn) else {
             self.stats.rx_dropped += 1;
             return true;
         };
@@ -571,17 +612,51 @@ impl RdmaEngine {
             let n = rx.ip_header.len().min(40);
             grh[..n].copy_from_slice(&rx.ip_header[..n]);
         }
-        self.stats.rx_packets += 1;
         let inc = Incoming {
             packet: pkt,
             smac: rx.smac,
             grh,
             ipv4: rx.ipv4,
         };
-        let mut actions = Vec::new();
-        qp.receive(&inc, io.mem, &mut self.mrs, io.now, &mut actions);
-        self.apply(qpn, actions, io);
+        let qpn = inc.packet.bth.dest_qp;
+        if !group {
+            if !self.qps.contains_key(&qpn) {
+                self.stats.rx_dropped += 1;
+                return true;
+            }
+            self.stats.rx_packets += 1;
+            self.deliver(qpn, &inc, io);
+            return true;
+        }
+        // To a group: a UD SEND for QP 0xffffff, a copy for each QP
+        // attached (each checks its own Q_Key). Nothing else goes to a
+        // group.
+        if qpn != MULTICAST_QPN || inc.packet.opcode.service() != wire::Service::Ud {
+            self.stats.rx_dropped += 1;
+            return true;
+        }
+        self.stats.rx_packets += 1;
+        let members = self.mcast.members(&rx.dgid).unwrap_or_default().to_vec();
+        for qpn in members {
+            self.deliver(qpn, &inc, io);
+        }
         true
+    }
+
+    /// Hands a received packet to QP `qpn` and carries out what it asks.
+    fn deliver(&mut self, qpn: u32, inc: &Incoming<'_>, io: &mut Io<'_>) {
+        let Some(qp) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let mut actions = Vec::new();
+        qp.receive(inc, io.mem, &mut self.mrs, io.now, &mut actions);
+        self.apply(qpn, actions, io);
+    }
+
+    /// Whether a RoCEv2 packet for `gid` is the engine's: one of its
+    /// addresses, or a group one of its QPs joined.
+    fn accepts(&self, gid: &Gid) -> bool {
+        self.owns(gid) || self.mcast.members(gid).is_some()
     }
 
     /// Timers of every QP; returns when to call again.

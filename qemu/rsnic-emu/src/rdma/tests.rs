@@ -1626,3 +1626,164 @@ fn uc_refuses_read_and_rc_packets_are_not_its_own() {
     assert_eq!(sc[0].status, wc_status::LOC_QP_OP_ERR);
     assert_eq!(a.state(), QpState::Err);
 }
+
+/// Group 239.1.2.3 and the Q_Key of the multicast tests.
+const GROUP: Gid = Gid::from_ipv4([239, 1, 2, 3]);
+const MC_QKEY: u32 = 0x0123_4567;
+
+/// A UD QP `qpn` (receiving into a ring at `rq`) in RTS with `MC_QKEY`.
+fn ud_qp(s: &mut Side, qpn: u32, rq: u64) {
+    let c = qp_create(qpn, QpType::Ud, SQ, rq, 0);
+    assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::Ok);
+    for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let m = QpModify {
+            mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
+            state: state as u8,
+            qkey: MC_QKEY,
+            ..QpModify::default()
+        };
+        assert_eq!(s.modify(qpn, m), AdminStatus::Ok);
+    }
+}
+
+/// Posts a receive of 256 bytes at `addr` as slot `slot` of the RQ ring
+/// at `rq` of QP `qpn`.
+fn post_ud_recv(s: &mut Side, qpn: u32, rq: u64, slot: u16, addr: u64) {
+    let mut wqe = RqWqe {
+        num_sge: 1,
+        ..RqWqe::default()
+    };
+    wqe.sge[0] = Sge {
+        addr,
+        len: 256,
+        lkey: mem::LOCAL_DMA_LKEY,
+    };
+    s.mem
+        .set(rq + u64::from(slot) * RQ_WQE_LEN as u64, &wqe.to_bytes());
+    s.ring(udb::RQ, qpn | u32::from(slot + 1) << 16);
+}
+
+/// A UD SEND of `len` bytes at `DATA` to the group, from QP `qpn`.
+fn send_to_group(s: &mut Side, qpn: u32, len: u32) -> Vec<Vec<u8>> {
+    let mut w = send_wqe(wqe_op::SEND, DATA, len);
+    w.dest_qpn = MULTICAST_QPN;
+    w.qkey = MC_QKEY;
+    w.set_av(&AddressVector {
+        dmac: GROUP.multicast_mac(),
+        dgid: GROUP,
+        ..AddressVector::default()
+    });
+    s.post_send(qpn, w);
+    s.ring_sq(qpn)
+}
+
+#[test]
+fn a_send_to_a_group_reaches_each_qp_attached() {
+    let mut a = Side::new(1);
+    let mut b = Side::new(2);
+    a.setup(QpType::Ud, QPN);
+    b.setup(QpType::Ud, QPN);
+    for s in [&mut a, &mut b] {
+        for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+            let m = QpModify {
+                mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
+                state: state as u8,
+                qkey: MC_QKEY,
+                ..QpModify::default()
+            };
+            assert_eq!(s.modify(QPN, m), AdminStatus::Ok);
+        }
+    }
+    const RQ2: u64 = 0x2_8000;
+    ud_qp(&mut b, 18, RQ2);
+    let attach = |qpn| AdminCmd::RdmaAttachMcast { qpn, gid: GROUP };
+    // Not a group address; not a UD QP; no such QP.
+    let unicast = AdminCmd::RdmaAttachMcast {
+        qpn: QPN,
+        gid: b.gid,
+    };
+    assert_eq!(b.admin(unicast), AdminStatus::BadParam);
+    assert_eq!(b.admin(attach(99)), AdminStatus::NotFound);
+    assert_eq!(b.admin(attach(QPN)), AdminStatus::Ok);
+    assert_eq!(b.admin(attach(18)), AdminStatus::Ok);
+    b.post_recv(QPN, DATA + 0x1000, 256);
+    post_ud_recv(&mut b, 18, RQ2, 0, DATA + 0x2000);
+
+    // Both QPs get a copy.
+    a.mem.set(DATA, &pattern(100, 7));
+    let frames = send_to_group(&mut a, QPN, 100);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(&frames[0][..6], &[0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
+    assert!(b.receive(frames.clone()).is_empty());
+    let c = b.completions(true);
+    assert_eq!(c.len(), 2);
+    let qps: Vec<u32> = c.iter().map(|c| c.qpn).collect();
+    assert_eq!(qps, [QPN, 18]);
+    for (cqe, at) in c.iter().zip([DATA + 0x1000, DATA + 0x2000]) {
+        assert_eq!(
+            (cqe.status, cqe.byte_len, cqe.src_qp),
+            (wc_status::SUCCESS, 140, QPN)
+        );
+        assert_eq!(b.mem.get(at + 40, 100), pattern(100, 7));
+    }
+
+    // Detached, QP 18 gets nothing more; its posted receive stays.
+    let detach = |qpn| AdminCmd::RdmaDetachMcast { qpn, gid: GROUP };
+    assert_eq!(b.admin(detach(18)), AdminStatus::Ok);
+    assert_eq!(b.admin(detach(18)), AdminStatus::NotFound);
+    post_ud_recv(&mut b, 18, RQ2, 1, DATA + 0x3000);
+    b.post_recv(QPN, DATA + 0x1000, 256);
+    assert!(b.receive(frames.clone()).is_empty());
+    let c = b.completions(true);
+    assert_eq!(c.iter().map(|c| c.qpn).collect::<Vec<_>>(), [QPN]);
+
+    // The last QP gone, the group is not B's: the frame is the NIC's.
+    assert_eq!(b.admin(detach(QPN)), AdminStatus::Ok);
+    let mut io = Io::new(&b.mem, b.mac, b.now);
+    assert!(!b.e.receive(&frames[0], &mut io));
+    // Joined again, a destroyed QP leaves the group with it.
+    assert_eq!(b.admin(attach(18)), AdminStatus::Ok);
+    assert_eq!(
+        b.admin(AdminCmd::RdmaDestroyQp { qpn: 18 }),
+        AdminStatus::Ok
+    );
+    let mut io = Io::new(&b.mem, b.mac, b.now);
+    assert!(!b.e.receive(&frames[0], &mut io));
+}
+
+#[test]
+fn a_group_send_loops_back_to_the_senders_card_and_goes_out() {
+    let mut a = Side::new(1);
+    a.setup(QpType::Ud, QPN);
+    for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
+        let m = QpModify {
+            mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
+            state: state as u8,
+            qkey: MC_QKEY,
+            ..QpModify::default()
+        };
+        assert_eq!(a.modify(QPN, m), AdminStatus::Ok);
+    }
+    const RQ2: u64 = 0x2_8000;
+    ud_qp(&mut a, 18, RQ2);
+    let attach = AdminCmd::RdmaAttachMcast {
+        qpn: 18,
+        gid: GROUP,
+    };
+    assert_eq!(a.admin(attach), AdminStatus::Ok);
+    post_ud_recv(&mut a, 18, RQ2, 0, DATA + 0x2000);
+    a.mem.set(DATA, &pattern(64, 3));
+    let frames = send_to_group(&mut a, QPN, 64);
+    let mem = std::mem::replace(&mut a.mem, Memory::new(0));
+    let mut io = Io::new(&mem, a.mac, a.now);
+    io.frames = frames;
+    a.e.loop_back(&mut io);
+    // Once on the wire, once to QP 18.
+    assert_eq!(io.frames.len(), 1);
+    drop(io);
+    a.mem = mem;
+    let c = a.completions(true);
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].qpn, c[0].src_qp, c[0].byte_len), (18, QPN, 104));
+    assert_eq!(a.mem.get(DATA + 0x2000 + 40, 64), pattern(64, 3));
+}

@@ -1109,3 +1109,13 @@ seen() { # [MAP KEY]
 	for ((i = ${#bytes[@]} - 1; i >= 0; i--)); do n=$((n * 256 + 16#${bytes[i]})); done
 	echo "$n"
 }
+
+# build_rdma_mcast DIR: builds rdma_mcast.c (UD multicast through
+# libibverbs) into DIR/rdma_mcast against the headers of the rdma-core
+# tree the provider was built in (qemu/build-provider.sh); prints its path.
+build_rdma_mcast() {
+	local inc=/rsnic-cache/rdma-core/build/include
+	[ -f $inc/infiniband/verbs.h ] || { echo "# no rdma-core headers in $inc" >&2; return 1; }
+	clang -O2 -Wall -I$inc -o "$1/rdma_mcast" "$(dirname "$0")/rdma_mcast.c" \
+		/usr/lib/x86_64-linux-gnu/libibverbs.so.1 >&2 && echo "$1/rdma_mcast"
+}

@@ -10,6 +10,8 @@
 # outstanding READs and atomics) the maximum is accepted and one more
 # refused. A memory window takes a key from the same space as a region,
 # so max_mw is max_mr and the MRs that exist count against windows.
+# Multicast (rdma_mcast.c): QPs per group, groups, and attachments in all
+# up to each maximum, one more refused, the full groups still working.
 
 source "$(dirname "$0")/lib.sh"
 pyverbs_card_a_setup
@@ -20,7 +22,7 @@ existing() {
 	if [ "$1" = qp ]; then rdma res show qp link "$IB_A/1"; else rdma res show "$1" dev "$IB_A"; fi 2>/dev/null | grep -c .
 }
 
-ktap_header 12
+ktap_header 13
 for kind in pd cq qp srq mr; do
 	check "$kind: up to max_$kind with the $(existing $kind) that exist, one more refused" \
 		timeout 300 python3 "$LIMITS" $kind "$IB_A" "$GID_A" "$(existing $kind)"
@@ -36,5 +38,10 @@ check "SRQ of max_srq_wr WRs and max_srq_sge SGEs; one more of either refused" \
 	timeout 60 python3 "$LIMITS" srq_wr "$IB_A" "$GID_A"
 check "RTS with max_qp_init_rd_atom / max_qp_rd_atom outstanding; one more refused" \
 	timeout 60 python3 "$LIMITS" rd_atom "$IB_A" "$GID_A"
+work=$(mktemp -d)
+trap 'rm -rf "$work"; net_cleanup' EXIT
+MCAST=$(build_rdma_mcast "$work") || bail_out "cannot build rdma_mcast.c"
+check "multicast: max_mcast_qp_attach, max_mcast_grp, max_total_mcast_qp_attach reached, one more ENOMEM" \
+	timeout 120 "$MCAST" "$IB_A" "$GID_A" limits
 check "no kernel warnings" dmesg_clean
 ktap_finish

@@ -7,8 +7,8 @@
 # nvme-rdma both ways (engine host -> rxe target, rxe host -> engine
 # target), on IPv4 and IPv6 GIDs, data checked by SHA-256; then the same
 # under 1% loss on both wires (RC retransmission across implementations);
-# atomics, ATOMIC WRITE and FLUSH both ways; and UC both ways with
-# ibv_uc_pingpong.
+# atomics, ATOMIC WRITE and FLUSH both ways; UC both ways with
+# ibv_uc_pingpong; UD multicast both ways.
 # The Linux UDP stack under rxe is the independent checker of the
 # engine's frames: a bad UDP checksum shows in /proc/net/snmp.
 
@@ -20,14 +20,14 @@ cleanup() {
 	harness card B wire drop 0 >/dev/null 2>&1
 	nvme_rdma_cleanup
 	rxe_interop_cleanup
-	rm -f /tmp/rxe-backing /tmp/rxe-data /tmp/rxe-back /tmp/uc.srv /tmp/uc.cli
+	rm -f /tmp/rxe-backing /tmp/rxe-data /tmp/rxe-back /tmp/uc.srv /tmp/uc.cli /tmp/mc.recv /tmp/rdma_mcast
 }
 trap cleanup EXIT
 dmesg_mark
 
 rxe_interop_setup
 echo "# engine $IB_A on $NETIF_A ($IP_A, $IP6_A); rxe_b on $NETIF_B ($IP_B, $IP6_B)"
-ktap_header 24
+ktap_header 26
 
 # udp_csum_errors: Udp InCsumErrors from /proc/net/snmp (IPv4) plus
 # Udp6InCsumErrors from /proc/net/snmp6.
@@ -130,6 +130,29 @@ check "UC: ibv_uc_pingpong, rxe server, engine client, data checked" \
 	uc_pingpong rxe_b "$GID_B" "$IB_A" "$GID_A"
 check "UC: ibv_uc_pingpong, engine server, rxe client, data checked" \
 	uc_pingpong "$IB_A" "$GID_A" rxe_b "$GID_B"
+
+# UD multicast across implementations (rdma_mcast.c): 20 SENDs to group
+# 239.255.1.G, each checked, both ways. rxe receives a group's frames
+# only when the IP layer accepts them: its attach adds the group's MAC to
+# the netdev but joins no IP group, so netdev B joins it (autojoin), as
+# rdma_cm's join would (cma_igmp_send).
+MCAST=$(build_rdma_mcast /tmp) || bail_out "cannot build rdma_mcast.c"
+mcast_pair() { # RECV_DEV RECV_GID SEND_DEV SEND_GID GROUP
+	local recv ok=false
+	"$MCAST" "$1" "$2" recv "$5" 20 >/tmp/mc.recv 2>&1 &
+	recv=$!
+	wait_until 100 grep -q ready /tmp/mc.recv &&
+		timeout 60 "$MCAST" "$3" "$4" send "$5" 20 && wait $recv && ok=true
+	kill $recv 2>/dev/null
+	sed 's/^/#   /' /tmp/mc.recv
+	$ok
+}
+ip addr add 239.255.1.7/32 dev "$NETIF_B" autojoin
+check "UD multicast: engine -> rxe, 20 SENDs to 239.255.1.7, each checked" \
+	mcast_pair rxe_b "$GID_B" "$IB_A" "$GID_A" 7
+ip addr del 239.255.1.7/32 dev "$NETIF_B"
+check "UD multicast: rxe -> engine, 20 SENDs to 239.255.1.8, each checked" \
+	mcast_pair "$IB_A" "$GID_A" rxe_b "$GID_B" 8
 
 csum=$(($(udp_csum_errors) - csum0))
 rxe_rx=$(($(rdma_counter rxe_b rcvd_pkts) - rxe_rx0))

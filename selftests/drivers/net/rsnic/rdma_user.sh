@@ -8,7 +8,7 @@
 # cards (card B's netdev in its own namespace, so every packet crosses
 # the cable), their packets counted by both engines; RC atomics
 # (perftest's and rdma_atomic.py's, values checked), FLUSH and ATOMIC
-# WRITE (rdma_flush.py); pyverbs opens a
+# WRITE (rdma_flush.py), UD multicast (rdma_mcast.c); pyverbs opens a
 # context and allocates PDs that `rdma res` attributes to the process,
 # and a device that goes away under a live context (aux unbind, rmmod) is
 # disassociated: the removal completes, the process's next verb fails,
@@ -51,7 +51,7 @@ devinfo_field() {
 # RSNIC_RDMA_USER_LIFECYCLE=1 (rdma_user_lifecycle.sh, make check's
 # debug pass) runs the devices' checks and the teardowns only: the 37
 # data-path checks between them take 270 s or more on the debug kernel.
-if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 64; fi
+if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 66; fi
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -278,6 +278,16 @@ check "flush/atomic write refusals: persistence, no flush right, misaligned" \
 # and the two refusals; rdma_core.sh runs traffic through them.
 check "parent domain: made over a PD, an MR and a CQ through it; over a parent refused" \
 	python3 "$(dirname "$0")/rdma_parent_domain.py" "$IB_A"
+
+# UD multicast (rdma_mcast.c: pyverbs cannot attach a QP to a group):
+# two QPs of card A in a group each receive what a third sends to it, a
+# detached one nothing more; what ib_core and the card refuse. The card
+# also puts each SEND on the wire; rdma_rxe.sh has rxe receive them.
+MCAST=$(build_rdma_mcast "$work") || bail_out "cannot build rdma_mcast.c"
+check "UD multicast: two QPs in a group each receive 20 SENDs; detached, one gets nothing more" \
+	timeout 60 "$MCAST" "$IB_A" "$GID_A" local
+check "UD multicast refusals: an RC QP, a unicast GID, a detach of a non-member (EINVAL)" \
+	timeout 60 "$MCAST" "$IB_A" "$GID_A" refusals
 
 # ibv_resize_cq with completions waiting (rdma_cq_resize.py): they move
 # to the new ring in order; shrinking below them fails, losing none.
