@@ -193,9 +193,17 @@ pub const RSS_KEY_LEN: usize = 40;
 /// Entries of the RSS indirection table (one queue pair index each).
 pub const RSS_TABLE_LEN: usize = 128;
 /// Size of the RSS configuration block [`super::AdminCmd::SetRss`] points
-/// at: the key, the table, then one [`rss_fields`] byte per
-/// [`RssFlow`] (in its order).
-pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN + RssFlow::ALL.len();
+/// at: the key, the table, one [`rss_fields`] byte per [`RssFlow`] (in
+/// its order), then the [`rss_xfrm`] byte.
+pub const RSS_CONFIG_LEN: usize = RSS_KEY_LEN + RSS_TABLE_LEN + RssFlow::ALL.len() + 1;
+
+/// The input transform of an RSS context (the last byte of its block).
+pub mod rss_xfrm {
+    /// Symmetric: each source field is XORed with its destination field
+    /// and the result hashed in both places, so both directions of a flow
+    /// hash alike (`RXH_XFRM_SYM_XOR`).
+    pub const SYM_XOR: u8 = 1 << 0;
+}
 
 wire_struct! {
     /// The IEEE 802.3 MAC counters of a function since its reset, the

@@ -4,12 +4,17 @@
 
 use kernel::{prelude::*, sync::atomic::Relaxed};
 
-use super::{ring::RingSize, steering::card_table, Config, Nic};
+use super::{
+    ring::RingSize,
+    steering::{card_table, card_xfrm},
+    Config, Nic,
+};
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
         coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
-        HashFields, HashFlow, LinkSettings, PortType, Rings, Rxfh, StatsSink, TcpDataSplit,
+        HashFields, HashFlow, InputXfrm, LinkSettings, PortType, Rings, Rxfh, StatsSink,
+        TcpDataSplit,
     },
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{Feature, NetDev},
@@ -293,11 +298,22 @@ impl EthtoolOps for Nic {
         }
     }
 
+    const INPUT_XFRMS: &'static [InputXfrm] = &[InputXfrm::SymXor];
+
+    fn rss_input_xfrm(dev: &NetDev<Self>, _locked: &DevLocked) -> InputXfrm {
+        if dev.data().config.lock().rss_xfrm & hw::rss_xfrm::SYM_XOR != 0 {
+            InputXfrm::SymXor
+        } else {
+            InputXfrm::None
+        }
+    }
+
     fn set_rss(
         dev: &NetDev<Self>,
         _locked: &DevLocked,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
+        xfrm: Option<InputXfrm>,
     ) -> Result {
         let nic = dev.data();
         let mut cfg = nic.config.lock();
@@ -311,15 +327,30 @@ impl EthtoolOps for Nic {
         if let Some(key) = key {
             new.rss_key = key.try_into().map_err(|_| EINVAL)?;
         }
+        if let Some(xfrm) = xfrm {
+            new.rss_xfrm = card_xfrm(xfrm);
+        }
         nic.push_rss(&new)?;
         *cfg = new;
         Ok(())
     }
 
-    fn rxfh_fields(dev: &NetDev<Self>, _locked: &DevLocked, flow: HashFlow) -> Result<HashFields> {
+    const RSS_PER_CONTEXT_FIELDS: bool = true;
+
+    fn rxfh_fields(
+        dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        context: u32,
+        flow: HashFlow,
+    ) -> Result<HashFields> {
         let addrs = HashFields::IP_SRC.with(HashFields::IP_DST);
+        let nic = dev.data();
+        let fields = match context {
+            0 => nic.config.lock().rss_fields,
+            id => nic.context_fields(id)?,
+        };
         Ok(match rss_flow(flow) {
-            Some(flow) => fields_of(dev.data().config.lock().rss_fields[flow as usize]),
+            Some(flow) => fields_of(fields[flow as usize]),
             // Other IP traffic hashes its addresses, always.
             None => addrs,
         })
@@ -328,6 +359,7 @@ impl EthtoolOps for Nic {
     fn set_rxfh_fields(
         dev: &NetDev<Self>,
         _locked: &DevLocked,
+        context: u32,
         flow: HashFlow,
         fields: HashFields,
     ) -> Result {
@@ -346,12 +378,13 @@ impl EthtoolOps for Nic {
             return Err(EINVAL);
         }
         let nic = dev.data();
+        if context != 0 {
+            return nic.set_context_fields(context, flow, mask);
+        }
         let mut cfg = nic.config.lock();
         let mut new = *cfg;
         new.rss_fields[flow as usize] = mask;
         nic.push_rss(&new)?;
-        // The additional contexts hash the same fields.
-        nic.push_steering(&new)?;
         *cfg = new;
         Ok(())
     }
@@ -387,9 +420,10 @@ impl EthtoolOps for Nic {
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
+        xfrm: InputXfrm,
         out: Rxfh<'_>,
     ) -> Result {
-        dev.data().create_rss_context(id, table, key, out)
+        dev.data().create_rss_context(id, table, key, xfrm, out)
     }
 
     fn modify_rss_context(
@@ -398,9 +432,10 @@ impl EthtoolOps for Nic {
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
+        xfrm: Option<InputXfrm>,
         old: Rxfh<'_>,
     ) -> Result {
-        dev.data().modify_rss_context(id, table, key, old)
+        dev.data().modify_rss_context(id, table, key, xfrm, old)
     }
 
     fn remove_rss_context(dev: &NetDev<Self>, _locked: &DevLocked, id: u32) -> Result {

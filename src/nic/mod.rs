@@ -108,6 +108,9 @@ struct Config {
     rss_table_set: bool,
     /// Hashed fields per [`hw::RssFlow`] ([`hw::rss_fields`] masks).
     rss_fields: [u8; hw::RssFlow::ALL.len()],
+    /// The default context's input transform ([`hw::rss_xfrm`] bits;
+    /// other contexts have none).
+    rss_xfrm: u8,
     /// Interrupt moderation (`ethtool -C`).
     coalesce: Coalesce,
     /// Receive into streams instead of RX rings (private flag
@@ -488,6 +491,7 @@ impl Config {
             rss_table: Config::default_rss_table(queues),
             rss_table_set: false,
             rss_fields: [hw::rss_fields::ALL; hw::RssFlow::ALL.len()],
+            rss_xfrm: 0,
             coalesce: Coalesce::default(),
             rx_stream: false,
             xdp: false,
@@ -699,11 +703,6 @@ impl Nic {
             }
         }
         Ok(())
-    }
-
-    /// Hands the default RSS context of `cfg` to the card.
-    fn push_rss(&self, cfg: &Config) -> Result {
-        self.push_rss_context(cfg, 0, &cfg.rss_key, &cfg.rss_table)
     }
 
     /// Tells the card which offloads to perform. TX checksumming and TSO

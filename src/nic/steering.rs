@@ -11,13 +11,25 @@ use kernel::prelude::*;
 
 use super::{Config, Nic};
 use crate::hw::{self, rss_fields, AdminCmd, RssFlow};
-use crate::linux::net::ethtool::{FlowAction, FlowRule, RuleFlow, Rxfh};
+use crate::linux::net::ethtool::{FlowAction, FlowRule, InputXfrm, RuleFlow, Rxfh};
 
 /// An additional RSS context as the card has it.
 #[derive(Clone, Copy)]
 pub(super) struct RssContext {
     key: [u8; hw::RSS_KEY_LEN],
     table: [u8; hw::RSS_TABLE_LEN],
+    /// Hashed fields per [`RssFlow`] ([`rss_fields`] masks).
+    fields: [u8; RssFlow::ALL.len()],
+    /// Input transform ([`hw::rss_xfrm`] bits).
+    xfrm: u8,
+}
+
+/// An input transform as the card's [`hw::rss_xfrm`] bits.
+pub(super) fn card_xfrm(xfrm: InputXfrm) -> u8 {
+    match xfrm {
+        InputXfrm::SymXor => hw::rss_xfrm::SYM_XOR,
+        InputXfrm::None => 0,
+    }
 }
 
 impl RssContext {
@@ -84,33 +96,39 @@ pub(super) fn card_table(table: &[u32], queues: u16) -> Result<[u8; hw::RSS_TABL
 }
 
 impl Nic {
-    /// Gives the card RSS context `id` (0: the default) with `cfg`'s
-    /// hashed fields. The caller holds the configuration lock (the block
-    /// is shared).
-    pub(super) fn push_rss_context(
-        &self,
-        cfg: &Config,
-        id: u32,
-        key: &[u8; hw::RSS_KEY_LEN],
-        table: &[u8; hw::RSS_TABLE_LEN],
-    ) -> Result {
-        self.block_mem.write(0, key)?;
-        self.block_mem.write(hw::RSS_KEY_LEN, table)?;
+    /// Gives the card the default RSS context as `cfg` has it.
+    pub(super) fn push_rss(&self, cfg: &Config) -> Result {
+        let ctx = RssContext {
+            key: cfg.rss_key,
+            table: cfg.rss_table,
+            fields: cfg.rss_fields,
+            xfrm: cfg.rss_xfrm,
+        };
+        self.push_rss_context(0, &ctx)
+    }
+
+    /// Gives the card RSS context `id` (0: the default). The caller
+    /// holds the configuration lock (the block is shared).
+    fn push_rss_context(&self, id: u32, ctx: &RssContext) -> Result {
+        self.block_mem.write(0, &ctx.key)?;
+        self.block_mem.write(hw::RSS_KEY_LEN, &ctx.table)?;
+        let fields_at = hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN;
+        self.block_mem.write(fields_at, &ctx.fields)?;
         self.block_mem
-            .write(hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN, &cfg.rss_fields)?;
+            .write(fields_at + ctx.fields.len(), &[ctx.xfrm])?;
         self.admin.run(AdminCmd::SetRss {
             config: self.block_mem.dma_addr(0)?,
             context: id,
         })
     }
 
-    /// Gives the card every context and rule again (after a reset, or
-    /// with new hashed fields). The caller holds the configuration lock.
-    pub(super) fn push_steering(&self, cfg: &Config) -> Result {
+    /// Gives the card every context and rule again (after a reset). The
+    /// caller holds the configuration lock.
+    pub(super) fn push_steering(&self, _cfg: &Config) -> Result {
         let steering = self.steering.lock();
         for (id, ctx) in (0u32..).zip(steering.contexts.iter()) {
             if let Some(ctx) = ctx {
-                self.push_rss_context(cfg, id, &ctx.key, &ctx.table)?;
+                self.push_rss_context(id, ctx)?;
             }
         }
         for (loc, rule) in steering.rules() {
@@ -121,12 +139,14 @@ impl Nic {
     }
 
     /// Creates RSS context `id`: the table given or one spreading over
-    /// the queues in use, the key given or the default context's.
+    /// the queues in use, the key given or the default context's, every
+    /// field hashed (the card's default), with input transform `xfrm`.
     pub(super) fn create_rss_context(
         &self,
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
+        xfrm: InputXfrm,
         out: Rxfh<'_>,
     ) -> Result {
         let cfg = self.config.lock();
@@ -144,28 +164,67 @@ impl Nic {
         for (o, &b) in out.key.iter_mut().zip(key.iter()) {
             *o = b;
         }
-        self.set_rss_context(&cfg, id, RssContext { key, table })
+        let ctx = RssContext {
+            key,
+            table,
+            fields: [rss_fields::ALL; RssFlow::ALL.len()],
+            xfrm: card_xfrm(xfrm),
+        };
+        self.set_rss_context(id, ctx)
     }
 
-    /// A new table and/or key for context `id` (`old`: its settings).
+    /// A new table, key and/or transform for context `id` (`old`: its
+    /// table and key).
     pub(super) fn modify_rss_context(
         &self,
         id: u32,
         table: Option<&[u32]>,
         key: Option<&[u8]>,
+        xfrm: Option<InputXfrm>,
         old: Rxfh<'_>,
     ) -> Result {
         let cfg = self.config.lock();
-        let table = card_table(table.unwrap_or(old.table), cfg.queues)?;
-        let key = key.unwrap_or(old.key).try_into().map_err(|_| EINVAL)?;
-        self.set_rss_context(&cfg, id, RssContext { key, table })
+        let mut ctx = self.context(id)?;
+        ctx.table = card_table(table.unwrap_or(old.table), cfg.queues)?;
+        ctx.key = key.unwrap_or(old.key).try_into().map_err(|_| EINVAL)?;
+        if let Some(xfrm) = xfrm {
+            ctx.xfrm = card_xfrm(xfrm);
+        }
+        self.set_rss_context(id, ctx)
     }
 
-    fn set_rss_context(&self, cfg: &Config, id: u32, ctx: RssContext) -> Result {
+    /// Context `id` (not 0) as the driver gave it to the card.
+    fn context(&self, id: u32) -> Result<RssContext> {
+        self.steering
+            .lock()
+            .contexts
+            .get(id as usize)
+            .copied()
+            .flatten()
+            .filter(|_| id != 0)
+            .ok_or(ENOENT)
+    }
+
+    /// The fields context `id` (not 0) hashes per [`RssFlow`].
+    pub(super) fn context_fields(&self, id: u32) -> Result<[u8; RssFlow::ALL.len()]> {
+        Ok(self.context(id)?.fields)
+    }
+
+    /// Context `id` (not 0) hashes `mask` for `flow`.
+    pub(super) fn set_context_fields(&self, id: u32, flow: RssFlow, mask: u8) -> Result {
+        let _cfg = self.config.lock();
+        let mut ctx = self.context(id)?;
+        ctx.fields[flow as usize] = mask;
+        self.set_rss_context(id, ctx)
+    }
+
+    /// Gives the card context `id` and keeps it. The caller holds the
+    /// configuration lock (the block is shared).
+    fn set_rss_context(&self, id: u32, ctx: RssContext) -> Result {
         if id == 0 || id >= hw::MAX_RSS_CONTEXTS {
             return Err(EINVAL);
         }
-        self.push_rss_context(cfg, id, &ctx.key, &ctx.table)?;
+        self.push_rss_context(id, &ctx)?;
         self.steering.lock().contexts[id as usize] = Some(ctx);
         Ok(())
     }

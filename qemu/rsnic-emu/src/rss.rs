@@ -158,8 +158,14 @@ pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
 /// and UDP, the fields `select` names for its [`RssFlow`] (a
 /// [`rss_fields`] mask each); for TCP and UDP fragments, the addresses
 /// that mask names; for other IP traffic, both addresses. `None` if
-/// nothing is selected.
-pub fn tuple_fields(t: &Tuple<'_>, select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
+/// nothing is selected. `sym_xor`: each selected address and port is
+/// its source XOR its destination ([`crate::hw::rss_xfrm::SYM_XOR`]), so a flow
+/// and its reverse hash alike.
+pub fn tuple_fields(
+    t: &Tuple<'_>,
+    select: &[u8; RssFlow::ALL.len()],
+    sym_xor: bool,
+) -> Option<FlowFields> {
     let addrs = rss_fields::IP_SRC | rss_fields::IP_DST;
     let mask = match (t.flow, t.ports) {
         (Some(flow), Some(_)) => select[flow as usize],
@@ -173,15 +179,21 @@ pub fn tuple_fields(t: &Tuple<'_>, select: &[u8; RssFlow::ALL.len()]) -> Option<
         len: 0,
         l4: false,
     };
-    for (bit, part) in [
-        (rss_fields::IP_SRC, t.src),
-        (rss_fields::IP_DST, t.dst),
-        (rss_fields::L4_SRC, sport),
-        (rss_fields::L4_DST, dport),
+    for (bit, part, other) in [
+        (rss_fields::IP_SRC, t.src, t.dst),
+        (rss_fields::IP_DST, t.dst, t.src),
+        (rss_fields::L4_SRC, sport, dport),
+        (rss_fields::L4_DST, dport, sport),
     ] {
         if mask & bit != 0 && !part.is_empty() {
             // Addresses are 4 or 16 bytes, ports 2: it always fits.
-            f.input[f.len..f.len + part.len()].copy_from_slice(part);
+            let out = &mut f.input[f.len..f.len + part.len()];
+            out.copy_from_slice(part);
+            if sym_xor {
+                for (o, x) in out.iter_mut().zip(other) {
+                    *o ^= x;
+                }
+            }
             f.len += part.len();
             f.l4 |= bit & (rss_fields::L4_SRC | rss_fields::L4_DST) != 0;
         }
@@ -194,7 +206,7 @@ mod tests {
     use super::*;
 
     fn flow_fields(frame: &[u8], select: &[u8; RssFlow::ALL.len()]) -> Option<FlowFields> {
-        tuple_fields(&tuple(frame)?, select)
+        tuple_fields(&tuple(frame)?, select, false)
     }
 
     /// The Toeplitz hash as its definition states it, bit by bit: what
@@ -311,5 +323,55 @@ mod tests {
         let mut udp_only = ALL;
         udp_only[RssFlow::Udp4 as usize] = rss_fields::IP_SRC;
         assert!(flow_fields(&ipv4_tcp_frame(false), &udp_only).unwrap().l4);
+    }
+}
+
+#[cfg(test)]
+mod sym_tests {
+    use super::*;
+
+    /// A UDP/IPv6 frame from `src`:`sport` to `dst`:`dport`.
+    fn udp6(src: u8, dst: u8, sport: u16, dport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 14 + 40 + 8];
+        f[12..14].copy_from_slice(&[0x86, 0xdd]);
+        f[14] = 0x60;
+        f[14 + 6] = 17;
+        f[14 + 8 + 15] = src;
+        f[14 + 24 + 15] = dst;
+        f[54..56].copy_from_slice(&sport.to_be_bytes());
+        f[56..58].copy_from_slice(&dport.to_be_bytes());
+        f
+    }
+
+    fn hash(frame: &[u8], sym_xor: bool) -> u32 {
+        let fields = tuple_fields(&tuple(frame).unwrap(), &[rss_fields::ALL; 4], sym_xor).unwrap();
+        Toeplitz::new(&DEFAULT_KEY).hash(fields.input())
+    }
+
+    #[test]
+    fn sym_xor_hashes_both_directions_alike() {
+        let there = udp6(1, 2, 40000, 53);
+        let back = udp6(2, 1, 53, 40000);
+        assert_eq!(hash(&there, true), hash(&back, true));
+        assert_ne!(hash(&there, false), hash(&back, false));
+        // Swapping the ports alone (rss_input_xfrm.py's case) too.
+        assert_eq!(hash(&udp6(1, 2, 7, 9), true), hash(&udp6(1, 2, 9, 7), true));
+        // And it still tells flows apart.
+        assert_ne!(hash(&there, true), hash(&udp6(1, 2, 40001, 53), true));
+    }
+
+    #[test]
+    fn sym_xor_input_is_the_xor_twice() {
+        let f = tuple_fields(
+            &tuple(&udp6(1, 2, 0x0102, 0x0304)).unwrap(),
+            &[rss_fields::ALL; 4],
+            true,
+        )
+        .unwrap();
+        let mut want = [0u8; 36];
+        want[15] = 3;
+        want[31] = 3;
+        want[32..].copy_from_slice(&[0x02, 0x06, 0x02, 0x06]);
+        assert_eq!(f.input(), want);
     }
 }

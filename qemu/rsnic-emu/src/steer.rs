@@ -19,6 +19,8 @@ pub struct RssContext {
     pub table: Option<[u8; hw::RSS_TABLE_LEN]>,
     /// Hashed fields per [`RssFlow`] ([`rss_fields`] masks).
     pub fields: [u8; RssFlow::ALL.len()],
+    /// Symmetric hashing ([`hw::rss_xfrm::SYM_XOR`]).
+    pub sym_xor: bool,
 }
 
 impl Default for RssContext {
@@ -27,6 +29,7 @@ impl Default for RssContext {
             hash: rss::Toeplitz::new(&rss::DEFAULT_KEY),
             table: None,
             fields: [rss_fields::ALL; RssFlow::ALL.len()],
+            sym_xor: false,
         }
     }
 }
@@ -66,19 +69,23 @@ impl Steering {
     /// Sets (or creates) context `context` from a configuration block.
     pub fn set_context(&mut self, context: u32, block: &[u8; hw::RSS_CONFIG_LEN]) -> AdminStatus {
         let (key, rest) = block.split_at(hw::RSS_KEY_LEN);
-        let (table, fields) = rest.split_at(hw::RSS_TABLE_LEN);
+        let (table, rest) = rest.split_at(hw::RSS_TABLE_LEN);
+        let (fields, xfrm) = rest.split_at(RssFlow::ALL.len());
+        let xfrm = xfrm[0];
         let Some(slot) = self.contexts.get_mut(context as usize) else {
             return AdminStatus::BadParam;
         };
         if table.iter().any(|&q| u16::from(q) >= hw::MAX_QUEUE_PAIRS)
             || fields.iter().any(|&f| f & !rss_fields::ALL != 0)
+            || xfrm & !hw::rss_xfrm::SYM_XOR != 0
         {
             return AdminStatus::BadParam;
         }
         *slot = Some(RssContext {
             hash: rss::Toeplitz::new(key.try_into().expect("split at the key length")),
             table: Some(table.try_into().expect("split at the table length")),
-            fields: fields.try_into().expect("the rest is the fields"),
+            fields: fields.try_into().expect("split at the fields' length"),
+            sym_xor: xfrm & hw::rss_xfrm::SYM_XOR != 0,
         });
         AdminStatus::Ok
     }
@@ -159,7 +166,7 @@ impl Steering {
             .and_then(Option::as_ref)
             .or(self.contexts[0].as_ref())
             .expect("context 0 exists");
-        let Some(f) = rss::tuple_fields(&t, &ctx.fields) else {
+        let Some(f) = rss::tuple_fields(&t, &ctx.fields, ctx.sym_xor) else {
             return no_hash;
         };
         let hash = ctx.hash.hash(f.input());
@@ -261,7 +268,15 @@ mod tests {
         {
             *e = 2 + (i % 2) as u8;
         }
-        block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN..].fill(rss_fields::ALL);
+        let fields_at = hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN;
+        block[fields_at..][..RssFlow::ALL.len()].fill(rss_fields::ALL);
+        // A transform the card does not know: refused.
+        block[hw::RSS_CONFIG_LEN - 1] = 2;
+        assert_eq!(s.set_context(1, &block), AdminStatus::BadParam);
+        block[hw::RSS_CONFIG_LEN - 1] = hw::rss_xfrm::SYM_XOR;
+        assert_eq!(s.set_context(1, &block), AdminStatus::Ok);
+        assert!(s.contexts[1].as_ref().is_some_and(|c| c.sym_xor));
+        block[hw::RSS_CONFIG_LEN - 1] = 0;
         assert_eq!(s.set_context(1, &block), AdminStatus::Ok);
         let mut r = rule(0, 80, 0);
         r.flags = FlowRule::RSS;

@@ -239,6 +239,37 @@ impl HashFlow {
     }
 }
 
+/// An RSS input transform (`ethtool -X ... xfrm`, `RXH_XFRM_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum InputXfrm {
+    /// The fields as they are.
+    #[default]
+    None,
+    /// Each source field XORed with its destination field, hashed in
+    /// both places (`RXH_XFRM_SYM_XOR`, `sym-xor`).
+    SymXor,
+}
+
+impl InputXfrm {
+    /// As the uapi's `RXH_XFRM_*` bits.
+    pub(super) const fn bits(self) -> u8 {
+        match self {
+            // CAST: the uapi's bit 0.
+            Self::SymXor => bindings::RXH_XFRM_SYM_XOR as u8,
+            Self::None => 0,
+        }
+    }
+
+    /// From the uapi's bits; `None` for a transform not listed here.
+    pub(super) const fn from_bits(bits: u8) -> Option<Self> {
+        match bits as u32 {
+            0 => Some(Self::None),
+            bindings::RXH_XFRM_SYM_XOR => Some(Self::SymXor),
+            _ => None,
+        }
+    }
+}
+
 /// Header fields RSS hashes (a set of `RXH_*` bits).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HashFields(u32);
@@ -421,13 +452,25 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -X`: a new table and/or key (each `None` if unchanged).
-    /// The core already checked the table against the channel count.
+    /// The input transforms `set_rss` takes besides none.
+    const INPUT_XFRMS: &'static [InputXfrm] = &[];
+
+    /// The default context's input transform (`ethtool -x`).
+    fn rss_input_xfrm(_dev: &NetDev<Self>, _locked: &DevLocked) -> InputXfrm {
+        InputXfrm::None
+    }
+
+    /// `ethtool -X`: a new table, key and/or input transform (each
+    /// `None` if unchanged; a transform is one of
+    /// [`Self::INPUT_XFRMS`]). The core already checked the table
+    /// against the channel count, and a symmetric transform against the
+    /// hashed fields.
     fn set_rss(
         _dev: &NetDev<Self>,
         _locked: &DevLocked,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
+        _xfrm: Option<InputXfrm>,
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -446,25 +489,30 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// [`Self::RSS_CONTEXTS`]) with the table and key given, or the
     /// driver's defaults for those not given, which it writes into `out`
     /// (the core keeps the context's settings there).
+    /// `xfrm` is the context's input transform (one of
+    /// [`Self::INPUT_XFRMS`], or none).
     fn create_rss_context(
         _dev: &NetDev<Self>,
         _locked: &DevLocked,
         _id: u32,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
+        _xfrm: InputXfrm,
         _out: Rxfh<'_>,
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -X ... context N`: a new table and/or key for context
-    /// `id`; `old` holds its current settings.
+    /// `ethtool -X ... context N`: a new table, key and/or input
+    /// transform for context `id` (each `None` if unchanged); `old` holds
+    /// its current table and key.
     fn modify_rss_context(
         _dev: &NetDev<Self>,
         _locked: &DevLocked,
         _id: u32,
         _table: Option<&[u32]>,
         _key: Option<&[u8]>,
+        _xfrm: Option<InputXfrm>,
         _old: Rxfh<'_>,
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -500,21 +548,30 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -n rx-flow-hash`: the fields hashed for `flow`
-    /// (`EOPNOTSUPP` if the device does not say).
+    /// Each RSS context hashes fields of its own (`rxfh_fields` and
+    /// `set_rxfh_fields` name the context); else one set for all, the
+    /// default context's. The core asks a driver with input transforms
+    /// and contexts with keys of their own for this.
+    const RSS_PER_CONTEXT_FIELDS: bool = false;
+
+    /// `ethtool -n rx-flow-hash [context N]`: the fields context
+    /// `context` hashes for `flow` (`EOPNOTSUPP` if the device does not
+    /// say, `ENOENT` for no such context).
     fn rxfh_fields(
         _dev: &NetDev<Self>,
         _locked: &DevLocked,
+        _context: u32,
         _flow: HashFlow,
     ) -> Result<HashFields> {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// `ethtool -N rx-flow-hash`: hash `fields` for `flow` (`EINVAL` for a
-    /// set the device cannot hash).
+    /// `ethtool -N rx-flow-hash [context N]`: context `context` hashes
+    /// `fields` for `flow` (`EINVAL` for a set the device cannot hash).
     fn set_rxfh_fields(
         _dev: &NetDev<Self>,
         _locked: &DevLocked,
+        _context: u32,
         _flow: HashFlow,
         _fields: HashFields,
     ) -> Result {

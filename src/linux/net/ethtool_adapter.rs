@@ -15,7 +15,7 @@ use kernel::{
 use crate::linux::net::{
     ethtool::{
         Coalesce, EthCtrlStats, EthMacStats, EthtoolOps, FlowAction, FlowRule, HashFields,
-        HashFlow, PortType, Rings, RuleFlow, Rxfh, StatsSink, TcpDataSplit,
+        HashFlow, InputXfrm, PortType, Rings, RuleFlow, Rxfh, StatsSink, TcpDataSplit,
     },
     instance_lock::{DevLocked, RtnlLocked},
     netdev::NetDev,
@@ -188,11 +188,14 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         if T::HAS_ETH_CTRL_STATS {
             ops.get_eth_ctrl_stats = Some(Self::get_eth_ctrl_stats);
         }
-        // The bit fields after `supported_input_xfrm` (bits 0-7):
+        // The bit fields: `supported_input_xfrm` (bits 0-7),
         // `cap_link_lanes_supported` (8), `rxfh_per_ctx_fields` (9),
         // `rxfh_per_ctx_key` (10), `cap_rss_rxnfc_adds` (11); checked
         // against bindgen's accessors in `check_ops`.
-        let mut caps = 0u16;
+        let mut caps = Self::supported_input_xfrm() as u16;
+        if T::RSS_PER_CONTEXT_FIELDS {
+            caps |= 1 << 9;
+        }
         if T::HAS_CREATE_RSS_CONTEXT {
             // Each context has its own key (`create/modify_rss_context`).
             caps |= 1 << 10;
@@ -362,7 +365,21 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         T::rss(dev, locked, Rxfh { table, key });
+        if T::HAS_SET_RSS {
+            param.input_xfrm = T::rss_input_xfrm(dev, locked).bits();
+        }
         0
+    }
+
+    /// The `RXH_XFRM_*` bits of [`EthtoolOps::INPUT_XFRMS`].
+    const fn supported_input_xfrm() -> u8 {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < T::INPUT_XFRMS.len() {
+            bits |= T::INPUT_XFRMS[i].bits();
+            i += 1;
+        }
+        bits
     }
 
     /// # Safety
@@ -380,12 +397,15 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         {
             return EOPNOTSUPP_ERRNO;
         }
+        let Ok(xfrm) = Self::xfrm_of(param) else {
+            return EOPNOTSUPP_ERRNO;
+        };
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rss(dev, locked, table, key)?;
+            T::set_rss(dev, locked, table, key, xfrm)?;
             Ok(0)
         })
     }
@@ -410,11 +430,25 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         (table, key)
     }
 
-    /// Whether a context request keeps to Toeplitz without transform.
-    fn plain_toeplitz(param: &bindings::ethtool_rxfh_param) -> bool {
-        (param.hfunc == RSS_HASH_NO_CHANGE || param.hfunc == RSS_HASH_TOP)
-            && (param.input_xfrm == 0
-                || u32::from(param.input_xfrm) == bindings::RXH_XFRM_NO_CHANGE)
+    /// Whether a context request keeps to Toeplitz.
+    fn toeplitz(param: &bindings::ethtool_rxfh_param) -> bool {
+        param.hfunc == RSS_HASH_NO_CHANGE || param.hfunc == RSS_HASH_TOP
+    }
+
+    /// The input transform a request asks for (`None`: no change), or
+    /// `Err` for one the driver does not offer (the core lets through
+    /// only the bits `supported_input_xfrm` names, or "no change").
+    fn xfrm_of(
+        param: &bindings::ethtool_rxfh_param,
+    ) -> core::result::Result<Option<InputXfrm>, ()> {
+        match u32::from(param.input_xfrm) {
+            bindings::RXH_XFRM_NO_CHANGE => Ok(None),
+            // CAST: below 256, the field's own width.
+            bits => match InputXfrm::from_bits(bits as u8) {
+                Some(x) if x == InputXfrm::None || T::INPUT_XFRMS.contains(&x) => Ok(Some(x)),
+                _ => Err(()),
+            },
+        }
     }
 
     /// The table and key the core keeps for a context.
@@ -448,9 +482,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let ops = &Self::OPS;
         u32::from(T::HAS_CREATE_RSS_CONTEXT) == ops.rxfh_per_ctx_key()
             && u32::from(T::HAS_SET_FLOW_RULE) == ops.cap_rss_rxnfc_adds()
-            && ops.supported_input_xfrm() == 0
+            && ops.supported_input_xfrm() == u32::from(Self::supported_input_xfrm())
             && ops.cap_link_lanes_supported() == 0
-            && ops.rxfh_per_ctx_fields() == 0
+            && ops.rxfh_per_ctx_fields() == u32::from(T::RSS_PER_CONTEXT_FIELDS)
     }
 
     /// # Safety
@@ -515,23 +549,24 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ) -> c_int {
         // SAFETY: `rxfh` is valid for reads.
         let param = unsafe { &*rxfh };
-        if !Self::plain_toeplitz(param) {
-            return EOPNOTSUPP_ERRNO;
-        }
+        let xfrm = match Self::xfrm_of(param) {
+            Ok(xfrm) if Self::toeplitz(param) => xfrm.unwrap_or_default(),
+            _ => return EOPNOTSUPP_ERRNO,
+        };
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
         // SAFETY: `ctx` is valid; the core fills in what it was given
         // after this returns, the rest is ours to say.
         unsafe {
             (*ctx).hfunc = RSS_HASH_TOP;
-            (*ctx).input_xfrm = 0;
+            (*ctx).input_xfrm = xfrm.bits();
         }
         // SAFETY: The core's new context, not used elsewhere meanwhile.
         let out = unsafe { Self::ctx_storage(ctx) };
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::create_rss_context(dev, locked, param.rss_context, table, key, out)?;
+            T::create_rss_context(dev, locked, param.rss_context, table, key, xfrm, out)?;
             Ok(0)
         })
     }
@@ -547,9 +582,10 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ) -> c_int {
         // SAFETY: `rxfh` is valid for reads.
         let param = unsafe { &*rxfh };
-        if !Self::plain_toeplitz(param) {
-            return EOPNOTSUPP_ERRNO;
-        }
+        let xfrm = match Self::xfrm_of(param) {
+            Ok(xfrm) if Self::toeplitz(param) => xfrm,
+            _ => return EOPNOTSUPP_ERRNO,
+        };
         // SAFETY: Per the function's contract.
         let (table, key) = unsafe { Self::given(param) };
         // SAFETY: The core's context, which it updates only after this.
@@ -557,7 +593,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::modify_rss_context(dev, locked, param.rss_context, table, key, old)?;
+            T::modify_rss_context(dev, locked, param.rss_context, table, key, xfrm, old)?;
             Ok(0)
         })
     }
@@ -687,15 +723,17 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ) -> c_int {
         // SAFETY: `fields` is valid for reads and writes.
         let fields = unsafe { &mut *fields };
-        // One set of fields, the default context's.
-        let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
+        // The core names a context only with `rxfh_per_ctx_fields`.
+        let context = fields.rss_context;
+        let Some(flow) = HashFlow::from_raw(fields.flow_type)
+            .filter(|_| context == 0 || T::RSS_PER_CONTEXT_FIELDS)
         else {
             return EOPNOTSUPP_ERRNO;
         };
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            fields.data = T::rxfh_fields(dev, locked, flow)?.bits();
+            fields.data = T::rxfh_fields(dev, locked, context, flow)?.bits();
             Ok(0)
         })
     }
@@ -710,14 +748,17 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     ) -> c_int {
         // SAFETY: `fields` is valid for reads.
         let fields = unsafe { &*fields };
-        let Some(flow) = HashFlow::from_raw(fields.flow_type).filter(|_| fields.rss_context == 0)
+        let context = fields.rss_context;
+        let Some(flow) = HashFlow::from_raw(fields.flow_type)
+            .filter(|_| context == 0 || T::RSS_PER_CONTEXT_FIELDS)
         else {
             return EOPNOTSUPP_ERRNO;
         };
+        let data = HashFields::from_bits(fields.data);
         // SAFETY: Per the function's contract.
         let (dev, locked) = unsafe { Self::dev(ndev) };
         from_result(|| {
-            T::set_rxfh_fields(dev, locked, flow, HashFields::from_bits(fields.data))?;
+            T::set_rxfh_fields(dev, locked, context, flow, data)?;
             Ok(0)
         })
     }

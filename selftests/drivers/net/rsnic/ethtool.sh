@@ -18,7 +18,7 @@ command -v ethtool >/dev/null || skip_all "ethtool not installed"
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 25
+ktap_header 27
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -126,6 +126,78 @@ check_eq "ethtool -X default: the table follows the channel count again" \
 	"$(rss_table | sort -u | tr '\n' ' ')" "0 1 "
 ethtool -L "$NETIF_A" combined 4
 pkill -f "iperf3 -s -D -p 5202"
+
+# Symmetric RSS (ethtool -X xfrm symmetric-xor): a UDP flow from B and
+# the same flow with the ports swapped land on one RX queue of A, by the
+# card's own per-queue counters; without the transform some pair of the
+# eight splits (the check's own control).
+# swapped_pairs: "same" or "split" for each of 8 port pairs (20
+# datagrams from B each way, the queue of A whose counter took them),
+# then "queues:" and the queues used. One Python process, its sockets
+# made in B's namespace (setns), A's counters read in this one.
+swapped_pairs() {
+	python3 - "$NETIF_A" $IP_A $NS <<-'PY'
+	import os, re, socket, subprocess, sys, time
+	netif, ip_a, ns = sys.argv[1:4]
+	home = os.open("/proc/self/ns/net", os.O_RDONLY)
+	remote = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+	def counters():
+	    out = subprocess.run(["ethtool", "-S", netif], capture_output=True, text=True).stdout
+	    return [int(v) for v in re.findall(r"^\s*rx\d+_packets: (\d+)", out, re.M)]
+	def queue_of(sport, dport):
+	    os.setns(remote, os.CLONE_NEWNET)
+	    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	    os.setns(home, os.CLONE_NEWNET)
+	    s.bind(("", sport))
+	    before = counters()
+	    for _ in range(20):
+	        s.sendto(b"x" * 32, (ip_a, dport))
+	    s.close()
+	    time.sleep(0.2)
+	    d = [a - b for a, b in zip(counters(), before)]
+	    q = max(range(len(d)), key=d.__getitem__)
+	    return q if d[q] >= 20 else None
+	used = set()
+	for i in range(1, 9):
+	    p, q = 20000 + i * 977, 30000 + i * 131
+	    a, b = queue_of(p, q), queue_of(q, p)
+	    print("same" if a is not None and a == b else "split")
+	    used |= {a, b}
+	print("queues:", *sorted(x for x in used if x is not None))
+	PY
+}
+ok=true
+ethtool -X "$NETIF_A" xfrm symmetric-xor || { echo "# xfrm symmetric-xor refused"; ok=false; }
+ethtool -x "$NETIF_A" | grep -A1 "RSS input transformation" | grep -q "symmetric-xor: on" ||
+	{ echo "# ethtool -x does not show symmetric-xor on"; ok=false; }
+pairs=$(swapped_pairs)
+echo "# symmetric: $(echo $pairs)"
+expect "pairs split across queues" "$(echo "$pairs" | grep -c split)" 0 || ok=false
+expect_num "queues used by the 8 pairs" "$(echo "$pairs" | sed -n 's/^queues://p' | wc -w)" -ge 2 || ok=false
+check "ethtool -X xfrm symmetric-xor: each flow and its reverse on one queue, the flows spread" $ok
+
+ok=true
+ethtool -N "$NETIF_A" rx-flow-hash udp4 sdf 2>/dev/null && { echo "# asymmetric udp4 fields accepted"; ok=false; }
+expect "udp4 hash fields" "$(ethtool -n "$NETIF_A" rx-flow-hash udp4 | grep -c 'L4 bytes')" 2 || ok=false
+# A context of its own: symmetric, its own fields, context 0 untouched.
+ctx=$(ethtool -X "$NETIF_A" context new xfrm symmetric-xor | awk '/New RSS context is/ {print $NF}')
+if [ -n "$ctx" ]; then
+	ethtool -x "$NETIF_A" context "$ctx" | grep -A1 "RSS input transformation" | grep -q "symmetric-xor: on" ||
+		{ echo "# context $ctx does not show symmetric-xor on"; ok=false; }
+	ethtool -N "$NETIF_A" rx-flow-hash udp4 sd context "$ctx" 2>/dev/null ||
+		{ echo "# context $ctx: udp4 sd refused"; ok=false; }
+	expect "context $ctx's udp4 L4 fields" \
+		"$(ethtool -n "$NETIF_A" rx-flow-hash udp4 context "$ctx" | grep -c 'L4 bytes')" 0 || ok=false
+	expect "context 0's udp4 L4 fields" "$(ethtool -n "$NETIF_A" rx-flow-hash udp4 | grep -c 'L4 bytes')" 2 || ok=false
+	ethtool -X "$NETIF_A" context "$ctx" delete || ok=false
+else
+	echo "# a symmetric context refused"; ok=false
+fi
+ethtool -X "$NETIF_A" xfrm none || ok=false
+pairs=$(swapped_pairs)
+echo "# no transform: $(echo $pairs)"
+expect_num "pairs split with no transform" "$(echo "$pairs" | grep -c split)" -ge 1 || ok=false
+check "symmetric: asymmetric fields refused; a symmetric context with fields of its own; none splits pairs" $ok
 
 # The card's own per-queue counters, read over the admin queue.
 card_sum() { ethtool -S "$NETIF_A" | awk -v k="_card_$1:" 'index($1, k) {n += $2} END {print n + 0}'; }
