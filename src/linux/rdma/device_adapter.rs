@@ -725,19 +725,8 @@ impl<T: IbDeviceOps> Adapter<T> {
         gid: *mut bindings::ib_gid,
         _lid: u16,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: As the function's contract says; every bit pattern
-            // of the union is a valid `raw`.
-            let (dev, data, gid) = unsafe {
-                (
-                    Self::dev((*qp).device),
-                    IbObject::<bindings::ib_qp, T::Qp>::data(qp),
-                    (*gid).raw,
-                )
-            };
-            T::attach_mcast(dev, data, &gid)?;
-            Ok(0)
-        })
+        // SAFETY: As the function's contract says.
+        unsafe { Self::with_group(qp, gid, T::attach_mcast) }
     }
 
     /// # Safety
@@ -748,8 +737,23 @@ impl<T: IbDeviceOps> Adapter<T> {
         gid: *mut bindings::ib_gid,
         _lid: u16,
     ) -> c_int {
+        // SAFETY: As the function's contract says.
+        unsafe { Self::with_group(qp, gid, T::detach_mcast) }
+    }
+
+    /// Calls `op` (attach or detach) for QP `qp` and group `gid`.
+    ///
+    /// # Safety
+    ///
+    /// As `attach_mcast`.
+    unsafe fn with_group(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        op: fn(&IbDevice<T>, &T::Qp, &[u8; 16]) -> Result,
+    ) -> c_int {
         from_result(|| {
-            // SAFETY: As in `attach_mcast`.
+            // SAFETY: As the function's contract says; every bit pattern
+            // of the union is a valid `raw`.
             let (dev, data, gid) = unsafe {
                 (
                     Self::dev((*qp).device),
@@ -757,7 +761,7 @@ impl<T: IbDeviceOps> Adapter<T> {
                     (*gid).raw,
                 )
             };
-            T::detach_mcast(dev, data, &gid)?;
+            op(dev, data, &gid)?;
             Ok(0)
         })
     }

@@ -1635,6 +1635,11 @@ const MC_QKEY: u32 = 0x0123_4567;
 fn ud_qp(s: &mut Side, qpn: u32, rq: u64) {
     let c = qp_create(qpn, QpType::Ud, SQ, rq, 0);
     assert_eq!(s.admin(AdminCmd::RdmaCreateQp(c)), AdminStatus::Ok);
+    ud_to_rts(s, qpn);
+}
+
+/// Moves UD QP `qpn` to RTS with `MC_QKEY`.
+fn ud_to_rts(s: &mut Side, qpn: u32) {
     for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
         let m = QpModify {
             mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
@@ -1683,17 +1688,8 @@ fn a_send_to_a_group_reaches_each_qp_attached() {
     let mut b = Side::new(2);
     a.setup(QpType::Ud, QPN);
     b.setup(QpType::Ud, QPN);
-    for s in [&mut a, &mut b] {
-        for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
-            let m = QpModify {
-                mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
-                state: state as u8,
-                qkey: MC_QKEY,
-                ..QpModify::default()
-            };
-            assert_eq!(s.modify(QPN, m), AdminStatus::Ok);
-        }
-    }
+    ud_to_rts(&mut a, QPN);
+    ud_to_rts(&mut b, QPN);
     const RQ2: u64 = 0x2_8000;
     ud_qp(&mut b, 18, RQ2);
     let attach = |qpn| AdminCmd::RdmaAttachMcast { qpn, gid: GROUP };
@@ -1755,15 +1751,7 @@ fn a_send_to_a_group_reaches_each_qp_attached() {
 fn a_group_send_loops_back_to_the_senders_card_and_goes_out() {
     let mut a = Side::new(1);
     a.setup(QpType::Ud, QPN);
-    for state in [QpState::Init, QpState::Rtr, QpState::Rts] {
-        let m = QpModify {
-            mask: qp_attr::STATE | qp_attr::QKEY | qp_attr::SQ_PSN,
-            state: state as u8,
-            qkey: MC_QKEY,
-            ..QpModify::default()
-        };
-        assert_eq!(a.modify(QPN, m), AdminStatus::Ok);
-    }
+    ud_to_rts(&mut a, QPN);
     const RQ2: u64 = 0x2_8000;
     ud_qp(&mut a, 18, RQ2);
     let attach = AdminCmd::RdmaAttachMcast {
