@@ -6,7 +6,7 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::{
     ring::RingSize,
-    steering::{card_table, card_xfrm},
+    steering::{card_table, card_xfrm, xfrm_of_card},
     Config, Nic,
 };
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
@@ -301,11 +301,7 @@ impl EthtoolOps for Nic {
     const INPUT_XFRMS: &'static [InputXfrm] = &[InputXfrm::SymXor];
 
     fn rss_input_xfrm(dev: &NetDev<Self>, _locked: &DevLocked) -> InputXfrm {
-        if dev.data().config.lock().rss_xfrm & hw::rss_xfrm::SYM_XOR != 0 {
-            InputXfrm::SymXor
-        } else {
-            InputXfrm::None
-        }
+        xfrm_of_card(dev.data().config.lock().rss_xfrm)
     }
 
     fn set_rss(

@@ -109,7 +109,7 @@ struct Config {
     /// Hashed fields per [`hw::RssFlow`] ([`hw::rss_fields`] masks).
     rss_fields: [u8; hw::RssFlow::ALL.len()],
     /// The default context's input transform ([`hw::rss_xfrm`] bits;
-    /// other contexts have none).
+    /// the other contexts keep theirs in [`steering`]).
     rss_xfrm: u8,
     /// Interrupt moderation (`ethtool -C`).
     coalesce: Coalesce,
@@ -685,7 +685,7 @@ impl Nic {
         })?;
         let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
-        self.push_steering(cfg)?;
+        self.push_steering()?;
         // As after mlx5's and ice's channel set-up; a user's own map (sysfs
         // `xps_cpus`) lasts until the queues restart.
         dev.set_default_xps(rtnl, cfg.queues)?;

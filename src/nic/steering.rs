@@ -32,6 +32,15 @@ pub(super) fn card_xfrm(xfrm: InputXfrm) -> u8 {
     }
 }
 
+/// The input transform the card's [`hw::rss_xfrm`] bits are.
+pub(super) fn xfrm_of_card(bits: u8) -> InputXfrm {
+    if bits & hw::rss_xfrm::SYM_XOR != 0 {
+        InputXfrm::SymXor
+    } else {
+        InputXfrm::None
+    }
+}
+
 impl RssContext {
     /// The highest queue its table names.
     fn highest_queue(&self) -> u32 {
@@ -124,7 +133,7 @@ impl Nic {
 
     /// Gives the card every context and rule again (after a reset). The
     /// caller holds the configuration lock.
-    pub(super) fn push_steering(&self, _cfg: &Config) -> Result {
+    pub(super) fn push_steering(&self) -> Result {
         let steering = self.steering.lock();
         for (id, ctx) in (0u32..).zip(steering.contexts.iter()) {
             if let Some(ctx) = ctx {

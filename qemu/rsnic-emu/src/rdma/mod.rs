@@ -620,12 +620,11 @@ impl RdmaEngine {
         };
         let qpn = inc.packet.bth.dest_qp;
         if !group {
-            if !self.qps.contains_key(&qpn) {
+            if self.deliver(qpn, &inc, io) {
+                self.stats.rx_packets += 1;
+            } else {
                 self.stats.rx_dropped += 1;
-                return true;
             }
-            self.stats.rx_packets += 1;
-            self.deliver(qpn, &inc, io);
             return true;
         }
         // To a group: a UD SEND for QP 0xffffff, a copy for each QP
@@ -643,14 +642,16 @@ impl RdmaEngine {
         true
     }
 
-    /// Hands a received packet to QP `qpn` and carries out what it asks.
-    fn deliver(&mut self, qpn: u32, inc: &Incoming<'_>, io: &mut Io<'_>) {
+    /// Hands a received packet to QP `qpn` and carries out what it
+    /// asks; false if there is no such QP.
+    fn deliver(&mut self, qpn: u32, inc: &Incoming<'_>, io: &mut Io<'_>) -> bool {
         let Some(qp) = self.qps.get_mut(&qpn) else {
-            return;
+            return false;
         };
         let mut actions = Vec::new();
         qp.receive(inc, io.mem, &mut self.mrs, io.now, &mut actions);
         self.apply(qpn, actions, io);
+        true
     }
 
     /// Whether a RoCEv2 packet for `gid` is the engine's: one of its
