@@ -24,7 +24,8 @@
 //! beyond that releases the oldest. Aggregates nothing closes leave,
 //! oldest first, when the queue pair has received nothing for the hold
 //! time (the burst they came in is over), or once they have been open
-//! for [`MAX_AGE_HOLDS`] hold times. The released frame has the IP length
+//! for [`MAX_AGE_HOLDS`] hold times; a frame that comes when they are due
+//! finds them gone, however late the timer. The released frame has the IP length
 //! fields (and IPv4 header checksum) of the whole, PSH and FIN of the
 //! segments that joined, and the first segment's TCP checksum, which the
 //! host recomputes.
