@@ -727,17 +727,17 @@ impl QueuePair {
                 }
             };
         }
+        // What was due before this frame came leaves first, as the
+        // card's timer would have let it go, however late its thread.
+        let now = Instant::now();
+        let mut raise = self.flush_gro(dma, Some(now));
         let Some(mut gro) = self.gro.take() else {
             return self.write_rx(dma, frame, flags, hash, 1, 0);
         };
         let max = self.gro_max(dma);
-        let (now, hold) = (Instant::now(), self.gro_hold);
-        let mut raise = false;
-        let mut out = |r: Release<'_>| raise |= self.write_release(dma, r);
-        // What was due before this frame came leaves first, as the
-        // card's timer would have let it go, however late its thread.
-        gro.flush_due(now, hold, &mut out);
-        let offer = gro.offer(frame, flags, hash, now, max, &mut out);
+        let offer = gro.offer(frame, flags, hash, now, max, &mut |r: Release<'_>| {
+            raise |= self.write_release(dma, r);
+        });
         self.gro = Some(gro);
         match offer {
             Offer::Held => RxOutcome::Delivered { raise },
@@ -788,6 +788,9 @@ impl QueuePair {
         flags: u16,
         hash: u32,
     ) -> RxOutcome {
+        // What was due leaves first, as in [`Self::deliver`].
+        let now = Instant::now();
+        let mut due_raise = self.flush_gro(dma, Some(now));
         let Some(mut gro) = self.gro.take() else {
             return (0..train.count()).fold(RxOutcome::Dropped, |was, i| {
                 let now = self.deliver(dma, &train.segment(i), flags, hash);
@@ -795,13 +798,8 @@ impl QueuePair {
             });
         };
         let max = self.gro_max(dma);
-        let now = Instant::now();
         let mut headers = Vec::with_capacity(train.headers().len());
         let mut outcome = RxOutcome::Dropped;
-        let mut due_raise = false;
-        gro.flush_due(now, self.gro_hold, &mut |r: Release<'_>| {
-            due_raise |= self.write_release(dma, r);
-        });
         for i in 0..train.count() {
             train.segment_header(i, &mut headers);
             let mut raise = std::mem::take(&mut due_raise);
