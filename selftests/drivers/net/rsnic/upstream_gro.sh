@@ -52,7 +52,7 @@ one_tx_queue() {
 # of 512). Copied into small buffers, all 512 fit, as with a driver
 # that cuts its pages into frame-sized fragments.
 gro_before() {
-	local us=1000 copybreak=256 card
+	local us=1000 copybreak=$COPYBREAK card
 	[[ $1 == */gro_hw.py ]] && us=50000 copybreak=512
 	for card in A B; do
 		harness card $card gro-hold $us >/dev/null || return 1
@@ -62,6 +62,10 @@ gro_before() {
 }
 export -f gro_before one_tx_queue
 export UPSTREAM_BEFORE=gro_before
+# Card A's rx-copybreak as the driver set it, for gro.py and after.
+find_netifs
+COPYBREAK=$(ethtool --get-tunable "$NETIF_A" rx-copybreak | awk '{ print $2 }')
+export COPYBREAK
 
 files=("$@") # a developer's choice; all of them by default
 [ ${#files[@]} -gt 0 ] || files=(drivers/net/hw/gro_hw.py drivers/net/gro.py)
@@ -70,6 +74,5 @@ rc=$?
 for card in A B; do
 	harness card $card gro-hold 1000 >/dev/null
 done
-find_netifs
-ethtool --set-tunable "$NETIF_A" rx-copybreak 256
+ethtool --set-tunable "$NETIF_A" rx-copybreak "$COPYBREAK"
 exit $rc
