@@ -33,15 +33,16 @@ wire_struct! {
         /// Bytes in the buffer.
         pub len @ 8: u32,
         /// [`TxDesc::EOP`], [`TxDesc::CSUM`], [`TxDesc::TSO`],
-        /// [`TxDesc::GFT_REINJECT`].
+        /// [`TxDesc::GFT_REINJECT`], [`TxDesc::USO`].
         pub flags @ 12: u16,
-        /// TSO: payload bytes per segment.
+        /// TSO, USO: payload bytes per segment.
         pub mss @ 14: u16,
         /// CSUM: offset of the checksummed area from the frame start.
         pub csum_start @ 16: u16,
         /// CSUM: where the checksum goes, from `csum_start`.
         pub csum_offset @ 18: u16,
-        /// TSO: bytes of headers (L2 + L3 + L4) replicated in each segment.
+        /// TSO, USO: bytes of headers (L2 + L3 + L4) replicated in each
+        /// segment.
         pub hdr_len @ 20: u16,
     }
 }
@@ -58,6 +59,11 @@ impl TxDesc {
     /// packet the host took as a GFT exception, sent back with the action
     /// to apply).
     pub const GFT_REINJECT: u16 = 1 << 3;
+    /// Cut the UDP datagram into datagrams of `mss` payload bytes, each
+    /// with its own UDP length and checksum (`SKB_GSO_UDP_L4`; with
+    /// [`TxDesc::CSUM`], `csum_start` at the UDP header and `hdr_len`
+    /// ending with it).
+    pub const USO: u16 = 1 << 4;
 }
 
 wire_struct! {
@@ -186,6 +192,9 @@ pub mod offload {
     /// the card verified). Descriptor-mode queue pairs only; needs
     /// [`RX_CSUM`].
     pub const GRO_HW: u32 = 1 << 4;
+    /// UDP segmentation ([`super::TxDesc::USO`]), at most
+    /// [`super::TSO_MAX_SEGS`] datagrams per request.
+    pub const USO: u32 = 1 << 5;
 }
 
 /// Bytes of the RSS (Toeplitz) hash key.

@@ -26,6 +26,7 @@ pub mod split;
 pub mod steer;
 pub mod stream;
 pub mod train;
+pub mod uso;
 pub mod wire;
 
 #[path = "../../../src/hw/mod.rs"]

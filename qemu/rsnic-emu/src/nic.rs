@@ -23,13 +23,17 @@ use crate::rdma::{Io, RdmaEngine};
 use crate::steer::Steering;
 use crate::stream::RxStream;
 use crate::train::{TcpTrain, TrainShape};
+use crate::uso::segment_udp;
 
 /// Offloads this card performs (RSS is always on).
 /// How long received segments are held for coalescing unless told.
 pub const DEFAULT_GRO_HOLD: Duration = Duration::from_micros(1000);
 
-const SUPPORTED_OFFLOADS: u32 =
-    offload_bits::TX_CSUM | offload_bits::RX_CSUM | offload_bits::TSO | offload_bits::GRO_HW;
+const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM
+    | offload_bits::RX_CSUM
+    | offload_bits::TSO
+    | offload_bits::GRO_HW
+    | offload_bits::USO;
 
 /// Card-wide counters (per-pair ones live in each pair).
 #[derive(Clone, Copy, Debug, Default)]
@@ -49,6 +53,14 @@ pub struct NicStats {
     /// TSO requests the card could not honour (not TCP, bad offsets, TSO
     /// not enabled), dropped.
     pub tx_bad_tso: u64,
+    /// UDP datagrams the card segmented (USO).
+    pub uso_frames: u64,
+    /// Datagrams those became.
+    pub uso_segments: u64,
+    /// USO requests the card could not honour (not UDP, bad offsets, no
+    /// payload, more than TSO_MAX_SEGS datagrams, USO not enabled),
+    /// dropped.
+    pub tx_bad_uso: u64,
     /// Admin commands processed.
     pub admin_cmds: u64,
     /// Admin tails taken from the doorbell page while polling, no
@@ -572,7 +584,10 @@ impl Nic {
         let mac_stats = &mut self.mac_stats;
         let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
         let tso = self.offloads & offload_bits::TSO != 0;
-        let (tso_frames_before, tso_segments_before) = (stats.tso_frames, stats.tso_segments);
+        let uso = self.offloads & offload_bits::USO != 0;
+        // The pair counts both kinds of segmentation together.
+        let cut = |s: &NicStats| (s.tso_frames + s.uso_frames, s.tso_segments + s.uso_segments);
+        let (frames_before, segments_before) = cut(stats);
         let raise = q.tx_doorbell(dma, tail, |mut f: TxFrame| {
             if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
                 // Checked when it came in; the card applies the
@@ -621,6 +636,33 @@ impl Nic {
                 }
                 return;
             }
+            if f.first.flags & hw::TxDesc::USO != 0 {
+                let Some(datagrams) = segment_udp(&f.data, &f.first).filter(|_| uso) else {
+                    stats.tx_bad_uso += 1;
+                    return;
+                };
+                // CAST: at most TSO_MAX_SEGS.
+                let segs = datagrams.len() as u64;
+                stats.uso_frames += 1;
+                stats.uso_segments += segs;
+                if !link_up {
+                    stats.tx_link_down += segs;
+                } else if datagrams[0].len() > mtu as usize + 14 + 4 {
+                    // The first datagram is the longest.
+                    stats.tx_oversize += segs;
+                } else {
+                    for d in datagrams {
+                        count_tx(mac_stats, &d, d.len());
+                        fx.send.push(Outgoing {
+                            frame: d,
+                            reinject: false,
+                            rdma: false,
+                            train: None,
+                        });
+                    }
+                }
+                return;
+            }
             if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
                 offload::insert_checksum(&mut f.data, &f.first);
             }
@@ -638,8 +680,9 @@ impl Nic {
                 });
             }
         });
-        q.stats.tso_frames += stats.tso_frames - tso_frames_before;
-        q.stats.tso_segments += stats.tso_segments - tso_segments_before;
+        let (frames, segments) = cut(stats);
+        q.stats.tso_frames += frames - frames_before;
+        q.stats.tso_segments += segments - segments_before;
         if raise {
             fx.raise.push(q.vector());
         }
@@ -1483,6 +1526,61 @@ mod doorbell_page_tests {
             nic.execute(&dma, flagged, &mut e, &mut fx),
             AdminStatus::BadParam
         );
+    }
+
+    /// A USO frame leaves as its datagrams, counted as such; refused
+    /// (dropped, counted) while the host has USO off.
+    #[test]
+    fn uso_frames_leave_as_datagrams() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
+        nic.set_link(true);
+        let (dma, _f) = two_region_space();
+        let (mut e, mut fx) = ([0u8; AQ_ENTRY_SIZE], Effects::default());
+        let offloads = |flags| AdminCmd::SetOffloads { flags };
+        let all = hw::offload::TX_CSUM | hw::offload::USO;
+        assert_eq!(
+            nic.execute(&dma, offloads(all), &mut e, &mut fx),
+            AdminStatus::Ok
+        );
+        assert_eq!(
+            nic.execute(&dma, create(0, 0), &mut e, &mut fx),
+            AdminStatus::Ok
+        );
+        let (frame, desc) = crate::uso::tests::uso_frame(false, &[7; 250], 100);
+        dma.write(BUF, &frame).unwrap();
+        let d = TxDesc {
+            addr: BUF,
+            // CAST: a test frame of a few hundred bytes.
+            len: frame.len() as u32,
+            flags: desc.flags | TxDesc::EOP,
+            ..desc
+        };
+        for (idx, uso_on) in [(0u64, true), (1, false)] {
+            if !uso_on {
+                let cmd = offloads(hw::offload::TX_CSUM);
+                assert_eq!(nic.execute(&dma, cmd, &mut e, &mut fx), AdminStatus::Ok);
+            }
+            dma.write(TX_RING + idx * 32, &d.to_bytes()).unwrap();
+            fx.send.clear();
+            // CAST: 1 or 2.
+            nic.write_reg(
+                &dma,
+                hw::QpDoorbell::TxTail.offset(0),
+                idx as u32 + 1,
+                &mut fx,
+            );
+            let sizes: Vec<usize> = fx.send.iter().map(|o| o.frame.len() - 42).collect();
+            if uso_on {
+                assert_eq!(sizes, [100, 100, 50]);
+                assert!(fx.send.iter().all(|o| o.train.is_none()));
+            } else {
+                assert!(sizes.is_empty(), "dropped while USO is off");
+            }
+        }
+        let s = nic.stats;
+        assert_eq!((s.uso_frames, s.uso_segments, s.tx_bad_uso), (1, 3, 1));
+        let q = nic.qp_stats(0).unwrap();
+        assert_eq!((q.tx_packets, q.tso_frames, q.tso_segments), (2, 1, 3));
     }
 
     #[test]

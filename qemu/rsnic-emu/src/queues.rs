@@ -60,9 +60,9 @@ pub struct QpStats {
     pub dma_meta_bytes: u64,
     /// Doorbells or descriptors the card rejected.
     pub bad_requests: u64,
-    /// TSO frames among `tx_packets`.
+    /// TSO and USO frames among `tx_packets`.
     pub tso_frames: u64,
-    /// TCP segments cut from them.
+    /// TCP segments and UDP datagrams cut from them.
     pub tso_segments: u64,
     /// Interrupts raised.
     pub irqs: u64,
