@@ -6,15 +6,16 @@ use kernel::{prelude::*, sync::atomic::Relaxed};
 
 use super::{
     ring::RingSize,
-    steering::{card_table, card_xfrm, xfrm_of_card},
+    rss_table_len,
+    steering::{card_table, card_xfrm, resized_table, xfrm_of_card},
     Config, Nic,
 };
 use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
 use crate::linux::net::{
     ethtool::{
-        coalesce_params, Coalesce, DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule,
-        HashFields, HashFlow, InputXfrm, LinkSettings, PortType, Rings, Rxfh, StatsSink,
-        TcpDataSplit,
+        coalesce_params, rxfh_ctxs_can_resize, rxfh_ctxs_resize, rxfh_indir_can_resize, Coalesce,
+        DrvInfo, EthCtrlStats, EthMacStats, EthtoolOps, FlowRule, HashFields, HashFlow, InputXfrm,
+        LinkSettings, PortType, Rings, Rxfh, StatsSink, TcpDataSplit,
     },
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{Feature, NetDev},
@@ -277,15 +278,46 @@ impl EthtoolOps for Nic {
             return Err(EINVAL);
         }
         let mut new = Config { queues, ..*cfg };
+        // The table's size follows the queue count; the core's tables
+        // (the default context's, if the user set it, and every other
+        // context's) must fold or unfold to it without changing what
+        // they say, or the count stays.
+        let (old_len, new_len) = (rss_table_len(cfg.queues), rss_table_len(queues));
+        // CAST: at most the card's table length (128).
+        let new_len_u32 = new_len as u32;
         if cfg.rss_table_set {
+            let mut table = [0u32; hw::RSS_TABLE_LEN];
+            for (t, &q) in table.iter_mut().zip(cfg.rss_table.iter()) {
+                *t = u32::from(q);
+            }
+            if !rxfh_indir_can_resize(dev, rtnl, &table[..old_len], new_len_u32) {
+                return Err(EINVAL);
+            }
+            new.rss_table = resized_table(&cfg.rss_table, old_len, new_len);
             // A table the user set must not point past the queues in use.
-            if cfg.rss_table.iter().any(|&q| u16::from(q) >= queues) {
+            if new.rss_table.iter().any(|&q| u16::from(q) >= queues) {
                 return Err(EINVAL);
             }
         } else {
             new.rss_table = Config::default_rss_table(queues);
         }
-        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())
+        if new_len != old_len {
+            rxfh_ctxs_can_resize(dev, rtnl, new_len_u32)?;
+        }
+        nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())?;
+        if new_len != old_len {
+            nic.resize_rss_contexts(old_len, new_len)?;
+            // The core's notification reads the tables back through
+            // `rss`, which takes the configuration lock.
+            drop(cfg);
+            rxfh_ctxs_resize(dev, rtnl, new_len_u32);
+        }
+        Ok(())
+    }
+
+    fn rss_table_len(dev: &NetDev<Self>) -> u32 {
+        // CAST: at most the card's table length (128).
+        rss_table_len(dev.data().config.lock().queues) as u32
     }
 
     fn rss(dev: &NetDev<Self>, _locked: &DevLocked, out: Rxfh<'_>) {

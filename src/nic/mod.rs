@@ -125,10 +125,25 @@ struct Config {
 }
 
 impl Config {
-    /// The default table: entries round-robin over the queues in use.
+    /// The default table: entries round-robin over the queues in use, in
+    /// a table of [`rss_table_len`] entries, repeated over the card's.
     fn default_rss_table(queues: u16) -> [u8; hw::RSS_TABLE_LEN] {
-        core::array::from_fn(|i| (i % usize::from(queues.max(1))) as u8)
+        let len = rss_table_len(queues);
+        // CAST: below the queue count, a u16 that the card's table (u8
+        // entries, below MAX_QUEUE_PAIRS) holds.
+        core::array::from_fn(|i| (i % len % usize::from(queues.max(1))) as u8)
     }
+}
+
+/// Entries of the RSS indirection table the user sees with `queues`
+/// queues in use: 16 per queue, rounded up to a power of two, at most the
+/// card's [`hw::RSS_TABLE_LEN`] (as bnxt and mlx5 size theirs by their
+/// rings). A power of two divides the card's table, which holds the
+/// user's table repeated: the card indexes it by the hash's low bits, so
+/// both send a hash to the same queue, and the core can fold a periodic
+/// table into a smaller one when the queue count drops.
+pub(super) fn rss_table_len(queues: u16) -> usize {
+    (16 * usize::from(queues.max(1)).next_power_of_two()).min(hw::RSS_TABLE_LEN)
 }
 
 /// The synthetic NIC's driver state, in its net device's private area.

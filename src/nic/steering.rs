@@ -95,13 +95,27 @@ impl Steering {
     }
 }
 
-/// Table entries as the card's bytes, each below `queues`.
+/// A user's table (as many entries as [`super::rss_table_len`] gives,
+/// each below `queues`) as the card's: repeated to fill its entries.
 pub(super) fn card_table(table: &[u32], queues: u16) -> Result<[u8; hw::RSS_TABLE_LEN]> {
-    if table.len() != hw::RSS_TABLE_LEN || table.iter().any(|&q| q >= u32::from(queues)) {
+    let len = table.len();
+    if len == 0 || hw::RSS_TABLE_LEN % len != 0 || table.iter().any(|&q| q >= u32::from(queues)) {
         return Err(EINVAL);
     }
-    // Below the queue count (checked above), so each fits.
-    Ok(core::array::from_fn(|i| table[i] as u8))
+    // CAST: below the queue count (checked above), so each fits.
+    Ok(core::array::from_fn(|i| table[i % len] as u8))
+}
+
+/// The card's table for a user's table of `old_len` entries resized to
+/// `new_len` as the core resizes it (`ethtool_rxfh_ctxs_resize`): cut to
+/// its first `new_len` entries, or repeated to fill them. Both lengths
+/// divide the card's; the card's first `old_len` entries are the user's.
+pub(super) fn resized_table(
+    card: &[u8; hw::RSS_TABLE_LEN],
+    old_len: usize,
+    new_len: usize,
+) -> [u8; hw::RSS_TABLE_LEN] {
+    core::array::from_fn(|i| card[i % new_len.max(1) % old_len.max(1)])
 }
 
 impl Nic {
@@ -200,6 +214,25 @@ impl Nic {
             ctx.xfrm = card_xfrm(xfrm);
         }
         self.set_rss_context(id, ctx)
+    }
+
+    /// Resizes every additional context's table from `old_len` to
+    /// `new_len` entries as the core resizes its copies, and gives the
+    /// card those whose entries changed (a table cut short that was not
+    /// periodic). The caller holds the configuration lock.
+    pub(super) fn resize_rss_contexts(&self, old_len: usize, new_len: usize) -> Result {
+        let mut steering = self.steering.lock();
+        for (id, slot) in (0u32..).zip(steering.contexts.iter_mut()) {
+            let Some(ctx) = slot else {
+                continue;
+            };
+            let table = resized_table(&ctx.table, old_len, new_len);
+            if table != ctx.table {
+                ctx.table = table;
+                self.push_rss_context(id, ctx)?;
+            }
+        }
+        Ok(())
     }
 
     /// Context `id` (not 0) as the driver gave it to the card.

@@ -7,7 +7,10 @@
 
 use core::fmt;
 
-use kernel::{error::VTABLE_DEFAULT_ERROR, prelude::*};
+use kernel::{
+    error::{to_result, VTABLE_DEFAULT_ERROR},
+    prelude::*,
+};
 
 use crate::linux::{
     bindings,
@@ -119,7 +122,8 @@ pub(crate) trait StatsSink {
 
 /// The RSS configuration `ethtool -x/-X` reads and writes.
 pub(crate) struct Rxfh<'a> {
-    /// The indirection table ([`EthtoolOps::RSS_TABLE_LEN`] entries).
+    /// The indirection table, as many entries as
+    /// [`EthtoolOps::rss_table_len`] said when the core sized it.
     pub(crate) table: &'a mut [u32],
     /// The hash key ([`EthtoolOps::RSS_KEY_LEN`] bytes).
     pub(crate) key: &'a mut [u8],
@@ -349,7 +353,8 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     const RSS_CONTEXTS: u32 = 0;
     /// Steering rule locations are below this.
     const FLOW_RULES: u32 = 0;
-    /// Entries of the RSS indirection table.
+    /// Most entries the RSS indirection table can have (the device's
+    /// table space, `rxfh_indir_space`).
     const RSS_TABLE_LEN: usize = 0;
     /// [`coalesce_params`] bits the driver supports.
     const SUPPORTED_COALESCE: u32 = 0;
@@ -445,6 +450,16 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
         _results: &mut [u64],
     ) {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Entries of the RSS indirection table now (a power of two dividing
+    /// [`Self::RSS_TABLE_LEN`], so that the core can fold and unfold
+    /// tables between sizes); a driver whose size follows its queue
+    /// count resizes the core's tables in `set_channels` with
+    /// [`rxfh_indir_can_resize`] and [`rxfh_ctxs_resize`].
+    fn rss_table_len(_dev: &NetDev<Self>) -> u32 {
+        // CAST: a table length the driver declares (hundreds of entries).
+        Self::RSS_TABLE_LEN as u32
     }
 
     /// `ethtool -x`: fills the RSS indirection table and hash key.
@@ -577,4 +592,52 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+}
+
+/// Whether the default context's table `table` (its current entries) can
+/// be resized to `new_len` entries without changing what it says: always
+/// when the user did not set it; otherwise at least as long as the user's
+/// table, and when shrinking, periodic with `new_len`
+/// (`ethtool_rxfh_indir_can_resize`).
+pub(crate) fn rxfh_indir_can_resize<T: EthtoolOps>(
+    dev: &NetDev<T>,
+    _rtnl: &RtnlLocked<'_>,
+    table: &[u32],
+    new_len: u32,
+) -> bool {
+    let Ok(old_len) = u32::try_from(table.len()) else {
+        return false;
+    };
+    // SAFETY: `dev` is a registered device (RTNL held, so its ethtool
+    // state is stable); the helper reads `old_len` entries of `table`.
+    unsafe {
+        bindings::ethtool_rxfh_indir_can_resize(dev.as_raw(), table.as_ptr(), old_len, new_len)
+    }
+}
+
+/// Checks that every additional RSS context's table can be resized to
+/// `new_len` entries (`ethtool_rxfh_ctxs_can_resize`): `EINVAL` if one
+/// cannot, or if `new_len` is beyond [`EthtoolOps::RSS_TABLE_LEN`].
+pub(crate) fn rxfh_ctxs_can_resize<T: EthtoolOps>(
+    dev: &NetDev<T>,
+    _rtnl: &RtnlLocked<'_>,
+    new_len: u32,
+) -> Result {
+    // SAFETY: As in `rxfh_indir_can_resize`; the helper takes the RSS
+    // lock itself.
+    to_result(unsafe { bindings::ethtool_rxfh_ctxs_can_resize(dev.as_raw(), new_len) })
+}
+
+/// Resizes every additional RSS context's table, as the core keeps it,
+/// to `new_len` entries (folded or unfolded) and notifies listeners
+/// (`ethtool_rxfh_ctxs_resize`). Checked with [`rxfh_ctxs_can_resize`]
+/// first. The notification reads the tables back through the driver's
+/// ethtool ops: the caller holds none of the locks they take.
+pub(crate) fn rxfh_ctxs_resize<T: EthtoolOps>(
+    dev: &NetDev<T>,
+    _rtnl: &RtnlLocked<'_>,
+    new_len: u32,
+) {
+    // SAFETY: As in `rxfh_ctxs_can_resize`.
+    unsafe { bindings::ethtool_rxfh_ctxs_resize(dev.as_raw(), new_len) }
 }

@@ -180,6 +180,7 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         if T::HAS_RSS {
             ops.get_rxfh_key_size = Some(Self::rss_key_size);
             ops.get_rxfh_indir_size = Some(Self::rss_table_size);
+            ops.rxfh_indir_space = Self::RSS_TABLE_SPACE;
             ops.get_rxfh = Some(Self::get_rxfh);
         }
         if T::HAS_ETH_MAC_STATS {
@@ -333,10 +334,20 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         T::RSS_KEY_LEN as u32
     }
 
-    extern "C" fn rss_table_size(_ndev: *mut bindings::net_device) -> u32 {
-        // CAST: a table length the driver declares (hundreds of entries).
-        T::RSS_TABLE_LEN as u32
+    /// # Safety
+    ///
+    /// `ndev` is one of `T`'s registered devices (the core calls this
+    /// under RTNL or the device's instance lock, for a device whose ops
+    /// these are).
+    unsafe extern "C" fn rss_table_size(ndev: *mut bindings::net_device) -> u32 {
+        // SAFETY: Per the function's contract.
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        T::rss_table_len(dev).min(Self::RSS_TABLE_SPACE)
     }
+
+    /// [`EthtoolOps::RSS_TABLE_LEN`] as the core's `u32`.
+    // CAST: a table length the driver declares (hundreds of entries).
+    const RSS_TABLE_SPACE: u32 = T::RSS_TABLE_LEN as u32;
 
     /// # Safety
     ///
@@ -353,8 +364,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
         let table = if param.indir.is_null() {
             &mut table[..]
         } else {
-            // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
-            unsafe { core::slice::from_raw_parts_mut(param.indir, T::RSS_TABLE_LEN) }
+            // SAFETY: ethtool allocated `indir_size` entries, which it
+            // had from `get_rxfh_indir_size`.
+            unsafe { core::slice::from_raw_parts_mut(param.indir, Self::indir_len(param)) }
         };
         let key = if param.key.is_null() {
             &mut key[..]
@@ -420,14 +432,20 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     /// above.
     unsafe fn given(param: &bindings::ethtool_rxfh_param) -> (Option<&[u32]>, Option<&[u8]>) {
         let table = (!param.indir.is_null()).then(|| {
-            // SAFETY: ethtool sized `indir` by `get_rxfh_indir_size`.
-            unsafe { core::slice::from_raw_parts(param.indir, T::RSS_TABLE_LEN) }
+            // SAFETY: As in `get_rxfh`.
+            unsafe { core::slice::from_raw_parts(param.indir, Self::indir_len(param)) }
         });
         let key = (!param.key.is_null()).then(|| {
             // SAFETY: ethtool sized `key` by `get_rxfh_key_size`.
             unsafe { core::slice::from_raw_parts(param.key, T::RSS_KEY_LEN) }
         });
         (table, key)
+    }
+
+    /// Entries of a request's `indir`: what the core allocated, never
+    /// more than the table space (`get_rxfh_indir_size` caps it there).
+    fn indir_len(param: &bindings::ethtool_rxfh_param) -> usize {
+        param.indir_size.min(Self::RSS_TABLE_SPACE) as usize
     }
 
     /// Whether a context request keeps to Toeplitz.

@@ -18,7 +18,7 @@ command -v ethtool >/dev/null || skip_all "ethtool not installed"
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 27
+ktap_header 30
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -92,10 +92,10 @@ rss_key() { ethtool -x "$NETIF_A" | awk '/RSS hash key/ {getline; print}'; }
 rx_of() { stat "rx$1_packets"; }
 
 ok=true
-expect "table entries" "$(rss_table | wc -l)" 128 || ok=false
+expect "table entries" "$(rss_table | wc -l)" 64 || ok=false
 expect "queues in the table" "$(rss_table | sort -u | tr '\n' ' ')" "0 1 2 3 " || ok=false
 expect "key bytes" "$(rss_key | tr ':' '\n' | wc -l)" 40 || ok=false
-check "ethtool -x: 128 entries over the 4 queues, 40-byte key" $ok
+check "ethtool -x: 64 entries over the 4 queues, 40-byte key" $ok
 
 iperf3_server 5202
 ethtool -X "$NETIF_A" equal 2
@@ -124,6 +124,48 @@ ethtool -X "$NETIF_A" default
 ethtool -L "$NETIF_A" combined 2
 check_eq "ethtool -X default: the table follows the channel count again" \
 	"$(rss_table | sort -u | tr '\n' ' ')" "0 1 "
+ethtool -L "$NETIF_A" combined 4
+
+# The table's size follows the queue count (16 entries per queue, a
+# power of two, at most the card's 128).
+ok=true
+for n_len in 1:16 2:32 3:64 8:128 4:64; do
+	ethtool -L "$NETIF_A" combined "${n_len%:*}"
+	expect "entries at ${n_len%:*} queues" "$(rss_table | wc -l)" "${n_len#*:}" || ok=false
+done
+check "ethtool -x: the table has 16, 32, 64, 128 entries at 1, 2, 3 or 4, 8 queues" $ok
+
+# A table the user gave as one entry (netlink, through the kernel's YNL
+# library) folds with the queue count and still says "queue 1": the
+# card steers every flow there.
+ethtool -L "$NETIF_A" combined 8
+python3 - "$NETIF_A" <<'EOF'
+import os, socket, sys
+sys.path.insert(0, os.path.join(os.environ["KSFT"], "net"))
+from lib.py import EthtoolFamily  # noqa: E402
+EthtoolFamily().rss_set({"header": {"dev-index": socket.if_nametoindex(sys.argv[1])}, "indir": [1]})
+EOF
+ok=true
+ethtool -L "$NETIF_A" combined 2 || { echo "# -L 2 refused under a one-entry table"; ok=false; }
+expect "table after folding" "$(rss_table | wc -l) $(rss_table | sort -u | tr '\n' ' ')" "32 1 " || ok=false
+r0=$(rx_of 0) r1=$(rx_of 1)
+iperf3 -c $IP_B -p 5202 -t 2 -P 8 -R >/dev/null
+expect "packets queue 0 received" "$(rx_of 0)" "$r0" || ok=false
+expect_num "packets queue 1 received" $(( $(rx_of 1) - r1 )) -gt 1000 || ok=false
+ethtool -L "$NETIF_A" combined 8 || { echo "# -L 8 refused"; ok=false; }
+expect "table after unfolding" "$(rss_table | wc -l) $(rss_table | sort -u | tr '\n' ' ')" "128 1 " || ok=false
+check "a one-entry table folds to 32 entries at 2 queues and back to 128 at 8; all traffic on queue 1" $ok
+
+# A full-size table (ethtool -X, 128 entries at 8 queues) cannot shrink
+# below its size: -L 4 refused, table and channels unchanged.
+ethtool -X "$NETIF_A" equal 2
+before=$(rss_table | tr '\n' ' ')
+ok=true
+ethtool -L "$NETIF_A" combined 4 2>/dev/null && { echo "# -L 4 accepted under a 128-entry user table"; ok=false; }
+expect channels "$(channels_in_use)" 8 || ok=false
+expect "table" "$(rss_table | tr '\n' ' ')" "$before" || ok=false
+check "ethtool -L 4 refused under a 128-entry user table (not foldable), nothing changed" $ok
+ethtool -X "$NETIF_A" default
 ethtool -L "$NETIF_A" combined 4
 pkill -f "iperf3 -s -D -p 5202"
 
