@@ -60,7 +60,12 @@ impl VfCounters {
 /// The offloads a VF follows its synthetic NIC in: the data path's, not
 /// `hw-tc-offload`, which is the synthetic NIC's own (the GFT).
 fn followed_features() -> Features {
-    Feature::Sg | Feature::HwCsum | Feature::RxCsum | Feature::Tso | Feature::Tso6
+    Feature::Sg
+        | Feature::HwCsum
+        | Feature::RxCsum
+        | Feature::Tso
+        | Feature::Tso6
+        | Feature::GsoUdpL4
 }
 
 /// A PF's view of its VF.

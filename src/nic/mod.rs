@@ -304,6 +304,11 @@ pub(crate) fn register(
     if info.offloads & offload::TSO != 0 {
         features |= Feature::Tso | Feature::Tso6;
     }
+    if info.offloads & offload::USO != 0 {
+        // The card cuts a UDP GSO datagram into its segments
+        // (`ethtool -K tx-udp-segmentation`), as many as TSO's limit.
+        features |= Feature::GsoUdpL4;
+    }
     if info.offloads & offload::GRO_HW != 0 && info.offloads & offload::RX_CSUM != 0 {
         // On by default, as bnxt's: the stack sees the segments a TSO
         // sender cut as one frame again (`ethtool -K rx-gro-hw`).
@@ -720,12 +725,12 @@ impl Nic {
         Ok(())
     }
 
-    /// Tells the card which offloads to perform. TX checksumming and TSO
-    /// stay on whenever the card has them: the stack only asks for them
+    /// Tells the card which offloads to perform. TX checksumming, TSO and
+    /// USO stay on whenever the card has them: the stack only asks for them
     /// per packet while the feature is on, and packets already queued when
     /// the user turns it off still need them.
     fn set_card_offloads(&self, features: Features) -> Result {
-        let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO);
+        let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO | offload::USO);
         if features.contains(Feature::RxCsum) {
             flags |= self.info.offloads & offload::RX_CSUM;
             // The core keeps GRO_HW off without RXCSUM.

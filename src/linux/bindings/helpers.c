@@ -8,6 +8,7 @@
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/udp.h>
 #include <linux/rtnetlink.h>
 #include <linux/siphash.h>
 #include <linux/workqueue.h>
@@ -263,6 +264,16 @@ bool rust_ext_skb_is_gso_tcp(const struct sk_buff *skb)
 int rust_ext_skb_tcp_all_headers(const struct sk_buff *skb)
 {
 	return skb_tcp_all_headers(skb);
+}
+
+bool rust_ext_skb_is_gso_udp_l4(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->gso_type & SKB_GSO_UDP_L4;
+}
+
+int rust_ext_skb_udp_all_headers(const struct sk_buff *skb)
+{
+	return skb_transport_offset(skb) + sizeof(struct udphdr);
 }
 
 u8 rust_ext_skb_ip_summed(const struct sk_buff *skb)

@@ -83,6 +83,8 @@ int rust_ext_skb_linearize(struct sk_buff *skb);
 bool rust_ext_skb_is_gso(const struct sk_buff *skb);
 bool rust_ext_skb_is_gso_tcp(const struct sk_buff *skb);
 int rust_ext_skb_tcp_all_headers(const struct sk_buff *skb);
+bool rust_ext_skb_is_gso_udp_l4(const struct sk_buff *skb);
+int rust_ext_skb_udp_all_headers(const struct sk_buff *skb);
 u8 rust_ext_skb_ip_summed(const struct sk_buff *skb);
 void rust_ext_skb_set_ip_summed(struct sk_buff *skb, u8 ip_summed);
 int rust_ext_skb_checksum_start_offset(const struct sk_buff *skb);

@@ -35,12 +35,24 @@ pub(crate) struct CsumRequest {
     pub(crate) offset: u16,
 }
 
-/// TCP segmentation the stack left to the device (`SKB_GSO_TCPV4/6`).
+/// Which segmentation the stack left to the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TsoRequest {
+pub(crate) enum GsoKind {
+    /// TCP segmentation (`SKB_GSO_TCPV4/6`).
+    Tcp,
+    /// UDP segmentation (`SKB_GSO_UDP_L4`): each segment a datagram.
+    Udp,
+}
+
+/// Segmentation the stack left to the device (TSO or USO).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GsoRequest {
+    /// TCP or UDP.
+    pub(crate) kind: GsoKind,
     /// Payload bytes per segment.
     pub(crate) mss: u16,
-    /// Bytes of headers (through TCP) each segment repeats.
+    /// Bytes of headers (through the TCP or UDP header) each segment
+    /// repeats.
     pub(crate) hdr_len: u16,
     /// Segments the frame becomes.
     pub(crate) segs: u16,
@@ -149,18 +161,28 @@ impl SkBuff {
         }
     }
 
-    /// The TCP segmentation the stack wants the device to do, if any.
-    pub(crate) fn tso_request(&self) -> Option<TsoRequest> {
+    /// The segmentation (TCP or UDP) the stack wants the device to do, if
+    /// any.
+    pub(crate) fn gso_request(&self) -> Option<GsoRequest> {
         let skb = self.as_raw();
-        // SAFETY: Valid skb; the helpers read its shared info.
+        // SAFETY: Valid skb; the helpers read its shared info and header
+        // offsets.
         unsafe {
-            if !bindings::rust_ext_skb_is_gso(skb) || !bindings::rust_ext_skb_is_gso_tcp(skb) {
+            if !bindings::rust_ext_skb_is_gso(skb) {
                 return None;
             }
+            let (kind, hdr_len) = if bindings::rust_ext_skb_is_gso_tcp(skb) {
+                (GsoKind::Tcp, bindings::rust_ext_skb_tcp_all_headers(skb))
+            } else if bindings::rust_ext_skb_is_gso_udp_l4(skb) {
+                (GsoKind::Udp, bindings::rust_ext_skb_udp_all_headers(skb))
+            } else {
+                return None;
+            };
             let shinfo = bindings::rust_ext_skb_shinfo(skb);
-            Some(TsoRequest {
+            Some(GsoRequest {
+                kind,
                 mss: (*shinfo).gso_size,
-                hdr_len: u16::try_from(bindings::rust_ext_skb_tcp_all_headers(skb)).ok()?,
+                hdr_len: u16::try_from(hdr_len).ok()?,
                 segs: (*shinfo).gso_segs,
             })
         }

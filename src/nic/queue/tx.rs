@@ -14,7 +14,11 @@ use crate::hw::{db_page, Cqe, QpDoorbell, TxDesc};
 use crate::linux::{
     dma::DmaDevice,
     net::{
-        dma_map::TxMapping, netdev::NetDev, page_pool::RxFrame, skbuff::SkBuff, xdp::XdpFrame,
+        dma_map::TxMapping,
+        netdev::NetDev,
+        page_pool::RxFrame,
+        skbuff::{GsoKind, SkBuff},
+        xdp::XdpFrame,
         xsk::XskPool,
     },
     sync::lock_bh,
@@ -244,9 +248,12 @@ impl QueuePair {
             offloads.csum_offset = csum.offset;
         }
         // The wire carries one header per segment: count what it carries.
-        let (packets, bytes) = match skb.tso_request() {
+        let (packets, bytes) = match skb.gso_request() {
             Some(tso) if offloads.flags & TxDesc::CSUM != 0 => {
-                offloads.flags |= TxDesc::TSO;
+                offloads.flags |= match tso.kind {
+                    GsoKind::Tcp => TxDesc::TSO,
+                    GsoKind::Udp => TxDesc::USO,
+                };
                 offloads.mss = tso.mss;
                 offloads.hdr_len = tso.hdr_len;
                 let segs = u32::from(tso.segs.max(1));
@@ -258,8 +265,8 @@ impl QueuePair {
                 (segs, wire)
             }
             Some(_) => {
-                // TSO needs the checksum offload; the stack never asks for
-                // one without the other.
+                // Segmentation needs the checksum offload; the stack never
+                // asks for one without the other.
                 bump(&self.stats.tx_dropped, 1);
                 return !more;
             }

@@ -5,7 +5,8 @@
 # every combination, the card's TX checksums and the segments it cuts
 # verify on the remote side (tcpdump checks them in software: IPv4 and
 # IPv6 TCP, TSO segments, UDP), and the remote's RX checksum offload is
-# exercised.
+# exercised. UDP segmentation (USO): UDP_SEGMENT sends the card cuts into
+# datagrams, each checked by tcpdump and the remote's socket.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -55,7 +56,7 @@ capture_transfer() {
 head -c 4M /dev/urandom >/tmp/offload.src
 want=$(sha256sum </tmp/offload.src | cut -d" " -f1)
 
-ktap_header 17
+ktap_header 24
 check "tx-checksum-ip-generic and rx-checksum offered and on" \
 	test "$(feature "$NETIF_A" tx-checksum-ip-generic)" = on -a "$(feature "$NETIF_A" rx-checksumming)" = on
 
@@ -143,6 +144,82 @@ capture_transfer 200 $IP6_B
 echo "# tcpdump with TSO over IPv6: $frames frames from A, $bad bad checksums, $big above the MTU"
 check "over IPv6 too (TCP checksums with the IPv6 pseudo-header)" \
 	test "$frames" -gt 10 -a "$bad" -eq 0 -a "$big" -eq 0
+# USO: a UDP_SEGMENT send of $3 bytes in $2-byte datagrams, $4 times, to
+# $1 port 7003. The remote's socket counts what arrives, tcpdump there
+# checks every datagram's checksum in software (GRO is off there, so it
+# sees the datagrams as they crossed the wire). Sets got (datagrams and
+# bytes the socket received), sums (UDP checksums correct, bad) and the
+# card's and the driver's deltas: uso (frames and datagrams the card cut)
+# and drv (frames the driver handed over for segmentation).
+card_uso() { harness card A stats | tr ' ' '\n' | sed -n 's/^uso_\(frames\|segments\)=//p' | paste -sd' '; }
+uso_round() {
+	local dst=$1 gso=$2 size=$3 sends=$4
+	local want=$((sends * ((size + gso - 1) / gso)))
+	ip netns exec $NS tcpdump -i "$NETIF_B" -nn -vv -c "$want" udp port 7003 >/tmp/offload.uso 2>/dev/null &
+	local dump=$!
+	ip netns exec $NS python3 -c '
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+s.bind(("::", 7003))
+s.settimeout(3)
+n = total = 0
+try:
+    while True:
+        d = s.recv(65536)
+        n += 1
+        total += len(d)
+except socket.timeout:
+    pass
+print(n, total)
+' >/tmp/offload.uso_rx &
+	local rx=$!
+	sleep 0.7
+	local c0 d0 c1 d1
+	read -r -a c0 <<<"$(card_uso)"
+	d0=$(driver_tso)
+	python3 -c '
+import socket, sys
+dst, gso, size, sends = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET6 if ":" in dst else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_UDP, 103, gso)  # UDP_SEGMENT
+for i in range(sends):
+    s.sendto(bytes([65 + i % 26]) * size, (dst, 7003))
+' "$dst" "$gso" "$size" "$sends"
+	wait $rx
+	timeout 3 tail --pid=$dump -f /dev/null
+	kill $dump 2>/dev/null
+	read -r -a c1 <<<"$(card_uso)"
+	d1=$(driver_tso)
+	got=$(cat /tmp/offload.uso_rx)
+	sums="$(grep -c "udp sum ok" /tmp/offload.uso) $(grep -c "bad udp cksum" /tmp/offload.uso)"
+	uso="$((c1[0] - c0[0])) $((c1[1] - c0[1]))"
+	drv=$((d1 - d0))
+	echo "# USO to $dst, $sends x $size bytes in $gso: socket got '$got', tcpdump sums ok/bad '$sums', card cut frames/datagrams '$uso', driver handed over $drv"
+}
+
+check "tx-udp-segmentation offered and on" \
+	test "$(feature "$NETIF_A" tx-udp-segmentation)" = on
+# 5 sends of 1400 x 10 + 500 bytes: 55 datagrams, the last of each short.
+for dst in $IP_B $IP6_B; do
+	uso_round "$dst" 1400 14500 5
+	check_eq "USO to $dst: the card cut 5 sends into 55 datagrams, all received" \
+		"$got / $uso / $drv" "55 72500 / 5 55 / 5"
+	check_eq "USO to $dst: every datagram's UDP checksum verifies (tcpdump)" "$sums" "55 0"
+done
+ethtool -K "$NETIF_A" tx-udp-segmentation off
+uso_round "$IP_B" 1400 14500 5
+ethtool -K "$NETIF_A" tx-udp-segmentation on
+check_eq "USO off: the stack cuts, the card cuts nothing, all received" \
+	"$got / $uso / $sums" "55 72500 / 0 0 / 55 0"
+# 100 datagrams in one send: above the card's 64, so the stack cuts it
+# (the driver said so); the card refuses nothing.
+uso_round "$IP_B" 100 10000 1
+check_eq "USO above the card's 64-datagram limit: cut by the stack, all received, none refused" \
+	"$got / $uso / $(harness card A stats | tr ' ' '\n' | sed -n 's/^tx_bad_uso=//p')" "100 10000 / 0 0 / 0"
+
+# Last: below 1280 bytes IPv6 leaves the interfaces.
 # At MTU 576 a 64 KiB TSO frame would need ~120 segments; the driver
 # tells the stack the card cuts at most 64, so the stack sends smaller
 # TSO frames and the card refuses none.
