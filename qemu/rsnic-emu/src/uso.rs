@@ -161,38 +161,37 @@ pub(crate) mod tests {
     #[test]
     fn refuses_what_is_not_udp() {
         let (mut frame, desc) = uso_frame(false, &[1; 300], 100);
-        assert!(segment_udp(&frame, &TxDesc { mss: 0, ..desc }).is_none());
-        assert!(segment_udp(
-            &frame,
-            &TxDesc {
-                hdr_len: 10_000,
-                ..desc
-            }
-        )
-        .is_none());
-        assert!(
-            segment_udp(
-                &frame,
-                &TxDesc {
+        let bad = [
+            (TxDesc { mss: 0, ..desc }, "no segment size"),
+            (
+                TxDesc {
+                    hdr_len: 10_000,
+                    ..desc
+                },
+                "headers past the frame",
+            ),
+            (
+                TxDesc {
                     hdr_len: desc.hdr_len + 20,
                     ..desc
-                }
-            )
-            .is_none(),
-            "headers not ending with UDP's"
-        );
-        assert!(segment_udp(
-            &frame,
-            &TxDesc {
-                csum_start: 20,
-                ..desc
-            }
-        )
-        .is_none());
-        assert!(
-            segment_udp(&frame, &TxDesc { mss: 4, ..desc }).is_none(),
-            "75 datagrams, above the card's limit"
-        );
+                },
+                "headers not ending with UDP's",
+            ),
+            (
+                TxDesc {
+                    csum_start: 20,
+                    ..desc
+                },
+                "UDP not behind IP",
+            ),
+            (
+                TxDesc { mss: 4, ..desc },
+                "75 datagrams, above the card's limit",
+            ),
+        ];
+        for (d, why) in bad {
+            assert!(segment_udp(&frame, &d).is_none(), "{why}");
+        }
         let (empty, edesc) = uso_frame(true, &[], 100);
         assert!(segment_udp(&empty, &edesc).is_none(), "no payload");
         frame[20] = 0x20;
