@@ -267,7 +267,24 @@ impl EthtoolOps for Nic {
             .ok()
             .filter(|&q| q >= 1 && usize::from(q) <= nic.queues.len())
             .ok_or(EINVAL)?;
+        // The table's size follows the queue count; the core's tables
+        // (the default context's, if the user set it, and every other
+        // context's) must fold or unfold to it without changing what
+        // they say, or the count stays. The core takes its RSS lock
+        // before the configuration lock (it calls `rss` and the context
+        // ops holding it), so the contexts are checked before that lock
+        // is taken; a count that moved meanwhile refuses the change.
+        let old_queues = nic.config.lock().queues;
+        let (old_len, new_len) = (rss_table_len(old_queues), rss_table_len(queues));
+        // CAST: at most the card's table length (128).
+        let new_len_u32 = new_len as u32;
+        if new_len != old_len {
+            rxfh_ctxs_can_resize(dev, rtnl, new_len_u32)?;
+        }
         let mut cfg = nic.config.lock();
+        if cfg.queues != old_queues {
+            return Err(EBUSY);
+        }
         // Contexts and rules must not point past the queues in use.
         if nic
             .steering
@@ -278,13 +295,6 @@ impl EthtoolOps for Nic {
             return Err(EINVAL);
         }
         let mut new = Config { queues, ..*cfg };
-        // The table's size follows the queue count; the core's tables
-        // (the default context's, if the user set it, and every other
-        // context's) must fold or unfold to it without changing what
-        // they say, or the count stays.
-        let (old_len, new_len) = (rss_table_len(cfg.queues), rss_table_len(queues));
-        // CAST: at most the card's table length (128).
-        let new_len_u32 = new_len as u32;
         if cfg.rss_table_set {
             let mut table = [0u32; hw::RSS_TABLE_LEN];
             for (t, &q) in table.iter_mut().zip(cfg.rss_table.iter()) {
@@ -301,18 +311,17 @@ impl EthtoolOps for Nic {
         } else {
             new.rss_table = Config::default_rss_table(queues);
         }
-        if new_len != old_len {
-            rxfh_ctxs_can_resize(dev, rtnl, new_len_u32)?;
-        }
         nic.reconfigure(dev, rtnl, &mut cfg, new, dev.mtu())?;
-        if new_len != old_len {
-            nic.resize_rss_contexts(old_len, new_len)?;
-            // The core's notification reads the tables back through
-            // `rss`, which takes the configuration lock.
-            drop(cfg);
-            rxfh_ctxs_resize(dev, rtnl, new_len_u32);
+        if new_len == old_len {
+            return Ok(());
         }
-        Ok(())
+        let pushed = nic.resize_rss_contexts(old_len, new_len);
+        // The core's copies follow the size now reported, whatever the
+        // card said; its notification reads the tables back through
+        // `rss`, which takes the configuration lock.
+        drop(cfg);
+        rxfh_ctxs_resize(dev, rtnl, new_len_u32);
+        pushed
     }
 
     fn rss_table_len(dev: &NetDev<Self>) -> u32 {
