@@ -32,13 +32,15 @@ pub fn segment_udp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
     if mss == 0 || hdr_len != l4 + UDP_HDR || hdr_len >= frame.len() {
         return None;
     }
+    // The IP header lies before `l4`, inside the frame (checked above),
+    // before any of it is read.
     let ipv4 = match ethertype {
-        ETH_P_IPV4 => {
+        ETH_P_IPV4 if l4 >= l3 + 20 => {
             let ihl = usize::from(frame[l3] & 0x0f) * 4;
             let frag = u16::from_be_bytes([frame[l3 + 6], frame[l3 + 7]]) & 0x3fff;
-            (ihl >= 20 && l3 + ihl == l4 && frame[l3 + 9] == UDP && frag == 0).then_some(true)?
+            (l3 + ihl == l4 && frame[l3 + 9] == UDP && frag == 0).then_some(true)?
         }
-        ETH_P_IPV6 => (l3 + 40 == l4 && frame[l3 + 6] == UDP).then_some(false)?,
+        ETH_P_IPV6 if l4 == l3 + 40 => (frame[l3 + 6] == UDP).then_some(false)?,
         _ => return None,
     };
     let payload = &frame[hdr_len..];
@@ -191,6 +193,28 @@ pub(crate) mod tests {
         ];
         for (d, why) in bad {
             assert!(segment_udp(&frame, &d).is_none(), "{why}");
+        }
+        // Offsets that put the UDP header before the IP header's end, in
+        // frames too short to hold one (a VLAN tag moves IP to 18).
+        for len in [16, 20, 30] {
+            let mut short = frame[..len].to_vec();
+            for vlan in [false, true] {
+                if vlan && len >= 18 {
+                    short[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+                    short[16..18].copy_from_slice(&ETH_P_IPV4.to_be_bytes());
+                }
+                for csum_start in [0, 4, 14] {
+                    let d = TxDesc {
+                        csum_start,
+                        hdr_len: csum_start + 8,
+                        ..desc
+                    };
+                    assert!(
+                        segment_udp(&short, &d).is_none(),
+                        "{len} bytes at {csum_start}"
+                    );
+                }
+            }
         }
         let (empty, edesc) = uso_frame(true, &[], 100);
         assert!(segment_udp(&empty, &edesc).is_none(), "no payload");
