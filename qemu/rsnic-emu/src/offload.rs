@@ -136,6 +136,32 @@ fn udp_layer(frame: &[u8]) -> Option<(u16, usize, usize, usize)> {
     (l4 + len <= frame.len()).then_some((ethertype, l3, l4, len))
 }
 
+/// Fixes the IP header (at `l3`, ending at `l4`) of segment `i` cut from
+/// a larger IPv4 or IPv6 packet, `hdr` starting as a copy of that
+/// packet's headers: the length field for `l3_len` bytes from `l3`, and
+/// for IPv4 the ID (the packet's plus `i`, as Linux's segmentation
+/// counts it) and the header checksum.
+pub(crate) fn fix_segment_ip_header(
+    hdr: &mut [u8],
+    ipv4: bool,
+    (l3, l4): (usize, usize),
+    l3_len: usize,
+    i: usize,
+) {
+    // CAST: lengths of at most 64 KiB plus headers, as the IP length
+    // fields carry them; i below TSO_MAX_SEGS.
+    if ipv4 {
+        let ip_id = u16::from_be_bytes([hdr[l3 + 4], hdr[l3 + 5]]);
+        hdr[l3 + 2..l3 + 4].copy_from_slice(&(l3_len as u16).to_be_bytes());
+        hdr[l3 + 4..l3 + 6].copy_from_slice(&ip_id.wrapping_add(i as u16).to_be_bytes());
+        hdr[l3 + 10..l3 + 12].fill(0);
+        let csum = ipv4_header_checksum(&hdr[l3..l4]);
+        hdr[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
+    } else {
+        hdr[l3 + 4..l3 + 6].copy_from_slice(&((l3_len - 40) as u16).to_be_bytes());
+    }
+}
+
 /// Computes and stores the UDP checksum of a UDP frame (all ones if it
 /// computes to zero). False if the frame is not unfragmented UDP.
 pub fn fill_udp_checksum(frame: &mut [u8]) -> bool {

@@ -14,7 +14,7 @@
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::TSO_MAX_SEGS;
-use crate::offload::{ones_complement_sum, set_tcp_checksum};
+use crate::offload::{fix_segment_ip_header, set_tcp_checksum};
 
 /// TCP flags a segment keeps only if it is the last one (FIN, PSH).
 const TCP_LAST_ONLY: u8 = 0x01 | 0x08;
@@ -124,20 +124,10 @@ impl<'a> TcpTrain<'a> {
         out.extend_from_slice(headers);
         let payload = self.payload(i).len();
         let l3_len = headers.len() + payload - l3;
-        // CAST: lengths of a frame below 64 KiB + headers, as the IP
-        // length fields carry them; segment i's offset in the payload.
-        if self.ethertype == ETH_P_IPV4 {
-            let ip_id = u16::from_be_bytes([headers[l3 + 4], headers[l3 + 5]]);
-            out[l3 + 2..l3 + 4].copy_from_slice(&(l3_len as u16).to_be_bytes());
-            out[l3 + 4..l3 + 6].copy_from_slice(&ip_id.wrapping_add(i as u16).to_be_bytes());
-            out[l3 + 10..l3 + 12].fill(0);
-            let csum = !(ones_complement_sum(&out[l3..l4], 0) as u16);
-            out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
-        } else {
-            out[l3 + 4..l3 + 6].copy_from_slice(&((l3_len - 40) as u16).to_be_bytes());
-        }
+        fix_segment_ip_header(out, self.ethertype == ETH_P_IPV4, (l3, l4), l3_len, i);
         let seq = u32::from_be_bytes(headers[l4 + 4..l4 + 8].try_into().expect("4 bytes"));
         let offset = i * usize::from(self.shape.mss);
+        // CAST: segment i's offset in the payload, below 64 KiB.
         out[l4 + 4..l4 + 8].copy_from_slice(&seq.wrapping_add(offset as u32).to_be_bytes());
         if i + 1 < self.count {
             out[l4 + 13] &= !TCP_LAST_ONLY;

@@ -8,7 +8,7 @@
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::{TxDesc, TSO_MAX_SEGS};
-use crate::offload::{fill_udp_checksum, ipv4_header_checksum};
+use crate::offload::{fill_udp_checksum, fix_segment_ip_header};
 
 /// IPPROTO_UDP.
 const UDP: u8 = 17;
@@ -47,7 +47,6 @@ pub fn segment_udp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
     if payload.len().div_ceil(mss) > TSO_MAX_SEGS as usize {
         return None;
     }
-    let ip_id = u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]]);
     let segments = payload
         .chunks(mss)
         .enumerate()
@@ -55,18 +54,9 @@ pub fn segment_udp(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
             let mut seg = Vec::with_capacity(hdr_len + chunk.len());
             seg.extend_from_slice(&frame[..hdr_len]);
             seg.extend_from_slice(chunk);
-            // CAST: at most 64 KiB of payload plus headers, as the IP
-            // length fields carry them; i below TSO_MAX_SEGS.
-            let l3_len = (seg.len() - l3) as u16;
-            if ipv4 {
-                seg[l3 + 2..l3 + 4].copy_from_slice(&l3_len.to_be_bytes());
-                seg[l3 + 4..l3 + 6].copy_from_slice(&ip_id.wrapping_add(i as u16).to_be_bytes());
-                seg[l3 + 10..l3 + 12].fill(0);
-                let csum = ipv4_header_checksum(&seg[l3..l4]);
-                seg[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
-            } else {
-                seg[l3 + 4..l3 + 6].copy_from_slice(&(l3_len - 40).to_be_bytes());
-            }
+            let l3_len = seg.len() - l3;
+            fix_segment_ip_header(&mut seg, ipv4, (l3, l4), l3_len, i);
+            // CAST: at most a 64 KiB chunk plus its header.
             let udp_len = (UDP_HDR + chunk.len()) as u16;
             seg[l4 + 4..l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
             let filled = fill_udp_checksum(&mut seg);
