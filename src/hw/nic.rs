@@ -33,7 +33,8 @@ wire_struct! {
         /// Bytes in the buffer.
         pub len @ 8: u32,
         /// [`TxDesc::EOP`], [`TxDesc::CSUM`], [`TxDesc::TSO`],
-        /// [`TxDesc::GFT_REINJECT`], [`TxDesc::USO`].
+        /// [`TxDesc::GFT_REINJECT`], [`TxDesc::USO`], [`TxDesc::TUNNEL`],
+        /// [`TxDesc::OUTER_UDP_CSUM`].
         pub flags @ 12: u16,
         /// TSO, USO: payload bytes per segment.
         pub mss @ 14: u16,
@@ -44,6 +45,8 @@ wire_struct! {
         /// TSO, USO: bytes of headers (L2 + L3 + L4) replicated in each
         /// segment.
         pub hdr_len @ 20: u16,
+        /// TSO with [`TxDesc::TUNNEL`]: offset of the inner IP header.
+        pub inner_l3 @ 22: u16,
     }
 }
 
@@ -64,6 +67,16 @@ impl TxDesc {
     /// [`TxDesc::CSUM`], `csum_start` at the UDP header and `hdr_len`
     /// ending with it).
     pub const USO: u16 = 1 << 4;
+    /// With [`TxDesc::TSO`]: the TCP frame is inside a tunnel (outer IPv4
+    /// or IPv6, then UDP (VXLAN, GENEVE), GRE, or the inner IP header
+    /// right away), its inner IP header at `inner_l3`, `csum_start` at the
+    /// inner TCP header and `hdr_len` through it. Each segment's outer
+    /// headers are fixed too: IP length (and IPv4 ID and header checksum),
+    /// UDP length, and the GRE checksum if the GRE header has one.
+    pub const TUNNEL: u16 = 1 << 5;
+    /// With [`TxDesc::TUNNEL`]: fill each segment's outer UDP checksum
+    /// (`SKB_GSO_UDP_TUNNEL_CSUM`); without, it is left zero.
+    pub const OUTER_UDP_CSUM: u16 = 1 << 6;
 }
 
 wire_struct! {
@@ -195,6 +208,10 @@ pub mod offload {
     /// UDP segmentation ([`super::TxDesc::USO`]), at most
     /// [`super::TSO_MAX_SEGS`] datagrams per request.
     pub const USO: u32 = 1 << 5;
+    /// TCP segmentation inside a tunnel ([`super::TxDesc::TUNNEL`]): UDP
+    /// (VXLAN, GENEVE) with or without an outer checksum, GRE with or
+    /// without its checksum, IPv4/IPv6 in IPv4/IPv6; needs [`TSO`].
+    pub const TUNNEL_TSO: u32 = 1 << 6;
 }
 
 /// Bytes of the RSS (Toeplitz) hash key.

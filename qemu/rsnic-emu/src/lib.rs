@@ -26,6 +26,7 @@ pub mod split;
 pub mod steer;
 pub mod stream;
 pub mod train;
+pub mod tunnel;
 pub mod uso;
 pub mod wire;
 

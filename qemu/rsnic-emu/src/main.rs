@@ -261,7 +261,7 @@ fn function_stats(func: &Function) -> String {
     let n = func.nic.stats;
     let mut out = format!(
         "ok link={} admin_cmds={} admin_tails_polled={} rx_filtered={} rx_no_queue={} tx_link_down={} tx_oversize={} \
-         tso_frames={} tso_segments={} tx_bad_tso={} uso_frames={} uso_segments={} tx_bad_uso={} rx_fcs_errors={} irqs_dropped={} \
+         tso_frames={} tso_segments={} tx_bad_tso={} tso_tunnel_frames={} uso_frames={} uso_segments={} tx_bad_uso={} rx_fcs_errors={} irqs_dropped={} \
          dma_delayed={} admin_faults_injected={}",
         u8::from(func.nic.link_up()),
         n.admin_cmds,
@@ -273,6 +273,7 @@ fn function_stats(func: &Function) -> String {
         n.tso_frames,
         n.tso_segments,
         n.tx_bad_tso,
+        n.tso_tunnel_frames,
         n.uso_frames,
         n.uso_segments,
         n.tx_bad_uso,

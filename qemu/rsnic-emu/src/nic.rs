@@ -23,6 +23,7 @@ use crate::rdma::{Io, RdmaEngine};
 use crate::steer::Steering;
 use crate::stream::RxStream;
 use crate::train::{TcpTrain, TrainShape};
+use crate::tunnel::segment_tunnel;
 use crate::uso::segment_udp;
 
 /// Offloads this card performs (RSS is always on).
@@ -33,7 +34,8 @@ const SUPPORTED_OFFLOADS: u32 = offload_bits::TX_CSUM
     | offload_bits::RX_CSUM
     | offload_bits::TSO
     | offload_bits::GRO_HW
-    | offload_bits::USO;
+    | offload_bits::USO
+    | offload_bits::TUNNEL_TSO;
 
 /// Card-wide counters (per-pair ones live in each pair).
 #[derive(Clone, Copy, Debug, Default)]
@@ -51,8 +53,10 @@ pub struct NicStats {
     /// Segments those frames became.
     pub tso_segments: u64,
     /// TSO requests the card could not honour (not TCP, bad offsets, TSO
-    /// not enabled), dropped.
+    /// not enabled, a tunnel it cannot read), dropped.
     pub tx_bad_tso: u64,
+    /// Of `tso_frames`, those inside a tunnel ([`hw::TxDesc::TUNNEL`]).
+    pub tso_tunnel_frames: u64,
     /// UDP datagrams the card segmented (USO).
     pub uso_frames: u64,
     /// Datagrams those became.
@@ -585,6 +589,7 @@ impl Nic {
         let tx_csum = self.offloads & offload_bits::TX_CSUM != 0;
         let tso = self.offloads & offload_bits::TSO != 0;
         let uso = self.offloads & offload_bits::USO != 0;
+        let tunnel_tso = tso && self.offloads & offload_bits::TUNNEL_TSO != 0;
         // The pair counts both kinds of segmentation together.
         let cut = |s: &NicStats| (s.tso_frames + s.uso_frames, s.tso_segments + s.uso_segments);
         let (frames_before, segments_before) = cut(stats);
@@ -604,6 +609,22 @@ impl Nic {
                 } else {
                     stats.tx_link_down += 1;
                 }
+                return;
+            }
+            if f.first.flags & (hw::TxDesc::TSO | hw::TxDesc::TUNNEL)
+                == hw::TxDesc::TSO | hw::TxDesc::TUNNEL
+            {
+                let Some(segments) = segment_tunnel(&f.data, &f.first).filter(|_| tunnel_tso)
+                else {
+                    stats.tx_bad_tso += 1;
+                    return;
+                };
+                // CAST: at most TSO_MAX_SEGS.
+                let segs = segments.len() as u64;
+                stats.tso_frames += 1;
+                stats.tso_tunnel_frames += 1;
+                stats.tso_segments += segs;
+                send_segments(segments, link_up, mtu, stats, mac_stats, &mut fx.send);
                 return;
             }
             if f.first.flags & hw::TxDesc::TSO != 0 {
@@ -645,22 +666,7 @@ impl Nic {
                 let segs = datagrams.len() as u64;
                 stats.uso_frames += 1;
                 stats.uso_segments += segs;
-                if !link_up {
-                    stats.tx_link_down += segs;
-                } else if datagrams[0].len() > mtu as usize + 14 + 4 {
-                    // The first datagram is the longest.
-                    stats.tx_oversize += segs;
-                } else {
-                    for d in datagrams {
-                        count_tx(mac_stats, &d, d.len());
-                        fx.send.push(Outgoing {
-                            frame: d,
-                            reinject: false,
-                            rdma: false,
-                            train: None,
-                        });
-                    }
-                }
+                send_segments(datagrams, link_up, mtu, stats, mac_stats, &mut fx.send);
                 return;
             }
             if tx_csum && f.first.flags & hw::TxDesc::CSUM != 0 {
@@ -1150,6 +1156,38 @@ fn count_frame(
 }
 
 /// Counts a frame of `len` bytes sent to the wire, starting with `head`.
+/// Sends the frames a segmentation request became (the first is the
+/// longest), or counts them dropped: link down, or longer than the MTU.
+fn send_segments(
+    segments: Vec<Vec<u8>>,
+    link_up: bool,
+    mtu: u32,
+    stats: &mut NicStats,
+    mac_stats: &mut hw::MacStats,
+    send: &mut Vec<Outgoing>,
+) {
+    // CAST: at most TSO_MAX_SEGS.
+    let count = segments.len() as u64;
+    if !link_up {
+        stats.tx_link_down += count;
+    } else if segments
+        .first()
+        .is_some_and(|s| s.len() > mtu as usize + 14 + 4)
+    {
+        stats.tx_oversize += count;
+    } else {
+        for frame in segments {
+            count_tx(mac_stats, &frame, frame.len());
+            send.push(Outgoing {
+                frame,
+                reinject: false,
+                rdma: false,
+                train: None,
+            });
+        }
+    }
+}
+
 fn count_tx(s: &mut hw::MacStats, head: &[u8], len: usize) {
     let c = [
         &mut s.tx_frames,
@@ -1532,12 +1570,47 @@ mod doorbell_page_tests {
     /// (dropped, counted) while the host has USO off.
     #[test]
     fn uso_frames_leave_as_datagrams() {
+        let test = crate::uso::tests::uso_frame(false, &[7; 250], 100);
+        let (on, off, nic) = cut_through_a_doorbell(hw::offload::USO, test, 42);
+        assert_eq!(on, [100, 100, 50]);
+        assert!(off.is_empty(), "dropped while USO is off");
+        let s = nic.stats;
+        assert_eq!((s.uso_frames, s.uso_segments, s.tx_bad_uso), (1, 3, 1));
+        let q = nic.qp_stats(0).unwrap();
+        assert_eq!((q.tx_packets, q.tso_frames, q.tso_segments), (2, 1, 3));
+    }
+
+    #[test]
+    fn tunnelled_tso_frames_leave_as_segments() {
+        let test = crate::tunnel::tests::tunnelled(false, "vxlan", &[7; 700]);
+        let hdr = usize::from(test.1.hdr_len);
+        let bits = hw::offload::TSO | hw::offload::TUNNEL_TSO;
+        let (on, off, nic) = cut_through_a_doorbell(bits, test, hdr);
+        assert_eq!(on, [300, 300, 100]);
+        assert!(off.is_empty(), "dropped while tunnel TSO is off");
+        let s = nic.stats;
+        assert_eq!(
+            (s.tso_frames, s.tso_tunnel_frames, s.tso_segments),
+            (1, 1, 3)
+        );
+        assert_eq!(s.tx_bad_tso, 1);
+    }
+
+    /// Sends a segmentation request `(frame, desc)` through queue pair 0's
+    /// TX doorbell twice: with TX checksums and `bits` on, then with only
+    /// TX checksums. The payload sizes (past `hdr` bytes) of what left
+    /// each time, and the card.
+    fn cut_through_a_doorbell(
+        bits: u32,
+        (frame, desc): (Vec<u8>, TxDesc),
+        hdr: usize,
+    ) -> (Vec<usize>, Vec<usize>, Nic) {
         let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
         nic.set_link(true);
         let (dma, _f) = two_region_space();
         let (mut e, mut fx) = ([0u8; AQ_ENTRY_SIZE], Effects::default());
         let offloads = |flags| AdminCmd::SetOffloads { flags };
-        let all = hw::offload::TX_CSUM | hw::offload::USO;
+        let all = hw::offload::TX_CSUM | bits;
         assert_eq!(
             nic.execute(&dma, offloads(all), &mut e, &mut fx),
             AdminStatus::Ok
@@ -1546,7 +1619,6 @@ mod doorbell_page_tests {
             nic.execute(&dma, create(0, 0), &mut e, &mut fx),
             AdminStatus::Ok
         );
-        let (frame, desc) = crate::uso::tests::uso_frame(false, &[7; 250], 100);
         dma.write(BUF, &frame).unwrap();
         let d = TxDesc {
             addr: BUF,
@@ -1555,8 +1627,9 @@ mod doorbell_page_tests {
             flags: desc.flags | TxDesc::EOP,
             ..desc
         };
-        for (idx, uso_on) in [(0u64, true), (1, false)] {
-            if !uso_on {
+        let mut sizes = Vec::new();
+        for (idx, on) in [(0u64, true), (1, false)] {
+            if !on {
                 let cmd = offloads(hw::offload::TX_CSUM);
                 assert_eq!(nic.execute(&dma, cmd, &mut e, &mut fx), AdminStatus::Ok);
             }
@@ -1569,18 +1642,11 @@ mod doorbell_page_tests {
                 idx as u32 + 1,
                 &mut fx,
             );
-            let sizes: Vec<usize> = fx.send.iter().map(|o| o.frame.len() - 42).collect();
-            if uso_on {
-                assert_eq!(sizes, [100, 100, 50]);
-                assert!(fx.send.iter().all(|o| o.train.is_none()));
-            } else {
-                assert!(sizes.is_empty(), "dropped while USO is off");
-            }
+            assert!(fx.send.iter().all(|o| o.train.is_none()));
+            sizes.push(fx.send.iter().map(|o| o.frame.len() - hdr).collect());
         }
-        let s = nic.stats;
-        assert_eq!((s.uso_frames, s.uso_segments, s.tx_bad_uso), (1, 3, 1));
-        let q = nic.qp_stats(0).unwrap();
-        assert_eq!((q.tx_packets, q.tso_frames, q.tso_segments), (2, 1, 3));
+        let off = sizes.pop().unwrap();
+        (sizes.pop().unwrap(), off, nic)
     }
 
     #[test]

@@ -220,7 +220,7 @@ pub fn train_shape(desc: &TxDesc) -> TrainShape {
 
 /// Ones'-complement sum of the IPv4 or IPv6 pseudo-header of an L4
 /// segment of `l4_len` bytes and protocol `proto`, the IP header at `l3`.
-fn pseudo_header_sum(
+pub(crate) fn pseudo_header_sum(
     frame: &[u8],
     ethertype: u16,
     l3: usize,

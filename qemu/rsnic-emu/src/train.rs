@@ -49,6 +49,13 @@ impl<'a> TcpTrain<'a> {
     /// an IPv4 header) or needs more than [`TSO_MAX_SEGS`] segments.
     pub fn new(frame: &'a [u8], shape: TrainShape) -> Option<Self> {
         let (ethertype, l3) = network_layer(frame)?;
+        Self::at(frame, shape, ethertype, l3)
+    }
+
+    /// As [`Self::new`], the IP header (of kind `ethertype`) at `l3`
+    /// rather than right behind the Ethernet header: the inner header of
+    /// a tunnelled frame, whose segments' outer headers the caller fixes.
+    pub fn at(frame: &'a [u8], shape: TrainShape, ethertype: u16, l3: usize) -> Option<Self> {
         let (l4, hdr_len, mss) = (
             usize::from(shape.l4),
             usize::from(shape.hdr_len),
