@@ -66,6 +66,7 @@ fn followed_features() -> Features {
         | Feature::Tso
         | Feature::Tso6
         | Feature::GsoUdpL4
+        | super::tunnel_gso_features()
 }
 
 /// A PF's view of its VF.

@@ -241,6 +241,19 @@ pub(crate) struct FunctionParts<'a, 'v> {
     pub(crate) events: Arc<dyn NicEvents>,
 }
 
+/// The tunnels the card segments TCP inside (`tx-udp_tnl-segmentation`,
+/// `tx-udp_tnl-csum-segmentation`, `tx-gre-segmentation`,
+/// `tx-gre-csum-segmentation`, `tx-ipxip4-segmentation`,
+/// `tx-ipxip6-segmentation`) when it offers [`offload::TUNNEL_TSO`].
+pub(crate) fn tunnel_gso_features() -> Features {
+    Feature::GsoUdpTunnel
+        | Feature::GsoUdpTunnelCsum
+        | Feature::GsoGre
+        | Feature::GsoGreCsum
+        | Feature::GsoIpxip4
+        | Feature::GsoIpxip6
+}
+
 /// Creates and registers the network device of a function whose self-test
 /// passed: the synthetic NIC for a PF, a plain NIC with the same MAC for a
 /// VF.
@@ -309,6 +322,15 @@ pub(crate) fn register(
         // (`ethtool -K tx-udp-segmentation`), as many as TSO's limit.
         features |= Feature::GsoUdpL4;
     }
+    // What the card does for a frame inside a tunnel: the inner checksum
+    // (anywhere, as outside) and, if it offers it, TCP segmentation with
+    // the outer headers fixed per segment.
+    let mut enc_features = features & (Feature::Sg | Feature::HwCsum);
+    if info.offloads & offload::TSO != 0 && info.offloads & offload::TUNNEL_TSO != 0 {
+        let tunnels = tunnel_gso_features();
+        features |= tunnels;
+        enc_features |= tunnels | Feature::Tso | Feature::Tso6;
+    }
     if info.offloads & offload::GRO_HW != 0 && info.offloads & offload::RX_CSUM != 0 {
         // On by default, as bnxt's: the stack sees the segments a TSO
         // sender cut as one frame again (`ethtool -K rx-gro-hw`).
@@ -339,6 +361,7 @@ pub(crate) fn register(
         queues: u32::from(config.queues),
         hw_features: features,
         features,
+        enc_features,
         tso_max_segs: hw::TSO_MAX_SEGS,
         watchdog_jiffies: kernel::time::msecs_to_jiffies(TX_WATCHDOG_MS) as u32,
         // A PF's synthetic NIC transmits through its VF's NIC.
@@ -730,7 +753,8 @@ impl Nic {
     /// per packet while the feature is on, and packets already queued when
     /// the user turns it off still need them.
     fn set_card_offloads(&self, features: Features) -> Result {
-        let mut flags = self.info.offloads & (offload::TX_CSUM | offload::TSO | offload::USO);
+        let mut flags = self.info.offloads
+            & (offload::TX_CSUM | offload::TSO | offload::USO | offload::TUNNEL_TSO);
         if features.contains(Feature::RxCsum) {
             flags |= self.info.offloads & offload::RX_CSUM;
             // The core keeps GRO_HW off without RXCSUM.

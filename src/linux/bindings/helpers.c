@@ -276,6 +276,21 @@ int rust_ext_skb_udp_all_headers(const struct sk_buff *skb)
 	return skb_transport_offset(skb) + sizeof(struct udphdr);
 }
 
+bool rust_ext_skb_encapsulation(const struct sk_buff *skb)
+{
+	return skb->encapsulation;
+}
+
+int rust_ext_skb_inner_network_offset(const struct sk_buff *skb)
+{
+	return skb_inner_network_offset(skb);
+}
+
+int rust_ext_skb_inner_tcp_all_headers(const struct sk_buff *skb)
+{
+	return skb_inner_tcp_all_headers(skb);
+}
+
 u8 rust_ext_skb_ip_summed(const struct sk_buff *skb)
 {
 	return skb->ip_summed;

@@ -28,6 +28,18 @@ kernel::impl_flags!(
         Tso6 = 1 << bindings::NETIF_F_TSO6_BIT,
         /// `tx-udp-segmentation`.
         GsoUdpL4 = 1 << bindings::NETIF_F_GSO_UDP_L4_BIT,
+        /// `tx-udp_tnl-segmentation`.
+        GsoUdpTunnel = 1 << bindings::NETIF_F_GSO_UDP_TUNNEL_BIT,
+        /// `tx-udp_tnl-csum-segmentation`.
+        GsoUdpTunnelCsum = 1 << bindings::NETIF_F_GSO_UDP_TUNNEL_CSUM_BIT,
+        /// `tx-gre-segmentation`.
+        GsoGre = 1 << bindings::NETIF_F_GSO_GRE_BIT,
+        /// `tx-gre-csum-segmentation`.
+        GsoGreCsum = 1 << bindings::NETIF_F_GSO_GRE_CSUM_BIT,
+        /// `tx-ipxip4-segmentation`.
+        GsoIpxip4 = 1 << bindings::NETIF_F_GSO_IPXIP4_BIT,
+        /// `tx-ipxip6-segmentation`.
+        GsoIpxip6 = 1 << bindings::NETIF_F_GSO_IPXIP6_BIT,
         /// `rx-gro-hw`.
         GroHw = 1 << bindings::NETIF_F_GRO_HW_BIT,
         /// `rx-vlan-offload`.

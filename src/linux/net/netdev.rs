@@ -389,6 +389,10 @@ pub(crate) struct Setup {
     pub(crate) hw_features: Features,
     /// Offloads on at start.
     pub(crate) features: Features,
+    /// Offloads the device can do for a frame inside a tunnel
+    /// (`hw_enc_features`): the inner checksum and segmentation, and
+    /// which tunnels it segments.
+    pub(crate) enc_features: Features,
     /// Most segments the device cuts one TSO frame into (0: no limit).
     pub(crate) tso_max_segs: u32,
     /// How long a TX queue may make no progress before
@@ -560,6 +564,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             (*raw).watchdog_timeo = setup.watchdog_jiffies.min(c_int::MAX as u32) as c_int;
             (*raw).hw_features = setup.hw_features.into();
             (*raw).features = setup.features.into();
+            (*raw).hw_enc_features = setup.enc_features.into();
             if setup.tso_max_segs != 0 {
                 bindings::netif_set_tso_max_segs(raw, setup.tso_max_segs);
             }

@@ -40,9 +40,30 @@ pub(crate) struct CsumRequest {
 pub(crate) enum GsoKind {
     /// TCP segmentation (`SKB_GSO_TCPV4/6`).
     Tcp,
+    /// TCP segmentation inside a tunnel (`SKB_GSO_UDP_TUNNEL[_CSUM]`,
+    /// `SKB_GSO_GRE[_CSUM]`, `SKB_GSO_IPXIP4/6`): each segment's outer
+    /// headers are fixed too.
+    TunnelTcp {
+        /// Offset of the inner IP header.
+        inner_l3: u16,
+        /// The outer UDP checksum is wanted (`SKB_GSO_UDP_TUNNEL_CSUM`).
+        outer_udp_csum: bool,
+    },
     /// UDP segmentation (`SKB_GSO_UDP_L4`): each segment a datagram.
     Udp,
 }
+
+/// The tunnel segmentation kinds (`SKB_GSO_*`) of [`GsoKind::TunnelTcp`].
+// CAST: `SKB_GSO_*` are small positive bits of the u32 `gso_type`.
+const TUNNEL_GSO: u32 = (bindings::SKB_GSO_UDP_TUNNEL
+    | bindings::SKB_GSO_UDP_TUNNEL_CSUM
+    | bindings::SKB_GSO_GRE
+    | bindings::SKB_GSO_GRE_CSUM
+    | bindings::SKB_GSO_IPXIP4
+    | bindings::SKB_GSO_IPXIP6) as u32;
+/// `SKB_GSO_UDP_TUNNEL_CSUM` as a `gso_type` bit.
+// CAST: as above.
+const UDP_TUNNEL_CSUM: u32 = bindings::SKB_GSO_UDP_TUNNEL_CSUM as u32;
 
 /// Segmentation the stack left to the device (TSO or USO).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,14 +192,27 @@ impl SkBuff {
             if !bindings::rust_ext_skb_is_gso(skb) {
                 return None;
             }
-            let (kind, hdr_len) = if bindings::rust_ext_skb_is_gso_tcp(skb) {
+            let shinfo = bindings::rust_ext_skb_shinfo(skb);
+            let gso_type = (*shinfo).gso_type;
+            let (kind, hdr_len) = if gso_type & TUNNEL_GSO != 0 {
+                if !bindings::rust_ext_skb_is_gso_tcp(skb)
+                    || !bindings::rust_ext_skb_encapsulation(skb)
+                {
+                    return None;
+                }
+                let kind = GsoKind::TunnelTcp {
+                    inner_l3: u16::try_from(bindings::rust_ext_skb_inner_network_offset(skb))
+                        .ok()?,
+                    outer_udp_csum: gso_type & UDP_TUNNEL_CSUM != 0,
+                };
+                (kind, bindings::rust_ext_skb_inner_tcp_all_headers(skb))
+            } else if bindings::rust_ext_skb_is_gso_tcp(skb) {
                 (GsoKind::Tcp, bindings::rust_ext_skb_tcp_all_headers(skb))
             } else if bindings::rust_ext_skb_is_gso_udp_l4(skb) {
                 (GsoKind::Udp, bindings::rust_ext_skb_udp_all_headers(skb))
             } else {
                 return None;
             };
-            let shinfo = bindings::rust_ext_skb_shinfo(skb);
             Some(GsoRequest {
                 kind,
                 mss: (*shinfo).gso_size,

@@ -252,6 +252,18 @@ impl QueuePair {
             Some(tso) if offloads.flags & TxDesc::CSUM != 0 => {
                 offloads.flags |= match tso.kind {
                     GsoKind::Tcp => TxDesc::TSO,
+                    GsoKind::TunnelTcp {
+                        inner_l3,
+                        outer_udp_csum,
+                    } => {
+                        offloads.inner_l3 = inner_l3;
+                        let csum = if outer_udp_csum {
+                            TxDesc::OUTER_UDP_CSUM
+                        } else {
+                            0
+                        };
+                        TxDesc::TSO | TxDesc::TUNNEL | csum
+                    }
                     GsoKind::Udp => TxDesc::USO,
                 };
                 offloads.mss = tso.mss;
