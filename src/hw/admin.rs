@@ -537,6 +537,27 @@ admin_commands! {
             /// Group address.
             gid @ 16: rdma::Gid,
         } = 48,
+        /// Set TX shaper `node` ([`super::shaper`]): the frames of every
+        /// queue pair below it leave at most at `rate` bits a second (0:
+        /// no limit), in bursts of at most `burst` bytes (0: the card's
+        /// default, [`super::shaper::default_burst`]); it hangs under
+        /// `parent`, the root or a group node. A queue pair's shaper and
+        /// every group node always exist: rate 0 under the root is no
+        /// shaping. Only with [`super::feature::TX_SHAPERS`]. A `node`
+        /// that is the root with a parent, a parent that is not the root
+        /// or a group node, a loop, a tree deeper than
+        /// [`super::shaper::MAX_DEPTH`] or a rate above
+        /// [`super::shaper::MAX_RATE`]: [`AdminStatus::BadParam`].
+        SetShaper {
+            /// The shaper.
+            node @ 8: u16,
+            /// Its parent.
+            parent @ 10: u16,
+            /// Bytes at once (0: default).
+            burst @ 12: u32,
+            /// Bits a second (0: no limit).
+            rate @ 16: u64,
+        } = 49,
     }
 }
 

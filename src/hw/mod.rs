@@ -271,6 +271,39 @@ pub mod feature {
     /// The card splits headers from data ([`super::QpConfig::hdr_ring`],
     /// [`super::Cqe::SPLIT`]).
     pub const HDS: u32 = 1 << 3;
+    /// The card shapes TX ([`super::AdminCmd::SetShaper`]).
+    pub const TX_SHAPERS: u32 = 1 << 4;
+}
+
+/// The TX shaper tree of a function ([`AdminCmd::SetShaper`]): a token
+/// bucket per node; a frame leaves only when every bucket from its queue
+/// pair's up to the root holds tokens, and takes its length from each.
+pub mod shaper {
+    /// The function as a whole (Linux's netdev scope).
+    pub const ROOT: u16 = 0;
+    /// Queue pair `q`'s shaper is `QUEUE_BASE + q`.
+    pub const QUEUE_BASE: u16 = 1;
+    /// Group node `n` (below [`NODES`]) is `NODE_BASE + n`.
+    pub const NODE_BASE: u16 = QUEUE_BASE + super::MAX_QUEUE_PAIRS;
+    /// Group nodes.
+    pub const NODES: u16 = 16;
+    /// Every shaper: the root, the queue pairs', the group nodes.
+    pub const COUNT: u16 = NODE_BASE + NODES;
+    /// Most group nodes between a queue pair and the root.
+    pub const MAX_DEPTH: usize = 4;
+    /// Fastest rate, bits a second (400 Gbit/s).
+    pub const MAX_RATE: u64 = 400_000_000_000;
+
+    /// The burst of a shaper set with none: 10 ms at its rate, at least a
+    /// full-size frame.
+    pub const fn default_burst(rate: u64) -> u64 {
+        let ten_ms = rate / 8 / 100;
+        if ten_ms > 9018 {
+            ten_ms
+        } else {
+            9018
+        }
+    }
 }
 
 /// Bits of [`QpConfig::flags`].

@@ -5,7 +5,7 @@
 //! switch that decides which function receives.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::control::Faults;
@@ -46,7 +46,7 @@ fn lock(f: &Mutex<Function>) -> MutexGuard<'_, Function> {
 impl Card {
     /// A card with permanent address `mac`; its VF has the same address
     /// and card ID. `faults` applies to the PF.
-    pub fn new(card_id: u32, mac: [u8; 6], faults: Arc<Faults>) -> Self {
+    pub fn new(card_id: u32, mac: [u8; 6], faults: Arc<Faults>) -> Arc<Self> {
         let pf = Identity {
             kind: FuncKind::Pf,
             card_id,
@@ -63,19 +63,21 @@ impl Card {
         pf.nic.set_gft(Arc::clone(&gft));
         let rdma = Arc::new(Mutex::new(RdmaEngine::default()));
         pf.nic.set_rdma(Arc::clone(&rdma));
-        let card = Self {
-            pf: Arc::new(Mutex::new(pf)),
-            vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
-            gft,
-            rdma,
-            wire: Arc::new(OnceLock::new()),
-            rx_batches: AtomicU64::new(0),
-        };
-        for f in [&card.pf, &card.vf] {
-            spawn_moderation_timer(f);
-        }
-        spawn_rdma_timer(&card.pf, &card.wire);
-        card
+        Arc::new_cyclic(|me| {
+            let card = Self {
+                pf: Arc::new(Mutex::new(pf)),
+                vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
+                gft,
+                rdma,
+                wire: Arc::new(OnceLock::new()),
+                rx_batches: AtomicU64::new(0),
+            };
+            for f in [&card.pf, &card.vf] {
+                spawn_function_timer(f, me.clone());
+            }
+            spawn_rdma_timer(&card.pf, &card.wire);
+            card
+        })
     }
 
     /// The physical function.
@@ -336,12 +338,20 @@ fn spawn_rdma_timer(pf: &Arc<Mutex<Function>>, wire: &Arc<OnceLock<Arc<Wire>>>) 
     });
 }
 
-/// Starts the thread that raises `func`'s moderated interrupts when they
-/// fall due; it sleeps until the function wakes it.
-fn spawn_moderation_timer(func: &Arc<Mutex<Function>>) {
+/// Starts the thread that runs `func`'s timer (moderated interrupts,
+/// coalescing, TX shaping) when something falls due, and passes on what
+/// the shapers let go through `card`; it sleeps until the function wakes
+/// it.
+fn spawn_function_timer(func: &Arc<Mutex<Function>>, card: Weak<Card>) {
     let timer_func = Arc::clone(func);
     let timer = std::thread::spawn(move || loop {
-        let next = lock(&timer_func).tick(Instant::now());
+        let (next, frames) = lock(&timer_func).tick(Instant::now());
+        if !frames.is_empty() {
+            let Some(card) = card.upgrade() else {
+                return;
+            };
+            card.transmit(frames);
+        }
         match next {
             Some(due) => std::thread::park_timeout(due.saturating_duration_since(Instant::now())),
             None => std::thread::park(),

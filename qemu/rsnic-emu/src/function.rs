@@ -141,15 +141,21 @@ impl Function {
         self.moderation_timer = Some(timer);
     }
 
-    /// Interrupt moderation timer: raises the vectors now due; returns
-    /// when to call again (`None`: park until woken).
-    pub fn tick(&mut self, now: Instant) -> Option<Instant> {
+    /// The function's timer (interrupt moderation, coalescing, TX
+    /// shaping): raises the vectors now due and lets queue pairs the
+    /// shapers held back send; returns when to call again (`None`: park
+    /// until woken) and the frames to pass on.
+    pub fn tick(&mut self, now: Instant) -> (Option<Instant>, Vec<Outgoing>) {
+        let mut fx = Effects::default();
+        if !self.faults.is(Fault::Gone) {
+            self.nic.release_shaped(&self.dma, now, &mut fx);
+        }
         let (raise, next) = self.nic.tick(&self.dma, now);
-        for vector in raise {
+        for vector in fx.raise.into_iter().chain(raise) {
             self.raise_queue_irq(vector);
         }
         self.timer_due = next;
-        next
+        (next, fx.send)
     }
 
     /// Wakes the moderation timer if something falls due before it runs

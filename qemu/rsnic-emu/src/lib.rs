@@ -22,6 +22,7 @@ pub mod offload;
 pub mod queues;
 pub mod rdma;
 pub mod rss;
+pub mod shaper;
 pub mod split;
 pub mod steer;
 pub mod stream;

@@ -413,7 +413,7 @@ fn start_card(
 ) -> Result<Started, MainError> {
     let faults = Arc::new(Faults::default());
     faults.set_by_name(&spec.fault)?;
-    let card = Arc::new(Card::new(spec.card_id, spec.mac, Arc::clone(&faults)));
+    let card = Card::new(spec.card_id, spec.mac, Arc::clone(&faults));
     card.set_gro_hold(gro_hold);
 
     let wire = match ends {

@@ -20,6 +20,7 @@ use crate::hw::{
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rdma::{Io, RdmaEngine};
+use crate::shaper::ShaperTree;
 use crate::steer::Steering;
 use crate::stream::RxStream;
 use crate::train::{TcpTrain, TrainShape};
@@ -180,6 +181,11 @@ pub struct Nic {
     rdma: Option<Arc<Mutex<RdmaEngine>>>,
     /// The function's doorbell page, once the driver gives one.
     page: DoorbellPage,
+    /// TX shapers.
+    shapers: ShaperTree,
+    /// Queue pairs whose next frame the shapers held back, and when to
+    /// offer it again.
+    tx_shaped: [Option<Instant>; MAX_QUEUE_PAIRS as usize],
     /// Counters.
     pub stats: NicStats,
 }
@@ -212,6 +218,8 @@ impl Nic {
             gft: None,
             rdma: None,
             page: DoorbellPage::default(),
+            shapers: ShaperTree::default(),
+            tx_shaped: [None; MAX_QUEUE_PAIRS as usize],
             stats: NicStats::default(),
         }
     }
@@ -455,13 +463,31 @@ impl Nic {
     }
 
     /// The earliest moment a moderated interrupt or an aggregate falls
-    /// due.
+    /// due, or a queue pair the shapers held back may send.
     pub fn next_deadline(&self) -> Option<Instant> {
+        let shaped = self.tx_shaped.iter().flatten().copied();
         self.qps
             .iter()
             .flatten()
             .filter_map(QueuePair::deadline)
+            .chain(shaped)
             .min()
+    }
+
+    /// Queue pairs the shapers held back until now or earlier send what
+    /// they may.
+    pub fn release_shaped(&mut self, dma: &DmaSpace, now: Instant, fx: &mut Effects) {
+        for qp in 0..self.tx_shaped.len() {
+            if self.tx_shaped[qp].is_none_or(|due| due > now) {
+                continue;
+            }
+            self.tx_shaped[qp] = None;
+            let Some(Some(q)) = self.qps.get(qp) else {
+                continue;
+            };
+            let tail = q.tx_tail();
+            self.follow_tx_tail(dma, qp, tail, now, fx);
+        }
     }
 
     /// Reads a NIC register, or `None` if `offset` is not one.
@@ -547,7 +573,7 @@ impl Nic {
                 } else {
                     value
                 };
-                return self.follow_tx_tail(dma, qp, tail, fx);
+                return self.follow_tx_tail(dma, qp, tail, Instant::now(), fx);
             }
             // In page mode the write is a kick: the page says.
             hw::regs::DB_RX_TAIL | hw::regs::DB_CQ_HEAD if q.rx_cq_in_page() => {
@@ -576,8 +602,16 @@ impl Nic {
     }
 
     /// Takes the frames queue pair `qp` (which exists) posted up to `tail`
-    /// and sends them; raises its vector if that completes something due.
-    fn follow_tx_tail(&mut self, dma: &DmaSpace, qp: usize, tail: u32, fx: &mut Effects) {
+    /// and sends them (those the shapers let go at `now`); raises its
+    /// vector if that completes something due.
+    fn follow_tx_tail(
+        &mut self,
+        dma: &DmaSpace,
+        qp: usize,
+        tail: u32,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
         let mtu = self.mtu;
         let link_up = self.link_up;
         let is_pf = self.is_pf;
@@ -593,7 +627,18 @@ impl Nic {
         // The pair counts both kinds of segmentation together.
         let cut = |s: &NicStats| (s.tso_frames + s.uso_frames, s.tso_segments + s.uso_segments);
         let (frames_before, segments_before) = cut(stats);
-        let raise = q.tx_doorbell(dma, tail, |mut f: TxFrame| {
+        let shapers = &mut self.shapers;
+        let shaped = &mut self.tx_shaped[qp];
+        *shaped = None;
+        let admit =
+            |first: &hw::TxDesc, len: usize| match shapers.admit(qp, wire_len(first, len), now) {
+                Ok(()) => true,
+                Err(due) => {
+                    *shaped = Some(due);
+                    false
+                }
+            };
+        let raise = q.tx_doorbell_shaped(dma, tail, admit, |mut f: TxFrame| {
             if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
                 // Checked when it came in; the card applies the
                 // action in its header.
@@ -727,7 +772,7 @@ impl Nic {
             }
             q.stats.tx_tails_polled += 1;
             moved = true;
-            self.follow_tx_tail(dma, qp, tail, fx);
+            self.follow_tx_tail(dma, qp, tail, Instant::now(), fx);
         }
         moved
     }
@@ -784,7 +829,8 @@ impl Nic {
                     features: hw::feature::DOORBELL_PAGE
                         | hw::feature::ADMIN_TAIL_IN_PAGE
                         | hw::feature::RX_CQ_IN_PAGE
-                        | hw::feature::HDS,
+                        | hw::feature::HDS
+                        | hw::feature::TX_SHAPERS,
                 }
                 .write_result(entry);
             }
@@ -944,6 +990,24 @@ impl Nic {
             AdminCmd::SetRxMode { flags, mc_filter } => {
                 self.rx_mode = flags;
                 self.mc_filter = mc_filter;
+            }
+            AdminCmd::SetShaper {
+                node,
+                parent,
+                burst,
+                rate,
+            } => {
+                if self
+                    .shapers
+                    .set(node, parent, burst, rate, Instant::now())
+                    .is_err()
+                {
+                    return AdminStatus::BadParam;
+                }
+                // A queue pair held back may go sooner now.
+                for due in self.tx_shaped.iter_mut().flatten() {
+                    *due = Instant::now();
+                }
             }
             AdminCmd::SetOffloads { flags } => {
                 // Coalescing keeps to checksums the card verified.
@@ -1156,6 +1220,17 @@ fn count_frame(
 }
 
 /// Counts a frame of `len` bytes sent to the wire, starting with `head`.
+/// The bytes a frame of `len` bytes handed over with `first` puts on the
+/// wire: one set of headers per segment if the card cuts it.
+fn wire_len(first: &hw::TxDesc, len: usize) -> usize {
+    if first.flags & (hw::TxDesc::TSO | hw::TxDesc::USO) == 0 || first.mss == 0 {
+        return len;
+    }
+    let hdr = usize::from(first.hdr_len).min(len);
+    let segs = (len - hdr).div_ceil(usize::from(first.mss)).max(1);
+    len + (segs - 1) * hdr
+}
+
 /// Sends the frames a segmentation request became (the first is the
 /// longest), or counts them dropped: link down, or longer than the MTU.
 fn send_segments(
@@ -1594,6 +1669,56 @@ mod doorbell_page_tests {
             (1, 1, 3)
         );
         assert_eq!(s.tx_bad_tso, 1);
+    }
+
+    #[test]
+    fn shaped_frames_wait_on_the_ring_until_the_timer() {
+        let mut nic = Nic::new([2, 0, 0, 0, 0, 1], true);
+        nic.set_link(true);
+        let (dma, _f) = two_region_space();
+        let (mut e, mut fx) = ([0u8; AQ_ENTRY_SIZE], Effects::default());
+        assert_eq!(
+            nic.execute(&dma, create(0, 0), &mut e, &mut fx),
+            AdminStatus::Ok
+        );
+        // Queue pair 0 at 8 Mbit/s (1 MB/s) with a 1500-byte burst.
+        let shape = AdminCmd::SetShaper {
+            node: hw::shaper::QUEUE_BASE,
+            parent: hw::shaper::ROOT,
+            burst: 1500,
+            rate: 8_000_000,
+        };
+        assert_eq!(nic.execute(&dma, shape, &mut e, &mut fx), AdminStatus::Ok);
+        let frame = vec![0u8; 1000];
+        dma.write(BUF, &frame).unwrap();
+        for idx in 0..4u64 {
+            let d = TxDesc {
+                addr: BUF,
+                len: 1000,
+                flags: TxDesc::EOP,
+                ..Default::default()
+            };
+            dma.write(TX_RING + idx * 32, &d.to_bytes()).unwrap();
+        }
+        fx.send.clear();
+        nic.write_reg(&dma, hw::QpDoorbell::TxTail.offset(0), 4, &mut fx);
+        // 1500 bytes of tokens: two frames (the second into debt), two
+        // wait.
+        assert_eq!(fx.send.len(), 2);
+        let due = nic.next_deadline().expect("a deadline for the held frames");
+        let mut later = Effects::default();
+        nic.release_shaped(&dma, due - Duration::from_millis(1), &mut later);
+        assert!(later.send.is_empty(), "released early");
+        // 500 bytes of debt at 1 MB/s: 0.5 ms; then one more (into debt).
+        nic.release_shaped(&dma, due, &mut later);
+        assert_eq!(later.send.len(), 1);
+        let due = nic.next_deadline().expect("the last frame still waits");
+        nic.release_shaped(&dma, due, &mut later);
+        assert_eq!(later.send.len(), 2);
+        assert_eq!(nic.qp_stats(0).unwrap().tx_packets, 4);
+        assert!(nic
+            .next_deadline()
+            .is_none_or(|d| d > due + Duration::from_millis(1)));
     }
 
     /// Sends a segmentation request `(frame, desc)` through queue pair 0's

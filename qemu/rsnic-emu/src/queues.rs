@@ -320,6 +320,11 @@ impl QueuePair {
         self.stream.is_some()
     }
 
+    /// The TX tail last written (or read from the page).
+    pub fn tx_tail(&self) -> u32 {
+        u32::from(self.tx_tail)
+    }
+
     /// MSI-X vector of this pair.
     pub fn vector(&self) -> u16 {
         self.cfg.vector
@@ -619,10 +624,18 @@ impl QueuePair {
 
     /// TX tail doorbell: takes every complete frame from the ring, hands
     /// each to `send`, and completes it. Returns whether to raise the vector.
-    pub fn tx_doorbell(
+    pub fn tx_doorbell(&mut self, dma: &DmaSpace, tail: u32, send: impl FnMut(TxFrame)) -> bool {
+        self.tx_doorbell_shaped(dma, tail, |_, _| true, send)
+    }
+
+    /// As [`Self::tx_doorbell`], each frame first offered to `admit` with
+    /// its first descriptor and length: a frame it refuses, and those
+    /// behind it, stay on the ring for a later call.
+    pub fn tx_doorbell_shaped(
         &mut self,
         dma: &DmaSpace,
         tail: u32,
+        mut admit: impl FnMut(&TxDesc, usize) -> bool,
         mut send: impl FnMut(TxFrame),
     ) -> bool {
         match u16::try_from(tail) {
@@ -665,6 +678,9 @@ impl QueuePair {
             // outside the DMA space, is completed unsent (and counted).
             let first = self.tx_descs.first().copied();
             let total = self.tx_descs.iter().map(|d| d.len as usize).sum::<usize>();
+            if first.is_some_and(|f| !admit(&f, total)) {
+                break 'frames;
+            }
             let mut data = Vec::new();
             if total <= (MAX_FRAME as usize) * 64 {
                 data.reserve_exact(total);
