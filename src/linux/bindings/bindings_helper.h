@@ -23,6 +23,7 @@
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
 #include <net/tcp.h>
+#include <net/net_shaper.h>
 #include "helpers.h"
 /* The driver's user-verbs ABI, bound as the kernel binds its uapi headers. */
 #include "../../../include/uapi/rdma/rsnic-abi.h"

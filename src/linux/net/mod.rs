@@ -2,7 +2,7 @@
 
 //! Networking: net devices and their operations, ethtool, NAPI, socket
 //! buffers, page pools, receive-stream chunks, native XDP, queue
-//! management, the RTNL and instance locks, upper/lower device links and
+//! management, TX shapers, the RTNL and instance locks, upper/lower device links and
 //! the netdevice notifier.
 
 pub(crate) mod dma_map;
@@ -19,6 +19,7 @@ pub(crate) mod page_pool;
 pub(crate) mod queue_mgmt;
 pub(crate) mod rtnl;
 pub(crate) mod rx_chunk;
+pub(crate) mod shaper;
 pub(crate) mod skbuff;
 pub(crate) mod stats;
 pub(crate) mod upper;

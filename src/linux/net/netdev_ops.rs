@@ -18,6 +18,7 @@ use crate::linux::net::{
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{is_valid_ether_addr, HwAddrList, NetDev},
     queue_mgmt::QueueStartError,
+    shaper::{Handle, Scope, Shaper, ShaperAck, ShaperAdapter, ShaperCaps},
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
@@ -144,6 +145,47 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// TX shapers (`net_shaper_ops`, [`crate::linux::net::shaper`]):
+    /// creates or updates `shaper`, which the core checked against
+    /// [`NetDevOps::shaper_caps`]. Implement all four shaper methods.
+    fn shaper_set(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _shaper: &Shaper,
+        _ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Removes shaper `handle`: what it limited is no longer limited (a
+    /// group node's leaves were moved to its parent before).
+    fn shaper_delete(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _handle: Handle,
+        _ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Hangs `leaves` (queue shapers, with their settings) below `node`
+    /// (the device or a group node, with its settings), creating what
+    /// does not exist yet.
+    fn shaper_group(
+        _dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        _leaves: &[Shaper],
+        _node: &Shaper,
+        _ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// What shapers of `scope` can do (none: the scope has no shapers).
+    fn shaper_caps(_dev: &NetDev<Self>, _scope: Scope) -> ShaperCaps {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Per-queue stats (`netdev_stat_ops`): the counters of RX and TX
     /// queue `queue`, one of those in use. Implement with
     /// [`NetDevOps::base_stats`].
@@ -249,6 +291,9 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_XSK_WAKEUP {
             ops.ndo_xsk_wakeup = Some(Self::xsk_wakeup);
+        }
+        if T::HAS_SHAPER_SET {
+            ops.net_shaper_ops = &ShaperAdapter::<T>::OPS;
         }
         ops
     };
