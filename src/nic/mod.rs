@@ -30,6 +30,7 @@ pub(crate) mod queue;
 mod recovery;
 mod restart;
 mod ring;
+mod shaper;
 mod steering;
 mod xdp;
 
@@ -212,6 +213,10 @@ pub(crate) struct Nic {
     /// Additional RSS contexts and steering rules. Taken after `config`.
     #[pin]
     steering: Mutex<KBox<Steering>>,
+    /// The TX shapers the driver gave the card (`shaper.rs`). Taken
+    /// after `config`.
+    #[pin]
+    shapers: Mutex<shaper::Shapers>,
     /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`),
     /// filled and emptied by the layer around `install_xsk`.
     #[pin]
@@ -455,6 +460,7 @@ pub(crate) fn register(
             admin_tail_in_page: info.features & hw::feature::ADMIN_TAIL_IN_PAGE != 0,
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
+            shapers <- new_mutex!(shaper::Shapers::new()),
             xsk <- xsk,
         }? Error))
         },
@@ -729,6 +735,7 @@ impl Nic {
         let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
         self.push_steering()?;
+        self.push_shapers(cfg)?;
         // As after mlx5's and ice's channel set-up; a user's own map (sysfs
         // `xps_cpus`) lasts until the queues restart.
         dev.set_default_xps(rtnl, cfg.queues)?;
@@ -779,6 +786,8 @@ impl Nic {
         let old = *cfg;
         if !old.running {
             dev.set_real_num_queues(rtnl, u32::from(new.queues))?;
+            // The core dropped the gone queues' shapers.
+            self.forget_queue_shapers(new.queues);
             *cfg = new;
             return Ok(());
         }

@@ -10,7 +10,7 @@ use super::{
     recovery::HEALTH_CHECK_MS,
     Nic, MAX_MC_FILTER,
 };
-use crate::hw::{mc_filter_bit, rx_mode, AdminCmd, FuncKind};
+use crate::hw::{self, mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{
@@ -18,6 +18,7 @@ use crate::linux::net::{
         TxQueueStats,
     },
     queue_mgmt::QueueStartError,
+    shaper::{Handle, Scope, Shaper, ShaperAck, ShaperCaps},
     skbuff::{SkBuff, SkBuffRef},
     xdp::{XdpSetup, XdpXmitBatch},
     xsk::{XskSetup, XskSlots},
@@ -200,6 +201,41 @@ impl NetDevOps for Nic {
         }
         bond::features_changed(dev, rtnl, features);
         Ok(())
+    }
+
+    fn shaper_set(
+        dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        shaper: &Shaper,
+        ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        dev.data().set_shaper(shaper, ack)
+    }
+
+    fn shaper_delete(
+        dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        handle: Handle,
+        ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        dev.data().delete_shaper(handle, ack)
+    }
+
+    fn shaper_group(
+        dev: &NetDev<Self>,
+        _locked: &DevLocked,
+        leaves: &[Shaper],
+        node: &Shaper,
+        ack: &mut ShaperAck<'_>,
+    ) -> Result {
+        dev.data().group_shapers(leaves, node, ack)
+    }
+
+    fn shaper_caps(dev: &NetDev<Self>, scope: Scope) -> ShaperCaps {
+        if dev.data().info.features & hw::feature::TX_SHAPERS == 0 {
+            return ShaperCaps::default();
+        }
+        super::shaper::caps(scope)
     }
 
     fn fix_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, mut features: Features) -> Features {
