@@ -547,7 +547,9 @@ admin_commands! {
         /// that is the root with a parent, a parent that is not the root
         /// or a group node, a loop, a tree deeper than
         /// [`super::shaper::MAX_DEPTH`] or a rate above
-        /// [`super::shaper::MAX_RATE`]: [`AdminStatus::BadParam`].
+        /// [`super::shaper::MAX_RATE`]: [`AdminStatus::BadParam`]. A
+        /// queue pair's `weight` (0 counts as 1) is its share against its
+        /// siblings when their common parent is the bottleneck.
         SetShaper {
             /// The shaper.
             node @ 8: u16,
@@ -557,6 +559,8 @@ admin_commands! {
             burst @ 12: u32,
             /// Bits a second (0: no limit).
             rate @ 16: u64,
+            /// A queue pair's weight (0: 1); ignored for other nodes.
+            weight @ 24: u32,
         } = 49,
     }
 }

@@ -278,6 +278,8 @@ pub mod feature {
 /// The TX shaper tree of a function ([`AdminCmd::SetShaper`]): a token
 /// bucket per node; a frame leaves only when every bucket from its queue
 /// pair's up to the root holds tokens, and takes its length from each.
+/// Queue pairs held back are served again in weighted fair order (the
+/// one that sent least for its weight first), a frame at a time.
 pub mod shaper {
     /// The function as a whole (Linux's netdev scope).
     pub const ROOT: u16 = 0;

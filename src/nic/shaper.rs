@@ -3,8 +3,9 @@
 //! TX shapers (`net-shaper` netlink, [`crate::linux::net::shaper`]) on
 //! the card's shaper tree ([`hw::shaper`]): the device is the card's root,
 //! each TX queue its queue pair's shaper, each group node one of the
-//! card's 16. Each has a peak rate and a burst; the card has no guaranteed
-//! rates, priorities or weights, and the core refuses those.
+//! card's 16. Each has a peak rate and a burst, and a queue a weight
+//! among its siblings; the card has no guaranteed rates or priorities,
+//! and the core refuses those (and weights of nodes).
 //!
 //! The driver keeps what it gave the card, so a function reset (or any
 //! queue restart) can give it again.
@@ -21,6 +22,20 @@ struct CardShaper {
     parent: u16,
     burst: u32,
     rate: u64,
+    weight: u32,
+}
+
+impl CardShaper {
+    /// The command that sets card shaper `node` so.
+    fn cmd(&self, node: u16) -> AdminCmd {
+        AdminCmd::SetShaper {
+            node,
+            parent: self.parent,
+            burst: self.burst,
+            rate: self.rate,
+            weight: self.weight,
+        }
+    }
 }
 
 /// Every card shaper as the driver set it.
@@ -37,6 +52,7 @@ impl Shapers {
                 parent: 0,
                 burst: 0,
                 rate: 0,
+                weight: 0,
             }; card::COUNT as usize],
             used: false,
         }
@@ -45,12 +61,13 @@ impl Shapers {
 
 /// What the card's shapers can do, by scope: a peak rate in bits a
 /// second and a burst everywhere; queues and group nodes hang below
-/// group nodes.
+/// group nodes; a queue has a weight among its siblings.
 pub(super) fn caps(scope: Scope) -> ShaperCaps {
     let all = ShaperCap::MetricBps | ShaperCap::BwMax | ShaperCap::Burst;
     match scope {
         Scope::Netdev => all,
-        Scope::Queue | Scope::Node => all | ShaperCap::Nesting,
+        Scope::Node => all | ShaperCap::Nesting,
+        Scope::Queue => all | ShaperCap::Nesting | ShaperCap::Weight,
     }
 }
 
@@ -98,6 +115,7 @@ impl Nic {
             parent,
             burst,
             rate: shaper.bw_max(),
+            weight: shaper.weight(),
         })
     }
 
@@ -106,22 +124,10 @@ impl Nic {
     fn apply_shapers(&self, settings: &[(u16, CardShaper)], ack: &mut ShaperAck<'_>) -> Result {
         let mut table = self.shapers.lock();
         for (done, &(node, s)) in settings.iter().enumerate() {
-            let cmd = AdminCmd::SetShaper {
-                node,
-                parent: s.parent,
-                burst: s.burst,
-                rate: s.rate,
-            };
-            if let Err(e) = self.admin.run(cmd) {
+            if let Err(e) = self.admin.run(s.cmd(node)) {
                 for &(node, _) in settings[..done].iter().rev() {
-                    let old = table.nodes[usize::from(node)];
                     // Best effort: the next start gives the table again.
-                    let _ = self.admin.run(AdminCmd::SetShaper {
-                        node,
-                        parent: old.parent,
-                        burst: old.burst,
-                        rate: old.rate,
-                    });
+                    let _ = self.admin.run(table.nodes[usize::from(node)].cmd(node));
                 }
                 ack.refuse(c"the card refused the shaper (a loop, or nested too deep)");
                 return Err(e);
@@ -184,12 +190,7 @@ impl Nic {
             return Ok(());
         }
         for (node, s) in (0u16..).zip(table.nodes.iter()) {
-            self.admin.run(AdminCmd::SetShaper {
-                node,
-                parent: s.parent,
-                burst: s.burst,
-                rate: s.rate,
-            })?;
+            self.admin.run(s.cmd(node))?;
         }
         Ok(())
     }

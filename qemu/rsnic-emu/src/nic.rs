@@ -20,7 +20,7 @@ use crate::hw::{
 use crate::offload;
 use crate::queues::{CqeFault, Moderation, QpStats, QueuePair, RxOutcome, TxFrame};
 use crate::rdma::{Io, RdmaEngine};
-use crate::shaper::ShaperTree;
+use crate::shaper::{Setting, ShaperTree};
 use crate::steer::Steering;
 use crate::stream::RxStream;
 use crate::train::{TcpTrain, TrainShape};
@@ -475,18 +475,24 @@ impl Nic {
     }
 
     /// Queue pairs the shapers held back until now or earlier send what
-    /// they may.
+    /// they may, a frame at a time, the one that sent least for its
+    /// weight first.
     pub fn release_shaped(&mut self, dma: &DmaSpace, now: Instant, fx: &mut Effects) {
-        for qp in 0..self.tx_shaped.len() {
-            if self.tx_shaped[qp].is_none_or(|due| due > now) {
-                continue;
-            }
+        let due = |d: &Option<Instant>| d.is_some_and(|d| d <= now);
+        let mut waiting: Vec<usize> = (0..self.tx_shaped.len())
+            .filter(|&qp| due(&self.tx_shaped[qp]))
+            .collect();
+        while let Some(i) = self.shapers.next_to_serve(&waiting) {
+            let qp = waiting[i];
             self.tx_shaped[qp] = None;
-            let Some(Some(q)) = self.qps.get(qp) else {
-                continue;
-            };
-            let tail = q.tx_tail();
-            self.follow_tx_tail(dma, qp, tail, now, fx);
+            if let Some(Some(q)) = self.qps.get(qp) {
+                let tail = q.tx_tail();
+                self.follow_tx_tail(dma, qp, tail, now, Some(1), fx);
+            }
+            // Due again now: it sent its frame and has more.
+            if !due(&self.tx_shaped[qp]) {
+                waiting.swap_remove(i);
+            }
         }
     }
 
@@ -573,7 +579,7 @@ impl Nic {
                 } else {
                     value
                 };
-                return self.follow_tx_tail(dma, qp, tail, Instant::now(), fx);
+                return self.follow_tx_tail(dma, qp, tail, Instant::now(), None, fx);
             }
             // In page mode the write is a kick: the page says.
             hw::regs::DB_RX_TAIL | hw::regs::DB_CQ_HEAD if q.rx_cq_in_page() => {
@@ -610,6 +616,7 @@ impl Nic {
         qp: usize,
         tail: u32,
         now: Instant,
+        most: Option<usize>,
         fx: &mut Effects,
     ) {
         let mtu = self.mtu;
@@ -630,14 +637,24 @@ impl Nic {
         let shapers = &mut self.shapers;
         let shaped = &mut self.tx_shaped[qp];
         *shaped = None;
-        let admit =
-            |first: &hw::TxDesc, len: usize| match shapers.admit(qp, wire_len(first, len), now) {
-                Ok(()) => true,
+        let mut left = most.unwrap_or(usize::MAX);
+        let admit = |first: &hw::TxDesc, len: usize| {
+            if left == 0 {
+                // The caller's share is taken: the rest waits its turn.
+                *shaped = Some(now);
+                return false;
+            }
+            match shapers.admit(qp, wire_len(first, len), now) {
+                Ok(()) => {
+                    left -= 1;
+                    true
+                }
                 Err(due) => {
                     *shaped = Some(due);
                     false
                 }
-            };
+            }
+        };
         let raise = q.tx_doorbell_shaped(dma, tail, admit, |mut f: TxFrame| {
             if f.first.flags & hw::TxDesc::GFT_REINJECT != 0 {
                 // Checked when it came in; the card applies the
@@ -772,7 +789,7 @@ impl Nic {
             }
             q.stats.tx_tails_polled += 1;
             moved = true;
-            self.follow_tx_tail(dma, qp, tail, Instant::now(), fx);
+            self.follow_tx_tail(dma, qp, tail, Instant::now(), None, fx);
         }
         moved
     }
@@ -996,10 +1013,16 @@ impl Nic {
                 parent,
                 burst,
                 rate,
+                weight,
             } => {
+                let setting = Setting {
+                    burst,
+                    rate,
+                    weight,
+                };
                 if self
                     .shapers
-                    .set(node, parent, burst, rate, Instant::now())
+                    .set(node, parent, setting, Instant::now())
                     .is_err()
                 {
                     return AdminStatus::BadParam;
@@ -1687,6 +1710,7 @@ mod doorbell_page_tests {
             parent: hw::shaper::ROOT,
             burst: 1500,
             rate: 8_000_000,
+            weight: 0,
         };
         assert_eq!(nic.execute(&dma, shape, &mut e, &mut fx), AdminStatus::Ok);
         let frame = vec![0u8; 1000];

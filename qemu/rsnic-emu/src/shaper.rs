@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 
 use crate::hw::shaper::{self, COUNT, MAX_DEPTH, MAX_RATE, NODE_BASE, QUEUE_BASE, ROOT};
+use crate::hw::MAX_QUEUE_PAIRS;
 
 /// One shaper.
 #[derive(Clone, Copy, Debug, Default)]
@@ -18,6 +19,8 @@ struct Bucket {
     parent: u16,
     /// Bits a second; 0: no limit.
     rate: u64,
+    /// A queue pair's share against its siblings (at least 1).
+    weight: u32,
     /// Most bytes it holds.
     burst: f64,
     /// Bytes it holds (negative: in debt).
@@ -50,6 +53,12 @@ pub struct ShaperTree {
     nodes: [Bucket; COUNT as usize],
     /// Whether any shaper limits: if none, [`Self::admit`] does nothing.
     any: bool,
+    /// Start-time fair queueing among held-back queue pairs: each pair's
+    /// finish tag (bytes sent over its weight), and the start tag of the
+    /// last frame sent (the virtual time a pair that was idle starts
+    /// from, so that idling earns it nothing).
+    finish: [f64; MAX_QUEUE_PAIRS as usize],
+    virtual_time: f64,
 }
 
 impl Default for ShaperTree {
@@ -57,8 +66,21 @@ impl Default for ShaperTree {
         Self {
             nodes: [Bucket::default(); COUNT as usize],
             any: false,
+            finish: [0.0; MAX_QUEUE_PAIRS as usize],
+            virtual_time: 0.0,
         }
     }
+}
+
+/// What [`ShaperTree::set`] gives a shaper.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Setting {
+    /// Bytes at once (0: the default for the rate).
+    pub burst: u32,
+    /// Bits a second (0: no limit).
+    pub rate: u64,
+    /// A queue pair's weight (0: 1).
+    pub weight: u32,
 }
 
 /// Why [`ShaperTree::set`] refused.
@@ -72,10 +94,14 @@ impl ShaperTree {
         &mut self,
         node: u16,
         parent: u16,
-        burst: u32,
-        rate: u64,
+        setting: Setting,
         now: Instant,
     ) -> Result<(), BadShaper> {
+        let Setting {
+            burst,
+            rate,
+            weight,
+        } = setting;
         let is_group = |n: u16| (NODE_BASE..COUNT).contains(&n);
         let parent_ok = parent == ROOT || (is_group(parent) && parent != node);
         if node >= COUNT || (node == ROOT && parent != ROOT) || !parent_ok || rate > MAX_RATE {
@@ -89,6 +115,7 @@ impl ShaperTree {
         self.nodes[usize::from(node)] = Bucket {
             parent,
             rate,
+            weight: weight.max(1),
             burst,
             tokens: burst,
             last: Some(now),
@@ -146,7 +173,20 @@ impl ShaperTree {
                 b.tokens -= len as f64;
             }
         }
+        let weight = f64::from(self.nodes[usize::from(path[0])].weight.max(1));
+        let start = self.finish[qp].max(self.virtual_time);
+        self.virtual_time = start;
+        self.finish[qp] = start + len as f64 / weight;
         Ok(())
+    }
+
+    /// Of the queue pairs `waiting`, the one to serve first: the one
+    /// with the least sent for its weight. An index into `waiting`.
+    pub fn next_to_serve(&self, waiting: &[usize]) -> Option<usize> {
+        (0..waiting.len()).min_by(|&a, &b| {
+            let tag = |i: usize| self.finish[waiting[i]].max(self.virtual_time);
+            tag(a).total_cmp(&tag(b))
+        })
     }
 }
 
@@ -158,6 +198,13 @@ mod tests {
     const Q1: u16 = QUEUE_BASE + 1;
     const N0: u16 = NODE_BASE;
     const N1: u16 = NODE_BASE + 1;
+
+    fn rate(rate: u64) -> Setting {
+        Setting {
+            rate,
+            ..Default::default()
+        }
+    }
 
     /// Frames of `len` bytes queue pair `qp` sends in `secs` simulated
     /// seconds, sending whenever the shapers let it.
@@ -190,7 +237,7 @@ mod tests {
         let mut t = ShaperTree::default();
         let now = Instant::now();
         // 12 Mbit/s: 1000 frames of 1500 bytes a second.
-        t.set(Q1, ROOT, 0, 12_000_000, now).unwrap();
+        t.set(Q1, ROOT, rate(12_000_000), now).unwrap();
         let sent = sent_in(&mut t, &[0, 1], 1500, 2);
         assert!(sent[0] > 100_000, "queue 0 is not shaped: {sent:?}");
         // 2 s at the rate, plus the burst (10 ms, 15 KB: 10 frames) and
@@ -202,32 +249,59 @@ mod tests {
     fn a_group_and_the_root_limit_what_is_below() {
         let mut t = ShaperTree::default();
         let now = Instant::now();
-        t.set(N0, ROOT, 0, 12_000_000, now).unwrap();
-        t.set(Q0, N0, 0, 0, now).unwrap();
-        t.set(Q1, N0, 0, 0, now).unwrap();
+        t.set(N0, ROOT, rate(12_000_000), now).unwrap();
+        t.set(Q0, N0, rate(0), now).unwrap();
+        t.set(Q1, N0, rate(0), now).unwrap();
         let sent = sent_in(&mut t, &[0, 1], 1500, 2);
         let total = sent[0] + sent[1];
         assert!((2000..=2012).contains(&total), "{sent:?}");
         // The root, slower still, limits everything.
-        t.set(ROOT, ROOT, 0, 1_200_000, now).unwrap();
+        t.set(ROOT, ROOT, rate(1_200_000), now).unwrap();
         let sent = sent_in(&mut t, &[0, 1, 2], 1500, 2);
         let total: u64 = sent.iter().sum();
         assert!((200..=212).contains(&total), "{sent:?}");
         // No limit left: nothing is shaped.
         for n in [ROOT, N0] {
-            t.set(n, ROOT, 0, 0, now).unwrap();
+            t.set(n, ROOT, rate(0), now).unwrap();
         }
         assert!(!t.any);
+    }
+
+    #[test]
+    fn held_back_queue_pairs_share_by_weight() {
+        let mut t = ShaperTree::default();
+        let start = Instant::now();
+        t.set(N0, ROOT, rate(12_000_000), start).unwrap();
+        for (q, weight) in [(Q0, 1), (Q1, 3)] {
+            let s = Setting {
+                weight,
+                ..Default::default()
+            };
+            t.set(q, N0, s, start).unwrap();
+        }
+        // Both always have frames; whenever the node lets one go, the
+        // card serves the one `next_to_serve` picks.
+        let (mut now, mut sent) = (start, [0u64; 2]);
+        while now < start + Duration::from_secs(2) {
+            let pick = t.next_to_serve(&[0, 1]).unwrap();
+            match t.admit(pick, 1500, now) {
+                Ok(()) => sent[pick] += 1,
+                Err(when) => now = when,
+            }
+        }
+        let ratio = sent[1] as f64 / sent[0] as f64;
+        assert!((2.9..=3.1).contains(&ratio), "{sent:?}");
+        assert!((2000..=2012).contains(&(sent[0] + sent[1])), "{sent:?}");
     }
 
     #[test]
     fn bad_trees_are_refused_and_change_nothing() {
         let mut t = ShaperTree::default();
         let now = Instant::now();
-        t.set(N1, N0, 0, 1000, now).unwrap();
+        t.set(N1, N0, rate(1000), now).unwrap();
         // A loop, a queue or itself as parent, the root under something,
         // out of range, too fast.
-        for (node, parent, rate) in [
+        for (node, parent, r) in [
             (N0, N1, 0),
             (Q0, Q1, 0),
             (N0, N0, 0),
@@ -237,7 +311,7 @@ mod tests {
             (Q0, ROOT, MAX_RATE + 1),
         ] {
             assert_eq!(
-                t.set(node, parent, 0, rate, now),
+                t.set(node, parent, rate(r), now),
                 Err(BadShaper),
                 "{node} {parent}"
             );
@@ -245,12 +319,12 @@ mod tests {
         // Deeper than MAX_DEPTH group nodes.
         let mut prev = ROOT;
         for n in 0..MAX_DEPTH as u16 {
-            t.set(NODE_BASE + 2 + n, prev, 0, 0, now).unwrap();
+            t.set(NODE_BASE + 2 + n, prev, rate(0), now).unwrap();
             prev = NODE_BASE + 2 + n;
         }
-        t.set(Q0, prev, 0, 0, now).unwrap();
+        t.set(Q0, prev, rate(0), now).unwrap();
         let top = NODE_BASE + 2;
-        assert_eq!(t.set(top, N1, 0, 0, now), Err(BadShaper));
+        assert_eq!(t.set(top, N1, rate(0), now), Err(BadShaper));
         assert_eq!(t.nodes[usize::from(top)].parent, ROOT);
         assert_eq!(t.nodes[usize::from(N1)].parent, N0);
     }

@@ -107,6 +107,11 @@ impl Shaper {
     pub(crate) fn burst(&self) -> u64 {
         self.0.burst
     }
+
+    /// Weight among siblings (0: not set).
+    pub(crate) fn weight(&self) -> u32 {
+        self.0.weight
+    }
 }
 
 /// The request's extended ack: where a refusal's reason goes.
