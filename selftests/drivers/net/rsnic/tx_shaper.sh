@@ -6,8 +6,9 @@
 # capabilities per scope; a device shaper, a shaper on every TX queue and
 # a group node over all of them each hold iperf3 to its rate as the
 # remote's iperf3 counts it (the receiver's socket, not the card's
-# counter); the shapers outlive a function reset (the driver gives them
-# to the card again); a rate above the port's speed, a weight, a
+# counter); queues weighted 1 and 3 under that node share it about 1:3;
+# the shapers outlive a function reset (the driver gives them to the
+# card again); a rate above the port's speed, a node's weight, a
 # packets-a-second metric and a group below a node that does not exist
 # are refused with nothing changed; deleted, the link is fast again.
 
@@ -74,15 +75,16 @@ rate() {
 # Whether $1 (Mbit/s) lies within $2 and $3.
 within() { python3 -c "import sys; sys.exit(not $2 <= $1 <= $3)"; }
 
-ktap_header 8
+ktap_header 9
 caps="$(shaper_nl caps queue | tr -d ' ')|$(shaper_nl caps netdev | tr -d ' ')|$(shaper_nl caps node | tr -d ' ')"
 echo "# caps queue|netdev|node: $caps"
-check "capabilities: bw-max, burst, bps at every scope, nesting for queues and nodes, no weight" \
+check "capabilities: bw-max, burst, bps at every scope, nesting for queues and nodes, weight for queues" \
 	python3 -c "
 import json, sys
 q, d, n = [json.loads(x) for x in sys.argv[1].split('|')]
 rates = all('support-bw-max' in c and 'support-burst' in c and 'support-metric-bps' in c for c in (q, d, n))
-sys.exit(not (rates and 'support-nesting' in q and 'support-nesting' in n and 'support-weight' not in q))" "$caps"
+sys.exit(not (rates and 'support-nesting' in q and 'support-nesting' in n and 'support-weight' in q
+              and 'support-weight' not in n))" "$caps"
 
 fast=$(rate 4)
 echo "# unshaped: $fast Mbit/s"
@@ -108,6 +110,30 @@ r=$(rate 4)
 echo "# group node $node over $QUEUES queues at 20 Mbit/s: $r Mbit/s received, 4 streams"
 check "a group node of 20 Mbit/s over every queue: 4 streams get 16.5 to 21" within "$r" 16.5 21
 
+# Weights under the node: the queues CPU 0 sends on (default XPS) weigh
+# 1, CPU 1's weigh 3; one stream from each CPU at once.
+cpu_queues() { # CPU: the TX queues XPS gives it
+	local q mask
+	for ((q = 0; q < QUEUES; q++)); do
+		mask=$(cat /sys/class/net/$NETIF_A/queues/tx-$q/xps_cpus)
+		(( 0x$mask & (1 << $1) )) && echo $q
+	done
+}
+weighted=()
+for q in $(cpu_queues 0); do weighted+=("{\"handle\": {\"scope\": \"queue\", \"id\": $q}, \"weight\": 1}"); done
+for q in $(cpu_queues 1); do weighted+=("{\"handle\": {\"scope\": \"queue\", \"id\": $q}, \"weight\": 3}"); done
+shaper_nl group "$node" 20000000 "${weighted[@]}" >/dev/null
+for port in 5212 5213; do ip netns exec $NS iperf3 -s -1 -D -p $port >/dev/null 2>&1; done
+sleep 0.5
+taskset -c 0 iperf3 -c "$IP_B" -p 5212 -t 4 -O 1 -J >/tmp/shaper.w1 2>/dev/null &
+taskset -c 1 iperf3 -c "$IP_B" -p 5213 -t 4 -O 1 -J >/tmp/shaper.w3 2>/dev/null
+wait
+got() { python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e6, 1))' "$1"; }
+w1=$(got /tmp/shaper.w1) w3=$(got /tmp/shaper.w3)
+echo "# weights 1 (queues $(cpu_queues 0 | paste -sd,)) and 3 (queues $(cpu_queues 1 | paste -sd,)) under 20 Mbit/s: $w1 and $w3 Mbit/s received"
+check "weights 1 and 3 under the 20 Mbit/s node: the weight-3 stream gets 2 to 4.5 times as much, 16.5 to 21 together" \
+	python3 -c "import sys; a, b = $w1, $w3; sys.exit(not (2 <= b / max(a, 0.01) <= 4.5 and 16.5 <= a + b <= 21))"
+
 # A function reset (an admin command left unanswered): the driver gives
 # the card its shapers again.
 DL=pci/$(card_addr A)
@@ -123,11 +149,11 @@ check "after a function reset the group node still holds 4 streams to 16.5 to 21
 
 before=$(shaper_nl dump)
 bad=$(shaper_nl set netdev 0 '{"metric": "bps", "bw-max": 200000000000}')
-bad+=" / $(shaper_nl set queue 0 '{"weight": 2}')"
+bad+=" / $(shaper_nl set node "$node" '{"weight": 2}')"
 bad+=" / $(shaper_nl set queue 0 '{"metric": "pps", "bw-max": 1000}')"
 bad+=" / $(shaper_nl group $((node + 1)) 1000 "${leaves[0]}")"
 echo "# refusals: $bad"
-check_eq "refused: bw-max above 100 Gbit/s, a weight, pps, a group into a missing node; nothing changed" \
+check_eq "refused: bw-max above 100 Gbit/s, a node's weight, pps, a group into a missing node; nothing changed" \
 	"$(echo "$bad" | grep -o 'error [0-9]*' | paste -sd' ') / $(shaper_nl dump)" \
 	"error 22 error 95 error 95 error 2 / $before"
 
