@@ -347,6 +347,19 @@ pub mod rss_fields {
     pub const L4_DST: u8 = 1 << 3;
     /// Addresses and ports (the default).
     pub const ALL: u8 = IP_SRC | IP_DST | L4_SRC | L4_DST;
+    /// IPv6 flow types only: the 20-bit flow label, hashed after the
+    /// ports as three bytes (the label's top 4 bits in the low nibble of
+    /// the first).
+    pub const FLOW_LABEL: u8 = 1 << 4;
+
+    /// The fields flow type `flow` may hash.
+    pub const fn allowed(flow: super::RssFlow) -> u8 {
+        if flow.is_ipv6() {
+            ALL | FLOW_LABEL
+        } else {
+            ALL
+        }
+    }
 }
 
 /// Bit of the 64-bit multicast filter that `mac` selects: the card accepts

@@ -17,8 +17,9 @@ pub const DEFAULT_KEY: [u8; 40] = [
 /// Entries in the indirection table.
 pub const TABLE_SIZE: usize = 128;
 
-/// The most input bytes RSS hashes: two IPv6 addresses and two ports.
-pub const MAX_INPUT: usize = 16 + 16 + 2 + 2;
+/// The most input bytes RSS hashes: two IPv6 addresses, two ports and
+/// the flow label.
+pub const MAX_INPUT: usize = 16 + 16 + 2 + 2 + 3;
 
 /// The Toeplitz hash under one key, by table: for every nibble of the
 /// input, the XOR of the key windows its set bits select, computed when
@@ -36,12 +37,15 @@ impl Toeplitz {
     /// The table for `key`.
     pub fn new(key: &[u8; 40]) -> Self {
         // The 32-bit window of the key starting at bit `bit` (the key's
-        // first bit is bit 0, the most significant of byte 0).
+        // first bit is bit 0, the most significant of byte 0). The key
+        // is read cyclically: up to 36 input bytes (every input without
+        // the flow label) never reach its end, as Microsoft's definition
+        // has it; the flow label's 3 bytes beyond get full windows from
+        // its start, so that they reach the hash's low bits, which pick
+        // the table entry (zeros past the end would leave those alone).
         let window = |bit: usize| -> u32 {
             let at = bit / 8;
-            let mut w = [0u8; 8];
-            let n = (key.len() - at).min(8);
-            w[..n].copy_from_slice(&key[at..at + n]);
+            let w: [u8; 8] = std::array::from_fn(|k| key[(at + k) % key.len()]);
             // CAST: the 32 bits under the top ones after the shift.
             (u64::from_be_bytes(w) << (bit % 8) >> 32) as u32
         };
@@ -78,9 +82,9 @@ impl std::fmt::Debug for Toeplitz {
 /// The fields RSS hashes, taken from a frame.
 #[derive(Debug, PartialEq, Eq)]
 pub struct FlowFields {
-    /// The chosen of source address, destination address, source port
-    /// and destination port, in that order and in network order, as
-    /// Toeplitz hashes them: the first `len` bytes.
+    /// The chosen of source address, destination address, source port,
+    /// destination port and (IPv6) flow label, in that order and in
+    /// network order, as Toeplitz hashes them: the first `len` bytes.
     input: [u8; MAX_INPUT],
     len: usize,
     /// Whether a port is included.
@@ -107,6 +111,8 @@ pub struct Tuple<'a> {
     /// Source and destination port, for TCP and UDP that is not a
     /// fragment.
     pub ports: Option<(&'a [u8], &'a [u8])>,
+    /// IPv6: the flow label, as [`rss_fields::FLOW_LABEL`] hashes it.
+    pub flow_label: Option<[u8; 3]>,
 }
 
 /// The [`Tuple`] of an Ethernet frame (IPv4 or IPv6, optionally
@@ -135,6 +141,8 @@ pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
         _ => return None,
     };
     let (src, dst) = addrs.split_at(addrs.len() / 2);
+    // Read above for IPv6: the header is 40 bytes.
+    let flow_label = v6.then(|| [frame[l3 + 1] & 0x0f, frame[l3 + 2], frame[l3 + 3]]);
     let ports = frame
         .get(l4_off..l4_off + 4)
         .filter(|_| !fragment)
@@ -151,6 +159,7 @@ pub fn tuple(frame: &[u8]) -> Option<Tuple<'_>> {
         src,
         dst,
         ports: ports.filter(|_| flow.is_some()),
+        flow_label,
     })
 }
 
@@ -198,6 +207,12 @@ pub fn tuple_fields(
             f.l4 |= bit & (rss_fields::L4_SRC | rss_fields::L4_DST) != 0;
         }
     }
+    // The label is one direction's own: never part of a symmetric hash
+    // (the core refuses the pair).
+    if let Some(label) = t.flow_label.filter(|_| mask & rss_fields::FLOW_LABEL != 0) {
+        f.input[f.len..f.len + 3].copy_from_slice(&label);
+        f.len += 3;
+    }
     (f.len > 0).then_some(f)
 }
 
@@ -220,7 +235,7 @@ mod tests {
                 if byte & (1 << bit) != 0 {
                     hash ^= window;
                 }
-                let next_bit = key.get(i + 4).map_or(0, |k| (k >> bit) & 1);
+                let next_bit = (key[(i + 4) % key.len()] >> bit) & 1;
                 window = (window << 1) | u32::from(next_bit);
             }
         }
@@ -234,7 +249,7 @@ mod tests {
             let mut key = [0u8; 40];
             key.iter_mut().for_each(|b| *b = rng.u8(..));
             let table = Toeplitz::new(&key);
-            for len in [0, 1, 4, 8, 12, 13, 32, 36] {
+            for len in [0, 1, 4, 8, 12, 13, 32, 36, 37, 39] {
                 let input: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
                 assert_eq!(table.hash(&input), toeplitz(&key, &input), "len {len}");
             }
@@ -358,6 +373,39 @@ mod sym_tests {
         assert_eq!(hash(&udp6(1, 2, 7, 9), true), hash(&udp6(1, 2, 9, 7), true));
         // And it still tells flows apart.
         assert_ne!(hash(&there, true), hash(&udp6(1, 2, 40001, 53), true));
+    }
+
+    #[test]
+    fn the_flow_label_is_hashed_only_when_chosen() {
+        let labelled = |label: u32| {
+            let mut f = udp6(1, 2, 40000, 53);
+            // The version nibble stays; the label's 20 bits follow the
+            // traffic class.
+            f[15] = (f[15] & 0xf0) | ((label >> 16) as u8 & 0x0f);
+            f[16..18].copy_from_slice(&(label as u16).to_be_bytes());
+            f
+        };
+        let mut select = [rss_fields::ALL; 4];
+        let input = |f: &[u8], s: &[u8; 4]| {
+            tuple_fields(&tuple(f).unwrap(), s, false)
+                .unwrap()
+                .input()
+                .to_vec()
+        };
+        assert_eq!(
+            input(&labelled(0x12345), &select),
+            input(&labelled(0xfedcb), &select)
+        );
+        select[RssFlow::Udp6 as usize] |= rss_fields::FLOW_LABEL;
+        let with = input(&labelled(0x12345), &select);
+        assert_eq!(with.len(), 39);
+        assert_eq!(with[36..], [0x01, 0x23, 0x45]);
+        let table = Toeplitz::new(&DEFAULT_KEY);
+        // The label reaches the bits that pick the table entry.
+        let entries: std::collections::HashSet<u32> = (0..64u32)
+            .map(|l| table.hash(&input(&labelled(l * 0x3fff), &select)) % 128)
+            .collect();
+        assert!(entries.len() > 32, "{} entries of 128", entries.len());
     }
 
     #[test]

@@ -76,7 +76,10 @@ impl Steering {
             return AdminStatus::BadParam;
         };
         if table.iter().any(|&q| u16::from(q) >= hw::MAX_QUEUE_PAIRS)
-            || fields.iter().any(|&f| f & !rss_fields::ALL != 0)
+            || RssFlow::ALL
+                .iter()
+                .zip(fields)
+                .any(|(&flow, &f)| f & !rss_fields::allowed(flow) != 0)
             || xfrm & !hw::rss_xfrm::SYM_XOR != 0
         {
             return AdminStatus::BadParam;
@@ -277,6 +280,11 @@ mod tests {
         assert_eq!(s.set_context(1, &block), AdminStatus::Ok);
         assert!(s.contexts[1].as_ref().is_some_and(|c| c.sym_xor));
         block[hw::RSS_CONFIG_LEN - 1] = 0;
+        // The flow label: for IPv6 flow types only.
+        block[fields_at + RssFlow::Tcp4 as usize] |= rss_fields::FLOW_LABEL;
+        assert_eq!(s.set_context(1, &block), AdminStatus::BadParam);
+        block[fields_at + RssFlow::Tcp4 as usize] = rss_fields::ALL;
+        block[fields_at + RssFlow::Udp6 as usize] |= rss_fields::FLOW_LABEL;
         assert_eq!(s.set_context(1, &block), AdminStatus::Ok);
         let mut r = rule(0, 80, 0);
         r.flags = FlowRule::RSS;
