@@ -410,8 +410,8 @@ impl EthtoolOps for Nic {
                 mask |= bit;
             }
         }
-        // Only what the card can hash.
-        if fields_of(mask) != fields {
+        // Only what the card can hash (the flow label of IPv6 only).
+        if fields_of(mask) != fields || mask & !hw::rss_fields::allowed(flow) != 0 {
             return Err(EINVAL);
         }
         let nic = dev.data();
@@ -611,11 +611,12 @@ const MAX_RX_COPYBREAK: u32 = 1024;
 const PRIV_RX_STREAM: u32 = 0;
 
 /// The card's hash-field bits and the ethtool fields they are.
-const FIELD_BITS: [(HashFields, u8); 4] = [
+const FIELD_BITS: [(HashFields, u8); 5] = [
     (HashFields::IP_SRC, hw::rss_fields::IP_SRC),
     (HashFields::IP_DST, hw::rss_fields::IP_DST),
     (HashFields::L4_SRC, hw::rss_fields::L4_SRC),
     (HashFields::L4_DST, hw::rss_fields::L4_DST),
+    (HashFields::IP6_FL, hw::rss_fields::FLOW_LABEL),
 ];
 
 /// The ethtool fields of a card hash-field mask.

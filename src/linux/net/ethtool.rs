@@ -287,6 +287,8 @@ impl HashFields {
     pub(crate) const L4_SRC: Self = Self(bindings::RXH_L4_B_0_1);
     /// Destination port (`n`).
     pub(crate) const L4_DST: Self = Self(bindings::RXH_L4_B_2_3);
+    /// IPv6 flow label (`l`).
+    pub(crate) const IP6_FL: Self = Self(bindings::RXH_IP6_FL);
 
     /// No field.
     pub(crate) const fn empty() -> Self {
