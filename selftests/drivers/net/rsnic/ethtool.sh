@@ -18,7 +18,7 @@ command -v ethtool >/dev/null || skip_all "ethtool not installed"
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 30
+ktap_header 31
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -240,6 +240,44 @@ pairs=$(swapped_pairs)
 echo "# no transform: $(echo $pairs)"
 expect_num "pairs split with no transform" "$(echo "$pairs" | grep -c split)" -ge 1 || ok=false
 check "symmetric: asymmetric fields refused; a symmetric context with fields of its own; none splits pairs" $ok
+
+# The IPv6 flow label in the hash (rx-flow-hash ... l): 32 datagrams
+# from the remote, each from a socket of its own with the same addresses
+# and ports, so that only the flow label the remote's kernel picks per
+# connected socket (auto_flowlabels) differs. Prints how many of A's RX queues got
+# at least 4 of them (per-queue counters, not the card's).
+label_queues() {
+	local before after
+	before=$(ethtool -S "$NETIF_A" | awk '/^ *rx[0-9]+_packets:/ {print $2}' | paste -sd' ')
+	ip netns exec $NS python3 - "$IP6_A" <<-'PY'
+	import socket, sys
+	for _ in range(32):
+	    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+	    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	    s.bind(("", 40001))
+	    # Connected: the kernel gives the socket a random flow label.
+	    s.connect((sys.argv[1], 40002))
+	    s.send(b"label")
+	    s.close()
+	PY
+	sleep 0.5
+	after=$(ethtool -S "$NETIF_A" | awk '/^ *rx[0-9]+_packets:/ {print $2}' | paste -sd' ')
+	python3 -c 'import sys; b, a = (list(map(int, x.split())) for x in sys.argv[1:]); print(sum(y - x >= 4 for x, y in zip(b, a)))' "$before" "$after"
+}
+ok=true
+# By here A has lost its global IPv6 address (the checks above restart
+# its queues many times; seen in a run): give it back.
+ip addr replace "$IP6_A/64" dev "$NETIF_A" nodad
+ethtool -N "$NETIF_A" rx-flow-hash tcp4 sdfnl 2>/dev/null && { echo "# the flow label accepted for tcp4"; ok=false; }
+ethtool -N "$NETIF_A" rx-flow-hash udp6 sdfnl || ok=false
+expect "udp6 fields name the flow label" "$(ethtool -n "$NETIF_A" rx-flow-hash udp6 | grep -c 'IPv6 Flow Label')" 1 || ok=false
+with=$(label_queues)
+ethtool -N "$NETIF_A" rx-flow-hash udp6 sdfn || ok=false
+without=$(label_queues)
+echo "# 32 sockets, one 5-tuple: $with queues with the flow label hashed, $without without"
+expect_num "queues with the label" "$with" -ge 2 || ok=false
+expect "queues without the label" "$without" 1 || ok=false
+check "rx-flow-hash udp6 with the IPv6 flow label: one 5-tuple spreads by label; refused for tcp4" $ok
 
 # The card's own per-queue counters, read over the admin queue.
 card_sum() { ethtool -S "$NETIF_A" | awk -v k="_card_$1:" 'index($1, k) {n += $2} END {print n + 0}'; }

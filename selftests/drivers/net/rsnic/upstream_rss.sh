@@ -12,4 +12,5 @@ exec "$(dirname "$0")/upstream.sh" \
 	"drivers/net/hw/rss_ctx.py -T test_rss_key_indir -T test_hitless_key_update" \
 	"drivers/net/hw/rss_ctx.py -t test_rss_key_indir -t test_hitless_key_update" \
 	"drivers/net/hw/rss_drv.py" \
-	"drivers/net/hw/rss_input_xfrm.py"
+	"drivers/net/hw/rss_input_xfrm.py" \
+	"drivers/net/hw/rss_flow_label.py"
