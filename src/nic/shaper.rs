@@ -129,7 +129,7 @@ impl Nic {
                     // Best effort: the next start gives the table again.
                     let _ = self.admin.run(table.nodes[usize::from(node)].cmd(node));
                 }
-                ack.refuse(c"the card refused the shaper (a loop, or nested too deep)");
+                ack.refuse(c"the card refused the shaper setting (more than 4 group nodes deep?)");
                 return Err(e);
             }
         }

@@ -481,6 +481,19 @@ s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
 s.sendall(open(sys.argv[3], "rb").read()); s.close()
 ' "$@"
 }
+# tcp_file_sha DST PORT FILE: sends FILE to DST:PORT over one TCP
+# connection to a tcp_sink in $NS; prints the SHA-256 of what arrived.
+tcp_file_sha() {
+	local six= out=/tmp/tcp_file_sha.$2
+	[[ $1 == *:* ]] && six=ipv6
+	rm -f "$out"
+	tcp_sink "$2" "$out" $six &
+	local server=$!
+	sleep 0.5
+	tcp_send_file "$1" "$2" "$3"
+	wait $server
+	sha256sum <"$out" | cut -d" " -f1
+}
 # rtnl minus what the VF path counted (ethtool -S vf_*): what the
 # synthetic NIC's own queues must add up to.
 rtnl_own_queues() {

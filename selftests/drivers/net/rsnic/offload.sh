@@ -17,17 +17,7 @@ feature() { ethtool -k "$1" | awk -v k="$2:" '$1 == k {print $2}'; }
 # Sends /tmp/offload.src to the remote over TCP; prints the SHA-256 of
 # what the remote received.
 # $1: the remote address (default IPv4).
-transfer() {
-	local dst=${1:-$IP_B} six=
-	[[ $dst == *:* ]] && six=ipv6
-	rm -f /tmp/offload.dst
-	tcp_sink 7001 /tmp/offload.dst $six &
-	local server=$!
-	sleep 0.5
-	tcp_send_file "$dst" 7001 /tmp/offload.src
-	wait $server
-	sha256sum </tmp/offload.dst | cut -d" " -f1
-}
+transfer() { tcp_file_sha "${1:-$IP_B}" 7001 /tmp/offload.src; }
 
 # Captures up to $1 frames on the remote side during one transfer and sets
 # frames (TCP frames from A), bad (of those, with a wrong checksum) and

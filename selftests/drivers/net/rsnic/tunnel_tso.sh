@@ -58,17 +58,10 @@ retransmitted() { nstat -asz TcpRetransSegs | awk '{n += $2} END {print n + 0}';
 # (segments A's TCP sent again: a segment the remote dropped, as a GRE
 # packet whose checksum fails is dropped uncounted), deltas.
 through() {
-	local c0 r0 e0 t0 six=
-	[[ $1 == *:* ]] && six=ipv6
+	local c0 r0 e0 t0
 	c0=$(card_stat tso_tunnel_frames) r0=$(card_stat tx_bad_tso) e0=$(remote_errors)
 	t0=$(retransmitted)
-	rm -f /tmp/tunnel.dst
-	tcp_sink 7004 /tmp/tunnel.dst $six &
-	local server=$!
-	sleep 0.5
-	tcp_send_file "$1" 7004 /tmp/tunnel.src
-	wait $server
-	got=$(sha256sum </tmp/tunnel.dst | cut -d" " -f1)
+	got=$(tcp_file_sha "$1" 7004 /tmp/tunnel.src)
 	cut=$(($(card_stat tso_tunnel_frames) - c0))
 	refused=$(($(card_stat tx_bad_tso) - r0))
 	errs=$(($(remote_errors) - e0))

@@ -131,8 +131,12 @@ wait
 got() { python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e6, 1))' "$1"; }
 w1=$(got /tmp/shaper.w1) w3=$(got /tmp/shaper.w3)
 echo "# weights 1 (queues $(cpu_queues 0 | paste -sd,)) and 3 (queues $(cpu_queues 1 | paste -sd,)) under 20 Mbit/s: $w1 and $w3 Mbit/s received"
-check "weights 1 and 3 under the 20 Mbit/s node: the weight-3 stream gets 2 to 4.5 times as much, 16.5 to 21 together" \
-	python3 -c "import sys; a, b = $w1, $w3; sys.exit(not (2 <= b / max(a, 0.01) <= 4.5 and 16.5 <= a + b <= 21))"
+# 3.0 times as much alone (4.8 and 14.4), 4.7 in a check beside another
+# VM (3.3 and 15.6: the weight-1 sender, a TCG process, did not keep its
+# share busy). Weights ignored give about 1; a weight-1 queue starved,
+# next to nothing.
+check "weights 1 and 3 under the 20 Mbit/s node: the weight-3 stream gets 2 to 8 times as much, the other at least 2, 16.5 to 21 together" \
+	python3 -c "import sys; a, b = $w1, $w3; sys.exit(not (2 <= b / max(a, 0.01) <= 8 and a >= 2 and 16.5 <= a + b <= 21))"
 
 # A function reset (an admin command left unanswered): the driver gives
 # the card its shapers again.
