@@ -579,7 +579,7 @@ impl Nic {
                 } else {
                     value
                 };
-                return self.follow_tx_tail(dma, qp, tail, Instant::now(), None, fx);
+                return self.tx_tail_moved(dma, qp, tail, fx);
             }
             // In page mode the write is a kick: the page says.
             hw::regs::DB_RX_TAIL | hw::regs::DB_CQ_HEAD if q.rx_cq_in_page() => {
@@ -605,6 +605,22 @@ impl Nic {
             fx.raise
                 .push(self.qps[qp].as_ref().map_or(0, |q| q.vector()));
         }
+    }
+
+    /// Queue pair `qp` (which exists) moved its TX tail to `tail`: its
+    /// frames go out now, unless the shapers hold queue pairs back. Then
+    /// it joins them and all that are due are served in weighted fair
+    /// order: a frame sent the moment its doorbell rings would overtake
+    /// pairs still waiting for the card's timer, which under load wakes
+    /// late (seen: weights 1 and 3 shared 7.9 to 11.5 Mbit/s in a check).
+    fn tx_tail_moved(&mut self, dma: &DmaSpace, qp: usize, tail: u32, fx: &mut Effects) {
+        let now = Instant::now();
+        if self.tx_shaped.iter().all(Option::is_none) {
+            return self.follow_tx_tail(dma, qp, tail, now, None, fx);
+        }
+        // Takes the tail and marks the pair due now if it has a frame.
+        self.follow_tx_tail(dma, qp, tail, now, Some(0), fx);
+        self.release_shaped(dma, now, fx);
     }
 
     /// Takes the frames queue pair `qp` (which exists) posted up to `tail`
@@ -789,7 +805,7 @@ impl Nic {
             }
             q.stats.tx_tails_polled += 1;
             moved = true;
-            self.follow_tx_tail(dma, qp, tail, Instant::now(), None, fx);
+            self.tx_tail_moved(dma, qp, tail, fx);
         }
         moved
     }
