@@ -1258,7 +1258,6 @@ fn count_frame(
     *control += u64::from(c);
 }
 
-/// Counts a frame of `len` bytes sent to the wire, starting with `head`.
 /// The bytes a frame of `len` bytes handed over with `first` puts on the
 /// wire: one set of headers per segment if the card cuts it.
 fn wire_len(first: &hw::TxDesc, len: usize) -> usize {
@@ -1302,6 +1301,7 @@ fn send_segments(
     }
 }
 
+/// Counts a frame of `len` bytes sent to the wire, starting with `head`.
 fn count_tx(s: &mut hw::MacStats, head: &[u8], len: usize) {
     let c = [
         &mut s.tx_frames,

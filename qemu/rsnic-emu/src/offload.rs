@@ -168,14 +168,32 @@ pub fn fill_udp_checksum(frame: &mut [u8]) -> bool {
     let Some((ethertype, l3, l4, len)) = udp_layer(frame) else {
         return false;
     };
-    let Some(pseudo) = pseudo_header_sum(frame, ethertype, l3, 17, len) else {
+    set_udp_checksum(frame, ethertype, l3, l4, l4 + len)
+}
+
+/// Stores the UDP checksum (all ones if it computes to zero) of the
+/// datagram from `l4` to `end` of `frame`, whose IP header (of
+/// `ethertype`) is at `l3`. False (frame left as it is) if those do not
+/// fit the frame.
+pub(crate) fn set_udp_checksum(
+    frame: &mut [u8],
+    ethertype: u16,
+    l3: usize,
+    l4: usize,
+    end: usize,
+) -> bool {
+    if l4 + 8 > end || end > frame.len() {
+        return false;
+    }
+    let Some(pseudo) = pseudo_header_sum(frame, ethertype, l3, 17, end - l4) else {
         return false;
     };
-    frame[l4 + 6..l4 + 8].copy_from_slice(&[0, 0]);
-    let mut csum = !(ones_complement_sum(&frame[l4..l4 + len], pseudo) as u16);
-    if csum == 0 {
-        csum = 0xffff;
-    }
+    frame[l4 + 6..l4 + 8].fill(0);
+    // CAST: folded to 16 bits.
+    let csum = match !(ones_complement_sum(&frame[l4..end], pseudo) as u16) {
+        0 => 0xffff,
+        c => c,
+    };
     frame[l4 + 6..l4 + 8].copy_from_slice(&csum.to_be_bytes());
     true
 }

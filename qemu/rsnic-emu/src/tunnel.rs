@@ -16,7 +16,7 @@
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::TxDesc;
-use crate::offload::{fix_segment_ip_header, ones_complement_sum, pseudo_header_sum, train_shape};
+use crate::offload::{fix_segment_ip_header, ones_complement_sum, set_udp_checksum, train_shape};
 use crate::train::TcpTrain;
 
 /// IPPROTO_IPIP: IPv4 right behind the outer IP header.
@@ -54,13 +54,15 @@ struct Outer {
     l3: usize,
     ip_end: usize,
     carrier: Carrier,
+    /// The inner IP header's kind (`ETH_P_IPV4` or `ETH_P_IPV6`).
+    inner: u16,
 }
 
 impl Outer {
     /// Reads the outer headers of `frame` up to `inner_l3`, trusting
     /// nothing: `None` unless an unfragmented IPv4 or IPv6 header leads
-    /// through UDP, GRE (version 0) or nothing to `inner_l3`, whose IP
-    /// version must be what an IP-in-IP header says it is.
+    /// through UDP, GRE (version 0) or nothing to `inner_l3`, an IPv4 or
+    /// IPv6 header of the version an IP-in-IP header says.
     fn parse(frame: &[u8], inner_l3: usize) -> Option<Self> {
         let (ethertype, l3) = network_layer(frame)?;
         let headers = frame.get(..inner_l3)?;
@@ -83,7 +85,11 @@ impl Outer {
                 next += len;
             }
         }
-        let inner_version = frame.get(inner_l3)? >> 4;
+        let inner = match frame.get(inner_l3)? >> 4 {
+            4 => ETH_P_IPV4,
+            6 => ETH_P_IPV6,
+            _ => return None,
+        };
         let carrier = match proto {
             UDP if next + 8 <= inner_l3 => Carrier::Udp(next),
             GRE if next + 4 <= inner_l3 => {
@@ -93,8 +99,8 @@ impl Outer {
                 }
                 Carrier::Gre(next, flags & GRE_CSUM != 0)
             }
-            IPIP if next == inner_l3 && inner_version == 4 => Carrier::Ip,
-            IPV6_IN_IP if next == inner_l3 && inner_version == 6 => Carrier::Ip,
+            IPIP if next == inner_l3 && inner == ETH_P_IPV4 => Carrier::Ip,
+            IPV6_IN_IP if next == inner_l3 && inner == ETH_P_IPV6 => Carrier::Ip,
             _ => return None,
         };
         Some(Self {
@@ -102,6 +108,7 @@ impl Outer {
             l3,
             ip_end,
             carrier,
+            inner,
         })
     }
 
@@ -122,13 +129,9 @@ impl Outer {
                 seg[l4 + 4..l4 + 6].copy_from_slice(&(len as u16).to_be_bytes());
                 seg[l4 + 6..l4 + 8].fill(0);
                 if udp_csum {
-                    let pseudo = pseudo_header_sum(seg, self.ethertype, self.l3, UDP, len)
-                        .expect("outer IP header checked");
-                    let csum = match !(ones_complement_sum(&seg[l4..], pseudo) as u16) {
-                        0 => 0xffff,
-                        c => c,
-                    };
-                    seg[l4 + 6..l4 + 8].copy_from_slice(&csum.to_be_bytes());
+                    let end = seg.len();
+                    let done = set_udp_checksum(seg, self.ethertype, self.l3, l4, end);
+                    debug_assert!(done, "outer headers checked");
                 }
             }
             Carrier::Gre(gre, true) => {
@@ -149,12 +152,7 @@ impl Outer {
 pub fn segment_tunnel(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
     let inner_l3 = usize::from(desc.inner_l3);
     let outer = Outer::parse(frame, inner_l3)?;
-    let inner = match frame[inner_l3] >> 4 {
-        4 => ETH_P_IPV4,
-        6 => ETH_P_IPV6,
-        _ => return None,
-    };
-    let train = TcpTrain::at(frame, train_shape(desc), inner, inner_l3)?;
+    let train = TcpTrain::at(frame, train_shape(desc), outer.inner, inner_l3)?;
     let udp_csum = desc.flags & TxDesc::OUTER_UDP_CSUM != 0;
     Some(
         (0..train.count())
@@ -170,7 +168,7 @@ pub fn segment_tunnel(frame: &[u8], desc: &TxDesc) -> Option<Vec<Vec<u8>>> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::offload::{ipv4_header_checksum, l4_checksum_ok};
+    use crate::offload::{ipv4_header_checksum, l4_checksum_ok, pseudo_header_sum};
 
     /// Whether an IPv4 header (checksum field included) verifies.
     fn ipv4_ok(header: &[u8]) -> bool {
