@@ -735,7 +735,7 @@ impl Nic {
         let geo = self.geometry(cfg, mtu);
         self.push_rss(cfg)?;
         self.push_steering()?;
-        self.push_shapers(cfg)?;
+        self.push_shapers()?;
         // As after mlx5's and ice's channel set-up; a user's own map (sysfs
         // `xps_cpus`) lasts until the queues restart.
         dev.set_default_xps(rtnl, cfg.queues)?;
@@ -772,6 +772,15 @@ impl Nic {
         self.admin.run(AdminCmd::SetOffloads { flags })
     }
 
+    /// Sets the stack's queue counts to `queues`. The core drops the
+    /// shapers of TX queues from `queues` on (they are gone); so does the
+    /// driver, and the next start tells the card.
+    fn set_queue_count(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, queues: u16) -> Result {
+        dev.set_real_num_queues(rtnl, u32::from(queues))?;
+        self.forget_queue_shapers(queues);
+        Ok(())
+    }
+
     /// Applies `new` settings (queue count, ring sizes) and `mtu`: if the
     /// interface is up, its queues restart with them. On failure the old
     /// settings are restored and the error returned.
@@ -785,24 +794,22 @@ impl Nic {
     ) -> Result {
         let old = *cfg;
         if !old.running {
-            dev.set_real_num_queues(rtnl, u32::from(new.queues))?;
-            // The core dropped the gone queues' shapers.
-            self.forget_queue_shapers(new.queues);
+            self.set_queue_count(dev, rtnl, new.queues)?;
             *cfg = new;
             return Ok(());
         }
         dev.detach(rtnl);
         self.stop_queues(dev, rtnl, usize::from(old.queues));
-        let result = dev
-            .set_real_num_queues(rtnl, u32::from(new.queues))
+        let result = self
+            .set_queue_count(dev, rtnl, new.queues)
             .and_then(|()| self.start_queues(dev, rtnl, &new, mtu, dev.features()));
         if result.is_ok() {
             *cfg = new;
         } else {
             // Come back up as before rather than stay down; if even that
             // fails (memory is short), the health check keeps trying.
-            let back = dev
-                .set_real_num_queues(rtnl, u32::from(old.queues))
+            let back = self
+                .set_queue_count(dev, rtnl, old.queues)
                 .and_then(|()| self.start_queues(dev, rtnl, &old, dev.mtu(), dev.features()));
             if let Err(e) = back {
                 pr_err!(

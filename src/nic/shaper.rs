@@ -12,7 +12,7 @@
 
 use kernel::prelude::*;
 
-use super::{Config, Nic};
+use super::Nic;
 use crate::hw::{self, shaper as card, AdminCmd};
 use crate::linux::net::shaper::{Handle, Scope, Shaper, ShaperAck, ShaperCap, ShaperCaps};
 
@@ -172,8 +172,7 @@ impl Nic {
         self.apply_shapers(&settings, ack)
     }
 
-    /// The core dropped the shapers of TX queues from `queues` on (they
-    /// are gone): so does the driver; the next start tells the card.
+    /// Forgets the shapers of TX queues from `queues` on.
     pub(super) fn forget_queue_shapers(&self, queues: u16) {
         let mut table = self.shapers.lock();
         for q in queues..hw::MAX_QUEUE_PAIRS {
@@ -183,8 +182,7 @@ impl Nic {
 
     /// Gives the card every shaper (after a function reset it has none;
     /// at a restart with fewer queues the gone queues' go).
-    pub(super) fn push_shapers(&self, cfg: &Config) -> Result {
-        self.forget_queue_shapers(cfg.queues);
+    pub(super) fn push_shapers(&self) -> Result {
         let table = self.shapers.lock();
         if !table.used {
             return Ok(());
