@@ -562,6 +562,29 @@ admin_commands! {
             /// A queue pair's weight (0: 1); ignored for other nodes.
             weight @ 24: u32,
         } = 49,
+        /// Set the card's clock ([`super::feature::PTP`]; PF only).
+        PtpSetTime {
+            /// Nanoseconds.
+            ns @ 8: u64,
+        } = 50,
+        /// Move the card's clock by `delta` nanoseconds (PF only).
+        PtpAdjTime {
+            /// Nanoseconds, either way.
+            delta @ 8: i64,
+        } = 51,
+        /// Run the card's clock faster or slower than its oscillator by
+        /// `scaled_ppm`: parts per million with a 16-bit binary fraction,
+        /// at most [`super::ptp::MAX_SCALED_PPM`] either way (PF only).
+        PtpAdjFreq {
+            /// Scaled parts per million, either way.
+            scaled_ppm @ 8: i64,
+        } = 52,
+        /// Stamp every received frame's completion with the card's clock
+        /// ([`super::Cqe::TSTAMP`]) or none (the state after a reset).
+        SetTimestamps {
+            /// 1: stamp, 0: do not.
+            rx @ 8: u8,
+        } = 53,
     }
 }
 

@@ -82,7 +82,7 @@ macro_rules! int_field {
     )*};
 }
 
-int_field!(u8, u16, u32, u64);
+int_field!(u8, u16, u32, u64, i64);
 
 impl<T: Field + Copy + Default, const N: usize> Field for [T; N] {
     const LEN: usize = T::LEN * N;

@@ -156,6 +156,13 @@ pub mod regs {
         AQ_HEAD @ 0x210: Ro,
         /// Link state, see [`super::link`].
         LINK_STATUS @ 0x240: Ro,
+        /// The card's clock in nanoseconds, bits 31:0. Reading it latches
+        /// bits 63:32 into [`PTP_TIME_HI`] for this function's next read
+        /// of that ([`super::feature::PTP`]).
+        PTP_TIME_LO @ 0x300: Ro,
+        /// The card's clock, bits 63:32, as latched by the last read of
+        /// [`PTP_TIME_LO`].
+        PTP_TIME_HI @ 0x304: Ro,
     }
 
     /// First queue-pair doorbell block; pair `n` is at
@@ -273,6 +280,23 @@ pub mod feature {
     pub const HDS: u32 = 1 << 3;
     /// The card shapes TX ([`super::AdminCmd::SetShaper`]).
     pub const TX_SHAPERS: u32 = 1 << 4;
+    /// The card keeps a clock ([`super::ptp`]): read in
+    /// [`super::regs::PTP_TIME_LO`], set and steered by admin commands,
+    /// stamped into completions ([`super::Cqe::TSTAMP`]). The PF's only.
+    pub const PTP: u32 = 1 << 5;
+}
+
+/// The card's clock: one for the card, counting nanoseconds from the
+/// card's power-on until set ([`super::AdminCmd::PtpSetTime`]), run
+/// faster or slower by [`super::AdminCmd::PtpAdjFreq`]. A function reset
+/// leaves it alone.
+pub mod ptp {
+    /// Largest frequency offset the clock takes, in parts per billion
+    /// either way.
+    pub const MAX_ADJ_PPB: i64 = 1_000_000;
+    /// [`MAX_ADJ_PPB`] in the unit of [`super::AdminCmd::PtpAdjFreq`]:
+    /// parts per million with a 16-bit binary fraction.
+    pub const MAX_SCALED_PPM: i64 = MAX_ADJ_PPB * 65536 / 1000;
 }
 
 /// The TX shaper tree of a function ([`AdminCmd::SetShaper`]): a token

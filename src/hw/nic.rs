@@ -77,6 +77,9 @@ impl TxDesc {
     /// With [`TxDesc::TUNNEL`]: fill each segment's outer UDP checksum
     /// (`SKB_GSO_UDP_TUNNEL_CSUM`); without, it is left zero.
     pub const OUTER_UDP_CSUM: u16 = 1 << 6;
+    /// First descriptor of a frame: report the moment it left for the
+    /// wire in its completion ([`Cqe::TSTAMP`]).
+    pub const TSTAMP: u16 = 1 << 7;
 }
 
 wire_struct! {
@@ -98,7 +101,7 @@ wire_struct! {
     /// new when its phase matches the driver's expected phase. The flags
     /// word is at [`super::ENTRY_FLAGS_OFFSET`] and written last.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct Cqe[16] {
+    pub struct Cqe[32] {
         /// TX: ring index of the frame's last descriptor. RX: ring index of
         /// the filled buffer.
         pub index @ 0: u16,
@@ -120,6 +123,10 @@ wire_struct! {
         /// RX, receive coalescing: TCP payload bytes of the frame's first
         /// segment, the size to cut it into again.
         pub mss @ 14: u16,
+        /// With [`Cqe::TSTAMP`]: the card's clock ([`super::regs::PTP_TIME_LO`])
+        /// in nanoseconds when the frame arrived (RX) or left for the
+        /// wire (TX).
+        pub timestamp @ 16: u64,
     }
 }
 
@@ -152,6 +159,10 @@ impl Cqe {
     /// are in the header slot of this completion's ring index (the pair's
     /// [`super::QpConfig::hdr_ring`]), the rest in the buffer(s).
     pub const SPLIT: u16 = 1 << 7;
+    /// `timestamp` is valid: an RX completion of a function that time
+    /// stamps what it receives ([`super::AdminCmd::SetTimestamps`]), a TX
+    /// completion of a frame sent with [`TxDesc::TSTAMP`].
+    pub const TSTAMP: u16 = 1 << 8;
 }
 
 /// Longest RX buffer the driver gives the card ([`RxDesc::len`]) for a

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use crate::clock::CardClock;
 use crate::control::Faults;
 use crate::function::{Function, Identity};
 use crate::gft::{Gft, Output};
@@ -59,14 +60,18 @@ impl Card {
             ..pf
         };
         let gft = Arc::new(Mutex::new(Gft::default()));
+        let clock = Arc::new(CardClock::default());
         let mut pf = Function::new(pf, faults);
+        pf.nic.set_clock(Arc::clone(&clock));
+        let mut vf = Function::new(vf, Arc::new(Faults::default()));
+        vf.nic.set_clock(clock);
         pf.nic.set_gft(Arc::clone(&gft));
         let rdma = Arc::new(Mutex::new(RdmaEngine::default()));
         pf.nic.set_rdma(Arc::clone(&rdma));
         Arc::new_cyclic(|me| {
             let card = Self {
                 pf: Arc::new(Mutex::new(pf)),
-                vf: Arc::new(Mutex::new(Function::new(vf, Arc::new(Faults::default())))),
+                vf: Arc::new(Mutex::new(vf)),
                 gft,
                 rdma,
                 wire: Arc::new(OnceLock::new()),

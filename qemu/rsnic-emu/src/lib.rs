@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod capture;
 pub mod card;
+pub mod clock;
 pub mod command;
 pub mod config_space;
 pub mod control;

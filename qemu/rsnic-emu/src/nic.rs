@@ -3,11 +3,13 @@
 //! The card's network function: admin commands, queue pairs, RX filter and
 //! link state. [`crate::function::Function`] routes register accesses here.
 
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use log::{debug, info};
 
+use crate::clock::CardClock;
 use crate::dma::{DmaSpace, HostMem as _};
 use crate::doorbell_page::DoorbellPage;
 use crate::gft::Gft;
@@ -186,6 +188,14 @@ pub struct Nic {
     /// Queue pairs whose next frame the shapers held back, and when to
     /// offer it again.
     tx_shaped: [Option<Instant>; MAX_QUEUE_PAIRS as usize],
+    /// The card's clock.
+    clock: Arc<CardClock>,
+    /// Every received frame's completion carries the clock
+    /// ([`AdminCmd::SetTimestamps`]).
+    rx_tstamp: bool,
+    /// Bits 63:32 of the clock at the last read of
+    /// [`hw::regs::PTP_TIME_LO`].
+    ptp_latch: Cell<u32>,
     /// Counters.
     pub stats: NicStats,
 }
@@ -220,8 +230,16 @@ impl Nic {
             page: DoorbellPage::default(),
             shapers: ShaperTree::default(),
             tx_shaped: [None; MAX_QUEUE_PAIRS as usize],
+            clock: Arc::new(CardClock::default()),
+            rx_tstamp: false,
+            ptp_latch: Cell::new(0),
             stats: NicStats::default(),
         }
+    }
+
+    /// Shares the card's clock.
+    pub fn set_clock(&mut self, clock: Arc<CardClock>) {
+        self.clock = clock;
     }
 
     /// Whether the driver gave a doorbell page.
@@ -333,7 +351,9 @@ impl Nic {
         let gft = self.gft.take();
         let rdma = self.rdma.take();
         let gro_hold = self.gro_hold;
+        let clock = Arc::clone(&self.clock);
         *self = Self::new(self.perm_mac, self.is_pf);
+        self.clock = clock;
         self.link_up = link;
         self.gro_hold = gro_hold;
         self.mac_stats = mac_stats;
@@ -504,6 +524,14 @@ impl Nic {
             hw::regs::AQ_SIZE => self.aq_size,
             hw::regs::AQ_HEAD => self.aq_head,
             hw::regs::LINK_STATUS => u32::from(self.link_up) * hw::link::UP,
+            hw::regs::PTP_TIME_LO if self.is_pf => {
+                let now = self.clock.now_ns();
+                // CAST: the upper half.
+                self.ptp_latch.set((now >> 32) as u32);
+                // CAST: the lower half.
+                now as u32
+            }
+            hw::regs::PTP_TIME_HI if self.is_pf => self.ptp_latch.get(),
             _ => return None,
         })
     }
@@ -863,7 +891,8 @@ impl Nic {
                         | hw::feature::ADMIN_TAIL_IN_PAGE
                         | hw::feature::RX_CQ_IN_PAGE
                         | hw::feature::HDS
-                        | hw::feature::TX_SHAPERS,
+                        | hw::feature::TX_SHAPERS
+                        | if self.is_pf { hw::feature::PTP } else { 0 },
                 }
                 .write_result(entry);
             }
@@ -913,6 +942,7 @@ impl Nic {
                     q = q.with_stream(stream.clone());
                 }
                 q.set_moderation(self.moderation);
+                q.set_timestamps(Arc::clone(&self.clock), self.rx_tstamp);
                 q.set_gro(dma, gro);
                 if let Some((kind, n)) = self.cqe_fault_new {
                     q.fault_completions(kind, n);
@@ -1023,6 +1053,25 @@ impl Nic {
             AdminCmd::SetRxMode { flags, mc_filter } => {
                 self.rx_mode = flags;
                 self.mc_filter = mc_filter;
+            }
+            AdminCmd::PtpSetTime { ns } if self.is_pf => self.clock.set(ns),
+            AdminCmd::PtpAdjTime { delta } if self.is_pf => self.clock.adjust(delta),
+            AdminCmd::PtpAdjFreq { scaled_ppm } if self.is_pf => {
+                if self.clock.set_frequency(scaled_ppm).is_err() {
+                    return AdminStatus::BadParam;
+                }
+            }
+            AdminCmd::PtpSetTime { .. }
+            | AdminCmd::PtpAdjTime { .. }
+            | AdminCmd::PtpAdjFreq { .. } => return AdminStatus::BadState,
+            AdminCmd::SetTimestamps { rx } => {
+                if rx > 1 {
+                    return AdminStatus::BadParam;
+                }
+                self.rx_tstamp = rx == 1;
+                for q in self.qps.iter_mut().flatten() {
+                    q.set_timestamps(Arc::clone(&self.clock), self.rx_tstamp);
+                }
             }
             AdminCmd::SetShaper {
                 node,
@@ -1708,6 +1757,49 @@ mod doorbell_page_tests {
             (1, 1, 3)
         );
         assert_eq!(s.tx_bad_tso, 1);
+    }
+
+    #[test]
+    fn the_pf_steers_the_card_clock_and_reads_it_latched() {
+        let (dma, _f) = two_region_space();
+        let (mut e, mut fx) = ([0u8; AQ_ENTRY_SIZE], Effects::default());
+        let clock = Arc::new(CardClock::default());
+        let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
+        let mut vf = Nic::new([2, 0, 0, 0, 0, 2], false);
+        pf.set_clock(Arc::clone(&clock));
+        vf.set_clock(Arc::clone(&clock));
+        let set = AdminCmd::PtpSetTime {
+            ns: 5 << 32 | 0x1234,
+        };
+        assert_eq!(
+            vf.execute(&dma, set, &mut e, &mut fx),
+            AdminStatus::BadState
+        );
+        assert_eq!(pf.execute(&dma, set, &mut e, &mut fx), AdminStatus::Ok);
+        let lo = pf.read_reg(hw::regs::PTP_TIME_LO).unwrap();
+        assert_eq!(pf.read_reg(hw::regs::PTP_TIME_HI), Some(5), "latched");
+        assert!(lo >= 0x1234);
+        assert_eq!(vf.read_reg(hw::regs::PTP_TIME_LO), None, "the PF's only");
+        let too_fast = AdminCmd::PtpAdjFreq {
+            scaled_ppm: hw::ptp::MAX_SCALED_PPM + 1,
+        };
+        assert_eq!(
+            pf.execute(&dma, too_fast, &mut e, &mut fx),
+            AdminStatus::BadParam
+        );
+        let back = AdminCmd::PtpAdjTime { delta: -(4 << 32) };
+        assert_eq!(pf.execute(&dma, back, &mut e, &mut fx), AdminStatus::Ok);
+        pf.read_reg(hw::regs::PTP_TIME_LO);
+        assert_eq!(pf.read_reg(hw::regs::PTP_TIME_HI), Some(1));
+        // A function reset keeps the card's clock.
+        pf.reset();
+        pf.read_reg(hw::regs::PTP_TIME_LO);
+        assert_eq!(pf.read_reg(hw::regs::PTP_TIME_HI), Some(1));
+        let bad = AdminCmd::SetTimestamps { rx: 2 };
+        assert_eq!(
+            pf.execute(&dma, bad, &mut e, &mut fx),
+            AdminStatus::BadParam
+        );
     }
 
     #[test]

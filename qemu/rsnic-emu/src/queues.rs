@@ -7,8 +7,10 @@
 //! the ring is ignored and counted, never used to address memory.
 
 use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::clock::CardClock;
 use crate::dma::{DmaFault, DmaSpace, HostMem as _};
 use crate::gro::{Coalescer, Offer, Release};
 use crate::hw::{
@@ -246,6 +248,10 @@ pub struct QueuePair {
     /// buffers of one size, so a coalesced frame is kept to what
     /// [`GRO_MAX_BUFFERS`] of them hold.
     rx_buf_len: u32,
+    /// The card's clock, which stamps completions that ask for it.
+    clock: Option<Arc<CardClock>>,
+    /// Every RX completion is stamped ([`hw::AdminCmd::SetTimestamps`]).
+    rx_tstamp: bool,
     /// Counters.
     pub stats: QpStats,
 }
@@ -305,6 +311,8 @@ impl QueuePair {
             gro: None,
             gro_hold: Duration::ZERO,
             rx_buf_len: 0,
+            clock: None,
+            rx_tstamp: false,
             stats: QpStats::default(),
         })
     }
@@ -455,6 +463,15 @@ impl QueuePair {
         if self.cq_phase {
             cqe.flags |= Cqe::PHASE;
         }
+        if self.rx_tstamp && cqe.flags & Cqe::RX != 0 {
+            cqe.flags |= Cqe::TSTAMP;
+        }
+        if cqe.flags & Cqe::TSTAMP != 0 {
+            match &self.clock {
+                Some(clock) => cqe.timestamp = clock.now_ns(),
+                None => cqe.flags &= !Cqe::TSTAMP,
+            }
+        }
         let addr = self.cfg.cq + u64::from(self.cq_tail) * Cqe::SIZE as u64;
         dma.write_flags_last(addr, &cqe.to_bytes())?;
         self.stats.dma_meta_bytes += Cqe::SIZE as u64;
@@ -493,6 +510,13 @@ impl QueuePair {
     /// Sets interrupt moderation.
     pub fn set_moderation(&mut self, moderation: Moderation) {
         self.moderation = moderation;
+    }
+
+    /// Stamps completions with `clock`: every RX one with `rx`, a TX one
+    /// whose frame asks ([`TxDesc::TSTAMP`]).
+    pub fn set_timestamps(&mut self, clock: Arc<CardClock>, rx: bool) {
+        self.clock = Some(clock);
+        self.rx_tstamp = rx;
     }
 
     /// When moderation will raise the vector if nothing else does first.
@@ -695,6 +719,7 @@ impl QueuePair {
                 self.stats.bad_requests += 1;
             }
             let eop = idx;
+            let stamp = first.is_some_and(|f| f.flags & TxDesc::TSTAMP != 0);
             self.tx_head = (idx + 1) & mask;
             if let Some(first) = first {
                 if !data.is_empty() {
@@ -708,6 +733,7 @@ impl QueuePair {
                     dma,
                     Cqe {
                         index: eop,
+                        flags: if stamp { Cqe::TSTAMP } else { 0 },
                         ..Cqe::default()
                     },
                 )
@@ -1008,6 +1034,7 @@ impl QueuePair {
                 // CAST: `split_at` keeps headers below HDS_HDR_SLOT (256).
                 hdr_len: if split != 0 { head.len() as u8 } else { 0 },
                 mss,
+                timestamp: 0,
             };
             if self.post_cqe(dma, cqe).is_err() {
                 self.stats.bad_requests += 1;
@@ -1153,6 +1180,62 @@ pub(crate) mod tests {
         // completion, one interrupt.
         let meta = 3 * TxDesc::SIZE as u64 + Cqe::SIZE as u64 + MSI_BYTES;
         assert_eq!(q.stats.dma_meta_bytes, meta);
+    }
+
+    #[test]
+    fn completions_carry_the_clock_when_asked() {
+        let (dma, _f) = two_region_space();
+        let mut q = qp();
+        let clock = Arc::new(CardClock::default());
+        clock.set(7_000_000_000);
+        dma.write(BUFS, b"frame").unwrap();
+        let plain = TxDesc {
+            addr: BUFS,
+            len: 5,
+            flags: TxDesc::EOP,
+            ..Default::default()
+        };
+        let stamped = TxDesc {
+            flags: TxDesc::EOP | TxDesc::TSTAMP,
+            ..plain
+        };
+        dma.write(TX_RING, &plain.to_bytes()).unwrap();
+        dma.write(TX_RING + 32, &stamped.to_bytes()).unwrap();
+        // No clock yet: a frame that asks gets no stamp.
+        q.tx_doorbell(&dma, 1, |_| ());
+        q.set_timestamps(Arc::clone(&clock), false);
+        q.tx_doorbell(&dma, 2, |_| ());
+        let (c0, c1) = (cqe(&dma, 0), cqe(&dma, 1));
+        assert_eq!((c0.flags & Cqe::TSTAMP, c0.timestamp), (0, 0));
+        assert_ne!(c1.flags & Cqe::TSTAMP, 0, "the frame asked");
+        assert!((7_000_000_000..7_100_000_000).contains(&c1.timestamp));
+        // RX: stamped only while the function stamps what it receives.
+        dma.write(
+            RX_RING,
+            &RxDesc {
+                addr: BUFS + 0x100,
+                len: 0x100,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        dma.write(
+            RX_RING + 16,
+            &RxDesc {
+                addr: BUFS + 0x200,
+                len: 0x100,
+            }
+            .to_bytes(),
+        )
+        .unwrap();
+        q.rx_doorbell(2);
+        q.deliver(&dma, b"a", 0, 0);
+        q.set_timestamps(Arc::clone(&clock), true);
+        q.deliver(&dma, b"b", 0, 0);
+        let (r0, r1) = (cqe(&dma, 2), cqe(&dma, 3));
+        assert_eq!(r0.flags & Cqe::TSTAMP, 0);
+        assert_ne!(r1.flags & Cqe::TSTAMP, 0);
+        assert!(r1.timestamp >= c1.timestamp, "the clock runs on");
     }
 
     #[test]
