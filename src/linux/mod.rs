@@ -27,6 +27,7 @@ pub(crate) mod dma;
 pub(crate) mod hash;
 pub(crate) mod irq;
 pub(crate) mod net;
+pub(crate) mod ptp;
 pub(crate) mod rdma;
 pub(crate) mod sync;
 pub(crate) mod uapi;

@@ -24,6 +24,8 @@
 #include <net/xdp_sock_drv.h>
 #include <net/tcp.h>
 #include <net/net_shaper.h>
+#include <linux/ptp_clock_kernel.h>
+#include <linux/net_tstamp.h>
 #include "helpers.h"
 /* The driver's user-verbs ABI, bound as the kernel binds its uapi headers. */
 #include "../../../include/uapi/rdma/rsnic-abi.h"

@@ -22,6 +22,7 @@
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 #include <net/devlink.h>
+#include <linux/ptp_clock_kernel.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
 #include <linux/filter.h>
@@ -775,6 +776,50 @@ u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)
 u8 *rust_ext_ethtool_rxfh_context_key(struct ethtool_rxfh_context *ctx)
 {
 	return ethtool_rxfh_context_key(ctx);
+}
+
+/* time stamps */
+
+void rust_ext_ptp_read_system_prets(struct ptp_system_timestamp *sts)
+{
+	ptp_read_system_prets(sts);
+}
+
+void rust_ext_ptp_read_system_postts(struct ptp_system_timestamp *sts)
+{
+	ptp_read_system_postts(sts);
+}
+
+bool rust_ext_skb_hw_tstamp_requested(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->tx_flags & SKBTX_HW_TSTAMP;
+}
+
+void rust_ext_skb_hw_tstamp_in_progress(struct sk_buff *skb)
+{
+	skb_shinfo(skb)->tx_flags |= SKBTX_IN_PROGRESS;
+}
+
+void rust_ext_skb_tx_timestamp(struct sk_buff *skb)
+{
+	skb_tx_timestamp(skb);
+}
+
+void rust_ext_skb_tstamp_tx_hw(struct sk_buff *skb, u64 ns)
+{
+	struct skb_shared_hwtstamps hwts = { .hwtstamp = ns_to_ktime(ns) };
+
+	skb_tstamp_tx(skb, &hwts);
+}
+
+void rust_ext_skb_set_hwtstamp(struct sk_buff *skb, u64 ns)
+{
+	skb_hwtstamps(skb)->hwtstamp = ns_to_ktime(ns);
+}
+
+u64 rust_ext_ktime_get_real_ns(void)
+{
+	return ktime_get_real_ns();
 }
 
 /* devlink */

@@ -205,6 +205,17 @@ void rust_ext_umem_block_iter_start(struct ib_block_iter *biter, struct ib_umem 
 bool rust_ext_umem_block_iter_next(struct ib_block_iter *biter);
 dma_addr_t rust_ext_block_iter_dma_address(struct ib_block_iter *biter);
 
+/* time stamps */
+struct ptp_system_timestamp;
+void rust_ext_ptp_read_system_prets(struct ptp_system_timestamp *sts);
+void rust_ext_ptp_read_system_postts(struct ptp_system_timestamp *sts);
+bool rust_ext_skb_hw_tstamp_requested(struct sk_buff *skb);
+void rust_ext_skb_hw_tstamp_in_progress(struct sk_buff *skb);
+void rust_ext_skb_tx_timestamp(struct sk_buff *skb);
+void rust_ext_skb_tstamp_tx_hw(struct sk_buff *skb, u64 ns);
+void rust_ext_skb_set_hwtstamp(struct sk_buff *skb, u64 ns);
+u64 rust_ext_ktime_get_real_ns(void);
+
 /* devlink */
 struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
 				       size_t priv_size, struct device *dev);

@@ -17,6 +17,7 @@ use crate::linux::{
     net::{
         instance_lock::{DevLocked, RtnlLocked},
         netdev::NetDev,
+        tstamp::TsInfo,
     },
 };
 
@@ -428,6 +429,12 @@ pub(crate) trait EthtoolOps: Send + Sync + Sized + 'static {
     /// [`Self::PRIV_FLAGS`] are clear; the core checked). On error nothing
     /// changed.
     fn set_priv_flags(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _flags: u32) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ethtool -T`: what the device can time stamp, and its PTP clock.
+    /// Any context the core asks from (it may not hold the instance lock).
+    fn ts_info(_dev: &NetDev<Self>) -> TsInfo {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 

@@ -168,6 +168,9 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
                 bindings::ethtool_supported_ring_param_ETHTOOL_RING_USE_TCP_DATA_SPLIT
                     | bindings::ethtool_supported_ring_param_ETHTOOL_RING_USE_HDS_THRS;
         }
+        if T::HAS_TS_INFO {
+            ops.get_ts_info = Some(Self::get_ts_info);
+        }
         if T::HAS_COALESCE {
             ops.get_coalesce = Some(Self::get_coalesce);
         }
@@ -247,6 +250,23 @@ impl<T: EthtoolOps> EthtoolAdapter<T> {
     unsafe fn dev_rtnl<'a>(ndev: *mut bindings::net_device) -> (&'a NetDev<T>, &'a RtnlLocked<'a>) {
         // SAFETY: Per the function's contract.
         unsafe { (NetDev::from_raw(ndev), RtnlLocked::assume_held()) }
+    }
+
+    /// # Safety
+    ///
+    /// `ndev` as in `dev` (the lock may not be held: the core asks for
+    /// time stamping information from socket options too); `info` is
+    /// valid for writes.
+    unsafe extern "C" fn get_ts_info(
+        ndev: *mut bindings::net_device,
+        info: *mut bindings::kernel_ethtool_ts_info,
+    ) -> c_int {
+        // SAFETY: `ndev` is a device registered for `T`, alive for the
+        // call (as in `dev`, without assuming its lock).
+        let dev = unsafe { NetDev::<T>::from_raw(ndev) };
+        // SAFETY: `info` is valid for writes.
+        unsafe { T::ts_info(dev).write(info) };
+        0
     }
 
     /// # Safety

@@ -22,6 +22,7 @@ pub(crate) mod rx_chunk;
 pub(crate) mod shaper;
 pub(crate) mod skbuff;
 pub(crate) mod stats;
+pub(crate) mod tstamp;
 pub(crate) mod upper;
 pub(crate) mod work;
 pub(crate) mod xdp;

@@ -21,6 +21,7 @@ use crate::linux::net::{
     shaper::{Handle, Scope, Shaper, ShaperAck, ShaperAdapter, ShaperCaps},
     skbuff::{SkBuff, SkBuffRef},
     stats::{LinkStats, RxQueueStats, TxQueueStats},
+    tstamp::HwTstamp,
     xdp::{xdp_xmit_call, XdpSetup, XdpXmitBatch},
     xsk::{XskSetup, XskSlots},
 };
@@ -181,6 +182,19 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// The hardware time stamping setting (`SIOCGHWTSTAMP`, ethtool's
+    /// `tsconfig`).
+    fn hwtstamp_get(_dev: &NetDev<Self>, _locked: &DevLocked) -> Result<HwTstamp> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Sets it (`SIOCSHWTSTAMP`): `ERANGE` for a kind the device cannot
+    /// do; a filter may be widened (to what the device then does, written
+    /// back into `cfg`). On error nothing changed.
+    fn hwtstamp_set(_dev: &NetDev<Self>, _locked: &DevLocked, _cfg: &mut HwTstamp) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// What shapers of `scope` can do (none: the scope has no shapers).
     fn shaper_caps(_dev: &NetDev<Self>, _scope: Scope) -> ShaperCaps {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -291,6 +305,12 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_XSK_WAKEUP {
             ops.ndo_xsk_wakeup = Some(Self::xsk_wakeup);
+        }
+        if T::HAS_HWTSTAMP_GET {
+            ops.ndo_hwtstamp_get = Some(Self::hwtstamp_get);
+        }
+        if T::HAS_HWTSTAMP_SET {
+            ops.ndo_hwtstamp_set = Some(Self::hwtstamp_set);
         }
         if T::HAS_SHAPER_SET {
             ops.net_shaper_ops = &ShaperAdapter::<T>::OPS;
@@ -518,6 +538,45 @@ impl<T: NetDevOps> Adapter<T> {
         from_result(|| {
             T::set_mac_address(dev, rtnl, mac)?;
             dev.set_mac(rtnl, &mac);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ndev` as in `dev`, called with the device's instance lock held
+    /// (`dev_get_hwtstamp` and ethtool's `tsconfig` take it); `cfg` is
+    /// live for the call.
+    unsafe extern "C" fn hwtstamp_get(
+        ndev: *mut bindings::net_device,
+        cfg: *mut bindings::kernel_hwtstamp_config,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, locked) = unsafe { (Self::dev(ndev), DevLocked::assume_held()) };
+        from_result(|| {
+            let current = T::hwtstamp_get(dev, locked)?;
+            // SAFETY: `cfg` is live for the call.
+            unsafe { current.write(cfg) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// As `hwtstamp_get` (`dev_set_hwtstamp` takes the lock).
+    unsafe extern "C" fn hwtstamp_set(
+        ndev: *mut bindings::net_device,
+        cfg: *mut bindings::kernel_hwtstamp_config,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: Per the function's contract.
+        let (dev, locked) = unsafe { (Self::dev(ndev), DevLocked::assume_held()) };
+        from_result(|| {
+            // SAFETY: `cfg` is live for the call.
+            let mut want = unsafe { HwTstamp::read(cfg) };
+            T::hwtstamp_set(dev, locked, &mut want)?;
+            // SAFETY: As above.
+            unsafe { want.write(cfg) };
             Ok(0)
         })
     }

@@ -172,6 +172,42 @@ impl SkBuff {
         unsafe { bindings::rust_ext_skb_frags_readable(self.as_raw()) }
     }
 
+    /// Whether the sender asked for a hardware TX time stamp
+    /// (`SKBTX_HW_TSTAMP`): the device should report when the frame
+    /// left, through [`SkBuff::tstamp_tx`].
+    pub(crate) fn hw_tstamp_requested(&self) -> bool {
+        // SAFETY: Valid skb; the helper reads its shared info.
+        unsafe { bindings::rust_ext_skb_hw_tstamp_requested(self.as_raw()) }
+    }
+
+    /// Tells the stack the device will report the frame's TX time stamp
+    /// (`SKBTX_IN_PROGRESS`), so it makes no software one in its place.
+    pub(crate) fn set_hw_tstamp_in_progress(&mut self) {
+        // SAFETY: Valid, owned skb, not yet on the ring.
+        unsafe { bindings::rust_ext_skb_hw_tstamp_in_progress(self.as_raw()) }
+    }
+
+    /// The software TX time stamp, if asked for (`skb_tx_timestamp`):
+    /// just before the device is given the frame.
+    pub(crate) fn tx_timestamp(&mut self) {
+        // SAFETY: Valid, owned skb.
+        unsafe { bindings::rust_ext_skb_tx_timestamp(self.as_raw()) }
+    }
+
+    /// Reports the frame's hardware TX time stamp, `ns` on the device's
+    /// clock, to its socket's error queue (`skb_tstamp_tx`).
+    pub(crate) fn tstamp_tx(&self, ns: u64) {
+        // SAFETY: Valid skb; the core clones what it queues.
+        unsafe { bindings::rust_ext_skb_tstamp_tx_hw(self.as_raw(), ns) }
+    }
+
+    /// Sets a received frame's hardware time stamp: `ns` on the
+    /// device's clock.
+    pub(crate) fn set_hwtstamp(&mut self, ns: u64) {
+        // SAFETY: Valid, owned skb; a plain field of its shared info.
+        unsafe { bindings::rust_ext_skb_set_hwtstamp(self.as_raw(), ns) }
+    }
+
     /// Number of page fragments after the linear part.
     pub(crate) fn nr_frags(&self) -> u32 {
         // SAFETY: Valid skb; its shared info is at its end.
