@@ -8,18 +8,20 @@
 
 use kernel::{device::Bound, pci, prelude::*, sync::Arc};
 
+use super::clock::CardClock;
 use super::{health::FunctionEvents, Function};
 use crate::admin::AdminQueue;
 use crate::debugfs::{FunctionFiles, GftFiles, NicFiles};
 use crate::gft::Gft;
-use crate::hw::{regs, FuncKind};
+use crate::hw::{self, regs, AdminCmd, DeviceInfo, FuncKind};
 use crate::linux::{
     devlink::{Locked, Registration},
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
+    ptp::{realtime_ns, PtpClock},
 };
 use crate::nic::{self, FlowOffload, FunctionParts, KeptConfig, NicRegistration};
-use crate::regs::ResetOnDrop;
+use crate::regs::{Registers, ResetOnDrop};
 use crate::selftest::{self, SelfTestError, VectorIrq};
 
 /// A running function.
@@ -36,6 +38,9 @@ pub(crate) struct Loaded {
     /// `queue_restart`, which holds the NIC.
     _nic_files: Pin<KBox<NicFiles>>,
     nic: NicRegistration,
+    /// PF: the card's clock as a PTP hardware clock; after the NIC (which
+    /// names it), before the reset and the admin queue (it uses them).
+    _clock: Option<Pin<KBox<PtpClock<CardClock>>>>,
     /// PF: the GFT (the NIC's exception path, `gft/`, aging).
     gft: Option<Arc<Gft>>,
     /// Quiesces the card once the NIC is gone (it may already be gone
@@ -89,6 +94,40 @@ fn request_selftest_irqs(
     Ok(irqs)
 }
 
+/// The card's clock as a PTP hardware clock, set to the system's time, if
+/// the card keeps one. A clock that cannot be had costs the function only
+/// its hardware time stamps (as in mlx5): logged, not fatal.
+fn register_clock(
+    pdev: &pci::Device<Bound>,
+    regs: &Arc<Registers>,
+    admin: &Arc<AdminQueue>,
+) -> Option<Pin<KBox<PtpClock<CardClock>>>> {
+    let entry = admin.exec(AdminCmd::QueryDevice).ok()?;
+    if DeviceInfo::read_result(&entry).features & hw::feature::PTP == 0 {
+        return None;
+    }
+    let registered = u64::try_from(realtime_ns())
+        .map_err(|_| EINVAL)
+        .and_then(|ns| admin.run(AdminCmd::PtpSetTime { ns }))
+        .and_then(|()| {
+            KBox::pin_init(
+                PtpClock::new(
+                    pdev.as_ref(),
+                    &crate::THIS_MODULE,
+                    CardClock::new(regs.clone(), admin.clone()),
+                ),
+                GFP_KERNEL,
+            )
+        });
+    match registered {
+        Ok(clock) => Some(clock),
+        Err(e) => {
+            dev_warn!(pdev, "no PTP clock ({e:?}): no hardware time stamps\n");
+            None
+        }
+    }
+}
+
 /// Self-tests the card and builds what the function of `instance` runs,
 /// under its devlink instance lock (`locked`: probe takes it, a reload
 /// holds it), with a new devlink port:
@@ -138,6 +177,10 @@ pub(crate) fn bring_up(
         FuncKind::Pf => Some(Gft::new(admin.clone(), &dma)?),
         FuncKind::Vf => None,
     };
+    let clock = match kind {
+        FuncKind::Pf => register_clock(pdev, regs, &admin),
+        FuncKind::Vf => None,
+    };
     // Both kinds get a network device; a VF's joins its PF's.
     let parts = FunctionParts {
         regs,
@@ -147,6 +190,7 @@ pub(crate) fn bring_up(
         port: function.new_port(instance, locked)?,
         flow: gft.clone().map(|g| -> Arc<dyn FlowOffload> { g }),
         events: Arc::new(FunctionEvents::new(instance, &admin), GFP_KERNEL)?,
+        phc_index: clock.as_ref().map(|c| c.index()),
     };
     let nic = nic::register(pdev.as_ref(), parts, kept)?;
     let bond = (kind == FuncKind::Pf).then(|| nic.dev().data().bond().shared_state());
@@ -160,6 +204,7 @@ pub(crate) fn bring_up(
         _gft_files: gft_files,
         _nic_files: nic_files,
         nic,
+        _clock: clock,
         gft,
         _reset: reset,
         admin,

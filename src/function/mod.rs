@@ -19,6 +19,7 @@
 
 mod bring_up;
 mod clients;
+mod clock;
 mod health;
 
 use kernel::{

@@ -19,6 +19,7 @@ use crate::linux::net::{
     },
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{Feature, NetDev},
+    tstamp::TsInfo,
 };
 use crate::selftest::{self, IrqCount, SelfTestError};
 
@@ -113,6 +114,10 @@ impl EthtoolOps for Nic {
         }
     }
 
+    fn ts_info(dev: &NetDev<Self>) -> TsInfo {
+        dev.data().tstamp.info()
+    }
+
     fn coalesce(dev: &NetDev<Self>, _locked: &DevLocked) -> Coalesce {
         dev.data().config.lock().coalesce
     }
@@ -187,6 +192,11 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("tx{q}_dropped"), s.tx_dropped.load(Relaxed));
             sink.stat(format_args!("tx{q}_busy"), s.tx_busy.load(Relaxed));
             sink.stat(format_args!("tx{q}_tso"), s.tx_tso.load(Relaxed));
+            sink.stat(
+                format_args!("tx{q}_tstamp_requests"),
+                s.tx_tstamp_requests.load(Relaxed),
+            );
+            sink.stat(format_args!("tx{q}_tstamps"), s.tx_tstamps.load(Relaxed));
             sink.stat(
                 format_args!("tx{q}_doorbells"),
                 s.tx_doorbells.load(Relaxed),

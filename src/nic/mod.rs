@@ -32,6 +32,7 @@ mod restart;
 mod ring;
 mod shaper;
 mod steering;
+mod tstamp;
 mod xdp;
 
 use kernel::{
@@ -217,6 +218,8 @@ pub(crate) struct Nic {
     /// after `config`.
     #[pin]
     shapers: Mutex<shaper::Shapers>,
+    /// Hardware time stamping (`tstamp.rs`).
+    tstamp: tstamp::Tstamp,
     /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`),
     /// filled and emptied by the layer around `install_xsk`.
     #[pin]
@@ -244,6 +247,9 @@ pub(crate) struct FunctionParts<'a, 'v> {
     pub(crate) flow: Option<Arc<dyn FlowOffload>>,
     /// The function, told of function resets.
     pub(crate) events: Arc<dyn NicEvents>,
+    /// The function's PTP hardware clock, which the card stamps frames
+    /// with, if it has one.
+    pub(crate) phc_index: Option<i32>,
 }
 
 /// The tunnels the card segments TCP inside (`tx-udp_tnl-segmentation`,
@@ -275,6 +281,7 @@ pub(crate) fn register(
         port,
         flow,
         events,
+        phc_index,
     } = parts;
     let dma = DmaDevice::new(pdev);
     let admin = admin.clone();
@@ -461,6 +468,7 @@ pub(crate) fn register(
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
             shapers <- new_mutex!(shaper::Shapers::new()),
+            tstamp: tstamp::Tstamp::new(phc_index),
             xsk <- xsk,
         }? Error))
         },
@@ -736,6 +744,7 @@ impl Nic {
         self.push_rss(cfg)?;
         self.push_steering()?;
         self.push_shapers()?;
+        self.push_timestamps()?;
         // As after mlx5's and ice's channel set-up; a user's own map (sysfs
         // `xps_cpus`) lasts until the queues restart.
         dev.set_default_xps(rtnl, cfg.queues)?;

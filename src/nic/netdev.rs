@@ -20,6 +20,7 @@ use crate::linux::net::{
     queue_mgmt::QueueStartError,
     shaper::{Handle, Scope, Shaper, ShaperAck, ShaperCaps},
     skbuff::{SkBuff, SkBuffRef},
+    tstamp::HwTstamp,
     xdp::{XdpSetup, XdpXmitBatch},
     xsk::{XskSetup, XskSlots},
 };
@@ -201,6 +202,14 @@ impl NetDevOps for Nic {
         }
         bond::features_changed(dev, rtnl, features);
         Ok(())
+    }
+
+    fn hwtstamp_get(dev: &NetDev<Self>, _locked: &DevLocked) -> Result<HwTstamp> {
+        Ok(dev.data().tstamp.config())
+    }
+
+    fn hwtstamp_set(dev: &NetDev<Self>, _locked: &DevLocked, cfg: &mut HwTstamp) -> Result {
+        dev.data().set_hwtstamp(cfg)
     }
 
     fn shaper_set(

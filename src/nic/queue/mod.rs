@@ -80,6 +80,10 @@ pub(crate) struct QueueStats {
     /// Frames that asked for the checksum offload, and frames that did not.
     pub(crate) tx_needs_csum: Atomic<u64>,
     pub(crate) tx_csum_none: Atomic<u64>,
+    /// Frames sent asking the card for a hardware time stamp, and the
+    /// stamps it reported.
+    pub(crate) tx_tstamp_requests: Atomic<u64>,
+    pub(crate) tx_tstamps: Atomic<u64>,
     /// Small RX frames copied into an skb of their own, their page given
     /// straight back to the card (`ethtool --set-tunable rx-copybreak`).
     pub(crate) rx_copybreak: Atomic<u64>,
@@ -162,6 +166,8 @@ impl QueueStats {
             tx_tso_seg_bytes: Atomic::new(0),
             tx_needs_csum: Atomic::new(0),
             tx_csum_none: Atomic::new(0),
+            tx_tstamp_requests: Atomic::new(0),
+            tx_tstamps: Atomic::new(0),
             rx_copybreak: Atomic::new(0),
             rx_hds: Atomic::new(0),
             rx_csum_unnecessary: Atomic::new(0),

@@ -174,6 +174,8 @@ struct PollCtx<'a> {
     redirected: bool,
     /// `XDP_TX` frames wait for the TX doorbell.
     xdp_tx: bool,
+    /// Hardware RX time stamps are on: the card's go into the skb.
+    tstamp: bool,
 }
 
 impl RingRx {
@@ -876,6 +878,9 @@ impl QueuePair {
         if cqe.flags & Cqe::HASH != 0 && ctx.hash {
             skb.set_hash(cqe.hash, cqe.flags & Cqe::HASH_L4 != 0);
         }
+        if cqe.flags & Cqe::TSTAMP != 0 && ctx.tstamp {
+            skb.set_hwtstamp(cqe.timestamp);
+        }
         if cqe.segs > 1 {
             bump(&self.stats.rx_csum_unnecessary, 1);
             if skb
@@ -963,6 +968,7 @@ impl NapiPoll for QueuePair {
             copybreak: dev.data().rx_copybreak.load(Relaxed),
             redirected: false,
             xdp_tx: false,
+            tstamp: dev.data().tstamp.rx_on(),
         };
         let mut received = 0;
         let mut guard = self.rx.lock();

@@ -284,6 +284,12 @@ impl QueuePair {
             }
             None => (1, len),
         };
+        if skb.hw_tstamp_requested() && dev.data().tstamp.tx_on() {
+            skb.set_hw_tstamp_in_progress();
+            offloads.flags |= TxDesc::TSTAMP;
+            bump(&self.stats.tx_tstamp_requests, 1);
+        }
+        skb.tx_timestamp();
         let Ok(last) = state.post(&skb, offloads) else {
             bump(&self.stats.tx_dropped, 1);
             return !more;
@@ -541,7 +547,13 @@ impl QueuePair {
             tx.head = tx.size.next(tx.head);
             drop(slot.mapping);
             match slot.frame {
-                Some(TxFrame::Skb(skb)) => skb.consume(),
+                Some(TxFrame::Skb(skb)) => {
+                    if at_last && cqe.flags & Cqe::TSTAMP != 0 {
+                        skb.tstamp_tx(cqe.timestamp);
+                        bump(&self.stats.tx_tstamps, 1);
+                    }
+                    skb.consume()
+                }
                 // Its page goes back to its pool.
                 Some(TxFrame::Xdp(frame)) => drop(frame),
                 // Back to its owner (after the mapping went, above).
