@@ -30,6 +30,26 @@ if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
 	exit 0
 fi
 
+# Packages added to the list (this script unchanged) are installed into
+# the rootfs there is, in seconds, not by a new debootstrap. (A rootfs
+# from before the script's own stamp existed takes this path once.)
+script_stamp=$RSNIC_ROOTFS/.rsnic-script
+script_hash=$(sha256sum "$0" | cut -d' ' -f1)
+if [[ -f $stamp ]] && { [[ ! -f $script_stamp ]] || [[ $(cat "$script_stamp") == "$script_hash" ]]; }; then
+	pkgs=$(grep -v '^#' "$pkglist" | xargs)
+	log "adding the list's new packages to the toolchain rootfs"
+	if in_rootfs /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs" \
+		>"$RSNIC_CACHE/apt.log" 2>&1; then
+		in_rootfs apt-get clean
+		echo "$script_hash" >"$script_stamp"
+		echo "$want" >"$stamp"
+		log "toolchain rootfs ready: $RSNIC_ROOTFS"
+		print_versions
+		exit 0
+	fi
+	log "could not add them (see $RSNIC_CACHE/apt.log): building the rootfs afresh"
+fi
+
 if ! command -v debootstrap >/dev/null; then
 	log "installing debootstrap on the host"
 	apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null
@@ -54,6 +74,7 @@ log "installing toolchain packages"
 in_rootfs /bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs" \
 	>"$RSNIC_CACHE/apt.log" 2>&1 || die "apt-get install failed; see $RSNIC_CACHE/apt.log"
 in_rootfs apt-get clean
+sha256sum "$0" | cut -d' ' -f1 >"$RSNIC_ROOTFS/.rsnic-script"
 echo "$want" >"$stamp"
 log "toolchain rootfs ready: $RSNIC_ROOTFS"
 print_versions

@@ -39,4 +39,5 @@ exec "$(dirname "$0")/upstream.sh" \
 	"drivers/net/hw/xsk_reconfig.py" \
 	"drivers/net/hw/ethtool_std_stats.sh" \
 	"drivers/net/hw/devlink_port_split.py --dev @DEVLINK_A@" \
-	"drivers/net/hw/devlink_rate_tc_bw.py"
+	"drivers/net/hw/devlink_rate_tc_bw.py" \
+	"drivers/net/hw/nic_timestamp.py"
