@@ -98,7 +98,8 @@ impl Gft {
     }
 
     /// Decides up to `budget` queued exceptions, [`DECIDE_BATCH`] at a
-    /// time, and hands each packet to send back to `reinject` (with
+    /// time (while any are queued: those that arrive during a batch make
+    /// the next), and hands each packet to send back to `reinject` (with
     /// whether more of its batch follow, so the doorbell waits for the
     /// last). Returns whether exceptions are left.
     pub(crate) fn decide_exceptions(
@@ -150,11 +151,14 @@ impl Gft {
             add_ns(&self.decide_ns, decided - start);
             add_ns(&self.install_ns, installed - decided);
             add_ns(&self.reinject_ns, done - installed);
-            if taken < want {
+            // A short batch ends the run only if nothing came meanwhile:
+            // under a flood the run goes on (up to its budget), each
+            // batch's install in flight while the next is decided.
+            if taken == 0 || (taken < want && self.backlog.len() == 0) {
                 more = false;
                 break;
             }
-            left -= want;
+            left -= taken;
         }
         // The last install's answer.
         let start = Instant::<Monotonic>::now();

@@ -12,8 +12,8 @@
 # retransmission, a second or more. The reinjections find room on a TX
 # ring pktgen does not fill. After the flood the driver's table is the
 # card's, flow for flow. Then the policer is off: a policy change waits
-# for no more than a run of the decide work, and a full backlog is
-# decided in several batches whose installs are in flight together.
+# for no more than a run of the decide work, and the flood is decided
+# in batches whose installs are in flight together.
 
 source "$(dirname "$0")/lib.sh"
 gft_setup
@@ -132,22 +132,21 @@ echo "add id=77 prio=99 dir=rx proto=udp dport=9 action=drop" >"$GFT/rules" &&
 t1=$EPOCHREALTIME
 ms=$(((${t1/./} - ${t0/./}) / 1000))
 sleep 0.2
-# The flood goes on until the backlog has filled once (at most 10 s):
-# the run after that finds more than one batch waiting, and their
-# installs must be in flight together. (The policed flood's first burst
-# alone did it on most hosts, not on a slow one: there pktgen's 64
-# frames trickled in and the work kept up with them.)
-backlog_filled() { [ $(($(gft_stat backlog_drops) - backlog0)) -gt 0 ]; }
-wait_until 10 backlog_filled
 filled=$(($(gft_stat backlog_drops) - backlog0))
 flood_stop
+# A run of the decide work goes on while exceptions keep coming, each
+# batch's install in flight while the next is decided: under this flood
+# more than one is in flight at some point. (Before, a run ended at a
+# short batch; on a slow host the policed flood's exceptions trickled
+# in one by one and nothing ever overlapped, CI's failure on 30a584d;
+# then even this flood left the backlog short of full on one.)
 inflight=$(gft_stat install_in_flight_max)
 echo "# unpoliced flood (backlog drops $filled): a rule added and removed in $ms ms;" \
 	"installs in flight at once, at most: $inflight"
 check "a rule added and removed during a flood of exceptions, within 500 ms" \
 	test "$wrote" = OKOK -a "$ms" -lt 500
-check "a full backlog's installs overlapped: more than one in flight at once" \
-	test "$filled" -gt 0 -a "${inflight:-0}" -ge 2
+check "under a flood of exceptions installs overlap: more than one in flight at once" \
+	test "${inflight:-0}" -ge 2
 check "no kernel warning" dmesg_clean
 rm -f /tmp/gft_pg /tmp/gft_card_keys /tmp/gft_drv_keys
 ktap_finish
