@@ -53,8 +53,9 @@ pub const MSIX_BAR_SIZE: usize = 0x2000;
 pub const MSIX_TABLE_OFFSET: u32 = 0x0;
 /// Offset of the MSI-X pending-bit array in [`MSIX_BAR`].
 pub const MSIX_PBA_OFFSET: u32 = 0x1000;
-/// MSI-X vectors of a physical function.
-pub const PF_MSIX_VECTORS: u16 = 16;
+/// MSI-X vectors of a physical function: the admin vector, one per
+/// queue pair, and the RDMA engine's events.
+pub const PF_MSIX_VECTORS: u16 = MAX_QUEUE_PAIRS + 2;
 /// MSI-X vectors of a virtual function.
 pub const VF_MSIX_VECTORS: u16 = 8;
 

@@ -5,7 +5,7 @@
 //! filter.
 
 /// Most queue pairs of a function.
-pub const MAX_QUEUE_PAIRS: u16 = 8;
+pub const MAX_QUEUE_PAIRS: u16 = 16;
 /// Fewest descriptors in a TX or RX ring.
 pub const MIN_RING_ENTRIES: u16 = 64;
 /// Most descriptors in a TX or RX ring.
@@ -276,7 +276,7 @@ wire_struct! {
 }
 
 /// RSS contexts, the default one (0) included.
-pub const MAX_RSS_CONTEXTS: u32 = 8;
+pub const MAX_RSS_CONTEXTS: u32 = 32;
 /// Steering rules the card holds.
 pub const MAX_FLOW_RULES: u32 = 64;
 

@@ -287,9 +287,16 @@ pub(crate) fn register(
     let admin = admin.clone();
     let entry = admin.exec(AdminCmd::QueryDevice)?;
     let info = DeviceInfo::read_result(&entry);
-    // Everything the card claims is bounded by what the driver can use.
+    // Everything the card claims is bounded by what the driver can use:
+    // a vector per queue pair besides the admin vector and, on a PF, the
+    // RDMA engine's last one.
+    let other_vectors = match kind {
+        FuncKind::Pf => 2,
+        FuncKind::Vf => 1,
+    };
+    // CAST: both below `MAX_QUEUE_PAIRS`, a u16, after the `min`s.
     let max_queues = (info.max_qps.min(u32::from(hw::MAX_QUEUE_PAIRS)) as u16)
-        .min(vectors.count().saturating_sub(1) as u16);
+        .min(vectors.count().saturating_sub(other_vectors) as u16);
     if max_queues == 0 {
         dev_err!(pdev, "card offers no usable queue pair\n");
         return Err(EIO);

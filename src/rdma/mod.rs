@@ -30,7 +30,7 @@ use crate::linux::{net::upper::PortNetDev, rdma::device as ib_device};
 use crate::regs::Registers;
 use device::{EngineAccess, RdmaDev};
 
-/// The PF's MSI-X vector of RDMA events: the last of the card's 16, past
+/// The PF's MSI-X vector of RDMA events: the last of the card's, past
 /// those of the NIC's queue pairs.
 pub(crate) const EVENT_VECTOR: u16 = crate::hw::PF_MSIX_VECTORS - 1;
 

@@ -1495,7 +1495,7 @@ mod tests {
             "unmapped block"
         );
         let mut block = [0u8; hw::RSS_CONFIG_LEN];
-        block[hw::RSS_KEY_LEN + 5] = 8;
+        block[hw::RSS_KEY_LEN + 5] = MAX_QUEUE_PAIRS as u8;
         dma.write(0x1000, &block).unwrap();
         assert_eq!(
             run(AdminCmd::SetRss {
@@ -1503,7 +1503,7 @@ mod tests {
                 context: 0
             }),
             AdminStatus::BadParam,
-            "queue pair 8"
+            "queue pair 16, past the last"
         );
         block[hw::RSS_KEY_LEN + 5] = 7;
         block[hw::RSS_KEY_LEN + hw::RSS_TABLE_LEN] = 0x10;

@@ -18,7 +18,7 @@ command -v ethtool >/dev/null || skip_all "ethtool not installed"
 ring() { ethtool -g "$NETIF_A" | awk -v k="$1:" '$1 == k {v=$2} END {print v}'; }
 stat() { ethtool -S "$NETIF_A" | awk -v k="$1:" '$1 == k {print $2}'; }
 
-ktap_header 31
+ktap_header 32
 
 info=$(ethtool -i "$NETIF_A")
 ok=true
@@ -38,11 +38,11 @@ names=$(ethtool -S "$NETIF_A" | grep -Ec '^ *[rt]x[0-9]+_packets:')
 ping -c 5 -i 0.2 -q $IP_B >/dev/null
 after=$(( $(ethtool -S "$NETIF_A" | awk '/rx[0-9]+_packets:/ {s += $2} END {print s}') ))
 ok=true
-expect_num "per-queue packet counters" "$names" -eq 16 || ok=false
+expect_num "per-queue packet counters" "$names" -eq 32 || ok=false
 expect_num "packets the queues received" "$after" -ge 5 || ok=false
-check "ethtool -S: per-queue counters for all 8 pairs, and they count" $ok
+check "ethtool -S: per-queue counters for all 16 pairs, and they count" $ok
 
-check_eq "ethtool -l: 8 maximum, 4 in use" "$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2}' | tr '\n' ' ')" "8 4 "
+check_eq "ethtool -l: 16 maximum, 4 in use" "$(ethtool -l "$NETIF_A" | awk '/^Combined:/ {print $2}' | tr '\n' ' ')" "16 4 "
 
 ok=true
 ethtool -L "$NETIF_A" combined 2 || ok=false
@@ -52,12 +52,12 @@ ping -c 3 -W 2 -q $IP_B >/dev/null || { echo "# no reply to ping"; ok=false; }
 check "ethtool -L combined 2: two queues in use, traffic flows" $ok
 
 ok=true
-for bad in 0 9; do
+for bad in 0 17; do
 	ethtool -L "$NETIF_A" combined $bad 2>/dev/null && { echo "# combined $bad accepted"; ok=false; }
 done
 ethtool -L "$NETIF_A" rx 1 2>/dev/null && { echo "# separate rx channels accepted"; ok=false; }
 expect channels "$(channels_in_use)" 2 || ok=false
-check "ethtool -L 0, 9 and rx-only refused, channels unchanged" $ok
+check "ethtool -L 0, 17 and rx-only refused, channels unchanged" $ok
 ethtool -L "$NETIF_A" combined 4
 check_eq "ethtool -L combined 4 restores" "$(channels_in_use)" 4
 
@@ -98,6 +98,32 @@ expect "key bytes" "$(rss_key | tr ':' '\n' | wc -l)" 40 || ok=false
 check "ethtool -x: 64 entries over the 4 queues, 40-byte key" $ok
 
 iperf3_server 5202
+# All 16 queue pairs and all 31 extra RSS contexts: a context over
+# queues 8-15, a flow rule into it, iperf3's streams on those queues
+# only; 30 more contexts, the 32nd refused; all deleted.
+ok=true
+ethtool -L "$NETIF_A" combined 16 || ok=false
+ctx=$(ethtool -X "$NETIF_A" context new start 8 equal 8 | awk '/New RSS context is/ {print $NF}')
+rule=$(ethtool -N "$NETIF_A" flow-type tcp4 src-port 5202 context "${ctx:-1}" | awk '/Added rule with ID/ {print $NF}')
+low=0 high=0
+for q in $(seq 0 15); do eval "r$q=$(rx_of $q)"; done
+iperf3 -c $IP_B -p 5202 -t 2 -P 8 -R >/dev/null
+for q in $(seq 0 15); do
+	d=$(( $(rx_of $q) - $(eval echo \$r$q) ))
+	if [ $q -lt 8 ]; then low=$((low + d)); elif [ $d -gt 100 ]; then high=$((high + 1)); fi
+done
+echo "# context $ctx over queues 8-15: $high of them got iperf3's streams; queues 0-7 got $low packets"
+expect_num "queues 8-15 with traffic" "$high" -ge 3 || ok=false
+expect_num "packets on queues 0-7 (strays only)" "$low" -lt 100 || ok=false
+made=1
+while ethtool -X "$NETIF_A" context new equal 4 >/dev/null 2>&1; do made=$((made + 1)); done
+expect "contexts made before one was refused" "$made" 31 || ok=false
+ethtool -N "$NETIF_A" delete "${rule:-0}" || ok=false
+for c in $(seq 1 31); do ethtool -X "$NETIF_A" context "$c" delete 2>/dev/null; done
+expect "contexts left" "$(ethtool -x "$NETIF_A" context 1 2>/dev/null | wc -l)" 0 || ok=false
+ethtool -L "$NETIF_A" combined 4 || ok=false
+check "16 queue pairs and 31 extra RSS contexts: a context over queues 8-15 takes its streams, the 32nd refused" $ok
+
 ethtool -X "$NETIF_A" equal 2
 r2=$(rx_of 2)
 r3=$(rx_of 3)
@@ -285,7 +311,7 @@ ping -c 3 -i 0.2 -q $IP_B >/dev/null
 ok=true
 expect_num "metadata bytes" "$(card_sum dma_meta_bytes)" -gt 0 || ok=false
 expect_num "payload bytes" "$(card_sum dma_payload_bytes)" -gt 0 || ok=false
-expect "card counters" "$(ethtool -S "$NETIF_A" | grep -Ec '^ *q[0-9]+_card_')" 56 || ok=false
+expect "card counters (7 for each of the 16 pairs)" "$(ethtool -S "$NETIF_A" | grep -Ec '^ *q[0-9]+_card_')" 112 || ok=false
 check "ethtool -S: the card's DMA counters (metadata and payload bytes) count" $ok
 
 # Interrupt moderation: one completion queue per pair, so rx-usecs and

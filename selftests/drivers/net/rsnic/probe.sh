@@ -42,8 +42,8 @@ check "ip -s link with the stats 8-byte aligned and not" stats_at_both_alignment
 
 selftest_ok=true
 for a in "${addrs[@]}"; do
-	dmesg | grep -q "rsnic $a: PF self-test passed (16 MSI-X vectors, 5 DMA cases)" || selftest_ok=false
-	grep -q '^passed kind=PF vectors=16 dma_cases=5$' "$RSNIC_DEBUGFS/$a/selftest" || selftest_ok=false
+	dmesg | grep -q "rsnic $a: PF self-test passed (18 MSI-X vectors, 5 DMA cases)" || selftest_ok=false
+	grep -q '^passed kind=PF vectors=18 dma_cases=5$' "$RSNIC_DEBUGFS/$a/selftest" || selftest_ok=false
 done
 check "self-test passed on both cards (dmesg and debugfs)" $selftest_ok
 
