@@ -157,6 +157,12 @@ pub mod regs {
         AQ_HEAD @ 0x210: Ro,
         /// Link state, see [`super::link`].
         LINK_STATUS @ 0x240: Ro,
+        /// The accelerated VF the card offers the PF besides its own, see
+        /// [`super::VfAssoc`] ([`super::feature::FOREIGN_VF`]).
+        VF_ASSOC @ 0x244: Ro,
+        /// The offered VF's serial: its PCI slot number as the host
+        /// plugged it (hv_netvsc's VF serial).
+        VF_SERIAL @ 0x248: Ro,
         /// The card's clock in nanoseconds, bits 31:0. Reading it latches
         /// bits 63:32 into [`PTP_TIME_HI`] for this function's next read
         /// of that ([`super::feature::PTP`]).
@@ -285,6 +291,10 @@ pub mod feature {
     /// [`super::regs::PTP_TIME_LO`], set and steered by admin commands,
     /// stamped into completions ([`super::Cqe::TSTAMP`]). The PF's only.
     pub const PTP: u32 = 1 << 5;
+    /// The card may offer a VF of another make on a port of its switch
+    /// ([`super::regs::VF_ASSOC`]); a change raises
+    /// [`super::ADMIN_VECTOR`]. The PF's only.
+    pub const FOREIGN_VF: u32 = 1 << 6;
 }
 
 /// The card's clock: one for the card, counting nanoseconds from the
@@ -424,6 +434,16 @@ register! {
     LinkStatus @ regs::LINK_STATUS {
         /// The cable is connected at both ends.
         0:0 up: bool,
+    }
+}
+
+register! {
+    /// [`regs::VF_ASSOC`]: netvsc's VF association message as a register.
+    VfAssoc @ regs::VF_ASSOC {
+        /// A VF of another make sits on the card's VF port, with the
+        /// synthetic NIC's MAC and the serial in [`regs::VF_SERIAL`]; the
+        /// data path switch ([`AdminCmd::SetDatapath`]) sends to it.
+        0:0 present / with_present: bool,
     }
 }
 

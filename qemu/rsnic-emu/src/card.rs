@@ -5,11 +5,12 @@
 //! switch that decides which function receives.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::clock::CardClock;
 use crate::control::Faults;
+use crate::foreign_port::{self, ForeignPort};
 use crate::function::{Function, Identity};
 use crate::gft::{Gft, Output};
 use crate::hw::gft::Direction;
@@ -35,6 +36,8 @@ pub struct Card {
     gft: Arc<Mutex<Gft>>,
     rdma: Arc<Mutex<RdmaEngine>>,
     wire: Arc<OnceLock<Arc<Wire>>>,
+    /// The port of a foreign VF, while the harness has one attached.
+    foreign: RwLock<Option<Arc<ForeignPort>>>,
     /// Batches of frames taken from the wire, ever (the doorbell page's
     /// poll asks whether the card is receiving).
     rx_batches: AtomicU64,
@@ -75,6 +78,7 @@ impl Card {
                 gft,
                 rdma,
                 wire: Arc::new(OnceLock::new()),
+                foreign: RwLock::new(None),
                 rx_batches: AtomicU64::new(0),
             };
             for f in [&card.pf, &card.vf] {
@@ -261,6 +265,12 @@ impl Card {
         let mut pf = lock(&self.pf);
         if pf.nic.datapath_vf() {
             drop(pf);
+            if self.foreign_port().is_some() {
+                for seg in train.segments() {
+                    self.deliver(&seg, true);
+                }
+                return;
+            }
             let mut vf = lock(&self.vf);
             if vf.nic.has_running_queue() {
                 vf.receive_train(train);
@@ -273,12 +283,25 @@ impl Card {
     }
 
     /// A frame for the host. It goes to the VF while the PF's data path
-    /// says so and the VF runs a queue pair; otherwise (VF not switched
-    /// to, not plugged in, or not up) to the PF.
+    /// says so and the VF can take it (a foreign VF's port is attached
+    /// and has not failed, or the card's own VF runs a queue pair);
+    /// otherwise (VF not switched to, not plugged in, or not up) to the
+    /// PF. A damaged frame never goes to a foreign VF, which could not
+    /// tell.
     fn deliver(&self, frame: &[u8], fcs_ok: bool) {
         let mut pf = lock(&self.pf);
         if pf.nic.datapath_vf() {
             drop(pf);
+            if let Some(port) = self.foreign_port() {
+                if fcs_ok && port.deliver(frame) {
+                    return;
+                }
+                if port.failed() {
+                    // The VF's port failed: withdraw it, so the driver
+                    // switches back and stops sending through it.
+                    self.lock_pf().set_vf_association(None);
+                }
+            }
             let mut vf = lock(&self.vf);
             if vf.nic.has_running_queue() {
                 vf.receive(frame, fcs_ok);
@@ -315,6 +338,61 @@ impl Card {
     pub fn power_cycle(&self) {
         lock(&self.pf).reset();
         lock(&self.vf).reset();
+    }
+
+    /// The foreign VF's port, if one is attached and has not failed.
+    fn foreign_port(&self) -> Option<Arc<ForeignPort>> {
+        let port = self.foreign.read().unwrap_or_else(|e| e.into_inner());
+        port.as_ref().filter(|p| !p.failed()).cloned()
+    }
+
+    /// Attaches a foreign VF's port and offers the VF to the PF; frames
+    /// the VF sends go out as the host's. Replaces a port attached before.
+    pub fn attach_foreign(self: &Arc<Self>, port: ForeignPort) {
+        let port = Arc::new(port);
+        let serial = port.serial();
+        let old = self
+            .foreign
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(Arc::clone(&port));
+        if let Some(old) = old {
+            old.shutdown();
+        }
+        let card = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; foreign_port::MAX_FRAME];
+            while let Ok(n) = port.recv(&mut buf) {
+                let Some(card) = card.upgrade() else {
+                    return;
+                };
+                card.transmit(vec![Outgoing {
+                    frame: buf[..n].to_vec(),
+                    reinject: false,
+                    rdma: false,
+                    train: None,
+                }]);
+            }
+        });
+        self.lock_pf().set_vf_association(Some(serial));
+    }
+
+    /// Withdraws the foreign VF (the host unplugged it): the PF hears at
+    /// once and the card delivers on the synthetic path.
+    pub fn detach_foreign(&self) -> bool {
+        let old = self
+            .foreign
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.lock_pf().set_vf_association(None);
+        old.inspect(|p| p.shutdown()).is_some()
+    }
+
+    /// What the foreign VF's port did, or `None` without one.
+    pub fn describe_foreign(&self) -> Option<String> {
+        let port = self.foreign.read().unwrap_or_else(|e| e.into_inner());
+        port.as_ref().map(|p| p.describe())
     }
 
     /// QEMU unplugged the VF: it returns to power-on state, so the data
@@ -376,5 +454,76 @@ impl Sink for Card {
 
     fn end_of_batch(&self) {
         Card::end_of_batch(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::register::Register as _;
+    use crate::hw::{AdminStatus, AQ_ENTRY_SIZE};
+    use crate::nic::Effects;
+    use std::os::unix::net::UnixDatagram;
+
+    const MAC: [u8; 6] = [2, 0x52, 0x53, 0, 0, 9];
+
+    fn frame_to(mac: [u8; 6], tag: u8) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&mac);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0xee]);
+        f[12..14].copy_from_slice(&[0x88, 0xb5]);
+        f[14] = tag;
+        f
+    }
+
+    #[test]
+    fn the_switched_data_path_goes_to_a_foreign_vf_until_its_port_fails() {
+        let dir = std::env::temp_dir().join(format!("rsnic-card-fvf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (card_end, vf_end) = (dir.join("card"), dir.join("vf"));
+        let _ = std::fs::remove_file(&vf_end);
+        let vf_sock = UnixDatagram::bind(&vf_end).unwrap();
+        vf_sock
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let card = Card::new(9, MAC, Arc::new(Faults::default()));
+        card.lock_pf().set_link(true);
+        card.attach_foreign(ForeignPort::bind(&card_end, &vf_end, 5).unwrap());
+        {
+            let mut pf = card.lock_pf();
+            let assoc = hw::VfAssoc::from_raw(pf.read_reg(hw::regs::VF_ASSOC));
+            assert!(assoc.present());
+            assert_eq!(pf.read_reg(hw::regs::VF_SERIAL), 5);
+        }
+        // Synthetic path: the VF sees nothing.
+        card.receive(&frame_to(MAC, 1), true);
+        let mut buf = [0u8; 128];
+        vf_sock.set_nonblocking(true).unwrap();
+        assert!(vf_sock.recv(&mut buf).is_err(), "not switched yet");
+        vf_sock.set_nonblocking(false).unwrap();
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let mut e = [0u8; AQ_ENTRY_SIZE];
+        let st = card.lock_pf().nic.execute(
+            &dma,
+            hw::AdminCmd::SetDatapath { vf: true },
+            &mut e,
+            &mut Effects::default(),
+        );
+        assert_eq!(st, AdminStatus::Ok);
+        card.receive(&frame_to(MAC, 2), true);
+        let n = vf_sock.recv(&mut buf).unwrap();
+        assert_eq!((n, buf[14]), (60, 2), "the VF gets the frame as it was");
+        // A damaged frame stays on the synthetic path.
+        card.receive(&frame_to(MAC, 3), false);
+        // The VF's port goes away: the card withdraws the offer.
+        drop(vf_sock);
+        let _ = std::fs::remove_file(&vf_end);
+        card.receive(&frame_to(MAC, 4), true);
+        let mut pf = card.lock_pf();
+        assert_eq!(pf.read_reg(hw::regs::VF_ASSOC), 0, "offer withdrawn");
+        drop(pf);
+        assert!(card.describe_foreign().unwrap().contains("failed=1"));
+        assert!(card.detach_foreign());
+        assert!(!card_end.exists());
     }
 }

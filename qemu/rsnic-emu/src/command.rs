@@ -90,10 +90,27 @@ pub enum Command {
     SpuriousIrq { n: u32 },
     /// Which function the card delivers to, and whether the VF runs.
     Datapath,
+    /// A foreign VF's port: `attach SERIAL LOCAL PEER` (the card binds
+    /// LOCAL, QEMU's dgram netdev is at PEER, the VF is offered as
+    /// SERIAL), `detach`, or without arguments what the port did.
+    VfPort {
+        action: Option<VfPortAction>,
+        #[arg(requires = "peer")]
+        serial: Option<u32>,
+        local: Option<PathBuf>,
+        peer: Option<PathBuf>,
+    },
     /// The PF's counters.
     Stats,
     /// The VF's counters.
     VfStats,
+}
+
+/// What `vf-port` does.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VfPortAction {
+    Attach,
+    Detach,
 }
 
 /// `link up` or `link down`.
@@ -190,6 +207,24 @@ mod tests {
             }
         );
         assert_eq!(ok("gft-flows"), Command::GftFlows);
+        assert_eq!(
+            ok("vf-port attach 2 /tmp/c /tmp/q"),
+            Command::VfPort {
+                action: Some(VfPortAction::Attach),
+                serial: Some(2),
+                local: Some("/tmp/c".into()),
+                peer: Some("/tmp/q".into()),
+            }
+        );
+        assert!(Command::parse_line("vf-port attach 2 /tmp/c").is_err());
+        assert!(matches!(
+            ok("vf-port detach"),
+            Command::VfPort {
+                action: Some(VfPortAction::Detach),
+                serial: None,
+                ..
+            }
+        ));
         assert_eq!(
             ok("cqe-fault tail 3 persist"),
             Command::CqeFault {

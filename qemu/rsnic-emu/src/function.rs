@@ -319,6 +319,17 @@ impl Function {
         }
     }
 
+    /// PF: offers the foreign VF `serial` or withdraws it; a change
+    /// raises the admin vector, as a link change does.
+    pub fn set_vf_association(&mut self, serial: Option<u32>) {
+        if self.nic.set_vf_assoc(serial) {
+            info!("{:?}: foreign VF {:?}", self.id.kind, serial);
+            if !self.faults.is(Fault::Gone) {
+                self.msix.raise(u32::from(hw::ADMIN_VECTOR));
+            }
+        }
+    }
+
     /// Reads the 32-bit register at `offset` in BAR0.
     pub fn read_reg(&mut self, offset: usize) -> u32 {
         if self.faults.is(Fault::AllOnes) || self.faults.is(Fault::Gone) {

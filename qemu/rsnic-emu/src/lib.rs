@@ -13,6 +13,7 @@ pub mod config_space;
 pub mod control;
 pub mod dma;
 pub mod doorbell_page;
+pub mod foreign_port;
 pub mod frame;
 pub mod function;
 pub mod gft;

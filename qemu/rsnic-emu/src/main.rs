@@ -22,8 +22,9 @@ use log::{info, warn};
 
 use rsnic_emu::backend::{self, Backend};
 use rsnic_emu::card::Card;
-use rsnic_emu::command::{AdminFaultOnly, CaptureTarget, Command, LinkState};
+use rsnic_emu::command::{AdminFaultOnly, CaptureTarget, Command, LinkState, VfPortAction};
 use rsnic_emu::control::{self, Fault, Faults};
+use rsnic_emu::foreign_port::ForeignPort;
 use rsnic_emu::function::{Function, FW_VERSION};
 use rsnic_emu::hw;
 use rsnic_emu::queues::QpStats;
@@ -122,7 +123,7 @@ fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 /// Carries out one harness command line; the reply line.
-fn card_command(card: &Card, faults: &Faults, wire: Option<&Wire>, line: &str) -> String {
+fn card_command(card: &Arc<Card>, faults: &Faults, wire: Option<&Wire>, line: &str) -> String {
     match Command::parse_line(line) {
         Ok(command) => run(card, faults, wire, command),
         Err(e) => format!("error: {e}"),
@@ -130,7 +131,7 @@ fn card_command(card: &Card, faults: &Faults, wire: Option<&Wire>, line: &str) -
 }
 
 /// Carries out `command`; the reply line.
-fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> String {
+fn run(card: &Arc<Card>, faults: &Faults, wire: Option<&Wire>, command: Command) -> String {
     let no_wire = || "error: no wire".to_string();
     match command {
         Command::Fault { name } => match faults.set_by_name(&name) {
@@ -251,6 +252,37 @@ fn run(card: &Card, faults: &Faults, wire: Option<&Wire>, command: Command) -> S
                 u8::from(vf_up)
             )
         }
+        Command::VfPort {
+            action: Some(VfPortAction::Attach),
+            serial: Some(serial),
+            local: Some(local),
+            peer: Some(peer),
+        } => match ForeignPort::bind(&local, &peer, serial) {
+            Ok(port) => {
+                card.attach_foreign(port);
+                info!("foreign VF {serial} on {}", local.display());
+                "ok".into()
+            }
+            Err(e) => format!("error: vf-port on '{}': {e}", local.display()),
+        },
+        Command::VfPort {
+            action: Some(VfPortAction::Attach),
+            ..
+        } => "error: vf-port attach SERIAL LOCAL PEER".into(),
+        Command::VfPort {
+            action: Some(VfPortAction::Detach),
+            ..
+        } => {
+            if card.detach_foreign() {
+                "ok".into()
+            } else {
+                "error: no foreign VF attached".into()
+            }
+        }
+        Command::VfPort { action: None, .. } => match card.describe_foreign() {
+            Some(d) => format!("ok {d}"),
+            None => "ok none".into(),
+        },
         Command::Stats => function_stats(&card.lock_pf()),
         Command::VfStats => function_stats(&card.lock_vf()),
     }

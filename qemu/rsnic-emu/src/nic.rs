@@ -13,6 +13,7 @@ use crate::clock::CardClock;
 use crate::dma::{DmaSpace, HostMem as _};
 use crate::doorbell_page::DoorbellPage;
 use crate::gft::Gft;
+use crate::hw::register::Register as _;
 use crate::hw::stream::StreamGeometry;
 use crate::hw::Cqe;
 use crate::hw::{
@@ -145,6 +146,9 @@ pub struct Nic {
     is_pf: bool,
     /// PF: received frames go to the VF (see `AdminCmd::SetDatapath`).
     datapath_vf: bool,
+    /// PF: the serial of the foreign VF the card offers
+    /// ([`hw::regs::VF_ASSOC`]), a property of the card's switch.
+    vf_assoc: Option<u32>,
     perm_mac: [u8; 6],
     mac: [u8; 6],
     mtu: u32,
@@ -206,6 +210,7 @@ impl Nic {
         Self {
             is_pf,
             datapath_vf: false,
+            vf_assoc: None,
             perm_mac: mac,
             mac,
             mtu: 1500,
@@ -352,8 +357,10 @@ impl Nic {
         let rdma = self.rdma.take();
         let gro_hold = self.gro_hold;
         let clock = Arc::clone(&self.clock);
+        let vf_assoc = self.vf_assoc;
         *self = Self::new(self.perm_mac, self.is_pf);
         self.clock = clock;
+        self.vf_assoc = vf_assoc;
         self.link_up = link;
         self.gro_hold = gro_hold;
         self.mac_stats = mac_stats;
@@ -370,6 +377,16 @@ impl Nic {
     /// PF: whether received frames should go to the VF.
     pub fn datapath_vf(&self) -> bool {
         self.datapath_vf
+    }
+
+    /// PF: offers the foreign VF `serial` (`None`: withdraws it); true
+    /// if that changed.
+    pub fn set_vf_assoc(&mut self, serial: Option<u32>) -> bool {
+        let changed = self.is_pf && self.vf_assoc != serial;
+        if self.is_pf {
+            self.vf_assoc = serial;
+        }
+        changed
     }
 
     /// Whether any queue pair runs (a function that can receive).
@@ -524,6 +541,10 @@ impl Nic {
             hw::regs::AQ_SIZE => self.aq_size,
             hw::regs::AQ_HEAD => self.aq_head,
             hw::regs::LINK_STATUS => u32::from(self.link_up) * hw::link::UP,
+            hw::regs::VF_ASSOC if self.is_pf => hw::VfAssoc::default()
+                .with_present(self.vf_assoc.is_some())
+                .into_raw(),
+            hw::regs::VF_SERIAL if self.is_pf => self.vf_assoc.unwrap_or(0),
             hw::regs::PTP_TIME_LO if self.is_pf => {
                 let now = self.clock.now_ns();
                 // CAST: the upper half.
@@ -869,7 +890,7 @@ impl Nic {
         }
     }
 
-    fn execute(
+    pub(crate) fn execute(
         &mut self,
         dma: &DmaSpace,
         cmd: AdminCmd,
@@ -892,7 +913,11 @@ impl Nic {
                         | hw::feature::RX_CQ_IN_PAGE
                         | hw::feature::HDS
                         | hw::feature::TX_SHAPERS
-                        | if self.is_pf { hw::feature::PTP } else { 0 },
+                        | if self.is_pf {
+                            hw::feature::PTP | hw::feature::FOREIGN_VF
+                        } else {
+                            0
+                        },
                 }
                 .write_result(entry);
             }
@@ -1527,6 +1552,26 @@ mod tests {
         );
         assert_eq!(run(AdminCmd::QueryDevice), AdminStatus::Ok);
         assert_eq!(DeviceInfo::read_result(&e).max_mtu, 9000);
+    }
+
+    #[test]
+    fn the_foreign_vf_offer_is_the_pfs_and_outlives_a_reset() {
+        let mut vf = Nic::new([2, 0, 0, 0, 0, 1], false);
+        assert!(!vf.set_vf_assoc(Some(3)));
+        assert_eq!(vf.read_reg(hw::regs::VF_ASSOC), None);
+        let mut pf = Nic::new([2, 0, 0, 0, 0, 1], true);
+        assert_eq!(pf.read_reg(hw::regs::VF_ASSOC), Some(0));
+        assert!(pf.set_vf_assoc(Some(3)));
+        assert!(!pf.set_vf_assoc(Some(3)), "no change, no event");
+        pf.reset();
+        let assoc = hw::VfAssoc::from_raw(pf.read_reg(hw::regs::VF_ASSOC).unwrap());
+        assert!(
+            assoc.present(),
+            "the offer is the switch's, not the function's"
+        );
+        assert_eq!(pf.read_reg(hw::regs::VF_SERIAL), Some(3));
+        assert!(pf.set_vf_assoc(None));
+        assert_eq!(pf.read_reg(hw::regs::VF_ASSOC), Some(0));
     }
 
     #[test]
