@@ -77,7 +77,7 @@ pub(crate) struct Bond {
     #[pin]
     counters: SpinLock<VfCounters>,
     /// The VF to transmit through while the data path is VF.
-    pub(crate) tx: TxLower<Nic>,
+    pub(crate) tx: TxLower,
     /// What debugfs shows, shared with the function's debugfs file.
     state: Arc<BondState>,
     /// The PF's work item should bring the VF in line (open, MTU).

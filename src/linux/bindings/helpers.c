@@ -8,6 +8,8 @@
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
 #include <linux/skbuff.h>
+#include <linux/pci.h>
+#include <linux/if_vlan.h>
 #include <linux/udp.h>
 #include <linux/rtnetlink.h>
 #include <linux/siphash.h>
@@ -839,4 +841,36 @@ void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
 	};
 
 	devlink_port_attrs_set(port, &attrs);
+}
+
+bool rust_ext_netdev_pci_slot(const struct net_device *dev, u32 *serial)
+{
+	struct device *parent = dev->dev.parent;
+	struct pci_dev *pdev;
+
+	if (!parent || !dev_is_pci(parent))
+		return false;
+	pdev = to_pci_dev(parent);
+	return pdev->slot && !kstrtou32(pci_slot_name(pdev->slot), 10, serial);
+}
+
+bool rust_ext_netdev_is_vlan(const struct net_device *dev)
+{
+	return is_vlan_dev(dev);
+}
+
+bool rust_ext_netdev_has_master(struct net_device *dev)
+{
+	return netdev_master_upper_dev_get(dev) != NULL;
+}
+
+bool rust_ext_netdev_is_ether(const struct net_device *dev)
+{
+	return dev->type == ARPHRD_ETHER && dev->addr_len == ETH_ALEN;
+}
+
+bool rust_ext_netdev_is_aggregate_member(const struct net_device *dev)
+{
+	return (dev->flags & IFF_MASTER) || netif_is_failover_slave(dev) ||
+	       netif_is_failover(dev);
 }

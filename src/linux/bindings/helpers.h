@@ -222,4 +222,10 @@ struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
 void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
 				     enum devlink_port_flavour flavour, u32 number);
 
+bool rust_ext_netdev_pci_slot(const struct net_device *dev, u32 *serial);
+bool rust_ext_netdev_is_vlan(const struct net_device *dev);
+bool rust_ext_netdev_has_master(struct net_device *dev);
+bool rust_ext_netdev_is_ether(const struct net_device *dev);
+bool rust_ext_netdev_is_aggregate_member(const struct net_device *dev);
+
 #endif

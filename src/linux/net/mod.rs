@@ -5,6 +5,7 @@
 //! management, TX shapers, the RTNL and instance locks, upper/lower device links and
 //! the netdevice notifier.
 
+pub(crate) mod any_netdev;
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod ethtool_adapter;

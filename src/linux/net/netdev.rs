@@ -33,6 +33,7 @@ use crate::linux::net::{
 };
 
 pub(crate) use crate::linux::net::{
+    any_netdev::AnyNetDev,
     features::{Feature, Features},
     netdev_ops::{NetDevOps, StackPick},
     netdev_ref::NetDevRef,
@@ -51,6 +52,18 @@ pub(crate) struct NetDev<T>(Opaque<bindings::net_device>, PhantomData<T>);
 
 // SAFETY: The net_device is usable from any thread; `T` is `Send + Sync`.
 unsafe impl<T: Send + Sync> Sync for NetDev<T> {}
+
+/// What any net device offers (name, state, counters, ...) is this one's
+/// too.
+impl<T> core::ops::Deref for NetDev<T> {
+    type Target = AnyNetDev;
+
+    fn deref(&self) -> &AnyNetDev {
+        // SAFETY: A live, registered net device (type invariant), as
+        // `AnyNetDev` asks, for as long as `self` is borrowed.
+        unsafe { AnyNetDev::from_raw(self.as_raw()) }
+    }
+}
 
 impl<T> NetDev<T> {
     /// # Safety
@@ -74,34 +87,11 @@ impl<T> NetDev<T> {
         unsafe { &*bindings::rust_ext_netdev_priv(self.as_raw()).cast::<T>() }
     }
 
-    /// The interface name, e.g. `eth0`.
-    pub(crate) fn name(&self) -> &CStr {
-        // SAFETY: `name` is a NUL-terminated array inside the live device.
-        unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
-    }
-
     /// Sets the MAC address the stack uses.
     pub(crate) fn set_mac(&self, _rtnl: &Rtnl, mac: &[u8; 6]) {
         // SAFETY: The device is alive and RTNL held; `mac` is 6 bytes, the
         // Ethernet addr_len.
         unsafe { bindings::rust_ext_eth_hw_addr_set(self.as_raw(), mac.as_ptr()) };
-    }
-
-    /// The current unicast address (it changes only under RTNL).
-    pub(crate) fn addr(&self, _rtnl: &Rtnl) -> [u8; 6] {
-        let mut mac = [0u8; 6];
-        // SAFETY: `dev_addr` of a registered device points at its address
-        // (at least `ETH_ALEN` bytes for Ethernet); RTNL keeps it stable.
-        let addr = unsafe { (*self.as_raw()).dev_addr };
-        // SAFETY: As above: six readable bytes, not overlapping `mac`.
-        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), mac.len()) };
-        mac
-    }
-
-    /// The current MTU.
-    pub(crate) fn mtu(&self) -> u32 {
-        // SAFETY: Reading a plain field of the live device, as `READ_ONCE`.
-        unsafe { core::ptr::read_volatile(&raw const (*self.as_raw()).mtu) }
     }
 
     /// Asks the driver again which offloads it can have on
@@ -133,12 +123,6 @@ impl<T> NetDev<T> {
         )
     }
 
-    /// Whether the device is up (`netif_running`).
-    pub(crate) fn is_running(&self) -> bool {
-        // SAFETY: The device is alive; reading its state bit is allowed.
-        unsafe { bindings::rust_ext_netif_running(self.as_raw()) }
-    }
-
     /// Reports carrier up. A change queues a link event holding the
     /// device, so none may happen after `unregister_netdev` has run (the
     /// device is freed with the event still queued): a driver leaves the
@@ -154,12 +138,6 @@ impl<T> NetDev<T> {
     pub(crate) fn carrier_off(&self) {
         // SAFETY: As `carrier_on`.
         unsafe { bindings::netif_carrier_off(self.as_raw()) };
-    }
-
-    /// Whether the carrier is up.
-    pub(crate) fn carrier_ok(&self) -> bool {
-        // SAFETY: The device is alive; reading its state bit is always allowed.
-        unsafe { bindings::rust_ext_netif_carrier_ok(self.as_raw()) }
     }
 
     /// Sets how many TX and RX queues are in use (at most those allocated).

@@ -27,7 +27,7 @@ use crate::linux::bindings;
 use crate::linux::net::{
     ethtool::EthtoolOps,
     instance_lock::RtnlLocked,
-    netdev::{Features, NetDev, NetDevOps, NetDevVTable},
+    netdev::{AnyNetDev, Features, NetDev, NetDevOps, NetDevVTable},
     rtnl::Rtnl,
     skbuff::{SkBuff, SkBuffRef},
 };
@@ -205,10 +205,10 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
 }
 
 impl<T: NetDevOps> NetDev<T> {
-    /// Makes `lower` this device's slave: master link (`ip link` shows
-    /// `master`), `IFF_SLAVE`, and an RX handler that hands every frame it
-    /// receives to this device.
-    pub(crate) fn enslave(&self, _rtnl: &Rtnl, lower: &NetDev<T>) -> Result {
+    /// Makes `lower` (of any driver) this device's slave: master link
+    /// (`ip link` shows `master`), `IFF_SLAVE`, and an RX handler that
+    /// hands every frame it receives to this device.
+    pub(crate) fn enslave(&self, _rtnl: &Rtnl, lower: &AnyNetDev) -> Result {
         // SAFETY: Both devices are registered and RTNL is held. The handler
         // data is this device, which outlives the link: `release` (or the
         // core, on unregistration) removes the handler first.
@@ -240,19 +240,13 @@ impl<T: NetDevOps> NetDev<T> {
     }
 
     /// Undoes [`NetDev::enslave`].
-    pub(crate) fn release(&self, _rtnl: &Rtnl, lower: &NetDev<T>) {
+    pub(crate) fn release(&self, _rtnl: &Rtnl, lower: &AnyNetDev) {
         // SAFETY: Enslaved by `enslave`; RTNL held.
         unsafe {
             bindings::netdev_rx_handler_unregister(lower.as_raw());
             bindings::netdev_upper_dev_unlink(lower.as_raw(), self.as_raw());
             (*lower.as_raw()).flags &= !bindings::net_device_flags_IFF_SLAVE;
         }
-    }
-
-    /// Whether both devices are in the same network namespace.
-    pub(crate) fn same_netns(&self, other: &NetDev<T>) -> bool {
-        // SAFETY: Both devices are live; reading their namespace is allowed.
-        unsafe { bindings::rust_ext_same_netns(self.as_raw(), other.as_raw()) }
     }
 
     /// Moves the device into `other`'s namespace (named `eth%d` there).
@@ -288,21 +282,6 @@ impl<T: NetDevOps> NetDev<T> {
             bindings::netdev_update_features(raw);
         }
     }
-
-    /// Opens the device, as `ip link set up` would; the core takes its
-    /// instance lock, which the caller must not hold.
-    pub(crate) fn open(&self, _rtnl: &Rtnl) -> Result {
-        // SAFETY: Registered; RTNL held.
-        to_result(unsafe { bindings::dev_open(self.as_raw(), core::ptr::null_mut()) })
-    }
-
-    /// Sets the MTU, as `ip link set mtu` would; the core takes the
-    /// instance lock, which the caller must not hold.
-    pub(crate) fn change_mtu_to(&self, _rtnl: &Rtnl, mtu: u32) -> Result {
-        let mtu = i32::try_from(mtu)?;
-        // SAFETY: Registered; RTNL held.
-        to_result(unsafe { bindings::dev_set_mtu(self.as_raw(), mtu) })
-    }
 }
 
 /// The RX handler of a slave: its frames are its master's.
@@ -331,24 +310,22 @@ unsafe extern "C" fn slave_rx_handler(
 ///
 /// # Invariants
 ///
-/// `ptr` is null or a net device with a `T`, held (`dev_hold`) from
+/// `ptr` is null or a net device, held (`dev_hold`) from
 /// [`TxLower::set`] until [`TxLower::clear`] returned.
-pub(crate) struct TxLower<T> {
+pub(crate) struct TxLower {
     ptr: AtomicPtr<bindings::net_device>,
-    _t: PhantomData<T>,
 }
 
-impl<T: NetDevOps> TxLower<T> {
+impl TxLower {
     /// No slave.
     pub(crate) fn new() -> Self {
         Self {
             ptr: AtomicPtr::new(core::ptr::null_mut()),
-            _t: PhantomData,
         }
     }
 
-    /// Starts transmitting through `lower`.
-    pub(crate) fn set(&self, lower: &NetDev<T>) {
+    /// Starts transmitting through `lower`, of any driver.
+    pub(crate) fn set(&self, lower: &AnyNetDev) {
         // SAFETY: `lower` is registered; the reference is dropped in `clear`.
         unsafe { bindings::rust_ext_dev_hold(lower.as_raw()) };
         let old = self.ptr.swap(lower.as_raw(), Ordering::AcqRel);
@@ -403,15 +380,15 @@ impl<T: NetDevOps> TxLower<T> {
     pub(crate) fn xmit(
         &self,
         skb: SkBuff,
-        usable: impl FnOnce(&NetDev<T>) -> bool,
+        usable: impl FnOnce(&AnyNetDev) -> bool,
     ) -> core::result::Result<(), SkBuff> {
         let raw = self.ptr.load(Ordering::Acquire);
         if raw.is_null() {
             return Err(skb);
         }
-        // SAFETY: Held and a `NetDev<T>` (type invariant); `clear` waits
-        // for this RCU-BH section before dropping the hold.
-        let lower = unsafe { NetDev::from_raw(raw) };
+        // SAFETY: Held (type invariant); `clear` waits for this RCU-BH
+        // section before dropping the hold.
+        let lower = unsafe { AnyNetDev::from_raw(raw) };
         if !usable(lower) {
             return Err(skb);
         }
@@ -420,7 +397,7 @@ impl<T: NetDevOps> TxLower<T> {
     }
 }
 
-impl<T> Drop for TxLower<T> {
+impl Drop for TxLower {
     fn drop(&mut self) {
         let old = *self.ptr.get_mut();
         if !old.is_null() {
