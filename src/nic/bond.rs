@@ -33,27 +33,42 @@ use kernel::{
 use super::{Nic, NIC_VTABLE};
 use crate::hw::{AdminCmd, FuncKind};
 use crate::linux::net::{
+    any_netdev::AnyNetDevHold,
     instance_lock::RtnlLocked,
-    netdev::{Feature, Features, LinkStats, NetDev, RxQueueStats, TxQueueStats},
+    netdev::{AnyNetDev, Feature, Features, LinkStats, NetDev, RxQueueStats, TxQueueStats},
     rtnl::Rtnl,
-    upper::{NetDevHold, NetdevEvent, TxLower, WatchNetdevs},
+    upper::{find_any, NetDevHold, NetdevEvent, TxLower, WatchNetdevs},
 };
+
+/// The enslaved VF: the card's own, or another make's that the card
+/// offered (netvsc's VF of any driver).
+enum Slave {
+    Own(NetDevHold<Nic>),
+    Foreign(AnyNetDevHold),
+}
 
 /// The VF's share of the synthetic NIC's counters.
 struct VfCounters {
     /// What VFs that left had counted when they left.
     base: LinkStats,
     /// The enslaved VF, whose live counters are added to `base`.
-    vf: Option<NetDevHold<Nic>>,
+    vf: Option<Slave>,
 }
 
 impl VfCounters {
     fn total(&self) -> LinkStats {
         let mut total = self.base;
-        if let Some(vf) = &self.vf {
-            total += &vf.get().data().own_link_stats();
+        match &self.vf {
+            Some(Slave::Own(vf)) => total += &vf.get().data().own_link_stats(),
+            Some(Slave::Foreign(vf)) => total += &vf.get().link_stats(),
+            None => {}
         }
         total
+    }
+
+    /// Whether the enslaved VF is the foreign device `dev`.
+    fn is_foreign(&self, dev: &AnyNetDev) -> bool {
+        matches!(&self.vf, Some(Slave::Foreign(vf)) if vf.is(dev))
     }
 }
 
@@ -82,12 +97,16 @@ pub(crate) struct Bond {
     state: Arc<BondState>,
     /// The PF's work item should bring the VF in line (open, MTU).
     sync_requested: Atomic<u32>,
+    /// The foreign VF the card offers: its serial plus one (0: none).
+    offered: Atomic<u64>,
 }
 
 /// The bond's state as debugfs shows it (`rsnic/<bdf>/bond`).
 pub(crate) struct BondState {
     /// A VF is enslaved.
     vf_present: Atomic<u32>,
+    /// The enslaved VF is another make's.
+    foreign: Atomic<u32>,
     /// The card delivers to the VF (the last switch it acknowledged).
     datapath_vf: Atomic<u32>,
     /// Data-path switches the card acknowledged.
@@ -117,12 +136,14 @@ impl Bond {
             state: Arc::new(
                 BondState {
                     vf_present: Atomic::new(0),
+                    foreign: Atomic::new(0),
                     datapath_vf: Atomic::new(0),
                     switches: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )?,
             sync_requested: Atomic::new(0),
+            offered: Atomic::new(0),
         }? Error)
     }
 
@@ -164,6 +185,17 @@ impl Bond {
         self.state.vf_present.load(Relaxed) != 0
     }
 
+    /// Whether the card's own VF is enslaved.
+    fn has_own_vf(&self) -> bool {
+        self.has_vf() && self.state.foreign.load(Relaxed) == 0
+    }
+
+    /// The serial of the foreign VF the card offers.
+    fn offered(&self) -> Option<u32> {
+        // CAST: stored as serial + 1 by `vf_offered`.
+        self.offered.load(Relaxed).checked_sub(1).map(|s| s as u32)
+    }
+
     /// Whether the PF's work item has a VF sync to do (and takes it).
     pub(crate) fn take_sync_request(&self) -> bool {
         self.sync_requested.xchg(0, Relaxed) != 0
@@ -191,7 +223,11 @@ fn pf_of<'r>(vf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
 
 /// The VF enslaved to `pf`, if one is.
 pub(crate) fn enslaved_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
-    pf.data().bond().has_vf().then(|| vf_of(pf, rtnl)).flatten()
+    pf.data()
+        .bond()
+        .has_own_vf()
+        .then(|| vf_of(pf, rtnl))
+        .flatten()
 }
 
 /// Has `pf`'s work item bring its VF in line.
@@ -228,7 +264,7 @@ fn follow_rx_filter(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
 /// Asks the card for data path `to_vf` and follows it on TX. Switching
 /// away from the VF stops TX through it first; switching to it starts TX
 /// through it only once the card acknowledged.
-fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
+fn switch_datapath(pf: &NetDev<Nic>, vf: &AnyNetDev, to_vf: bool) {
     let bond = pf.data().bond();
     if (bond.state.datapath_vf.load(Relaxed) != 0) == to_vf {
         return;
@@ -260,7 +296,7 @@ fn switch_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>, to_vf: bool) {
 
 /// Puts the data path where the states of both devices say it belongs:
 /// on the VF while both are up and the VF has carrier.
-fn update_datapath(pf: &NetDev<Nic>, vf: &NetDev<Nic>) {
+fn update_datapath(pf: &NetDev<Nic>, vf: &AnyNetDev) {
     let to_vf = pf.data().bond().has_vf() && pf.is_running() && vf.is_running() && vf.carrier_ok();
     switch_datapath(pf, vf, to_vf);
 }
@@ -297,7 +333,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
         pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
         return;
     }
-    bond.counters.lock().vf = Some(NetDevHold::new(vf));
+    bond.counters.lock().vf = Some(Slave::Own(NetDevHold::new(vf)));
     bond.state.vf_present.store(1, Relaxed);
     vf.sync_features(vf_locked, pf.features(), followed_features());
     follow_rx_filter(pf, vf);
@@ -311,7 +347,7 @@ fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
 /// `vf_locked` is the VF's instance lock.
 fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
     let bond = pf.data().bond();
-    if !bond.has_vf() {
+    if !bond.has_own_vf() {
         return;
     }
     switch_datapath(pf, vf, false);
@@ -336,6 +372,9 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
 /// synthetic NIC's namespace first if need be).
 pub(crate) fn sync(pf: &NetDev<Nic>, pf_locked: &RtnlLocked<'_>) {
     let rtnl: &Rtnl = pf_locked;
+    if sync_foreign(pf, rtnl) {
+        return;
+    }
     let Some(vf) = vf_of(pf, rtnl) else {
         return;
     };
@@ -371,7 +410,7 @@ pub(crate) fn mtu_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, mtu: u32) {
 pub(crate) fn rx_filter_master<'r>(dev: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
     match dev.data().kind() {
         FuncKind::Pf => None,
-        FuncKind::Vf => pf_of(dev, rtnl).filter(|pf| pf.data().bond().has_vf()),
+        FuncKind::Vf => pf_of(dev, rtnl).filter(|pf| pf.data().bond().has_own_vf()),
     }
 }
 
@@ -385,11 +424,13 @@ pub(crate) fn card_reset(pf: &NetDev<Nic>) {
     request_sync(pf);
 }
 
-/// The synthetic NIC's RX filter changed: its VF's card takes it too.
+/// The synthetic NIC's RX filter changed: its VF's card takes it too, or
+/// a foreign VF its address lists.
 pub(crate) fn rx_mode_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
     if let Some(vf) = enslaved_vf(pf, rtnl) {
         follow_rx_filter(pf, vf);
     }
+    addr_lists_changed(pf, rtnl);
 }
 
 /// The synthetic NIC's XDP program changed (under its instance lock): its
@@ -415,7 +456,185 @@ pub(crate) fn features_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, features: Features
     }
 }
 
+/// The card offers the foreign VF `serial` (`None`: it withdrew it), from
+/// the admin interrupt: the PF's work acts on it.
+pub(crate) fn vf_offered(pf: &NetDev<Nic>, serial: Option<u32>) {
+    let stored = serial.map_or(0, |s| u64::from(s) + 1);
+    if pf.data().bond().offered.xchg(stored, Relaxed) != stored {
+        request_sync(pf);
+    }
+}
+
+/// Whether `dev`, of another driver, is the VF the card offers `pf`, by
+/// hv_netvsc's rules: an Ethernet device, not a VLAN, not part of a bond,
+/// team or failover, with no master yet, whose PCI slot number is the
+/// serial the card announced and whose address is the synthetic NIC's.
+/// A device with the right address in another slot is not taken.
+fn is_offered_vf(pf: &NetDev<Nic>, dev: &AnyNetDev, rtnl: &Rtnl) -> bool {
+    let Some(serial) = pf.data().bond().offered() else {
+        return false;
+    };
+    dev.is_ethernet()
+        && !dev.is_vlan()
+        && !dev.is_aggregate_member()
+        && !dev.has_master(rtnl)
+        && dev.pci_slot_serial() == Some(serial)
+        && dev.addr(rtnl) == *pf.data().perm_mac()
+}
+
+/// The PF whose card offers `dev`.
+fn offering_pf<'r>(dev: &AnyNetDev, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+    NIC_VTABLE.find(rtnl, |pf| {
+        pf.data().kind() == FuncKind::Pf && is_offered_vf(pf, dev, rtnl)
+    })
+}
+
+/// The PF that has `dev` enslaved as its foreign VF.
+fn master_of_foreign<'r>(dev: &AnyNetDev, rtnl: &'r Rtnl) -> Option<&'r NetDev<Nic>> {
+    NIC_VTABLE.find(rtnl, |pf| {
+        pf.data().kind() == FuncKind::Pf && pf.data().bond().counters.lock().is_foreign(dev)
+    })
+}
+
+/// `pf`'s foreign VF, while enslaved (it stays registered while RTNL is
+/// held: its unregistration releases it first).
+fn foreign_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r AnyNetDev> {
+    let bond = pf.data().bond();
+    if bond.state.foreign.load(Relaxed) == 0 {
+        return None;
+    }
+    find_any(rtnl, |dev| bond.counters.lock().is_foreign(dev))
+}
+
+/// Takes `vf`, another make's VF the card offers, as the slave: the data
+/// path follows once the PF's work has opened it.
+fn join_foreign(pf: &NetDev<Nic>, vf: &AnyNetDev, rtnl: &Rtnl) {
+    let bond = pf.data().bond();
+    if bond.has_vf() || !pf.same_netns(vf) {
+        return;
+    }
+    if let Err(e) = pf.enslave(rtnl, vf) {
+        pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
+        return;
+    }
+    bond.counters.lock().vf = Some(Slave::Foreign(AnyNetDevHold::new(vf)));
+    bond.state.foreign.store(1, Relaxed);
+    bond.state.vf_present.store(1, Relaxed);
+    pf.sync_addr_lists_to(vf);
+    pr_info!(
+        "{}: VF {} joined (slot {})\n",
+        pf.name(),
+        vf.name(),
+        bond.offered().unwrap_or(0)
+    );
+    request_sync(pf);
+}
+
+/// The foreign VF goes away, or the card withdrew it: data path back to
+/// synthetic first, then release.
+fn leave_foreign(pf: &NetDev<Nic>, vf: &AnyNetDev, rtnl: &Rtnl) {
+    let bond = pf.data().bond();
+    switch_datapath(pf, vf, false);
+    pf.unsync_addr_lists_from(vf);
+    pf.release(rtnl, vf);
+    {
+        let mut counters = bond.counters.lock();
+        counters.base = counters.total();
+        counters.vf = None;
+    }
+    bond.state.vf_present.store(0, Relaxed);
+    bond.state.foreign.store(0, Relaxed);
+    pr_info!("{}: VF {} left\n", pf.name(), vf.name());
+}
+
+/// The PF's work for a foreign VF: releases one the card no longer
+/// offers, takes one it offers that exists, brings an enslaved one in
+/// line (MTU, up) and the data path with it. True if a foreign VF is (or
+/// was until now) the PF's concern, so the card's own VF is left alone.
+fn sync_foreign(pf: &NetDev<Nic>, rtnl: &Rtnl) -> bool {
+    let bond = pf.data().bond();
+    if let Some(vf) = foreign_vf(pf, rtnl) {
+        if bond.offered().is_none() {
+            leave_foreign(pf, vf, rtnl);
+            return true;
+        }
+        if vf.mtu() != pf.mtu() {
+            if let Err(e) = vf.change_mtu_to(rtnl, pf.mtu()) {
+                pr_warn!(
+                    "{}: VF {} refused MTU {}: {:?}\n",
+                    pf.name(),
+                    vf.name(),
+                    pf.mtu(),
+                    e
+                );
+            }
+        }
+        if pf.is_running() && !vf.is_running() {
+            if let Err(e) = vf.open(rtnl) {
+                pr_warn!("{}: cannot open VF {}: {:?}\n", pf.name(), vf.name(), e);
+            }
+        }
+        update_datapath(pf, vf);
+        return true;
+    }
+    if bond.has_vf() || bond.offered().is_none() {
+        return false;
+    }
+    match find_any(rtnl, |dev| is_offered_vf(pf, dev, rtnl)) {
+        Some(vf) => {
+            join_foreign(pf, vf, rtnl);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The synthetic NIC's address lists changed: a foreign VF, which filters
+/// by its own, takes them (as netvsc's `dev_uc_sync`/`dev_mc_sync`).
+fn addr_lists_changed(pf: &NetDev<Nic>, rtnl: &Rtnl) {
+    if let Some(vf) = foreign_vf(pf, rtnl) {
+        pf.sync_addr_lists_to(vf);
+    }
+}
+
+/// An event of a net device of another driver.
+pub(crate) fn other_netdev_event(event: NetdevEvent, dev: &AnyNetDev, rtnl: &Rtnl) {
+    match event {
+        // Before it registers: a slave from the start, so addrconf
+        // leaves it alone (netvsc's `netvsc_prepare_bonding`).
+        NetdevEvent::PostInit => {
+            if offering_pf(dev, rtnl).is_some() {
+                dev.mark_slave(rtnl);
+            }
+        }
+        NetdevEvent::Register => {
+            if let Some(pf) = offering_pf(dev, rtnl) {
+                join_foreign(pf, dev, rtnl);
+            }
+        }
+        NetdevEvent::Unregister => {
+            if let Some(pf) = master_of_foreign(dev, rtnl) {
+                leave_foreign(pf, dev, rtnl);
+            }
+        }
+        NetdevEvent::GoingDown => {
+            if let Some(pf) = master_of_foreign(dev, rtnl) {
+                switch_datapath(pf, dev, false);
+            }
+        }
+        NetdevEvent::Up | NetdevEvent::Change => {
+            if let Some(pf) = master_of_foreign(dev, rtnl) {
+                update_datapath(pf, dev);
+            }
+        }
+    }
+}
+
 impl WatchNetdevs for Nic {
+    fn other_netdev_event(event: NetdevEvent, dev: &AnyNetDev, rtnl: &Rtnl) {
+        other_netdev_event(event, dev, rtnl);
+    }
+
     fn netdev_event(
         event: NetdevEvent,
         dev: &NetDev<Self>,
@@ -437,10 +656,25 @@ impl WatchNetdevs for Nic {
                     NetdevEvent::Unregister => leave(pf, dev, &dev.lock_instance(rtnl)),
                     NetdevEvent::GoingDown => switch_datapath(pf, dev, false),
                     NetdevEvent::Up | NetdevEvent::Change => update_datapath(pf, dev),
+                    // Not sent for our own devices.
+                    NetdevEvent::PostInit => {}
                 }
             }
             FuncKind::Pf => {
+                if let Some(vf) = foreign_vf(dev, rtnl) {
+                    match event {
+                        NetdevEvent::Unregister => leave_foreign(dev, vf, rtnl),
+                        NetdevEvent::GoingDown => switch_datapath(dev, vf, false),
+                        NetdevEvent::Up | NetdevEvent::Register => request_sync(dev),
+                        NetdevEvent::Change | NetdevEvent::PostInit => {}
+                    }
+                    return;
+                }
                 let Some(vf) = vf_of(dev, rtnl) else {
+                    // A foreign VF the card offers may be waiting.
+                    if matches!(event, NetdevEvent::Up | NetdevEvent::Register) {
+                        request_sync(dev);
+                    }
                     return;
                 };
                 match event {
@@ -451,7 +685,7 @@ impl WatchNetdevs for Nic {
                     // from inside this notifier, which would move
                     // another device while this one registers).
                     NetdevEvent::Up | NetdevEvent::Register => request_sync(dev),
-                    NetdevEvent::Change => {}
+                    NetdevEvent::Change | NetdevEvent::PostInit => {}
                 }
             }
         }

@@ -12,7 +12,7 @@ use kernel::{
 };
 
 use super::Nic;
-use crate::hw::{self, LinkStatus};
+use crate::hw::{self, LinkStatus, VfAssoc};
 use crate::linux::{irq::IrqHandler, net::netdev::NetDevRef};
 use crate::regs::Registers;
 use crate::selftest::IrqCount;
@@ -79,10 +79,36 @@ impl AdminIrq {
     }
 }
 
+impl AdminIrq {
+    /// PF: reads which foreign VF the card offers (netvsc's VF
+    /// association) and hands it to the bond, whose work acts on it.
+    fn sync_vf_offer(&self) {
+        let Some(dev) = self.dev.try_access() else {
+            return;
+        };
+        if dev.data().kind() != hw::FuncKind::Pf {
+            return;
+        }
+        let Some(assoc) = self.regs.get_answered::<VfAssoc>() else {
+            return;
+        };
+        let serial = if assoc.present() {
+            match self.regs.read(hw::regs::VF_SERIAL) {
+                Ok(serial) => Some(serial),
+                Err(_) => return,
+            }
+        } else {
+            None
+        };
+        super::bond::vf_offered(&dev, serial);
+    }
+}
+
 impl IrqHandler for AdminIrq {
     fn handle(&self) -> bool {
         self.fired.fetch_add(1, Relaxed);
         self.sync_link();
+        self.sync_vf_offer();
         true
     }
 }

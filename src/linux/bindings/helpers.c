@@ -874,3 +874,19 @@ bool rust_ext_netdev_is_aggregate_member(const struct net_device *dev)
 	return (dev->flags & IFF_MASTER) || netif_is_failover_slave(dev) ||
 	       netif_is_failover(dev);
 }
+
+void rust_ext_sync_addr_lists(struct net_device *to, struct net_device *from)
+{
+	netif_addr_lock_bh(from);
+	dev_uc_sync(to, from);
+	dev_mc_sync(to, from);
+	netif_addr_unlock_bh(from);
+}
+
+void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from)
+{
+	netif_addr_lock_bh(from);
+	dev_uc_unsync(to, from);
+	dev_mc_unsync(to, from);
+	netif_addr_unlock_bh(from);
+}

@@ -49,6 +49,9 @@ pub(crate) enum NetdevEvent {
     GoingDown,
     /// Carrier or flags changed (`NETDEV_CHANGE`).
     Change,
+    /// Set up, about to be registered (`NETDEV_POST_INIT`); sent only
+    /// for other drivers' devices.
+    PostInit,
 }
 
 impl NetdevEvent {
@@ -67,6 +70,7 @@ impl NetdevEvent {
             bindings::netdev_cmd_NETDEV_UP => Self::Up,
             bindings::netdev_cmd_NETDEV_GOING_DOWN => Self::GoingDown,
             bindings::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            bindings::netdev_cmd_NETDEV_POST_INIT => Self::PostInit,
             _ => return None,
         })
     }
@@ -86,6 +90,11 @@ pub(crate) trait WatchNetdevs: NetDevOps + EthtoolOps {
         rtnl: &Rtnl,
         locked: Option<&RtnlLocked<'_>>,
     );
+
+    /// Called with RTNL held, in process context, for every event of a
+    /// net device of another driver; for `PostInit` the device is set up
+    /// but not registered yet. No instance lock is assumed either way.
+    fn other_netdev_event(_event: NetdevEvent, _dev: &AnyNetDev, _rtnl: &Rtnl) {}
 }
 
 /// A registered netdevice notifier that forwards the events of `T`'s
@@ -140,8 +149,19 @@ impl<T: WatchNetdevs> NetdevNotifier<T> {
         let this = unsafe { &*kernel::container_of!(nb.cast::<Opaque<_>>(), Self, nb) };
         // SAFETY: For netdevice events `ptr` is a `netdev_notifier_info`.
         let raw = unsafe { bindings::rust_ext_netdev_notifier_info_to_dev(ptr.cast()) };
+        if raw.is_null() {
+            return NOTIFY_DONE;
+        }
         // SAFETY: The chain passes a live device.
-        if raw.is_null() || !unsafe { this.vtable.owns(raw) } {
+        if !unsafe { this.vtable.owns(raw) } {
+            // SAFETY: A live device, registered or (for `PostInit`) about
+            // to be, during the callback; RTNL is held.
+            let (dev, rtnl) = unsafe { (AnyNetDev::from_raw(raw), Rtnl::assume_held()) };
+            T::other_netdev_event(event, dev, rtnl);
+            return NOTIFY_DONE;
+        }
+        if event == NetdevEvent::PostInit {
+            // Our own device's state is not given out before it registers.
             return NOTIFY_DONE;
         }
         // SAFETY: Its ops are `T`'s, so it carries a `T`, alive during the
@@ -204,7 +224,59 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
     }
 }
 
+/// Finds a net device of any driver, in any network namespace, for which
+/// `pred` holds. It stays registered while RTNL is held.
+pub(crate) fn find_any<'r>(
+    _rtnl: &'r Rtnl,
+    mut pred: impl FnMut(&AnyNetDev) -> bool,
+) -> Option<&'r AnyNetDev> {
+    let _rcu = kernel::sync::rcu::read_lock();
+    // SAFETY: Under RCU, as `for_each_net_rcu` walks the namespaces.
+    let mut net = unsafe { bindings::rust_ext_first_net_rcu() };
+    while !net.is_null() {
+        // SAFETY: A live namespace, under RCU (`for_each_netdev_rcu`).
+        let mut raw = unsafe { bindings::rust_ext_first_net_device_rcu(net) };
+        while !raw.is_null() {
+            // SAFETY: `raw` is live and stays registered while RTNL is
+            // held, which `'r` is bounded by.
+            let dev = unsafe { AnyNetDev::from_raw(raw) };
+            if pred(dev) {
+                return Some(dev);
+            }
+            // SAFETY: `raw` is a live device of the list, under RCU.
+            raw = unsafe { bindings::rust_ext_next_net_device_rcu(raw) };
+        }
+        // SAFETY: `net` is a live entry of the list, under RCU.
+        net = unsafe { bindings::rust_ext_next_net_rcu(net) };
+    }
+    None
+}
+
+impl AnyNetDev {
+    /// Marks the device a slave (`IFF_SLAVE`) before it is enslaved, so
+    /// addrconf leaves it alone from its first `up`.
+    pub(crate) fn mark_slave(&self, _rtnl: &Rtnl) {
+        // SAFETY: RTNL held: flags change only under it.
+        unsafe { (*self.as_raw()).flags |= bindings::net_device_flags_IFF_SLAVE };
+    }
+}
+
 impl<T: NetDevOps> NetDev<T> {
+    /// Gives `lower` this device's unicast and multicast address lists
+    /// (`dev_uc_sync`, `dev_mc_sync`), for a slave that filters by its
+    /// own.
+    pub(crate) fn sync_addr_lists_to(&self, lower: &AnyNetDev) {
+        // SAFETY: Both devices are live; the helper takes this device's
+        // address lock around the sync, as `ndo_set_rx_mode` would hold it.
+        unsafe { bindings::rust_ext_sync_addr_lists(lower.as_raw(), self.as_raw()) };
+    }
+
+    /// Takes back what [`Self::sync_addr_lists_to`] gave `lower`.
+    pub(crate) fn unsync_addr_lists_from(&self, lower: &AnyNetDev) {
+        // SAFETY: As above.
+        unsafe { bindings::rust_ext_unsync_addr_lists(lower.as_raw(), self.as_raw()) };
+    }
+
     /// Makes `lower` (of any driver) this device's slave: master link
     /// (`ip link` shows `master`), `IFF_SLAVE`, and an RX handler that
     /// hands every frame it receives to this device.
