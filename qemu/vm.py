@@ -191,6 +191,19 @@ class HarnessControl(threading.Thread):
                                 exit handler, so msix_uninit never runs), so
                                 tests unplug and replug the VF through the
                                 guest's PCI core instead (lib.sh)
+      fvf <A|B> plug [SERIAL]   hot-plugs a VF "of another make" for the
+                                card (QMP): a virtio-net-pci with the card's
+                                MAC on root port rp<fvf_slot> (PCI slot
+                                fvf_slot), cabled by a -netdev dgram to the
+                                card's foreign-VF port, which the card then
+                                offers to its PF as SERIAL (default: the
+                                slot; another number plays a VF whose
+                                identity does not match)
+      fvf <A|B> cut             QMP netdev_del while the VF stays: QEMU's
+                                end of the port closes (the port fails)
+      fvf <A|B> unplug          device_del (the guest's pciehp removes it),
+                                waits until QEMU has let it go, then the
+                                card withdraws the port and the netdev goes
       cpu                       host CPU seconds (user + system) so far of
                                 QEMU's vCPU threads, its other threads
                                 (main loop, I/O, the tap pair's host-side
@@ -258,6 +271,49 @@ class HarnessControl(threading.Thread):
         except (OSError, RuntimeError, ValueError) as e:
             return f"error: QMP: {e}"
 
+    def fvf_plug(self, card, serial):
+        run_dir = os.path.dirname(self.share)
+        dev = f"fvf{card.name}"
+        local, peer = f"{run_dir}/{dev}-card.sock", f"{run_dir}/{dev}-qemu.sock"
+        try:
+            if dev in self.qmp.devices():
+                return "error: fvf: already plugged"
+            for path in (local, peer):
+                if os.path.exists(path):
+                    os.unlink(path)
+            reply = card.control(f"vf-port attach {serial} {local} {peer}")
+            if not reply.startswith("ok"):
+                return reply
+            self.qmp.command("netdev_add", type="dgram", id=dev,
+                             local={"type": "unix", "path": peer},
+                             remote={"type": "unix", "path": local})
+            self.qmp.command("device_add", driver="virtio-net-pci", id=dev, netdev=dev,
+                             bus=f"rp{card.fvf_slot}", mac=card.mac)
+            return f"ok slot={card.fvf_slot} serial={serial}"
+        except (OSError, RuntimeError, ValueError) as e:
+            return f"error: fvf: {e}"
+
+    def fvf_unplug(self, card):
+        dev = f"fvf{card.name}"
+        try:
+            if dev in self.qmp.devices():
+                self.qmp.command("device_del", id=dev)
+                # pciehp waits 5 s for a cancel of the attention button
+                # before it removes the device.
+                deadline = time.time() + 30
+                while dev in self.qmp.devices():
+                    if time.time() > deadline:
+                        return "error: fvf: the guest did not release the device in 30 s"
+                    time.sleep(0.1)
+            reply = card.control("vf-port detach")
+            try:
+                self.qmp.command("netdev_del", id=dev)
+            except RuntimeError:
+                pass  # never added
+            return reply
+        except (OSError, RuntimeError, ValueError) as e:
+            return f"error: fvf: {e}"
+
     def handle(self, line):
         words = line.split()
         self.last_request = time.time()
@@ -281,6 +337,23 @@ class HarnessControl(threading.Thread):
         if len(words) == 3 and words[0] == "vf" and words[2] == "plug":
             card = self.cards.get(words[1])
             return self.vf_plug(card) if card else f"error: no card {words[1]}"
+        if len(words) >= 3 and words[0] == "fvf":
+            card = self.cards.get(words[1])
+            if card is None:
+                return f"error: no card {words[1]}"
+            if words[2] == "plug" and len(words) <= 4:
+                serial = words[3] if len(words) == 4 else str(card.fvf_slot)
+                if not serial.isdigit():
+                    return f"error: fvf: serial '{serial}' is not a number"
+                return self.fvf_plug(card, serial)
+            if words[2:] == ["unplug"]:
+                return self.fvf_unplug(card)
+            if words[2:] == ["cut"]:
+                try:
+                    self.qmp.command("netdev_del", id=f"fvf{card.name}")
+                    return "ok"
+                except (OSError, RuntimeError, ValueError) as e:
+                    return f"error: fvf: {e}"
         if len(words) == 2 and words[0] == "cable" and words[1] in ("up", "down"):
             replies = [card.control(f"link {words[1]}") for card in self.cards.values()]
             bad = [r for r in replies if not r.startswith("ok")]
@@ -427,6 +500,10 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
         append += " kasan_multi_shot"
     cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
            "-machine", "q35,memory-backend=mem", *accel, "-smp", smp, "-m", mem,
+           # Native PCIe hot-plug (pciehp), whose slots take the root
+           # ports' physical slot numbers (ACPI hot-plug names them all
+           # "0"): the card offers a foreign VF by its slot (fvf).
+           "-global", "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off",
            "-object", f"memory-backend-memfd,id=mem,size={mem},share=on",
            "-kernel", kernel_image(), "-append", append, "-no-reboot",
            "-virtfs", "local,path=/,mount_tag=rootfs,security_model=none,readonly=on,multidevs=remap",
@@ -450,15 +527,20 @@ def qemu_command(run_dir, cards, interactive, virtio_pair=False, vhost=False):
                     "-device", f"virtio-net-pci,netdev=vt{me},mq=on,vectors={2 * VIRTIO_QUEUES + 2},"
                     f"mac={VIRTIO_MACS['tap'][i]}"]
     # Root ports 1..n hold the PFs; ports n+1..2n stay empty for the VFs,
-    # which the harness hot-plugs on request.
+    # which the harness hot-plugs on request, and 2n+1..3n for the VFs of
+    # another make (fvf).
     for slot, card in enumerate(cards.values(), start=1):
         card.vf_slot = slot + len(cards)
+        card.fvf_slot = slot + 2 * len(cards)
         cmd += ["-device", f"pcie-root-port,id=rp{slot},slot={slot},chassis={slot}",
                 "-device", json.dumps({"driver": "vfio-user-pci", "id": f"card{card.name}",
                                        "bus": f"rp{slot}",
                                        "socket": {"type": "unix", "path": card.pf_socket}}),
                 "-device", f"pcie-root-port,id=rp{card.vf_slot},slot={card.vf_slot},"
                 f"chassis={card.vf_slot}"]
+    for card in cards.values():
+        cmd += ["-device", f"pcie-root-port,id=rp{card.fvf_slot},slot={card.fvf_slot},"
+                f"chassis={card.fvf_slot}"]
     return cmd
 
 

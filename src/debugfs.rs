@@ -105,18 +105,25 @@ fn show_regs(regs: &Arc<Registers>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     Ok(())
 }
 
-/// `bond`: `vf_present=0|1 datapath=synthetic|vf switches=N`, one line.
+/// `bond`: `vf_present=0|1 datapath=synthetic|vf switches=N foreign=0|1
+/// offered=SLOT|none`, one line (`foreign`: the VF is another make's,
+/// `offered`: the slot of the foreign VF the card offers).
 fn show_bond(bond: &Option<Arc<BondState>>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let Some(state) = bond else {
         return writeln!(f, "a VF: its bond state is in its PF's directory");
     };
     let (present, datapath_vf, switches) = state.get();
     let datapath = if datapath_vf { "vf" } else { "synthetic" };
-    writeln!(
+    write!(
         f,
-        "vf_present={} datapath={datapath} switches={switches}",
-        u8::from(present)
-    )
+        "vf_present={} datapath={datapath} switches={switches} foreign={} offered=",
+        u8::from(present),
+        u8::from(state.is_foreign())
+    )?;
+    match state.offered() {
+        Some(slot) => writeln!(f, "{slot}"),
+        None => writeln!(f, "none"),
+    }
 }
 
 /// `selftest`: what the probe self-test found.

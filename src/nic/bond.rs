@@ -97,8 +97,6 @@ pub(crate) struct Bond {
     state: Arc<BondState>,
     /// The PF's work item should bring the VF in line (open, MTU).
     sync_requested: Atomic<u32>,
-    /// The foreign VF the card offers: its serial plus one (0: none).
-    offered: Atomic<u64>,
 }
 
 /// The bond's state as debugfs shows it (`rsnic/<bdf>/bond`).
@@ -111,6 +109,8 @@ pub(crate) struct BondState {
     datapath_vf: Atomic<u32>,
     /// Data-path switches the card acknowledged.
     switches: Atomic<u64>,
+    /// The foreign VF the card offers: its serial plus one (0: none).
+    offered: Atomic<u64>,
 }
 
 impl BondState {
@@ -121,6 +121,17 @@ impl BondState {
             self.datapath_vf.load(Relaxed) != 0,
             self.switches.load(Relaxed),
         )
+    }
+
+    /// The serial of the foreign VF the card offers, if any.
+    pub(crate) fn offered(&self) -> Option<u32> {
+        // CAST: stored as serial + 1 by `vf_offered`.
+        self.offered.load(Relaxed).checked_sub(1).map(|s| s as u32)
+    }
+
+    /// The enslaved VF is another make's.
+    pub(crate) fn is_foreign(&self) -> bool {
+        self.foreign.load(Relaxed) != 0
     }
 }
 
@@ -139,11 +150,11 @@ impl Bond {
                     foreign: Atomic::new(0),
                     datapath_vf: Atomic::new(0),
                     switches: Atomic::new(0),
+                    offered: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )?,
             sync_requested: Atomic::new(0),
-            offered: Atomic::new(0),
         }? Error)
     }
 
@@ -192,8 +203,7 @@ impl Bond {
 
     /// The serial of the foreign VF the card offers.
     fn offered(&self) -> Option<u32> {
-        // CAST: stored as serial + 1 by `vf_offered`.
-        self.offered.load(Relaxed).checked_sub(1).map(|s| s as u32)
+        self.state.offered()
     }
 
     /// Whether the PF's work item has a VF sync to do (and takes it).
@@ -460,7 +470,7 @@ pub(crate) fn features_changed(pf: &NetDev<Nic>, rtnl: &Rtnl, features: Features
 /// the admin interrupt: the PF's work acts on it.
 pub(crate) fn vf_offered(pf: &NetDev<Nic>, serial: Option<u32>) {
     let stored = serial.map_or(0, |s| u64::from(s) + 1);
-    if pf.data().bond().offered.xchg(stored, Relaxed) != stored {
+    if pf.data().bond().state.offered.xchg(stored, Relaxed) != stored {
         request_sync(pf);
     }
 }
@@ -517,6 +527,7 @@ fn join_foreign(pf: &NetDev<Nic>, vf: &AnyNetDev, rtnl: &Rtnl) {
         pr_err!("{}: cannot enslave VF {}: {:?}\n", pf.name(), vf.name(), e);
         return;
     }
+    vf.mark_slave(rtnl);
     bond.counters.lock().vf = Some(Slave::Foreign(AnyNetDevHold::new(vf)));
     bond.state.foreign.store(1, Relaxed);
     bond.state.vf_present.store(1, Relaxed);
@@ -537,6 +548,7 @@ fn leave_foreign(pf: &NetDev<Nic>, vf: &AnyNetDev, rtnl: &Rtnl) {
     switch_datapath(pf, vf, false);
     pf.unsync_addr_lists_from(vf);
     pf.release(rtnl, vf);
+    vf.unmark_slave(rtnl);
     {
         let mut counters = bond.counters.lock();
         counters.base = counters.total();

@@ -847,7 +847,13 @@ bool rust_ext_netdev_pci_slot(const struct net_device *dev, u32 *serial)
 {
 	struct device *parent = dev->dev.parent;
 	struct pci_dev *pdev;
+	int depth;
 
+	/* The PCI function under the netdev: its parent for most drivers,
+	 * further up for those on a bus of their own (virtio-net's parent is
+	 * the virtio device, whose parent is the PCI function). */
+	for (depth = 0; parent && !dev_is_pci(parent) && depth < 3; depth++)
+		parent = parent->parent;
 	if (!parent || !dev_is_pci(parent))
 		return false;
 	pdev = to_pci_dev(parent);
@@ -883,10 +889,23 @@ void rust_ext_sync_addr_lists(struct net_device *to, struct net_device *from)
 	netif_addr_unlock_bh(from);
 }
 
+/* A slave from before its registration, as netvsc's prepare_bonding:
+ * IFF_SLAVE for user space, IFF_NO_ADDRCONF so addrconf gives it no
+ * address when it comes up; cleared again when released (on = false). */
+void rust_ext_netdev_mark_slave(struct net_device *dev, bool on)
+{
+	if (on) {
+		dev->flags |= IFF_SLAVE;
+		dev->priv_flags |= IFF_NO_ADDRCONF;
+	} else {
+		dev->flags &= ~IFF_SLAVE;
+		dev->priv_flags &= ~IFF_NO_ADDRCONF;
+	}
+}
+
+/* Unlike the syncs, the unsyncs take from's address lock themselves. */
 void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from)
 {
-	netif_addr_lock_bh(from);
 	dev_uc_unsync(to, from);
 	dev_mc_unsync(to, from);
-	netif_addr_unlock_bh(from);
 }

@@ -228,6 +228,7 @@ bool rust_ext_netdev_has_master(struct net_device *dev);
 bool rust_ext_netdev_is_ether(const struct net_device *dev);
 bool rust_ext_netdev_is_aggregate_member(const struct net_device *dev);
 void rust_ext_sync_addr_lists(struct net_device *to, struct net_device *from);
+void rust_ext_netdev_mark_slave(struct net_device *dev, bool on);
 void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from);
 
 #endif

@@ -253,11 +253,18 @@ pub(crate) fn find_any<'r>(
 }
 
 impl AnyNetDev {
-    /// Marks the device a slave (`IFF_SLAVE`) before it is enslaved, so
-    /// addrconf leaves it alone from its first `up`.
+    /// Marks the device a slave (`IFF_SLAVE`, `IFF_NO_ADDRCONF`) before
+    /// it is enslaved, so addrconf leaves it alone from its first `up`.
     pub(crate) fn mark_slave(&self, _rtnl: &Rtnl) {
-        // SAFETY: RTNL held: flags change only under it.
-        unsafe { (*self.as_raw()).flags |= bindings::net_device_flags_IFF_SLAVE };
+        // SAFETY: The device is live; RTNL held: its flags change only
+        // under it.
+        unsafe { bindings::rust_ext_netdev_mark_slave(self.as_raw(), true) };
+    }
+
+    /// Takes [`Self::mark_slave`]'s marks off a released device.
+    pub(crate) fn unmark_slave(&self, _rtnl: &Rtnl) {
+        // SAFETY: As in `mark_slave`.
+        unsafe { bindings::rust_ext_netdev_mark_slave(self.as_raw(), false) };
     }
 }
 
