@@ -199,8 +199,9 @@ class HarnessControl(threading.Thread):
                                 offers to its PF as SERIAL (default: the
                                 slot; another number plays a VF whose
                                 identity does not match)
-      fvf <A|B> cut             QMP netdev_del while the VF stays: QEMU's
-                                end of the port closes (the port fails)
+      fvf <A|B> cut             the card's port to the VF breaks (card
+                                `vf-port cut`: its next send fails) while
+                                the VF stays
       fvf <A|B> unplug          device_del (the guest's pciehp removes it),
                                 waits until QEMU has let it go, then the
                                 card withdraws the port and the netdev goes
@@ -350,10 +351,9 @@ class HarnessControl(threading.Thread):
                 return self.fvf_unplug(card)
             if words[2:] == ["cut"]:
                 try:
-                    self.qmp.command("netdev_del", id=f"fvf{card.name}")
-                    return "ok"
-                except (OSError, RuntimeError, ValueError) as e:
-                    return f"error: fvf: {e}"
+                    return card.control("vf-port cut")
+                except OSError as e:
+                    return f"error: card {words[1]} control: {e}"
         if len(words) == 2 and words[0] == "cable" and words[1] in ("up", "down"):
             replies = [card.control(f"link {words[1]}") for card in self.cards.values()]
             bad = [r for r in replies if not r.startswith("ok")]

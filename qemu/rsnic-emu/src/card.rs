@@ -377,6 +377,13 @@ impl Card {
         self.lock_pf().set_vf_association(Some(serial));
     }
 
+    /// Breaks the foreign VF's port towards QEMU (fault injection): the
+    /// next delivery fails and takes the usual way back to synthetic.
+    pub fn cut_foreign(&self) -> bool {
+        let port = self.foreign.read().unwrap_or_else(|e| e.into_inner());
+        port.as_ref().inspect(|p| p.cut()).is_some()
+    }
+
     /// Withdraws the foreign VF (the host unplugged it): the PF hears at
     /// once and the card delivers on the synthetic path.
     pub fn detach_foreign(&self) -> bool {

@@ -111,6 +111,10 @@ pub enum Command {
 pub enum VfPortAction {
     Attach,
     Detach,
+    /// The cable to QEMU's end breaks: the port's next send fails, as
+    /// when QEMU's end is gone (QEMU keeps a deleted netdev's socket
+    /// open while its NIC stays).
+    Cut,
 }
 
 /// `link up` or `link down`.

@@ -12,11 +12,18 @@
 //! receives for the host here instead of to the synthetic queues. A send
 //! that fails (QEMU's end gone) marks the port failed: the card then
 //! delivers on the synthetic path again until the port is attached anew.
+//!
+//! Sends never block: a frame QEMU's end has no room for is dropped and
+//! counted, as a switch port with a full buffer drops. (A blocking send
+//! waited for QEMU's main loop while that loop waited for the card to
+//! answer a register read: QEMU gave up on the card after its reply
+//! timeout.)
 
 use std::io;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// The longest frame the port carries (QEMU's dgram netdev sends at most
 /// this much in one datagram).
@@ -24,7 +31,13 @@ pub const MAX_FRAME: usize = 65536;
 
 /// The card's end of a foreign VF's port.
 pub struct ForeignPort {
+    /// Bound at `local`: what the VF sends arrives here.
     sock: UnixDatagram,
+    /// Connected to `peer` (QEMU's end) on the first delivery,
+    /// non-blocking.
+    tx: Mutex<Option<UnixDatagram>>,
+    /// `cut` was asked for: sends fail.
+    cut: AtomicBool,
     local: PathBuf,
     peer: PathBuf,
     /// The identity the card announces for the VF (netvsc's serial: the
@@ -37,6 +50,8 @@ pub struct ForeignPort {
     pub received: AtomicU64,
     /// Sends to QEMU's end that failed.
     pub send_errors: AtomicU64,
+    /// Frames dropped because QEMU's end had no room.
+    pub dropped: AtomicU64,
 }
 
 impl ForeignPort {
@@ -47,6 +62,8 @@ impl ForeignPort {
         let sock = UnixDatagram::bind(local)?;
         Ok(Self {
             sock,
+            tx: Mutex::new(None),
+            cut: AtomicBool::new(false),
             local: local.to_path_buf(),
             peer: peer.to_path_buf(),
             serial,
@@ -54,6 +71,7 @@ impl ForeignPort {
             delivered: AtomicU64::new(0),
             received: AtomicU64::new(0),
             send_errors: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
         })
     }
 
@@ -73,20 +91,41 @@ impl ForeignPort {
         if self.failed() {
             return false;
         }
-        match self.sock.send_to(frame, &self.peer) {
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let sent = match &*tx {
+            _ if self.cut.load(Ordering::Relaxed) => Err(io::ErrorKind::BrokenPipe.into()),
+            Some(sock) => sock.send(frame),
+            None => UnixDatagram::unbound().and_then(|sock| {
+                sock.connect(&self.peer)?;
+                sock.set_nonblocking(true)?;
+                let sent = sock.send(frame);
+                *tx = Some(sock);
+                sent
+            }),
+        };
+        match sent {
             Ok(_) => {
                 self.delivered.fetch_add(1, Ordering::Relaxed);
                 true
             }
             // Full: the frame is lost, as on a congested port; the port
             // itself is fine.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                true
+            }
             Err(_) => {
                 self.send_errors.fetch_add(1, Ordering::Relaxed);
                 self.failed.store(true, Ordering::Relaxed);
                 false
             }
         }
+    }
+
+    /// Breaks the way to QEMU's end (fault injection): the next send
+    /// fails (EPIPE) and takes the failure's path.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::Relaxed);
     }
 
     /// Waits for the next frame the VF sends; its length in `buf`. An
@@ -112,12 +151,13 @@ impl ForeignPort {
     /// `key=value` pairs for the control socket.
     pub fn describe(&self) -> String {
         format!(
-            "serial={} failed={} delivered={} received={} send_errors={}",
+            "serial={} failed={} delivered={} received={} send_errors={} dropped={}",
             self.serial,
             u8::from(self.failed()),
             self.delivered.load(Ordering::Relaxed),
             self.received.load(Ordering::Relaxed),
-            self.send_errors.load(Ordering::Relaxed)
+            self.send_errors.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed)
         )
     }
 }
@@ -165,6 +205,22 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         port.shutdown();
         assert!(t.join().unwrap());
+    }
+
+    #[test]
+    fn a_full_vf_drops_without_blocking() {
+        let (card, vf) = paths("full");
+        let _ = std::fs::remove_file(&vf);
+        let _vf_sock = UnixDatagram::bind(&vf).unwrap(); // never read
+        let port = ForeignPort::bind(&card, &vf, 3).unwrap();
+        let start = std::time::Instant::now();
+        for _ in 0..10_000 {
+            assert!(port.deliver(&[0; 1500]), "a full port is not a failed one");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert!(port.dropped.load(Ordering::Relaxed) > 0);
+        assert!(port.delivered.load(Ordering::Relaxed) > 0);
+        assert!(!port.failed());
     }
 
     #[test]

@@ -279,6 +279,16 @@ fn run(card: &Arc<Card>, faults: &Faults, wire: Option<&Wire>, command: Command)
                 "error: no foreign VF attached".into()
             }
         }
+        Command::VfPort {
+            action: Some(VfPortAction::Cut),
+            ..
+        } => {
+            if card.cut_foreign() {
+                "ok".into()
+            } else {
+                "error: no foreign VF attached".into()
+            }
+        }
         Command::VfPort { action: None, .. } => match card.describe_foreign() {
             Some(d) => format!("ok {d}"),
             None => "ok none".into(),

@@ -116,8 +116,8 @@ logged_all() { local p; for p; do dmesg_since_mark | grep -q "$p" || return 1; d
 check "join, switch and leave logged for $FVF" \
 	logged_all "VF $FVF joined (slot $SLOT)" "data path VF" "data path synthetic" "VF $FVF left"
 
-# The port fails (QEMU's end of it closes) while the VF stays: the card
-# withdraws the offer and the traffic comes back to the synthetic NIC.
+# The port fails (the card's send to QEMU's end fails) while the VF
+# stays: the card withdraws the offer and the traffic comes back to the synthetic NIC.
 FVF=
 if fvf_plug && wait_until 150 found && wait_until 100 enslaved; then
 	harness fvf A cut >/dev/null
