@@ -270,20 +270,15 @@ fn run(card: &Arc<Card>, faults: &Faults, wire: Option<&Wire>, command: Command)
             ..
         } => "error: vf-port attach SERIAL LOCAL PEER".into(),
         Command::VfPort {
-            action: Some(VfPortAction::Detach),
+            action: Some(action @ (VfPortAction::Detach | VfPortAction::Cut)),
             ..
         } => {
-            if card.detach_foreign() {
-                "ok".into()
+            let done = if action == VfPortAction::Detach {
+                card.detach_foreign()
             } else {
-                "error: no foreign VF attached".into()
-            }
-        }
-        Command::VfPort {
-            action: Some(VfPortAction::Cut),
-            ..
-        } => {
-            if card.cut_foreign() {
+                card.cut_foreign()
+            };
+            if done {
                 "ok".into()
             } else {
                 "error: no foreign VF attached".into()

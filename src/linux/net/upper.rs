@@ -194,33 +194,26 @@ impl<T: NetDevOps + EthtoolOps> NetDevVTable<T> {
     /// `pred` holds. It stays registered while RTNL is held.
     pub(crate) fn find<'r>(
         &'static self,
-        _rtnl: &'r Rtnl,
+        rtnl: &'r Rtnl,
         mut pred: impl FnMut(&NetDev<T>) -> bool,
     ) -> Option<&'r NetDev<T>> {
-        let _rcu = kernel::sync::rcu::read_lock();
-        // SAFETY: Under RCU, as `for_each_net_rcu` walks the namespaces.
-        let mut net = unsafe { bindings::rust_ext_first_net_rcu() };
-        while !net.is_null() {
-            // SAFETY: A live namespace, under RCU (`for_each_netdev_rcu`).
-            let mut raw = unsafe { bindings::rust_ext_first_net_device_rcu(net) };
-            while !raw.is_null() {
-                // SAFETY: `raw` is live; if its ops are ours it carries a
-                // `T`, and stays registered (with its `T`) while RTNL is
-                // held, which `'r` is bounded by.
-                if unsafe { self.owns(raw) } {
-                    // SAFETY: As just said.
-                    let dev = unsafe { NetDev::from_raw(raw) };
-                    if pred(dev) {
-                        return Some(dev);
-                    }
-                }
-                // SAFETY: `raw` is a live device of the list, under RCU.
-                raw = unsafe { bindings::rust_ext_next_net_device_rcu(raw) };
+        let mut found = None;
+        find_any(rtnl, |any| {
+            // SAFETY: `any` is live; if its ops are ours it carries a `T`,
+            // and stays registered (with its `T`) while RTNL is held,
+            // which `'r` is bounded by.
+            if !unsafe { self.owns(any.as_raw()) } {
+                return false;
             }
-            // SAFETY: `net` is a live entry of the list, under RCU.
-            net = unsafe { bindings::rust_ext_next_net_rcu(net) };
-        }
-        None
+            // SAFETY: As just said.
+            let dev = unsafe { NetDev::from_raw(any.as_raw()) };
+            let hit = pred(dev);
+            if hit {
+                found = Some(dev);
+            }
+            hit
+        });
+        found
     }
 }
 

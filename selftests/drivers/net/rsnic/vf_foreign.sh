@@ -52,7 +52,7 @@ iperf_ok() { # JSON-FILE STATUS: completed, no error, bytes moved
 	[ "$2" = 0 ] && [ -z "$error" ] && [ "${sent:-0}" -gt 0 ]
 }
 
-ktap_header 13
+ktap_header 15
 dmesg_mark
 start=$(date +%s%N)
 ok=false
@@ -69,6 +69,24 @@ echo "# card A vf-port: $(harness card A vf-port)"
 # no link-local address (the synthetic NIC holds the addresses).
 check "the VF has no IPv6 address of its own (a slave before it registered)" \
 	test -z "$(ip -6 -o addr show dev "$FVF")"
+
+# The synthetic NIC's address lists reach the VF, which filters by its
+# own (netvsc's dev_uc_sync/dev_mc_sync), and leave it again; syncing
+# them from the PF's rx-mode work must not make that work run again and
+# again (the card counts the PF's admin commands; nothing else sends any
+# while the VM is idle).
+MC=01:00:5e:7f:01:02
+on_vf() { ip maddr show dev "$FVF" | grep -q "$MC"; }
+off_vf() { ! on_vf; }
+ok=false
+ip maddr add $MC dev "$NETIF_A" && wait_until 30 on_vf &&
+	ip maddr del $MC dev "$NETIF_A" && wait_until 30 off_vf && ok=true
+check "$NETIF_A's multicast address reaches the VF and leaves it again" $ok
+admin_cmds() { harness card A stats | sed -n 's/.* admin_cmds=\([0-9]*\).*/\1/p'; }
+sleep 1
+a0=$(admin_cmds); sleep 3; a1=$(admin_cmds)
+echo "# card A PF admin commands over 3 idle seconds: $a0 -> $a1"
+check "the PF's rx-mode work settles (no admin commands while idle)" test "${a1:-x}" = "${a0:-y}"
 
 syn0=$(synthetic_packets) vrx0=$(netstat "$FVF" rx_packets) vtx0=$(netstat "$FVF" tx_packets)
 arx0=$(netstat "$NETIF_A" rx_packets) del0=$(port_stat delivered) rcv0=$(port_stat received)
