@@ -585,6 +585,30 @@ admin_commands! {
             /// 1: stamp, 0: do not.
             rx @ 8: u8,
         } = 53,
+        /// PF only: add a masked rule from a
+        /// [`super::gft_rule::RULE_RECORD_LEN`]-byte block
+        /// ([`super::gft_rule::RuleRecord`]). A rule with the same id is
+        /// [`AdminStatus::BadState`], a full table
+        /// [`AdminStatus::NoSpace`], an action with a meter or one the
+        /// card cannot do [`AdminStatus::BadParam`].
+        GftRuleAdd {
+            /// Bus address of the block.
+            record @ 8: u64,
+        } = 54,
+        /// PF only: remove rule `id`; [`AdminStatus::NotFound`] if there
+        /// is none. Result: its [`super::gft_rule::RuleCounters`].
+        GftRuleDelete {
+            /// The rule's id.
+            id @ 8: u32,
+        } = 55,
+        /// PF only: rule `id`'s counters; result:
+        /// [`super::gft_rule::RuleCounters`].
+        GftRuleQuery {
+            /// The rule's id.
+            id @ 8: u32,
+        } = 56,
+        /// PF only: remove every masked rule.
+        GftRuleFlush = 57,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod register;
 #[macro_use]
 pub mod admin;
 pub mod gft;
+pub mod gft_rule;
 pub mod nic;
 pub mod rdma;
 pub mod selftest;

@@ -1146,7 +1146,11 @@ impl Nic {
             | AdminCmd::GftDelete { .. }
             | AdminCmd::GftFlush
             | AdminCmd::GftDump { .. }
-            | AdminCmd::GftQueryStats => {
+            | AdminCmd::GftQueryStats
+            | AdminCmd::GftRuleAdd { .. }
+            | AdminCmd::GftRuleDelete { .. }
+            | AdminCmd::GftRuleQuery { .. }
+            | AdminCmd::GftRuleFlush => {
                 return match self.lock_gft() {
                     Some(mut gft) => gft.execute(dma, cmd, entry, Instant::now()),
                     None => AdminStatus::BadOpcode,

@@ -8,10 +8,12 @@
 //! The engine is pure: it turns a packet into [`Output`]s and leaves the
 //! delivery to the [`crate::card::Card`].
 
+pub mod classifier;
 mod meter;
 pub mod parse;
 mod pending;
 mod policer;
+pub mod rules;
 mod slab;
 mod table;
 pub mod transform;
@@ -27,9 +29,12 @@ use crate::hw::gft::{
     ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DUMP_RECORD_LEN, FLOW_RECORD_LEN, KEY_LEN,
     META_LEN,
 };
+use crate::hw::gft_rule::{RuleCounters, RuleRecord, RULE_RECORD_LEN};
 use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult, AQ_ENTRY_SIZE};
+use classifier::{port, AddError, MatchKey};
 use pending::Pending;
 use policer::Policers;
+use rules::{RuleError, RuleStats, Rules};
 use table::FlowTable;
 
 /// Packets whose lookups overlap in [`Gft::process_burst`].
@@ -80,6 +85,10 @@ pub struct EngineStats {
     pub reinjected: u64,
     /// Reinjected packets with an invalid header (dropped).
     pub bad_reinjects: u64,
+    /// Missed packets a masked rule decided.
+    pub rule_hits: u64,
+    /// Missed packets no masked rule matched (exceptions, then).
+    pub rule_misses: u64,
 }
 
 /// The engine.
@@ -90,6 +99,8 @@ pub struct Gft {
     table: FlowTable,
     pending: Pending,
     policers: Policers,
+    /// Masked rules, for what the exact-match table misses.
+    pub rules: Rules,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -102,6 +113,7 @@ impl Default for Gft {
             table: FlowTable::new(gft::DEFAULT_MAX_FLOWS),
             pending: Pending::default(),
             policers: Policers::default(),
+            rules: Rules::default(),
             stats: EngineStats::default(),
         }
     }
@@ -241,6 +253,10 @@ impl Gft {
             l.probe.proto() == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
         let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
+            if let Some(act) = self.rule_action(&frame, dir, now_ms) {
+                out.extend(self.act(frame, &act, dir, None));
+                return;
+            }
             if self.admit_undecided(l, tcp_control, now_ms) {
                 out.push(self.exception(&frame, meta(ExceptionReason::Miss, 0)));
             }
@@ -276,6 +292,31 @@ impl Gft {
         // first packet gets the same, see `reinject`).
         let entropy = transform::fold_entropy(l.probe.hash());
         out.extend(self.act(frame, &act, dir, Some(entropy)));
+    }
+
+    /// The action of the masked rule that decides a packet the
+    /// exact-match table missed, counted; none (or no rules, when
+    /// nothing is looked up): the packet takes the exception path, as a
+    /// tc filter's miss goes to software.
+    fn rule_action(&mut self, frame: &[u8], dir: Direction, now_ms: u32) -> Option<gft::Action> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let in_port = match dir {
+            Direction::Tx => port::PF,
+            Direction::Rx => port::UPLINK,
+        };
+        let key = MatchKey::of_frame(frame, in_port);
+        match self.rules.decide(&key, frame.len(), now_ms) {
+            Some((_, act)) => {
+                self.stats.rule_hits += 1;
+                Some(act)
+            }
+            None => {
+                self.stats.rule_misses += 1;
+                None
+            }
+        }
     }
 
     /// Whether a packet of a flow the host has not decided goes up: only
@@ -451,9 +492,52 @@ impl Gft {
                 .write_result(entry);
             }
             AdminCmd::GftQueryStats => self.card_stats().write_result(entry),
+            AdminCmd::GftRuleAdd { record } => {
+                let mut b = [0u8; RULE_RECORD_LEN];
+                if dma.read(record, &mut b).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let Some(rec) = RuleRecord::from_bytes(&b) else {
+                    return AdminStatus::BadParam;
+                };
+                let rule = classifier::Rule {
+                    id: rec.id,
+                    prio: rec.prio,
+                    key: MatchKey(rec.key),
+                    mask: MatchKey(rec.mask),
+                };
+                return match self.rules.add(rule, rec.action) {
+                    Ok(()) => AdminStatus::Ok,
+                    Err(RuleError::Table(AddError::Exists)) => AdminStatus::BadState,
+                    Err(RuleError::Table(AddError::Full)) => AdminStatus::NoSpace,
+                    Err(RuleError::BadAction) => AdminStatus::BadParam,
+                };
+            }
+            AdminCmd::GftRuleDelete { id } => match self.rules.remove(id) {
+                Some(s) => self.rule_counters(s, now).write_result(entry),
+                None => return AdminStatus::NotFound,
+            },
+            AdminCmd::GftRuleQuery { id } => match self.rules.stats(id) {
+                Some(s) => self.rule_counters(s, now).write_result(entry),
+                None => return AdminStatus::NotFound,
+            },
+            AdminCmd::GftRuleFlush => self.rules.clear(),
             _ => return AdminStatus::BadOpcode,
         }
         AdminStatus::Ok
+    }
+
+    /// A rule's counters as the host reads them.
+    fn rule_counters(&self, s: RuleStats, now: Instant) -> RuleCounters {
+        RuleCounters {
+            packets: s.packets,
+            bytes: s.bytes,
+            idle_ms: if s.last_ms == 0 {
+                u32::MAX
+            } else {
+                self.table.ms(now).wrapping_sub(s.last_ms)
+            },
+        }
     }
 
     /// What the card holds, for the harness (`gft-flows`): one line, the
@@ -780,6 +864,113 @@ mod tests {
             ports.push(later);
         }
         assert_ne!(ports[0], ports[1], "flows spread over source ports");
+    }
+
+    #[test]
+    fn a_masked_rule_decides_what_the_exact_table_misses() {
+        use classifier::{field, Rule};
+        let mut g = enabled();
+        // UDP to port 53 from the host: destination rewritten to
+        // 10.9.9.9; anything else from the host: dropped (prio 9).
+        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
+        key.set(field::IN_PORT, &port::PF.to_be_bytes())
+            .set(field::IP_PROTO, &[17])
+            .set(field::L4_DST, &53u16.to_be_bytes());
+        mask.set_all(field::IN_PORT)
+            .set_all(field::IP_PROTO)
+            .set_all(field::L4_DST);
+        let mut nat = gft::Action {
+            flags: action::NAT_DST_IP,
+            ..Default::default()
+        };
+        nat.nat_dip[..4].copy_from_slice(&[10, 9, 9, 9]);
+        g.rules
+            .add(
+                Rule {
+                    id: 1,
+                    prio: 1,
+                    key,
+                    mask,
+                },
+                nat,
+            )
+            .unwrap();
+        let (mut any, mut any_mask) = (MatchKey::default(), MatchKey::default());
+        any.set(field::IN_PORT, &port::PF.to_be_bytes());
+        any_mask.set_all(field::IN_PORT);
+        let drop = gft::Action {
+            flags: action::DROP,
+            ..Default::default()
+        };
+        g.rules
+            .add(
+                Rule {
+                    id: 2,
+                    prio: 9,
+                    key: any,
+                    mask: any_mask,
+                },
+                drop,
+            )
+            .unwrap();
+        let now = Instant::now();
+
+        let dns = udp4(1000, 53, b"query");
+        let out = g.process(dns.clone(), Direction::Tx, now);
+        let [Output::Wire(f)] = out.as_slice() else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            parse::parse(f, Direction::Tx).unwrap().key.dst[..4],
+            [10, 9, 9, 9]
+        );
+        assert!(g
+            .process(udp4(1000, 54, b"x"), Direction::Tx, now)
+            .is_empty());
+        assert_eq!(g.rules.stats(1).unwrap().packets, 1);
+        assert_eq!(g.rules.stats(1).unwrap().bytes, dns.len() as u64);
+        assert_eq!(g.rules.stats(2).unwrap().packets, 1);
+        assert_eq!(g.card_stats().exceptions, 0);
+
+        // From the wire no rule matches: the exception path, as before.
+        let out = g.process(udp4(53, 1000, b"answer"), Direction::Rx, now);
+        assert!(matches!(out.as_slice(), [Output::Exception(_)]), "{out:?}");
+        assert_eq!(g.stats.rule_misses, 1);
+
+        // An exact flow the host installed comes first.
+        let key = parse::parse(&dns, Direction::Tx).unwrap().key;
+        install(&mut g, key, gft::Action::default());
+        let out = g.process(dns, Direction::Tx, now);
+        let [Output::Wire(f)] = out.as_slice() else {
+            panic!("{out:?}");
+        };
+        assert_eq!(
+            parse::parse(f, Direction::Tx).unwrap().key.dst[..4],
+            [10, 0, 0, 2]
+        );
+        assert_eq!(g.rules.stats(1).unwrap().packets, 1);
+
+        // A rule with a meter is refused, and the table keeps its two.
+        let meter = gft::Action {
+            flags: action::METER,
+            meter_rate: 1000,
+            meter_burst: 100,
+            ..Default::default()
+        };
+        assert_eq!(
+            g.rules.add(
+                Rule {
+                    id: 3,
+                    prio: 0,
+                    key: any,
+                    mask: any_mask
+                },
+                meter
+            ),
+            Err(rules::RuleError::BadAction)
+        );
+        assert_eq!(g.rules.len(), 2);
+        assert_eq!(g.rules.remove(2).unwrap().packets, 1);
     }
 
     #[test]

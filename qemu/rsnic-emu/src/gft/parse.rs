@@ -97,7 +97,7 @@ fn layers(frame: &[u8], eth: usize) -> Option<Layers> {
 }
 
 /// The addresses of a stack, 16 bytes each (IPv4 in the first 4).
-fn addresses(frame: &[u8], l: &Layers) -> ([u8; 16], [u8; 16]) {
+pub(super) fn addresses(frame: &[u8], l: &Layers) -> ([u8; 16], [u8; 16]) {
     let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
     if l.ip_version == 4 {
         src[..4].copy_from_slice(&frame[l.l3 + 12..l.l3 + 16]);
