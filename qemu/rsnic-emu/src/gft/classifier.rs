@@ -15,6 +15,7 @@
 //! priority the one added first does.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hasher};
 
 use crate::frame::{network_layer, ETH_P_IPV4, ETH_P_IPV6};
 use crate::hw::gft::{proto, Direction};
@@ -162,6 +163,50 @@ fn l2(k: &mut MatchKey, frame: &[u8], eth: usize) -> bool {
     tagged
 }
 
+/// The subtables' hash: a multiply-xor mix of the key's 8-byte words
+/// (as the exact-match table's), seeded per table so a host cannot pick
+/// rules and packets that collide on every card. SipHash, the standard
+/// map's, costs most of a probe over a 112-byte key.
+#[derive(Clone, Copy, Debug)]
+struct WordHash {
+    seed: u64,
+}
+
+impl BuildHasher for WordHash {
+    type Hasher = WordHasher;
+
+    fn build_hasher(&self) -> WordHasher {
+        WordHasher(self.seed)
+    }
+}
+
+/// [`WordHash`]'s state.
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in words.by_ref() {
+            self.write_u64(u64::from_ne_bytes(w.try_into().unwrap_or_default()));
+        }
+        for &b in words.remainder() {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, w: u64) {
+        let h = (self.0 ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
+
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^ (h >> 32)
+    }
+}
+
 /// A rule's number, chosen by the host (tc's filter cookie maps to it).
 pub type RuleId = u32;
 
@@ -193,7 +238,7 @@ struct Subtable {
     mask: MatchKey,
     /// Masked match to the rules with it, best first: (prio, order
     /// added, id).
-    rules: HashMap<MatchKey, Vec<(u16, u64, RuleId)>>,
+    rules: HashMap<MatchKey, Vec<(u16, u64, RuleId)>, WordHash>,
     /// How many rules hold each priority.
     prios: BTreeMap<u16, usize>,
     /// The best priority any of them has.
@@ -223,6 +268,7 @@ pub struct Classifier {
     rules: HashMap<RuleId, Rule>,
     /// Rules added so far (the tie-breaker between equal priorities).
     added: u64,
+    hash: WordHash,
     max_rules: usize,
 }
 
@@ -233,6 +279,9 @@ impl Classifier {
             subtables: Vec::new(),
             rules: HashMap::new(),
             added: 0,
+            hash: WordHash {
+                seed: fastrand::u64(..) | 1,
+            },
             max_rules,
         }
     }
@@ -273,7 +322,7 @@ impl Classifier {
             None => {
                 self.subtables.push(Subtable {
                     mask: rule.mask,
-                    rules: HashMap::new(),
+                    rules: HashMap::with_hasher(self.hash),
                     prios: BTreeMap::new(),
                     best: u16::MAX,
                 });
