@@ -84,6 +84,9 @@ pub mod port {
     pub const PF: u16 = 1;
     /// VF `n` is `VF0 + n`.
     pub const VF0: u16 = 2;
+    /// A VF of another make on the card's foreign-VF port (one at a
+    /// time).
+    pub const FOREIGN_VF: u16 = 0x100;
 }
 
 wire_struct! {

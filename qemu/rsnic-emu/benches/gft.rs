@@ -16,6 +16,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use rsnic_emu::dma::DmaSpace;
+use rsnic_emu::gft::classifier::port;
 use rsnic_emu::gft::{Gft, Output, BURST};
 use rsnic_emu::hw::gft::{
     action, config, proto, Action, Direction, FlowKey, FlowRecord, HOST_VPORT,
@@ -154,7 +155,7 @@ fn fast_path(gft: &mut Gft, load: &Workload, budget: Duration) -> f64 {
                     make_frame(&mut buf, &template, i);
                     burst.push(buf);
                 }
-                gft.process_burst(burst.drain(..), Direction::Tx, now, &mut out);
+                gft.process_burst(burst.drain(..), port::PF, now, &mut out);
                 for o in out.drain(..) {
                     match black_box(o) {
                         Output::Wire(f) | Output::Host(f) | Output::Exception(f) => pool.push(f),

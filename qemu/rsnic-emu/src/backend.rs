@@ -81,6 +81,8 @@ pub fn irq_infos(vectors: u16) -> Vec<IrqInfo> {
 /// socket, so every access takes its lock.
 pub struct Backend {
     func: Arc<Mutex<Function>>,
+    /// The port of the card's switch the function sits on.
+    port: u16,
     card: Arc<Card>,
     /// How long the card polls the doorbell page after a kick, once no
     /// tail moves.
@@ -92,8 +94,10 @@ impl Backend {
     /// sends; after a TX kick the card polls the doorbell page until no
     /// tail has moved for `poll_budget`.
     pub fn new(func: Arc<Mutex<Function>>, card: Arc<Card>, poll_budget: Duration) -> Self {
+        let port = func.lock().unwrap_or_else(|e| e.into_inner()).switch_port();
         Self {
             func,
+            port,
             card,
             poll: PollWindow::new(poll_budget),
         }
@@ -117,7 +121,7 @@ impl Backend {
             // Each look compares the page's tails with those the queue
             // pairs last took, and follows any that moved.
             let (frames, moved) = self.func().poll_tx_tails();
-            self.card.transmit(frames);
+            self.card.transmit(self.port, frames);
             if moved {
                 idle_since = Instant::now();
                 self.poll.on_caught();
@@ -126,7 +130,7 @@ impl Backend {
                 // the word changed is this look's to take.
                 self.func().set_card_polling(false);
                 let (frames, moved) = self.func().poll_tx_tails();
-                self.card.transmit(frames);
+                self.card.transmit(self.port, frames);
                 if !moved {
                     self.poll.on_end(Instant::now());
                     return;
@@ -197,7 +201,7 @@ impl ServerBackend for Backend {
                     frames.extend(func.write_reg(reg, value));
                 }
                 drop(func);
-                self.card.transmit(frames);
+                self.card.transmit(self.port, frames);
                 if kick {
                     self.poll_doorbell_page();
                 }
@@ -211,7 +215,7 @@ impl ServerBackend for Backend {
                     frames.extend(func.write_user_doorbell(reg, value));
                 }
                 drop(func);
-                self.card.transmit(frames);
+                self.card.transmit(self.port, frames);
             }
             _ => {}
         }

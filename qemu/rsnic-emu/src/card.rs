@@ -14,6 +14,7 @@ use crate::foreign_port::{self, ForeignPort};
 use crate::function::{Function, Identity};
 use crate::gft::{Gft, Output};
 use crate::hw::gft::Direction;
+use crate::hw::gft_rule::port;
 use crate::hw::{self, FuncKind};
 use crate::nic::Outgoing;
 use crate::rdma::RdmaEngine;
@@ -130,9 +131,10 @@ impl Card {
         lock(&self.vf).nic.set_gro_hold(hold);
     }
 
-    /// Frames the host sent (through the PF or the VF): through the GFT,
-    /// then on their way.
-    pub fn transmit(&self, frames: Vec<Outgoing>) {
+    /// Frames the host sent through the function on switch port `from`
+    /// ([`port`]: the PF, the VF, a VF of another make): through the
+    /// GFT, then on their way.
+    pub fn transmit(&self, from: u16, frames: Vec<Outgoing>) {
         if frames.is_empty() {
             return;
         }
@@ -153,7 +155,7 @@ impl Card {
                     Some(shape) if gft.enabled() => {
                         if let Some(train) = TcpTrain::new(&o.frame, shape) {
                             for seg in train.segments() {
-                                let out = gft.process(seg, Direction::Tx, now);
+                                let out = gft.process_from(seg, from, now);
                                 outputs.extend(out.into_iter().map(Onward::Gft));
                             }
                         }
@@ -163,7 +165,7 @@ impl Card {
                         outputs.extend(gft.reinject(&o.frame).map(Onward::Gft));
                     }
                     None => {
-                        let out = gft.process(o.frame, Direction::Tx, now);
+                        let out = gft.process_from(o.frame, from, now);
                         outputs.extend(out.into_iter().map(Onward::Gft));
                     }
                 }
@@ -366,12 +368,15 @@ impl Card {
                 let Some(card) = card.upgrade() else {
                     return;
                 };
-                card.transmit(vec![Outgoing {
-                    frame: buf[..n].to_vec(),
-                    reinject: false,
-                    rdma: false,
-                    train: None,
-                }]);
+                card.transmit(
+                    port::FOREIGN_VF,
+                    vec![Outgoing {
+                        frame: buf[..n].to_vec(),
+                        reinject: false,
+                        rdma: false,
+                        train: None,
+                    }],
+                );
             }
         });
         self.lock_pf().set_vf_association(Some(serial));
@@ -435,12 +440,16 @@ fn spawn_rdma_timer(pf: &Arc<Mutex<Function>>, wire: &Arc<OnceLock<Arc<Wire>>>) 
 fn spawn_function_timer(func: &Arc<Mutex<Function>>, card: Weak<Card>) {
     let timer_func = Arc::clone(func);
     let timer = std::thread::spawn(move || loop {
-        let (next, frames) = lock(&timer_func).tick(Instant::now());
+        let (next, frames, from) = {
+            let mut func = lock(&timer_func);
+            let (next, frames) = func.tick(Instant::now());
+            (next, frames, func.switch_port())
+        };
         if !frames.is_empty() {
             let Some(card) = card.upgrade() else {
                 return;
             };
-            card.transmit(frames);
+            card.transmit(from, frames);
         }
         match next {
             Some(due) => std::thread::park_timeout(due.saturating_duration_since(Instant::now())),

@@ -12,6 +12,7 @@ use log::{info, warn};
 use crate::config_space::ConfigSpace;
 use crate::control::{Fault, Faults};
 use crate::dma::DmaSpace;
+use crate::hw::gft_rule::port;
 use crate::hw::{self, regs, DmaTestCmd, DmaTestStatus, FuncKind};
 use crate::irq::MsixVectors;
 use crate::nic::{Effects, Nic, Outgoing};
@@ -103,6 +104,14 @@ impl Function {
     /// What the function is.
     pub fn identity(&self) -> &Identity {
         &self.id
+    }
+
+    /// The port of the card's switch the function sits on.
+    pub fn switch_port(&self) -> u16 {
+        match self.id.kind {
+            FuncKind::Pf => port::PF,
+            FuncKind::Vf => port::VF0,
+        }
     }
 
     /// A function in its power-on state.

@@ -474,6 +474,26 @@ mod tests {
     }
 
     #[test]
+    fn a_mask_with_a_better_best_rule_does_not_shadow_a_better_match() {
+        let mut c = Classifier::new(16);
+        // By protocol: TCP at prio 1, UDP at prio 50. By port: 53 at 10.
+        for (id, prio, proto) in [(1, 1, 6u8), (2, 50, 17)] {
+            c.add(rule(id, prio, |k, m| {
+                k.set(field::IP_PROTO, &[proto]);
+                m.set_all(field::IP_PROTO);
+            }))
+            .unwrap();
+        }
+        c.add(rule(3, 10, |k, m| {
+            k.set(field::L4_DST, &53u16.to_be_bytes());
+            m.set_all(field::L4_DST);
+        }))
+        .unwrap();
+        assert_eq!(c.lookup(&udp_to(53)), Some(3));
+        assert_eq!(c.lookup(&udp_to(54)), Some(2));
+    }
+
+    #[test]
     fn equal_priorities_go_to_the_rule_added_first() {
         let mut c = Classifier::new(16);
         c.add(rule(7, 1, |k, m| {

@@ -72,6 +72,16 @@ impl Output {
     }
 }
 
+/// Which way a packet that came in on switch port `from` crosses the
+/// card: from the wire to the host, or from a host function to the wire.
+fn direction(from: u16) -> Direction {
+    if from == port::UPLINK {
+        Direction::Rx
+    } else {
+        Direction::Tx
+    }
+}
+
 /// Counters the engine keeps beyond [`CardGftStats`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EngineStats {
@@ -155,24 +165,37 @@ impl Gft {
         Output::Exception(out)
     }
 
-    /// Runs a packet crossing the card `dir` through the table.
+    /// Runs a packet crossing the card `dir` through the table (from the
+    /// host: as if from the PF).
     pub fn process(&mut self, frame: Vec<u8>, dir: Direction, now: Instant) -> Vec<Output> {
+        let from = match dir {
+            Direction::Tx => port::PF,
+            Direction::Rx => port::UPLINK,
+        };
+        self.process_from(frame, from, now)
+    }
+
+    /// Runs a packet that came in on switch port `from` ([`port`]: the
+    /// wire, the PF or a VF) through the table.
+    pub fn process_from(&mut self, frame: Vec<u8>, from: u16, now: Instant) -> Vec<Output> {
         let mut out = Vec::with_capacity(1);
-        self.process_burst([frame], dir, now, &mut out);
+        self.process_burst([frame], from, now, &mut out);
         out
     }
 
-    /// Runs packets crossing the card `dir` through the table, in order,
-    /// and appends where they go to `out`. Lookups go in groups of
-    /// [`BURST`]: every key is hashed and its bucket asked for before the
-    /// first is read, so the memory latencies of a group overlap.
+    /// Runs packets that came in on switch port `from` through the
+    /// table, in order, and appends where they go to `out`. Lookups go
+    /// in groups of [`BURST`]: every key is hashed and its bucket asked
+    /// for before the first is read, so the memory latencies of a group
+    /// overlap.
     pub fn process_burst(
         &mut self,
         frames: impl IntoIterator<Item = Vec<u8>>,
-        dir: Direction,
+        from: u16,
         now: Instant,
         out: &mut Vec<Output>,
     ) {
+        let dir = direction(from);
         let mut frames = frames.into_iter();
         if !self.enabled() {
             out.extend(frames.map(|f| Output::onward(dir, f)));
@@ -208,7 +231,7 @@ impl Gft {
                 let frame = std::mem::take(frame);
                 match l {
                     None => out.push(Output::onward(dir, frame)),
-                    Some(l) => self.finish(frame, l, dir, now, now_ms, out),
+                    Some(l) => self.finish(frame, l, from, now, now_ms, out),
                 }
             }
         }
@@ -232,11 +255,12 @@ impl Gft {
         &mut self,
         frame: Vec<u8>,
         l: &Lookup,
-        dir: Direction,
+        from: u16,
         now: Instant,
         now_ms: u32,
         out: &mut Vec<Output>,
     ) {
+        let dir = direction(from);
         // Built only for a packet that goes up: a hit copies no key.
         let meta = |reason, generation| ExceptionMeta {
             reason,
@@ -253,7 +277,10 @@ impl Gft {
             l.probe.proto() == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
         let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
-            if let Some(act) = self.rule_action(&frame, dir, now_ms) {
+            if let Some(act) = (!self.rules.is_empty())
+                .then(|| self.rule_action(&frame, from, now_ms))
+                .flatten()
+            {
                 out.extend(self.act(frame, &act, dir, None));
                 return;
             }
@@ -295,18 +322,14 @@ impl Gft {
     }
 
     /// The action of the masked rule that decides a packet the
-    /// exact-match table missed, counted; none (or no rules, when
-    /// nothing is looked up): the packet takes the exception path, as a
-    /// tc filter's miss goes to software.
-    fn rule_action(&mut self, frame: &[u8], dir: Direction, now_ms: u32) -> Option<gft::Action> {
-        if self.rules.is_empty() {
-            return None;
-        }
-        let in_port = match dir {
-            Direction::Tx => port::PF,
-            Direction::Rx => port::UPLINK,
-        };
-        let key = MatchKey::of_frame(frame, in_port);
+    /// exact-match table missed, counted; none: the packet takes the
+    /// exception path, as a tc filter's miss goes to software. (With no
+    /// rules the caller looks nothing up.)
+    // Out of line: the hit path stays small (measured: inlined, the
+    // fast path lost 5-10%).
+    #[inline(never)]
+    fn rule_action(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
+        let key = MatchKey::of_frame(frame, from);
         match self.rules.decide(&key, frame.len(), now_ms) {
             Some((_, act)) => {
                 self.stats.rule_hits += 1;
@@ -971,6 +994,36 @@ mod tests {
         );
         assert_eq!(g.rules.len(), 2);
         assert_eq!(g.rules.remove(2).unwrap().packets, 1);
+    }
+
+    #[test]
+    fn a_rule_matches_the_port_a_packet_came_in_on() {
+        use classifier::{field, Rule};
+        let mut g = enabled();
+        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
+        key.set(field::IN_PORT, &port::VF0.to_be_bytes());
+        mask.set_all(field::IN_PORT);
+        let drop = gft::Action {
+            flags: action::DROP,
+            ..Default::default()
+        };
+        g.rules
+            .add(
+                Rule {
+                    id: 1,
+                    prio: 1,
+                    key,
+                    mask,
+                },
+                drop,
+            )
+            .unwrap();
+        let now = Instant::now();
+        let f = udp4(1, 2, b"x");
+        assert!(g.process_from(f.clone(), port::VF0, now).is_empty());
+        let out = g.process_from(f, port::PF, now);
+        assert!(matches!(out.as_slice(), [Output::Exception(_)]), "{out:?}");
+        assert_eq!(g.rules.stats(1).unwrap().packets, 1);
     }
 
     #[test]
