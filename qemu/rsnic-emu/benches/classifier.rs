@@ -8,23 +8,13 @@
 //! runs, median [min-max]. `cargo bench --bench classifier`;
 //! `RSNIC_BENCH_SECONDS` sets the time per figure (default 2).
 
+mod common;
+use common::{seconds, spread};
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use rsnic_emu::gft::classifier::{field, port, Classifier, MatchKey, Rule};
-
-fn seconds() -> Duration {
-    let s = std::env::var("RSNIC_BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
-    Duration::from_secs_f64(s)
-}
-
-fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.sort_by(f64::total_cmp);
-    (xs[xs.len() / 2], xs[0], xs[xs.len() - 1])
-}
 
 /// A UDP/IPv4 frame from 10.0.x.y:`i` to 10.1.x.y:4000.
 fn frame(i: u32) -> Vec<u8> {

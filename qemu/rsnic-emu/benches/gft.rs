@@ -11,6 +11,9 @@
 //! Each figure is 5 runs, median [min-max]. `cargo bench`;
 //! `RSNIC_BENCH_SECONDS` sets the time per figure (default 2).
 
+mod common;
+use common::{seconds, spread};
+
 use std::fs::File;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -55,14 +58,6 @@ fn frame(k: &FlowKey) -> Vec<u8> {
         .write(&mut out, &[0u8; 22])
         .unwrap();
     out
-}
-
-fn seconds() -> Duration {
-    let s = std::env::var("RSNIC_BENCH_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
-    Duration::from_secs_f64(s)
 }
 
 /// Which flows the frames come from.
@@ -173,12 +168,6 @@ fn fast_path(gft: &mut Gft, load: &Workload, budget: Duration) -> f64 {
 
 /// Runs per figure.
 const RUNS: u32 = 5;
-
-/// Median, min and max of `xs`.
-fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.sort_by(f64::total_cmp);
-    (xs[xs.len() / 2], xs[0], xs[xs.len() - 1])
-}
 
 fn filled(flows: u32, act: Action) -> Gft {
     let mut gft = Gft::default();

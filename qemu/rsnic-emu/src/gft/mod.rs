@@ -277,10 +277,7 @@ impl Gft {
             l.probe.proto() == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
         let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
-            if let Some(act) = (!self.rules.is_empty())
-                .then(|| self.rule_action(&frame, from, now_ms))
-                .flatten()
-            {
+            if let Some(act) = self.rule_action(&frame, from, now_ms) {
                 out.extend(self.act(frame, &act, dir, None));
                 return;
             }
@@ -293,6 +290,12 @@ impl Gft {
         if hit.generation != self.generation {
             let generation = hit.generation;
             self.stats.card.misses += 1;
+            // A flow from before the policy changed (a rule added, say)
+            // does not shadow the rules.
+            if let Some(act) = self.rule_action(&frame, from, now_ms) {
+                out.extend(self.act(frame, &act, dir, None));
+                return;
+            }
             if self.admit_undecided(l, tcp_control, now_ms) {
                 out.push(self.exception(&frame, meta(ExceptionReason::Stale, generation)));
             }
@@ -322,13 +325,22 @@ impl Gft {
     }
 
     /// The action of the masked rule that decides a packet the
-    /// exact-match table missed, counted; none: the packet takes the
-    /// exception path, as a tc filter's miss goes to software. (With no
-    /// rules the caller looks nothing up.)
+    /// exact-match table missed (or found stale), counted; none: the
+    /// packet takes the exception path, as a tc filter's miss goes to
+    /// software. With no rules nothing is looked up.
+    #[inline(always)]
+    fn rule_action(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
+        if self.rules.is_empty() {
+            None
+        } else {
+            self.rule_lookup(frame, from, now_ms)
+        }
+    }
+
     // Out of line: the hit path stays small (measured: inlined, the
     // fast path lost 5-10%).
     #[inline(never)]
-    fn rule_action(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
+    fn rule_lookup(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
         let key = MatchKey::of_frame(frame, from);
         match self.rules.decide(&key, frame.len(), now_ms) {
             Some((_, act)) => {
@@ -889,52 +901,52 @@ mod tests {
         assert_ne!(ports[0], ports[1], "flows spread over source ports");
     }
 
+    /// A rule for packets in on `from`; `set` adds to its match and mask.
+    fn port_rule(
+        id: u32,
+        prio: u16,
+        from: u16,
+        set: impl FnOnce(&mut MatchKey, &mut MatchKey),
+    ) -> classifier::Rule {
+        use classifier::field;
+        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
+        key.set(field::IN_PORT, &from.to_be_bytes());
+        mask.set_all(field::IN_PORT);
+        set(&mut key, &mut mask);
+        classifier::Rule {
+            id,
+            prio,
+            key,
+            mask,
+        }
+    }
+
+    fn drop_action() -> gft::Action {
+        gft::Action {
+            flags: action::DROP,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn a_masked_rule_decides_what_the_exact_table_misses() {
-        use classifier::{field, Rule};
+        use classifier::field;
         let mut g = enabled();
         // UDP to port 53 from the host: destination rewritten to
         // 10.9.9.9; anything else from the host: dropped (prio 9).
-        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
-        key.set(field::IN_PORT, &port::PF.to_be_bytes())
-            .set(field::IP_PROTO, &[17])
-            .set(field::L4_DST, &53u16.to_be_bytes());
-        mask.set_all(field::IN_PORT)
-            .set_all(field::IP_PROTO)
-            .set_all(field::L4_DST);
+        let dns_rule = port_rule(1, 1, port::PF, |k, m| {
+            k.set(field::IP_PROTO, &[17])
+                .set(field::L4_DST, &53u16.to_be_bytes());
+            m.set_all(field::IP_PROTO).set_all(field::L4_DST);
+        });
         let mut nat = gft::Action {
             flags: action::NAT_DST_IP,
             ..Default::default()
         };
         nat.nat_dip[..4].copy_from_slice(&[10, 9, 9, 9]);
+        g.rules.add(dns_rule, nat).unwrap();
         g.rules
-            .add(
-                Rule {
-                    id: 1,
-                    prio: 1,
-                    key,
-                    mask,
-                },
-                nat,
-            )
-            .unwrap();
-        let (mut any, mut any_mask) = (MatchKey::default(), MatchKey::default());
-        any.set(field::IN_PORT, &port::PF.to_be_bytes());
-        any_mask.set_all(field::IN_PORT);
-        let drop = gft::Action {
-            flags: action::DROP,
-            ..Default::default()
-        };
-        g.rules
-            .add(
-                Rule {
-                    id: 2,
-                    prio: 9,
-                    key: any,
-                    mask: any_mask,
-                },
-                drop,
-            )
+            .add(port_rule(2, 9, port::PF, |_, _| {}), drop_action())
             .unwrap();
         let now = Instant::now();
 
@@ -981,15 +993,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            g.rules.add(
-                Rule {
-                    id: 3,
-                    prio: 0,
-                    key: any,
-                    mask: any_mask
-                },
-                meter
-            ),
+            g.rules.add(port_rule(3, 0, port::PF, |_, _| {}), meter),
             Err(rules::RuleError::BadAction)
         );
         assert_eq!(g.rules.len(), 2);
@@ -998,25 +1002,9 @@ mod tests {
 
     #[test]
     fn a_rule_matches_the_port_a_packet_came_in_on() {
-        use classifier::{field, Rule};
         let mut g = enabled();
-        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
-        key.set(field::IN_PORT, &port::VF0.to_be_bytes());
-        mask.set_all(field::IN_PORT);
-        let drop = gft::Action {
-            flags: action::DROP,
-            ..Default::default()
-        };
         g.rules
-            .add(
-                Rule {
-                    id: 1,
-                    prio: 1,
-                    key,
-                    mask,
-                },
-                drop,
-            )
+            .add(port_rule(1, 1, port::VF0, |_, _| {}), drop_action())
             .unwrap();
         let now = Instant::now();
         let f = udp4(1, 2, b"x");
@@ -1024,6 +1012,31 @@ mod tests {
         let out = g.process_from(f, port::PF, now);
         assert!(matches!(out.as_slice(), [Output::Exception(_)]), "{out:?}");
         assert_eq!(g.rules.stats(1).unwrap().packets, 1);
+    }
+
+    #[test]
+    fn a_stale_flow_does_not_shadow_a_rule_added_after_it() {
+        let mut g = enabled();
+        let f = udp4(1, 2, b"x");
+        let key = parse::parse(&f, Direction::Tx).unwrap().key;
+        install(&mut g, key, gft::Action::default());
+        let now = Instant::now();
+        assert!(matches!(
+            g.process(f.clone(), Direction::Tx, now).as_slice(),
+            [Output::Wire(_)]
+        ));
+        // A drop rule, and the policy's new generation (as the driver
+        // sets it on every rule change): the old flow is stale.
+        g.rules
+            .add(port_rule(1, 1, port::PF, |_, _| {}), drop_action())
+            .unwrap();
+        g.generation += 1;
+        assert!(g.process(f.clone(), Direction::Tx, now).is_empty());
+        assert_eq!(g.rules.stats(1).unwrap().packets, 1);
+        // Without the rule the stale flow goes up, as before.
+        g.rules.clear();
+        let out = g.process(f, Direction::Tx, now);
+        assert!(matches!(out.as_slice(), [Output::Exception(_)]), "{out:?}");
     }
 
     #[test]
