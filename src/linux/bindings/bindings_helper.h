@@ -23,6 +23,8 @@
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
 #include <net/tcp.h>
+#include <net/flow_offload.h>
+#include <net/pkt_cls.h>
 #include <net/net_shaper.h>
 #include <linux/ptp_clock_kernel.h>
 #include <linux/net_tstamp.h>

@@ -24,6 +24,8 @@
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 #include <net/devlink.h>
+#include <net/flow_offload.h>
+#include <net/pkt_cls.h>
 #include <linux/ptp_clock_kernel.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
@@ -908,4 +910,225 @@ void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from)
 {
 	dev_uc_unsync(to, from);
 	dev_mc_unsync(to, from);
+}
+
+/* tc flower offload. The kernel's own flow_rule_match_* read each key;
+ * this flattens what the driver can offload into one struct, and says
+ * which keys the rule uses that it did not flatten. */
+#define FLOWER_FLATTENED (BIT_ULL(FLOW_DISSECTOR_KEY_CONTROL) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_BASIC) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ETH_ADDRS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_VLAN) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_IPV4_ADDRS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_IPV6_ADDRS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_IP) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_PORTS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_TCP) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_KEYID) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_CONTROL) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_IPV4_ADDRS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_IPV6_ADDRS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_PORTS))
+
+void rust_ext_flower_match(const struct flow_cls_offload *f,
+			   struct rust_ext_flower_match *m)
+{
+	const struct flow_rule *rule = f->rule;
+
+	memset(m, 0, sizeof(*m));
+	m->used_keys = rule->match.dissector->used_keys;
+	m->unsupported = m->used_keys & ~FLOWER_FLATTENED;
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_CONTROL)) {
+		struct flow_match_control c;
+
+		flow_rule_match_control(rule, &c);
+		m->addr_type = c.key->addr_type;
+		m->ctrl_flags = c.key->flags;
+		m->ctrl_flags_mask = c.mask->flags;
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_BASIC)) {
+		struct flow_match_basic b;
+
+		flow_rule_match_basic(rule, &b);
+		m->n_proto = ntohs(b.key->n_proto);
+		m->n_proto_mask = ntohs(b.mask->n_proto);
+		m->ip_proto = b.key->ip_proto;
+		m->ip_proto_mask = b.mask->ip_proto;
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ETH_ADDRS)) {
+		struct flow_match_eth_addrs e;
+
+		flow_rule_match_eth_addrs(rule, &e);
+		memcpy(m->eth_dst, e.key->dst, 6);
+		memcpy(m->eth_dst_mask, e.mask->dst, 6);
+		memcpy(m->eth_src, e.key->src, 6);
+		memcpy(m->eth_src_mask, e.mask->src, 6);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_VLAN)) {
+		struct flow_match_vlan v;
+
+		flow_rule_match_vlan(rule, &v);
+		m->vlan_id = v.key->vlan_id;
+		m->vlan_id_mask = v.mask->vlan_id;
+		m->vlan_prio = v.key->vlan_priority;
+		m->vlan_prio_mask = v.mask->vlan_priority;
+	}
+	if (m->addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
+		struct flow_match_ipv4_addrs a;
+
+		flow_rule_match_ipv4_addrs(rule, &a);
+		memcpy(m->src, &a.key->src, 4);
+		memcpy(m->src_mask, &a.mask->src, 4);
+		memcpy(m->dst, &a.key->dst, 4);
+		memcpy(m->dst_mask, &a.mask->dst, 4);
+	} else if (m->addr_type == FLOW_DISSECTOR_KEY_IPV6_ADDRS) {
+		struct flow_match_ipv6_addrs a;
+
+		flow_rule_match_ipv6_addrs(rule, &a);
+		memcpy(m->src, &a.key->src, 16);
+		memcpy(m->src_mask, &a.mask->src, 16);
+		memcpy(m->dst, &a.key->dst, 16);
+		memcpy(m->dst_mask, &a.mask->dst, 16);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_IP)) {
+		struct flow_match_ip ip;
+
+		flow_rule_match_ip(rule, &ip);
+		m->tos = ip.key->tos;
+		m->tos_mask = ip.mask->tos;
+		m->ttl = ip.key->ttl;
+		m->ttl_mask = ip.mask->ttl;
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_PORTS)) {
+		struct flow_match_ports p;
+
+		flow_rule_match_ports(rule, &p);
+		m->sport = ntohs(p.key->src);
+		m->sport_mask = ntohs(p.mask->src);
+		m->dport = ntohs(p.key->dst);
+		m->dport_mask = ntohs(p.mask->dst);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_TCP)) {
+		struct flow_match_tcp t;
+
+		flow_rule_match_tcp(rule, &t);
+		m->tcp_flags = ntohs(t.key->flags);
+		m->tcp_flags_mask = ntohs(t.mask->flags);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ENC_KEYID)) {
+		struct flow_match_enc_keyid k;
+
+		flow_rule_match_enc_keyid(rule, &k);
+		m->enc_key_id = be32_to_cpu(k.key->keyid);
+		m->enc_key_id_mask = be32_to_cpu(k.mask->keyid);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ENC_CONTROL)) {
+		struct flow_match_control c;
+
+		flow_rule_match_enc_control(rule, &c);
+		m->enc_addr_type = c.key->addr_type;
+	}
+	if (m->enc_addr_type == FLOW_DISSECTOR_KEY_IPV4_ADDRS) {
+		struct flow_match_ipv4_addrs a;
+
+		flow_rule_match_enc_ipv4_addrs(rule, &a);
+		memcpy(m->enc_src, &a.key->src, 4);
+		memcpy(m->enc_src_mask, &a.mask->src, 4);
+		memcpy(m->enc_dst, &a.key->dst, 4);
+		memcpy(m->enc_dst_mask, &a.mask->dst, 4);
+	} else if (m->enc_addr_type == FLOW_DISSECTOR_KEY_IPV6_ADDRS) {
+		struct flow_match_ipv6_addrs a;
+
+		flow_rule_match_enc_ipv6_addrs(rule, &a);
+		memcpy(m->enc_src, &a.key->src, 16);
+		memcpy(m->enc_src_mask, &a.mask->src, 16);
+		memcpy(m->enc_dst, &a.key->dst, 16);
+		memcpy(m->enc_dst_mask, &a.mask->dst, 16);
+	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ENC_PORTS)) {
+		struct flow_match_ports p;
+
+		flow_rule_match_enc_ports(rule, &p);
+		m->enc_sport = ntohs(p.key->src);
+		m->enc_sport_mask = ntohs(p.mask->src);
+		m->enc_dport = ntohs(p.key->dst);
+		m->enc_dport_mask = ntohs(p.mask->dst);
+	}
+}
+
+unsigned int rust_ext_flower_num_actions(const struct flow_cls_offload *f)
+{
+	return f->rule->action.num_entries;
+}
+
+void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
+			    struct rust_ext_flower_action *a)
+{
+	const struct flow_action_entry *e = &f->rule->action.entries[i];
+
+	memset(a, 0, sizeof(*a));
+	a->id = e->id;
+	switch (e->id) {
+	case FLOW_ACTION_VLAN_PUSH:
+	case FLOW_ACTION_VLAN_MANGLE:
+		a->vlan_id = e->vlan.vid;
+		a->vlan_proto = ntohs(e->vlan.proto);
+		a->vlan_prio = e->vlan.prio;
+		break;
+	case FLOW_ACTION_MANGLE:
+	case FLOW_ACTION_ADD:
+		a->mangle_htype = e->mangle.htype;
+		a->mangle_offset = e->mangle.offset;
+		a->mangle_mask = e->mangle.mask;
+		a->mangle_val = e->mangle.val;
+		break;
+	case FLOW_ACTION_CSUM:
+		a->csum_flags = e->csum_flags;
+		break;
+	case FLOW_ACTION_REDIRECT:
+	case FLOW_ACTION_MIRRED:
+	case FLOW_ACTION_REDIRECT_INGRESS:
+	case FLOW_ACTION_MIRRED_INGRESS:
+		a->ifindex = e->dev ? e->dev->ifindex : 0;
+		break;
+	case FLOW_ACTION_POLICE:
+		a->police_rate_bytes_ps = e->police.rate_bytes_ps;
+		a->police_burst = e->police.burst;
+		break;
+	default:
+		break;
+	}
+}
+
+/* extack's message must outlive the request: callers pass static strings. */
+void rust_ext_extack_msg(struct netlink_ext_ack *extack, const char *msg)
+{
+	if (extack)
+		extack->_msg = msg;
+}
+
+static LIST_HEAD(rust_ext_block_cb_list);
+
+int rust_ext_flow_block_cb_setup_simple(struct flow_block_offload *f,
+					flow_setup_cb_t *cb, void *priv)
+{
+	return flow_block_cb_setup_simple(f, &rust_ext_block_cb_list, cb, priv,
+					  priv, true);
+}
+
+bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,
+				    const struct flow_cls_offload *f)
+{
+	return tc_cls_can_offload_and_chain0(dev,
+		(struct flow_cls_common_offload *)&f->common);
+}
+
+/* idle_ms: since the rule's last packet, U32_MAX if none came. */
+void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
+				u64 pkts, u32 idle_ms)
+{
+	u64 lastused = idle_ms == U32_MAX ? 0 : jiffies - msecs_to_jiffies(idle_ms);
+
+	flow_stats_update(&f->stats, bytes, pkts, 0, lastused,
+			  FLOW_ACTION_HW_STATS_DELAYED);
 }

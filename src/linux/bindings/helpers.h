@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <linux/skbuff.h>
 #include <linux/netdevice.h>
+#include <net/flow_offload.h>
 
 struct device;
 struct napi_struct;
@@ -230,5 +231,52 @@ bool rust_ext_netdev_is_aggregate_member(const struct net_device *dev);
 void rust_ext_sync_addr_lists(struct net_device *to, struct net_device *from);
 void rust_ext_netdev_mark_slave(struct net_device *dev, bool on);
 void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from);
+
+/* tc flower offload: a rule's matches and actions, flattened */
+struct flow_cls_offload;
+struct flow_block_offload;
+struct netlink_ext_ack;
+struct rust_ext_flower_match {
+	u64 used_keys;		/* BIT(FLOW_DISSECTOR_KEY_*) the rule uses */
+	u64 unsupported;	/* of those, the ones not flattened here */
+	u16 n_proto, n_proto_mask;	/* host order */
+	u8 ip_proto, ip_proto_mask;
+	u8 eth_dst[6], eth_dst_mask[6], eth_src[6], eth_src_mask[6];
+	u16 vlan_id, vlan_id_mask;
+	u8 vlan_prio, vlan_prio_mask;
+	u16 addr_type;		/* FLOW_DISSECTOR_KEY_IPV4_ADDRS or _IPV6_ADDRS, or 0 */
+	u8 src[16], src_mask[16], dst[16], dst_mask[16];
+	u8 tos, tos_mask, ttl, ttl_mask;
+	u16 sport, sport_mask, dport, dport_mask;	/* host order */
+	u16 tcp_flags, tcp_flags_mask;			/* host order */
+	u32 ctrl_flags, ctrl_flags_mask;		/* FLOW_DIS_* */
+	u32 enc_key_id, enc_key_id_mask;		/* host order */
+	u16 enc_addr_type;
+	u8 enc_src[16], enc_src_mask[16], enc_dst[16], enc_dst_mask[16];
+	u16 enc_sport, enc_sport_mask, enc_dport, enc_dport_mask;
+};
+struct rust_ext_flower_action {
+	u32 id;			/* enum flow_action_id */
+	u16 vlan_id;
+	u16 vlan_proto;		/* host order */
+	u8 vlan_prio;
+	u32 mangle_htype, mangle_offset, mangle_mask, mangle_val;
+	u32 csum_flags;
+	int ifindex;		/* redirect/mirred target, or 0 */
+	u64 police_rate_bytes_ps;
+	u32 police_burst;
+};
+void rust_ext_flower_match(const struct flow_cls_offload *f,
+			   struct rust_ext_flower_match *m);
+unsigned int rust_ext_flower_num_actions(const struct flow_cls_offload *f);
+void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
+			    struct rust_ext_flower_action *a);
+void rust_ext_extack_msg(struct netlink_ext_ack *extack, const char *msg);
+int rust_ext_flow_block_cb_setup_simple(struct flow_block_offload *f,
+					flow_setup_cb_t *cb, void *priv);
+bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,
+				    const struct flow_cls_offload *f);
+void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
+				u64 pkts, u32 idle_ms);
 
 #endif

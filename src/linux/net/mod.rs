@@ -10,6 +10,7 @@ pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod ethtool_adapter;
 pub(crate) mod features;
+pub(crate) mod flower;
 pub(crate) mod instance_lock;
 pub(crate) mod napi;
 pub(crate) mod netdev;

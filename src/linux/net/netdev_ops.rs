@@ -15,6 +15,7 @@ use kernel::{
 use crate::linux::bindings;
 use crate::linux::net::{
     features::Features,
+    flower::{self, FlowerCmd},
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{is_valid_ether_addr, HwAddrList, NetDev},
     queue_mgmt::QueueStartError,
@@ -143,6 +144,13 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// `ndo_xdp_xmit`: send frames other devices' XDP programs redirected
     /// here, in order (softirq context); tell the device now if `flush`.
     fn xdp_xmit(_dev: &NetDev<Self>, _frames: &mut XdpXmitBatch<'_>, _flush: bool) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// tc flower offload ([`crate::linux::net::flower`]): carry out
+    /// `cmd` (process context, may sleep; no RTNL). An error refuses it:
+    /// a rule stays in software unless it is `skip_sw`.
+    fn tc_flower(_dev: &NetDev<Self>, _cmd: FlowerCmd<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -311,6 +319,9 @@ impl<T: NetDevOps> Adapter<T> {
         }
         if T::HAS_HWTSTAMP_SET {
             ops.ndo_hwtstamp_set = Some(Self::hwtstamp_set);
+        }
+        if T::HAS_TC_FLOWER {
+            ops.ndo_setup_tc = Some(flower::setup_tc::<T>);
         }
         if T::HAS_SHAPER_SET {
             ops.net_shaper_ops = &ShaperAdapter::<T>::OPS;
