@@ -14,7 +14,7 @@ use super::{health::FunctionEvents, Function};
 use crate::gft::Gft;
 use crate::linux::{
     devlink::Registration,
-    net::{skbuff::SkBuff, upper::PortNetDev},
+    net::{flower::FlowerCmd, skbuff::SkBuff, upper::PortNetDev},
 };
 use crate::nic::FlowOffload;
 use crate::rdma::{RdmaEvents, RdmaParent, RdmaPort};
@@ -38,6 +38,10 @@ impl FlowOffload for Gft {
 
     fn set_cache(&self, on: bool) -> Result {
         Gft::set_cache(self, on)
+    }
+
+    fn flower(&self, cmd: FlowerCmd<'_>) -> Result {
+        Gft::flower(self, cmd)
     }
 
     fn for_each_counter(&self, fetch: bool, each: &mut dyn FnMut(&str, u64)) {

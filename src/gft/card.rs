@@ -10,6 +10,7 @@ use crate::hw::gft::{
     CardExceptionStats, CardGftStats, FlowCounters, FlowKey, FlowRecord, DUMP_RECORD_LEN,
     FLOW_RECORD_LEN, MAX_INSTALL_BATCH,
 };
+use crate::hw::gft_rule::{RuleCounters, RuleRecord};
 use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult, AQ_ENTRY_SIZE};
 use crate::linux::{dma::DmaBuffer, dma::DmaDevice};
 
@@ -133,6 +134,27 @@ impl GftCard {
     /// Removes every flow.
     pub(crate) fn flush(&self) -> Result<(), AdminError> {
         self.admin.exec(AdminCmd::GftFlush).map(|_| ())
+    }
+
+    /// Adds a masked rule.
+    pub(crate) fn add_rule(&self, rec: &RuleRecord) -> Result<(), AdminError> {
+        self.mem.write(0, &rec.to_bytes())?;
+        let record = self.mem.dma_addr(0)?;
+        self.admin.exec(AdminCmd::GftRuleAdd { record }).map(|_| ())
+    }
+
+    /// Removes masked rule `id`; what it counted.
+    pub(crate) fn delete_rule(&self, id: u32) -> Result<RuleCounters, AdminError> {
+        self.admin
+            .exec(AdminCmd::GftRuleDelete { id })
+            .map(|e| RuleCounters::read_result(&e))
+    }
+
+    /// What masked rule `id` counted.
+    pub(crate) fn query_rule(&self, id: u32) -> Result<RuleCounters, AdminError> {
+        self.admin
+            .exec(AdminCmd::GftRuleQuery { id })
+            .map(|e| RuleCounters::read_result(&e))
     }
 
     /// The card's counters.

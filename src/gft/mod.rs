@@ -8,6 +8,7 @@
 //! Documentation/rsnic/gft.rst is the ABI of the debugfs files.
 
 mod card;
+mod flower;
 mod rule;
 mod vfp;
 
@@ -27,7 +28,10 @@ use crate::admin::AdminQueue;
 use crate::hw::gft::{ExceptionMeta, META_LEN};
 use crate::linux::{
     dma::DmaDevice,
-    net::skbuff::{SkBuff, SkbQueue},
+    net::{
+        flower::FlowerCmd,
+        skbuff::{SkBuff, SkbQueue},
+    },
 };
 use card::GftCard;
 pub(crate) use vfp::WriteError;
@@ -184,6 +188,16 @@ impl Gft {
     /// `hw-tc-offload` changed.
     pub(crate) fn set_cache(&self, on: bool) -> Result {
         Ok(self.vfp.lock().set_cache(on)?)
+    }
+
+    /// A tc flower request of the synthetic NIC's ingress block.
+    pub(crate) fn flower(&self, cmd: FlowerCmd<'_>) -> Result {
+        let mut vfp = self.vfp.lock();
+        match cmd {
+            FlowerCmd::Replace(rule) => vfp.flower_replace(&rule),
+            FlowerCmd::Destroy(cookie) => vfp.flower_destroy(cookie),
+            FlowerCmd::Stats(mut stats) => vfp.flower_stats(&mut stats),
+        }
     }
 
     /// The card was reset: configure its GFT again.

@@ -7,7 +7,7 @@
 use kernel::prelude::*;
 
 use super::health::QueueFault;
-use crate::linux::net::skbuff::SkBuff;
+use crate::linux::net::{flower::FlowerCmd, skbuff::SkBuff};
 
 /// The function's side of what the NIC notices: the function owns the
 /// card's reset and its counters.
@@ -66,6 +66,9 @@ pub(crate) trait FlowOffload: Send + Sync {
 
     /// `hw-tc-offload` turned on or off.
     fn set_cache(&self, on: bool) -> Result;
+
+    /// A tc flower request of the synthetic NIC's ingress block.
+    fn flower(&self, cmd: FlowerCmd<'_>) -> Result;
 
     /// Each counter, by name without the `gft_` prefix (`fetch`: ask the
     /// card for its own first).

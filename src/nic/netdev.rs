@@ -12,6 +12,7 @@ use super::{
 };
 use crate::hw::{self, mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
+    flower::FlowerCmd,
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{
         Feature, Features, HwAddrList, LinkStats, NetDev, NetDevOps, RxQueueStats, StackPick,
@@ -185,6 +186,14 @@ impl NetDevOps for Nic {
             base.1 += &tx;
         }
         base
+    }
+
+    fn tc_flower(dev: &NetDev<Self>, cmd: FlowerCmd<'_>) -> Result {
+        // The PF's GFT carries the rules; a VF has none.
+        match &dev.data().flow {
+            Some(flow) => flow.flower(cmd),
+            None => Err(crate::linux::eopnotsupp()),
+        }
     }
 
     fn set_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, features: Features) -> Result {

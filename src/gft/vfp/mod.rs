@@ -29,6 +29,7 @@ use kernel::{
 };
 
 use super::card::GftCard;
+use super::flower::{self, Offloaded};
 use super::rule::{
     parse_addr, parse_dir, parse_proto, ActionText, Addr, ParseError, Proto, Rule, MAX_RULE_ID,
 };
@@ -38,6 +39,8 @@ use crate::hw::gft::{
     ExceptionReason, FlowKey, FlowRecord, ReinjectMeta, DEFAULT_EXCEPTION_BURST,
     DEFAULT_EXCEPTION_RATE, DEFAULT_MAX_FLOWS, HOST_VPORT, MAX_EXCEPTION_BURST, MAX_FLOWS_LIMIT,
 };
+use crate::hw::AdminStatus;
+use crate::linux::net::flower::{FlowerRule, FlowerStats};
 
 /// Most rules.
 pub(crate) const MAX_RULES: usize = 4096;
@@ -123,10 +126,18 @@ pub(crate) struct VfpStats {
     pub(crate) stray_flows: u64,
 }
 
+/// tc flower rules the card holds at most (its masked rule table).
+const MAX_FLOWER_RULES: usize = crate::hw::gft_rule::MAX_RULES as usize;
+
 /// The policy engine and the driver's view of the card's table.
 pub(crate) struct Vfp {
     card: GftCard,
     rules: KVec<RuleEntry>,
+    /// tc flower rules the card holds, in its masked rule table.
+    flower: KVec<Offloaded>,
+    /// The card rule id the next flower rule gets (ids are unique
+    /// among those held).
+    next_flower_id: u32,
     next_rule_id: u32,
     generation: u32,
     flows: FlowMap<FlowState>,
@@ -233,6 +244,8 @@ impl Vfp {
         Self {
             card,
             rules: KVec::new(),
+            flower: KVec::new(),
+            next_flower_id: 1,
             next_rule_id: 1,
             generation: 1,
             flows: FlowMap::new(),
@@ -253,9 +266,10 @@ impl Vfp {
         }
     }
 
-    /// Whether the GFT is in the path: there is a policy (some rule).
+    /// Whether the GFT is in the path: there is a policy (some rule, of
+    /// its own or tc's).
     pub(crate) fn enabled(&self) -> bool {
-        !self.rules.is_empty()
+        !self.rules.is_empty() || !self.flower.is_empty()
     }
 
     fn config_flags(&self) -> u32 {
@@ -276,7 +290,13 @@ impl Vfp {
         self.card.set_generation(self.generation)?;
         self.card
             .set_exception_rate(self.exception_rate, self.exception_burst)?;
-        self.card.configure(self.config_flags(), self.max_flows)
+        self.card.configure(self.config_flags(), self.max_flows)?;
+        // tc's rules were lost with the rest: given again, counting anew.
+        for r in self.flower.iter_mut() {
+            self.card.add_rule(&r.rec)?;
+            r.restart();
+        }
+        Ok(())
     }
 
     /// Forgets every flow, in the card and here.
@@ -497,10 +517,14 @@ impl Vfp {
     }
 
     /// `hw-tc-offload` changed: with it off, nothing is cached and every
-    /// packet is an exception.
+    /// packet is an exception. Refused (`EBUSY`) while tc rules are
+    /// offloaded, as mlx5 does.
     pub(crate) fn set_cache(&mut self, on: bool) -> Result<(), AdminError> {
         if on == self.cache {
             return Ok(());
+        }
+        if !on && !self.flower.is_empty() {
+            return Err(AdminError::Io(EBUSY));
         }
         if !on {
             self.flush_all()?;
@@ -511,6 +535,79 @@ impl Vfp {
             self.cache = !on;
         }
         configured
+    }
+
+    /// tc adds a flower rule, or replaces the one with its cookie.
+    pub(crate) fn flower_replace(&mut self, rule: &FlowerRule<'_>) -> Result {
+        let was_enabled = self.enabled();
+        if self.flower.len() >= MAX_FLOWER_RULES {
+            return Err(rule.refuse(c"rsnic: the card's rule table is full"));
+        }
+        let id = self.free_flower_id();
+        let rec = flower::translate(rule, id).map_err(|msg| rule.refuse(msg))?;
+        self.flower.reserve(1, GFP_KERNEL)?;
+        // The new rule first: if the card refuses it, the old one stays.
+        match self.card.add_rule(&rec) {
+            Ok(()) => {}
+            Err(AdminError::Refused(AdminStatus::NoSpace)) => {
+                return Err(rule.refuse(c"rsnic: the card's rule table is full"))
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(i) = self.flower.iter().position(|r| r.cookie == rule.cookie()) {
+            let old = self.flower.remove(i)?;
+            if let Err(e) = self.card.delete_rule(old.rec.id) {
+                pr_warn!(
+                    "GFT: replaced tc rule {} not removed from the card: {:?}\n",
+                    old.rec.id,
+                    e
+                );
+            }
+        }
+        self.flower
+            .push(Offloaded::new(rule.cookie(), rec), GFP_KERNEL)?;
+        Ok(self.policy_changed(was_enabled)?)
+    }
+
+    /// tc removes the flower rule with `cookie`.
+    pub(crate) fn flower_destroy(&mut self, cookie: u64) -> Result {
+        let was_enabled = self.enabled();
+        let i = self
+            .flower
+            .iter()
+            .position(|r| r.cookie == cookie)
+            .ok_or(ENOENT)?;
+        let r = self.flower.remove(i)?;
+        match self.card.delete_rule(r.rec.id) {
+            // The card already forgot it (a reset not yet replayed).
+            Ok(_) | Err(AdminError::Refused(AdminStatus::NotFound)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(self.policy_changed(was_enabled)?)
+    }
+
+    /// tc asks what the flower rule with `cookie` counted.
+    pub(crate) fn flower_stats(&mut self, stats: &mut FlowerStats<'_>) -> Result {
+        let cookie = stats.cookie();
+        let r = self
+            .flower
+            .iter_mut()
+            .find(|r| r.cookie == cookie)
+            .ok_or(ENOENT)?;
+        let c = self.card.query_rule(r.rec.id)?;
+        let (bytes, packets) = r.increments(&c);
+        stats.report(bytes, packets, (c.idle_ms != u32::MAX).then_some(c.idle_ms));
+        Ok(())
+    }
+
+    /// An id no flower rule has, from `next_flower_id` on.
+    fn free_flower_id(&mut self) -> u32 {
+        let mut id = self.next_flower_id;
+        while self.flower.iter().any(|r| r.rec.id == id) {
+            id = id.checked_add(1).unwrap_or(1);
+        }
+        self.next_flower_id = id.checked_add(1).unwrap_or(1);
+        id
     }
 
     /// Lists the rules for `rules`.

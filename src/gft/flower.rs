@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! tc flower rules in the card's masked rule table: a rule on the
+//! synthetic NIC's ingress block (the packets the wire brings) becomes a
+//! card rule matching the wire's port; what the card cannot match or do
+//! is refused with a message, and tc keeps such a rule in software.
+
+use kernel::prelude::*;
+
+use crate::hw::gft::{action, Action};
+use crate::hw::gft_rule::{field, match_flags, port, RuleCounters, RuleRecord, MATCH_LEN};
+use crate::linux::net::flower::{
+    FlowerAction, FlowerMatch, FlowerRule, MangleBase, ADDR_IPV4, ADDR_IPV6,
+};
+
+/// `ETH_P_8021Q`.
+const ETH_P_8021Q: u16 = 0x8100;
+/// `ETH_P_8021AD`.
+const ETH_P_8021AD: u16 = 0x88a8;
+
+/// A flower rule the card holds.
+pub(super) struct Offloaded {
+    /// tc's cookie.
+    pub(super) cookie: u64,
+    /// What the card was given (replayed after a reset).
+    pub(super) rec: RuleRecord,
+    /// Packets and bytes reported to tc so far (it wants increments).
+    reported: (u64, u64),
+}
+
+impl Offloaded {
+    /// A rule the card took.
+    pub(super) fn new(cookie: u64, rec: RuleRecord) -> Self {
+        Self {
+            cookie,
+            rec,
+            reported: (0, 0),
+        }
+    }
+
+    /// What the card counted since the last report: (bytes, packets).
+    /// The card's counts restart with a reset; then all it counted is
+    /// new.
+    pub(super) fn increments(&mut self, c: &RuleCounters) -> (u64, u64) {
+        let (pkts, bytes) = self.reported;
+        let inc = if c.packets >= pkts && c.bytes >= bytes {
+            (c.bytes - bytes, c.packets - pkts)
+        } else {
+            (c.bytes, c.packets)
+        };
+        self.reported = (c.packets, c.bytes);
+        inc
+    }
+
+    /// The card forgot the rule (reset): its counts start again.
+    pub(super) fn restart(&mut self) {
+        self.reported = (0, 0);
+    }
+}
+
+/// A match and mask under construction.
+struct Builder {
+    key: [u8; MATCH_LEN],
+    mask: [u8; MATCH_LEN],
+}
+
+impl Builder {
+    fn set(&mut self, f: field::Field, key: &[u8], mask: &[u8]) {
+        for i in 0..f.1 {
+            self.key[f.0 + i] = key[i] & mask[i];
+            self.mask[f.0 + i] = mask[i];
+        }
+    }
+
+    fn flag(&mut self, bit: u8) {
+        self.key[field::FLAGS.0] |= bit;
+        self.mask[field::FLAGS.0] |= bit;
+    }
+}
+
+/// The card rule numbered `id` for `rule`, on the wire's port, or why the
+/// card cannot carry it.
+pub(super) fn translate(rule: &FlowerRule<'_>, id: u32) -> Result<RuleRecord, &'static CStr> {
+    let m = rule.matches();
+    let mut b = Builder {
+        key: [0; MATCH_LEN],
+        mask: [0; MATCH_LEN],
+    };
+    b.set(field::IN_PORT, &port::UPLINK.to_be_bytes(), &[0xff; 2]);
+    match_fields(&m, &mut b)?;
+    let prio = u16::try_from(rule.prio())
+        .map_err(|_| c"rsnic: priorities above 65535 are not offloaded")?;
+    Ok(RuleRecord {
+        id,
+        prio,
+        key: b.key,
+        mask: b.mask,
+        action: actions(rule)?,
+    })
+}
+
+fn match_fields(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
+    if m.unsupported != 0 {
+        return Err(c"rsnic: the card cannot match some of the rule's keys");
+    }
+    if m.ctrl_flags_mask != 0 {
+        return Err(c"rsnic: fragment matches are not offloaded");
+    }
+    if m.enc_key_id_mask != 0
+        || m.enc_addr_type != 0
+        || m.enc_dport_mask != 0
+        || m.enc_sport_mask != 0
+    {
+        return Err(c"rsnic: tunnel key matches are not offloaded on this device");
+    }
+    if m.n_proto_mask != 0 && matches!(m.n_proto, ETH_P_8021Q | ETH_P_8021AD) {
+        return Err(c"rsnic: match the tagged frame's EtherType (vlan_ethtype)");
+    }
+    b.set(
+        field::ETH_TYPE,
+        &m.n_proto.to_be_bytes(),
+        &m.n_proto_mask.to_be_bytes(),
+    );
+    b.set(field::IP_PROTO, &[m.ip_proto], &[m.ip_proto_mask]);
+    b.set(field::ETH_DST, &m.eth_dst, &m.eth_dst_mask);
+    b.set(field::ETH_SRC, &m.eth_src, &m.eth_src_mask);
+    if m.vlan_id_mask != 0 || m.vlan_prio_mask != 0 {
+        let tci = (u16::from(m.vlan_prio) << 13) | (m.vlan_id & 0xfff);
+        let tci_mask = (u16::from(m.vlan_prio_mask & 7) << 13) | (m.vlan_id_mask & 0xfff);
+        b.set(field::VLAN_TCI, &tci.to_be_bytes(), &tci_mask.to_be_bytes());
+        b.flag(match_flags::VLAN);
+    }
+    let len = match m.addr_type {
+        0 => 0,
+        ADDR_IPV4 => 4,
+        ADDR_IPV6 => 16,
+        _ => return Err(c"rsnic: the card cannot match some of the rule's keys"),
+    };
+    let mut src_mask = [0u8; 16];
+    let mut dst_mask = [0u8; 16];
+    src_mask[..len].copy_from_slice(&m.src_mask[..len]);
+    dst_mask[..len].copy_from_slice(&m.dst_mask[..len]);
+    b.set(field::IP_SRC, &m.src, &src_mask);
+    b.set(field::IP_DST, &m.dst, &dst_mask);
+    b.set(field::IP_TOS, &[m.tos], &[m.tos_mask]);
+    b.set(field::IP_TTL, &[m.ttl], &[m.ttl_mask]);
+    b.set(
+        field::L4_SRC,
+        &m.sport.to_be_bytes(),
+        &m.sport_mask.to_be_bytes(),
+    );
+    b.set(
+        field::L4_DST,
+        &m.dport.to_be_bytes(),
+        &m.dport_mask.to_be_bytes(),
+    );
+    let flags_mask = m.tcp_flags_mask & 0x0fff;
+    b.set(
+        field::TCP_FLAGS,
+        &m.tcp_flags.to_be_bytes(),
+        &flags_mask.to_be_bytes(),
+    );
+    Ok(())
+}
+
+/// The card's action for the rule's actions.
+fn actions(rule: &FlowerRule<'_>) -> Result<Action, &'static CStr> {
+    let mut a = Action::default();
+    // Words of the IPv6 addresses set so far (bit i: word i).
+    let (mut sip6, mut dip6) = (0u8, 0u8);
+    for act in rule.actions() {
+        match act {
+            FlowerAction::Accept => {}
+            FlowerAction::Drop => a.flags |= action::DROP,
+            FlowerAction::VlanPop => a.flags |= action::VLAN_POP,
+            FlowerAction::VlanPush { vid, prio, proto } => {
+                if proto != ETH_P_8021Q {
+                    return Err(c"rsnic: only 802.1Q tags are pushed");
+                }
+                a.flags |= action::VLAN_PUSH;
+                a.vlan_tci = (u16::from(prio & 7) << 13) | (vid & 0xfff);
+            }
+            FlowerAction::Mangle {
+                base,
+                offset,
+                mask,
+                val,
+            } => {
+                let val = val.to_ne_bytes();
+                let keep = mask.to_ne_bytes();
+                match (base, offset) {
+                    (MangleBase::Ip4, 12 | 16) if mask == 0 => {
+                        let (flag, to) = if offset == 12 {
+                            (action::NAT_SRC_IP, &mut a.nat_sip)
+                        } else {
+                            (action::NAT_DST_IP, &mut a.nat_dip)
+                        };
+                        a.flags |= flag;
+                        to[..4].copy_from_slice(&val);
+                    }
+                    (MangleBase::Ip6, 8..=36) if mask == 0 && offset % 4 == 0 => {
+                        // CAST: offset is 8 to 36.
+                        let word = ((offset - 8) / 4) as usize;
+                        let (words, to, flag) = if word < 4 {
+                            (&mut sip6, &mut a.nat_sip, action::NAT_SRC_IP)
+                        } else {
+                            (&mut dip6, &mut a.nat_dip, action::NAT_DST_IP)
+                        };
+                        let w = word % 4;
+                        to[w * 4..w * 4 + 4].copy_from_slice(&val);
+                        *words |= 1 << w;
+                        a.flags |= flag;
+                    }
+                    (MangleBase::Tcp | MangleBase::Udp, 0) => {
+                        // The word holds the source port, then the
+                        // destination port; `keep` says which stays.
+                        if keep[..2] == [0, 0] {
+                            a.flags |= action::NAT_SRC_PORT;
+                            a.nat_sport = u16::from_be_bytes([val[0], val[1]]);
+                        } else if keep[..2] != [0xff, 0xff] {
+                            return Err(c"rsnic: only whole ports are rewritten");
+                        }
+                        if keep[2..] == [0, 0] {
+                            a.flags |= action::NAT_DST_PORT;
+                            a.nat_dport = u16::from_be_bytes([val[2], val[3]]);
+                        } else if keep[2..] != [0xff, 0xff] {
+                            return Err(c"rsnic: only whole ports are rewritten");
+                        }
+                    }
+                    _ => return Err(c"rsnic: the card rewrites only IP addresses and L4 ports"),
+                }
+            }
+            // The card fixes the checksums of what it rewrites.
+            FlowerAction::Csum(_) => {}
+            FlowerAction::Redirect(_) => {
+                return Err(c"rsnic: redirect is not offloaded in legacy mode")
+            }
+            FlowerAction::Police { .. } => return Err(c"rsnic: police is not offloaded on rules"),
+            FlowerAction::Other(_) => return Err(c"rsnic: an action the card does not do"),
+        }
+    }
+    if sip6 != 0 && sip6 != 0xf || dip6 != 0 && dip6 != 0xf {
+        return Err(c"rsnic: an IPv6 address is rewritten whole or not at all");
+    }
+    if a.flags & action::DROP != 0 && a.flags != action::DROP {
+        return Err(c"rsnic: drop with other actions");
+    }
+    if !a.is_valid() {
+        return Err(c"rsnic: an action the card does not do");
+    }
+    Ok(a)
+}
