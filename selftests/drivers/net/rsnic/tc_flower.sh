@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tc flower offload on the synthetic NIC's ingress: skip_sw rules go to
+# the card's masked rule table and the card carries them (a drop rule's
+# datagrams never reach the host, its counters in `tc -s` equal what B
+# sent; a pedit rule's arrive rewritten at the socket it names); what
+# the card cannot match or do is refused with the driver's extack
+# message (skip_sw) or kept in software; a deleted rule stops acting;
+# hw-tc-offload cannot be turned off under offloaded rules.
+
+source "$(dirname "$0")/lib.sh"
+gft_setup
+command -v tc >/dev/null || bail_out "tc (iproute2) not installed"
+cleanup() { tc qdisc del dev "$NETIF_A" clsact 2>/dev/null; gft_cleanup; }
+trap cleanup EXIT
+dmesg_mark
+
+# FIELD of the filter with preference PREF: in_hw (true/false), packets
+# or bytes (of its first action, as tc -s reports them).
+filter_field() { # PREF FIELD
+	tc -s -j filter show dev "$NETIF_A" ingress | python3 -c '
+import json, sys
+pref, field = int(sys.argv[1]), sys.argv[2]
+for f in json.load(sys.stdin):
+    o = f.get("options")
+    if f.get("pref") != pref or not o:
+        continue
+    if field == "in_hw":
+        print(str(o.get("in_hw", False)).lower())
+    else:
+        print(o["actions"][0]["stats"][field])
+    break
+' "$1" "$2"
+}
+# Datagrams from B to A:PORT (N, source port 4000); prints how many the
+# socket on A:RECV_PORT got.
+b_to_a() { # PORT N [RECV_PORT]
+	local got
+	got=$(mktemp)
+	"$GFT_PY" udp-recv "${3:-$1}" "$2" 3 >"$got" &
+	wait_listening udp "${3:-$1}" ""
+	ip netns exec $NS "$GFT_PY" udp-send $IP_A "$1" "$2" 4000
+	wait $!
+	cat "$got"
+	rm -f "$got"
+}
+add() { tc filter add dev "$NETIF_A" ingress "$@" 2>&1; } # prints tc's error, if any
+
+ktap_header 10
+tc qdisc add dev "$NETIF_A" clsact
+ethtool -K "$NETIF_A" hw-tc-offload on
+
+check "a skip_sw drop rule is taken" \
+	test -z "$(add protocol ip prio 1 flower skip_sw ip_proto udp dst_port 7001 action drop)"
+check "tc reports it in hardware" test "$(filter_field 1 in_hw)" = true
+rx0=$(cat "/sys/class/net/$NETIF_A/statistics/rx_packets")
+got=$(b_to_a 7001 20)
+rx=$(( $(cat "/sys/class/net/$NETIF_A/statistics/rx_packets") - rx0 ))
+echo "# to the dropped port: $got of 20 arrived; $NETIF_A rx_packets +$rx"
+check "the card dropped them: none arrived, the host saw none" test "$got" = 0 -a "$rx" -lt 5
+pk=$(filter_field 1 packets)
+echo "# tc -s: the rule counted ${pk:-?} packets"
+check "the rule's hardware counters hold the 20" test "${pk:-0}" = 20
+check "another port is not matched" test "$(b_to_a 7002 20)" = 20
+
+# NAT by pedit: datagrams to 7004 arrive at 7005.
+check "a pedit rule (UDP dport 7004 -> 7005, csum) is taken in hardware" bash -c "
+	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 2 flower skip_sw ip_proto udp dst_port 7004 \
+		action pedit ex munge udp dport set 7005 pipe action csum udp 2>&1)\" ]"
+got=$(b_to_a 7004 20 7005)
+echo "# sent to 7004, received at 7005: $got of 20"
+check "the card rewrote the port: all arrive at 7005" test "$got" = 20
+
+# What the card cannot do: refused with the driver's reason, or kept in
+# software without skip_sw.
+err=$(add protocol ip prio 3 flower skip_sw ip_proto udp dst_port 7006 action police rate 1mbit burst 10k conform-exceed drop/pipe)
+echo "# police, skip_sw: $err"
+err2=$(add protocol ip prio 3 flower skip_sw ip_flags frag action drop)
+echo "# fragment match, skip_sw: $err2"
+check "unsupported action and match refused with the driver's reason" \
+	bash -c "[[ '$err' == *'rsnic: police'* && '$err2' == *'rsnic: fragment'* ]]"
+check "without skip_sw it stays in software (not in_hw)" bash -c "
+	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 4 flower ip_proto udp dst_port 7007 \
+		action police rate 1mbit burst 10k conform-exceed drop/pipe 2>&1)\" ] && [ \"\$($(declare -f filter_field); NETIF_A=$NETIF_A filter_field 4 in_hw)\" = false ]"
+
+# hw-tc-offload stays on under offloaded rules; a deleted rule stops.
+ethtool -K "$NETIF_A" hw-tc-offload off 2>/dev/null
+off=$(ethtool -k "$NETIF_A" | awk '$1 == "hw-tc-offload:" {print $2}')
+tc filter del dev "$NETIF_A" ingress prio 1
+got=$(b_to_a 7001 20)
+echo "# hw-tc-offload after 'off' under rules: $off; after deleting the drop rule $got of 20 arrive"
+check "hw-tc-offload refused off under rules; a deleted rule stops dropping" \
+	test "$off" = on -a "$got" = 20
+ktap_finish
