@@ -102,7 +102,8 @@ wire_struct! {
         pub key @ 8: [u8; MATCH_LEN],
         /// The bits of the match that count.
         pub mask @ 120: [u8; MATCH_LEN],
-        /// What it does to the packets it decides (no meter).
+        /// What it does to the packets it decides; a meter is the
+        /// rule's own, shared by all it decides.
         pub action @ 232: Action,
     }
 }
@@ -118,5 +119,7 @@ admin_result! {
         pub bytes @ 16: u64,
         /// Milliseconds since its last packet; `u32::MAX` if none came.
         pub idle_ms @ 24: u32,
+        /// Packets its meter dropped (counted in `packets` too).
+        pub drops @ 32: u64,
     }
 }

@@ -34,7 +34,7 @@ use crate::hw::{AdminCmd, AdminStatus, GftBatchResult, GftDumpResult, AQ_ENTRY_S
 use classifier::{port, AddError, MatchKey};
 use pending::Pending;
 use policer::Policers;
-use rules::{RuleError, RuleStats, Rules};
+use rules::{Decision, RuleError, RuleStats, Rules};
 use table::FlowTable;
 
 /// Packets whose lookups overlap in [`Gft::process_burst`].
@@ -277,8 +277,8 @@ impl Gft {
             l.probe.proto() == gft::proto::TCP && l.tcp_flags & tcp_flags::CONTROL != 0;
         let Some(slot) = self.table.find_from(&l.probe, l.candidate) else {
             self.stats.card.misses += 1;
-            if let Some(act) = self.rule_action(&frame, from, now_ms) {
-                out.extend(self.act(frame, &act, dir, None));
+            if let Some(d) = self.rule_action(&frame, from, now, now_ms) {
+                out.extend(self.by_rule(frame, d, dir));
                 return;
             }
             if self.admit_undecided(l, tcp_control, now_ms) {
@@ -292,8 +292,8 @@ impl Gft {
             self.stats.card.misses += 1;
             // A flow from before the policy changed (a rule added, say)
             // does not shadow the rules.
-            if let Some(act) = self.rule_action(&frame, from, now_ms) {
-                out.extend(self.act(frame, &act, dir, None));
+            if let Some(d) = self.rule_action(&frame, from, now, now_ms) {
+                out.extend(self.by_rule(frame, d, dir));
                 return;
             }
             if self.admit_undecided(l, tcp_control, now_ms) {
@@ -329,23 +329,46 @@ impl Gft {
     /// packet takes the exception path, as a tc filter's miss goes to
     /// software. With no rules nothing is looked up.
     #[inline(always)]
-    fn rule_action(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
+    fn rule_action(
+        &mut self,
+        frame: &[u8],
+        from: u16,
+        now: Instant,
+        now_ms: u32,
+    ) -> Option<Decision> {
         if self.rules.is_empty() {
             None
         } else {
-            self.rule_lookup(frame, from, now_ms)
+            self.rule_lookup(frame, from, now, now_ms)
+        }
+    }
+
+    /// Carries out a rule's decision on `frame`.
+    fn by_rule(&mut self, frame: Vec<u8>, d: Decision, dir: Direction) -> Option<Output> {
+        match d {
+            Decision::Act(act) => self.act(frame, &act, dir, None),
+            Decision::OverRate => {
+                self.stats.card.meter_drops += 1;
+                None
+            }
         }
     }
 
     // Out of line: the hit path stays small (measured: inlined, the
     // fast path lost 5-10%).
     #[inline(never)]
-    fn rule_lookup(&mut self, frame: &[u8], from: u16, now_ms: u32) -> Option<gft::Action> {
+    fn rule_lookup(
+        &mut self,
+        frame: &[u8],
+        from: u16,
+        now: Instant,
+        now_ms: u32,
+    ) -> Option<Decision> {
         let key = MatchKey::of_frame(frame, from);
-        match self.rules.decide(&key, frame.len(), now_ms) {
-            Some((_, act)) => {
+        match self.rules.decide(&key, frame.len(), now, now_ms) {
+            Some((_, d)) => {
                 self.stats.rule_hits += 1;
-                Some(act)
+                Some(d)
             }
             None => {
                 self.stats.rule_misses += 1;
@@ -541,7 +564,7 @@ impl Gft {
                     key: MatchKey(rec.key),
                     mask: MatchKey(rec.mask),
                 };
-                return match self.rules.add(rule, rec.action) {
+                return match self.rules.add(rule, rec.action, now) {
                     Ok(()) => AdminStatus::Ok,
                     Err(RuleError::Table(AddError::Exists)) => AdminStatus::BadState,
                     Err(RuleError::Table(AddError::Full)) => AdminStatus::NoSpace,
@@ -567,6 +590,7 @@ impl Gft {
         RuleCounters {
             packets: s.packets,
             bytes: s.bytes,
+            drops: s.drops,
             idle_ms: if s.last_ms == 0 {
                 u32::MAX
             } else {
@@ -944,9 +968,13 @@ mod tests {
             ..Default::default()
         };
         nat.nat_dip[..4].copy_from_slice(&[10, 9, 9, 9]);
-        g.rules.add(dns_rule, nat).unwrap();
+        g.rules.add(dns_rule, nat, Instant::now()).unwrap();
         g.rules
-            .add(port_rule(2, 9, port::PF, |_, _| {}), drop_action())
+            .add(
+                port_rule(2, 9, port::PF, |_, _| {}),
+                drop_action(),
+                Instant::now(),
+            )
             .unwrap();
         let now = Instant::now();
 
@@ -985,26 +1013,49 @@ mod tests {
         );
         assert_eq!(g.rules.stats(1).unwrap().packets, 1);
 
-        // A rule with a meter is refused, and the table keeps its two.
+        assert_eq!(g.rules.remove(2).unwrap().packets, 1);
+    }
+
+    #[test]
+    fn a_rule_meter_polices_all_the_flows_it_decides_together() {
+        let mut g = enabled();
+        // 1000 bytes a second, 2100 at once: two of the frames below.
         let meter = gft::Action {
             flags: action::METER,
-            meter_rate: 1000,
-            meter_burst: 100,
+            meter_rate: 8000,
+            meter_burst: 2100,
             ..Default::default()
         };
-        assert_eq!(
-            g.rules.add(port_rule(3, 0, port::PF, |_, _| {}), meter),
-            Err(rules::RuleError::BadAction)
-        );
-        assert_eq!(g.rules.len(), 2);
-        assert_eq!(g.rules.remove(2).unwrap().packets, 1);
+        g.rules
+            .add(port_rule(1, 1, port::PF, |_, _| {}), meter, Instant::now())
+            .unwrap();
+        let now = Instant::now();
+        // Ten flows, one frame each: the bucket is the rule's.
+        let passed = |g: &mut Gft, now| {
+            (0..10u16)
+                .map(|sport| g.process(udp4(sport, 2, &[0u8; 1000]), Direction::Tx, now))
+                .filter(|out| matches!(out.as_slice(), [Output::Wire(_)]))
+                .count()
+        };
+        assert_eq!(passed(&mut g, now), 2);
+        let s = g.rules.stats(1).unwrap();
+        assert_eq!((s.packets, s.drops), (10, 8));
+        assert_eq!(g.card_stats().meter_drops, 8);
+        assert_eq!(g.card_stats().exceptions, 0);
+        // Three seconds on the bucket is full again, not fuller.
+        assert_eq!(passed(&mut g, now + std::time::Duration::from_secs(3)), 2);
+        assert_eq!(g.rules.stats(1).unwrap().drops, 16);
     }
 
     #[test]
     fn a_rule_matches_the_port_a_packet_came_in_on() {
         let mut g = enabled();
         g.rules
-            .add(port_rule(1, 1, port::VF0, |_, _| {}), drop_action())
+            .add(
+                port_rule(1, 1, port::VF0, |_, _| {}),
+                drop_action(),
+                Instant::now(),
+            )
             .unwrap();
         let now = Instant::now();
         let f = udp4(1, 2, b"x");
@@ -1028,7 +1079,11 @@ mod tests {
         // A drop rule, and the policy's new generation (as the driver
         // sets it on every rule change): the old flow is stale.
         g.rules
-            .add(port_rule(1, 1, port::PF, |_, _| {}), drop_action())
+            .add(
+                port_rule(1, 1, port::PF, |_, _| {}),
+                drop_action(),
+                Instant::now(),
+            )
             .unwrap();
         g.generation += 1;
         assert!(g.process(f.clone(), Direction::Tx, now).is_empty());
