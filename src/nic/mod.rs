@@ -897,7 +897,8 @@ impl Nic {
     }
 
     /// Has the function reset the card, then gives back what the card
-    /// held for the NIC: its MAC, RX filter and (PF) the VF data path.
+    /// held for the NIC: its MAC, RX filter, (PF) the VF data path and
+    /// the GFT's configuration and rules.
     fn reset_function(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, fault: bool) -> Result {
         self.events.reset_function(fault)?;
         self.admin.run(AdminCmd::SetMac {
@@ -906,6 +907,12 @@ impl Nic {
         self.apply_rx_filter(bond::rx_filter_master(dev, rtnl).map(|pf| pf.data()))?;
         if self.kind == FuncKind::Pf {
             bond::card_reset(dev);
+        }
+        // The GFT's configuration and tc's rules: whichever path reset
+        // the function (a queue restart's, the health work's), the card
+        // forgot them.
+        if let Some(flow) = &self.flow {
+            flow.restore();
         }
         Ok(())
     }

@@ -321,9 +321,6 @@ impl Nic {
                 e
             ),
         }
-        if let Some(flow) = &self.flow {
-            flow.restore();
-        }
         dev.attach(rtnl);
         self.admin_irq.handler().set_running(cfg.running);
         if cfg.running {
