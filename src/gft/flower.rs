@@ -10,7 +10,8 @@ use kernel::prelude::*;
 use crate::hw::gft::{action, Action};
 use crate::hw::gft_rule::{field, match_flags, port, RuleCounters, RuleRecord, MATCH_LEN};
 use crate::linux::net::flower::{
-    FlowerAction, FlowerMatch, FlowerRule, MangleBase, ADDR_IPV4, ADDR_IPV6,
+    FlowCounts, FlowerAction, FlowerMatch, FlowerRule, MangleBase, Police, PoliceVerdict,
+    ADDR_IPV4, ADDR_IPV6,
 };
 
 /// `ETH_P_8021Q`.
@@ -24,8 +25,8 @@ pub(super) struct Offloaded {
     pub(super) cookie: u64,
     /// What the card was given (replayed after a reset).
     pub(super) rec: RuleRecord,
-    /// Packets and bytes reported to tc so far (it wants increments).
-    reported: (u64, u64),
+    /// What was reported to tc so far (it wants increments).
+    reported: FlowCounts,
 }
 
 impl Offloaded {
@@ -34,27 +35,36 @@ impl Offloaded {
         Self {
             cookie,
             rec,
-            reported: (0, 0),
+            reported: FlowCounts::default(),
         }
     }
 
-    /// What the card counted since the last report: (bytes, packets).
-    /// The card's counts restart with a reset; then all it counted is
-    /// new.
-    pub(super) fn increments(&mut self, c: &RuleCounters) -> (u64, u64) {
-        let (pkts, bytes) = self.reported;
-        let inc = if c.packets >= pkts && c.bytes >= bytes {
-            (c.bytes - bytes, c.packets - pkts)
-        } else {
-            (c.bytes, c.packets)
+    /// What the card counted since the last report. The card's counts
+    /// restart with a reset; then all it counted is new.
+    pub(super) fn increments(&mut self, c: &RuleCounters) -> FlowCounts {
+        let now = FlowCounts {
+            packets: c.packets,
+            bytes: c.bytes,
+            drops: c.drops,
         };
-        self.reported = (c.packets, c.bytes);
+        let was = self.reported;
+        let inc = if now.packets >= was.packets && now.bytes >= was.bytes && now.drops >= was.drops
+        {
+            FlowCounts {
+                packets: now.packets - was.packets,
+                bytes: now.bytes - was.bytes,
+                drops: now.drops - was.drops,
+            }
+        } else {
+            now
+        };
+        self.reported = now;
         inc
     }
 
     /// The card forgot the rule (reset): its counts start again.
     pub(super) fn restart(&mut self) {
-        self.reported = (0, 0);
+        self.reported = FlowCounts::default();
     }
 }
 
@@ -163,12 +173,41 @@ fn match_fields(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
     Ok(())
 }
 
+/// Gives `a` the rule's meter for police `p`; whether `p` ends the
+/// action list (it accepts what conforms). The card's meter is one token
+/// bucket by bytes that drops what exceeds it.
+fn meter(a: &mut Action, p: &Police) -> Result<bool, &'static CStr> {
+    if p.rate == 0 || p.pkt_rate != 0 {
+        return Err(c"rsnic: police by packet rate is not offloaded");
+    }
+    if p.extras {
+        return Err(c"rsnic: police with peakrate, avrate or overhead is not offloaded");
+    }
+    if p.exceed != PoliceVerdict::Drop {
+        return Err(c"rsnic: the card's meter drops what exceeds (conform-exceed drop/...)");
+    }
+    let ends = match p.conform {
+        PoliceVerdict::Pipe => false,
+        PoliceVerdict::Accept => true,
+        _ => return Err(c"rsnic: what conforms goes on (pipe) or is accepted (ok)"),
+    };
+    a.flags |= action::METER;
+    a.meter_rate = p.rate.saturating_mul(8);
+    a.meter_burst = p.burst;
+    Ok(ends)
+}
+
 /// The card's action for the rule's actions.
 fn actions(rule: &FlowerRule<'_>) -> Result<Action, &'static CStr> {
     let mut a = Action::default();
     // Words of the IPv6 addresses set so far (bit i: word i).
     let (mut sip6, mut dip6) = (0u8, 0u8);
+    // A police that accepts what conforms ended the list.
+    let mut ended = false;
     for act in rule.actions() {
+        if ended {
+            return Err(c"rsnic: actions after a police that accepts (conform-exceed .../ok)");
+        }
         match act {
             FlowerAction::Accept => {}
             FlowerAction::Drop => a.flags |= action::DROP,
@@ -235,7 +274,12 @@ fn actions(rule: &FlowerRule<'_>) -> Result<Action, &'static CStr> {
             FlowerAction::Redirect(_) => {
                 return Err(c"rsnic: redirect is not offloaded in legacy mode")
             }
-            FlowerAction::Police { .. } => return Err(c"rsnic: police is not offloaded on rules"),
+            FlowerAction::Police(p) => {
+                if a.flags & action::METER != 0 {
+                    return Err(c"rsnic: one police per rule");
+                }
+                ended = meter(&mut a, &p)?;
+            }
             FlowerAction::Other(_) => return Err(c"rsnic: an action the card does not do"),
         }
     }

@@ -554,7 +554,7 @@ impl Vfp {
             }
             Err(e) => return Err(e.into()),
         }
-        if let Some(i) = self.flower.iter().position(|r| r.cookie == rule.cookie()) {
+        if let Some(i) = self.flower_index(rule.cookie()) {
             let old = self.flower.remove(i)?;
             if let Err(e) = self.card.delete_rule(old.rec.id) {
                 pr_warn!(
@@ -572,11 +572,7 @@ impl Vfp {
     /// tc removes the flower rule with `cookie`.
     pub(crate) fn flower_destroy(&mut self, cookie: u64) -> Result {
         let was_enabled = self.enabled();
-        let i = self
-            .flower
-            .iter()
-            .position(|r| r.cookie == cookie)
-            .ok_or(ENOENT)?;
+        let i = self.flower_index(cookie).ok_or(ENOENT)?;
         let r = self.flower.remove(i)?;
         match self.card.delete_rule(r.rec.id) {
             // The card already forgot it (a reset not yet replayed).
@@ -588,16 +584,19 @@ impl Vfp {
 
     /// tc asks what the flower rule with `cookie` counted.
     pub(crate) fn flower_stats(&mut self, stats: &mut FlowerStats<'_>) -> Result {
-        let cookie = stats.cookie();
-        let r = self
-            .flower
-            .iter_mut()
-            .find(|r| r.cookie == cookie)
-            .ok_or(ENOENT)?;
+        let i = self.flower_index(stats.cookie()).ok_or(ENOENT)?;
+        let r = &mut self.flower[i];
         let c = self.card.query_rule(r.rec.id)?;
-        let (bytes, packets) = r.increments(&c);
-        stats.report(bytes, packets, (c.idle_ms != u32::MAX).then_some(c.idle_ms));
+        stats.report(
+            r.increments(&c),
+            (c.idle_ms != u32::MAX).then_some(c.idle_ms),
+        );
         Ok(())
+    }
+
+    /// Where the flower rule with tc's `cookie` is kept.
+    fn flower_index(&self, cookie: u64) -> Option<usize> {
+        self.flower.iter().position(|r| r.cookie == cookie)
     }
 
     /// An id no flower rule has, from `next_flower_id` on.

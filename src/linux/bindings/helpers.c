@@ -1094,6 +1094,11 @@ void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 	case FLOW_ACTION_POLICE:
 		a->police_rate_bytes_ps = e->police.rate_bytes_ps;
 		a->police_burst = e->police.burst;
+		a->police_rate_pkt_ps = e->police.rate_pkt_ps;
+		a->police_exceed = e->police.exceed.act_id;
+		a->police_notexceed = e->police.notexceed.act_id;
+		a->police_extras = e->police.peakrate_bytes_ps ||
+				   e->police.avrate || e->police.overhead;
 		break;
 	default:
 		break;
@@ -1125,10 +1130,10 @@ bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,
 
 /* idle_ms: since the rule's last packet, U32_MAX if none came. */
 void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
-				u64 pkts, u32 idle_ms)
+				u64 pkts, u64 drops, u32 idle_ms)
 {
 	u64 lastused = idle_ms == U32_MAX ? 0 : jiffies - msecs_to_jiffies(idle_ms);
 
-	flow_stats_update(&f->stats, bytes, pkts, 0, lastused,
+	flow_stats_update(&f->stats, bytes, pkts, drops, lastused,
 			  FLOW_ACTION_HW_STATS_DELAYED);
 }

@@ -265,6 +265,10 @@ struct rust_ext_flower_action {
 	int ifindex;		/* redirect/mirred target, or 0 */
 	u64 police_rate_bytes_ps;
 	u32 police_burst;
+	u64 police_rate_pkt_ps;
+	u32 police_exceed;	/* enum flow_action_id */
+	u32 police_notexceed;	/* enum flow_action_id */
+	bool police_extras;	/* peakrate, avrate or overhead given */
 };
 void rust_ext_flower_match(const struct flow_cls_offload *f,
 			   struct rust_ext_flower_match *m);
@@ -277,6 +281,6 @@ int rust_ext_flow_block_cb_setup_simple(struct flow_block_offload *f,
 bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,
 				    const struct flow_cls_offload *f);
 void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
-				u64 pkts, u32 idle_ms);
+				u64 pkts, u64 drops, u32 idle_ms);
 
 #endif

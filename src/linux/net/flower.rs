@@ -90,13 +90,8 @@ pub(crate) enum FlowerAction {
     },
     /// `csum`: recompute these checksums (`TCA_CSUM_UPDATE_FLAG_*`).
     Csum(u32),
-    /// `police`: rate in bytes a second, burst in bytes.
-    Police {
-        /// Bytes a second.
-        rate: u64,
-        /// Bytes.
-        burst: u32,
-    },
+    /// `police`.
+    Police(Police),
     /// Anything else (`enum flow_action_id`).
     Other(u32),
 }
@@ -128,11 +123,59 @@ impl FlowerAction {
                 val: a.mangle_val,
             },
             b::flow_action_id_FLOW_ACTION_CSUM => Self::Csum(a.csum_flags),
-            b::flow_action_id_FLOW_ACTION_POLICE => Self::Police {
+            b::flow_action_id_FLOW_ACTION_POLICE => Self::Police(Police {
                 rate: a.police_rate_bytes_ps,
                 burst: a.police_burst,
-            },
+                pkt_rate: a.police_rate_pkt_ps,
+                extras: a.police_extras,
+                exceed: PoliceVerdict::from_id(a.police_exceed),
+                conform: PoliceVerdict::from_id(a.police_notexceed),
+            }),
             id => Self::Other(id),
+        }
+    }
+}
+
+/// A `police` action: a token bucket, and what happens to the packets
+/// over and within its rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Police {
+    /// Bytes a second (0: none given).
+    pub(crate) rate: u64,
+    /// Bucket depth in bytes.
+    pub(crate) burst: u32,
+    /// Packets a second (0: none given).
+    pub(crate) pkt_rate: u64,
+    /// A peak rate, an average-rate estimator or a per-packet overhead
+    /// was given.
+    pub(crate) extras: bool,
+    /// What becomes of a packet over the rate (`conform-exceed X/...`).
+    pub(crate) exceed: PoliceVerdict,
+    /// What becomes of one within it (`conform-exceed .../Y`).
+    pub(crate) conform: PoliceVerdict,
+}
+
+/// A `police` verdict (`enum flow_action_id` of its control action).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PoliceVerdict {
+    /// `drop`.
+    Drop,
+    /// `pipe`: on to the next action.
+    Pipe,
+    /// `ok`: accepted, no further action.
+    Accept,
+    /// `reclassify`, `continue`, `goto chain`, ...
+    Other,
+}
+
+impl PoliceVerdict {
+    fn from_id(id: u32) -> Self {
+        use bindings as b;
+        match id {
+            b::flow_action_id_FLOW_ACTION_DROP => Self::Drop,
+            b::flow_action_id_FLOW_ACTION_PIPE => Self::Pipe,
+            b::flow_action_id_FLOW_ACTION_ACCEPT => Self::Accept,
+            _ => Self::Other,
         }
     }
 }
@@ -205,6 +248,17 @@ impl FlowerRule<'_> {
     }
 }
 
+/// What an offloaded rule counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlowCounts {
+    /// Packets it decided.
+    pub(crate) packets: u64,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+    /// Those of them it dropped (its `police`).
+    pub(crate) drops: u64,
+}
+
 /// A stats request (valid for the request).
 pub(crate) struct FlowerStats<'a> {
     raw: *mut bindings::flow_cls_offload,
@@ -219,15 +273,16 @@ impl FlowerStats<'_> {
         unsafe { (*self.raw).cookie as u64 }
     }
 
-    /// Reports `packets` and `bytes` counted since the last report, and
-    /// the time since the rule's last packet (`None`: none ever came).
-    pub(crate) fn report(&mut self, bytes: u64, packets: u64, idle_ms: Option<u32>) {
+    /// Reports what the rule counted since the last report, and the
+    /// time since its last packet (`None`: none ever came).
+    pub(crate) fn report(&mut self, counted: FlowCounts, idle_ms: Option<u32>) {
         // SAFETY: The request is live and ours to fill.
         unsafe {
             bindings::rust_ext_flow_stats_update(
                 self.raw,
-                bytes,
-                packets,
+                counted.bytes,
+                counted.packets,
+                counted.drops,
                 idle_ms.unwrap_or(u32::MAX),
             )
         };

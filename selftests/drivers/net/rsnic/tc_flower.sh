@@ -4,20 +4,28 @@
 # tc flower offload on the synthetic NIC's ingress: skip_sw rules go to
 # the card's masked rule table and the card carries them (a drop rule's
 # datagrams never reach the host, its counters in `tc -s` equal what B
-# sent; a pedit rule's arrive rewritten at the socket it names); what
-# the card cannot match or do is refused with the driver's extack
-# message (skip_sw) or kept in software; a deleted rule stops acting;
-# hw-tc-offload cannot be turned off under offloaded rules.
+# sent; a pedit rule's arrive rewritten at the socket it names, and
+# still after a function reset, which the driver replays the rules
+# into; a police rule's card meter passes what its rate allows, and
+# tc -s counts the rest as drops); what the card cannot match or do is
+# refused with the driver's extack message (skip_sw) or kept in
+# software; a deleted rule stops acting; hw-tc-offload cannot be
+# turned off under offloaded rules.
 
 source "$(dirname "$0")/lib.sh"
 gft_setup
 command -v tc >/dev/null || bail_out "tc (iproute2) not installed"
-cleanup() { tc qdisc del dev "$NETIF_A" clsact 2>/dev/null; gft_cleanup; }
+cleanup() {
+	harness card A admin-fault timeout 0 >/dev/null
+	ip link set "$NETIF_A" mtu 1500
+	tc qdisc del dev "$NETIF_A" clsact 2>/dev/null
+	gft_cleanup
+}
 trap cleanup EXIT
 dmesg_mark
 
-# FIELD of the filter with preference PREF: in_hw (true/false), packets
-# or bytes (of its first action, as tc -s reports them).
+# FIELD of the filter with preference PREF: in_hw (true/false), packets,
+# bytes or drops (of its first action, as tc -s reports them).
 filter_field() { # PREF FIELD
 	tc -s -j filter show dev "$NETIF_A" ingress | python3 -c '
 import json, sys
@@ -47,7 +55,7 @@ b_to_a() { # PORT N [RECV_PORT]
 }
 add() { tc filter add dev "$NETIF_A" ingress "$@" 2>&1; } # prints tc's error, if any
 
-ktap_header 10
+ktap_header 14
 tc qdisc add dev "$NETIF_A" clsact
 ethtool -K "$NETIF_A" hw-tc-offload on
 
@@ -72,17 +80,59 @@ got=$(b_to_a 7004 20 7005)
 echo "# sent to 7004, received at 7005: $got of 20"
 check "the card rewrote the port: all arrive at 7005" test "$got" = 20
 
+# A function reset (an admin command the card never answers, during an
+# MTU change) loses the card's rules; the driver gives them again.
+DL=pci/$(card_addr A)
+recovers=$(health_field $DL card recover)
+harness card A admin-fault timeout 1 >/dev/null
+ip link set "$NETIF_A" mtu 1400
+harness card A admin-fault timeout 0 >/dev/null
+wait_health $DL card recover $((recovers + 1))
+ip link set "$NETIF_A" mtu 1500
+wait_carrier A
+got=$(b_to_a 7004 20 7005)
+echo "# after the function reset (card recoveries $recovers -> $(health_field $DL card recover)): $got of 20 at 7005"
+check "after a function reset the rule is replayed: all arrive at 7005" \
+	test "$got" = 20 -a "$(health_field $DL card recover)" -gt "$recovers"
+
+# Police on the card's meter: 800 kbit/s (100 000 bytes a second) and a
+# 20 000-byte burst; B sends 1000-byte datagrams at 1000 a second for
+# 2 s, about eight times the rate.
+check "a police rule (800kbit, drop what exceeds) is taken in hardware" bash -c "
+	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 5 flower skip_sw ip_proto udp dst_port 7008 \
+		action police rate 800kbit burst 20000 conform-exceed drop/pipe 2>&1)\" ] && \
+	[ \"\$($(declare -f filter_field); NETIF_A=$NETIF_A filter_field 5 in_hw)\" = true ]"
+cnt=$(mktemp)
+"$GFT_PY" udp-count 7008 2 10 >"$cnt" &
+counter=$!
+wait_listening udp 7008 ""
+read -r sent secs < <(ip netns exec $NS "$GFT_PY" udp-blast $IP_A 7008 2 1000 1000 4000)
+wait $counter
+got=$(cat "$cnt")
+rm -f "$cnt"
+pk=$(filter_field 5 packets) dr=$(filter_field 5 drops)
+# What the rate lets through: the burst, then 100 000 bytes a second, of
+# 1042-byte frames.
+allowed=$(python3 -c "print(round((20000 + 100000 * $secs) / 1042))")
+echo "# police: B sent $sent in $secs s, A received ${got:-?} (the rate allows about $allowed); tc -s: ${pk:-?} packets, ${dr:-?} dropped"
+check "the meter passed what the rate allows (within half to one and a half times)" python3 -c "
+import sys
+got, allowed, sent = ${got:-0}, $allowed, ${sent:-0}
+sys.exit(not (allowed / 2 <= got <= allowed * 1.5 and got < sent / 2))"
+check "tc -s: every datagram counted, the dropped ones as drops (packets - drops = received)" \
+	test "${pk:-0}" = "${sent:-x}" -a "$(( ${pk:-0} - ${dr:-0} ))" = "${got:-x}"
+
 # What the card cannot do: refused with the driver's reason, or kept in
 # software without skip_sw.
-err=$(add protocol ip prio 3 flower skip_sw ip_proto udp dst_port 7006 action police rate 1mbit burst 10k conform-exceed drop/pipe)
-echo "# police, skip_sw: $err"
+err=$(add protocol ip prio 3 flower skip_sw ip_proto udp dst_port 7006 action police pkts_rate 1000 pkts_burst 100 conform-exceed drop/pipe)
+echo "# police by packet rate, skip_sw: $err"
 err2=$(add protocol ip prio 3 flower skip_sw ip_flags frag action drop)
 echo "# fragment match, skip_sw: $err2"
 check "unsupported action and match refused with the driver's reason" \
 	bash -c "[[ '$err' == *'rsnic: police'* && '$err2' == *'rsnic: fragment'* ]]"
 check "without skip_sw it stays in software (not in_hw)" bash -c "
 	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 4 flower ip_proto udp dst_port 7007 \
-		action police rate 1mbit burst 10k conform-exceed drop/pipe 2>&1)\" ] && [ \"\$($(declare -f filter_field); NETIF_A=$NETIF_A filter_field 4 in_hw)\" = false ]"
+		action police pkts_rate 1000 pkts_burst 100 conform-exceed drop/pipe 2>&1)\" ] && [ \"\$($(declare -f filter_field); NETIF_A=$NETIF_A filter_field 4 in_hw)\" = false ]"
 
 # hw-tc-offload stays on under offloaded rules; a deleted rule stops.
 ethtool -K "$NETIF_A" hw-tc-offload off 2>/dev/null
