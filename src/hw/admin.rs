@@ -589,8 +589,8 @@ admin_commands! {
         /// [`super::gft_rule::RULE_RECORD_LEN`]-byte block
         /// ([`super::gft_rule::RuleRecord`]). A rule with the same id is
         /// [`AdminStatus::BadState`], a full table
-        /// [`AdminStatus::NoSpace`], an action with a meter or one the
-        /// card cannot do [`AdminStatus::BadParam`].
+        /// [`AdminStatus::NoSpace`], an action the card cannot do
+        /// [`AdminStatus::BadParam`].
         GftRuleAdd {
             /// Bus address of the block.
             record @ 8: u64,
@@ -609,6 +609,17 @@ admin_commands! {
         } = 56,
         /// PF only: remove every masked rule.
         GftRuleFlush = 57,
+        /// PF only: the card's switch mode. Legacy (0, after a reset):
+        /// the GFT and the data-path switch as ever. Switchdev (1): the
+        /// masked rules decide each packet from the wire and from the
+        /// VF; what none forwards goes to the PF (from the wire) or up
+        /// the exception queue as [`super::gft::ExceptionReason::PortMiss`]
+        /// (from the VF); the PF's own frames go to the wire; the data
+        /// path is the PF's.
+        SetEswitchMode {
+            /// 0 legacy, 1 switchdev; anything else: "bad parameter".
+            mode @ 8: u8,
+        } = 58,
     }
 }
 

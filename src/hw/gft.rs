@@ -202,8 +202,11 @@ pub mod action {
     pub const ENCAP_IPV6: u32 = 1 << 10;
     /// Police with a token bucket; packets over the rate are dropped.
     pub const METER: u32 = 1 << 11;
+    /// Switchdev mode: send the packet out of switch port `port` (the
+    /// wire, or a VF) instead of on its way (tc's mirred redirect).
+    pub const FORWARD: u32 = 1 << 12;
     /// Every bit defined.
-    pub const ALL: u32 = (1 << 12) - 1;
+    pub const ALL: u32 = (1 << 13) - 1;
     /// Any NAT rewrite.
     pub const NAT: u32 = NAT_SRC_IP | NAT_DST_IP | NAT_SRC_PORT | NAT_DST_PORT;
 }
@@ -249,6 +252,9 @@ wire_struct! {
         pub nat_sport @ 6: u16,
         /// New destination port.
         pub nat_dport @ 8: u16,
+        /// [`action::FORWARD`]: the switch port it goes out of
+        /// ([`super::gft_rule::port`]).
+        pub port @ 10: u16,
     }
 }
 
@@ -260,6 +266,11 @@ impl Action {
             && self.flags & both_encaps != both_encaps
             && self.encap.id < 1 << 24
             && (self.flags & action::METER == 0 || self.meter_rate > 0)
+            && (self.flags & action::FORWARD == 0
+                || matches!(
+                    self.port,
+                    super::gft_rule::port::UPLINK | super::gft_rule::port::VF0
+                ))
     }
 }
 
@@ -278,6 +289,11 @@ wire_enum! {
         /// Flow lookup is off (`hw-tc-offload` off): every packet comes
         /// here.
         NoCache = 4,
+        /// Switchdev mode: a packet from a VF's port that no rule
+        /// forwarded, for the port's representor ([`ExceptionMeta::port`]).
+        /// No key (all zero but `ip_version` 4: the packet need not be
+        /// IP); the card sends every such packet.
+        PortMiss = 5,
     }
 }
 
@@ -293,6 +309,8 @@ wire_struct! {
         pub key @ 8: FlowKey,
         /// [`ExceptionReason::Stale`]: the flow's generation.
         pub generation @ 56: u32,
+        /// [`ExceptionReason::PortMiss`]: the switch port it came in on.
+        pub port @ 60: u16,
     }
 }
 

@@ -153,7 +153,10 @@ fn fast_path(gft: &mut Gft, load: &Workload, budget: Duration) -> f64 {
                 gft.process_burst(burst.drain(..), port::PF, now, &mut out);
                 for o in out.drain(..) {
                     match black_box(o) {
-                        Output::Wire(f) | Output::Host(f) | Output::Exception(f) => pool.push(f),
+                        Output::Wire(f)
+                        | Output::Host(f)
+                        | Output::Exception(f)
+                        | Output::Vf(f) => pool.push(f),
                     }
                 }
             }

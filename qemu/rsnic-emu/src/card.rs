@@ -148,15 +148,26 @@ impl Card {
         }
         let outputs: Vec<Onward> = {
             let mut gft = self.lock_gft();
+            // Switchdev: the PF is the wire's representor, its frames go
+            // out as they are; a VF's are switched by the rules.
+            let switched = gft.switchdev() && from != port::PF;
+            let straight = gft.switchdev() && from == port::PF;
             let mut outputs = Vec::with_capacity(frames.len());
+            let run = |gft: &mut Gft, frame: Vec<u8>, outputs: &mut Vec<Onward>| {
+                if switched {
+                    outputs.extend(gft.switch(frame, from, now).map(Onward::Gft));
+                } else {
+                    let out = gft.process_from(frame, from, now);
+                    outputs.extend(out.into_iter().map(Onward::Gft));
+                }
+            };
             for o in frames {
                 match o.train {
                     // The GFT looks at frames one by one: cut first.
-                    Some(shape) if gft.enabled() => {
+                    Some(shape) if !straight && (switched || gft.enabled()) => {
                         if let Some(train) = TcpTrain::new(&o.frame, shape) {
                             for seg in train.segments() {
-                                let out = gft.process_from(seg, from, now);
-                                outputs.extend(out.into_iter().map(Onward::Gft));
+                                run(&mut gft, seg, &mut outputs);
                             }
                         }
                     }
@@ -164,17 +175,18 @@ impl Card {
                     None if o.reinject => {
                         outputs.extend(gft.reinject(&o.frame).map(Onward::Gft));
                     }
-                    None => {
-                        let out = gft.process_from(o.frame, from, now);
-                        outputs.extend(out.into_iter().map(Onward::Gft));
-                    }
+                    None if straight => outputs.push(Onward::Gft(Output::Wire(o.frame))),
+                    None => run(&mut gft, o.frame, &mut outputs),
                 }
             }
             outputs
         };
-        let to_host = outputs
-            .iter()
-            .any(|o| matches!(o, Onward::Gft(Output::Host(_) | Output::Exception(_))));
+        let to_host = outputs.iter().any(|o| {
+            matches!(
+                o,
+                Onward::Gft(Output::Host(_) | Output::Exception(_) | Output::Vf(_))
+            )
+        });
         self.dispatch(outputs, Wait::Yes);
         // Not the wire's receive thread: what went to a host is a batch
         // of its own.
@@ -200,6 +212,15 @@ impl Card {
                 Onward::Gft(Output::Exception(data)) => {
                     self.send_run(&mut wire_run, wait);
                     lock(&self.pf).deliver_exception(&data);
+                }
+                Onward::Gft(Output::Vf(frame)) => {
+                    self.send_run(&mut wire_run, wait);
+                    // A VF not plugged in or not up: as a switch port
+                    // with no link, the frame is lost.
+                    let mut vf = lock(&self.vf);
+                    if vf.nic.has_running_queue() {
+                        vf.receive(&frame, true);
+                    }
                 }
             }
         }
@@ -244,12 +265,17 @@ impl Card {
         }
         let outputs = {
             let mut gft = self.lock_gft();
-            if !fcs_ok || !gft.enabled() {
+            if fcs_ok && gft.switchdev() {
+                gft.switch(frame.to_vec(), port::UPLINK, Instant::now())
+                    .into_iter()
+                    .collect()
+            } else if fcs_ok && gft.enabled() {
+                gft.process(frame.to_vec(), Direction::Rx, Instant::now())
+            } else {
                 drop(gft);
                 self.deliver(frame, fcs_ok);
                 return;
             }
-            gft.process(frame.to_vec(), Direction::Rx, Instant::now())
         };
         self.dispatch(outputs.into_iter().map(Onward::Gft).collect(), Wait::No);
     }
@@ -258,7 +284,10 @@ impl Card {
     /// its segments, coalesced where the queue pair does; cut into them
     /// first if it is damaged or the GFT is on (it looks at each).
     pub fn receive_train(&self, train: &TcpTrain<'_>, fcs_ok: bool) {
-        if !fcs_ok || self.lock_gft().enabled() {
+        if !fcs_ok || {
+            let gft = self.lock_gft();
+            gft.enabled() || gft.switchdev()
+        } {
             for seg in train.segments() {
                 self.receive(&seg, fcs_ok);
             }

@@ -1011,6 +1011,27 @@ impl Nic {
                     q.set_moderation(self.moderation);
                 }
             }
+            AdminCmd::SetEswitchMode { mode } => {
+                if !self.is_pf {
+                    return AdminStatus::BadOpcode;
+                }
+                let switchdev = match mode {
+                    0 => false,
+                    1 => true,
+                    _ => return AdminStatus::BadParam,
+                };
+                let Some(mut gft) = self.lock_gft() else {
+                    return AdminStatus::BadOpcode;
+                };
+                info!(
+                    "switch mode: {}",
+                    if switchdev { "switchdev" } else { "legacy" }
+                );
+                gft.set_switchdev(switchdev);
+                drop(gft);
+                // The PF is the wire's representor: received frames are its.
+                self.datapath_vf = false;
+            }
             AdminCmd::SetDatapath { vf } => {
                 if !self.is_pf {
                     return AdminStatus::BadOpcode;

@@ -15,6 +15,7 @@ mod pending;
 mod policer;
 pub mod rules;
 mod slab;
+mod switch;
 mod table;
 pub mod transform;
 
@@ -61,6 +62,8 @@ pub enum Output {
     Host(Vec<u8>),
     /// To the PF's exception queue: [`ExceptionMeta`] then the frame.
     Exception(Vec<u8>),
+    /// Switchdev mode: to the VF's port, whose function receives it.
+    Vf(Vec<u8>),
 }
 
 impl Output {
@@ -68,6 +71,15 @@ impl Output {
         match dir {
             Direction::Tx => Self::Wire(frame),
             Direction::Rx => Self::Host(frame),
+        }
+    }
+
+    /// Out of switch port `port` ([`action::FORWARD`]).
+    fn to_port(port: u16, frame: Vec<u8>) -> Self {
+        match port {
+            port::UPLINK => Self::Wire(frame),
+            port::VF0 => Self::Vf(frame),
+            _ => Self::Host(frame),
         }
     }
 }
@@ -99,6 +111,9 @@ pub struct EngineStats {
     pub rule_hits: u64,
     /// Missed packets no masked rule matched (exceptions, then).
     pub rule_misses: u64,
+    /// Switchdev mode: packets from a VF no rule forwarded, sent to its
+    /// representor.
+    pub port_misses: u64,
 }
 
 /// The engine.
@@ -111,6 +126,8 @@ pub struct Gft {
     policers: Policers,
     /// Masked rules, for what the exact-match table misses.
     pub rules: Rules,
+    /// Switchdev mode ([`AdminCmd::SetEswitchMode`]).
+    switchdev: bool,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -124,6 +141,7 @@ impl Default for Gft {
             pending: Pending::default(),
             policers: Policers::default(),
             rules: Rules::default(),
+            switchdev: false,
             stats: EngineStats::default(),
         }
     }
@@ -267,6 +285,7 @@ impl Gft {
             tcp_flags: l.tcp_flags,
             key: l.probe.key(),
             generation,
+            port: 0,
         };
         if self.flags & config::CACHE == 0 {
             out.push(self.exception(&frame, meta(ExceptionReason::NoCache, 0)));
@@ -394,12 +413,25 @@ impl Gft {
         dir: Direction,
         entropy: Option<u16>,
     ) -> Option<Output> {
+        self.act_then(frame, act, entropy, |f| Output::onward(dir, f))
+    }
+
+    /// [`Self::act`], with `onward` saying where a packet the action
+    /// does not forward goes.
+    fn act_then(
+        &mut self,
+        frame: Vec<u8>,
+        act: &gft::Action,
+        entropy: Option<u16>,
+        onward: impl FnOnce(Vec<u8>) -> Output,
+    ) -> Option<Output> {
         if act.flags & action::DROP != 0 {
             self.stats.dropped += 1;
             return None;
         }
         match transform::apply(frame, act, entropy) {
-            Ok(frame) => Some(Output::onward(dir, frame)),
+            Ok(frame) if act.flags & action::FORWARD != 0 => Some(Output::to_port(act.port, frame)),
+            Ok(frame) => Some(onward(frame)),
             Err(e) => {
                 debug!("GFT action {:#x} failed: {e:?}", act.flags);
                 self.stats.transform_errors += 1;
@@ -676,7 +708,7 @@ impl Gft {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::parse::tests::{tcp6, udp4};
     use super::*;
 
@@ -688,7 +720,7 @@ mod tests {
     }
 
     /// What the host sends back for `frame`: its header, then the frame.
-    fn reinjected(dir: Direction, action: gft::Action, frame: &[u8]) -> Vec<u8> {
+    pub(super) fn reinjected(dir: Direction, action: gft::Action, frame: &[u8]) -> Vec<u8> {
         let mut data = ReinjectMeta { dir, action }.to_bytes().to_vec();
         data.extend_from_slice(frame);
         data
@@ -822,7 +854,7 @@ mod tests {
         assert_eq!((r.installed, r.status), (2, AdminStatus::BadParam as u16));
     }
 
-    fn exception_meta(o: &Output) -> ExceptionMeta {
+    pub(super) fn exception_meta(o: &Output) -> ExceptionMeta {
         match o {
             Output::Exception(d) => ExceptionMeta::from_bytes(d).unwrap(),
             other => panic!("not an exception: {other:?}"),
@@ -926,7 +958,7 @@ mod tests {
     }
 
     /// A rule for packets in on `from`; `set` adds to its match and mask.
-    fn port_rule(
+    pub(super) fn port_rule(
         id: u32,
         prio: u16,
         from: u16,
