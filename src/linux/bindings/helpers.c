@@ -236,6 +236,11 @@ void rust_ext_skb_set_iif(struct sk_buff *skb, int ifindex)
 	skb->skb_iif = ifindex;
 }
 
+int rust_ext_skb_cow_head(struct sk_buff *skb, unsigned int headroom)
+{
+	return skb_cow_head(skb, headroom);
+}
+
 void rust_ext_skb_set_protocol(struct sk_buff *skb, __be16 protocol)
 {
 	skb->protocol = protocol;
@@ -834,15 +839,28 @@ struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
 	return devlink_alloc(ops, priv_size, dev);
 }
 
+/* number: the physical port's number, or the VF's; switch_id: 8 bytes,
+ * or NULL for a port on no switch. */
 void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
-				     enum devlink_port_flavour flavour, u32 number)
+				     enum devlink_port_flavour flavour, u32 number,
+				     const u8 *switch_id)
 {
 	struct devlink_port_attrs attrs = {
 		.flavour = flavour,
 		.phys.port_number = number,
 	};
 
-	devlink_port_attrs_set(port, &attrs);
+	/* Before the flavour is set: that makes it a switch port. */
+	if (switch_id) {
+		attrs.switch_id.id_len = 8;
+		memcpy(attrs.switch_id.id, switch_id, 8);
+	}
+	if (flavour == DEVLINK_PORT_FLAVOUR_PCI_VF) {
+		port->attrs.switch_id = attrs.switch_id;
+		devlink_port_attrs_pci_vf_set(port, 0, 0, number, false);
+	} else {
+		devlink_port_attrs_set(port, &attrs);
+	}
 }
 
 bool rust_ext_netdev_pci_slot(const struct net_device *dev, u32 *serial)

@@ -77,6 +77,7 @@ gro_result_t rust_ext_napi_gro_receive(struct napi_struct *napi, struct sk_buff 
 struct net_device *rust_ext_skb_dev(const struct sk_buff *skb);
 void rust_ext_skb_set_dev(struct sk_buff *skb, struct net_device *dev);
 void rust_ext_skb_set_iif(struct sk_buff *skb, int ifindex);
+int rust_ext_skb_cow_head(struct sk_buff *skb, unsigned int headroom);
 void rust_ext_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
 struct skb_shared_info *rust_ext_skb_shinfo(const struct sk_buff *skb);
 unsigned int rust_ext_skb_headlen(const struct sk_buff *skb);
@@ -221,7 +222,8 @@ u64 rust_ext_ktime_get_real_ns(void);
 struct devlink *rust_ext_devlink_alloc(const struct devlink_ops *ops,
 				       size_t priv_size, struct device *dev);
 void rust_ext_devlink_port_attrs_set(struct devlink_port *port,
-				     enum devlink_port_flavour flavour, u32 number);
+				     enum devlink_port_flavour flavour, u32 number,
+				     const u8 *switch_id);
 
 bool rust_ext_netdev_pci_slot(const struct net_device *dev, u32 *serial);
 bool rust_ext_netdev_is_vlan(const struct net_device *dev);

@@ -48,7 +48,7 @@ use crate::linux::bindings;
 
 pub(crate) use health::{Fmsg, HealthReporter, HealthReporterOps, HealthReporterVTable};
 pub(in crate::linux) use port::PortLink;
-pub(crate) use port::{Port, PortFlavour};
+pub(crate) use port::{Port, PortFlavour, SwitchId};
 
 /// What a devlink instance's driver answers, called by the devlink core.
 #[vtable]
@@ -78,6 +78,26 @@ pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// `eswitch_mode_get`: the switch's mode (`devlink dev eswitch
+    /// show`). The instance lock is held (`locked`).
+    fn eswitch_mode_get(_data: &Self, _locked: &Locked<'_>) -> Result<EswitchMode> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `eswitch_mode_set`: changes the switch's mode (`devlink dev
+    /// eswitch set ... mode`); a refusal says why in `extack`. `dev` is
+    /// the instance's parent device; the instance lock is held
+    /// (`locked`). Implement both or neither.
+    fn eswitch_mode_set(
+        _data: &Self,
+        _dev: &Device,
+        _mode: EswitchMode,
+        _extack: &mut Extack<'_>,
+        _locked: &Locked<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// Second half of `devlink dev reload`: builds the driver's state
     /// again, under the instance lock (`locked`). An error leaves the
     /// instance marked as failed to reload (`devlink dev show` says so)
@@ -89,6 +109,32 @@ pub(crate) trait DevlinkOps: Send + Sync + Sized + 'static {
         _locked: &Locked<'_>,
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// The mode of a device's embedded switch (`devlink dev eswitch`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum EswitchMode {
+    /// `legacy`: the functions are plain NICs; the switch is the
+    /// driver's business.
+    Legacy,
+    /// `switchdev`: the switch is programmed through representors.
+    Switchdev,
+}
+
+/// The user's extended ack of a request: where a refusal says why.
+pub(crate) struct Extack<'a> {
+    raw: *mut bindings::netlink_ext_ack,
+    _request: PhantomData<&'a mut bindings::netlink_ext_ack>,
+}
+
+impl Extack<'_> {
+    /// Says why the request is refused; returns `err`, to refuse it with.
+    pub(crate) fn refuse(&mut self, err: Error, msg: &'static CStr) -> Error {
+        // SAFETY: `raw` is null or the request's live extended ack (type
+        // invariant); `msg` outlives it.
+        unsafe { bindings::rust_ext_extack_msg(self.raw, msg.as_char_ptr()) };
+        err
     }
 }
 
@@ -179,6 +225,10 @@ impl<T: DevlinkOps> DevlinkVTable<T> {
         if T::HAS_INFO_GET {
             ops.info_get = Some(info_get::<T>);
         }
+        if T::HAS_ESWITCH_MODE_GET && T::HAS_ESWITCH_MODE_SET {
+            ops.eswitch_mode_get = Some(eswitch_mode_get::<T>);
+            ops.eswitch_mode_set = Some(eswitch_mode_set::<T>);
+        }
         if T::HAS_RELOAD_DOWN && T::HAS_RELOAD_UP && !T::RELOAD_ACTIONS.is_empty() {
             ops.reload_actions = ReloadAction::mask(T::RELOAD_ACTIONS) as usize;
             ops.reload_down = Some(reload_down::<T>);
@@ -211,6 +261,73 @@ unsafe extern "C" fn info_get<T: DevlinkOps>(
             _call: PhantomData,
         };
         T::info_get(dl.data(), &mut req)?;
+        Ok(0)
+    })
+}
+
+/// `eswitch_mode_get` of `T`'s table.
+///
+/// # Safety
+///
+/// The devlink core calls it for an instance made by
+/// [`Registration::new`] for `T`, holding the instance lock, with
+/// `p_mode` valid for a write.
+unsafe extern "C" fn eswitch_mode_get<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    p_mode: *mut u16,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: A registered instance of ours, alive for the call.
+        let dl = unsafe { Devlink::<T>::from_raw(devlink) };
+        // SAFETY: The core holds the instance lock for the call; the
+        // value does not outlive it.
+        let locked = unsafe { Locked::held(devlink) };
+        let mode = match T::eswitch_mode_get(dl.data(), &locked)? {
+            EswitchMode::Legacy => bindings::devlink_eswitch_mode_DEVLINK_ESWITCH_MODE_LEGACY,
+            EswitchMode::Switchdev => bindings::devlink_eswitch_mode_DEVLINK_ESWITCH_MODE_SWITCHDEV,
+        };
+        // SAFETY: The caller's promise.
+        // CAST: the mode is one of the enum's first values.
+        unsafe { *p_mode = mode as u16 };
+        Ok(0)
+    })
+}
+
+/// `eswitch_mode_set` of `T`'s table.
+///
+/// # Safety
+///
+/// As [`eswitch_mode_get`]; `extack` is null or live for the call.
+unsafe extern "C" fn eswitch_mode_set<T: DevlinkOps>(
+    devlink: *mut bindings::devlink,
+    mode: u16,
+    extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: As in `eswitch_mode_get`.
+        let dl = unsafe { Devlink::<T>::from_raw(devlink) };
+        // SAFETY: As in `eswitch_mode_get`.
+        let locked = unsafe { Locked::held(devlink) };
+        let mut extack = Extack {
+            raw: extack,
+            _request: PhantomData,
+        };
+        let mode = match u32::from(mode) {
+            bindings::devlink_eswitch_mode_DEVLINK_ESWITCH_MODE_LEGACY => EswitchMode::Legacy,
+            bindings::devlink_eswitch_mode_DEVLINK_ESWITCH_MODE_SWITCHDEV => EswitchMode::Switchdev,
+            _ => {
+                return Err(extack.refuse(
+                    crate::linux::eopnotsupp(),
+                    c"rsnic: modes are legacy and switchdev",
+                ))
+            }
+        };
+        // SAFETY: A live instance holds a reference to its parent device
+        // for as long as it lives, so past this call.
+        let parent: &Device = unsafe {
+            Device::from_raw(bindings::devlink_to_dev(devlink).cast::<kernel::bindings::device>())
+        };
+        T::eswitch_mode_set(dl.data(), parent, mode, &mut extack, &locked)?;
         Ok(0)
     })
 }

@@ -24,7 +24,13 @@ pub(crate) enum PortFlavour {
     /// A port of a virtual function's own instance, with no physical
     /// counterpart on this host.
     Virtual,
+    /// The switch's port to virtual function `n` of PF 0, whose
+    /// representor is the net device (`pf0vf<n>`).
+    PciVf(u16),
 }
+
+/// The identity of a switch its ports share (`phys_switch_id`).
+pub(crate) type SwitchId = [u8; 8];
 
 /// A devlink port, registered by [`Port::new`] and unregistered by
 /// [`Port::unregister`] under the instance lock (a driver's reload, which
@@ -58,6 +64,7 @@ impl Port {
         locked: &Locked<'_>,
         index: u32,
         flavour: PortFlavour,
+        switch_id: Option<&SwitchId>,
     ) -> Result<Arc<Self>> {
         devlink.check(locked)?;
         // Allocated first: once registered, nothing may fail.
@@ -74,12 +81,18 @@ impl Port {
                 bindings::devlink_port_flavour_DEVLINK_PORT_FLAVOUR_VIRTUAL,
                 0,
             ),
+            PortFlavour::PciVf(n) => (
+                bindings::devlink_port_flavour_DEVLINK_PORT_FLAVOUR_PCI_VF,
+                u32::from(n),
+            ),
         };
+        let switch_id = switch_id.map_or(core::ptr::null(), |id| id.as_ptr());
         // SAFETY: `port` is zeroed, not registered yet, and stays where it
         // is; the instance is registered (we hold a reference to it) and
-        // this thread holds its lock (`locked`, checked to be its).
+        // this thread holds its lock (`locked`, checked to be its);
+        // `switch_id` is null or 8 bytes, copied.
         to_result(unsafe {
-            bindings::rust_ext_devlink_port_attrs_set(port, flavour, number);
+            bindings::rust_ext_devlink_port_attrs_set(port, flavour, number, switch_id);
             bindings::devl_port_register_with_ops(devlink.as_raw(), port, index, core::ptr::null())
         })?;
         Ok(slot

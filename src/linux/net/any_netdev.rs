@@ -51,6 +51,13 @@ impl AnyNetDev {
         unsafe { CStr::from_char_ptr((*self.as_raw()).name.as_ptr()) }
     }
 
+    /// The interface index.
+    pub(crate) fn ifindex(&self) -> i32 {
+        // SAFETY: A field of the live device, fixed while it is
+        // registered.
+        unsafe { (*self.as_raw()).ifindex }
+    }
+
     /// The current unicast address (it changes only under RTNL). An
     /// Ethernet device's ([`Self::is_ethernet`]).
     pub(crate) fn addr(&self, _rtnl: &Rtnl) -> [u8; 6] {

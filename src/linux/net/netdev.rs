@@ -469,6 +469,15 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
         unsafe { NetDev::from_raw(self.ndev.as_ptr()) }
     }
 
+    /// A handle to the device, for what reaches it from outside its
+    /// callbacks; the registration's drop waits for every handle.
+    pub(crate) fn handle(&self) -> NetDevRef<T> {
+        // SAFETY: `ndev` was set up by this registration with `life`,
+        // which it releases before freeing the device, and `T` is
+        // initialised while `life` is open.
+        unsafe { NetDevRef::new(self.ndev, self.life.clone()) }
+    }
+
     /// Allocates an Ethernet device with `max_queues` TX and RX queues as a
     /// child of `parent`, with the operations of `vtable`, applies
     /// `setup`, initialises `T` in its private area with `init(dev)` and

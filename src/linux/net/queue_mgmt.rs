@@ -44,13 +44,17 @@ impl<T: NetDevOps> QueueMgmtAdapter<T> {
         // SAFETY: All fields are nullable function pointers or integers,
         // for which zero is valid ("not implemented").
         let mut ops: bindings::netdev_queue_mgmt_ops = unsafe { core::mem::zeroed() };
-        ops.ndo_queue_mem_size = core::mem::size_of::<Slot<T::QueueMem>>();
-        ops.ndo_queue_mem_alloc = Some(Self::mem_alloc);
-        ops.ndo_queue_mem_free = Some(Self::mem_free);
-        ops.ndo_queue_start = Some(Self::start);
-        ops.ndo_queue_stop = Some(Self::stop);
+        // Only for a driver that restarts queues (the table is then
+        // given to its devices): the defaults must not be linked in.
+        if T::HAS_QUEUE_START {
+            ops.ndo_queue_mem_size = core::mem::size_of::<Slot<T::QueueMem>>();
+            ops.ndo_queue_mem_alloc = Some(Self::mem_alloc);
+            ops.ndo_queue_mem_free = Some(Self::mem_free);
+            ops.ndo_queue_start = Some(Self::start);
+            ops.ndo_queue_stop = Some(Self::stop);
+        }
         // CAST: a page is far below 4 GiB.
-        if T::MAX_RX_BUF_LEN > PAGE_SIZE as u32 {
+        if T::HAS_QUEUE_START && T::MAX_RX_BUF_LEN > PAGE_SIZE as u32 {
             ops.supported_params = bindings::QCFG_RX_PAGE_SIZE;
             ops.ndo_default_qcfg = Some(Self::default_qcfg);
             ops.ndo_validate_qcfg = Some(Self::validate_qcfg);

@@ -8,6 +8,7 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 
 use crate::linux::bindings;
+use crate::linux::net::any_netdev::AnyNetDev;
 use crate::linux::net::napi::Napi;
 
 /// `CHECKSUM_UNNECESSARY` (`skbuff.h` macros bindgen cannot read).
@@ -319,6 +320,47 @@ impl SkBuff {
         };
         // On error the skb is dropped: freed as a drop.
         fill(data).ok().map(|()| skb)
+    }
+
+    /// Puts `len` bytes in front of the data, first making the head
+    /// room (or a private copy of a shared head) if needed; returns them
+    /// to be written. `ENOMEM` leaves the skb as it was.
+    pub(crate) fn push(&mut self, len: u32) -> Result<&mut [u8]> {
+        let skb = self.as_raw();
+        // SAFETY: We own `skb`; making head room keeps its data.
+        kernel::error::to_result(unsafe { bindings::rust_ext_skb_cow_head(skb, len) })?;
+        // SAFETY: The head has `len` bytes of room in front of the data
+        // (made above); `skb_push` returns where they start, ours until the
+        // skb is handed on.
+        unsafe {
+            let to = bindings::skb_push(skb, len).cast::<u8>();
+            Ok(core::slice::from_raw_parts_mut(to, len as usize))
+        }
+    }
+
+    /// Drops the first `len` bytes of the data; `EINVAL` if the linear
+    /// part is shorter.
+    pub(crate) fn pull(&mut self, len: u32) -> Result {
+        if self.headlen() < len {
+            return Err(EINVAL);
+        }
+        // SAFETY: We own the skb; its linear part holds `len` bytes.
+        unsafe { bindings::skb_pull(self.as_raw(), len) };
+        Ok(())
+    }
+
+    /// Hands a received Ethernet frame to the stack as received on `dev`
+    /// (another device than the one whose queue it came in on: a
+    /// representor's), through the backlog. Any context.
+    pub(crate) fn receive_on(self, dev: &AnyNetDev) {
+        let skb = self.into_raw();
+        // SAFETY: We own `skb`, filled with an Ethernet frame; `dev` is a
+        // live registered device, which the skb then holds no reference
+        // to beyond the stack's own (as any received skb).
+        unsafe {
+            bindings::rust_ext_skb_set_protocol(skb, bindings::eth_type_trans(skb, dev.as_raw()));
+            bindings::netif_rx(skb);
+        }
     }
 
     /// Hands a received frame to the stack through GRO, on RX queue `queue`.
