@@ -20,7 +20,7 @@ use crate::function::{self, Function};
 use crate::hw::{regs, FuncKind, FwVersion, HwVersion, PCI_DEVICE_ID_PF, PCI_DEVICE_ID_VF};
 use crate::linux::{
     device,
-    devlink::{DevlinkOps, InfoRequest, Locked, ReloadAction, VersionKind},
+    devlink::{DevlinkOps, EswitchMode, Extack, InfoRequest, Locked, ReloadAction, VersionKind},
     irq::MsixVectors,
 };
 
@@ -44,6 +44,9 @@ impl DevlinkOps for Function {
         _action: ReloadAction,
         locked: &Locked<'_>,
     ) -> Result {
+        // The representor first: it holds the NIC. A reload comes back
+        // in legacy mode.
+        data.leave_switchdev(Some(locked));
         // Taken out first: an RDMA probe from now on finds no NIC.
         if let Some(loaded) = data.take_loaded() {
             if let Some(aux) = data.rdma_device() {
@@ -83,6 +86,20 @@ impl DevlinkOps for Function {
             }
         }
         Ok(())
+    }
+
+    fn eswitch_mode_get(data: &Self, _locked: &Locked<'_>) -> Result<EswitchMode> {
+        Ok(data.eswitch_mode())
+    }
+
+    fn eswitch_mode_set(
+        data: &Self,
+        dev: &Device,
+        mode: EswitchMode,
+        extack: &mut Extack<'_>,
+        locked: &Locked<'_>,
+    ) -> Result {
+        data.set_eswitch_mode(dev, mode, extack, locked)
     }
 
     fn info_get(data: &Self, req: &mut InfoRequest<'_>) -> Result {

@@ -11,7 +11,7 @@ use kernel::{
 };
 
 use super::{health::FunctionEvents, Function};
-use crate::gft::Gft;
+use crate::gft::{Gft, Ports};
 use crate::linux::{
     devlink::Registration,
     net::{flower::FlowerCmd, skbuff::SkBuff, upper::PortNetDev},
@@ -40,8 +40,17 @@ impl FlowOffload for Gft {
         Gft::set_cache(self, on)
     }
 
-    fn flower(&self, cmd: FlowerCmd<'_>) -> Result {
-        Gft::flower(self, cmd)
+    fn flower(
+        &self,
+        cmd: FlowerCmd<'_>,
+        in_port: u16,
+        redirect: &dyn Fn(i32) -> Result<u16, &'static CStr>,
+    ) -> Result {
+        Gft::flower(self, cmd, &Ports { in_port, redirect })
+    }
+
+    fn has_rules(&self) -> bool {
+        Gft::has_rules(self)
     }
 
     fn for_each_counter(&self, fetch: bool, each: &mut dyn FnMut(&str, u64)) {

@@ -21,6 +21,7 @@ mod bring_up;
 mod clients;
 mod clock;
 mod health;
+mod switchdev;
 
 use kernel::{
     device::Device,
@@ -29,9 +30,9 @@ use kernel::{
     sync::{aref::ARef, atomic::Atomic, Arc, Mutex, UniqueArc},
 };
 
-use crate::hw::FuncKind;
+use crate::hw::{regs, FuncKind};
 use crate::linux::{
-    devlink::{DevlinkRef, Locked, Port, PortFlavour, Registration},
+    devlink::{DevlinkRef, Locked, Port, PortFlavour, Registration, SwitchId},
     work::PinnedWork,
 };
 use crate::nic::KeptConfig;
@@ -59,6 +60,11 @@ pub(crate) struct Function {
     kind: FuncKind,
     /// MSI-X vectors allocated at probe; they stay until unbind.
     vectors: u32,
+    /// PF in switchdev mode: the VF port's representor and its devlink
+    /// port (`switchdev.rs`). Before `loaded`: the representor holds
+    /// the NIC, whose registration waits for it.
+    #[pin]
+    switchdev: Mutex<Option<switchdev::Switchdev>>,
     /// What the function runs; `None` between a reload's halves, after a
     /// failed bring-up, and once the function is removed.
     #[pin]
@@ -125,6 +131,7 @@ impl Function {
             regs,
             kind,
             vectors,
+            switchdev <- new_mutex!(None),
             loaded <- new_mutex!(None),
             kept <- new_mutex!(None),
             instance <- new_mutex!(None),
@@ -156,6 +163,8 @@ impl Function {
     /// drop it from inside the work its drop waits for.
     fn unload(&self) {
         self.stop_works();
+        // Not under the instance lock: its port's drop takes it.
+        self.leave_switchdev(None);
         let loaded = self.loaded.lock().take();
         drop(loaded);
         // Not under the instance lock: their drops take it.
@@ -200,13 +209,28 @@ impl Function {
         if slot.is_some() {
             return Err(EBUSY);
         }
-        let flavour = match self.kind {
-            FuncKind::Pf => PortFlavour::Physical(0),
-            FuncKind::Vf => PortFlavour::Virtual,
+        let (flavour, switch_id) = match self.kind {
+            // The wire's port of the card's switch (its representor in
+            // switchdev mode), in either mode: the switch id is the
+            // card's.
+            FuncKind::Pf => (PortFlavour::Physical(0), Some(self.switch_id()?)),
+            FuncKind::Vf => (PortFlavour::Virtual, None),
         };
-        let port = Port::new(DevlinkRef::new(instance), locked, 0, flavour)?;
+        let port = Port::new(
+            DevlinkRef::new(instance),
+            locked,
+            0,
+            flavour,
+            switch_id.as_ref(),
+        )?;
         *slot = Some(port.clone());
         Ok(port)
+    }
+
+    /// The identity of the card's switch, which all its ports share:
+    /// the card's ID (`devlink dev info`'s serial number).
+    pub(crate) fn switch_id(&self) -> Result<SwitchId> {
+        Ok(u64::from(self.regs().read(regs::CARD_ID)?).to_be_bytes())
     }
 
     /// A reload's first half, once the network device is gone:

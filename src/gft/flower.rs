@@ -8,7 +8,7 @@
 use kernel::prelude::*;
 
 use crate::hw::gft::{action, Action};
-use crate::hw::gft_rule::{field, match_flags, port, RuleCounters, RuleRecord, MATCH_LEN};
+use crate::hw::gft_rule::{field, match_flags, RuleCounters, RuleRecord, MATCH_LEN};
 use crate::linux::net::flower::{
     FlowCounts, FlowerAction, FlowerMatch, FlowerRule, MangleBase, Police, PoliceVerdict,
     ADDR_IPV4, ADDR_IPV6,
@@ -88,15 +88,30 @@ impl Builder {
     }
 }
 
-/// The card rule numbered `id` for `rule`, on the wire's port, or why the
-/// card cannot carry it.
-pub(super) fn translate(rule: &FlowerRule<'_>, id: u32) -> Result<RuleRecord, &'static CStr> {
+/// Where a filter's rule applies and where its redirects go: the
+/// switch port its device's ingress is (the wire for the synthetic NIC,
+/// a VF's port for a representor), and the switch port of a redirect's
+/// target device (by ifindex), or why it has none.
+pub(crate) struct Ports<'a> {
+    /// The port the rule matches packets from.
+    pub(crate) in_port: u16,
+    /// The port of a redirect target.
+    pub(crate) redirect: &'a dyn Fn(i32) -> Result<u16, &'static CStr>,
+}
+
+/// The card rule numbered `id` for `rule`, on `ports.in_port`, or why
+/// the card cannot carry it.
+pub(super) fn translate(
+    rule: &FlowerRule<'_>,
+    id: u32,
+    ports: &Ports<'_>,
+) -> Result<RuleRecord, &'static CStr> {
     let m = rule.matches();
     let mut b = Builder {
         key: [0; MATCH_LEN],
         mask: [0; MATCH_LEN],
     };
-    b.set(field::IN_PORT, &port::UPLINK.to_be_bytes(), &[0xff; 2]);
+    b.set(field::IN_PORT, &ports.in_port.to_be_bytes(), &[0xff; 2]);
     match_fields(&m, &mut b)?;
     let prio = u16::try_from(rule.prio())
         .map_err(|_| c"rsnic: priorities above 65535 are not offloaded")?;
@@ -105,7 +120,7 @@ pub(super) fn translate(rule: &FlowerRule<'_>, id: u32) -> Result<RuleRecord, &'
         prio,
         key: b.key,
         mask: b.mask,
-        action: actions(rule)?,
+        action: actions(rule, ports)?,
     })
 }
 
@@ -198,15 +213,16 @@ fn meter(a: &mut Action, p: &Police) -> Result<bool, &'static CStr> {
 }
 
 /// The card's action for the rule's actions.
-fn actions(rule: &FlowerRule<'_>) -> Result<Action, &'static CStr> {
+fn actions(rule: &FlowerRule<'_>, ports: &Ports<'_>) -> Result<Action, &'static CStr> {
     let mut a = Action::default();
     // Words of the IPv6 addresses set so far (bit i: word i).
     let (mut sip6, mut dip6) = (0u8, 0u8);
-    // A police that accepts what conforms ended the list.
+    // A redirect, or a police that accepts what conforms, ended the
+    // list.
     let mut ended = false;
     for act in rule.actions() {
         if ended {
-            return Err(c"rsnic: actions after a police that accepts (conform-exceed .../ok)");
+            return Err(c"rsnic: actions after a redirect or a police that accepts");
         }
         match act {
             FlowerAction::Accept => {}
@@ -271,8 +287,14 @@ fn actions(rule: &FlowerRule<'_>) -> Result<Action, &'static CStr> {
             }
             // The card fixes the checksums of what it rewrites.
             FlowerAction::Csum(_) => {}
-            FlowerAction::Redirect(_) => {
-                return Err(c"rsnic: redirect is not offloaded in legacy mode")
+            FlowerAction::Redirect(ifindex) => {
+                if a.flags & action::FORWARD != 0 {
+                    return Err(c"rsnic: one redirect per rule");
+                }
+                a.flags |= action::FORWARD;
+                a.port = (ports.redirect)(ifindex)?;
+                // Nothing after it acts on the packet.
+                ended = true;
             }
             FlowerAction::Police(p) => {
                 if a.flags & action::METER != 0 {

@@ -34,6 +34,7 @@ use crate::linux::{
     },
 };
 use card::GftCard;
+pub(crate) use flower::Ports;
 pub(crate) use vfp::WriteError;
 use vfp::{Decisions, QueueCounts, Vfp};
 
@@ -190,14 +191,20 @@ impl Gft {
         Ok(self.vfp.lock().set_cache(on)?)
     }
 
-    /// A tc flower request of the synthetic NIC's ingress block.
-    pub(crate) fn flower(&self, cmd: FlowerCmd<'_>) -> Result {
+    /// A tc flower request of an ingress block of the card's switch
+    /// (the synthetic NIC's, a representor's: `ports`).
+    pub(crate) fn flower(&self, cmd: FlowerCmd<'_>, ports: &Ports<'_>) -> Result {
         let mut vfp = self.vfp.lock();
         match cmd {
-            FlowerCmd::Replace(rule) => vfp.flower_replace(&rule),
+            FlowerCmd::Replace(rule) => vfp.flower_replace(&rule, ports),
             FlowerCmd::Destroy(cookie) => vfp.flower_destroy(cookie),
             FlowerCmd::Stats(mut stats) => vfp.flower_stats(&mut stats),
         }
+    }
+
+    /// Whether any policy rule or tc flower rule is in place.
+    pub(crate) fn has_rules(&self) -> bool {
+        self.vfp.lock().enabled()
     }
 
     /// The card was reset: configure its GFT again.

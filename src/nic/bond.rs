@@ -192,7 +192,7 @@ impl Bond {
     }
 
     /// Whether a VF is enslaved.
-    fn has_vf(&self) -> bool {
+    pub(super) fn has_vf(&self) -> bool {
         self.state.vf_present.load(Relaxed) != 0
     }
 
@@ -335,7 +335,7 @@ fn move_vf(pf: &NetDev<Nic>, vf: &NetDev<Nic>, rtnl: &Rtnl) {
 /// is the VF's instance lock.
 fn join(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
     let bond = pf.data().bond();
-    if bond.has_vf() || !pf.same_netns(vf) {
+    if bond.has_vf() || !pf.same_netns(vf) || pf.data().switchdev() {
         return;
     }
     let rtnl: &Rtnl = vf_locked;
@@ -382,6 +382,11 @@ fn leave(pf: &NetDev<Nic>, vf: &NetDev<Nic>, vf_locked: &RtnlLocked<'_>) {
 /// synthetic NIC's namespace first if need be).
 pub(crate) fn sync(pf: &NetDev<Nic>, pf_locked: &RtnlLocked<'_>) {
     let rtnl: &Rtnl = pf_locked;
+    // Switchdev mode: the VF is a port of the card's switch, not a
+    // slave (it stays where the user puts it).
+    if pf.data().switchdev() {
+        return;
+    }
     if sync_foreign(pf, rtnl) {
         return;
     }
@@ -520,7 +525,7 @@ fn foreign_vf<'r>(pf: &NetDev<Nic>, rtnl: &'r Rtnl) -> Option<&'r AnyNetDev> {
 /// path follows once the PF's work has opened it.
 fn join_foreign(pf: &NetDev<Nic>, vf: &AnyNetDev, rtnl: &Rtnl) {
     let bond = pf.data().bond();
-    if bond.has_vf() || !pf.same_netns(vf) {
+    if bond.has_vf() || !pf.same_netns(vf) || pf.data().switchdev() {
         return;
     }
     if let Err(e) = pf.enslave(rtnl, vf) {

@@ -67,8 +67,19 @@ pub(crate) trait FlowOffload: Send + Sync {
     /// `hw-tc-offload` turned on or off.
     fn set_cache(&self, on: bool) -> Result;
 
-    /// A tc flower request of the synthetic NIC's ingress block.
-    fn flower(&self, cmd: FlowerCmd<'_>) -> Result;
+    /// A tc flower request of the ingress block of switch port
+    /// `in_port` (the synthetic NIC's: the wire; a representor's: its
+    /// VF's); `redirect` gives the switch port of a redirect's target
+    /// device (by ifindex), or why it has none.
+    fn flower(
+        &self,
+        cmd: FlowerCmd<'_>,
+        in_port: u16,
+        redirect: &dyn Fn(i32) -> Result<u16, &'static CStr>,
+    ) -> Result;
+
+    /// Whether any policy rule or tc flower rule is in place.
+    fn has_rules(&self) -> bool;
 
     /// Each counter, by name without the `gft_` prefix (`fetch`: ask the
     /// card for its own first).

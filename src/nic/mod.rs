@@ -28,20 +28,22 @@ mod link;
 mod netdev;
 pub(crate) mod queue;
 mod recovery;
+pub(crate) mod rep;
 mod restart;
 mod ring;
 mod shaper;
 mod steering;
+mod switchdev;
 mod tstamp;
 mod xdp;
 
 use kernel::{
     device::{Bound, Device},
-    new_mutex,
+    new_mutex, new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc, Mutex,
+        Arc, Mutex, SpinLock,
     },
 };
 
@@ -224,6 +226,9 @@ pub(crate) struct Nic {
     /// filled and emptied by the layer around `install_xsk`.
     #[pin]
     xsk: XskSlots,
+    /// PF in switchdev mode: the VF port's representor (`switchdev.rs`).
+    #[pin]
+    rep: SpinLock<Option<NetDevRef<rep::Rep>>>,
 }
 
 /// The registered network device of a function: a PF's synthetic NIC or
@@ -477,6 +482,7 @@ pub(crate) fn register(
             shapers <- new_mutex!(shaper::Shapers::new()),
             tstamp: tstamp::Tstamp::new(phc_index),
             xsk <- xsk,
+            rep <- new_spinlock!(None),
         }? Error))
         },
     )?;
@@ -703,6 +709,14 @@ impl Nic {
     /// GFT work. Only the PF's queue pair 0 is the exception queue; one
     /// anywhere else is the card's mistake and is dropped.
     pub(crate) fn gft_exception(&self, queue: u16, skb: SkBuff) {
+        if queue == 0 && Self::is_port_miss(&skb) {
+            if self.port_miss(skb).is_err() {
+                if let Some(q) = self.queues.first() {
+                    bump(&q.stats.rx_dropped, 1);
+                }
+            }
+            return;
+        }
         match &self.flow {
             Some(flow) if queue == 0 => {
                 if flow.queue_exception(skb) {
@@ -908,6 +922,7 @@ impl Nic {
         if self.kind == FuncKind::Pf {
             bond::card_reset(dev);
         }
+        self.restore_switch_mode()?;
         // The GFT's configuration and tc's rules: whichever path reset
         // the function (a queue restart's, the health work's), the card
         // forgot them.

@@ -189,11 +189,10 @@ impl NetDevOps for Nic {
     }
 
     fn tc_flower(dev: &NetDev<Self>, cmd: FlowerCmd<'_>) -> Result {
-        // The PF's GFT carries the rules; a VF has none.
-        match &dev.data().flow {
-            Some(flow) => flow.flower(cmd),
-            None => Err(crate::linux::eopnotsupp()),
-        }
+        // The PF's GFT carries the rules, on the wire's port; a VF has
+        // none.
+        dev.data()
+            .port_flower(dev, crate::hw::gft_rule::port::UPLINK, cmd)
     }
 
     fn set_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, features: Features) -> Result {

@@ -146,6 +146,8 @@ pub struct Nic {
     is_pf: bool,
     /// PF: received frames go to the VF (see `AdminCmd::SetDatapath`).
     datapath_vf: bool,
+    /// PF: the card's switch is in switchdev mode (`SetEswitchMode`).
+    switchdev: bool,
     /// PF: the serial of the foreign VF the card offers
     /// ([`hw::regs::VF_ASSOC`]), a property of the card's switch.
     vf_assoc: Option<u32>,
@@ -210,6 +212,7 @@ impl Nic {
         Self {
             is_pf,
             datapath_vf: false,
+            switchdev: false,
             vf_assoc: None,
             perm_mac: mac,
             mac,
@@ -1031,6 +1034,7 @@ impl Nic {
                 drop(gft);
                 // The PF is the wire's representor: received frames are its.
                 self.datapath_vf = false;
+                self.switchdev = switchdev;
             }
             AdminCmd::SetDatapath { vf } => {
                 if !self.is_pf {
@@ -1224,7 +1228,9 @@ impl Nic {
 
     /// Whether the RX filter accepts a frame for `dst`.
     fn accepts(&self, dst: &[u8; 6]) -> bool {
-        if self.rx_mode & rx_mode::PROMISC != 0 || *dst == self.mac {
+        // Switchdev: the PF is the wire's representor, which gets every
+        // frame no rule forwarded, whatever its address.
+        if self.rx_mode & rx_mode::PROMISC != 0 || *dst == self.mac || self.switchdev {
             return true;
         }
         if *dst == [0xff; 6] {

@@ -29,7 +29,7 @@ use kernel::{
 };
 
 use super::card::GftCard;
-use super::flower::{self, Offloaded};
+use super::flower::{self, Offloaded, Ports};
 use super::rule::{
     parse_addr, parse_dir, parse_proto, ActionText, Addr, ParseError, Proto, Rule, MAX_RULE_ID,
 };
@@ -538,13 +538,13 @@ impl Vfp {
     }
 
     /// tc adds a flower rule, or replaces the one with its cookie.
-    pub(crate) fn flower_replace(&mut self, rule: &FlowerRule<'_>) -> Result {
+    pub(crate) fn flower_replace(&mut self, rule: &FlowerRule<'_>, ports: &Ports<'_>) -> Result {
         let was_enabled = self.enabled();
         if self.flower.len() >= MAX_FLOWER_RULES {
             return Err(rule.refuse(c"rsnic: the card's rule table is full"));
         }
         let id = self.free_flower_id();
-        let rec = flower::translate(rule, id).map_err(|msg| rule.refuse(msg))?;
+        let rec = flower::translate(rule, id, ports).map_err(|msg| rule.refuse(msg))?;
         self.flower.reserve(1, GFP_KERNEL)?;
         // The new rule first: if the card refuses it, the old one stays.
         match self.card.add_rule(&rec) {
