@@ -11,7 +11,7 @@ use crate::hw::gft::{action, Action};
 use crate::hw::gft_rule::{field, match_flags, RuleCounters, RuleRecord, MATCH_LEN};
 use crate::linux::net::flower::{
     FlowCounts, FlowerAction, FlowerMatch, FlowerRule, MangleBase, Police, PoliceVerdict,
-    ADDR_IPV4, ADDR_IPV6,
+    ADDR_IPV4, ADDR_IPV6, CTRL_FIRST_FRAG, CTRL_IS_FRAGMENT,
 };
 
 /// `ETH_P_8021Q`.
@@ -124,13 +124,43 @@ pub(super) fn translate(
     })
 }
 
+/// `ip_flags`: [no]frag, firstfrag, frag/nofirstfrag, as the card's
+/// fragment flags (a fragment; one after the first). `nofirstfrag`
+/// alone (not a first fragment, so also not a fragment at all) is no
+/// one mask of them, and other flags are not matched.
+fn fragment_flags(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
+    let (key, mask) = (m.ctrl_flags, m.ctrl_flags_mask);
+    if mask & !(CTRL_IS_FRAGMENT | CTRL_FIRST_FRAG) != 0 {
+        return Err(c"rsnic: the card matches only fragment flags");
+    }
+    let (is_frag, first) = (
+        key & mask & CTRL_IS_FRAGMENT != 0,
+        key & mask & CTRL_FIRST_FRAG != 0,
+    );
+    let mut set = |bit: u8, on: bool| {
+        b.mask[field::FLAGS.0] |= bit;
+        if on {
+            b.key[field::FLAGS.0] |= bit;
+        }
+    };
+    if mask & CTRL_FIRST_FRAG != 0 {
+        if !first && !is_frag {
+            return Err(c"rsnic: nofirstfrag is matched only with frag");
+        }
+        // A fragment: the first, or one after it.
+        set(match_flags::FRAGMENT, true);
+        set(match_flags::LATER_FRAGMENT, !first);
+    } else if mask & CTRL_IS_FRAGMENT != 0 {
+        set(match_flags::FRAGMENT, is_frag);
+    }
+    Ok(())
+}
+
 fn match_fields(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
     if m.unsupported != 0 {
         return Err(c"rsnic: the card cannot match some of the rule's keys");
     }
-    if m.ctrl_flags_mask != 0 {
-        return Err(c"rsnic: fragment matches are not offloaded");
-    }
+    fragment_flags(m, b)?;
     if m.enc_key_id_mask != 0
         || m.enc_addr_type != 0
         || m.enc_dport_mask != 0

@@ -30,6 +30,13 @@ use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
 /// flattened here.
 pub(crate) type FlowerMatch = bindings::rust_ext_flower_match;
 
+/// `FLOW_DIS_IS_FRAGMENT`: in [`FlowerMatch::ctrl_flags`], an IP
+/// fragment (`ip_flags frag`).
+pub(crate) const CTRL_IS_FRAGMENT: u32 = bindings::flow_dissector_ctrl_flags_FLOW_DIS_IS_FRAGMENT;
+/// `FLOW_DIS_FIRST_FRAG`: in [`FlowerMatch::ctrl_flags`], the first
+/// fragment (`ip_flags firstfrag`).
+pub(crate) const CTRL_FIRST_FRAG: u32 = bindings::flow_dissector_ctrl_flags_FLOW_DIS_FIRST_FRAG;
+
 /// `FLOW_DISSECTOR_KEY_IPV4_ADDRS`: [`FlowerMatch::addr_type`] of IPv4.
 pub(crate) const ADDR_IPV4: u16 =
     bindings::flow_dissector_key_id_FLOW_DISSECTOR_KEY_IPV4_ADDRS as u16;

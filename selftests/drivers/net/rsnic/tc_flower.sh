@@ -73,8 +73,8 @@ check "the rule's hardware counters hold the 20" test "${pk:-0}" = 20
 check "another port is not matched" test "$(b_to_a 7002 20)" = 20
 
 # NAT by pedit: datagrams to 7004 arrive at 7005.
-check "a pedit rule (UDP dport 7004 -> 7005, csum) is taken in hardware" bash -c "
-	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 2 flower skip_sw ip_proto udp dst_port 7004 \
+check "a pedit rule (unfragmented UDP dport 7004 -> 7005, csum) is taken in hardware" bash -c "
+	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 2 flower skip_sw ip_proto udp dst_port 7004 ip_flags nofrag \
 		action pedit ex munge udp dport set 7005 pipe action csum udp 2>&1)\" ]"
 got=$(b_to_a 7004 20 7005)
 echo "# sent to 7004, received at 7005: $got of 20"
@@ -126,10 +126,10 @@ check "tc -s: every datagram counted, the dropped ones as drops (packets - drops
 # software without skip_sw.
 err=$(add protocol ip prio 3 flower skip_sw ip_proto udp dst_port 7006 action police pkts_rate 1000 pkts_burst 100 conform-exceed drop/pipe)
 echo "# police by packet rate, skip_sw: $err"
-err2=$(add protocol ip prio 3 flower skip_sw ip_flags frag action drop)
-echo "# fragment match, skip_sw: $err2"
+err2=$(add protocol ip prio 3 flower skip_sw enc_key_id 5 action drop)
+echo "# tunnel key match on the NIC, skip_sw: $err2"
 check "unsupported action and match refused with the driver's reason" \
-	bash -c "[[ '$err' == *'rsnic: police'* && '$err2' == *'rsnic: fragment'* ]]"
+	bash -c "[[ '$err' == *'rsnic: police'* && '$err2' == *'rsnic: tunnel key'* ]]"
 check "without skip_sw it stays in software (not in_hw)" bash -c "
 	[ -z \"\$(tc filter add dev $NETIF_A ingress protocol ip prio 4 flower ip_proto udp dst_port 7007 \
 		action police pkts_rate 1000 pkts_burst 100 conform-exceed drop/pipe 2>&1)\" ] && [ \"\$($(declare -f filter_field); NETIF_A=$NETIF_A filter_field 4 in_hw)\" = false ]"
