@@ -9,6 +9,8 @@
 # the driver gives to the card: `ovs-appctl dpctl/dump-flows -m
 # type=offloaded` lists them with dp:tc and counts what the card carried,
 # the VF's pings to B are answered, and the host's counters stay flat.
+# An OpenFlow rule that rewrites a destination address (NAT) is
+# offloaded too: B receives the datagrams at its own address.
 
 source "$(dirname "$0")/lib.sh"
 net_setup || echo "# no carrier after set-up"
@@ -58,7 +60,7 @@ for line in sys.stdin:
         break' "$1"
 }
 
-ktap_header 6
+ktap_header 8
 modprobe openvswitch || bail_out "no openvswitch module"
 vf_remove_all
 devlink dev eswitch set $DL mode switchdev || bail_out "switchdev mode refused"
@@ -109,4 +111,29 @@ check "and the host saw none of them (representor and PF flat)" \
 	test $((rep1 - rep0)) -lt 5 -a $((pf1 - pf0)) -lt 5
 check "OVS's rules are on the card (in_hw on both representors)" bash -c "
 	tc filter show dev $REP ingress | grep -q in_hw && tc filter show dev $NETIF_A ingress | grep -q in_hw"
+
+# NAT through OVS: an OpenFlow rule sends UDP for a virtual address
+# (10.99.0.100, B's MAC) to B's address instead; OVS offloads the
+# rewrite as pedit and csum, which the card carries out. B's socket on
+# its own address is the witness (its stack drops what is addressed to
+# 10.99.0.100).
+VIP=10.99.0.100
+b_mac=$(ip -n $NS -j link show "$NETIF_B" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])')
+ip -n $VM neigh replace $VIP lladdr "$b_mac" dev "$VF"
+ovs-ofctl add-flow br0 "priority=100,udp,in_port=$REP,nw_dst=$VIP,actions=mod_nw_dst:$IP_B,output:$NETIF_A"
+got=$(mktemp)
+ip netns exec $NS "$GFT_PY" udp-recv 7000 40 5 >"$got" &
+recv=$!
+wait_listening udp 7000
+ip netns exec $VM "$GFT_PY" udp-send $VIP 7000 20 4000
+nap 1
+ip netns exec $VM "$GFT_PY" udp-send $VIP 7000 20 4000
+wait $recv
+n=$(cat "$got")
+rm -f "$got"
+nat=$(offloaded | grep "dst=$VIP" | grep "dp:tc")
+echo "# NAT: B received ${n:-?} of 40 sent to $VIP:7000; offloaded: ${nat:-none}"
+check "UDP for $VIP arrives at B rewritten to its address (40 of 40)" test "${n:-0}" = 40
+check "the rewrite runs on the card: an offloaded flow with set(ipv4(dst)) and dp:tc" \
+	bash -c '[[ $0 == *"set(ipv4(dst=$1"* ]] && [ "$(grep -o "packets:[0-9]*" <<<"$0" | cut -d: -f2)" -ge 15 ]' "$nat" "$IP_B"
 ktap_finish
