@@ -16,7 +16,7 @@ use crate::linux::{
     devlink::Registration,
     net::{flower::FlowerCmd, skbuff::SkBuff, upper::PortNetDev},
 };
-use crate::nic::FlowOffload;
+use crate::nic::{FlowOffload, FlowerPorts};
 use crate::rdma::{RdmaEvents, RdmaParent, RdmaPort};
 
 impl FlowOffload for Gft {
@@ -40,13 +40,14 @@ impl FlowOffload for Gft {
         Gft::set_cache(self, on)
     }
 
-    fn flower(
-        &self,
-        cmd: FlowerCmd<'_>,
-        in_port: u16,
-        redirect: &dyn Fn(i32) -> Result<u16, &'static CStr>,
-    ) -> Result {
-        Gft::flower(self, cmd, &Ports { in_port, redirect })
+    fn flower(&self, cmd: FlowerCmd<'_>, ports: &FlowerPorts<'_>) -> Result {
+        let ports = Ports {
+            in_port: ports.in_port,
+            tunnel: ports.tunnel,
+            redirect: ports.redirect,
+            encap: ports.encap,
+        };
+        Gft::flower(self, cmd, &ports)
     }
 
     fn has_rules(&self) -> bool {

@@ -13,14 +13,20 @@ use kernel::{device::Device, prelude::*, sync::Arc};
 use super::Function;
 use crate::hw::{gft_rule::port, FuncKind};
 use crate::linux::devlink::{DevlinkRef, EswitchMode, Extack, Locked, Port, PortFlavour};
+use crate::linux::net::flower::TunnelBlocks;
 use crate::nic::rep::{self, RepRegistration};
+use crate::nic::Nic;
 
 /// The devlink port index of the VF's representor (the PF's is 0).
 const VF_PORT_INDEX: u32 = 1;
 
 /// What switchdev mode adds to the function. Field order is drop
-/// order: the representor before its devlink port.
+/// order: the VXLAN devices' blocks (their rules go) and the
+/// representor before its devlink port.
 pub(super) struct Switchdev {
+    /// VXLAN devices' ingress blocks, bound to the PF's NIC (decap
+    /// rules: the wire's tunnelled packets).
+    tunnels: TunnelBlocks<Nic>,
     rep: RepRegistration,
     port: Arc<Port>,
 }
@@ -104,16 +110,29 @@ impl Function {
                 return Err(e);
             }
         };
+        let tunnels = match TunnelBlocks::register(pf.clone()) {
+            Ok(t) => t,
+            Err(e) => {
+                drop(rep);
+                let _ = dl_port.unregister(locked);
+                return Err(e);
+            }
+        };
         let entered = match pf.try_access() {
             Some(nic) => nic.data().enter_switchdev(rep.handle()),
             None => Err(ENODEV),
         };
         if let Err(e) = entered {
+            drop(tunnels);
             drop(rep);
             let _ = dl_port.unregister(locked);
             return Err(extack.refuse(e, c"rsnic: the card refused switchdev mode"));
         }
-        *self.switchdev.lock() = Some(Switchdev { rep, port: dl_port });
+        *self.switchdev.lock() = Some(Switchdev {
+            tunnels,
+            rep,
+            port: dl_port,
+        });
         Ok(())
     }
 
@@ -129,7 +148,10 @@ impl Function {
             // The card may be gone (remove): the mode is forgotten anyway.
             let _ = l.nic().dev().data().leave_switchdev();
         }
-        let Switchdev { rep, port } = sw;
+        let Switchdev { tunnels, rep, port } = sw;
+        // The tunnel devices' rules go first (tc takes them away through
+        // the NIC, still here).
+        drop(tunnels);
         drop(rep);
         if let Some(locked) = locked {
             let _ = port.unregister(locked);

@@ -7,11 +7,11 @@
 
 use kernel::prelude::*;
 
-use crate::hw::gft::{action, Action};
-use crate::hw::gft_rule::{field, match_flags, RuleCounters, RuleRecord, MATCH_LEN};
+use crate::hw::gft::{action, Action, Encap};
+use crate::hw::gft_rule::{field, match_flags, port, RuleCounters, RuleRecord, MATCH_LEN};
 use crate::linux::net::flower::{
     FlowCounts, FlowerAction, FlowerMatch, FlowerRule, MangleBase, Police, PoliceVerdict,
-    ADDR_IPV4, ADDR_IPV6, CTRL_FIRST_FRAG, CTRL_IS_FRAGMENT,
+    TunnelKey, ADDR_IPV4, ADDR_IPV6, CTRL_FIRST_FRAG, CTRL_IS_FRAGMENT,
 };
 
 /// `ETH_P_8021Q`.
@@ -75,10 +75,18 @@ struct Builder {
 }
 
 impl Builder {
+    /// Sets field `f` from `key` and `mask` (as long as the field; a
+    /// shorter one sets only its bytes).
     fn set(&mut self, f: field::Field, key: &[u8], mask: &[u8]) {
-        for i in 0..f.1 {
-            self.key[f.0 + i] = key[i] & mask[i];
-            self.mask[f.0 + i] = mask[i];
+        let to = f.0..f.0 + f.1;
+        for (((k, m), key), mask) in self.key[to.clone()]
+            .iter_mut()
+            .zip(self.mask[to].iter_mut())
+            .zip(key)
+            .zip(mask)
+        {
+            *k = key & mask;
+            *m = *mask;
         }
     }
 
@@ -95,8 +103,15 @@ impl Builder {
 pub(crate) struct Ports<'a> {
     /// The port the rule matches packets from.
     pub(crate) in_port: u16,
+    /// The rule is a VXLAN device's (the packets of its tunnels, from
+    /// `in_port`): it may match the outer header (`enc_*`), and matches
+    /// only tunnelled packets.
+    pub(crate) tunnel: bool,
     /// The port of a redirect target.
     pub(crate) redirect: &'a dyn Fn(i32) -> Result<u16, &'static CStr>,
+    /// The outer headers of a tunnel a rule sends into (its next hop
+    /// resolved), or why there are none.
+    pub(crate) encap: &'a dyn Fn(&TunnelKey) -> Result<Encap, &'static CStr>,
 }
 
 /// The card rule numbered `id` for `rule`, on `ports.in_port`, or why
@@ -112,6 +127,17 @@ pub(super) fn translate(
         mask: [0; MATCH_LEN],
     };
     b.set(field::IN_PORT, &ports.in_port.to_be_bytes(), &[0xff; 2]);
+    if ports.tunnel {
+        tunnel_fields(&m, &mut b)?;
+    } else if m.enc_key_id_mask != 0
+        || m.enc_addr_type != 0
+        || m.enc_dport_mask != 0
+        || m.enc_sport_mask != 0
+        || m.enc_tos_mask != 0
+        || m.enc_ttl_mask != 0
+    {
+        return Err(c"rsnic: tunnel key matches are not offloaded on this device");
+    }
     match_fields(&m, &mut b)?;
     let prio = u16::try_from(rule.prio())
         .map_err(|_| c"rsnic: priorities above 65535 are not offloaded")?;
@@ -156,18 +182,44 @@ fn fragment_flags(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr>
     Ok(())
 }
 
+/// A tunnel device's rule: only tunnelled packets, and the outer
+/// header's fields (VNI, IPv4 addresses, UDP ports) it names.
+fn tunnel_fields(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
+    b.flag(match_flags::TUNNEL);
+    b.set(
+        field::ENC_KEY_ID,
+        &m.enc_key_id.to_be_bytes(),
+        &m.enc_key_id_mask.to_be_bytes(),
+    );
+    match m.enc_addr_type {
+        0 => {}
+        ADDR_IPV4 => {
+            // IPv4 in the first 4 bytes, the rest zero, as the card's.
+            b.set(field::ENC_IP_SRC, &m.enc_src, &m.enc_src_mask);
+            b.set(field::ENC_IP_DST, &m.enc_dst, &m.enc_dst_mask);
+        }
+        _ => return Err(c"rsnic: the card matches IPv4 tunnels only"),
+    }
+    b.set(
+        field::ENC_DST_PORT,
+        &m.enc_dport.to_be_bytes(),
+        &m.enc_dport_mask.to_be_bytes(),
+    );
+    b.set(
+        field::ENC_SRC_PORT,
+        &m.enc_sport.to_be_bytes(),
+        &m.enc_sport_mask.to_be_bytes(),
+    );
+    b.set(field::ENC_IP_TOS, &[m.enc_tos], &[m.enc_tos_mask]);
+    b.set(field::ENC_IP_TTL, &[m.enc_ttl], &[m.enc_ttl_mask]);
+    Ok(())
+}
+
 fn match_fields(m: &FlowerMatch, b: &mut Builder) -> Result<(), &'static CStr> {
     if m.unsupported != 0 {
         return Err(c"rsnic: the card cannot match some of the rule's keys");
     }
     fragment_flags(m, b)?;
-    if m.enc_key_id_mask != 0
-        || m.enc_addr_type != 0
-        || m.enc_dport_mask != 0
-        || m.enc_sport_mask != 0
-    {
-        return Err(c"rsnic: tunnel key matches are not offloaded on this device");
-    }
     if m.n_proto_mask != 0 && matches!(m.n_proto, ETH_P_8021Q | ETH_P_8021AD) {
         return Err(c"rsnic: match the tagged frame's EtherType (vlan_ethtype)");
     }
@@ -250,6 +302,8 @@ fn actions(rule: &FlowerRule<'_>, ports: &Ports<'_>) -> Result<Action, &'static 
     // A redirect, or a police that accepts what conforms, ended the
     // list.
     let mut ended = false;
+    // The tunnel a `tunnel_key set` named, for the redirect after it.
+    let mut tunnel = None;
     for act in rule.actions() {
         if ended {
             return Err(c"rsnic: actions after a redirect or a police that accepts");
@@ -318,13 +372,32 @@ fn actions(rule: &FlowerRule<'_>, ports: &Ports<'_>) -> Result<Action, &'static 
             // The card fixes the checksums of what it rewrites.
             FlowerAction::Csum(_) => {}
             FlowerAction::Redirect(ifindex) => {
-                if a.flags & action::FORWARD != 0 {
-                    return Err(c"rsnic: one redirect per rule");
-                }
                 a.flags |= action::FORWARD;
                 a.port = (ports.redirect)(ifindex)?;
                 // Nothing after it acts on the packet.
                 ended = true;
+            }
+            FlowerAction::TunnelEncap(key) => {
+                if tunnel.is_some() {
+                    return Err(c"rsnic: one tunnel_key set per rule");
+                }
+                tunnel = Some(key);
+            }
+            // Into the tunnel, which leaves by the wire: the card adds the
+            // outer headers and sends the packet out of the uplink.
+            FlowerAction::RedirectToVxlan(_) => {
+                let key =
+                    tunnel.ok_or(c"rsnic: a redirect to a VXLAN device needs tunnel_key set")?;
+                a.flags |= action::VXLAN_ENCAP | action::FORWARD;
+                a.encap = (ports.encap)(&key)?;
+                a.port = port::UPLINK;
+                ended = true;
+            }
+            FlowerAction::TunnelDecap => {
+                if !ports.tunnel {
+                    return Err(c"rsnic: tunnel_key unset on a device that is no tunnel");
+                }
+                a.flags |= action::DECAP;
             }
             FlowerAction::Police(p) => {
                 if a.flags & action::METER != 0 {

@@ -61,6 +61,10 @@ pub mod field {
     pub const ENC_DST_PORT: Field = (96, 2);
     /// Outer UDP source port.
     pub const ENC_SRC_PORT: Field = (98, 2);
+    /// Outer IP TOS / traffic class.
+    pub const ENC_IP_TOS: Field = (100, 1);
+    /// Outer IP TTL / hop limit.
+    pub const ENC_IP_TTL: Field = (101, 1);
 }
 
 /// Bits of [`field::FLAGS`].

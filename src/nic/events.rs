@@ -7,7 +7,11 @@
 use kernel::prelude::*;
 
 use super::health::QueueFault;
-use crate::linux::net::{flower::FlowerCmd, skbuff::SkBuff};
+use crate::hw::gft::Encap;
+use crate::linux::net::{
+    flower::{FlowerCmd, TunnelKey},
+    skbuff::SkBuff,
+};
 
 /// The function's side of what the NIC notices: the function owns the
 /// card's reset and its counters.
@@ -45,6 +49,21 @@ pub(crate) struct CardCounters {
 /// A PF's flow table (the GFT) as its NIC's data path and work items use
 /// it: exceptions from NAPI, their decisions, aging, restore after a
 /// function reset, `hw-tc-offload` and the `ethtool -S` counters.
+/// Where a tc flower rule applies and where it sends packets.
+pub(crate) struct FlowerPorts<'a> {
+    /// The switch port of the block's device (the synthetic NIC's: the
+    /// wire; a representor's: its VF's; a VXLAN device's: the wire).
+    pub(crate) in_port: u16,
+    /// The block is a VXLAN device's: tunnelled packets only.
+    pub(crate) tunnel: bool,
+    /// The switch port of a redirect's target device (by ifindex), or
+    /// why it has none.
+    pub(crate) redirect: &'a dyn Fn(i32) -> Result<u16, &'static CStr>,
+    /// The outer headers of a tunnel a rule sends into, or why there
+    /// are none.
+    pub(crate) encap: &'a dyn Fn(&TunnelKey) -> Result<Encap, &'static CStr>,
+}
+
 pub(crate) trait FlowOffload: Send + Sync {
     /// NAPI of the exception queue received `skb`. Returns whether the
     /// exception work should run (it was queued).
@@ -67,16 +86,9 @@ pub(crate) trait FlowOffload: Send + Sync {
     /// `hw-tc-offload` turned on or off.
     fn set_cache(&self, on: bool) -> Result;
 
-    /// A tc flower request of the ingress block of switch port
-    /// `in_port` (the synthetic NIC's: the wire; a representor's: its
-    /// VF's); `redirect` gives the switch port of a redirect's target
-    /// device (by ifindex), or why it has none.
-    fn flower(
-        &self,
-        cmd: FlowerCmd<'_>,
-        in_port: u16,
-        redirect: &dyn Fn(i32) -> Result<u16, &'static CStr>,
-    ) -> Result;
+    /// A tc flower request of an ingress block of the card's switch
+    /// (`ports`).
+    fn flower(&self, cmd: FlowerCmd<'_>, ports: &FlowerPorts<'_>) -> Result;
 
     /// Whether any policy rule or tc flower rule is in place.
     fn has_rules(&self) -> bool;

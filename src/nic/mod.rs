@@ -71,7 +71,7 @@ use crate::linux::{
 };
 use crate::regs::Registers;
 use bond::Bond;
-pub(crate) use events::{CardCounters, FlowOffload, NicEvents};
+pub(crate) use events::{CardCounters, FlowOffload, FlowerPorts, NicEvents};
 use health::HEALTH_WORK;
 pub(crate) use health::{CurrentNic, NicReporters, QueueFault};
 use link::AdminIrq;

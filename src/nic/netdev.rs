@@ -192,7 +192,14 @@ impl NetDevOps for Nic {
         // The PF's GFT carries the rules, on the wire's port; a VF has
         // none.
         dev.data()
-            .port_flower(dev, crate::hw::gft_rule::port::UPLINK, cmd)
+            .port_flower(dev, crate::hw::gft_rule::port::UPLINK, false, cmd)
+    }
+
+    /// A VXLAN device's rules (switchdev mode): the wire's tunnelled
+    /// packets.
+    fn tc_flower_tunnel(dev: &NetDev<Self>, cmd: FlowerCmd<'_>) -> Result {
+        dev.data()
+            .port_flower(dev, crate::hw::gft_rule::port::UPLINK, true, cmd)
     }
 
     fn set_features(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, features: Features) -> Result {

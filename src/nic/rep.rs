@@ -159,7 +159,7 @@ impl NetDevOps for Rep {
     fn tc_flower(dev: &NetDev<Self>, cmd: FlowerCmd<'_>) -> Result {
         let rep = dev.data();
         let pf = rep.pf.try_access().ok_or(ENODEV)?;
-        pf.data().port_flower(&pf, rep.port, cmd)
+        pf.data().port_flower(&pf, rep.port, false, cmd)
     }
 }
 

@@ -9,14 +9,21 @@
 use kernel::prelude::*;
 
 use super::rep::Rep;
-use super::Nic;
+use super::{FlowerPorts, Nic};
 use crate::hw::gft::{
-    action, Action, Direction, ExceptionMeta, ExceptionReason, ReinjectMeta, META_LEN,
+    action, Action, Direction, Encap, ExceptionMeta, ExceptionReason, ReinjectMeta, META_LEN,
+    VXLAN_PORT,
 };
 use crate::hw::gft_rule::port;
 use crate::hw::AdminCmd;
 use crate::linux::{
-    net::{flower::FlowerCmd, netdev::NetDev, netdev::NetDevRef, skbuff::SkBuff},
+    net::{
+        flower::{FlowerCmd, TunnelKey},
+        netdev::NetDev,
+        netdev::NetDevRef,
+        route::tunnel_route4,
+        skbuff::SkBuff,
+    },
     sync::lock_bh,
 };
 
@@ -128,11 +135,64 @@ impl Nic {
     }
 
     /// A tc flower request on the ingress of switch port `in_port`
-    /// (`pf` is this NIC's device).
-    pub(super) fn port_flower(&self, pf: &NetDev<Nic>, in_port: u16, cmd: FlowerCmd<'_>) -> Result {
+    /// (`pf` is this NIC's device; `tunnel`: the block is a VXLAN
+    /// device's).
+    pub(super) fn port_flower(
+        &self,
+        pf: &NetDev<Nic>,
+        in_port: u16,
+        tunnel: bool,
+        cmd: FlowerCmd<'_>,
+    ) -> Result {
         // A VF's NIC has no GFT, nor rules.
         let flow = self.flow.as_ref().ok_or_else(crate::linux::eopnotsupp)?;
-        flow.flower(cmd, in_port, &|ifindex| self.switch_port_of(pf, ifindex))
+        let ports = FlowerPorts {
+            in_port,
+            tunnel,
+            redirect: &|ifindex| self.switch_port_of(pf, ifindex),
+            encap: &|key| self.tunnel_encap(pf, key),
+        };
+        flow.flower(cmd, &ports)
+    }
+
+    /// The outer headers of VXLAN tunnel `key`, as the card adds them:
+    /// IPv4, the VXLAN port, the route leaving by this PF (the wire) and
+    /// its next hop resolved. Switchdev mode only.
+    fn tunnel_encap(&self, pf: &NetDev<Nic>, key: &TunnelKey) -> Result<Encap, &'static CStr> {
+        if !self.switchdev() {
+            return Err(c"rsnic: tunnels need switchdev mode (devlink dev eswitch set)");
+        }
+        if !key.ipv4 {
+            return Err(c"rsnic: the card sends IPv4 tunnels only");
+        }
+        if key.dport != 0 && key.dport != VXLAN_PORT {
+            return Err(c"rsnic: the card sends VXLAN to port 4789 only");
+        }
+        let id = u32::try_from(key.id)
+            .ok()
+            .filter(|id| *id < 1 << 24)
+            .ok_or(c"rsnic: a VXLAN id has 24 bits")?;
+        let dst = [key.dst[0], key.dst[1], key.dst[2], key.dst[3]];
+        let src = [key.src[0], key.src[1], key.src[2], key.src[3]];
+        let route = match tunnel_route4(pf, dst, src) {
+            Ok(route) => route,
+            Err(e) if e == EAGAIN => {
+                return Err(c"rsnic: the tunnel's next hop is not resolved yet")
+            }
+            Err(_) => return Err(c"rsnic: no route to the tunnel's remote address"),
+        };
+        if route.ifindex != pf.ifindex() {
+            return Err(c"rsnic: the tunnel's route does not leave by this card's wire");
+        }
+        let mut encap = Encap {
+            id,
+            smac: route.smac,
+            dmac: route.dmac,
+            ..Encap::default()
+        };
+        encap.sip[..4].copy_from_slice(&route.src);
+        encap.dip[..4].copy_from_slice(&dst);
+        Ok(encap)
     }
 
     /// The switch port of device `ifindex`, a redirect's target: the

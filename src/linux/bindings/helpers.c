@@ -26,6 +26,10 @@
 #include <net/devlink.h>
 #include <net/flow_offload.h>
 #include <net/pkt_cls.h>
+#include <net/vxlan.h>
+#include <net/route.h>
+#include <net/neighbour.h>
+#include <net/ip_tunnels.h>
 #include <linux/ptp_clock_kernel.h>
 #include <net/xdp.h>
 #include <net/xdp_sock_drv.h>
@@ -946,7 +950,8 @@ void rust_ext_unsync_addr_lists(struct net_device *to, struct net_device *from)
 	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_CONTROL) | \
 	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_IPV4_ADDRS) | \
 	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_IPV6_ADDRS) | \
-	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_PORTS))
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_PORTS) | \
+	BIT_ULL(FLOW_DISSECTOR_KEY_ENC_IP))
 
 void rust_ext_flower_match(const struct flow_cls_offload *f,
 			   struct rust_ext_flower_match *m)
@@ -1033,6 +1038,15 @@ void rust_ext_flower_match(const struct flow_cls_offload *f,
 		m->tcp_flags = ntohs(t.key->flags);
 		m->tcp_flags_mask = ntohs(t.mask->flags);
 	}
+	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ENC_IP)) {
+		struct flow_match_ip ip;
+
+		flow_rule_match_enc_ip(rule, &ip);
+		m->enc_tos = ip.key->tos;
+		m->enc_tos_mask = ip.mask->tos;
+		m->enc_ttl = ip.key->ttl;
+		m->enc_ttl_mask = ip.mask->ttl;
+	}
 	if (flow_rule_match_key(rule, FLOW_DISSECTOR_KEY_ENC_KEYID)) {
 		struct flow_match_enc_keyid k;
 
@@ -1108,6 +1122,20 @@ void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 	case FLOW_ACTION_REDIRECT_INGRESS:
 	case FLOW_ACTION_MIRRED_INGRESS:
 		a->ifindex = e->dev ? e->dev->ifindex : 0;
+		a->to_vxlan = e->dev && netif_is_vxlan(e->dev);
+		break;
+	case FLOW_ACTION_TUNNEL_ENCAP:
+		if (e->tunnel) {
+			const struct ip_tunnel_key *k = &e->tunnel->key;
+
+			a->tun_ipv4 = ip_tunnel_info_af(e->tunnel) == AF_INET;
+			a->tun_id = be64_to_cpu(k->tun_id);
+			a->tun_dport = ntohs(k->tp_dst);
+			if (a->tun_ipv4) {
+				memcpy(a->tun_src, &k->u.ipv4.src, 4);
+				memcpy(a->tun_dst, &k->u.ipv4.dst, 4);
+			}
+		}
 		break;
 	case FLOW_ACTION_POLICE:
 		a->police_rate_bytes_ps = e->police.rate_bytes_ps;
@@ -1121,6 +1149,125 @@ void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 	default:
 		break;
 	}
+}
+
+/* Tunnel devices' ingress blocks, which belong to no driver (indirect
+ * blocks): a registration per PF in switchdev mode; each VXLAN device's
+ * ingress block gets `cb` with `priv`, as a device's own block would. */
+struct rust_ext_indr {
+	flow_setup_cb_t *cb;
+	void *priv;
+};
+
+static LIST_HEAD(rust_ext_indr_cb_list);
+
+static void rust_ext_indr_block_release(void *cb_priv)
+{
+}
+
+static int rust_ext_indr_setup(struct net_device *dev, struct Qdisc *sch,
+			       void *cb_priv, enum tc_setup_type type,
+			       void *type_data, void *data,
+			       void (*cleanup)(struct flow_block_cb *block_cb))
+{
+	struct rust_ext_indr *reg = cb_priv;
+	struct flow_block_offload *f = type_data;
+	struct flow_block_cb *block_cb;
+
+	if (type != TC_SETUP_BLOCK || !netif_is_vxlan(dev) ||
+	    f->binder_type != FLOW_BLOCK_BINDER_TYPE_CLSACT_INGRESS)
+		return -EOPNOTSUPP;
+	f->unlocked_driver_cb = true;
+	f->driver_block_list = &rust_ext_indr_cb_list;
+	switch (f->command) {
+	case FLOW_BLOCK_BIND:
+		if (flow_block_cb_is_busy(reg->cb, dev, &rust_ext_indr_cb_list))
+			return -EBUSY;
+		block_cb = flow_indr_block_cb_alloc(reg->cb, dev, reg->priv,
+						    rust_ext_indr_block_release,
+						    f, dev, sch, data, reg, cleanup);
+		if (IS_ERR(block_cb))
+			return PTR_ERR(block_cb);
+		flow_block_cb_add(block_cb, f);
+		list_add_tail(&block_cb->driver_list, &rust_ext_indr_cb_list);
+		return 0;
+	case FLOW_BLOCK_UNBIND:
+		block_cb = flow_block_cb_lookup(f->block, reg->cb, dev);
+		if (!block_cb)
+			return -ENOENT;
+		flow_indr_block_cb_remove(block_cb, f);
+		list_del(&block_cb->driver_list);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv)
+{
+	struct rust_ext_indr *reg = kzalloc(sizeof(*reg), GFP_KERNEL);
+	int err;
+
+	if (!reg)
+		return ERR_PTR(-ENOMEM);
+	reg->cb = cb;
+	reg->priv = priv;
+	err = flow_indr_dev_register(rust_ext_indr_setup, reg);
+	if (err) {
+		kfree(reg);
+		return ERR_PTR(err);
+	}
+	return reg;
+}
+
+/* The tunnel devices' rules go first (tc removes them through `cb`). */
+void rust_ext_indr_unregister(void *reg)
+{
+	flow_indr_dev_unregister(rust_ext_indr_setup, reg,
+				 rust_ext_indr_block_release);
+	kfree(reg);
+}
+
+/* An IPv4 tunnel's outer Ethernet and IP source towards dst, in dev's
+ * namespace: the route's source address if *src is 0, the device it
+ * leaves by (its ifindex and MAC), and the next hop's MAC. -EAGAIN if
+ * the next hop is not resolved (resolution is then started). */
+int rust_ext_tunnel_route4(struct net_device *dev, __be32 dst, __be32 *src,
+			   int *ifindex, u8 *smac, u8 *dmac)
+{
+	struct flowi4 fl4 = {
+		.daddr = dst,
+		.saddr = *src,
+		.flowi4_proto = IPPROTO_UDP,
+	};
+	struct neighbour *n;
+	struct rtable *rt;
+	bool valid;
+	int err = 0;
+
+	rt = ip_route_output_key(dev_net(dev), &fl4);
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	*src = fl4.saddr;
+	*ifindex = rt->dst.dev->ifindex;
+	memcpy(smac, rt->dst.dev->dev_addr, ETH_ALEN);
+	n = dst_neigh_lookup(&rt->dst, &fl4.daddr);
+	if (!n) {
+		err = -ENOENT;
+		goto out;
+	}
+	read_lock_bh(&n->lock);
+	valid = n->nud_state & NUD_VALID;
+	memcpy(dmac, n->ha, ETH_ALEN);
+	read_unlock_bh(&n->lock);
+	if (!valid) {
+		neigh_event_send(n, NULL);
+		err = -EAGAIN;
+	}
+	neigh_release(n);
+out:
+	ip_rt_put(rt);
+	return err;
 }
 
 /* extack's message must outlive the request: callers pass static strings. */

@@ -256,6 +256,7 @@ struct rust_ext_flower_match {
 	u16 enc_addr_type;
 	u8 enc_src[16], enc_src_mask[16], enc_dst[16], enc_dst_mask[16];
 	u16 enc_sport, enc_sport_mask, enc_dport, enc_dport_mask;
+	u8 enc_tos, enc_tos_mask, enc_ttl, enc_ttl_mask;
 };
 struct rust_ext_flower_action {
 	u32 id;			/* enum flow_action_id */
@@ -271,6 +272,11 @@ struct rust_ext_flower_action {
 	u32 police_exceed;	/* enum flow_action_id */
 	u32 police_notexceed;	/* enum flow_action_id */
 	bool police_extras;	/* peakrate, avrate or overhead given */
+	bool to_vxlan;		/* the redirect's target is a VXLAN device */
+	bool tun_ipv4;		/* tunnel encap: IPv4 (else IPv6) */
+	u64 tun_id;		/* host order */
+	u8 tun_src[16], tun_dst[16];	/* network order */
+	u16 tun_dport;		/* host order */
 };
 void rust_ext_flower_match(const struct flow_cls_offload *f,
 			   struct rust_ext_flower_match *m);
@@ -278,6 +284,10 @@ unsigned int rust_ext_flower_num_actions(const struct flow_cls_offload *f);
 void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 			    struct rust_ext_flower_action *a);
 void rust_ext_extack_msg(struct netlink_ext_ack *extack, const char *msg);
+void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv);
+void rust_ext_indr_unregister(void *reg);
+int rust_ext_tunnel_route4(struct net_device *dev, __be32 dst, __be32 *src,
+			   int *ifindex, u8 *smac, u8 *dmac);
 int rust_ext_flow_block_cb_setup_simple(struct flow_block_offload *f,
 					flow_setup_cb_t *cb, void *priv);
 bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,

@@ -13,14 +13,14 @@
 //! [`FlowerAction`]. A refusal carries a message for the user's extended
 //! ack ([`FlowerRule::refuse`]).
 
-use core::{marker::PhantomData, mem::MaybeUninit};
+use core::{marker::PhantomData, mem::MaybeUninit, ptr::NonNull};
 
 use kernel::{
     ffi::{c_int, c_void},
     prelude::*,
 };
 
-use crate::linux::net::{netdev::NetDev, netdev_ops::NetDevOps};
+use crate::linux::net::{netdev::NetDev, netdev_ops::NetDevOps, netdev_ref::NetDevRef};
 use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
 
 /// A rule's matches, flattened (`struct rust_ext_flower_match`): each
@@ -71,6 +71,14 @@ pub(crate) enum FlowerAction {
     Drop,
     /// `mirred egress redirect` to the device with this ifindex.
     Redirect(i32),
+    /// `mirred egress redirect` to a VXLAN device (this ifindex): the
+    /// packet goes into the tunnel a [`FlowerAction::TunnelEncap`]
+    /// before it set.
+    RedirectToVxlan(i32),
+    /// `tunnel_key set`: the tunnel to send into.
+    TunnelEncap(TunnelKey),
+    /// `tunnel_key unset`: the outer headers go.
+    TunnelDecap,
     /// `vlan push`: id, priority, protocol (host order).
     VlanPush {
         /// VLAN id.
@@ -109,7 +117,18 @@ impl FlowerAction {
         match a.id {
             b::flow_action_id_FLOW_ACTION_ACCEPT => Self::Accept,
             b::flow_action_id_FLOW_ACTION_DROP => Self::Drop,
+            b::flow_action_id_FLOW_ACTION_REDIRECT if a.to_vxlan => {
+                Self::RedirectToVxlan(a.ifindex)
+            }
             b::flow_action_id_FLOW_ACTION_REDIRECT => Self::Redirect(a.ifindex),
+            b::flow_action_id_FLOW_ACTION_TUNNEL_ENCAP => Self::TunnelEncap(TunnelKey {
+                ipv4: a.tun_ipv4,
+                id: a.tun_id,
+                src: a.tun_src,
+                dst: a.tun_dst,
+                dport: a.tun_dport,
+            }),
+            b::flow_action_id_FLOW_ACTION_TUNNEL_DECAP => Self::TunnelDecap,
             b::flow_action_id_FLOW_ACTION_VLAN_PUSH => Self::VlanPush {
                 vid: a.vlan_id,
                 prio: a.vlan_prio,
@@ -141,6 +160,22 @@ impl FlowerAction {
             id => Self::Other(id),
         }
     }
+}
+
+/// The tunnel of a `tunnel_key set` action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TunnelKey {
+    /// An IPv4 tunnel (the addresses' first 4 bytes); else IPv6, which
+    /// is not flattened (the addresses are zero).
+    pub(crate) ipv4: bool,
+    /// Tunnel id (VXLAN VNI).
+    pub(crate) id: u64,
+    /// Outer source address (0: the route's), network order.
+    pub(crate) src: [u8; 16],
+    /// Outer destination address, network order.
+    pub(crate) dst: [u8; 16],
+    /// Outer UDP destination port (0: the device's).
+    pub(crate) dport: u16,
 }
 
 /// A `police` action: a token bucket, and what happens to the packets
@@ -196,6 +231,35 @@ pub(crate) enum FlowerCmd<'a> {
     /// Report what the rule with this cookie counted since the last
     /// report.
     Stats(FlowerStats<'a>),
+}
+
+impl FlowerCmd<'_> {
+    /// The request `raw` asks; `None` for another command.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live request for as long as the result is used.
+    unsafe fn from_raw(raw: *mut bindings::flow_cls_offload) -> Option<Self> {
+        // SAFETY: The caller's promise.
+        let command = unsafe { (*raw).command };
+        Some(match command {
+            bindings::flow_cls_command_FLOW_CLS_REPLACE => FlowerCmd::Replace(FlowerRule {
+                raw,
+                _request: PhantomData,
+            }),
+            bindings::flow_cls_command_FLOW_CLS_DESTROY => {
+                // SAFETY: As above.
+                let cookie = unsafe { (*raw).cookie };
+                // CAST: As in `FlowerRule::cookie`.
+                FlowerCmd::Destroy(cookie as u64)
+            }
+            bindings::flow_cls_command_FLOW_CLS_STATS => FlowerCmd::Stats(FlowerStats {
+                raw,
+                _request: PhantomData,
+            }),
+            _ => return None,
+        })
+    }
 }
 
 /// A rule tc asks the driver to carry (valid for the request).
@@ -296,6 +360,85 @@ impl FlowerStats<'_> {
     }
 }
 
+/// The ingress blocks of VXLAN devices (which belong to no driver: tc
+/// offers them to every registered driver, as "indirect" blocks), bound
+/// to `T`'s [`NetDevOps::tc_flower_tunnel`] of one device while this
+/// value lives. Dropping it unbinds them; tc first takes each rule
+/// offloaded through them away again (`FLOW_CLS_DESTROY`).
+pub(crate) struct TunnelBlocks<T: NetDevOps> {
+    reg: NonNull<c_void>,
+    // The callbacks' private data: boxed, so its address is stable.
+    dev: KBox<NetDevRef<T>>,
+}
+
+// SAFETY: The registration may be dropped from any thread; the handle is
+// `Send` for a `T` that is.
+unsafe impl<T: NetDevOps> Send for TunnelBlocks<T> {}
+// SAFETY: `&TunnelBlocks` gives access to nothing.
+unsafe impl<T: NetDevOps> Sync for TunnelBlocks<T> {}
+
+impl<T: NetDevOps> TunnelBlocks<T> {
+    /// Binds every VXLAN device's ingress block, existing and future, to
+    /// `dev`'s [`NetDevOps::tc_flower_tunnel`].
+    pub(crate) fn register(dev: NetDevRef<T>) -> Result<Self> {
+        let dev = KBox::new(dev, GFP_KERNEL)?;
+        let priv_: *const NetDevRef<T> = &*dev;
+        // SAFETY: `indr_block_cb::<T>` takes `priv_` as a `NetDevRef<T>`,
+        // which lives (boxed, not moved) until `drop` has unregistered.
+        let reg = kernel::error::from_err_ptr(unsafe {
+            bindings::rust_ext_indr_register(Some(indr_block_cb::<T>), priv_.cast_mut().cast())
+        })?;
+        Ok(Self {
+            reg: NonNull::new(reg).ok_or(ENOMEM)?,
+            dev,
+        })
+    }
+}
+
+impl<T: NetDevOps> Drop for TunnelBlocks<T> {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `register`, unregistered once, here; after
+        // it no callback runs with the handle, which goes after.
+        unsafe { bindings::rust_ext_indr_unregister(self.reg.as_ptr()) };
+        let _ = &self.dev;
+    }
+}
+
+/// A VXLAN device's block callback: flower requests go to
+/// `T::tc_flower_tunnel` of the registered device.
+///
+/// # Safety
+///
+/// Called by tc with the `priv_` [`TunnelBlocks::register`] gave, live
+/// while the registration is, and a live request of `type_`.
+unsafe extern "C" fn indr_block_cb<T: NetDevOps>(
+    type_: bindings::tc_setup_type,
+    type_data: *mut c_void,
+    priv_: *mut c_void,
+) -> c_int {
+    if type_ != bindings::tc_setup_type_TC_SETUP_CLSFLOWER {
+        return EOPNOTSUPP_ERRNO;
+    }
+    let raw: *mut bindings::flow_cls_offload = type_data.cast();
+    // SAFETY: The request is live (the function's contract).
+    if unsafe { (*raw).common.chain_index } != 0 {
+        return EOPNOTSUPP_ERRNO;
+    }
+    // SAFETY: `priv_` is the registration's handle (the contract).
+    let handle = unsafe { &*priv_.cast::<NetDevRef<T>>() };
+    let Some(dev) = handle.try_access() else {
+        return ENODEV.to_errno();
+    };
+    // SAFETY: As above.
+    let Some(cmd) = (unsafe { FlowerCmd::from_raw(raw) }) else {
+        return EOPNOTSUPP_ERRNO;
+    };
+    match T::tc_flower_tunnel(&dev, cmd) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// `ndo_setup_tc` of a `T` with [`NetDevOps::tc_flower`]: binds the
 /// ingress block to [`block_cb`]; other setup types are not supported.
 ///
@@ -345,23 +488,8 @@ unsafe extern "C" fn block_cb<T: NetDevOps>(
         return EOPNOTSUPP_ERRNO;
     }
     // SAFETY: As above.
-    let command = unsafe { (*raw).command };
-    let cmd = match command {
-        bindings::flow_cls_command_FLOW_CLS_REPLACE => FlowerCmd::Replace(FlowerRule {
-            raw,
-            _request: PhantomData,
-        }),
-        bindings::flow_cls_command_FLOW_CLS_DESTROY => {
-            // SAFETY: As above.
-            let cookie = unsafe { (*raw).cookie };
-            // CAST: As in `FlowerRule::cookie`.
-            FlowerCmd::Destroy(cookie as u64)
-        }
-        bindings::flow_cls_command_FLOW_CLS_STATS => FlowerCmd::Stats(FlowerStats {
-            raw,
-            _request: PhantomData,
-        }),
-        _ => return EOPNOTSUPP_ERRNO,
+    let Some(cmd) = (unsafe { FlowerCmd::from_raw(raw) }) else {
+        return EOPNOTSUPP_ERRNO;
     };
     // SAFETY: The device is live (above) and its ops are `T`'s: the
     // callback was bound through `T`'s `ndo_setup_tc`.

@@ -19,6 +19,7 @@ pub(crate) mod netdev_ref;
 pub(crate) mod netmem;
 pub(crate) mod page_pool;
 pub(crate) mod queue_mgmt;
+pub(crate) mod route;
 pub(crate) mod rtnl;
 pub(crate) mod rx_chunk;
 pub(crate) mod shaper;

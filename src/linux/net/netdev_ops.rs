@@ -154,6 +154,13 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
+    /// tc flower offload on a VXLAN device's ingress (the packets of
+    /// its tunnels), for a device that registered
+    /// [`crate::linux::net::flower::TunnelBlocks`]; as [`Self::tc_flower`].
+    fn tc_flower_tunnel(_dev: &NetDev<Self>, _cmd: FlowerCmd<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
     /// TX shapers (`net_shaper_ops`, [`crate::linux::net::shaper`]):
     /// creates or updates `shaper`, which the core checked against
     /// [`NetDevOps::shaper_caps`]. Implement all four shaper methods.

@@ -95,6 +95,9 @@ impl MatchKey {
                     k.set(field::ENC_SRC_PORT, &udp[..2])
                         .set(field::ENC_DST_PORT, &udp[2..]);
                 }
+                let (tos, ttl) = ip_tos_ttl(frame, &p.outer);
+                k.set(field::ENC_IP_TOS, &[tos])
+                    .set(field::ENC_IP_TTL, &[ttl]);
                 inner
             }
             None => p.outer,
@@ -105,12 +108,11 @@ impl MatchKey {
         k.set(field::IP_PROTO, &[l.proto]);
         let (src, dst) = parse::addresses(frame, &l);
         k.set(field::IP_SRC, &src).set(field::IP_DST, &dst);
-        let (tos, ttl, frag) = if l.ip_version == 4 {
-            let frag = u16::from_be_bytes([frame[l.l3 + 6], frame[l.l3 + 7]]);
-            (frame[l.l3 + 1], frame[l.l3 + 8], frag & 0x3fff)
+        let (tos, ttl) = ip_tos_ttl(frame, &l);
+        let frag = if l.ip_version == 4 {
+            u16::from_be_bytes([frame[l.l3 + 6], frame[l.l3 + 7]]) & 0x3fff
         } else {
-            let tc = (frame[l.l3] << 4) | (frame[l.l3 + 1] >> 4);
-            (tc, frame[l.l3 + 7], 0)
+            0
         };
         k.set(field::IP_TOS, &[tos]).set(field::IP_TTL, &[ttl]);
         if frag != 0 {
@@ -145,6 +147,16 @@ impl MatchKey {
 
 /// Fills the L2 fields from the Ethernet header at `eth`; true if it is
 /// tagged.
+/// The TOS (traffic class) and TTL (hop limit) of the IP header `l`
+/// describes.
+fn ip_tos_ttl(frame: &[u8], l: &parse::Layers) -> (u8, u8) {
+    if l.ip_version == 4 {
+        (frame[l.l3 + 1], frame[l.l3 + 8])
+    } else {
+        ((frame[l.l3] << 4) | (frame[l.l3 + 1] >> 4), frame[l.l3 + 7])
+    }
+}
+
 fn l2(k: &mut MatchKey, frame: &[u8], eth: usize) -> bool {
     let Some(hdr) = frame.get(eth..) else {
         return false;
@@ -434,6 +446,9 @@ mod tests {
         assert_eq!(k.get(field::ENC_DST_PORT), &4789u16.to_be_bytes());
         assert_eq!(k.get(field::L4_DST), &8u16.to_be_bytes());
         assert_ne!(k.get(field::ENC_IP_DST), &[0; 16]);
+        let f = frames::vxlan4(42, &inner);
+        // The outer header's TTL, not the inner one's.
+        assert_eq!(k.get(field::ENC_IP_TTL), &[f[14 + 8]]);
     }
 
     #[test]

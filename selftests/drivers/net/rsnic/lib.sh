@@ -1132,3 +1132,78 @@ build_rdma_mcast() {
 	clang -O2 -Wall -I$inc -o "$1/rdma_mcast" "$(dirname "$0")/rdma_mcast.c" \
 		/usr/lib/x86_64-linux-gnu/libibverbs.so.1 >&2 && echo "$1/rdma_mcast"
 }
+
+# Switchdev mode (switchdev.sh, ovs.sh, ovs_vxlan.sh).
+VM=vm
+VF_MAC=02:52:53:00:00:ee
+# The net device whose phys_port_name is $1, in this netns.
+port_netdev() {
+	local f
+	for f in /sys/class/net/*/phys_port_name; do
+		[ "$(cat "$f" 2>/dev/null)" = "$1" ] && { f=${f%/phys_port_name}; echo "${f##*/}"; return; }
+	done
+}
+# switchdev_vf CIDR: card A in switchdev mode, its representor up in
+# $REP, its VF plugged and moved to netns $VM as $VF with $VF_MAC and
+# address CIDR; the PF takes tc offload. Bails out if any step fails.
+switchdev_vf() {
+	vf_remove_all
+	devlink dev eswitch set "pci/$(card_addr A)" mode switchdev || bail_out "switchdev mode refused"
+	REP=$(port_netdev pf0vf0)
+	[ -n "$REP" ] || bail_out "no representor"
+	vf_plug A || bail_out "card A's VF did not appear"
+	VF=$(netif_of "$(vf_addr A)")
+	ip netns add $VM
+	ip link set "$VF" netns $VM
+	ip -n $VM -force -batch - <<-EOF2
+		link set lo up
+		link set $VF address $VF_MAC
+		addr add $1 dev $VF
+		link set $VF up
+	EOF2
+	ethtool -K "$NETIF_A" hw-tc-offload on
+	ip link set "$REP" up
+}
+# Undoes switchdev_vf (the PF's tc rules and qdiscs go too).
+switchdev_vf_cleanup() {
+	[ -z "$REP" ] || tc qdisc del dev "$REP" ingress 2>/dev/null
+	tc qdisc del dev "$NETIF_A" ingress 2>/dev/null
+	ip netns del $VM 2>/dev/null
+	devlink dev eswitch set "pci/$(card_addr A)" mode legacy 2>/dev/null
+	vf_unplug A 2>/dev/null
+}
+# ovs_start [POLICY]: Open vSwitch with hw-offload (tc-policy POLICY,
+# skip_sw unless given), its database and daemon in a directory of their
+# own; ovs_stop ends them.
+ovs_start() {
+	export OVS_RUNDIR OVS_DBDIR OVS_LOGDIR OVS_SYSCONFDIR
+	OVS_RUNDIR=$(mktemp -d) OVS_DBDIR=$OVS_RUNDIR OVS_LOGDIR=$OVS_RUNDIR OVS_SYSCONFDIR=$OVS_RUNDIR
+	modprobe openvswitch || bail_out "no openvswitch module"
+	ovsdb-tool create "$OVS_DBDIR/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+	ovsdb-server --remote="punix:$OVS_RUNDIR/db.sock" --pidfile --detach --log-file \
+		"$OVS_DBDIR/conf.db" || bail_out "ovsdb-server did not start"
+	ovs-vsctl --no-wait init
+	ovs-vsctl --no-wait set Open_vSwitch . other_config:hw-offload=true \
+		other_config:tc-policy="${1:-skip_sw}"
+	ovs-vswitchd --pidfile --detach --log-file || bail_out "ovs-vswitchd did not start"
+}
+ovs_stop() {
+	[ -n "$OVS_RUNDIR" ] || return 0
+	ovs-appctl -t ovs-vswitchd exit --cleanup 2>/dev/null
+	ovs-appctl -t ovsdb-server exit 2>/dev/null
+	rm -rf "$OVS_RUNDIR"
+}
+# The offloaded datapath flows (dp:tc), one a line.
+ovs_offloaded() { ovs-appctl dpctl/dump-flows -m type=offloaded; }
+# The packets of the offloaded IPv4 flow from device $1 (any: $1 may be
+# a pattern of the flow's text, e.g. "in_port(vxlan_sys_4789)").
+ovs_flow_packets() {
+	ovs_offloaded | python3 -c '
+import re, sys
+pat = sys.argv[1]
+for line in sys.stdin:
+    if pat in line and "eth_type(0x0800)" in line and "dp:tc" in line:
+        m = re.search(r"packets:(\d+)", line)
+        print(m.group(1) if m else 0)
+        break' "$1"
+}

@@ -18,74 +18,23 @@ harness ping >/dev/null || bail_out "no harness control channel"
 for t in devlink tc ovs-vsctl ovs-vswitchd ovsdb-server ovsdb-tool ovs-appctl; do
 	command -v $t >/dev/null || bail_out "$t not installed"
 done
-DL=pci/$(card_addr A)
-VM=vm
 IP_VF=10.99.0.3
-VF_MAC=02:52:53:00:00:ee
 REP=
-export OVS_RUNDIR OVS_DBDIR OVS_LOGDIR OVS_SYSCONFDIR
-OVS_RUNDIR=$(mktemp -d) OVS_DBDIR=$OVS_RUNDIR OVS_LOGDIR=$OVS_RUNDIR OVS_SYSCONFDIR=$OVS_RUNDIR
 cleanup() {
-	ovs-appctl -t ovs-vswitchd exit --cleanup 2>/dev/null
-	ovs-appctl -t ovsdb-server exit 2>/dev/null
-	[ -z "$REP" ] || tc qdisc del dev "$REP" ingress 2>/dev/null
-	tc qdisc del dev "$NETIF_A" ingress 2>/dev/null
-	ip netns del $VM 2>/dev/null
-	devlink dev eswitch set $DL mode legacy 2>/dev/null
-	vf_unplug A 2>/dev/null
-	rm -rf "$OVS_RUNDIR"
+	ovs_stop
+	switchdev_vf_cleanup
 	net_cleanup
 }
 trap cleanup EXIT
 dmesg_mark
 
-port_netdev() {
-	local f
-	for f in /sys/class/net/*/phys_port_name; do
-		[ "$(cat "$f" 2>/dev/null)" = "$1" ] && { f=${f%/phys_port_name}; echo "${f##*/}"; return; }
-	done
-}
 rx_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 vm_ping() { ip netns exec $VM ping -c "$1" -i 0.05 -W 2 -q $IP_B >/dev/null; }
-offloaded() { ovs-appctl dpctl/dump-flows -m type=offloaded; }
-# The packets of the offloaded flow from device $1 with IPv4.
-flow_packets() {
-	offloaded | python3 -c '
-import re, sys
-dev = sys.argv[1]
-for line in sys.stdin:
-    if "in_port(%s)" % dev in line and "eth_type(0x0800)" in line and "dp:tc" in line:
-        m = re.search(r"packets:(\d+)", line)
-        print(m.group(1) if m else 0)
-        break' "$1"
-}
 
 ktap_header 8
-modprobe openvswitch || bail_out "no openvswitch module"
-vf_remove_all
-devlink dev eswitch set $DL mode switchdev || bail_out "switchdev mode refused"
-REP=$(port_netdev pf0vf0)
-[ -n "$REP" ] || bail_out "no representor"
-vf_plug A || bail_out "card A's VF did not appear"
-VF=$(netif_of "$(vf_addr A)")
-ip netns add $VM
-ip link set "$VF" netns $VM
-ip -n $VM -force -batch - <<-EOF
-	link set lo up
-	link set $VF address $VF_MAC
-	addr add $IP_VF/24 dev $VF
-	link set $VF up
-EOF
+switchdev_vf $IP_VF/24
 ip addr flush dev "$NETIF_A"
-ethtool -K "$NETIF_A" hw-tc-offload on
-ip link set "$REP" up
-
-ovsdb-tool create "$OVS_DBDIR/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-ovsdb-server --remote="punix:$OVS_RUNDIR/db.sock" --pidfile --detach --log-file \
-	"$OVS_DBDIR/conf.db" || bail_out "ovsdb-server did not start"
-ovs-vsctl --no-wait init
-ovs-vsctl --no-wait set Open_vSwitch . other_config:hw-offload=true other_config:tc-policy=skip_sw
-ovs-vswitchd --pidfile --detach --log-file || bail_out "ovs-vswitchd did not start"
+ovs_start
 ovs-vsctl add-br br0 -- add-port br0 "$NETIF_A" -- add-port br0 "$REP"
 ip link set br0 up
 check "OVS runs with hw-offload, the PF and pf0vf0 its ports" bash -c "
@@ -101,8 +50,8 @@ rep0=$(rx_of "$REP") pf0=$(rx_of "$NETIF_A")
 vm_ping 50
 rc=$?
 rep1=$(rx_of "$REP") pf1=$(rx_of "$NETIF_A")
-offloaded | sed 's/^/# /'
-up=$(flow_packets "$REP") down=$(flow_packets "$NETIF_A")
+ovs_offloaded | sed 's/^/# /'
+up=$(ovs_flow_packets "in_port($REP)") down=$(ovs_flow_packets "in_port($NETIF_A)")
 echo "# 50 pings: rc $rc; offloaded flows VF->B ${up:-none} packets, B->VF ${down:-none}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0))"
 check "dpctl/dump-flows type=offloaded lists both directions with dp:tc" test -n "$up" -a -n "$down"
 check "the card carried the pings: all answered, the flows counted them" \
@@ -131,7 +80,7 @@ ip netns exec $VM "$GFT_PY" udp-send $VIP 7000 20 4000
 wait $recv
 n=$(cat "$got")
 rm -f "$got"
-nat=$(offloaded | grep "dst=$VIP" | grep "dp:tc")
+nat=$(ovs_offloaded | grep "dst=$VIP" | grep "dp:tc")
 echo "# NAT: B received ${n:-?} of 40 sent to $VIP:7000; offloaded: ${nat:-none}"
 check "UDP for $VIP arrives at B rewritten to its address (40 of 40)" test "${n:-0}" = 40
 check "the rewrite runs on the card: an offloaded flow with set(ipv4(dst)) and dp:tc" \

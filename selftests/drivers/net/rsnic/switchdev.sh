@@ -20,9 +20,7 @@ net_setup || echo "# no carrier after set-up"
 harness ping >/dev/null || bail_out "no harness control channel"
 for t in devlink tc; do command -v $t >/dev/null || bail_out "$t (iproute2) not installed"; done
 DL=pci/$(card_addr A)
-VM=vm
 IP_VF=10.99.0.3
-VF_MAC=02:52:53:00:00:ee
 REP=
 cleanup() {
 	[ -z "$REP" ] || tc qdisc del dev "$REP" clsact 2>/dev/null
@@ -36,13 +34,6 @@ trap cleanup EXIT
 dmesg_mark
 
 mode() { devlink -j dev eswitch show $DL | python3 -c 'import json,sys; print(list(json.load(sys.stdin)["dev"].values())[0]["mode"])'; }
-# The net device whose phys_port_name is $1, in this netns.
-port_netdev() {
-	local f
-	for f in /sys/class/net/*/phys_port_name; do
-		[ "$(cat "$f" 2>/dev/null)" = "$1" ] && { f=${f%/phys_port_name}; echo "${f##*/}"; return; }
-	done
-}
 rx_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 # The hardware packet count of the flower filter with preference 1 on
 # DEV's ingress.
