@@ -47,7 +47,7 @@ for f in json.load(sys.stdin):
 }
 vm_ping() { ip netns exec $VM ping -c "$1" -i 0.05 -W 2 -q $IP_B >/dev/null; }
 
-ktap_header 14
+ktap_header 15
 check "the switch starts in legacy mode" test "$(mode)" = legacy
 
 # Switchdev is refused while a VF is bonded.
@@ -75,7 +75,8 @@ check "a representor pf0vf0 on the card's switch, the PF its p0" bash -c "
 
 # The VF, plugged now, is a port of its own: into the VM's namespace.
 vf_plug A || bail_out "card A's VF did not appear"
-VF=$(netif_of "$(vf_addr A)")
+VF_PCI=$(vf_addr A)
+VF=$(netif_of "$VF_PCI")
 nap 1 # the PF's work, which would take a late VF, runs within it
 check "the VF plugged in switchdev mode is not bonded" \
 	test -n "$VF" -a ! -e "/sys/class/net/$VF/master"
@@ -117,15 +118,52 @@ echo "# rules: ${e1:-ok} / ${e2:-ok}"
 check "skip_sw redirects VF->wire and wire->VF taken in hardware" \
 	bash -c "[ -z '$e1$e2' ] && tc filter show dev $REP ingress | grep -q in_hw && tc filter show dev $NETIF_A ingress | grep -q in_hw"
 rep0=$(rx_of "$REP") pf0=$(rx_of "$NETIF_A")
+dump=$(mktemp)
+tcpdump -nn -l -i "$REP" icmp >"$dump" 2>/dev/null &
+tcpd=$!
+nap 1
 vm_ping 50
 rc=$?
+nap 0.5
+kill -INT $tcpd
+wait $tcpd
+seen=$(grep -c ICMP "$dump")
+grep ICMP "$dump" | sed 's/^/# on the representor: /'
+rm -f "$dump"
 rep1=$(rx_of "$REP") pf1=$(rx_of "$NETIF_A")
 h1=$(hw_packets "$REP") h2=$(hw_packets "$NETIF_A")
-echo "# offloaded: ping rc $rc; rule counters VF->wire ${h1:-?}, wire->VF ${h2:-?}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0))"
+echo "# offloaded: ping rc $rc; rule counters VF->wire ${h1:-?}, wire->VF ${h2:-?}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0)); tcpdump on $REP: $seen ICMP"
 check "the card carried the pings: all answered, both rules counted them" \
 	test "$rc" = 0 -a "${h1:-0}" -ge 50 -a "${h2:-0}" -ge 50
-check "and the host saw none of them (representor and PF flat)" \
-	test $((rep1 - rep0)) -lt 5 -a $((pf1 - pf0)) -lt 5
+check "and the host saw none of them (representor and PF flat, tcpdump on the representor empty)" \
+	test $((rep1 - rep0)) -lt 5 -a $((pf1 - pf0)) -lt 5 -a "$seen" = 0
+
+# The VF gone: the representor and its rules stay (as a switch port
+# with no link); what the card forwards to the VF's port is lost there,
+# none of it reaches the host. Then the VF comes back.
+# (Its PCI address, noted while its netdev was here: sysfs shows no
+# netdev of another namespace.)
+echo 1 >"/sys/bus/pci/devices/$VF_PCI/remove"
+vf_pci_gone() { [ ! -e "/sys/bus/pci/devices/$VF_PCI" ]; }
+wait_until 100 vf_pci_gone
+pf0=$(rx_of "$NETIF_A") h0=$(hw_packets "$NETIF_A")
+ip netns exec $NS ping -c 20 -i 0.05 -W 1 -q $IP_VF >/dev/null
+rc=$?
+h1=$(hw_packets "$NETIF_A") pf1=$(rx_of "$NETIF_A")
+echo "# VF gone: B's 20 pings to it (rc $rc): wire->VF rule +$((h1 - h0)); $NETIF_A rx +$((pf1 - pf0))"
+check "with the VF gone its rules stay; the card drops what they forward, the host sees none" bash -c "
+	vf_pci_gone() { [ ! -e /sys/bus/pci/devices/$VF_PCI ]; }; vf_pci_gone && [ $rc != 0 ] &&
+	[ -e /sys/class/net/$REP ] && tc filter show dev $REP ingress | grep -q in_hw &&
+	[ $((h1 - h0)) -ge 20 ] && [ $((pf1 - pf0)) -lt 5 ]"
+vf_plug A || bail_out "card A's VF did not come back"
+VF_PCI=$(vf_addr A)
+VF=$(netif_of "$VF_PCI")
+ip link set "$VF" netns $VM
+ip -n $VM -force -batch - <<-EOF
+	link set $VF address $VF_MAC
+	addr add $IP_VF/24 dev $VF
+	link set $VF up
+EOF
 
 err=$(tc filter add dev "$REP" ingress protocol ip pref 2 flower skip_sw dst_ip 10.99.0.9 \
 	action mirred egress redirect dev lo 2>&1)
