@@ -1136,6 +1136,8 @@ build_rdma_mcast() {
 # Switchdev mode (switchdev.sh, ovs.sh, ovs_vxlan.sh).
 VM=vm
 VF_MAC=02:52:53:00:00:ee
+# rx_packets of net device $1 (this netns).
+rx_packets_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 # The net device whose phys_port_name is $1, in this netns.
 port_netdev() {
 	local f

@@ -28,7 +28,6 @@ cleanup() {
 trap cleanup EXIT
 dmesg_mark
 
-rx_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 vm_ping() { ip netns exec $VM ping -c "$1" -i 0.05 -W 2 -q $IP_B >/dev/null; }
 
 ktap_header 8
@@ -46,10 +45,10 @@ wait_until 100 vm_ping 1
 vm_ping 5
 check "the VF reaches B through OVS" vm_ping 5
 
-rep0=$(rx_of "$REP") pf0=$(rx_of "$NETIF_A")
+rep0=$(rx_packets_of "$REP") pf0=$(rx_packets_of "$NETIF_A")
 vm_ping 50
 rc=$?
-rep1=$(rx_of "$REP") pf1=$(rx_of "$NETIF_A")
+rep1=$(rx_packets_of "$REP") pf1=$(rx_packets_of "$NETIF_A")
 ovs_offloaded | sed 's/^/# /'
 up=$(ovs_flow_packets "in_port($REP)") down=$(ovs_flow_packets "in_port($NETIF_A)")
 echo "# 50 pings: rc $rc; offloaded flows VF->B ${up:-none} packets, B->VF ${down:-none}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0))"

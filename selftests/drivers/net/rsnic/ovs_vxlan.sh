@@ -33,7 +33,6 @@ cleanup() {
 trap cleanup EXIT
 dmesg_mark
 
-rx_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 vm_ping() { ip netns exec $VM ping -c "$1" -i 0.05 -W 2 -q $IN_B >/dev/null; }
 
 ktap_header 6
@@ -56,7 +55,7 @@ ping -c 1 -W 2 -q $IP_B >/dev/null
 wait_until 100 vm_ping 1
 check "the VF reaches B through the VXLAN tunnel (slow path first)" vm_ping 5
 
-rep0=$(rx_of "$REP") pf0=$(rx_of "$NETIF_A")
+rep0=$(rx_packets_of "$REP") pf0=$(rx_packets_of "$NETIF_A")
 cap=$(mktemp)
 # VXLAN from A's underlay address carrying ICMP (the inner IP header's
 # protocol byte: UDP 8 + VXLAN 8 + Ethernet 14 + 9 bytes in).
@@ -67,7 +66,7 @@ nap 1
 vm_ping 50
 rc=$?
 wait $tcpd
-rep1=$(rx_of "$REP") pf1=$(rx_of "$NETIF_A")
+rep1=$(rx_packets_of "$REP") pf1=$(rx_packets_of "$NETIF_A")
 ovs_offloaded | sed 's/^/# /'
 enc=$(ovs_flow_packets "in_port($REP)") dec=$(ovs_flow_packets "in_port(vxlan_sys_4789)")
 echo "# 50 pings: rc $rc; offloaded encap ${enc:-none} packets, decap ${dec:-none}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0))"

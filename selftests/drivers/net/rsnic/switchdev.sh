@@ -34,7 +34,6 @@ trap cleanup EXIT
 dmesg_mark
 
 mode() { devlink -j dev eswitch show $DL | python3 -c 'import json,sys; print(list(json.load(sys.stdin)["dev"].values())[0]["mode"])'; }
-rx_of() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 # The hardware packet count of the flower filter with preference 1 on
 # DEV's ingress.
 hw_packets() {
@@ -100,11 +99,11 @@ tc qdisc add dev "$NETIF_A" clsact
 tc filter add dev "$REP" ingress pref 10 flower skip_hw action mirred egress redirect dev "$NETIF_A"
 tc filter add dev "$NETIF_A" ingress pref 10 flower skip_hw dst_mac $VF_MAC action mirred egress redirect dev "$REP"
 tc filter add dev "$NETIF_A" ingress protocol arp pref 11 flower skip_hw action mirred egress mirror dev "$REP"
-rep0=$(rx_of "$REP")
+rep0=$(rx_packets_of "$REP")
 wait_until 50 vm_ping 1
 vm_ping 20
 rc=$?
-rep1=$(rx_of "$REP")
+rep1=$(rx_packets_of "$REP")
 echo "# through the host: ping rc $rc; $REP rx_packets +$((rep1 - rep0))"
 check "the VF reaches B through the host: its frames arrive on the representor" \
 	test "$rc" = 0 -a $((rep1 - rep0)) -ge 20
@@ -117,7 +116,7 @@ e2=$(tc filter add dev "$NETIF_A" ingress protocol ip pref 1 flower skip_sw dst_
 echo "# rules: ${e1:-ok} / ${e2:-ok}"
 check "skip_sw redirects VF->wire and wire->VF taken in hardware" \
 	bash -c "[ -z '$e1$e2' ] && tc filter show dev $REP ingress | grep -q in_hw && tc filter show dev $NETIF_A ingress | grep -q in_hw"
-rep0=$(rx_of "$REP") pf0=$(rx_of "$NETIF_A")
+rep0=$(rx_packets_of "$REP") pf0=$(rx_packets_of "$NETIF_A")
 dump=$(mktemp)
 tcpdump -nn -l -i "$REP" icmp >"$dump" 2>/dev/null &
 tcpd=$!
@@ -130,7 +129,7 @@ wait $tcpd
 seen=$(grep -c ICMP "$dump")
 grep ICMP "$dump" | sed 's/^/# on the representor: /'
 rm -f "$dump"
-rep1=$(rx_of "$REP") pf1=$(rx_of "$NETIF_A")
+rep1=$(rx_packets_of "$REP") pf1=$(rx_packets_of "$NETIF_A")
 h1=$(hw_packets "$REP") h2=$(hw_packets "$NETIF_A")
 echo "# offloaded: ping rc $rc; rule counters VF->wire ${h1:-?}, wire->VF ${h2:-?}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0)); tcpdump on $REP: $seen ICMP"
 check "the card carried the pings: all answered, both rules counted them" \
@@ -146,10 +145,10 @@ check "and the host saw none of them (representor and PF flat, tcpdump on the re
 echo 1 >"/sys/bus/pci/devices/$VF_PCI/remove"
 vf_pci_gone() { [ ! -e "/sys/bus/pci/devices/$VF_PCI" ]; }
 wait_until 100 vf_pci_gone
-pf0=$(rx_of "$NETIF_A") h0=$(hw_packets "$NETIF_A")
+pf0=$(rx_packets_of "$NETIF_A") h0=$(hw_packets "$NETIF_A")
 ip netns exec $NS ping -c 20 -i 0.05 -W 1 -q $IP_VF >/dev/null
 rc=$?
-h1=$(hw_packets "$NETIF_A") pf1=$(rx_of "$NETIF_A")
+h1=$(hw_packets "$NETIF_A") pf1=$(rx_packets_of "$NETIF_A")
 echo "# VF gone: B's 20 pings to it (rc $rc): wire->VF rule +$((h1 - h0)); $NETIF_A rx +$((pf1 - pf0))"
 check "with the VF gone its rules stay; the card drops what they forward, the host sees none" bash -c "
 	vf_pci_gone() { [ ! -e /sys/bus/pci/devices/$VF_PCI ]; }; vf_pci_gone && [ $rc != 0 ] &&
