@@ -301,8 +301,15 @@ IP6_A=fd99::1
 IP6_B=fd99::2
 
 netif_of() { # PCI-ADDR: its netdev in this netns, if any
-	local n=("/sys/bus/pci/devices/$1/net/"*)
-	[ -e "${n[0]}" ] && echo "${n[0]##*/}"
+	local n
+	# In switchdev mode the PF's device also parents its VF's
+	# representor (pf0vf0), as mlx5's do: not the function's own netdev.
+	for n in "/sys/bus/pci/devices/$1/net/"*; do
+		[ -e "$n" ] || continue
+		[[ $(cat "$n/phys_port_name" 2>/dev/null) == pf*vf* ]] && continue
+		echo "${n##*/}"
+		return 0
+	done
 	return 0
 }
 
