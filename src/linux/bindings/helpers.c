@@ -1157,6 +1157,7 @@ void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 struct rust_ext_indr {
 	flow_setup_cb_t *cb;
 	void *priv;
+	struct net_device *dev;	/* the driver's device, held by the caller */
 };
 
 static LIST_HEAD(rust_ext_indr_cb_list);
@@ -1174,7 +1175,10 @@ static int rust_ext_indr_setup(struct net_device *dev, struct Qdisc *sch,
 	struct flow_block_offload *f = type_data;
 	struct flow_block_cb *block_cb;
 
+	/* Only tunnel devices of the driver's device's namespace: one of
+	 * another host's (namespace's) stack is not this card's. */
 	if (type != TC_SETUP_BLOCK || !netif_is_vxlan(dev) ||
+	    !net_eq(dev_net(dev), dev_net(reg->dev)) ||
 	    f->binder_type != FLOW_BLOCK_BINDER_TYPE_CLSACT_INGRESS)
 		return -EOPNOTSUPP;
 	f->unlocked_driver_cb = true;
@@ -1203,7 +1207,8 @@ static int rust_ext_indr_setup(struct net_device *dev, struct Qdisc *sch,
 	}
 }
 
-void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv)
+void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv,
+			     struct net_device *dev)
 {
 	struct rust_ext_indr *reg = kzalloc(sizeof(*reg), GFP_KERNEL);
 	int err;
@@ -1212,6 +1217,7 @@ void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv)
 		return ERR_PTR(-ENOMEM);
 	reg->cb = cb;
 	reg->priv = priv;
+	reg->dev = dev;
 	err = flow_indr_dev_register(rust_ext_indr_setup, reg);
 	if (err) {
 		kfree(reg);

@@ -284,7 +284,8 @@ unsigned int rust_ext_flower_num_actions(const struct flow_cls_offload *f);
 void rust_ext_flower_action(const struct flow_cls_offload *f, unsigned int i,
 			    struct rust_ext_flower_action *a);
 void rust_ext_extack_msg(struct netlink_ext_ack *extack, const char *msg);
-void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv);
+void *rust_ext_indr_register(flow_setup_cb_t *cb, void *priv,
+			     struct net_device *dev);
 void rust_ext_indr_unregister(void *reg);
 int rust_ext_tunnel_route4(struct net_device *dev, __be32 dst, __be32 *src,
 			   int *ifindex, u8 *smac, u8 *dmac);

@@ -361,9 +361,9 @@ impl FlowerStats<'_> {
 }
 
 /// The ingress blocks of VXLAN devices (which belong to no driver: tc
-/// offers them to every registered driver, as "indirect" blocks), bound
-/// to `T`'s [`NetDevOps::tc_flower_tunnel`] of one device while this
-/// value lives. Dropping it unbinds them; tc first takes each rule
+/// offers them to every registered driver, as "indirect" blocks) in the
+/// namespace of one device, bound to `T`'s
+/// [`NetDevOps::tc_flower_tunnel`] of it while this value lives. Dropping it unbinds them; tc first takes each rule
 /// offloaded through them away again (`FLOW_CLS_DESTROY`).
 pub(crate) struct TunnelBlocks<T: NetDevOps> {
     reg: NonNull<c_void>,
@@ -381,12 +381,19 @@ impl<T: NetDevOps> TunnelBlocks<T> {
     /// Binds every VXLAN device's ingress block, existing and future, to
     /// `dev`'s [`NetDevOps::tc_flower_tunnel`].
     pub(crate) fn register(dev: NetDevRef<T>) -> Result<Self> {
+        let hold = dev.hold();
         let dev = KBox::new(dev, GFP_KERNEL)?;
         let priv_: *const NetDevRef<T> = &*dev;
         // SAFETY: `indr_block_cb::<T>` takes `priv_` as a `NetDevRef<T>`,
-        // which lives (boxed, not moved) until `drop` has unregistered.
+        // which lives (boxed, not moved) until `drop` has unregistered;
+        // the device, whose namespace the helper compares, lives as long
+        // (the handle holds it).
         let reg = kernel::error::from_err_ptr(unsafe {
-            bindings::rust_ext_indr_register(Some(indr_block_cb::<T>), priv_.cast_mut().cast())
+            bindings::rust_ext_indr_register(
+                Some(indr_block_cb::<T>),
+                priv_.cast_mut().cast(),
+                hold.as_raw(),
+            )
         })?;
         Ok(Self {
             reg: NonNull::new(reg).ok_or(ENOMEM)?,

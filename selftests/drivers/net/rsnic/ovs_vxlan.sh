@@ -27,7 +27,7 @@ REP=
 cleanup() {
 	ovs_stop
 	switchdev_vf_cleanup
-	ip -n $NS link del vx0 2>/dev/null
+	ip -n $NS link del vx0 2>/dev/null # its qdisc and rule with it
 	net_cleanup
 }
 trap cleanup EXIT
@@ -35,7 +35,7 @@ dmesg_mark
 
 vm_ping() { ip netns exec $VM ping -c "$1" -i 0.05 -W 2 -q $IN_B >/dev/null; }
 
-ktap_header 6
+ktap_header 7
 switchdev_vf $IN_VF/24
 # B ends the tunnel.
 ip -n $NS -force -batch - <<-EOF
@@ -90,4 +90,11 @@ ok = any(o.get(\"in_hw\") and o.get(\"keys\", {}).get(\"enc_key_id\") == 42
          and o.get(\"keys\", {}).get(\"eth_type\") == \"ipv4\"
          for o in (f.get(\"options\") for f in json.load(sys.stdin)) if o)
 sys.exit(not ok)"' 
+
+# B's VXLAN device is in another namespace (another host's stack): the
+# card does not take its rules.
+ip netns exec $NS tc qdisc add dev vx0 clsact
+ip netns exec $NS tc filter add dev vx0 ingress protocol ip pref 1 flower enc_key_id 42 action pass
+check "a VXLAN device of another namespace is not the card's (its rule not_in_hw)" bash -c "
+	ip netns exec $NS tc filter show dev vx0 ingress | grep -q not_in_hw"
 ktap_finish
