@@ -180,8 +180,22 @@ fn l2(k: &mut MatchKey, frame: &[u8], eth: usize) -> bool {
 /// rules and packets that collide on every card. SipHash, the standard
 /// map's, costs most of a probe over a 112-byte key.
 #[derive(Clone, Copy, Debug)]
-struct WordHash {
+pub(super) struct WordHash {
     seed: u64,
+}
+
+impl WordHash {
+    /// A hash with a seed of its own.
+    pub(super) fn random() -> Self {
+        Self {
+            seed: fastrand::u64(..) | 1,
+        }
+    }
+
+    /// The hash of `v`.
+    pub(super) fn of(&self, v: &impl std::hash::Hash) -> u64 {
+        self.hash_one(v)
+    }
 }
 
 impl BuildHasher for WordHash {
@@ -193,7 +207,7 @@ impl BuildHasher for WordHash {
 }
 
 /// [`WordHash`]'s state.
-struct WordHasher(u64);
+pub(super) struct WordHasher(u64);
 
 impl Hasher for WordHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -291,9 +305,7 @@ impl Classifier {
             subtables: Vec::new(),
             rules: HashMap::new(),
             added: 0,
-            hash: WordHash {
-                seed: fastrand::u64(..) | 1,
-            },
+            hash: WordHash::random(),
             max_rules,
         }
     }
@@ -311,6 +323,17 @@ impl Classifier {
     /// Distinct masks held (what a lookup probes at most).
     pub fn masks(&self) -> usize {
         self.subtables.len()
+    }
+
+    /// Which bits any rule's mask has.
+    pub fn mask_union(&self) -> MatchKey {
+        let mut out = MatchKey::default();
+        for sub in &self.subtables {
+            for (o, m) in out.0.iter_mut().zip(&sub.mask.0) {
+                *o |= m;
+            }
+        }
+        out
     }
 
     /// The rule numbered `id`.

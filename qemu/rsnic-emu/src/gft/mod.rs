@@ -13,6 +13,7 @@ mod meter;
 pub mod parse;
 mod pending;
 mod policer;
+pub mod rule_cache;
 pub mod rules;
 mod slab;
 mod switch;
@@ -681,7 +682,7 @@ impl Gft {
         let s = self.card_stats();
         let p = self.exception_stats();
         format!(
-            "enabled={} cache={} generation={} flows={} bytes_per_flow={} lookups={} hits={} misses={} exceptions={} tcp_duplicates={} meter_drops={} dropped={} transform_errors={} reinjected={} bad_reinjects={} pending_marked={} pending_drops={} pending={} rate_drops={} exception_rate={}/{}",
+            "enabled={} cache={} generation={} flows={} bytes_per_flow={} lookups={} hits={} misses={} exceptions={} tcp_duplicates={} meter_drops={} dropped={} transform_errors={} reinjected={} bad_reinjects={} pending_marked={} pending_drops={} pending={} rate_drops={} exception_rate={}/{} rules={} masks={} rule_hits={} rule_misses={} rule_cache_hits={} rule_cache_misses={}",
             u8::from(self.enabled()),
             u8::from(self.flags & config::CACHE != 0),
             self.generation,
@@ -702,7 +703,13 @@ impl Gft {
             p.pending,
             p.rate_drops,
             self.policers.get().0,
-            self.policers.get().1
+            self.policers.get().1,
+            self.rules.len(),
+            self.rules.masks(),
+            self.stats.rule_hits,
+            self.stats.rule_misses,
+            self.rules.cache.stats().hits,
+            self.rules.cache.stats().misses
         )
     }
 }
