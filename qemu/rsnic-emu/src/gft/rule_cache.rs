@@ -35,8 +35,10 @@
 //!
 //! When the keys outnumber the cache many times over, its probes are
 //! misses to memory on top of the table's lookup, which stays in the
-//! processor's caches for a few thousand rules. So the cache counts its
-//! hits over each [`WINDOW`] probes and steps aside while fewer than half
+//! processor's caches for a few thousand rules. So the cache judges
+//! itself over windows of [`WINDOW`] probes that either hit or missed
+//! with the key's set full (a miss that fills a free way, as after a rule
+//! change, is neither), and steps aside while fewer than half of them
 //! hit: then only one lookup in [`SAMPLE_EVERY`] probes it (and offers
 //! its key), enough to see the hits come back.
 
@@ -54,7 +56,7 @@ const EVICT_EVERY: u32 = 8;
 /// Probes over which the hit rate is judged.
 const WINDOW: u32 = 1024;
 /// Stepped aside, one lookup in this many still probes.
-const SAMPLE_EVERY: u32 = 16;
+const SAMPLE_EVERY: u32 = 64;
 
 /// One entry: a cache key and what decided it.
 #[derive(Clone, Copy, Debug)]
@@ -99,6 +101,8 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct RuleCache {
     ways: HugeVec<Way>,
+    /// Sets held ([`SETS`]; fewer in tests).
+    sets: usize,
     /// Which bits of a packet's key any rule looks at.
     mask: MatchKey,
     /// Entries of another version are stale; never 0 (an empty way's).
@@ -118,8 +122,16 @@ pub struct RuleCache {
 
 impl Default for RuleCache {
     fn default() -> Self {
+        Self::with_sets(SETS)
+    }
+}
+
+impl RuleCache {
+    /// A cache of `sets` sets (a power of two).
+    fn with_sets(sets: usize) -> Self {
         Self {
             ways: HugeVec::new(),
+            sets,
             mask: MatchKey::default(),
             version: 1,
             hash: WordHash::random(),
@@ -131,9 +143,7 @@ impl Default for RuleCache {
             stats: CacheStats::default(),
         }
     }
-}
 
-impl RuleCache {
     /// Turns the cache on or off (off: every lookup asks the table; for
     /// measuring what the cache buys).
     pub fn set_enabled(&mut self, on: bool) {
@@ -173,8 +183,9 @@ impl RuleCache {
     /// The first way of `key`'s set, and its tag.
     fn place(&self, key: &MatchKey) -> (usize, u32) {
         let h = self.hash.of(key);
-        // CAST: the set number is below SETS; the tag is the upper half.
-        ((h as usize & (SETS - 1)) * WAYS, (h >> 32) as u32)
+        // CAST: the set number is below `sets`; the tag is the upper
+        // half.
+        ((h as usize & (self.sets - 1)) * WAYS, (h >> 32) as u32)
     }
 
     /// Whether this lookup probes the cache: always, unless it stepped
@@ -205,10 +216,13 @@ impl RuleCache {
                 .map(|w| w.rule)
         };
         match found {
-            Some(_) => self.stats.hits += 1,
+            Some(_) => {
+                self.stats.hits += 1;
+                self.judge(true);
+            }
+            // Judged when its key is offered.
             None => self.stats.misses += 1,
         }
-        self.judge(found.is_some());
         found
     }
 
@@ -227,7 +241,7 @@ impl RuleCache {
     /// [`EVICT_EVERY`].
     pub fn put(&mut self, key: MatchKey, rule: Option<RuleId>) {
         if self.ways.is_empty() {
-            self.ways = HugeVec::from_elem(Way::EMPTY, SETS * WAYS);
+            self.ways = HugeVec::from_elem(Way::EMPTY, self.sets * WAYS);
         }
         let (set, tag) = self.place(&key);
         let version = self.version;
@@ -238,12 +252,12 @@ impl RuleCache {
             key,
         };
         // The first way holds the newer key, the second the older.
-        let ways = &mut self.ways[set..set + WAYS];
-        if ways[0].version != version {
-            ways[0] = way;
+        if self.ways[set].version != version {
+            self.ways[set] = way;
             return;
         }
-        if ways[1].version == version {
+        if self.ways[set + 1].version == version {
+            self.judge(false);
             self.refused += 1;
             if self.refused < EVICT_EVERY {
                 self.stats.skipped += 1;
@@ -251,8 +265,8 @@ impl RuleCache {
             }
             self.refused = 0;
         }
-        ways[1] = ways[0];
-        ways[0] = way;
+        self.ways[set + 1] = self.ways[set];
+        self.ways[set] = way;
     }
 }
 
@@ -333,34 +347,57 @@ mod tests {
 
     #[test]
     fn steps_aside_while_most_probes_miss_and_comes_back_when_they_hit() {
-        let mut c = RuleCache::default();
-        let mut probes = 0;
-        // A window of keys never seen again: all miss.
-        for i in 0..WINDOW {
+        // One set: from the third key on, every new key finds it full.
+        let mut c = RuleCache::with_sets(1);
+        let mut k = 0u16;
+        let mut next = || {
+            k += 1;
+            key(k)
+        };
+        // The two keys that fill the free ways are not judged; a window
+        // of keys that find the set full is.
+        let mut offered = 0;
+        while !c.aside {
+            let k = next();
             assert!(c.probes());
-            // CAST: WINDOW fits a u16.
-            let k = key(i as u16);
             assert_eq!(c.get(&k), None);
-            probes += 1;
+            c.put(k, None);
+            offered += 1;
         }
-        assert!(c.aside);
+        assert_eq!(offered, WINDOW + 2);
         // Aside: one lookup in SAMPLE_EVERY probes.
         let sampled = (0..SAMPLE_EVERY * 4).filter(|_| c.probes()).count();
         assert_eq!(sampled, 4);
-        // Then the keys hit again (one key, stored): after a window of
-        // sampled probes the cache is back.
-        c.put(key(1), Some(1));
+        // Then the keys hit again: after a window of sampled probes the
+        // cache is back.
+        let k = next();
+        c.invalidate(MatchKey::default());
+        c.put(k, Some(1));
+        let mut probes = 0;
         while c.aside {
             if c.probes() {
-                assert_eq!(c.get(&key(1)), Some(Some(1)));
+                assert_eq!(c.get(&k), Some(Some(1)));
                 probes += 1;
             }
         }
-        assert_eq!(probes, 2 * WINDOW);
+        assert_eq!(probes, WINDOW);
         assert!(c.probes());
         assert_eq!(
             c.stats().bypassed,
             u64::from((SAMPLE_EVERY - 1) * (WINDOW + 4))
         );
+    }
+
+    #[test]
+    fn filling_an_empty_cache_does_not_step_it_aside() {
+        let mut c = RuleCache::default();
+        for i in 0..4 * WINDOW {
+            // CAST: below 2^16.
+            let k = key(i as u16);
+            assert!(c.probes());
+            assert_eq!(c.get(&k), None);
+            c.put(k, None);
+        }
+        assert!(!c.aside);
     }
 }
