@@ -9,7 +9,8 @@
 # into; a police rule's card meter passes what its rate allows, and
 # tc -s counts the rest as drops); what the card cannot match or do is
 # refused with the driver's extack message (skip_sw) or kept in
-# software; a deleted rule stops acting; hw-tc-offload cannot be
+# software; the card's exact-match cache of its rule decisions answers
+# a flow's later packets; a deleted rule stops acting; hw-tc-offload cannot be
 # turned off under offloaded rules.
 
 source "$(dirname "$0")/lib.sh"
@@ -55,7 +56,7 @@ b_to_a() { # PORT N [RECV_PORT]
 }
 add() { tc filter add dev "$NETIF_A" ingress "$@" 2>&1; } # prints tc's error, if any
 
-ktap_header 14
+ktap_header 15
 tc qdisc add dev "$NETIF_A" clsact
 ethtool -K "$NETIF_A" hw-tc-offload on
 
@@ -63,13 +64,18 @@ check "a skip_sw drop rule is taken" \
 	test -z "$(add protocol ip prio 1 flower skip_sw ip_proto udp dst_port 7001 action drop)"
 check "tc reports it in hardware" test "$(filter_field 1 in_hw)" = true
 rx0=$(cat "/sys/class/net/$NETIF_A/statistics/rx_packets")
+cached0=$(card_gft_stat rule_cache_hits)
 got=$(b_to_a 7001 20)
 rx=$(( $(cat "/sys/class/net/$NETIF_A/statistics/rx_packets") - rx0 ))
+cached=$(( $(card_gft_stat rule_cache_hits) - cached0 ))
 echo "# to the dropped port: $got of 20 arrived; $NETIF_A rx_packets +$rx"
 check "the card dropped them: none arrived, the host saw none" test "$got" = 0 -a "$rx" -lt 5
 pk=$(filter_field 1 packets)
-echo "# tc -s: the rule counted ${pk:-?} packets"
+echo "# tc -s: the rule counted ${pk:-?} packets; the card's rule cache answered $cached lookups"
 check "the rule's hardware counters hold the 20" test "${pk:-0}" = 20
+# The first datagram asked the rule table, the next ones its cache (the
+# rule counts them all the same, above).
+check "the card's rule cache decided the other 19" test "$cached" -ge 19
 check "another port is not matched" test "$(b_to_a 7002 20)" = 20
 
 # NAT by pedit: datagrams to 7004 arrive at 7005.
