@@ -100,8 +100,10 @@ impl Nic {
             .get(..META_LEN)
             .and_then(ExceptionMeta::from_bytes)
             .ok_or(EINVAL)?;
-        let rep = lock_bh(&self.rep).clone().ok_or(ENODEV)?;
-        let rep = rep.try_access().ok_or(ENODEV)?;
+        // Under the lock, without a reference of our own per frame: the
+        // representor goes only after leaving the slot.
+        let slot = lock_bh(&self.rep);
+        let rep = slot.as_ref().ok_or(ENODEV)?.try_access().ok_or(ENODEV)?;
         if rep.data().port() != meta.port {
             return Err(EINVAL);
         }

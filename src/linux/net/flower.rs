@@ -367,8 +367,9 @@ impl FlowerStats<'_> {
 /// offloaded through them away again (`FLOW_CLS_DESTROY`).
 pub(crate) struct TunnelBlocks<T: NetDevOps> {
     reg: NonNull<c_void>,
-    // The callbacks' private data: boxed, so its address is stable.
-    dev: KBox<NetDevRef<T>>,
+    // The callbacks' private data: boxed, so its address is stable; held
+    // (never read here) until the registration is gone.
+    _dev: KBox<NetDevRef<T>>,
 }
 
 // SAFETY: The registration may be dropped from any thread; the handle is
@@ -397,7 +398,7 @@ impl<T: NetDevOps> TunnelBlocks<T> {
         })?;
         Ok(Self {
             reg: NonNull::new(reg).ok_or(ENOMEM)?,
-            dev,
+            _dev: dev,
         })
     }
 }
@@ -407,7 +408,6 @@ impl<T: NetDevOps> Drop for TunnelBlocks<T> {
         // SAFETY: Registered in `register`, unregistered once, here; after
         // it no callback runs with the handle, which goes after.
         unsafe { bindings::rust_ext_indr_unregister(self.reg.as_ptr()) };
-        let _ = &self.dev;
     }
 }
 
