@@ -216,17 +216,13 @@ fn with_rules(masks: u32, per_conversation: bool, cache: bool) -> Gft {
         ..Action::default()
     };
     let now = Instant::now();
+    // From the VF's port, and what `set` adds.
     let rule = |id, prio, set: &dyn Fn(&mut MatchKey, &mut MatchKey)| {
-        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
-        key.set(field::IN_PORT, &port::VF0.to_be_bytes());
-        mask.set_all(field::IN_PORT);
-        set(&mut key, &mut mask);
-        Rule {
-            id,
-            prio,
-            key,
-            mask,
-        }
+        Rule::new(id, prio, |key, mask| {
+            key.set(field::IN_PORT, &port::VF0.to_be_bytes());
+            mask.set_all(field::IN_PORT);
+            set(key, mask);
+        })
     };
     for i in 0..1024u32 {
         let (k, n) = (i % masks, i / masks);

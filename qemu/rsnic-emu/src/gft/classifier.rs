@@ -249,6 +249,21 @@ pub struct Rule {
     pub mask: MatchKey,
 }
 
+impl Rule {
+    /// Rule `id` of priority `prio`, its match and mask as `set` writes
+    /// them into empty ones.
+    pub fn new(id: RuleId, prio: u16, set: impl FnOnce(&mut MatchKey, &mut MatchKey)) -> Self {
+        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
+        set(&mut key, &mut mask);
+        Self {
+            id,
+            prio,
+            key,
+            mask,
+        }
+    }
+}
+
 /// Why a rule was not added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AddError {
@@ -432,14 +447,7 @@ mod tests {
     use crate::gft::parse::tests as frames;
 
     fn rule(id: RuleId, prio: u16, set: impl FnOnce(&mut MatchKey, &mut MatchKey)) -> Rule {
-        let (mut key, mut mask) = (MatchKey::default(), MatchKey::default());
-        set(&mut key, &mut mask);
-        Rule {
-            id,
-            prio,
-            key,
-            mask,
-        }
+        Rule::new(id, prio, set)
     }
 
     fn udp_to(dport: u16) -> MatchKey {
