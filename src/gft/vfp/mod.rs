@@ -23,6 +23,7 @@ use flows::{KeyFilter, Staged};
 use core::fmt;
 
 use kernel::{
+    alloc::KVVec,
     prelude::*,
     rbtree::RBTree,
     time::{Instant, Monotonic},
@@ -133,8 +134,9 @@ const MAX_FLOWER_RULES: usize = crate::hw::gft_rule::MAX_RULES as usize;
 pub(crate) struct Vfp {
     card: GftCard,
     rules: KVec<RuleEntry>,
-    /// tc flower rules the card holds, in its masked rule table.
-    flower: KVec<Offloaded>,
+    /// tc flower rules the card holds, in its masked rule table (a full
+    /// table's are more than kmalloc gives at once: 16384 records).
+    flower: KVVec<Offloaded>,
     /// The card rule id the next flower rule gets (ids are unique
     /// among those held).
     next_flower_id: u32,
@@ -244,7 +246,7 @@ impl Vfp {
         Self {
             card,
             rules: KVec::new(),
-            flower: KVec::new(),
+            flower: KVVec::new(),
             next_flower_id: 1,
             next_rule_id: 1,
             generation: 1,

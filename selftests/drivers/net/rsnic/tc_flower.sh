@@ -10,7 +10,8 @@
 # tc -s counts the rest as drops); what the card cannot match or do is
 # refused with the driver's extack message (skip_sw) or kept in
 # software; the card's exact-match cache of its rule decisions answers
-# a flow's later packets; a deleted rule stops acting; hw-tc-offload cannot be
+# a flow's later packets; a deleted rule stops acting; a full table
+# refuses the rule past it with the reason and loses none; hw-tc-offload cannot be
 # turned off under offloaded rules.
 
 source "$(dirname "$0")/lib.sh"
@@ -56,7 +57,7 @@ b_to_a() { # PORT N [RECV_PORT]
 }
 add() { tc filter add dev "$NETIF_A" ingress "$@" 2>&1; } # prints tc's error, if any
 
-ktap_header 15
+ktap_header 16
 tc qdisc add dev "$NETIF_A" clsact
 ethtool -K "$NETIF_A" hw-tc-offload on
 
@@ -148,4 +149,28 @@ got=$(b_to_a 7001 20)
 echo "# hw-tc-offload after 'off' under rules: $off; after deleting the drop rule $got of 20 arrive"
 check "hw-tc-offload refused off under rules; a deleted rule stops dropping" \
 	test "$off" = on -a "$got" = 20
+
+# A full table: the drop rule again, then rules for 16383 more addresses
+# (one tc batch), then one past the card's 16384: refused with the
+# reason, and the first rule still drops and counts. Deleting the qdisc
+# empties the card's table.
+tc qdisc del dev "$NETIF_A" clsact
+tc qdisc add dev "$NETIF_A" clsact
+add protocol ip prio 1 flower skip_sw ip_proto udp dst_port 7001 action drop
+python3 -c '
+import sys
+for i in range(16384):
+    print(f"filter add dev {sys.argv[1]} ingress protocol ip prio 2 flower skip_sw "
+          f"dst_ip 10.{100 + (i >> 16)}.{(i >> 8) & 255}.{i & 255} action drop")
+' "$NETIF_A" >/tmp/tc_flower.batch
+tc -force -b /tmp/tc_flower.batch >/tmp/tc_flower.batch.log 2>&1
+in_hw=$(tc filter show dev "$NETIF_A" ingress | grep -c in_hw)
+refused=$(grep -c "Error: rsnic: the card's rule table is full" /tmp/tc_flower.batch.log)
+failed=$(grep -c "Command failed" /tmp/tc_flower.batch.log)
+got=$(b_to_a 7001 20)
+pk=$(filter_field 1 packets)
+echo "# a full table: $in_hw in hardware, $failed of 16384 more refused ($refused with the reason); the first rule: $got of 20 arrived, it counted ${pk:-?}"
+tc qdisc del dev "$NETIF_A" clsact
+check_eq "a full table: 16384 in hardware, the one more refused with the reason, the first rule still drops and counts; none left once deleted" \
+	"$in_hw / $failed / $refused / $got / ${pk:-?} / $(card_gft_stat rules)" "16384 / 1 / 1 / 0 / 20 / 0"
 ktap_finish
