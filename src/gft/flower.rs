@@ -19,10 +19,8 @@ const ETH_P_8021Q: u16 = 0x8100;
 /// `ETH_P_8021AD`.
 const ETH_P_8021AD: u16 = 0x88a8;
 
-/// A flower rule the card holds.
+/// A flower rule the card holds (kept by tc's cookie).
 pub(super) struct Offloaded {
-    /// tc's cookie.
-    pub(super) cookie: u64,
     /// What the card was given (replayed after a reset).
     pub(super) rec: RuleRecord,
     /// What was reported to tc so far (it wants increments).
@@ -31,9 +29,8 @@ pub(super) struct Offloaded {
 
 impl Offloaded {
     /// A rule the card took.
-    pub(super) fn new(cookie: u64, rec: RuleRecord) -> Self {
+    pub(super) fn new(rec: RuleRecord) -> Self {
         Self {
-            cookie,
             rec,
             reported: FlowCounts::default(),
         }

@@ -23,9 +23,8 @@ use flows::{KeyFilter, Staged};
 use core::fmt;
 
 use kernel::{
-    alloc::KVVec,
     prelude::*,
-    rbtree::RBTree,
+    rbtree::{RBTree, RBTreeNode},
     time::{Instant, Monotonic},
 };
 
@@ -134,9 +133,15 @@ const MAX_FLOWER_RULES: usize = crate::hw::gft_rule::MAX_RULES as usize;
 pub(crate) struct Vfp {
     card: GftCard,
     rules: KVec<RuleEntry>,
-    /// tc flower rules the card holds, in its masked rule table (a full
-    /// table's are more than kmalloc gives at once: 16384 records).
-    flower: KVVec<Offloaded>,
+    /// tc flower rules the card holds, in its masked rule table, by
+    /// tc's cookie (tc asks for each rule's counters every second or so,
+    /// OVS for all of them: a lookup must not walk the table).
+    flower: RBTree<u64, Offloaded>,
+    /// The card rule ids of `flower`'s rules, in the order they were
+    /// given (to the cookie).
+    flower_ids: RBTree<u32, u64>,
+    /// How many rules `flower` holds.
+    flower_len: usize,
     /// The card rule id the next flower rule gets (ids are unique
     /// among those held).
     next_flower_id: u32,
@@ -246,7 +251,9 @@ impl Vfp {
         Self {
             card,
             rules: KVec::new(),
-            flower: KVVec::new(),
+            flower: RBTree::new(),
+            flower_ids: RBTree::new(),
+            flower_len: 0,
             next_flower_id: 1,
             next_rule_id: 1,
             generation: 1,
@@ -293,10 +300,13 @@ impl Vfp {
         self.card
             .set_exception_rate(self.exception_rate, self.exception_burst)?;
         self.card.configure(self.config_flags(), self.max_flows)?;
-        // tc's rules were lost with the rest: given again, counting anew.
-        for r in self.flower.iter_mut() {
-            self.card.add_rule(&r.rec)?;
-            r.restart();
+        // tc's rules were lost with the rest: given again, in the order
+        // they came (the first of equal priorities wins), counting anew.
+        for (_, cookie) in self.flower_ids.iter() {
+            if let Some(r) = self.flower.get_mut(cookie) {
+                self.card.add_rule(&r.rec)?;
+                r.restart();
+            }
         }
         Ok(())
     }
@@ -542,12 +552,15 @@ impl Vfp {
     /// tc adds a flower rule, or replaces the one with its cookie.
     pub(crate) fn flower_replace(&mut self, rule: &FlowerRule<'_>, ports: &Ports<'_>) -> Result {
         let was_enabled = self.enabled();
-        if self.flower.len() >= MAX_FLOWER_RULES {
+        if self.flower_len >= MAX_FLOWER_RULES {
             return Err(rule.refuse(c"rsnic: the card's rule table is full"));
         }
+        let cookie = rule.cookie();
         let id = self.free_flower_id();
         let rec = flower::translate(rule, id, ports).map_err(|msg| rule.refuse(msg))?;
-        self.flower.reserve(1, GFP_KERNEL)?;
+        // Allocated before the card has it: nothing fails after.
+        let by_cookie = RBTreeNode::new(cookie, Offloaded::new(rec), GFP_KERNEL)?;
+        let by_id = RBTreeNode::new(id, cookie, GFP_KERNEL)?;
         // The new rule first: if the card refuses it, the old one stays.
         match self.card.add_rule(&rec) {
             Ok(()) => {}
@@ -556,26 +569,30 @@ impl Vfp {
             }
             Err(e) => return Err(e.into()),
         }
-        if let Some(i) = self.flower_index(rule.cookie()) {
-            let old = self.flower.remove(i)?;
-            if let Err(e) = self.card.delete_rule(old.rec.id) {
-                pr_warn!(
-                    "GFT: replaced tc rule {} not removed from the card: {:?}\n",
-                    old.rec.id,
-                    e
-                );
+        self.flower_ids.insert(by_id);
+        match self.flower.insert(by_cookie) {
+            Some(replaced) => {
+                let (_, old) = replaced.to_key_value();
+                self.flower_ids.remove(&old.rec.id);
+                if let Err(e) = self.card.delete_rule(old.rec.id) {
+                    pr_warn!(
+                        "GFT: replaced tc rule {} not removed from the card: {:?}\n",
+                        old.rec.id,
+                        e
+                    );
+                }
             }
+            None => self.flower_len += 1,
         }
-        self.flower
-            .push(Offloaded::new(rule.cookie(), rec), GFP_KERNEL)?;
         Ok(self.policy_changed(was_enabled)?)
     }
 
     /// tc removes the flower rule with `cookie`.
     pub(crate) fn flower_destroy(&mut self, cookie: u64) -> Result {
         let was_enabled = self.enabled();
-        let i = self.flower_index(cookie).ok_or(ENOENT)?;
-        let r = self.flower.remove(i)?;
+        let r = self.flower.remove(&cookie).ok_or(ENOENT)?;
+        self.flower_ids.remove(&r.rec.id);
+        self.flower_len -= 1;
         match self.card.delete_rule(r.rec.id) {
             // The card already forgot it (a reset not yet replayed).
             Ok(_) | Err(AdminError::Refused(AdminStatus::NotFound)) => {}
@@ -586,8 +603,7 @@ impl Vfp {
 
     /// tc asks what the flower rule with `cookie` counted.
     pub(crate) fn flower_stats(&mut self, stats: &mut FlowerStats<'_>) -> Result {
-        let i = self.flower_index(stats.cookie()).ok_or(ENOENT)?;
-        let r = &mut self.flower[i];
+        let r = self.flower.get_mut(&stats.cookie()).ok_or(ENOENT)?;
         let c = self.card.query_rule(r.rec.id)?;
         stats.report(
             r.increments(&c),
@@ -596,15 +612,10 @@ impl Vfp {
         Ok(())
     }
 
-    /// Where the flower rule with tc's `cookie` is kept.
-    fn flower_index(&self, cookie: u64) -> Option<usize> {
-        self.flower.iter().position(|r| r.cookie == cookie)
-    }
-
     /// An id no flower rule has, from `next_flower_id` on.
     fn free_flower_id(&mut self) -> u32 {
         let mut id = self.next_flower_id;
-        while self.flower.iter().any(|r| r.rec.id == id) {
+        while self.flower_ids.get(&id).is_some() {
             id = id.checked_add(1).unwrap_or(1);
         }
         self.next_flower_id = id.checked_add(1).unwrap_or(1);

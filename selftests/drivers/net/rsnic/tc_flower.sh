@@ -163,14 +163,20 @@ for i in range(16384):
     print(f"filter add dev {sys.argv[1]} ingress protocol ip prio 2 flower skip_sw "
           f"dst_ip 10.{100 + (i >> 16)}.{(i >> 8) & 255}.{i & 255} action drop")
 ' "$NETIF_A" >/tmp/tc_flower.batch
+t0=$(date +%s%N)
 tc -force -b /tmp/tc_flower.batch >/tmp/tc_flower.batch.log 2>&1
-in_hw=$(tc filter show dev "$NETIF_A" ingress | grep -c in_hw)
+t1=$(date +%s%N)
+in_hw=$(tc -s filter show dev "$NETIF_A" ingress | grep -c in_hw)
+t2=$(date +%s%N)
 refused=$(grep -c "Error: rsnic: the card's rule table is full" /tmp/tc_flower.batch.log)
 failed=$(grep -c "Command failed" /tmp/tc_flower.batch.log)
 got=$(b_to_a 7001 20)
 pk=$(filter_field 1 packets)
 echo "# a full table: $in_hw in hardware, $failed of 16384 more refused ($refused with the reason); the first rule: $got of 20 arrived, it counted ${pk:-?}"
+t3=$(date +%s%N)
 tc qdisc del dev "$NETIF_A" clsact
+t4=$(date +%s%N)
+echo "# added in $(((t1 - t0) / 1000000)) ms, tc -s filter show (counters of all) in $(((t2 - t1) / 1000000)) ms, all deleted in $(((t4 - t3) / 1000000)) ms"
 check_eq "a full table: 16384 in hardware, the one more refused with the reason, the first rule still drops and counts; none left once deleted" \
 	"$in_hw / $failed / $refused / $got / ${pk:-?} / $(card_gft_stat rules)" "16384 / 1 / 1 / 0 / 20 / 0"
 ktap_finish
