@@ -118,7 +118,7 @@ check "skip_sw redirects VF->wire and wire->VF taken in hardware" \
 	bash -c "[ -z '$e1$e2' ] && tc filter show dev $REP ingress | grep -q in_hw && tc filter show dev $NETIF_A ingress | grep -q in_hw"
 rep0=$(rx_packets_of "$REP") pf0=$(rx_packets_of "$NETIF_A")
 dump=$(mktemp)
-tcpdump -nn -l -i "$REP" icmp >"$dump" 2>/dev/null &
+tcpdump -nn -l -i "$REP" >"$dump" 2>/dev/null &
 tcpd=$!
 nap 1
 vm_ping 50
@@ -126,16 +126,22 @@ rc=$?
 nap 0.5
 kill -INT $tcpd
 wait $tcpd
-seen=$(grep -c ICMP "$dump")
-grep ICMP "$dump" | sed 's/^/# on the representor: /'
+seen=$(grep -c "ICMP echo" "$dump")
+grep "ICMP echo" "$dump" | sed 's/^/# on the representor: /'
+grep -v "ICMP echo" "$dump" | head -n 10 | sed 's/^/# on the representor (not the pings): /'
 rm -f "$dump"
 rep1=$(rx_packets_of "$REP") pf1=$(rx_packets_of "$NETIF_A")
 h1=$(hw_packets "$REP") h2=$(hw_packets "$NETIF_A")
-echo "# offloaded: ping rc $rc; rule counters VF->wire ${h1:-?}, wire->VF ${h2:-?}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0)); tcpdump on $REP: $seen ICMP"
+echo "# offloaded: ping rc $rc; rule counters VF->wire ${h1:-?}, wire->VF ${h2:-?}; $REP rx +$((rep1 - rep0)), $NETIF_A rx +$((pf1 - pf0)); tcpdump on $REP: $seen ICMP echo"
 check "the card carried the pings: all answered, both rules counted them" \
 	test "$rc" = 0 -a "${h1:-0}" -ge 50 -a "${h2:-0}" -ge 50
+# What does reach the representor is the VF's own control traffic, which
+# no rule forwards: its neighbour probes for B (unicast ARP, up to 3 a
+# round, when its entry goes stale mid-run) and IPv6 ND/MLD; 2 to 5
+# frames in 50 pings (tcpdump also shows the representor's own). The
+# ICMP echoes are the point: none.
 check "and the host saw none of them (representor and PF flat, tcpdump on the representor empty)" \
-	test $((rep1 - rep0)) -lt 5 -a $((pf1 - pf0)) -lt 5 -a "$seen" = 0
+	test $((rep1 - rep0)) -lt 10 -a $((pf1 - pf0)) -lt 10 -a "$seen" = 0
 
 # The VF gone: the representor and its rules stay (as a switch port
 # with no link); what the card forwards to the VF's port is lost there,
