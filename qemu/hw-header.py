@@ -24,6 +24,8 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RUST = ROOT / "src/hw/rdma.rs"
+# The card's PCI identity (the provider matches the PF by it).
+RUST_IDS = ROOT / "src/hw/mod.rs"
 HEADER = ROOT / "rdma-core/providers/rsnic/rsnic_hw.h"
 
 # C struct -> (Rust struct, {C field: Rust field} where the names differ).
@@ -50,7 +52,7 @@ CONSTANTS = [
     ("RSNIC_WQE_", ["wqe_op", "wqe_flag"]),
     ("RSNIC_DB_", ["udb"]),
     ("RSNIC_ARM_", ["arm"]),
-    ("RSNIC_", [""]),
+    ("RSNIC_", ["", "hw"]),
 ]
 SCALAR = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "Gid": 16}
 
@@ -140,6 +142,7 @@ def main():
     header = HEADER.read_text()
     text = RUST.read_text()
     consts = rust_constants(text)
+    consts["hw"] = rust_constants(RUST_IDS.read_text())[""]
     structs = rust_structs(text, consts)
     fields = c_fields(header)
     cnames = sorted(set(re.findall(r"\b(RSNIC_[A-Z0-9_]+)\s*=", header)))
@@ -202,7 +205,7 @@ def main():
                 rest = names[mods[0]]
                 break
         if not hits:
-            bad.append(f"{c}: no Rust constant {rest} in {', '.join(m or 'rdma.rs' for m in mods)}")
+            bad.append(f"{c}: no Rust constant {rest} in {', '.join({"": "rdma.rs", "hw": "hw/mod.rs"}.get(m, m) for m in mods)}")
         elif consts[hits[0][0]][hits[0][1]] != c_const[c]:
             m, name = hits[0]
             bad.append(f"{c} = {c_const[c]}, {(m + '::') if m else ''}{name} = {consts[m][name]}")

@@ -340,12 +340,15 @@ admin_commands! {
         RdmaCreateCq {
             /// CQ number, below `max_cq`.
             cqn @ 8: u32,
-            /// Bus address of the ring ([`rdma::CQE_LEN`]-byte entries).
+            /// Bus address of the ring ([`rdma::CQE_LEN`]-byte entries, or
+            /// [`rdma::CQE_STAMPED_LEN`] with [`rdma::cq_create::TIMESTAMP`]).
             ring @ 16: u64,
             /// Entries (power of two, up to `max_cqe`).
             entries @ 24: u32,
             /// The [`rdma::udb`] page that rings it; 0 for a kernel CQ.
             db_page @ 28: u32,
+            /// [`rdma::cq_create`] bits.
+            flags @ 32: u32,
         } = 24,
         /// PF only: destroy a completion queue no QP uses.
         RdmaDestroyCq {
@@ -445,7 +448,8 @@ admin_commands! {
         RdmaResizeCq {
             /// CQ number.
             cqn @ 8: u32,
-            /// Bus address of the new ring.
+            /// Bus address of the new ring (entries of the size the CQ was
+            /// created with).
             ring @ 16: u64,
             /// Its entries (power of two, up to `max_cqe`).
             entries @ 24: u32,

@@ -146,6 +146,15 @@ pub mod rdma_cap {
     /// RDMA ATOMIC WRITE (IBTA 1.5), on RC: 8 bytes written whole
     /// (`IB_DEVICE_ATOMIC_WRITE`).
     pub const ATOMIC_WRITE: u16 = 1 << 2;
+    /// CQs whose entries carry the card's clock ([`cq_create::TIMESTAMP`]).
+    pub const CQ_TIMESTAMP: u16 = 1 << 3;
+}
+
+/// Flags of [`super::AdminCmd::RdmaCreateCq`].
+pub mod cq_create {
+    /// Entries of [`super::CQE_STAMPED_LEN`] bytes, each stamped with the
+    /// card's clock when written (needs [`super::rdma_cap::CQ_TIMESTAMP`]).
+    pub const TIMESTAMP: u32 = 1 << 0;
 }
 
 /// RDMA doorbells in BAR0 (all write-only, 32 bits).
@@ -213,6 +222,12 @@ pub const SQ_WQE_LEN: usize = 128;
 pub const RQ_WQE_LEN: usize = 80;
 /// Bytes of one completion queue entry.
 pub const CQE_LEN: usize = 32;
+/// Bytes of one entry of a CQ created with [`cq_create::TIMESTAMP`]: a
+/// [`Cqe`], then at [`CQE_TIMESTAMP`] the card's clock (nanoseconds,
+/// `hw::regs::PTP_TIME_LO`'s) when the card wrote it, then reserved.
+pub const CQE_STAMPED_LEN: usize = 64;
+/// Offset of the little-endian u64 time stamp in a stamped CQ's entry.
+pub const CQE_TIMESTAMP: usize = CQE_LEN;
 /// Bytes of one event queue entry.
 pub const EQE_LEN: usize = 16;
 /// Scatter/gather entries of one WQE (send and receive).

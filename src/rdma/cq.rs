@@ -20,6 +20,9 @@ use crate::linux::{
 pub(crate) struct RdmaCq {
     /// CQ number.
     pub(crate) cqn: u32,
+    /// Bytes per entry ([`CQE_LEN`], or `CQE_STAMPED_LEN` for a CQ
+    /// created with time stamps).
+    pub(crate) entry_len: usize,
     #[pin]
     ring: SpinLock<CqRing>,
 }
@@ -50,10 +53,16 @@ impl CqRing {
 }
 
 impl RdmaCq {
-    /// A CQ over `ring` of `entries` entries.
-    pub(crate) fn new(cqn: u32, ring: RingMem, entries: u32) -> impl PinInit<Self, Error> {
+    /// A CQ over `ring` of `entries` entries of `entry_len` bytes.
+    pub(crate) fn new(
+        cqn: u32,
+        ring: RingMem,
+        entries: u32,
+        entry_len: usize,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             cqn,
+            entry_len,
             ring <- kernel::new_spinlock!(CqRing {
                 mem: ring,
                 entries,

@@ -25,10 +25,10 @@ use super::ucontext::RdmaUcontext;
 use super::RdmaEvents;
 use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
-    mr_kind, rdma_cap, udb, AddressVector, Gid, McastCaps, MrReg, QpCreate, QpModify,
-    QpQueryResult, QpType, RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, EQE_LEN, GID_TABLE_LEN,
-    GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN,
-    SQ_WQE_LEN, VENDOR_PART_ID,
+    cq_create, mr_kind, rdma_cap, udb, AddressVector, Gid, McastCaps, MrReg, QpCreate, QpModify,
+    QpQueryResult, QpType, RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, CQE_STAMPED_LEN, EQE_LEN,
+    GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN,
+    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -36,7 +36,7 @@ use crate::linux::{
     dma::DmaDevice,
     eopnotsupp,
     irq::IrqHandlerRegistration,
-    rdma::device::{DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
+    rdma::device::{CqInit, DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
     rdma::udata::{UserCall, UserData},
     rdma::umem::{UserMemory, UserPin, UserRange},
     rdma::verbs::{
@@ -464,6 +464,17 @@ impl IbDeviceOps for RdmaDev {
             max_mcast_grp: dev.data().mcast.max_groups,
             max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
             max_total_mcast_qp_attach: dev.data().mcast.max_attach,
+            // The card's clock: 64 bits of nanoseconds.
+            timestamp_mask: if c.flags & rdma_cap::CQ_TIMESTAMP != 0 {
+                u64::MAX
+            } else {
+                0
+            },
+            hca_core_clock_khz: if c.flags & rdma_cap::CQ_TIMESTAMP != 0 {
+                1_000_000
+            } else {
+                0
+            },
         }
     }
 
@@ -519,14 +530,25 @@ impl IbDeviceOps for RdmaDev {
     fn create_cq(
         dev: &IbDevice<Self>,
         cq: CqHandle,
-        entries: u32,
+        init: CqInit,
         user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<RdmaCq, Error>, u32)> {
         let d = dev.data();
+        // Time stamps for a process's CQ only: a kernel work completion
+        // has no field for one.
+        if init.timestamps && (user.is_none() || d.caps.flags & rdma_cap::CQ_TIMESTAMP == 0) {
+            return Err(eopnotsupp());
+        }
+        let (entry_len, flags) = if init.timestamps {
+            (CQE_STAMPED_LEN, cq_create::TIMESTAMP)
+        } else {
+            (CQE_LEN, 0)
+        };
         // One more than asked: a full ring is told from an empty one by
-        // the card's count, but the user may have exactly `entries` out.
-        let n = ring_size(entries.saturating_add(1), d.caps.max_cqe)?;
-        let len = n as usize * CQE_LEN;
+        // the card's count, but the user may have exactly `init.entries`
+        // out.
+        let n = ring_size(init.entries.saturating_add(1), d.caps.max_cqe)?;
+        let len = n as usize * entry_len;
         let (ring, db_page) = match &user {
             Some(u) => (RingMem::user(&d.dma, &u.udata, len)?, u.context.page()),
             None => (RingMem::Kernel(d.dma.alloc(len)?), 0),
@@ -549,6 +571,7 @@ impl IbDeviceOps for RdmaDev {
             ring: addr,
             entries: n,
             db_page,
+            flags,
         });
         if let Err(e) = created {
             d.ids.lock().cqs.free(cqn);
@@ -557,7 +580,7 @@ impl IbDeviceOps for RdmaDev {
         if let Some(slot) = lock_irqsave(&d.tables).cqs.get_mut(cqn as usize) {
             *slot = Some(cq);
         }
-        Ok((RdmaCq::new(cqn, ring, n), n - 1))
+        Ok((RdmaCq::new(cqn, ring, n, entry_len), n - 1))
     }
 
     fn resize_user_cq(
@@ -569,7 +592,7 @@ impl IbDeviceOps for RdmaDev {
         let d = dev.data();
         let req: uapi::ResizeCqReq = user.udata.request()?;
         let n = ring_size(entries.saturating_add(1), d.caps.max_cqe)?;
-        let ring = RingMem::user(&d.dma, &user.udata, n as usize * CQE_LEN)?;
+        let ring = RingMem::user(&d.dma, &user.udata, n as usize * cq.entry_len)?;
         user.udata.respond(&uapi::ResizeCqResp {
             offset: ring.mmap_offset(),
             entries: n,

@@ -167,8 +167,12 @@ impl auxiliary::Driver for RdmaDriver {
                 comp_vectors: 1,
                 module: &crate::THIS_MODULE,
             };
+            // Under the PCI function, as mlx5 and mana register theirs:
+            // `device/` in sysfs is the card's function, whose PTP clock
+            // (`device/ptp`) is what completion time stamps count, and
+            // whose PCI id the provider matches.
             let ib = ib_device::Registration::new(
-                adev.as_ref(),
+                adev.parent(),
                 adev.parent(),
                 &[&port.netdev],
                 setup,

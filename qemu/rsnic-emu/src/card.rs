@@ -68,9 +68,11 @@ impl Card {
         let mut pf = Function::new(pf, faults);
         pf.nic.set_clock(Arc::clone(&clock));
         let mut vf = Function::new(vf, Arc::new(Faults::default()));
-        vf.nic.set_clock(clock);
+        vf.nic.set_clock(Arc::clone(&clock));
         pf.nic.set_gft(Arc::clone(&gft));
-        let rdma = Arc::new(Mutex::new(RdmaEngine::default()));
+        let mut engine = RdmaEngine::default();
+        engine.set_clock(clock);
+        let rdma = Arc::new(Mutex::new(engine));
         pf.nic.set_rdma(Arc::clone(&rdma));
         Arc::new_cyclic(|me| {
             let card = Self {

@@ -60,7 +60,12 @@ impl CardClock {
 
     /// The clock now, in nanoseconds.
     pub fn now_ns(&self) -> u64 {
-        self.epoch().at(Instant::now())
+        self.at(Instant::now())
+    }
+
+    /// The clock at `now` (a moment the caller took), in nanoseconds.
+    pub fn at(&self, now: Instant) -> u64 {
+        self.epoch().at(now)
     }
 
     /// Sets the clock to `ns`.

@@ -4,10 +4,15 @@
  * card writes and the provider polls by phase bit. Everything a CQE says
  * is checked against what was posted before the application sees it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <util/mmio.h>
 #include <util/udma_barrier.h>
@@ -36,7 +41,7 @@ static int map_cq(struct ibv_context *context, struct rsnic_cq *cq,
 	cq->entries = r->entries;
 	if (!cq->entries || cq->entries & (cq->entries - 1))
 		goto err_destroy;
-	cq->ring_len = align((size_t)cq->entries * RSNIC_CQE_LEN,
+	cq->ring_len = align((size_t)cq->entries * cq->cqe_len,
 			     RSNIC_DB_PAGE_SIZE);
 	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
 			context->cmd_fd, r->offset);
@@ -57,8 +62,10 @@ static struct rsnic_cq *alloc_cq(void)
 {
 	struct rsnic_cq *cq = calloc(1, sizeof(*cq));
 
-	if (cq)
+	if (cq) {
 		pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+		cq->cqe_len = RSNIC_CQE_LEN;
+	}
 	return cq;
 }
 
@@ -122,7 +129,7 @@ int rsnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 		ret = EPROTO;
 		goto out;
 	}
-	len = align((size_t)entries * RSNIC_CQE_LEN, RSNIC_DB_PAGE_SIZE);
+	len = align((size_t)entries * cq->cqe_len, RSNIC_DB_PAGE_SIZE);
 	ring = mmap(NULL, len, PROT_READ, MAP_SHARED, ibcq->context->cmd_fd,
 		    resp.drv_payload.offset);
 	if (ring == MAP_FAILED) {
@@ -155,8 +162,10 @@ int rsnic_destroy_cq(struct ibv_cq *ibcq)
 /* The CQE at free-running index `pos`, if the card has written it. */
 static struct rsnic_cqe *cqe_at(struct rsnic_cq *cq, uint32_t pos)
 {
-	struct rsnic_cqe *cqe = (struct rsnic_cqe *)cq->ring +
-				(pos & (cq->entries - 1));
+	struct rsnic_cqe *cqe =
+		(struct rsnic_cqe *)((uint8_t *)cq->ring +
+				     (size_t)(pos & (cq->entries - 1)) *
+					     cq->cqe_len);
 	bool lap_phase = !((pos / cq->entries) & 1);
 	uint16_t flags = le16toh(mmio_read16(&cqe->flags));
 
@@ -318,8 +327,12 @@ static bool poll_one(struct rsnic_cq *cq, struct ibv_wc *wc)
 	while ((cqe = next_cqe(cq))) {
 		cq->consumed++;
 		/* A CQE for nothing posted (a QP destroyed since) is dropped. */
-		if (fill_wc(ctx, cqe, cq->consumed - 1, wc))
+		if (fill_wc(ctx, cqe, cq->consumed - 1, wc)) {
+			if (cq->cqe_len == RSNIC_CQE_STAMPED_LEN)
+				cq->cur_timestamp = le64toh(*(__le64 *)(
+					(uint8_t *)cqe + RSNIC_CQE_TIMESTAMP));
 			return true;
+		}
 	}
 	return false;
 }
@@ -445,9 +458,69 @@ static uint8_t rsnic_read_dlid_path_bits(struct ibv_cq_ex *cq_ex)
 }
 
 /*
+ * The card's clock counts nanoseconds (the kernel reports hca_core_clock
+ * 1000000 kHz), and it is the PHC's time, which the driver sets from the
+ * system's real time and ptp4l or phc2sys may steer: the raw time stamp
+ * and the wall-clock one are the same number.
+ */
+static uint64_t rsnic_read_completion_ts(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur_timestamp;
+}
+
+static uint64_t rsnic_read_completion_wallclock_ns(struct ibv_cq_ex *cq_ex)
+{
+	return to_rcq_ex(cq_ex)->cur_timestamp;
+}
+
+/*
+ * The card's clock now, through its PTP hardware clock (the PHC of the
+ * PCI function the RDMA device is registered under, which reads the
+ * card's time registers): IBV_VALUES_MASK_RAW_CLOCK in nanoseconds.
+ */
+int rsnic_query_rt_values(struct ibv_context *context,
+			  struct ibv_values_ex *values)
+{
+	struct verbs_device *vdev = verbs_get_device(context->device);
+	char path[IBV_SYSFS_PATH_MAX + 16];
+	struct dirent *e;
+	struct timespec ts;
+	int fd = -1, ret;
+	DIR *dir;
+
+	if (!check_comp_mask(values->comp_mask, IBV_VALUES_MASK_RAW_CLOCK))
+		return EINVAL;
+	if (!(values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK))
+		return 0;
+	snprintf(path, sizeof(path), "%s/device/ptp", vdev->sysfs->ibdev_path);
+	dir = opendir(path);
+	if (!dir)
+		return EOPNOTSUPP;
+	while ((e = readdir(dir)))
+		if (!strncmp(e->d_name, "ptp", 3)) {
+			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			break;
+		}
+	closedir(dir);
+	if (fd < 0)
+		return errno ? errno : EOPNOTSUPP;
+	/* FD_TO_CLOCKID of linux/posix-timers.h: a dynamic clock's id. */
+	ret = clock_gettime((clockid_t)((~(unsigned int)fd << 3) | 3), &ts);
+	close(fd);
+	if (ret)
+		return errno;
+	values->raw_clock = ts;
+	values->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+	return 0;
+}
+
+/*
  * An extended CQ: the same ring as ibv_create_cq's, polled through the
- * callbacks above. The card stamps no time and tags no flow, so only
- * IBV_WC_STANDARD_FLAGS are taken; the single-threaded hint is.
+ * callbacks above. Beyond IBV_WC_STANDARD_FLAGS it takes the completion
+ * time stamp (raw or wall clock): the kernel then makes a ring of
+ * 64-byte entries the card stamps. The card tags no flow; the
+ * single-threaded hint is taken.
  */
 struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
@@ -458,7 +531,10 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	struct rsnic_cq *cq;
 	int ret;
 
-	if (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS ||
+	const uint64_t stamps = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+				IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+
+	if (attr->wc_flags & ~((uint64_t)IBV_WC_STANDARD_FLAGS | stamps) ||
 	    attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS |
 				IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS &&
@@ -479,6 +555,9 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	cq = alloc_cq();
 	if (!cq)
 		return NULL;
+	/* libibverbs asks the kernel for IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION. */
+	if (attr->wc_flags & stamps)
+		cq->cqe_len = RSNIC_CQE_STAMPED_LEN;
 	ret = ibv_cmd_create_cq_ex(context, attr, NULL, &cq->vcq, &cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
 				   0);
@@ -501,6 +580,11 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	cq_ex->read_slid = rsnic_read_slid;
 	cq_ex->read_sl = rsnic_read_sl;
 	cq_ex->read_dlid_path_bits = rsnic_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		cq_ex->read_completion_ts = rsnic_read_completion_ts;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		cq_ex->read_completion_wallclock_ns =
+			rsnic_read_completion_wallclock_ns;
 	return cq_ex;
 
 err_free:

@@ -18,38 +18,14 @@ DECLARE_DRV_CMD(rsnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 DECLARE_DRV_CMD(ursnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		rsnic_ib_create_ah_resp);
 
-/* The modalias of the auxiliary device the kernel driver binds. */
-#define RSNIC_MODALIAS "MODALIAS=auxiliary:rsnic.rdma"
-
 /*
- * The kernel driver registers its RDMA device under an auxiliary device
- * of the card's PCI function (rsnic.rdma.<n>). It has no driver id in the
- * kernel's enum rdma_driver_id, and auxiliary devices have no modalias
- * file for a match table, so the modalias is read from the device's
- * uevent instead (not the device's name, which an administrator may
- * change).
- */
-static bool rsnic_match_device(struct verbs_sysfs_dev *sysfs_dev)
-{
-	char uevent[512];
-	char *line, *save;
-
-	if (ibv_read_ibdev_sysfs_file(uevent, sizeof(uevent), sysfs_dev,
-				      "device/uevent") <= 0)
-		return false;
-	for (line = strtok_r(uevent, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save))
-		if (!strcmp(line, RSNIC_MODALIAS))
-			return true;
-	return false;
-}
-
-/*
- * No entries, but a table: libibverbs walks every provider's match table
- * for a device with a driver id (rxe, mlx5, ...), even when the provider
- * matches by its match_device alone.
+ * The kernel driver registers its RDMA device under the card's PCI
+ * function (as mlx5 and mana do, though it binds through an auxiliary
+ * device, rsnic.rdma.<n>): the device is matched by the PF's PCI id, not
+ * by its name, which an administrator may change.
  */
 static const struct verbs_match_ent rsnic_match_table[] = {
+	VERBS_PCI_MATCH(RSNIC_PCI_VENDOR_ID, RSNIC_PCI_DEVICE_ID_PF, NULL),
 	{},
 };
 
@@ -365,6 +341,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.query_device_ex = rsnic_query_device,
 	.query_port = rsnic_query_port,
 	.query_qp = rsnic_query_qp,
+	.query_rt_values = rsnic_query_rt_values,
 	.query_srq = rsnic_query_srq,
 	.reg_mr = rsnic_reg_mr,
 	.rereg_mr = rsnic_rereg_mr,
@@ -448,7 +425,6 @@ static const struct verbs_device_ops rsnic_dev_ops = {
 	.match_min_abi_version = RSNIC_UVERBS_ABI_VERSION,
 	.match_max_abi_version = RSNIC_UVERBS_ABI_VERSION,
 	.match_table = rsnic_match_table,
-	.match_device = rsnic_match_device,
 	.alloc_device = rsnic_device_alloc,
 	.uninit_device = rsnic_uninit_device,
 	.alloc_context = rsnic_alloc_context,

@@ -53,9 +53,11 @@ struct rsnic_cq {
 	uint32_t entries;		/* a power of two */
 	uint32_t consumed;		/* free running */
 	uint32_t poll_start;		/* `consumed` at start_poll */
+	uint32_t cqe_len;		/* RSNIC_CQE_LEN or _STAMPED_LEN */
 	void *ring;
 	size_t ring_len;
 	struct ibv_wc cur;		/* what the ibv_cq_ex readers read */
+	uint64_t cur_timestamp;		/* and the card's clock for it */
 };
 
 /* One work queue of a QP: its mapped ring and the wr_id of each slot. */
@@ -207,6 +209,8 @@ int rsnic_destroy_cq(struct ibv_cq *cq);
 int rsnic_resize_cq(struct ibv_cq *cq, int cqe);
 int rsnic_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int rsnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int rsnic_query_rt_values(struct ibv_context *context,
+			  struct ibv_values_ex *values);
 
 struct ibv_qp *rsnic_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);

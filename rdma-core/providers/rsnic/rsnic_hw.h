@@ -12,10 +12,20 @@
 #include <linux/types.h>
 #include <stdint.h>
 
+/* The card's physical function (src/hw/mod.rs). */
+enum {
+	RSNIC_PCI_VENDOR_ID = 0x10ee,
+	RSNIC_PCI_DEVICE_ID_PF = 0x5201,
+};
+
 enum {
 	RSNIC_SQ_WQE_LEN = 128,
 	RSNIC_RQ_WQE_LEN = 80,
 	RSNIC_CQE_LEN = 32,
+	/* A CQ created with time stamps: 64-byte entries, the card's clock
+	 * (nanoseconds, little-endian u64) at byte 32 of each. */
+	RSNIC_CQE_STAMPED_LEN = 64,
+	RSNIC_CQE_TIMESTAMP = 32,
 	RSNIC_MAX_SGE = 4,
 	RSNIC_MAX_INLINE_DATA = 64,
 	RSNIC_DB_PAGE_SIZE = 4096,

@@ -96,6 +96,22 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_mcast_qp_attach: u32,
     /// Multicast attachments of all groups together.
     pub(crate) max_total_mcast_qp_attach: u32,
+    /// The bits of a completion time stamp that count (0: the device
+    /// stamps no completion).
+    pub(crate) timestamp_mask: u64,
+    /// The time stamps' clock in kHz (1000000: nanoseconds).
+    pub(crate) hca_core_clock_khz: u64,
+}
+
+/// What a CQ is created with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqInit {
+    /// Room asked for, in completions.
+    pub(crate) entries: u32,
+    /// Each completion carries the device's clock
+    /// (`IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION`, which libibverbs sets
+    /// for `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP*`).
+    pub(crate) timestamps: bool,
 }
 
 /// What `query_port` reports beyond what the net device says.
@@ -228,7 +244,7 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     /// `dealloc_pd`.
     fn dealloc_pd(dev: &IbDevice<Self>, pd: &Self::Pd);
 
-    /// `create_cq` with room for at least `entries` completions: the
+    /// `create_cq` with room for at least `init.entries` completions: the
     /// state and the room granted. The driver keeps `cq` until
     /// [`IbDeviceOps::destroy_cq`] gives it back. `user` is a process's
     /// call (the driver answers through its udata); the process polls
@@ -236,7 +252,7 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn create_cq(
         dev: &IbDevice<Self>,
         cq: CqHandle,
-        entries: u32,
+        init: CqInit,
         user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<Self::Cq, Error>, u32)>;
     /// `destroy_cq`: returns the handle given at creation (so nothing can

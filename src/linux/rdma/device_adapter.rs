@@ -16,7 +16,7 @@ use kernel::{
 };
 
 use crate::linux::rdma::{
-    device::{GidEntry, GidType, IbDevice, IbDeviceOps},
+    device::{CqInit, GidEntry, GidType, IbDevice, IbDeviceOps},
     mmap,
     udata::{UserCall, UserData},
     umem::{UserMemory, UserPin, UserRange},
@@ -225,6 +225,8 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.atomic_write {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
             }
+            p.timestamp_mask = a.timestamp_mask;
+            p.hca_core_clock = a.hca_core_clock_khz;
             if T::HAS_ATTACH_MCAST {
                 p.max_mcast_grp = int(a.max_mcast_grp);
                 p.max_mcast_qp_attach = int(a.max_mcast_qp_attach);
@@ -513,11 +515,17 @@ impl<T: IbDeviceOps> Adapter<T> {
             let dev = unsafe { Self::dev((*cq).device) };
             // SAFETY: Valid attribute (contract).
             let (entries, flags) = unsafe { ((*attr).cqe, (*attr).flags) };
-            // No completion timestamps, no ignored overruns.
-            if flags != 0 {
+            let stamp =
+                bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+            // Completion timestamps at most; no ignored overruns.
+            if flags & !stamp != 0 {
                 return Err(eopnotsupp());
             }
-            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), entries, user.as_mut())?;
+            let init = CqInit {
+                entries,
+                timestamps: flags & stamp != 0,
+            };
+            let (data, granted) = T::create_cq(dev, CqHandle::new(cq), init, user.as_mut())?;
             // SAFETY: Allocated with `size_ib_cq`; the CQ's own fields are
             // ours to set in `create_cq`.
             unsafe {

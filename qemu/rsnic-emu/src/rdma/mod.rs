@@ -21,11 +21,12 @@ use std::time::Instant;
 
 use log::debug;
 
+use crate::clock::CardClock;
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify, QpQueryResult,
-    QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES, MULTICAST_QPN,
-    QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    arm, cq_create, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify,
+    QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES,
+    MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -51,7 +52,10 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     max_qp_rd_atom: 16,
     max_fast_reg_page_list_len: 512,
     gid_table_len: GID_TABLE_LEN,
-    flags: rdma_cap::ATOMIC | rdma_cap::FLUSH_GLOBAL | rdma_cap::ATOMIC_WRITE,
+    flags: rdma_cap::ATOMIC
+        | rdma_cap::FLUSH_GLOBAL
+        | rdma_cap::ATOMIC_WRITE
+        | rdma_cap::CQ_TIMESTAMP,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };
@@ -150,6 +154,8 @@ pub struct RdmaEngine {
     pub stats: RdmaStats,
     /// Faults the harness armed (kept across a reset).
     pub faults: Arc<RdmaFaults>,
+    /// The card's clock, which stamps completions (kept across a reset).
+    clock: Arc<CardClock>,
 }
 
 impl Default for RdmaEngine {
@@ -164,6 +170,7 @@ impl Default for RdmaEngine {
             mcast: McastGroups::default(),
             stats: RdmaStats::default(),
             faults: Arc::default(),
+            clock: Arc::default(),
         }
     }
 }
@@ -192,10 +199,16 @@ fn read_page_list(mem: &dyn HostMem, reg: &MrReg) -> Option<Vec<u64>> {
 }
 
 impl RdmaEngine {
+    /// Shares the card's clock.
+    pub fn set_clock(&mut self, clock: Arc<CardClock>) {
+        self.clock = clock;
+    }
+
     /// Back to power-on state: no GIDs, queues or regions.
     pub fn reset(&mut self) {
         *self = Self {
             faults: Arc::clone(&self.faults),
+            clock: Arc::clone(&self.clock),
             ..Self::default()
         };
     }
@@ -242,19 +255,24 @@ impl RdmaEngine {
                 ring,
                 entries,
                 db_page,
+                flags,
             } => {
                 if cqn >= CAPS.max_cq
                     || !ring_ok(entries, CAPS.max_cqe)
                     || entries < 2
                     || db_page >= udb::PAGES
+                    || flags & !cq_create::TIMESTAMP != 0
                 {
                     return AdminStatus::BadParam;
                 }
                 if self.cqs.contains_key(&cqn) {
                     return AdminStatus::BadState;
                 }
-                self.cqs
-                    .insert(cqn, CompletionQueue::new(ring, entries, db_page));
+                let mut cq = CompletionQueue::new(ring, entries, db_page);
+                if flags & cq_create::TIMESTAMP != 0 {
+                    cq = cq.with_timestamps();
+                }
+                self.cqs.insert(cqn, cq);
             }
             AdminCmd::RdmaResizeCq {
                 cqn,
@@ -716,7 +734,8 @@ impl RdmaEngine {
                     let Some(cq) = self.cqs.get_mut(&cqn) else {
                         continue;
                     };
-                    match cq.post(io.mem, cqe, solicited) {
+                    let clock = &self.clock;
+                    match cq.post(io.mem, cqe, solicited, || clock.at(io.now)) {
                         Posted::Written { event: true } => {
                             self.event(eqe_type::COMPLETION, cqn, io)
                         }

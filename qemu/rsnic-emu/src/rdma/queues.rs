@@ -10,7 +10,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::hw::rdma::{arm, cqe_flag, Cqe, Eqe, RqWqe, CQE_LEN, EQE_LEN, RQ_WQE_LEN};
+use crate::hw::rdma::{
+    arm, cqe_flag, Cqe, Eqe, RqWqe, CQE_LEN, CQE_STAMPED_LEN, CQE_TIMESTAMP, EQE_LEN, RQ_WQE_LEN,
+};
 
 use crate::dma::HostMem;
 
@@ -257,6 +259,8 @@ pub struct CompletionQueue {
     pub db_page: u32,
     /// Doorbells ignored as impossible.
     pub bad_doorbells: u64,
+    /// Entries carry the card's clock ([`CQE_STAMPED_LEN`] bytes each).
+    stamped: bool,
 }
 
 impl CompletionQueue {
@@ -272,6 +276,44 @@ impl CompletionQueue {
             users: 0,
             db_page,
             bad_doorbells: 0,
+            stamped: false,
+        }
+    }
+
+    /// The same CQ with time-stamped entries of [`CQE_STAMPED_LEN`] bytes.
+    pub fn with_timestamps(self) -> Self {
+        Self {
+            stamped: true,
+            ..self
+        }
+    }
+
+    /// Whether its entries carry a time stamp.
+    pub fn stamped(&self) -> bool {
+        self.stamped
+    }
+
+    /// Bytes per entry.
+    fn stride(&self) -> u64 {
+        // CAST: 32 or 64.
+        (if self.stamped {
+            CQE_STAMPED_LEN
+        } else {
+            CQE_LEN
+        }) as u64
+    }
+
+    /// Writes `cqe` (and, in a stamped CQ, `stamp`) at `addr`, the flags
+    /// word last.
+    fn write_entry(&self, mem: &dyn HostMem, addr: u64, cqe: &Cqe, stamp: u64) -> Option<()> {
+        let body = cqe.to_bytes();
+        if self.stamped {
+            let mut entry = [0u8; CQE_TIMESTAMP + 8];
+            entry[..CQE_LEN].copy_from_slice(&body);
+            entry[CQE_TIMESTAMP..].copy_from_slice(&stamp.to_le_bytes());
+            mem.write_flags_last(addr, &entry).ok()
+        } else {
+            mem.write_flags_last(addr, &body).ok()
         }
     }
 
@@ -322,16 +364,18 @@ impl CompletionQueue {
         let mut moved = Vec::with_capacity(back as usize);
         for i in 0..back {
             let slot = from.wrapping_add(i) & (self.entries - 1);
-            let mut raw = [0u8; CQE_LEN];
-            mem.read(self.base + u64::from(slot) * CQE_LEN as u64, &mut raw)
+            let mut raw = [0u8; CQE_TIMESTAMP + 8];
+            let len = if self.stamped { raw.len() } else { CQE_LEN };
+            mem.read(self.base + u64::from(slot) * self.stride(), &mut raw[..len])
                 .ok()?;
-            let mut cqe = Cqe::from_bytes(&raw);
+            let mut cqe = Cqe::from_bytes(raw[..CQE_LEN].try_into().ok()?);
             cqe.flags |= cqe_flag::PHASE;
-            moved.push(cqe);
+            let stamp = u64::from_le_bytes(raw[CQE_TIMESTAMP..].try_into().ok()?);
+            moved.push((cqe, stamp));
         }
-        for (i, cqe) in moved.iter().enumerate() {
-            let addr = base + i as u64 * CQE_LEN as u64;
-            mem.write_flags_last(addr, &cqe.to_bytes()).ok()?;
+        for (i, (cqe, stamp)) in moved.iter().enumerate() {
+            let addr = base + i as u64 * self.stride();
+            self.write_entry(mem, addr, cqe, *stamp)?;
         }
         self.base = base;
         self.entries = entries;
@@ -340,8 +384,15 @@ impl CompletionQueue {
         Some(())
     }
 
-    /// Writes a completion (the phase bit set here).
-    pub fn post(&mut self, mem: &dyn HostMem, mut cqe: Cqe, solicited: bool) -> Posted {
+    /// Writes a completion (the phase bit set here); a stamped CQ's entry
+    /// carries `stamp()`, which is not called for another.
+    pub fn post(
+        &mut self,
+        mem: &dyn HostMem,
+        mut cqe: Cqe,
+        solicited: bool,
+        stamp: impl FnOnce() -> u64,
+    ) -> Posted {
         if self.produced.wrapping_sub(self.consumed) >= self.entries {
             return Posted::Overflow;
         }
@@ -351,8 +402,9 @@ impl CompletionQueue {
         if lap.is_multiple_of(2) {
             cqe.flags |= cqe_flag::PHASE;
         }
-        let addr = self.base + u64::from(slot) * CQE_LEN as u64;
-        if mem.write_flags_last(addr, &cqe.to_bytes()).is_err() {
+        let addr = self.base + u64::from(slot) * self.stride();
+        let stamp = if self.stamped { stamp() } else { 0 };
+        if self.write_entry(mem, addr, &cqe, stamp).is_none() {
             return Posted::Fault;
         }
         self.produced = self.produced.wrapping_add(1);
@@ -453,7 +505,7 @@ mod tests {
         let log = WriteLog::default();
         let mut cq = CompletionQueue::new(0x100, 4, 0);
         assert!(matches!(
-            cq.post(&log, Cqe::default(), false),
+            cq.post(&log, Cqe::default(), false, || 0),
             Posted::Written { .. }
         ));
         let mut eq = EventQueue::new(0x800, 4, 0);
@@ -467,26 +519,71 @@ mod tests {
     }
 
     #[test]
+    fn a_stamped_queue_writes_the_time_after_each_entry_and_keeps_it_in_a_resize() {
+        let mem = Memory::new(0x1_0000);
+        let mut cq = CompletionQueue::new(0x100, 4, 0).with_timestamps();
+        for (i, t) in [(0u16, 1_000u64), (1, 2_000)] {
+            let cqe = Cqe {
+                wqe_index: i,
+                ..Cqe::default()
+            };
+            assert!(matches!(
+                cq.post(&mem, cqe, false, || t),
+                Posted::Written { .. }
+            ));
+        }
+        let at = |base: u64, slot: u64| {
+            let raw = mem.get(base + slot * CQE_STAMPED_LEN as u64, CQE_STAMPED_LEN);
+            let cqe = Cqe::from_bytes(raw[..CQE_LEN].try_into().unwrap());
+            let t = u64::from_le_bytes(raw[CQE_TIMESTAMP..CQE_TIMESTAMP + 8].try_into().unwrap());
+            (cqe.wqe_index, cqe.flags & cqe_flag::PHASE != 0, t)
+        };
+        assert_eq!(at(0x100, 0), (0, true, 1_000));
+        assert_eq!(at(0x100, 1), (1, true, 2_000));
+        // Not the 32-byte stride: slot 1 of that would be slot 0's stamp.
+        assert_eq!(at(0x100, 2), (0, false, 0));
+        cq.consumed_to(1);
+        assert_eq!(cq.resize(&mem, 0x1000, 8, 1), Some(()));
+        assert_eq!(at(0x1000, 0), (1, true, 2_000));
+        // An unstamped queue never asks for the time.
+        let mut plain = CompletionQueue::new(0x2000, 4, 0);
+        let posted = plain.post(&mem, Cqe::default(), false, || unreachable!());
+        assert!(matches!(posted, Posted::Written { .. }));
+    }
+
+    #[test]
     fn completion_queue_phases_arming_and_overflow() {
         let mem = Memory::new(0x1_0000);
         let mut cq = CompletionQueue::new(0x100, 2, 0);
         let cqe = Cqe::default();
-        assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
+        assert_eq!(
+            cq.post(&mem, cqe, false, || 0),
+            Posted::Written { event: false }
+        );
         // Armed over an unconsumed completion: the event is due at once.
         assert!(cq.arm(arm::NEXT));
-        assert_eq!(cq.post(&mem, cqe, false), Posted::Written { event: false });
-        assert_eq!(cq.post(&mem, cqe, false), Posted::Overflow);
+        assert_eq!(
+            cq.post(&mem, cqe, false, || 0),
+            Posted::Written { event: false }
+        );
+        assert_eq!(cq.post(&mem, cqe, false, || 0), Posted::Overflow);
         let first = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
         assert_ne!(first.flags & cqe_flag::PHASE, 0);
         cq.consumed_to(2);
         assert!(!cq.arm(arm::SOLICITED));
         // Second lap: phase clear; a solicited completion fires the arm.
-        assert_eq!(cq.post(&mem, cqe, true), Posted::Written { event: true });
+        assert_eq!(
+            cq.post(&mem, cqe, true, || 0),
+            Posted::Written { event: true }
+        );
         let again = Cqe::from_bytes(&mem.get(0x100, CQE_LEN).try_into().unwrap());
         assert_eq!(again.flags & cqe_flag::PHASE, 0);
         // Disarmed after one event.
         cq.consumed_to(3);
-        assert_eq!(cq.post(&mem, cqe, true), Posted::Written { event: false });
+        assert_eq!(
+            cq.post(&mem, cqe, true, || 0),
+            Posted::Written { event: false }
+        );
         // A consumer index ahead of the producer is ignored.
         cq.consumed_to(9);
         assert_eq!(cq.bad_doorbells, 1);

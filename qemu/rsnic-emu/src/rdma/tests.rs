@@ -145,6 +145,7 @@ impl Side {
                     ring,
                     entries: 128,
                     db_page: self.db_page,
+                    flags: 0,
                 }),
                 ok
             );
@@ -1462,6 +1463,16 @@ fn admin_refuses_bad_objects() {
         ring: 0,
         entries: 3,
         db_page: 0,
+        flags: 0,
+    };
+    assert_eq!(a.admin(c), AdminStatus::BadParam);
+    // A flag the card does not know.
+    let c = AdminCmd::RdmaCreateCq {
+        cqn: 9,
+        ring: 0,
+        entries: 4,
+        db_page: 0,
+        flags: 1 << 1,
     };
     assert_eq!(a.admin(c), AdminStatus::BadParam);
     let bad_jump = QpModify {

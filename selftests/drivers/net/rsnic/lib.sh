@@ -706,8 +706,9 @@ dmesg_clean() { ! dmesg_since_mark | grep -Eq 'WARNING|BUG|Oops|KASAN|UBSAN|lock
 RDMA_AUX_DRV=/sys/bus/auxiliary/drivers/rsnic.rsnic
 
 # The RDMA device (ib_device name) of a PF, e.g. rsnic_0: it sits under
-# the PF's auxiliary device rsnic.rdma.<card>.
-ibdev_of() { ls /sys/bus/pci/devices/"$1"/rsnic.rdma.*/infiniband 2>/dev/null | head -n1; }
+# the PF itself (registered there, as mlx5 and mana do, though it binds
+# through the auxiliary device rsnic.rdma.<card>).
+ibdev_of() { ls /sys/bus/pci/devices/"$1"/infiniband 2>/dev/null | head -n1; }
 
 # The auxiliary device of a PF's RDMA half, e.g. rsnic.rdma.1.
 rdma_aux_of() { basename "$(ls -d /sys/bus/pci/devices/"$1"/rsnic.rdma.* 2>/dev/null | head -n1)"; }
