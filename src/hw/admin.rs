@@ -482,6 +482,24 @@ admin_commands! {
             /// The limit.
             limit @ 12: u32,
         } = 40,
+        /// PF only: give a shared receive queue `entries` slots (power of
+        /// two, more than it has, within the ring the driver allocated).
+        /// Slot 0 of the new size is the position that began the lap
+        /// (of the old size) the last position rung is in: that lap's
+        /// slots stay as they are, the positions after it go on to the
+        /// new slots, and positions of the lap before, still to be taken,
+        /// keep the old size until the card's head reaches that start.
+        /// So WQEs posted and not completed keep the slot numbers their
+        /// completions name, and the new room is free at once. The
+        /// driver computes the same start from its own head. One resize
+        /// at a time: another before the card reached that start is
+        /// [`AdminStatus::BadState`].
+        RdmaResizeSrq {
+            /// SRQ number.
+            srqn @ 8: u32,
+            /// The new number of slots.
+            entries @ 12: u32,
+        } = 59,
         /// PF only: destroy a shared receive queue no QP uses.
         RdmaDestroySrq {
             /// SRQ number.

@@ -461,6 +461,8 @@ impl IbDeviceOps for RdmaDev {
             atomic_hca: c.flags & rdma_cap::ATOMIC != 0,
             flush_global: c.flags & rdma_cap::FLUSH_GLOBAL != 0,
             atomic_write: c.flags & rdma_cap::ATOMIC_WRITE != 0,
+            // A process's SRQs grow (`modify_srq`); the kernel's refuse.
+            srq_resize: c.max_srq != 0,
             max_mcast_grp: dev.data().mcast.max_groups,
             max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
             max_total_mcast_qp_attach: dev.data().mcast.max_attach,
@@ -812,7 +814,15 @@ impl IbDeviceOps for RdmaDev {
             return Err(EINVAL);
         }
         let n = ring_size(attr.max_wr, d.caps.max_qp_wr)?;
-        let len = n as usize * RQ_WQE_LEN;
+        // A process's SRQ may grow (`IBV_SRQ_MAX_WR`) within its ring,
+        // which has room for the most: 4096 entries, 320 KiB. The
+        // kernel's own SRQs keep their size.
+        let max_entries = if user.is_some() {
+            ring_size(d.caps.max_qp_wr, d.caps.max_qp_wr)?
+        } else {
+            n
+        };
+        let len = max_entries as usize * RQ_WQE_LEN;
         let (ring, db_page) = match &user {
             Some(u) => (RingMem::user(&d.dma, &u.udata, len)?, u.context.page()),
             None => (RingMem::Kernel(d.dma.alloc(len)?), 0),
@@ -828,6 +838,8 @@ impl IbDeviceOps for RdmaDev {
                 offset: ring.mmap_offset(),
                 srqn,
                 entries: n,
+                max_entries,
+                reserved: 0,
             }),
             None => Ok(()),
         };
@@ -853,10 +865,11 @@ impl IbDeviceOps for RdmaDev {
                 return Err(e);
             }
         }
-        let state = try_init!(RdmaSrq {
+        let state = try_pin_init!(RdmaSrq {
             srqn,
             ring,
-            entries: n,
+            entries <- kernel::new_mutex!(n),
+            max_entries,
             max_sge,
         }? Error);
         let granted = SrqAttr {
@@ -868,12 +881,36 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn modify_srq(dev: &IbDevice<Self>, srq: &RdmaSrq, change: SrqChange) -> Result {
-        // The ring does not grow: as mlx5, a resize is refused.
-        if change.max_wr.is_some() {
-            return Err(eopnotsupp());
+        let d = dev.data();
+        let mut entries = srq.entries.lock();
+        if let Some(max_wr) = change.max_wr {
+            // Grows only, within the ring (a kernel SRQ's is full); the
+            // card starts the new size at the next lap boundary, where
+            // the provider starts it too (rsnic-abi.h).
+            let n = ring_size(max_wr, d.caps.max_qp_wr)?;
+            if n < *entries {
+                return Err(EINVAL);
+            }
+            if n > *entries {
+                // A kernel SRQ's ring is no bigger than it is.
+                if n > srq.max_entries {
+                    return Err(eopnotsupp());
+                }
+                d.admin
+                    .exec(AdminCmd::RdmaResizeSrq {
+                        srqn: srq.srqn,
+                        entries: n,
+                    })
+                    .map_err(|e| match e {
+                        // An earlier resize the card has not reached.
+                        AdminError::Refused(AdminStatus::BadState) => EBUSY,
+                        e => e.into(),
+                    })?;
+                *entries = n;
+            }
         }
         match change.limit {
-            Some(limit) => arm_srq(dev.data(), srq.srqn, srq.entries, limit),
+            Some(limit) => arm_srq(d, srq.srqn, *entries, limit),
             None => Ok(()),
         }
     }
@@ -884,7 +921,7 @@ impl IbDeviceOps for RdmaDev {
             .ok_or(EINVAL)?
             .limit;
         Ok(SrqAttr {
-            max_wr: srq.entries,
+            max_wr: *srq.entries.lock(),
             max_sge: srq.max_sge,
             limit,
         })

@@ -5,7 +5,7 @@
 //! `ibv_srq_pingpong`), with the limit event that tells its user to post
 //! more.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Mutex};
 
 use super::device::RdmaDev;
 use super::qp::recv_wqe;
@@ -14,13 +14,18 @@ use crate::hw::rdma::{db, RQ_WQE_LEN};
 use crate::linux::{rdma::verbs::RecvWrs, sync::lock_irqsave};
 
 /// A shared receive queue's driver state.
+#[pin_data]
 pub(crate) struct RdmaSrq {
     /// SRQ number.
     pub(crate) srqn: u32,
     /// Its ring ([`RQ_WQE_LEN`]-byte entries).
     pub(crate) ring: RingMem,
-    /// Entries of the ring (a power of two).
-    pub(crate) entries: u32,
+    /// Slots in use (a power of two); held across a resize.
+    #[pin]
+    pub(crate) entries: Mutex<u32>,
+    /// Room of the ring, in entries: a process's SRQ has room for
+    /// `max_srq_wr` and can grow to it; a kernel SRQ's room is its size.
+    pub(crate) max_entries: u32,
     /// Scatter/gather entries of one request.
     pub(crate) max_sge: u32,
 }

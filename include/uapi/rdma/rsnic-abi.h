@@ -83,12 +83,21 @@ struct rsnic_ib_create_qp_resp {
  * page with srqn; completions of its entries carry the SRQ flag and
  * their slot in this ring. The card takes entries in ring order, but
  * they complete in any order: a slot is free again once its completion
- * was polled.
+ * was polled. After a resize, slot 0 of the new size is the position
+ * that began the lap (of the old size) the head's last post is in, so the
+ * slots of that lap stay where they are (the card computes the same from
+ * its doorbell).
  */
 struct rsnic_ib_create_srq_resp {
 	__aligned_u64 offset;
 	__u32 srqn;
 	__u32 entries;		/* a power of two */
+	/*
+	 * The ring's room, in entries, which is what to mmap(): room for
+	 * max_srq_wr, so that a resize (IBV_SRQ_MAX_WR) needs no new ring.
+	 */
+	__u32 max_entries;
+	__u32 reserved;
 };
 
 /*

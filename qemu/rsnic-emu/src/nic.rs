@@ -1191,6 +1191,7 @@ impl Nic {
             | AdminCmd::RdmaResizeCq { .. }
             | AdminCmd::RdmaCreateSrq { .. }
             | AdminCmd::RdmaArmSrq { .. }
+            | AdminCmd::RdmaResizeSrq { .. }
             | AdminCmd::RdmaDestroySrq { .. }
             | AdminCmd::RdmaCreateQp(_)
             | AdminCmd::RdmaModifyQp { .. }

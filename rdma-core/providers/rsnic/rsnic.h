@@ -82,8 +82,10 @@ struct rsnic_srq {
 	uint64_t *wrid;
 	bool *posted;
 	uint32_t srqn;
-	uint32_t entries;		/* a power of two */
+	uint32_t entries;		/* slots in use, a power of two */
+	uint32_t max_entries;		/* the ring's room */
 	uint32_t head;			/* posted, free running */
+	uint32_t origin;		/* the position that is slot 0 */
 	pthread_spinlock_t lock;
 };
 

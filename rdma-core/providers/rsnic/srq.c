@@ -59,17 +59,20 @@ struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 	entries = resp.drv_payload.entries;
 	srq->srqn = resp.drv_payload.srqn;
 	srq->entries = entries;
-	if (!entries || entries & (entries - 1)) {
+	srq->max_entries = resp.drv_payload.max_entries;
+	if (!entries || entries & (entries - 1) ||
+	    srq->max_entries < entries) {
 		ret = EPROTO;
 		goto err_destroy;
 	}
-	srq->wrid = calloc(entries, sizeof(*srq->wrid));
-	srq->posted = calloc(entries, sizeof(*srq->posted));
+	/* Per slot of the whole ring: a resize needs no new tables. */
+	srq->wrid = calloc(srq->max_entries, sizeof(*srq->wrid));
+	srq->posted = calloc(srq->max_entries, sizeof(*srq->posted));
 	if (!srq->wrid || !srq->posted) {
 		ret = ENOMEM;
 		goto err_destroy;
 	}
-	srq->ring_len = align((size_t)entries * RSNIC_RQ_WQE_LEN,
+	srq->ring_len = align((size_t)srq->max_entries * RSNIC_RQ_WQE_LEN,
 			      RSNIC_DB_PAGE_SIZE);
 	srq->ring = mmap(NULL, srq->ring_len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED, pd->context->cmd_fd,
@@ -92,12 +95,46 @@ err_destroy:
 	return NULL;
 }
 
-int rsnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+/*
+ * A resize (IBV_SRQ_MAX_WR) grows the SRQ within its ring. Posts are held
+ * off meanwhile, so the card's last doorbell is this head. Slot 0 of the
+ * new size is the position that began the lap (of the old size) the last
+ * post is in: that lap's slots stay where they are, every later post goes
+ * on to the new slots, and WQEs posted and not completed keep the slot
+ * numbers their completions name. The card computes the same start from
+ * its doorbell.
+ */
+int rsnic_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		     int attr_mask)
 {
+	struct rsnic_srq *srq = to_rsrq(ibsrq);
 	struct ibv_modify_srq cmd = {};
+	struct ibv_query_srq qcmd = {};
+	struct ibv_srq_attr now;
+	uint32_t last;
+	int ret;
 
-	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd,
+					  sizeof(cmd));
+	pthread_spin_lock(&srq->lock);
+	/* The card refuses another resize before it reached this one's. */
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!ret)
+		ret = ibv_cmd_query_srq(ibsrq, &now, &qcmd, sizeof(qcmd));
+	if (!ret && now.max_wr != srq->entries) {
+		if (now.max_wr & (now.max_wr - 1) ||
+		    now.max_wr > srq->max_entries) {
+			ret = EPROTO;
+			goto out;
+		}
+		last = srq->head - 1;
+		srq->origin = last - ((last - srq->origin) & (srq->entries - 1));
+		srq->entries = now.max_wr;
+	}
+out:
+	pthread_spin_unlock(&srq->lock);
+	return ret;
 }
 
 int rsnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
@@ -128,8 +165,9 @@ int rsnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&srq->lock);
 	start = srq->head;
 	for (; wr; wr = wr->next) {
-		uint32_t slot = srq->head & (srq->entries - 1);
+		uint32_t slot;
 
+		slot = (srq->head - srq->origin) & (srq->entries - 1);
 		if (srq->posted[slot]) {
 			ret = ENOMEM;
 			break;
@@ -158,7 +196,7 @@ bool rsnic_srq_retire(struct rsnic_srq *srq, uint16_t slot, uint64_t *wr_id)
 	bool ok = false;
 
 	pthread_spin_lock(&srq->lock);
-	if (slot < srq->entries && srq->posted[slot]) {
+	if (slot < srq->max_entries && srq->posted[slot]) {
 		*wr_id = srq->wrid[slot];
 		srq->posted[slot] = false;
 		ok = true;

@@ -90,6 +90,8 @@ pub(crate) struct DeviceAttr {
     pub(crate) flush_global: bool,
     /// RDMA ATOMIC WRITE (`IB_DEVICE_ATOMIC_WRITE`).
     pub(crate) atomic_write: bool,
+    /// Shared receive queues grow on `modify_srq` (`IB_DEVICE_SRQ_RESIZE`).
+    pub(crate) srq_resize: bool,
     /// UD multicast groups (0: no multicast).
     pub(crate) max_mcast_grp: u32,
     /// Queue pairs one multicast group holds.

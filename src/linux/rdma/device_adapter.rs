@@ -225,6 +225,9 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.atomic_write {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
             }
+            if a.srq_resize {
+                p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+            }
             p.timestamp_mask = a.timestamp_mask;
             p.hca_core_clock = a.hca_core_clock_khz;
             if T::HAS_ATTACH_MCAST {

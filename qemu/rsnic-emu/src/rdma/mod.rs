@@ -377,13 +377,25 @@ impl RdmaEngine {
                 };
                 let due = {
                     let mut s = lock_srq(srq);
-                    if limit > s.wq.entries {
+                    if limit > s.size() {
                         return AdminStatus::BadParam;
                     }
                     s.arm(limit)
                 };
                 if due {
                     self.event(eqe_type::SRQ_LIMIT, srqn, io);
+                }
+            }
+            AdminCmd::RdmaResizeSrq { srqn, entries } => {
+                let Some(srq) = self.srqs.get(&srqn) else {
+                    return AdminStatus::NotFound;
+                };
+                let mut s = lock_srq(srq);
+                if !ring_ok(entries, CAPS.max_qp_wr) || entries <= s.wq.entries {
+                    return AdminStatus::BadParam;
+                }
+                if !s.resize(entries) {
+                    return AdminStatus::BadState;
                 }
             }
             AdminCmd::RdmaDestroySrq { srqn } => match self.srqs.get(&srqn) {
@@ -540,7 +552,7 @@ impl RdmaEngine {
                 self.apply(id, actions, io);
             }
             udb::SRQ => match self.srqs.get(&id) {
-                Some(srq) if lock_srq(srq).wq.ring(arg) => {}
+                Some(srq) if lock_srq(srq).ring(arg) => {}
                 _ => self.stats.bad_doorbells += 1,
             },
             udb::CQ_CI => match self.cqs.get_mut(&id) {

@@ -34,6 +34,8 @@ pub struct WorkQueue {
     pub head: u16,
     /// One past the last entry posted (from the doorbell).
     pub tail: u16,
+    /// The position that is slot 0 (moves when an SRQ is resized).
+    pub origin: u16,
 }
 
 impl WorkQueue {
@@ -45,6 +47,7 @@ impl WorkQueue {
             stride: stride as u32,
             head: 0,
             tail: 0,
+            origin: 0,
         }
     }
 
@@ -66,7 +69,7 @@ impl WorkQueue {
     /// Slot and bus address of the next entry, if one is posted.
     pub fn peek(&self) -> Option<(u16, u64)> {
         (self.pending() > 0).then(|| {
-            let slot = (u32::from(self.head) & (self.entries - 1)) as u16;
+            let slot = (u32::from(self.head.wrapping_sub(self.origin)) & (self.entries - 1)) as u16;
             (slot, self.base + u64::from(slot) * u64::from(self.stride))
         })
     }
@@ -91,6 +94,8 @@ pub struct SharedRq {
     limit: u32,
     /// QPs using it.
     pub users: u32,
+    /// A resize not yet reached: from this position on, this many slots.
+    resize_at: Option<(u16, u32)>,
 }
 
 impl SharedRq {
@@ -102,6 +107,58 @@ impl SharedRq {
             db_page,
             limit: 0,
             users: 0,
+            resize_at: None,
+        }
+    }
+
+    /// Gives it `entries` slots ([`crate::hw::AdminCmd::RdmaResizeSrq`]):
+    /// slot 0 of the new size is the start of the lap the last position
+    /// rung is in, so the slots of that lap stay where they are and the
+    /// positions after it go on to the new slots. Positions before that
+    /// start, still to be taken, keep the old size. False (nothing
+    /// changed) while an earlier resize is pending.
+    pub fn resize(&mut self, entries: u32) -> bool {
+        if self.resize_at.is_some() {
+            return false;
+        }
+        let last = self.wq.tail.wrapping_sub(1);
+        // CAST: `entries` is a power of two up to 2^16; positions wrap
+        // at 2^16.
+        let into = (u32::from(last.wrapping_sub(self.wq.origin)) & (self.wq.entries - 1)) as u16;
+        self.resize_at = Some((last.wrapping_sub(into), entries));
+        self.switch_if_due();
+        true
+    }
+
+    /// Its size, counting a pending resize.
+    pub fn size(&self) -> u32 {
+        self.resize_at
+            .map_or(self.wq.entries, |(_, entries)| entries)
+    }
+
+    /// Takes the new size once the head reached its first position.
+    fn switch_if_due(&mut self) {
+        if let Some((at, entries)) = self.resize_at {
+            if distance(at, self.wq.head) <= self.wq.entries {
+                self.wq.origin = at;
+                self.wq.entries = entries;
+                self.resize_at = None;
+            }
+        }
+    }
+
+    /// A doorbell: the driver posted up to `tail`. While a resize is
+    /// pending the positions in flight span both sizes.
+    pub fn ring(&mut self, tail: u16) -> bool {
+        match self.resize_at {
+            None => self.wq.ring(tail),
+            Some((_, entries)) => {
+                if distance(self.wq.head, tail) > self.wq.entries + entries {
+                    return false;
+                }
+                self.wq.tail = tail;
+                true
+            }
         }
     }
 
@@ -184,6 +241,7 @@ impl RecvQueue {
             }),
             Self::Shared { srqn, srq } => {
                 let mut s = lock_srq(srq);
+                s.switch_if_due();
                 let (slot, wqe) = fetch(&mut s.wq, mem)?;
                 Some(TakenRecv {
                     slot,
@@ -516,6 +574,45 @@ mod tests {
         assert_eq!(writes[5], (0x802, 2));
         let body: usize = writes[..2].iter().map(|w| w.1).sum();
         assert_eq!(body, CQE_LEN - 2);
+    }
+
+    #[test]
+    fn a_resized_srq_keeps_the_slots_of_the_lap_rung_and_grows_after_it() {
+        let mem = Memory::new(0x1_0000);
+        let srq = Arc::new(Mutex::new(SharedRq::new(0x1000, 4, 1, 0)));
+        let mut rq = RecvQueue::Shared {
+            srqn: 1,
+            srq: Arc::clone(&srq),
+        };
+        let mut take = |n: usize| {
+            (0..n)
+                .map_while(|_| rq.take(&mem).map(|t| t.slot))
+                .collect::<Vec<_>>()
+        };
+        // Positions 0-3 rung, 0-1 taken, then 4-5 (slots 0-1 again).
+        assert!(lock_srq(&srq).ring(4));
+        assert_eq!(take(2), [0, 1]);
+        assert!(lock_srq(&srq).ring(6));
+        // Position 5 is in the lap that starts at 4: the new size counts
+        // from there, and positions 2-3 of the lap before keep theirs.
+        assert!(lock_srq(&srq).resize(8));
+        assert!(!lock_srq(&srq).resize(16), "one resize at a time");
+        assert_eq!(lock_srq(&srq).size(), 8);
+        // In flight meanwhile: 2-3 of the old size, 4-11 of the new.
+        assert!(lock_srq(&srq).ring(12));
+        assert!(!lock_srq(&srq).ring(15), "more than both sizes hold");
+        assert_eq!(take(20), [2, 3, 0, 1, 2, 3, 4, 5, 6, 7]);
+        // Settled: laps of 8 from position 4.
+        assert!(lock_srq(&srq).ring(20));
+        assert!(!lock_srq(&srq).ring(21), "more than 8 in flight");
+        assert_eq!(take(20), [0, 1, 2, 3, 4, 5, 6, 7]);
+        // The head already in the lap rung: at once, the lap's slots
+        // unchanged (positions 20-21 were slots 0-1 of 8 and stay so).
+        assert!(lock_srq(&srq).ring(22));
+        assert!(lock_srq(&srq).resize(32));
+        assert_eq!(lock_srq(&srq).size(), 32);
+        assert!(lock_srq(&srq).ring(50));
+        assert_eq!(take(40), (0..30).collect::<Vec<u16>>());
     }
 
     #[test]

@@ -16,6 +16,13 @@ share:   8 receives posted to the SRQ, its limit armed at 4 (query_srq
          (0).
 full:    the SRQ takes exactly the max_wr it granted; one more post fails
          with ENOMEM; then max_wr SENDs all arrive, none lost.
+resize:  an SRQ of 16, after a lap of 16 SENDs, holds 10 receives, 3 of
+         them completed by SENDs;
+         modify_srq(IBV_SRQ_MAX_WR 64) grows it: query_srq shows 64, a
+         shrink to 32 is EINVAL with nothing changed, and exactly 64 are
+         outstanding once posts stop with ENOMEM (the 7 from before keep
+         their slots); then 64 SENDs land one per buffer, the 7 old ones
+         among them, and the freed slots take posts again.
 error:   B's first QP goes to the error state with 4 receives in the SRQ:
          IBV_EVENT_QP_LAST_WQE_REACHED comes for it, nothing is flushed
          from the SRQ (no completion on B), and the second QP still
@@ -212,6 +219,70 @@ def case_full(a, b):
     b.post_srq(0)
 
 
+def case_resize(a, b):
+    # A whole lap of the 16 first: the lap the resize counts from then
+    # starts at position 16, not where slot 0 first was.
+    for slot in range(16):
+        b.post_srq(slot)
+    sends = {n: n % 2 for n in range(200, 216)}
+    for n in sends:
+        a.mr.write(pattern(n), MSG, (n % SLOTS) * MSG)
+        a.qps[sends[n]].post_send(SendWR(
+            wr_id=n, opcode=op.IBV_WR_SEND, num_sge=1,
+            sg=[SGE(a.buf(n % SLOTS), MSG, a.mr.lkey)]))
+    drain(a.cq, 16)
+    received(a, b, sends, drain(b.cq, 16))
+    for slot in range(10):
+        b.post_srq(slot)
+    sends = {n: n % 2 for n in range(3)}
+    for n in sends:
+        send(a, sends[n], n)
+    drain(a.cq, 3)
+    received(a, b, sends, drain(b.cq, 3))
+    b.srq.modify(SrqAttr(max_wr=64), ibv_srq_attr_mask.IBV_SRQ_MAX_WR)
+    if b.srq.query().max_wr != 64:
+        raise SystemExit(f"query_srq after the resize: max_wr {b.srq.query().max_wr}")
+    try:
+        b.srq.modify(SrqAttr(max_wr=32), ibv_srq_attr_mask.IBV_SRQ_MAX_WR)
+        raise SystemExit("a shrink to 32 was taken")
+    except PyverbsRDMAError as e:
+        if e.error_code != errno.EINVAL:
+            raise SystemExit(f"a shrink to 32: {e}")
+    if b.srq.query().max_wr != 64:
+        raise SystemExit("the refused shrink changed max_wr")
+    # Buffers 0-2 completed, 3-9 still posted: 10-63 and 0-2 are free.
+    free = list(range(10, SLOTS)) + [0, 1, 2]
+    posted = 0
+    for slot in free:
+        try:
+            b.post_srq(slot)
+        except PyverbsRDMAError as e:
+            if e.error_code != errno.ENOMEM:
+                raise
+            break
+        posted += 1
+    outstanding = 7 + posted
+    print(f"# resized to 64: {posted} more posts taken, {outstanding} outstanding")
+    if outstanding != 64:
+        raise SystemExit(f"{outstanding} outstanding after the resize, not 64")
+    # 64 SENDs, patterns 100-163 from A's buffers in turn (32 at a time).
+    sends = {n: n % 2 for n in range(100, 164)}
+    for start in range(100, 164, 32):
+        for n in range(start, start + 32):
+            a.mr.write(pattern(n), MSG, (n % SLOTS) * MSG)
+            a.qps[sends[n]].post_send(SendWR(
+                wr_id=n, opcode=op.IBV_WR_SEND, num_sge=1,
+                sg=[SGE(a.buf(n % SLOTS), MSG, a.mr.lkey)]))
+        drain(a.cq, 32)
+    recvs = drain(b.cq, 64)
+    received(a, b, sends, recvs)
+    old = sorted(w for w, _, _, _ in recvs if 3 <= w <= 9)
+    if old != list(range(3, 10)):
+        raise SystemExit(f"the 7 receives from before the resize: {old}")
+    b.post_srq(5)
+    print("# 64 SENDs arrived, the 7 from before the resize among them")
+
+
 def case_error(a, b):
     for slot in range(4):
         b.post_srq(slot)
@@ -239,7 +310,9 @@ def main():
     b = Side(name_b, int(gid_b), srq_wr=SLOTS if case == "full" else 16)
     a.connect(b)
     b.connect(a)
-    {"share": case_share, "full": case_full, "error": case_error}[case](a, b)
+    cases = {"share": case_share, "full": case_full, "resize": case_resize,
+             "error": case_error}
+    cases[case](a, b)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ devinfo_field() {
 # RSNIC_RDMA_USER_LIFECYCLE=1 (rdma_user_lifecycle.sh, make check's
 # debug pass) runs the devices' checks and the teardowns only: the 37
 # data-path checks between them take 270 s or more on the debug kernel.
-if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 66; fi
+if [ -n "${RSNIC_RDMA_USER_LIFECYCLE:-}" ]; then ktap_header 16; else ktap_header 67; fi
 
 devices=$(ibv_devices 2>&1)
 echo "$devices" | sed 's/^/# /'
@@ -296,7 +296,8 @@ check "ibv_resize_cq: grow with completions waiting, refuse to shrink below them
 
 # Shared receive queues: ibv_srq_pingpong's 16 RC QPs on one SRQ per
 # side, checking the data (-c); then with pyverbs (rdma_srq.py) two QPs
-# sharing card B's SRQ, the limit event, a full SRQ and a QP's error.
+# sharing card B's SRQ, the limit event, a full SRQ, a resize and a QP's
+# error.
 min_packets=100
 check "ibv_srq_pingpong -c: 16 QPs on one SRQ each side, 100 round trips" \
 	pair srq_pingpong "ibv_srq_pingpong -d $IB_B -g $GID_B -n 100 -c" \
@@ -306,6 +307,8 @@ check "SRQ: two QPs' SENDs land in its buffers, each once; the limit event fires
 	timeout 60 python3 "$SRQ" share "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "SRQ: a post beyond max_wr is ENOMEM; max_wr SENDs all arrive" \
 	timeout 60 python3 "$SRQ" full "$IB_A" "$GID_A" "$IB_B" "$GID_B"
+check "SRQ resize: 16 grows to 64 with 7 receives posted; 64 outstanding, all SENDs land; a shrink is EINVAL" \
+	timeout 60 python3 "$SRQ" resize "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 check "SRQ: one QP's error: its last-WQE event, nothing of the SRQ flushed, the other QP receives" \
 	timeout 60 python3 "$SRQ" error "$IB_A" "$GID_A" "$IB_B" "$GID_B"
 
