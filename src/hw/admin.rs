@@ -500,6 +500,33 @@ admin_commands! {
             /// The new number of slots.
             entries @ 12: u32,
         } = 59,
+        /// PF only: give pages `first..first + count` of the on-demand
+        /// region `key` ([`rdma::mr_kind::ODP`]) the translations in
+        /// `count` little-endian [`rdma::odp_pte`] entries at `pbl`
+        /// (`count` 1..=[`rdma::MAX_ODP_MAP_PAGES`]). An entry without
+        /// [`rdma::odp_pte::VALID`] removes that page's.
+        RdmaOdpMap {
+            /// The region's key.
+            key @ 8: u32,
+            /// First page (4 KiB, from the region's first).
+            first @ 12: u32,
+            /// Pages.
+            count @ 16: u32,
+            /// Bus address of the entries.
+            pbl @ 24: u64,
+        } = 60,
+        /// PF only: forget the translations of pages `first..first +
+        /// count` of the on-demand region `key`. Once the command
+        /// completes the card no longer reaches those pages: the driver
+        /// may unmap them.
+        RdmaOdpUnmap {
+            /// The region's key.
+            key @ 8: u32,
+            /// First page.
+            first @ 12: u32,
+            /// Pages.
+            count @ 16: u32,
+        } = 61,
         /// PF only: destroy a shared receive queue no QP uses.
         RdmaDestroySrq {
             /// SRQ number.

@@ -474,7 +474,28 @@ pub mod mr_kind {
     /// QP that posted it, usable only through that QP, until
     /// invalidated (LOCAL_INV, or a peer's SEND with invalidate).
     pub const MW_TYPE2: u8 = 4;
+    /// Memory of a process registered on demand (`IB_ACCESS_ON_DEMAND`):
+    /// `len` bytes at `iova` in 4 KiB pages (`page_shift` 12,
+    /// `max_pages` the pages it spans, no page list), none translated at
+    /// registration. An access to a page without a translation (or a
+    /// write to one mapped read-only) is not done: the card reports a
+    /// [`eqe_type::PAGE_FAULT`] and retries once the driver mapped it
+    /// ([`super::AdminCmd::RdmaOdpMap`]).
+    pub const ODP: u8 = 5;
 }
+
+/// A page's translation in an on-demand region
+/// ([`super::AdminCmd::RdmaOdpMap`]): its bus address (4 KiB aligned)
+/// with these bits.
+pub mod odp_pte {
+    /// The translation is valid.
+    pub const VALID: u64 = 1 << 0;
+    /// The card may write the page (else a write faults).
+    pub const WRITE: u64 = 1 << 1;
+}
+
+/// Most translations one [`super::AdminCmd::RdmaOdpMap`] carries.
+pub const MAX_ODP_MAP_PAGES: u32 = 512;
 
 /// Most pages of a user MR's page list (its list is 2 MiB).
 pub const MAX_USER_MR_PAGES: u32 = 1 << 18;
@@ -897,6 +918,13 @@ pub mod eqe_type {
     /// A QP with an SRQ went to the error state: it takes no more of the
     /// SRQ's WQEs, and the one it had is flushed; `id` is the QP.
     pub const QP_LAST_WQE: u16 = 5;
+    /// An access to a page of an on-demand region that has no
+    /// translation (or a write to one mapped read-only); `id` is the
+    /// region's key, `page` and `write` say which page and how. The
+    /// access waits (a peer's request is answered with an RNR NAK, a
+    /// local work request is held) until the driver maps the page. One
+    /// event per page until it is mapped.
+    pub const PAGE_FAULT: u16 = 6;
 }
 
 wire_struct! {
@@ -910,6 +938,11 @@ wire_struct! {
         pub flags @ 2: u16,
         /// CQ or QP number.
         pub id @ 4: u32,
+        /// [`eqe_type::PAGE_FAULT`]: the page, counted in 4 KiB pages
+        /// from the one that holds the region's first byte.
+        pub page @ 8: u32,
+        /// [`eqe_type::PAGE_FAULT`]: 1 if the access writes.
+        pub write @ 12: u32,
     }
 }
 

@@ -1192,6 +1192,8 @@ impl Nic {
             | AdminCmd::RdmaCreateSrq { .. }
             | AdminCmd::RdmaArmSrq { .. }
             | AdminCmd::RdmaResizeSrq { .. }
+            | AdminCmd::RdmaOdpMap { .. }
+            | AdminCmd::RdmaOdpUnmap { .. }
             | AdminCmd::RdmaDestroySrq { .. }
             | AdminCmd::RdmaCreateQp(_)
             | AdminCmd::RdmaModifyQp { .. }

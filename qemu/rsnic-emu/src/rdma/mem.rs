@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 
 use crate::dma::{DmaFault, HostMem};
-use crate::hw::rdma::{access, mr_kind, BindParams, MrReg, RegMrParams};
+use crate::hw::rdma::{
+    access, mr_kind, odp_pte, BindParams, MrReg, RegMrParams, MAX_ODP_MAP_PAGES, MAX_USER_MR_PAGES,
+};
 use crate::hw::AdminStatus;
 
 /// The reserved local key: every bus address, as is, for local access by
@@ -31,7 +33,18 @@ pub enum AccessError {
     /// A type 2 memory window used through another QP than the one it
     /// was bound through.
     WrongQp,
+    /// A page of an on-demand region without a translation (or mapped
+    /// read-only, for a write): the access waits for the driver.
+    PageFault {
+        /// The page, from the region's first.
+        page: u32,
+        /// Whether the access writes.
+        write: bool,
+    },
 }
+
+/// Bytes of an on-demand region's page.
+const ODP_PAGE: u64 = 4096;
 
 /// How a valid MR maps its addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +58,9 @@ enum Map {
         page_shift: u8,
         pages: Vec<u64>,
     },
+    /// IOVA range over 4 KiB pages translated on demand ([`odp_pte`]
+    /// entries; 0: none yet).
+    OnDemand { iova: u64, len: u64, ptes: Vec<u64> },
 }
 
 /// What a bound memory window shows: part of an MR.
@@ -160,6 +176,88 @@ impl MrTable {
             pages,
         };
         self.insert(reg, Some(map))
+    }
+
+    /// `RDMA_REG_MR` of an on-demand region ([`mr_kind::ODP`]): no page
+    /// translated yet.
+    pub fn register_on_demand(&mut self, reg: &MrReg) -> AdminStatus {
+        let index = reg.key >> 8;
+        let spans = reg
+            .iova
+            .checked_add(reg.len)
+            .map(|end| end.div_ceil(ODP_PAGE) - reg.iova / ODP_PAGE);
+        if reg.key == LOCAL_DMA_LKEY
+            || index >= self.limit
+            || reg.access & !access::ALL != 0
+            || reg.page_shift != 12
+            || reg.len == 0
+            || spans != Some(u64::from(reg.max_pages))
+            || reg.max_pages > MAX_USER_MR_PAGES
+        {
+            return AdminStatus::BadParam;
+        }
+        let map = Map::OnDemand {
+            iova: reg.iova,
+            len: reg.len,
+            ptes: vec![0; reg.max_pages as usize],
+        };
+        self.insert(reg, Some(map))
+    }
+
+    /// The translations of the on-demand region `key` (its exact key).
+    fn ptes_mut(&mut self, key: u32) -> Result<&mut Vec<u64>, AdminStatus> {
+        let mr = self
+            .mrs
+            .get_mut(&(key >> 8))
+            .filter(|m| m.key == key)
+            .ok_or(AdminStatus::NotFound)?;
+        match mr.map.as_mut() {
+            Some(Map::OnDemand { ptes, .. }) => Ok(ptes),
+            _ => Err(AdminStatus::BadParam),
+        }
+    }
+
+    /// `RDMA_ODP_MAP`: pages `first..` of the on-demand region `key` take
+    /// `entries` ([`odp_pte`]). Nothing changes on an error.
+    pub fn map_on_demand(&mut self, key: u32, first: u32, entries: &[u64]) -> AdminStatus {
+        let ptes = match self.ptes_mut(key) {
+            Ok(p) => p,
+            Err(status) => return status,
+        };
+        let bad_entry = |e: &u64| {
+            e & odp_pte::VALID != 0 && e & (ODP_PAGE - 1) & !(odp_pte::VALID | odp_pte::WRITE) != 0
+        };
+        let end = (first as usize).checked_add(entries.len());
+        match end {
+            Some(end)
+                if !entries.is_empty()
+                    && entries.len() <= MAX_ODP_MAP_PAGES as usize
+                    && end <= ptes.len()
+                    && !entries.iter().any(bad_entry) =>
+            {
+                for (pte, e) in ptes[first as usize..end].iter_mut().zip(entries) {
+                    *pte = if e & odp_pte::VALID != 0 { *e } else { 0 };
+                }
+                AdminStatus::Ok
+            }
+            _ => AdminStatus::BadParam,
+        }
+    }
+
+    /// `RDMA_ODP_UNMAP`: pages `first..first + count` of the on-demand
+    /// region `key` lose their translations.
+    pub fn unmap_on_demand(&mut self, key: u32, first: u32, count: u32) -> AdminStatus {
+        let ptes = match self.ptes_mut(key) {
+            Ok(p) => p,
+            Err(status) => return status,
+        };
+        match first.checked_add(count) {
+            Some(end) if count > 0 && end as usize <= ptes.len() => {
+                ptes[first as usize..end as usize].fill(0);
+                AdminStatus::Ok
+            }
+            _ => AdminStatus::BadParam,
+        }
     }
 
     /// `RDMA_DEREG_MR`: the region whose index `key` names (whatever
@@ -442,6 +540,40 @@ impl MrTable {
                 }
                 Ok(segs)
             }
+            Map::OnDemand {
+                iova,
+                len: mr_len,
+                ptes,
+            } => {
+                let end = addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+                if addr < *iova || end > iova + mr_len {
+                    return Err(AccessError::OutOfBounds);
+                }
+                let write = need
+                    & (access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_ATOMIC)
+                    != 0;
+                let base = iova & !(ODP_PAGE - 1);
+                let mut segs: Vec<Segment> = Vec::new();
+                let mut at = addr - base;
+                let stop = end - base;
+                while at < stop {
+                    // CAST: below `max_pages`, a u32.
+                    let page = (at / ODP_PAGE) as u32;
+                    let in_page = at % ODP_PAGE;
+                    let n = (ODP_PAGE - in_page).min(stop - at);
+                    let pte = *ptes.get(page as usize).ok_or(AccessError::OutOfBounds)?;
+                    if pte & odp_pte::VALID == 0 || (write && pte & odp_pte::WRITE == 0) {
+                        return Err(AccessError::PageFault { page, write });
+                    }
+                    let bus = (pte & !(ODP_PAGE - 1)) + in_page;
+                    match segs.last_mut() {
+                        Some((b, l)) if *b + *l == bus => *l += n,
+                        _ => segs.push((bus, n)),
+                    }
+                    at += n;
+                }
+                Ok(segs)
+            }
         }
     }
 }
@@ -486,6 +618,90 @@ mod tests {
             ..MrReg::default()
         };
         assert_eq!(table.register(&reg), AdminStatus::Ok);
+    }
+
+    #[test]
+    fn an_on_demand_region_translates_only_what_the_driver_mapped() {
+        let mut t = MrTable::new(16);
+        let rw = access::LOCAL_WRITE | access::REMOTE_READ | access::REMOTE_WRITE;
+        // 0x1800 bytes from 0x7000_0800: pages 0 and 1.
+        let reg = MrReg {
+            key: 0x105,
+            pd: 1,
+            access: rw,
+            kind: mr_kind::ODP,
+            max_pages: 2,
+            page_shift: 12,
+            iova: 0x7000_0800,
+            len: 0x1800,
+            ..MrReg::default()
+        };
+        // Page count or page size not what the range spans: refused.
+        for bad in [
+            MrReg {
+                max_pages: 3,
+                ..reg
+            },
+            MrReg {
+                page_shift: 13,
+                ..reg
+            },
+        ] {
+            assert_eq!(t.register_on_demand(&bad), AdminStatus::BadParam);
+        }
+        assert_eq!(t.register_on_demand(&reg), AdminStatus::Ok);
+        let fault = |page, write| Err(AccessError::PageFault { page, write });
+        // Nothing mapped: reads and writes fault on the first page.
+        assert_eq!(t.resolve(0x105, 1, 0x7000_0800, 8, 0), fault(0, false));
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_1000, 8, access::REMOTE_WRITE),
+            fault(1, true)
+        );
+        // Page 0 read-only, page 1 writable.
+        let ro = 0x10_0000 | odp_pte::VALID;
+        let wr = 0x30_0000 | odp_pte::VALID | odp_pte::WRITE;
+        assert_eq!(t.map_on_demand(0x105, 0, &[ro, wr]), AdminStatus::Ok);
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_0f00, 0x200, 0),
+            Ok(vec![(0x10_0f00, 0x100), (0x30_0000, 0x100)])
+        );
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_0f00, 0x200, access::LOCAL_WRITE),
+            fault(0, true)
+        );
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_1000, 0x10, access::REMOTE_WRITE),
+            Ok(vec![(0x30_0000, 0x10)])
+        );
+        // Bounds and rights come first, as for any region.
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_2000, 1, 0),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_1000, 8, access::REMOTE_ATOMIC),
+            Err(AccessError::NoRights)
+        );
+        // Unmapped again: faults again.
+        assert_eq!(t.unmap_on_demand(0x105, 1, 1), AdminStatus::Ok);
+        assert_eq!(t.resolve(0x105, 1, 0x7000_1000, 8, 0), fault(1, false));
+        // Refused, nothing changed: past the end, no pages, an entry
+        // with stray bits, a stale key, a region of another kind.
+        assert_eq!(t.map_on_demand(0x105, 1, &[wr, wr]), AdminStatus::BadParam);
+        assert_eq!(t.map_on_demand(0x105, 0, &[]), AdminStatus::BadParam);
+        assert_eq!(
+            t.map_on_demand(0x105, 1, &[wr | 0x10]),
+            AdminStatus::BadParam
+        );
+        assert_eq!(t.unmap_on_demand(0x105, 2, 1), AdminStatus::BadParam);
+        assert_eq!(t.map_on_demand(0x106, 1, &[wr]), AdminStatus::NotFound);
+        fast_reg(&mut t, 0x200);
+        assert_eq!(t.map_on_demand(0x200, 0, &[wr]), AdminStatus::BadParam);
+        assert_eq!(t.resolve(0x105, 1, 0x7000_1000, 8, 0), fault(1, false));
+        assert_eq!(
+            t.resolve(0x105, 1, 0x7000_0800, 8, 0),
+            Ok(vec![(0x10_0800, 8)])
+        );
     }
 
     #[test]

@@ -25,8 +25,8 @@ use crate::clock::CardClock;
 use crate::dma::HostMem;
 use crate::hw::rdma::{
     arm, cq_create, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify,
-    QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_USER_MR_PAGES,
-    MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_ODP_MAP_PAGES,
+    MAX_USER_MR_PAGES, MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -349,7 +349,32 @@ impl RdmaEngine {
                 };
                 return self.mrs.register_user(&reg, pages);
             }
+            AdminCmd::RdmaRegMr(reg) if reg.kind == mr_kind::ODP => {
+                return self.mrs.register_on_demand(&reg)
+            }
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
+            AdminCmd::RdmaOdpMap {
+                key,
+                first,
+                count,
+                pbl,
+            } => {
+                if count == 0 || count > MAX_ODP_MAP_PAGES || !pbl.is_multiple_of(8) {
+                    return AdminStatus::BadParam;
+                }
+                let mut raw = vec![0u8; count as usize * 8];
+                if io.mem.read(pbl, &mut raw).is_err() {
+                    return AdminStatus::BadParam;
+                }
+                let entries: Vec<u64> = raw
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect();
+                return self.mrs.map_on_demand(key, first, &entries);
+            }
+            AdminCmd::RdmaOdpUnmap { key, first, count } => {
+                return self.mrs.unmap_on_demand(key, first, count)
+            }
             AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
             AdminCmd::RdmaCreateSrq {
                 srqn,

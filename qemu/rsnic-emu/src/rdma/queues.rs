@@ -500,17 +500,30 @@ impl EventQueue {
         }
     }
 
-    /// Writes an event; returns whether it reached host memory.
+    /// Writes an event of `kind` about `id`; returns whether it reached
+    /// host memory.
     pub fn post(&mut self, mem: &dyn HostMem, kind: u16, id: u32) -> bool {
+        self.post_entry(
+            mem,
+            Eqe {
+                kind,
+                id,
+                ..Eqe::default()
+            },
+        )
+    }
+
+    /// Writes `eqe` (the phase set here); returns whether it reached
+    /// host memory.
+    pub fn post_entry(&mut self, mem: &dyn HostMem, mut eqe: Eqe) -> bool {
         let slot = self.produced & (self.entries - 1);
         let lap = self.produced / self.entries;
-        let flags = if lap.is_multiple_of(2) {
+        eqe.flags = if lap.is_multiple_of(2) {
             cqe_flag::PHASE
         } else {
             0
         };
         let addr = self.base + u64::from(slot) * EQE_LEN as u64;
-        let eqe = Eqe { kind, flags, id };
         if mem.write_flags_last(addr, &eqe.to_bytes()).is_err() {
             return false;
         }

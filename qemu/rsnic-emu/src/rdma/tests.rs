@@ -6,9 +6,9 @@
 use super::*;
 use crate::dma::DmaFault;
 use crate::hw::rdma::{
-    access, cqe_flag, flush, mr_kind, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector,
-    AtomicParams, AtomicWriteParams, Cqe, Eqe, FlushParams, MrReg, RqWqe, Sge, SqWqe, CQE_LEN,
-    EQE_LEN,
+    access, cqe_flag, flush, mr_kind, odp_pte, qp_attr, wc_op, wc_status, wqe_flag, wqe_op,
+    AddressVector, AtomicParams, AtomicWriteParams, Cqe, Eqe, FlushParams, MrReg, RqWqe, Sge,
+    SqWqe, CQE_LEN, EQE_LEN, MAX_ODP_MAP_PAGES,
 };
 use std::cell::RefCell;
 use std::time::Duration;
@@ -539,6 +539,58 @@ fn user_mrs_map_their_page_list() {
     assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
     bad.max_pages = 0;
     assert_eq!(a.admin(AdminCmd::RdmaRegMr(bad)), AdminStatus::BadParam);
+}
+
+#[test]
+fn on_demand_regions_are_mapped_and_unmapped_by_command() {
+    let mut a = Side::new(1);
+    let reg = MrReg {
+        key: USER_KEY,
+        pd: 3,
+        access: access::LOCAL_WRITE,
+        kind: mr_kind::ODP,
+        max_pages: 2,
+        page_shift: 12,
+        iova: USER_VA,
+        len: 0x1800,
+        ..MrReg::default()
+    };
+    assert_eq!(a.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::Ok);
+    let fault = Err(mem::AccessError::PageFault {
+        page: 1,
+        write: false,
+    });
+    assert_eq!(a.e.mrs.resolve(USER_KEY, 3, USER_VA + 0x800, 8, 0), fault);
+    // Page 1 from the list in memory, writable.
+    let pte = DATA | odp_pte::VALID | odp_pte::WRITE;
+    a.mem.set(PBL, &pte.to_le_bytes());
+    let map = |count, pbl| AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first: 1,
+        count,
+        pbl,
+    };
+    // No pages, too many, a misaligned list: refused.
+    for bad in [
+        map(0, PBL),
+        map(MAX_ODP_MAP_PAGES + 1, PBL),
+        map(1, PBL + 4),
+    ] {
+        assert_eq!(a.admin(bad), AdminStatus::BadParam);
+    }
+    assert_eq!(a.admin(map(1, PBL)), AdminStatus::Ok);
+    assert_eq!(
+        a.e.mrs
+            .resolve(USER_KEY, 3, USER_VA + 0x800, 8, access::LOCAL_WRITE),
+        Ok(vec![(DATA, 8)])
+    );
+    let unmap = AdminCmd::RdmaOdpUnmap {
+        key: USER_KEY,
+        first: 1,
+        count: 1,
+    };
+    assert_eq!(a.admin(unmap), AdminStatus::Ok);
+    assert_eq!(a.e.mrs.resolve(USER_KEY, 3, USER_VA + 0x800, 8, 0), fault);
 }
 
 #[test]
