@@ -496,15 +496,17 @@ int rsnic_query_rt_values(struct ibv_context *context,
 	dir = opendir(path);
 	if (!dir)
 		return EOPNOTSUPP;
+	ret = EOPNOTSUPP;	/* no PHC under the device */
 	while ((e = readdir(dir)))
 		if (!strncmp(e->d_name, "ptp", 3)) {
 			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
 			fd = open(path, O_RDONLY | O_CLOEXEC);
+			ret = fd < 0 ? errno : 0;
 			break;
 		}
 	closedir(dir);
 	if (fd < 0)
-		return errno ? errno : EOPNOTSUPP;
+		return ret;
 	/* FD_TO_CLOCKID of linux/posix-timers.h: a dynamic clock's id. */
 	ret = clock_gettime((clockid_t)((~(unsigned int)fd << 3) | 3), &ts);
 	close(fd);

@@ -18,10 +18,12 @@ stamps: a SEND between two QPs whose CQs were created with
         second SEND 50 ms later is stamped 50 ms or more later. With
         BELOW_SECONDS, the stamps are also below that many seconds (the
         clock was set back).
-rt:     ibv_query_rt_values_ex lies between two PHC reads.
+rt:     ibv_query_rt_values_ex lies between two PHC reads; an unknown
+        comp_mask bit is EINVAL.
 Exit status 0 when the case holds.
 """
 
+import errno
 import os
 import sys
 import time
@@ -32,6 +34,7 @@ from pyverbs.libibverbs_enums import (IBV_WC_STANDARD_FLAGS, ibv_create_cq_wc_fl
                                       ibv_qp_type)
 from pyverbs.mr import MR
 from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
@@ -127,6 +130,14 @@ def main():
         rt = sec * 1_000_000_000 + nsec
         print(f"# PHC before {before}, query_rt_values_ex {rt}, PHC after {after}")
         ok = before <= rt <= after
+        # A value the provider does not know: EINVAL.
+        try:
+            ctx.query_rt_values_ex(comp_mask=1 << 1)
+            print("# query_rt_values_ex with an unknown mask bit answered")
+            ok = False
+        except PyverbsRDMAError as e:
+            print(f"# an unknown mask bit: {e}")
+            ok = ok and e.error_code == errno.EINVAL
     else:
         sys.exit(f"unknown case {case}")
     sys.exit(0 if ok else 1)
