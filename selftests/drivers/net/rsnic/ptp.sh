@@ -161,10 +161,19 @@ grep -E 'timed out|fault|error' /tmp/ptp4l_a.log /tmp/ptp4l_b.log | head -3 | se
 slave=$(grep -c 'to SLAVE on' /tmp/ptp4l_b.log)
 rms=$(grep -o 'rms *[0-9]*' /tmp/ptp4l_b.log | awk '{print $2}' | tail -5 | tr '\n' ' ')
 delay=$(grep -o 'delay *[0-9]*' /tmp/ptp4l_b.log | tail -1 | awk '{print $2}')
-worst=$(for v in $rms; do abs "$v"; done | sort -n | tail -1)
+# Locked: the middle of the last 5 seconds' rms within 200 us, none past
+# 1 ms. A TCG guest sharing two host cores with the check's other VMs is
+# now and then descheduled long enough to show as one second's spike
+# while the servo stays locked (seen: 10-43 us, then 325 us, in a clean
+# check); a servo that does not lock stays far off (the red runs in
+# testing.rst: no rms lines at all, or milliseconds).
+sorted=$(for v in $rms; do abs "$v"; done | sort -n)
+worst=$(tail -1 <<<"$sorted")
+middle=$(sed -n 3p <<<"$sorted")
 echo "# ptp4l: B became a slave ${slave} time(s); rms offset of the last 5 seconds (ns): $rms; path delay ${delay:-?} ns"
-check "ptp4l with hardware stamps: B's servo locks to A, rms offset within 200 us for 5 s" \
-	test "$slave" -ge 1 -a "$(wc -w <<<"$rms")" = 5 -a "${worst:-999999999}" -lt 200000
+check "ptp4l with hardware stamps: B's servo locks to A, rms offset within 200 us (median of 5 s, none past 1 ms)" \
+	test "$slave" -ge 1 -a "$(wc -w <<<"$rms")" = 5 -a "${middle:-999999999}" -lt 200000 \
+	-a "${worst:-999999999}" -lt 1000000
 ta=$(($(hw_sent "$NETIF_A") - sent_a)) tb=$(($(hw_sent "$NETIF_B" ns) - sent_b))
 echo "# hardware TX stamps reported during ptp4l: A $ta, B $tb"
 check "the cards stamped what ptp4l sent (Sync on A, Delay_Req on B)" test "$ta" -ge 20 -a "$tb" -ge 10
