@@ -424,6 +424,7 @@ impl IbDeviceOps for RdmaDev {
 
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
+        let stamps = c.flags & rdma_cap::CQ_TIMESTAMP != 0;
         DeviceAttr {
             fw_ver: 0,
             vendor_id: PCI_VENDOR_ID.into(),
@@ -467,16 +468,8 @@ impl IbDeviceOps for RdmaDev {
             max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
             max_total_mcast_qp_attach: dev.data().mcast.max_attach,
             // The card's clock: 64 bits of nanoseconds.
-            timestamp_mask: if c.flags & rdma_cap::CQ_TIMESTAMP != 0 {
-                u64::MAX
-            } else {
-                0
-            },
-            hca_core_clock_khz: if c.flags & rdma_cap::CQ_TIMESTAMP != 0 {
-                1_000_000
-            } else {
-                0
-            },
+            timestamp_mask: if stamps { u64::MAX } else { 0 },
+            hca_core_clock_khz: if stamps { 1_000_000 } else { 0 },
         }
     }
 
@@ -885,8 +878,8 @@ impl IbDeviceOps for RdmaDev {
         let mut entries = srq.entries.lock();
         if let Some(max_wr) = change.max_wr {
             // Grows only, within the ring (a kernel SRQ's is full); the
-            // card starts the new size at the next lap boundary, where
-            // the provider starts it too (rsnic-abi.h).
+            // card counts the new size from the start of the lap the last
+            // post is in, as the provider does (rsnic-abi.h).
             let n = ring_size(max_wr, d.caps.max_qp_wr)?;
             if n < *entries {
                 return Err(EINVAL);

@@ -461,14 +461,9 @@ static uint8_t rsnic_read_dlid_path_bits(struct ibv_cq_ex *cq_ex)
  * The card's clock counts nanoseconds (the kernel reports hca_core_clock
  * 1000000 kHz), and it is the PHC's time, which the driver sets from the
  * system's real time and ptp4l or phc2sys may steer: the raw time stamp
- * and the wall-clock one are the same number.
+ * and the wall-clock one are the same number, read by this one function.
  */
-static uint64_t rsnic_read_completion_ts(struct ibv_cq_ex *cq_ex)
-{
-	return to_rcq_ex(cq_ex)->cur_timestamp;
-}
-
-static uint64_t rsnic_read_completion_wallclock_ns(struct ibv_cq_ex *cq_ex)
+static uint64_t rsnic_read_timestamp(struct ibv_cq_ex *cq_ex)
 {
 	return to_rcq_ex(cq_ex)->cur_timestamp;
 }
@@ -583,10 +578,9 @@ struct ibv_cq_ex *rsnic_create_cq_ex(struct ibv_context *context,
 	cq_ex->read_sl = rsnic_read_sl;
 	cq_ex->read_dlid_path_bits = rsnic_read_dlid_path_bits;
 	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
-		cq_ex->read_completion_ts = rsnic_read_completion_ts;
+		cq_ex->read_completion_ts = rsnic_read_timestamp;
 	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-		cq_ex->read_completion_wallclock_ns =
-			rsnic_read_completion_wallclock_ns;
+		cq_ex->read_completion_wallclock_ns = rsnic_read_timestamp;
 	return cq_ex;
 
 err_free:

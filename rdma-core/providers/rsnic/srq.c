@@ -165,9 +165,8 @@ int rsnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&srq->lock);
 	start = srq->head;
 	for (; wr; wr = wr->next) {
-		uint32_t slot;
+		uint32_t slot = (srq->head - srq->origin) & (srq->entries - 1);
 
-		slot = (srq->head - srq->origin) & (srq->entries - 1);
 		if (srq->posted[slot]) {
 			ret = ENOMEM;
 			break;

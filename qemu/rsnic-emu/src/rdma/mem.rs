@@ -114,10 +114,7 @@ impl MrTable {
 
     /// `RDMA_REG_MR`.
     pub fn register(&mut self, reg: &MrReg) -> AdminStatus {
-        let index = reg.key >> 8;
-        if reg.key == LOCAL_DMA_LKEY
-            || index >= self.limit
-            || reg.access & !access::ALL != 0
+        if !self.key_and_rights_ok(reg)
             || !matches!(
                 reg.kind,
                 mr_kind::DMA | mr_kind::FAST_REG | mr_kind::MW_TYPE1 | mr_kind::MW_TYPE2
@@ -127,6 +124,12 @@ impl MrTable {
         }
         let map = (reg.kind == mr_kind::DMA).then_some(Map::Dma);
         self.insert(reg, map)
+    }
+
+    /// Whether `reg`'s key is one a region may have (not the local DMA
+    /// key, an index within the table) and its rights are known ones.
+    fn key_and_rights_ok(&self, reg: &MrReg) -> bool {
+        reg.key != LOCAL_DMA_LKEY && reg.key >> 8 < self.limit && reg.access & !access::ALL == 0
     }
 
     /// Adds the region `reg` describes, mapped by `map`, unless its index
@@ -155,12 +158,9 @@ impl MrTable {
     /// `pages` (bus addresses of `1 << reg.page_shift`-byte pages; the
     /// first holds `reg.iova`, at its offset in a page).
     pub fn register_user(&mut self, reg: &MrReg, pages: Vec<u64>) -> AdminStatus {
-        let index = reg.key >> 8;
         let page = 1u64.checked_shl(u32::from(reg.page_shift)).unwrap_or(0);
         let offset = reg.iova & page.wrapping_sub(1);
-        if reg.key == LOCAL_DMA_LKEY
-            || index >= self.limit
-            || reg.access & !access::ALL != 0
+        if !self.key_and_rights_ok(reg)
             || !(12..=30).contains(&reg.page_shift)
             || reg.len == 0
             || reg.iova.checked_add(reg.len).is_none()
@@ -181,14 +181,11 @@ impl MrTable {
     /// `RDMA_REG_MR` of an on-demand region ([`mr_kind::ODP`]): no page
     /// translated yet.
     pub fn register_on_demand(&mut self, reg: &MrReg) -> AdminStatus {
-        let index = reg.key >> 8;
         let spans = reg
             .iova
             .checked_add(reg.len)
             .map(|end| end.div_ceil(ODP_PAGE) - reg.iova / ODP_PAGE);
-        if reg.key == LOCAL_DMA_LKEY
-            || index >= self.limit
-            || reg.access & !access::ALL != 0
+        if !self.key_and_rights_ok(reg)
             || reg.page_shift != 12
             || reg.len == 0
             || spans != Some(u64::from(reg.max_pages))
@@ -590,6 +587,18 @@ pub fn write_segments(mem: &dyn HostMem, segs: &[Segment], data: &[u8]) -> Resul
         }
     }
     Ok(())
+}
+
+/// `n` little-endian u64s (page lists, translations) read from host
+/// memory at `addr`.
+pub fn read_u64s(mem: &dyn HostMem, addr: u64, n: usize) -> Option<Vec<u64>> {
+    let mut raw = vec![0u8; n.checked_mul(8)?];
+    mem.read(addr, &mut raw).ok()?;
+    Some(
+        raw.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect(),
+    )
 }
 
 /// Reads host memory along `segs` into a buffer of their total length.

@@ -31,7 +31,7 @@ use crate::hw::rdma::{
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
 use mcast::{McastGroups, MCAST_CAPS};
-use mem::MrTable;
+use mem::{read_u64s, MrTable};
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
 use queues::{
@@ -189,13 +189,7 @@ fn read_page_list(mem: &dyn HostMem, reg: &MrReg) -> Option<Vec<u64>> {
     if n == 0 || n > MAX_USER_MR_PAGES || !reg.pbl.is_multiple_of(8) {
         return None;
     }
-    let mut raw = vec![0u8; n as usize * 8];
-    mem.read(reg.pbl, &mut raw).ok()?;
-    Some(
-        raw.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect(),
-    )
+    read_u64s(mem, reg.pbl, n as usize)
 }
 
 impl RdmaEngine {
@@ -362,14 +356,9 @@ impl RdmaEngine {
                 if count == 0 || count > MAX_ODP_MAP_PAGES || !pbl.is_multiple_of(8) {
                     return AdminStatus::BadParam;
                 }
-                let mut raw = vec![0u8; count as usize * 8];
-                if io.mem.read(pbl, &mut raw).is_err() {
+                let Some(entries) = read_u64s(io.mem, pbl, count as usize) else {
                     return AdminStatus::BadParam;
-                }
-                let entries: Vec<u64> = raw
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-                    .collect();
+                };
                 return self.mrs.map_on_demand(key, first, &entries);
             }
             AdminCmd::RdmaOdpUnmap { key, first, count } => {

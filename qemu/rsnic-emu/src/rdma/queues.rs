@@ -54,7 +54,12 @@ impl WorkQueue {
     /// A doorbell: the driver posted up to `tail`. Returns false (and
     /// changes nothing) if that is more than the ring holds.
     pub fn ring(&mut self, tail: u16) -> bool {
-        if distance(self.head, tail) > self.entries {
+        self.ring_within(tail, self.entries)
+    }
+
+    /// A doorbell that may put up to `room` entries in flight.
+    fn ring_within(&mut self, tail: u16, room: u32) -> bool {
+        if distance(self.head, tail) > room {
             return false;
         }
         self.tail = tail;
@@ -150,16 +155,9 @@ impl SharedRq {
     /// A doorbell: the driver posted up to `tail`. While a resize is
     /// pending the positions in flight span both sizes.
     pub fn ring(&mut self, tail: u16) -> bool {
-        match self.resize_at {
-            None => self.wq.ring(tail),
-            Some((_, entries)) => {
-                if distance(self.wq.head, tail) > self.wq.entries + entries {
-                    return false;
-                }
-                self.wq.tail = tail;
-                true
-            }
-        }
+        let pending = self.resize_at.map_or(0, |(_, entries)| entries);
+        let room = self.wq.entries + pending;
+        self.wq.ring_within(tail, room)
     }
 
     /// Arms the limit (0 disarms). Returns true if fewer than `limit`
@@ -344,11 +342,6 @@ impl CompletionQueue {
             stamped: true,
             ..self
         }
-    }
-
-    /// Whether its entries carry a time stamp.
-    pub fn stamped(&self) -> bool {
-        self.stamped
     }
 
     /// Bytes per entry.

@@ -24,7 +24,9 @@ use crate::hw::rdma::{
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
-use super::mem::{read_segments, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY};
+use super::mem::{
+    read_segments, read_u64s, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY,
+};
 use super::queues::{RecvQueue, TakenRecv, WorkQueue};
 use super::wire::{
     self, AckKind, Aeth, AtomicEth, Bth, Deth, Feth, NakCode, Opcode, Packet, Reth,

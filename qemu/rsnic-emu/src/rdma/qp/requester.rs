@@ -121,13 +121,9 @@ impl Qp {
             },
             wqe_op::REG_MR => {
                 let n = wqe.reg().npages as usize;
-                let mut raw = vec![0u8; n.saturating_mul(8).min(1 << 20)];
-                let pages =
-                    (n <= (1 << 17) && mem.read(wqe.remote_addr, &mut raw).is_ok()).then(|| {
-                        raw.chunks_exact(8)
-                            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-                            .collect::<Vec<_>>()
-                    });
+                let pages = (n <= (1 << 17))
+                    .then(|| read_u64s(mem, wqe.remote_addr, n))
+                    .flatten();
                 let done = pages.ok_or(AccessError::OutOfBounds).and_then(|pages| {
                     mrs.fast_register(wqe.rkey, self.pd, wqe.qkey, &wqe.reg(), pages)
                 });
