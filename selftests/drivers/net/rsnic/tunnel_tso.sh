@@ -21,7 +21,7 @@ trap 'kill $(jobs -p) 2>/dev/null; ip link del t0 2>/dev/null; ip -n $NS link de
 TUNNEL_FEATURES="tx-udp_tnl-segmentation tx-udp_tnl-csum-segmentation tx-gre-segmentation
 	tx-gre-csum-segmentation tx-ipxip4-segmentation tx-ipxip6-segmentation"
 
-card_stat() { harness card A stats | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+card_stat() { harness card "${2:-A}" stats | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # The remote's checksum errors: TCP (v4 and v6 share it), UDP, UDP6, and
 # the tunnel device's rx errors (a GRE checksum that does not verify).
 remote_errors() {
@@ -30,6 +30,12 @@ remote_errors() {
 		awk '{n += $2} END {print n + 0}')
 	dev=$(ip netns exec $NS cat /sys/class/net/t0/statistics/rx_errors)
 	echo $((mib + dev))
+}
+
+# The frames the remote dropped and counted: card B's overruns and its
+# t0's drops (its GRO cells' backlog).
+counted_drops() {
+	echo $(($(card_stat rx_no_buffer B) + $(ip netns exec $NS cat /sys/class/net/t0/statistics/rx_dropped)))
 }
 
 # tunnel TYPE OUTER(4|6) ARGS...: t0 on A and on the remote, between
@@ -62,10 +68,12 @@ retransmitted() { nstat -asz "${1:-TcpRetransSegs}" | awk '{n += $2} END {print 
 # the remote's SACKs said they were missing, TcpExtTCPFastRetrans: a
 # segment the remote dropped, as a GRE packet whose checksum fails is
 # dropped uncounted; a timeout's resends, after a stall of the TCG host,
-# are not), deltas.
+# are not) and dropped (frames the remote dropped and counted: card B
+# finding no receive buffer, the remote t0's backlog full), deltas.
 through() {
-	local c0 r0 e0 t0 l0
+	local c0 r0 e0 t0 l0 o0
 	c0=$(card_stat tso_tunnel_frames) r0=$(card_stat tx_bad_tso) e0=$(remote_errors)
+	o0=$(counted_drops)
 	t0=$(retransmitted) l0=$(retransmitted TcpExtTCPFastRetrans)
 	got=$(tcp_file_sha "$1" 7004 /tmp/tunnel.src)
 	cut=$(($(card_stat tso_tunnel_frames) - c0))
@@ -73,6 +81,7 @@ through() {
 	errs=$(($(remote_errors) - e0))
 	retrans=$(($(retransmitted) - t0))
 	lost=$(($(retransmitted TcpExtTCPFastRetrans) - l0))
+	dropped=$(($(counted_drops) - o0))
 }
 
 head -c 4M /dev/urandom >/tmp/tunnel.src
@@ -93,13 +102,15 @@ while read -r what dst type outer args; do
 		continue
 	fi
 	through "$dst"
-	echo "# $what: card cut $cut tunnelled TSO frames, refused $refused, remote csum errors $errs, $retrans segments retransmitted, $lost of them reported missing"
+	echo "# $what: card cut $cut tunnelled TSO frames, refused $refused, remote csum errors $errs, $retrans segments retransmitted, $lost of them reported missing, $dropped dropped and counted by the remote"
 	# Of ~3000 segments, a few reported missing are the TCG guest's
 	# pace (its receive ring overrun); dropped segments are most of
 	# them. A stall's timeout resends a whole window (441 seen) that
-	# the remote then has twice: not counted.
+	# the remote then has twice: not counted. Losses that drops the
+	# remote counted account for are no checksum drop (171 seen on a
+	# loaded host; a GRE packet failing its checksum is counted nowhere).
 	check_eq "$what: 4 MiB intact, cut by the card, no checksum error at the remote, few segments lost" \
-		"$got / $((cut > 0)) / $refused / $errs / $((lost < 100))" "$want / 1 / 0 / 0 / 1"
+		"$got / $((cut > 0)) / $refused / $errs / $((lost < 100 || lost <= dropped))" "$want / 1 / 0 / 0 / 1"
 done <<EOF
 vxlan-udpcsum-ipv4-in-ipv4 192.168.77.2 vxlan 4 id 100 dstport 4789 udpcsum
 vxlan-zerocsum-ipv6-in-ipv6 fd77::2 vxlan 6 id 101 dstport 4789 udp6zerocsumtx udp6zerocsumrx
