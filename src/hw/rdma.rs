@@ -492,6 +492,12 @@ pub mod odp_pte {
     pub const VALID: u64 = 1 << 0;
     /// The card may write the page (else a write faults).
     pub const WRITE: u64 = 1 << 1;
+    /// Without [`VALID`]: the driver could not map the page (the
+    /// process has no memory there). The page stays untranslated, and
+    /// the next access that faults on it fails instead (a local
+    /// protection error, or a remote access error NAK) — one access,
+    /// so that memory mapped there later faults in as usual.
+    pub const ERROR: u64 = 1 << 2;
 }
 
 /// Most translations one [`super::AdminCmd::RdmaOdpMap`] carries.

@@ -4,7 +4,7 @@
 //! whose keys, protection domains, access rights and bounds are checked
 //! on every access, so a bad key or address fails before any byte moves.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::dma::{DmaFault, HostMem};
 use crate::hw::rdma::{
@@ -36,11 +36,25 @@ pub enum AccessError {
     /// A page of an on-demand region without a translation (or mapped
     /// read-only, for a write): the access waits for the driver.
     PageFault {
+        /// The region's key.
+        key: u32,
         /// The page, from the region's first.
         page: u32,
         /// Whether the access writes.
         write: bool,
     },
+}
+
+/// A page of an on-demand region an access found untranslated: the
+/// access waits until the driver maps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fault {
+    /// The region's key.
+    pub key: u32,
+    /// The page, from the region's first.
+    pub page: u32,
+    /// Whether the access writes.
+    pub write: bool,
 }
 
 /// Bytes of an on-demand region's page.
@@ -98,6 +112,9 @@ impl Mr {
 pub struct MrTable {
     mrs: HashMap<u32, Mr>,
     limit: u32,
+    /// On-demand pages (region index, page) the driver could not map
+    /// ([`odp_pte::ERROR`]): the next access faulting on one fails.
+    failed: HashSet<(u32, u32)>,
 }
 
 /// A piece of host memory: bus address and length.
@@ -109,7 +126,38 @@ impl MrTable {
         Self {
             mrs: HashMap::new(),
             limit,
+            failed: HashSet::new(),
         }
+    }
+
+    /// Whether an access refused with `e` waits for a page to be mapped
+    /// (the page), or fails: any other error, or a fault on a page the
+    /// driver said it cannot map (that answer serves this access only).
+    pub fn waits_for(&mut self, e: AccessError) -> Option<Fault> {
+        match e {
+            AccessError::PageFault { key, page, write } => {
+                (!self.failed.remove(&(key >> 8, page))).then_some(Fault { key, page, write })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the remote key `key` reaches an on-demand region: names
+    /// one, or a window bound over one.
+    pub fn remote_on_demand(&self, key: u32) -> bool {
+        match self.mrs.get(&(key >> 8)) {
+            Some(w) if w.key == key && w.is_window() => {
+                w.bound.is_some_and(|b| self.is_on_demand(b.mr_key))
+            }
+            _ => self.is_on_demand(key),
+        }
+    }
+
+    /// Whether `key` names an on-demand region.
+    pub fn is_on_demand(&self, key: u32) -> bool {
+        self.mrs
+            .get(&(key >> 8))
+            .is_some_and(|m| m.key == key && matches!(m.map, Some(Map::OnDemand { .. })))
     }
 
     /// `RDMA_REG_MR`.
@@ -222,7 +270,12 @@ impl MrTable {
             Err(status) => return status,
         };
         let bad_entry = |e: &u64| {
-            e & odp_pte::VALID != 0 && e & (ODP_PAGE - 1) & !(odp_pte::VALID | odp_pte::WRITE) != 0
+            let flags = e & (ODP_PAGE - 1);
+            if e & odp_pte::VALID != 0 {
+                flags & !(odp_pte::VALID | odp_pte::WRITE) != 0
+            } else {
+                *e & !odp_pte::ERROR != 0
+            }
         };
         let end = (first as usize).checked_add(entries.len());
         match end {
@@ -234,6 +287,13 @@ impl MrTable {
             {
                 for (pte, e) in ptes[first as usize..end].iter_mut().zip(entries) {
                     *pte = if e & odp_pte::VALID != 0 { *e } else { 0 };
+                }
+                for (page, e) in (first..).zip(entries) {
+                    if e & odp_pte::ERROR != 0 {
+                        self.failed.insert((key >> 8, page));
+                    } else {
+                        self.failed.remove(&(key >> 8, page));
+                    }
                 }
                 AdminStatus::Ok
             }
@@ -251,6 +311,8 @@ impl MrTable {
         match first.checked_add(count) {
             Some(end) if count > 0 && end as usize <= ptes.len() => {
                 ptes[first as usize..end as usize].fill(0);
+                self.failed
+                    .retain(|&(i, p)| i != key >> 8 || !(first..end).contains(&p));
                 AdminStatus::Ok
             }
             _ => AdminStatus::BadParam,
@@ -263,6 +325,7 @@ impl MrTable {
     /// index a new MR may take).
     pub fn deregister(&mut self, key: u32) -> AdminStatus {
         let index = key >> 8;
+        self.failed.retain(|&(i, _)| i != index);
         for m in self.mrs.values_mut() {
             if m.bound.is_some_and(|b| b.mr_key >> 8 == index) {
                 m.bound = None;
@@ -560,7 +623,11 @@ impl MrTable {
                     let n = (ODP_PAGE - in_page).min(stop - at);
                     let pte = *ptes.get(page as usize).ok_or(AccessError::OutOfBounds)?;
                     if pte & odp_pte::VALID == 0 || (write && pte & odp_pte::WRITE == 0) {
-                        return Err(AccessError::PageFault { page, write });
+                        return Err(AccessError::PageFault {
+                            key: mr.key,
+                            page,
+                            write,
+                        });
                     }
                     let bus = (pte & !(ODP_PAGE - 1)) + in_page;
                     match segs.last_mut() {
@@ -659,7 +726,13 @@ mod tests {
             assert_eq!(t.register_on_demand(&bad), AdminStatus::BadParam);
         }
         assert_eq!(t.register_on_demand(&reg), AdminStatus::Ok);
-        let fault = |page, write| Err(AccessError::PageFault { page, write });
+        let fault = |page, write| {
+            Err(AccessError::PageFault {
+                key: 0x105,
+                page,
+                write,
+            })
+        };
         // Nothing mapped: reads and writes fault on the first page.
         assert_eq!(t.resolve(0x105, 1, 0x7000_0800, 8, 0), fault(0, false));
         assert_eq!(

@@ -14,7 +14,7 @@ pub mod qp;
 pub mod queues;
 pub mod wire;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,14 +24,14 @@ use log::debug;
 use crate::clock::CardClock;
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, cq_create, db, eqe_type, mr_kind, rdma_cap, udb, Gid, MrReg, QpCreate, QpModify,
+    arm, cq_create, db, eqe_type, mr_kind, rdma_cap, udb, Eqe, Gid, MrReg, QpCreate, QpModify,
     QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_ODP_MAP_PAGES,
     MAX_USER_MR_PAGES, MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
 use mcast::{McastGroups, MCAST_CAPS};
-use mem::{read_u64s, MrTable};
+use mem::{read_u64s, Fault, MrTable};
 use packet::{RejectReason, Route};
 use qp::{Action, Incoming, Qp};
 use queues::{
@@ -108,6 +108,8 @@ pub struct RdmaStats {
     pub refused_doorbells: u64,
     /// Events written.
     pub events: u64,
+    /// Page-fault events written (on-demand regions).
+    pub page_faults: u64,
     /// Counters of QPs destroyed since reset.
     pub retired: qp::QpCounters,
 }
@@ -149,6 +151,8 @@ pub struct RdmaEngine {
     qps: HashMap<u32, Qp>,
     srqs: HashMap<u32, SrqRef>,
     mrs: MrTable,
+    /// Page faults raised and not yet answered by a mapping of the page.
+    faults_raised: HashSet<Fault>,
     mcast: McastGroups,
     /// Counters.
     pub stats: RdmaStats,
@@ -167,6 +171,7 @@ impl Default for RdmaEngine {
             qps: HashMap::new(),
             srqs: HashMap::new(),
             mrs: MrTable::new(CAPS.max_mr),
+            faults_raised: HashSet::new(),
             mcast: McastGroups::default(),
             stats: RdmaStats::default(),
             faults: Arc::default(),
@@ -359,12 +364,19 @@ impl RdmaEngine {
                 let Some(entries) = read_u64s(io.mem, pbl, count as usize) else {
                     return AdminStatus::BadParam;
                 };
-                return self.mrs.map_on_demand(key, first, &entries);
+                let status = self.mrs.map_on_demand(key, first, &entries);
+                if status == AdminStatus::Ok {
+                    self.odp_mapped(key, first, count, io);
+                }
+                return status;
             }
             AdminCmd::RdmaOdpUnmap { key, first, count } => {
                 return self.mrs.unmap_on_demand(key, first, count)
             }
-            AdminCmd::RdmaDeregMr { key } => return self.mrs.deregister(key),
+            AdminCmd::RdmaDeregMr { key } => {
+                self.faults_raised.retain(|f| f.key >> 8 != key >> 8);
+                return self.mrs.deregister(key);
+            }
             AdminCmd::RdmaCreateSrq {
                 srqn,
                 ring,
@@ -717,6 +729,44 @@ impl RdmaEngine {
         self.qps.values().filter_map(Qp::deadline).min()
     }
 
+    /// Raises the page-fault event for `fault`, unless one was raised
+    /// for that page (and access) since the driver last mapped it.
+    fn page_fault(&mut self, fault: Fault, io: &mut Io<'_>) {
+        if !self.faults_raised.insert(fault) {
+            return;
+        }
+        let Some(eq) = self.eq.as_mut() else { return };
+        let eqe = Eqe {
+            kind: eqe_type::PAGE_FAULT,
+            id: fault.key,
+            page: fault.page,
+            write: u32::from(fault.write),
+            ..Eqe::default()
+        };
+        if eq.post_entry(io.mem, eqe) {
+            self.stats.events += 1;
+            self.stats.page_faults += 1;
+            io.raise = Some(eq.vector);
+        }
+    }
+
+    /// The driver mapped (or failed to map) pages `first..first + count`
+    /// of the on-demand region `key`: their faults may be raised again,
+    /// and the QPs held for the region go on.
+    fn odp_mapped(&mut self, key: u32, first: u32, count: u32, io: &mut Io<'_>) {
+        let pages = first..first.saturating_add(count);
+        self.faults_raised
+            .retain(|f| f.key != key || !pages.contains(&f.page));
+        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        for qpn in qpns {
+            let mut actions = Vec::new();
+            if let Some(qp) = self.qps.get_mut(&qpn) {
+                qp.odp_mapped(key, io.mem, &mut self.mrs, io.now, &mut actions);
+            }
+            self.apply(qpn, actions, io);
+        }
+    }
+
     fn event(&mut self, kind: u16, id: u32, io: &mut Io<'_>) {
         if let Some(eq) = self.eq.as_mut() {
             if eq.post(io.mem, kind, id) {
@@ -775,6 +825,7 @@ impl RdmaEngine {
                 Action::Fatal => self.event(eqe_type::QP_FATAL, qpn, io),
                 Action::SrqLimit(srqn) => self.event(eqe_type::SRQ_LIMIT, srqn, io),
                 Action::LastWqeReached => self.event(eqe_type::QP_LAST_WQE, qpn, io),
+                Action::PageFault(fault) => self.page_fault(fault, io),
             }
         }
     }
@@ -869,7 +920,7 @@ impl RdmaEngine {
         format!(
             "eq={} cqs={} qps={} qps_err={} mrs={} tx_packets={} rx_packets={} \
              rx_bad_icrc={} rx_bad_udp_csum={} rx_dropped={} tx_no_gid={} cq_overflows={} bad_doorbells={} \
-             refused_doorbells={} events={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
+             refused_doorbells={} events={} page_faults={} retransmits={} timeouts={} seq_naks={} rnr_naks={} duplicates={} \
              qp_drops={} states={} cq_positions={} srqs={}",
             u8::from(self.eq.is_some()),
             self.cqs.len(),
@@ -886,6 +937,7 @@ impl RdmaEngine {
             s.bad_doorbells,
             s.refused_doorbells,
             s.events,
+            s.page_faults,
             retransmits,
             timeouts,
             naks,

@@ -83,6 +83,12 @@ impl WorkQueue {
     pub fn pop(&mut self) {
         self.head = self.head.wrapping_add(1);
     }
+
+    /// Takes back the entry [`WorkQueue::pop`] moved past last (a send
+    /// WQE held for a page fault before anything of it was done).
+    pub fn unpop(&mut self) {
+        self.head = self.head.wrapping_sub(1);
+    }
 }
 
 /// A shared receive queue: one ring of receive WQEs that the QPs created

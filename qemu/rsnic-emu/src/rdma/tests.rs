@@ -6,9 +6,9 @@
 use super::*;
 use crate::dma::DmaFault;
 use crate::hw::rdma::{
-    access, cqe_flag, flush, mr_kind, odp_pte, qp_attr, wc_op, wc_status, wqe_flag, wqe_op,
-    AddressVector, AtomicParams, AtomicWriteParams, Cqe, Eqe, FlushParams, MrReg, RqWqe, Sge,
-    SqWqe, CQE_LEN, EQE_LEN, MAX_ODP_MAP_PAGES,
+    access, cqe_flag, eqe_type, flush, mr_kind, odp_pte, qp_attr, wc_op, wc_status, wqe_flag,
+    wqe_op, AddressVector, AtomicParams, AtomicWriteParams, Cqe, Eqe, FlushParams, MrReg, RqWqe,
+    Sge, SqWqe, CQE_LEN, EQE_LEN, MAX_ODP_MAP_PAGES,
 };
 use std::cell::RefCell;
 use std::time::Duration;
@@ -557,6 +557,7 @@ fn on_demand_regions_are_mapped_and_unmapped_by_command() {
     };
     assert_eq!(a.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::Ok);
     let fault = Err(mem::AccessError::PageFault {
+        key: USER_KEY,
         page: 1,
         write: false,
     });
@@ -591,6 +592,250 @@ fn on_demand_regions_are_mapped_and_unmapped_by_command() {
     };
     assert_eq!(a.admin(unmap), AdminStatus::Ok);
     assert_eq!(a.e.mrs.resolve(USER_KEY, 3, USER_VA + 0x800, 8, 0), fault);
+}
+
+/// An on-demand region (key `USER_KEY`, PD 3, all rights) of 3 pages
+/// at `USER_VA`, nothing translated.
+fn reg_odp_mr(s: &mut Side) {
+    let reg = MrReg {
+        key: USER_KEY,
+        pd: 3,
+        access: access::LOCAL_WRITE | access::REMOTE_READ | access::REMOTE_WRITE,
+        kind: mr_kind::ODP,
+        max_pages: 3,
+        page_shift: 12,
+        iova: USER_VA,
+        len: 0x2800,
+        ..MrReg::default()
+    };
+    assert_eq!(s.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::Ok);
+}
+
+/// Maps pages `first..first + n` of the on-demand region to
+/// `DATA + 0x1000 * page`, writable; or, with `flags` 0, answers that
+/// they cannot be mapped.
+fn odp_map(s: &mut Side, first: u32, n: u32, flags: u64) -> AdminStatus {
+    let ptes: Vec<u8> = (first..first + n)
+        .flat_map(|p| {
+            let pte = if flags == 0 {
+                odp_pte::ERROR
+            } else {
+                (DATA + 0x1000 * u64::from(p)) | flags
+            };
+            pte.to_le_bytes()
+        })
+        .collect();
+    s.mem.set(PBL, &ptes);
+    s.admin(AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first,
+        count: n,
+        pbl: PBL,
+    })
+}
+
+fn page_faults(s: &Side) -> Vec<(u32, u32, u32)> {
+    s.events()
+        .iter()
+        .filter(|e| e.kind == eqe_type::PAGE_FAULT)
+        .map(|e| (e.id, e.page, e.write))
+        .collect()
+}
+
+#[test]
+fn a_write_to_untranslated_pages_is_rnr_naked_until_the_driver_maps_them() {
+    let (mut a, mut b) = pair();
+    reg_odp_mr(&mut b);
+    let data = pattern(3000, 9);
+    a.mem.set(DATA, &data);
+    // 3000 bytes from 0x100 into the region: pages 0 and 1.
+    let mut w = send_wqe(wqe_op::WRITE, DATA, 3000);
+    w.remote_addr = USER_VA + 0x100;
+    w.rkey = USER_KEY;
+    a.post_send(QPN, w);
+    let frames = a.ring_sq(QPN);
+    exchange(&mut a, &mut b, frames);
+    // Nothing written; one event for the first page missing, however
+    // many packets asked (the first RNR NAKed, and again once the
+    // sequence NAK for the second had it sent again).
+    assert!(b.e.qps[&QPN].counters.rnr_naks_sent >= 1);
+    assert_eq!(page_faults(&b), [(USER_KEY, 0, 1)]);
+    assert!(a.completions(false).is_empty());
+    let again = a.tick(Duration::from_millis(2));
+    exchange(&mut a, &mut b, again);
+    assert_eq!(page_faults(&b), [(USER_KEY, 0, 1)]);
+    // Page 0 mapped: the next try faults on page 1.
+    assert_eq!(
+        odp_map(&mut b, 0, 1, odp_pte::VALID | odp_pte::WRITE),
+        AdminStatus::Ok
+    );
+    let again = a.tick(Duration::from_millis(2));
+    exchange(&mut a, &mut b, again);
+    assert_eq!(page_faults(&b), [(USER_KEY, 0, 1), (USER_KEY, 1, 1)]);
+    assert_eq!(
+        odp_map(&mut b, 1, 1, odp_pte::VALID | odp_pte::WRITE),
+        AdminStatus::Ok
+    );
+    let again = a.tick(Duration::from_millis(2));
+    exchange(&mut a, &mut b, again);
+    // USER_VA is 0x800 into page 0.
+    assert_eq!(b.mem.get(DATA + 0x900, 3000), data);
+    assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+}
+
+#[test]
+fn a_page_taken_back_between_packets_is_not_written() {
+    let (mut a, mut b) = pair();
+    reg_odp_mr(&mut b);
+    assert_eq!(
+        odp_map(&mut b, 0, 3, odp_pte::VALID | odp_pte::WRITE),
+        AdminStatus::Ok
+    );
+    let data = pattern(3000, 4);
+    a.mem.set(DATA, &data);
+    let mut w = send_wqe(wqe_op::WRITE, DATA, 3000);
+    w.remote_addr = USER_VA;
+    w.rkey = USER_KEY;
+    a.post_send(QPN, w);
+    let frames = a.ring_sq(QPN);
+    assert_eq!(frames.len(), 3);
+    // The first packet lands; then the driver takes page 1 back (the
+    // process unmapped it): the second packet, whose bytes go to page 1,
+    // must not be written where page 1 was.
+    let mut frames = frames.into_iter();
+    b.receive(vec![frames.next().unwrap()]);
+    let unmap = AdminCmd::RdmaOdpUnmap {
+        key: USER_KEY,
+        first: 1,
+        count: 1,
+    };
+    assert_eq!(b.admin(unmap), AdminStatus::Ok);
+    let answer = b.receive(frames.collect());
+    assert_eq!(b.mem.get(DATA + 0x800, 1024), data[..1024]);
+    assert_eq!(b.mem.get(DATA + 0x1000, 0x1000), vec![0; 0x1000]);
+    assert_eq!(page_faults(&b), [(USER_KEY, 1, 1)]);
+    // Mapped again elsewhere: the rest lands there.
+    a.receive(answer);
+    let pte = (DATA + 0x5000) | odp_pte::VALID | odp_pte::WRITE;
+    b.mem.set(PBL, &pte.to_le_bytes());
+    let map = AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first: 1,
+        count: 1,
+        pbl: PBL,
+    };
+    assert_eq!(b.admin(map), AdminStatus::Ok);
+    let again = a.tick(Duration::from_millis(2));
+    exchange(&mut a, &mut b, again);
+    assert_eq!(b.mem.get(DATA + 0x800, 0x800), data[..0x800]);
+    assert_eq!(b.mem.get(DATA + 0x5000, 3000 - 0x800), data[0x800..]);
+    assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+}
+
+#[test]
+fn a_send_from_untranslated_pages_waits_for_the_driver() {
+    let (mut a, mut b) = pair();
+    reg_odp_mr(&mut a);
+    b.post_recv(QPN, REMOTE, 4096);
+    let mut w = send_wqe(wqe_op::SEND, USER_VA, 100);
+    w.sge[0].lkey = USER_KEY;
+    a.post_send(QPN, w);
+    // Held: nothing sent, one event (a read of page 0).
+    assert!(a.ring_sq(QPN).is_empty());
+    assert_eq!(page_faults(&a), [(USER_KEY, 0, 0)]);
+    // A doorbell or a timer tick while held sends nothing.
+    assert!(a.ring_sq(QPN).is_empty());
+    assert!(a.tick(Duration::from_secs(1)).is_empty());
+    let data = pattern(100, 5);
+    a.mem.set(DATA + 0x800, &data);
+    // Mapping the page starts the held WQE.
+    a.mem.set(PBL, &(DATA | odp_pte::VALID).to_le_bytes());
+    let map = AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first: 0,
+        count: 1,
+        pbl: PBL,
+    };
+    let mut entry = map.to_bytes();
+    let mem = std::mem::replace(&mut a.mem, Memory::new(0));
+    let mut io = Io::new(&mem, a.mac, a.now);
+    assert_eq!(a.e.execute(map, &mut entry, &mut io), AdminStatus::Ok);
+    let frames = io.frames;
+    a.mem = mem;
+    assert_eq!(frames.len(), 1);
+    exchange(&mut a, &mut b, frames);
+    assert_eq!(b.mem.get(REMOTE, 100), data);
+    assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+}
+
+#[test]
+fn a_read_response_for_a_page_taken_back_is_asked_for_again() {
+    let (mut a, mut b) = pair();
+    reg_odp_mr(&mut a);
+    assert_eq!(
+        odp_map(&mut a, 0, 1, odp_pte::VALID | odp_pte::WRITE),
+        AdminStatus::Ok
+    );
+    let data = pattern(64, 8);
+    b.mem.set(REMOTE, &data);
+    let mut r = send_wqe(wqe_op::READ, USER_VA, 64);
+    r.sge[0].lkey = USER_KEY;
+    r.remote_addr = REMOTE;
+    r.rkey = RKEY;
+    a.post_send(QPN, r);
+    let request = a.ring_sq(QPN);
+    let response = b.receive(request);
+    // The driver takes page 0 back before the response arrives: it is
+    // dropped, not written where the page was.
+    let unmap = AdminCmd::RdmaOdpUnmap {
+        key: USER_KEY,
+        first: 0,
+        count: 1,
+    };
+    assert_eq!(a.admin(unmap), AdminStatus::Ok);
+    assert!(a.receive(response).is_empty());
+    assert_eq!(a.mem.get(DATA + 0x800, 64), vec![0; 64]);
+    assert_eq!(page_faults(&a), [(USER_KEY, 0, 1)]);
+    assert!(a.completions(false).is_empty());
+    // Mapped elsewhere: asked again, it lands there.
+    let pte = (DATA + 0x6000) | odp_pte::VALID | odp_pte::WRITE;
+    a.mem.set(PBL, &pte.to_le_bytes());
+    let map = AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first: 0,
+        count: 1,
+        pbl: PBL,
+    };
+    let mut entry = map.to_bytes();
+    let mem = std::mem::replace(&mut a.mem, Memory::new(0));
+    let mut io = Io::new(&mem, a.mac, a.now);
+    assert_eq!(a.e.execute(map, &mut entry, &mut io), AdminStatus::Ok);
+    let again = io.frames;
+    a.mem = mem;
+    assert_eq!(again.len(), 1);
+    exchange(&mut a, &mut b, again);
+    assert_eq!(a.mem.get(DATA + 0x6800, 64), data);
+    assert_eq!(a.completions(false)[0].status, wc_status::SUCCESS);
+}
+
+#[test]
+fn a_read_into_a_page_the_driver_cannot_map_fails_and_touches_nothing() {
+    let (mut a, b) = pair();
+    reg_odp_mr(&mut a);
+    b.mem.set(REMOTE, &pattern(64, 1));
+    let mut r = send_wqe(wqe_op::READ, USER_VA, 64);
+    r.sge[0].lkey = USER_KEY;
+    r.remote_addr = REMOTE;
+    r.rkey = RKEY;
+    a.post_send(QPN, r);
+    assert!(a.ring_sq(QPN).is_empty());
+    assert_eq!(page_faults(&a), [(USER_KEY, 0, 1)]);
+    // The process has no memory there: the READ fails, the QP with it.
+    assert_eq!(odp_map(&mut a, 0, 1, 0), AdminStatus::Ok);
+    let sc = a.completions(false);
+    assert_eq!(sc[0].status, wc_status::LOC_PROT_ERR);
+    assert_eq!(a.state(), QpState::Err);
+    assert_eq!(a.mem.get(DATA, 0x3000), vec![0; 0x3000]);
 }
 
 #[test]

@@ -115,7 +115,7 @@ impl Qp {
         let Some(deadline) = self.deadline else {
             return;
         };
-        if now < deadline || self.rnr_resend_at.is_some() {
+        if now < deadline || self.rnr_resend_at.is_some() || self.odp_wait.is_some() {
             return;
         }
         let Some(head) = self.inflight.front() else {
@@ -184,6 +184,41 @@ impl Qp {
         self.process_sq(mem, mrs, now, out);
     }
 
+    /// Where the response at `psn` to the READ or atomic at `idx` of
+    /// what is in flight, whose local SGEs are on an on-demand region,
+    /// lands: its segments as they are now (the driver may have taken a
+    /// page back since the request left). `None`: not now: the requester
+    /// is held for a page (the response dropped, asked for again once
+    /// mapped), or the request failed (a page the driver cannot map).
+    fn landing_on_demand(
+        &mut self,
+        idx: usize,
+        psn: u32,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) -> Option<Vec<Segment>> {
+        let f = &self.inflight[idx];
+        let sges = if f.is_atomic() {
+            vec![Sge {
+                len: 8,
+                ..f.wqe.sge[0]
+            }]
+        } else {
+            let n = usize::from(f.wqe.num_sge).min(f.wqe.sge.len());
+            f.wqe.sge[..n].to_vec()
+        };
+        match self.local_segments(&sges, access::LOCAL_WRITE, mrs) {
+            Ok(segs) => Some(segs),
+            Err(e) => {
+                match mrs.waits_for(e) {
+                    Some(fault) => self.hold_for(fault, Some(psn), out),
+                    None => self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out),
+                }
+                None
+            }
+        }
+    }
+
     /// An ACK, NAK or READ response for this QP's requester.
     pub(super) fn on_response(
         &mut self,
@@ -241,6 +276,14 @@ impl Qp {
                     }
                 }
             }
+            // Held for a page where a response lands: the responses
+            // are asked for again once it is mapped.
+            Opcode::RcReadResponseFirst
+            | Opcode::RcReadResponseMiddle
+            | Opcode::RcReadResponseLast
+            | Opcode::RcReadResponseOnly
+            | Opcode::RcAtomicAck
+                if self.odp_wait.is_some() => {}
             Opcode::RcReadResponseFirst
             | Opcode::RcReadResponseMiddle
             | Opcode::RcReadResponseLast
@@ -287,7 +330,16 @@ impl Qp {
                     self.fail_inflight(idx, wc_status::BAD_RESP_ERR, out);
                     return;
                 }
-                let segs = slice_segments(&f.read_segs, offset, len);
+                let fresh = if f.on_demand {
+                    let Some(segs) = self.landing_on_demand(idx, expect, mrs, out) else {
+                        return;
+                    };
+                    Some(segs)
+                } else {
+                    None
+                };
+                let dest = fresh.as_deref().unwrap_or(&self.inflight[idx].read_segs);
+                let segs = slice_segments(dest, offset, len);
                 if write_segments(mem, &segs, pkt.payload).is_err() {
                     self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out);
                     return;
@@ -319,7 +371,17 @@ impl Qp {
                 if !f.is_atomic() || psn != f.first_psn {
                     return; // A duplicate, or not the response awaited.
                 }
-                if write_segments(mem, &f.read_segs, &orig.to_le_bytes()).is_err() {
+                let fresh = if f.on_demand {
+                    let first_psn = f.first_psn;
+                    let Some(segs) = self.landing_on_demand(idx, first_psn, mrs, out) else {
+                        return;
+                    };
+                    Some(segs)
+                } else {
+                    None
+                };
+                let dest = fresh.as_deref().unwrap_or(&self.inflight[idx].read_segs);
+                if write_segments(mem, dest, &orig.to_le_bytes()).is_err() {
                     self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out);
                     return;
                 }

@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 
 use crate::hw::rdma::{
     access, cqe_flag, flush, qp_attr, wc_op, wc_status, wqe_flag, wqe_op, AddressVector, Cqe,
-    QpModify, QpState, QpType, RqWqe, SqWqe, GSI_QKEY, SQ_WQE_LEN,
+    QpModify, QpState, QpType, RqWqe, Sge, SqWqe, GSI_QKEY, SQ_WQE_LEN,
 };
 
 use super::faults::{RdmaFault, RdmaFaults};
 use super::mem::{
-    read_segments, read_u64s, write_segments, AccessError, MrTable, Segment, LOCAL_DMA_LKEY,
+    read_segments, read_u64s, write_segments, AccessError, Fault, MrTable, Segment, LOCAL_DMA_LKEY,
 };
 use super::queues::{RecvQueue, TakenRecv, WorkQueue};
 use super::wire::{
@@ -73,6 +73,9 @@ pub enum Action {
     /// The QP, which receives from an SRQ, is in error and will take no
     /// more of its WQEs: raise the last-WQE event.
     LastWqeReached,
+    /// An access found a page of an on-demand region untranslated: raise
+    /// the page-fault event (once per page until it is mapped).
+    PageFault(Fault),
 }
 
 /// A data packet the QP received, with what the engine knows of its
@@ -103,6 +106,10 @@ struct InFlight {
     read_packets: u32,
     /// READ and atomics: where the data (the original value) lands.
     read_segs: Vec<Segment>,
+    /// READ and atomics: a local SGE is on an on-demand region, so
+    /// `read_segs` is resolved again for each response (the driver may
+    /// have taken a page back since the request left).
+    on_demand: bool,
 }
 
 impl InFlight {
@@ -154,6 +161,19 @@ struct Writing {
     segs: Vec<Segment>,
     offset: u64,
     len: u64,
+    /// Into an on-demand region: its R_Key and the WRITE's first
+    /// address, for resolving each packet's part again.
+    on_demand: Option<(u32, u64)>,
+}
+
+/// What a requester waits for after a page fault of its own (an SGE of
+/// a WQE it was starting, or where a response lands).
+#[derive(Clone, Copy, Debug)]
+struct OdpWait {
+    /// The on-demand region's key.
+    key: u32,
+    /// A response was dropped: ask again from this PSN once mapped.
+    resend: Option<u32>,
 }
 
 fn psn_add(psn: u32, n: u32) -> u32 {
@@ -250,6 +270,9 @@ pub struct Qp {
     rnr_left: u8,
     deadline: Option<Instant>,
     rnr_resend_at: Option<Instant>,
+    /// Held for a page of an on-demand region: the send queue and the
+    /// retransmission timer wait until the driver maps a page of it.
+    odp_wait: Option<OdpWait>,
     /// A gap in READ responses was seen at this PSN and the READ asked
     /// for again from it: later responses of the same burst are not gaps
     /// of their own.
@@ -309,6 +332,7 @@ impl Qp {
             rnr_left: 7,
             deadline: None,
             rnr_resend_at: None,
+            odp_wait: None,
             read_gap_at: None,
             epsn: 0,
             msn: 0,
@@ -466,6 +490,60 @@ impl Qp {
         }
     }
 
+    /// The memory the local SGEs `sges` name, for the `need` rights; a
+    /// user QP's may not use the local DMA key.
+    fn local_segments(
+        &self,
+        sges: &[Sge],
+        need: u32,
+        mrs: &MrTable,
+    ) -> Result<Vec<Segment>, AccessError> {
+        let mut segs = Vec::new();
+        for s in sges {
+            if self.db_page != 0 && s.lkey == LOCAL_DMA_LKEY {
+                return Err(AccessError::BadKey);
+            }
+            segs.append(&mut mrs.resolve(s.lkey, self.pd, s.addr, u64::from(s.len), need)?);
+        }
+        Ok(segs)
+    }
+
+    /// The requester stops for the untranslated page `fault` (and asks
+    /// again from PSN `resend` once it is mapped, if a response was
+    /// dropped); the engine raises the page-fault event.
+    fn hold_for(&mut self, fault: Fault, resend: Option<u32>, out: &mut Vec<Action>) {
+        self.odp_wait = Some(OdpWait {
+            key: fault.key,
+            resend,
+        });
+        out.push(Action::PageFault(fault));
+    }
+
+    /// The driver mapped pages of the on-demand region `key`: a requester
+    /// held for it goes on (asks again for what it dropped, restarts the
+    /// WQE it held). Pages of other regions, or none it waits for: no
+    /// change (a WQE that faults again is held again).
+    pub fn odp_mapped(
+        &mut self,
+        key: u32,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        now: Instant,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(wait) = self.odp_wait.filter(|w| w.key == key) else {
+            return;
+        };
+        self.odp_wait = None;
+        if let Some(psn) = wait.resend {
+            self.resend_from(Some(psn), out);
+        }
+        if !self.inflight.is_empty() {
+            self.deadline = Some(now + self.timeout);
+        }
+        self.process_sq(mem, mrs, now, out);
+    }
+
     /// When [`Qp::tick`] has work.
     pub fn deadline(&self) -> Option<Instant> {
         match (self.deadline, self.rnr_resend_at) {
@@ -520,6 +598,7 @@ impl Qp {
         self.writing = None;
         self.deadline = None;
         self.rnr_resend_at = None;
+        self.odp_wait = None;
         self.read_gap_at = None;
     }
 
@@ -571,6 +650,8 @@ enum Step {
 enum ScatterError {
     TooLong,
     Access,
+    /// A buffer's page is not translated (or not writable) yet.
+    PageFault(AccessError),
 }
 
 /// Writes `data` into the receive WQE's buffers from byte `offset`; a
@@ -592,7 +673,10 @@ fn scatter(
         }
         let mut v = mrs
             .resolve(s.lkey, pd, s.addr, u64::from(s.len), access::LOCAL_WRITE)
-            .map_err(|_| ScatterError::Access)?;
+            .map_err(|e| match e {
+                AccessError::PageFault { .. } => ScatterError::PageFault(e),
+                _ => ScatterError::Access,
+            })?;
         segs.append(&mut v);
     }
     let room: u64 = segs.iter().map(|s| s.1).sum();

@@ -21,7 +21,7 @@ impl Qp {
             self.flush_all(out);
             return;
         }
-        if self.state != QpState::Rts || self.rnr_resend_at.is_some() {
+        if self.state != QpState::Rts || self.rnr_resend_at.is_some() || self.odp_wait.is_some() {
             return;
         }
         while let Some((slot, addr)) = self.sq.peek() {
@@ -41,6 +41,11 @@ impl Qp {
             }
             self.sq.pop();
             if !self.execute_send(slot, wqe, mem, mrs, now, out) {
+                if self.odp_wait.is_some() {
+                    // Held for a page: nothing of it was sent, it starts
+                    // again from its WQE once the page is mapped.
+                    self.sq.unpop();
+                }
                 return;
             }
         }
@@ -175,20 +180,14 @@ impl Qp {
                 } else {
                     0
                 };
-                let mut segs = Vec::new();
-                for s in sges {
-                    if user && s.lkey == LOCAL_DMA_LKEY {
-                        self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
+                let segs = match self.local_segments(sges, need, mrs) {
+                    Ok(segs) => segs,
+                    Err(e) => {
+                        self.refuse_local(slot, wc, e, mrs, out);
                         return false;
                     }
-                    match mrs.resolve(s.lkey, self.pd, s.addr, u64::from(s.len), need) {
-                        Ok(mut v) => segs.append(&mut v),
-                        Err(_) => {
-                            self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
-                            return false;
-                        }
-                    }
-                }
+                };
+                let on_demand = sges.iter().any(|s| mrs.is_on_demand(s.lkey));
                 if self.is_datagram() {
                     if wqe.opcode != wqe_op::SEND && wqe.opcode != wqe_op::SEND_IMM {
                         self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
@@ -237,7 +236,7 @@ impl Qp {
                     ok(out, self.qpn, len as u32);
                     return true;
                 }
-                self.start_request(slot, wqe, packets, data, read_segs, now, out);
+                self.start_request(slot, wqe, packets, data, read_segs, on_demand, now, out);
             }
             wqe_op::CMP_SWAP | wqe_op::FETCH_ADD => {
                 // One SGE of at least 8 bytes takes the original value.
@@ -246,17 +245,16 @@ impl Qp {
                     self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                     return false;
                 }
-                if user && sge.lkey == LOCAL_DMA_LKEY {
-                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
-                    return false;
-                }
-                let Ok(read_segs) =
-                    mrs.resolve(sge.lkey, self.pd, sge.addr, 8, access::LOCAL_WRITE)
-                else {
-                    self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out);
-                    return false;
+                let result = Sge { len: 8, ..sge };
+                let read_segs = match self.local_segments(&[result], access::LOCAL_WRITE, mrs) {
+                    Ok(segs) => segs,
+                    Err(e) => {
+                        self.refuse_local(slot, wc, e, mrs, out);
+                        return false;
+                    }
                 };
-                self.start_request(slot, wqe, 1, Vec::new(), read_segs, now, out);
+                let on_demand = mrs.is_on_demand(sge.lkey);
+                self.start_request(slot, wqe, 1, Vec::new(), read_segs, on_demand, now, out);
             }
             // IBA 1.5's FLUSH and ATOMIC WRITE: RC only, no gather list
             // (the 8 bytes of an ATOMIC WRITE are in the WQE).
@@ -270,7 +268,7 @@ impl Qp {
                 } else {
                     Vec::new()
                 };
-                self.start_request(slot, wqe, 1, data, Vec::new(), now, out);
+                self.start_request(slot, wqe, 1, data, Vec::new(), false, now, out);
             }
             _ => {
                 self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
@@ -278,6 +276,23 @@ impl Qp {
             }
         }
         true
+    }
+
+    /// A WQE's local SGE refused with `e`: held for the page if it is one
+    /// the driver may still map, else the WQE fails (a local protection
+    /// error) and the QP with it.
+    fn refuse_local(
+        &mut self,
+        slot: u16,
+        wc: u8,
+        e: AccessError,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) {
+        match mrs.waits_for(e) {
+            Some(fault) => self.hold_for(fault, None, out),
+            None => self.fail(false, slot, wc, wc_status::LOC_PROT_ERR, out),
+        }
     }
 
     /// Sends an RC request of `packets` PSNs and keeps it in flight
@@ -290,10 +305,12 @@ impl Qp {
         packets: u32,
         data: Vec<u8>,
         read_segs: Vec<Segment>,
+        on_demand: bool,
         now: Instant,
         out: &mut Vec<Action>,
     ) {
-        let f = self.send_packets(slot, wqe, packets, data, read_segs, out);
+        let mut f = self.send_packets(slot, wqe, packets, data, read_segs, out);
+        f.on_demand = on_demand;
         self.inflight.push_back(f);
         if self.deadline.is_none() {
             self.deadline = Some(now + self.timeout);
@@ -320,6 +337,7 @@ impl Qp {
             data,
             read_packets: 0,
             read_segs,
+            on_demand: false,
         };
         self.next_psn = psn_add(self.next_psn, packets);
         self.emit(&f, 0, out);

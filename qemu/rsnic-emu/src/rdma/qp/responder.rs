@@ -100,7 +100,11 @@ impl Qp {
         match scatter(&wqe, self.pd, self.db_page != 0, mrs, mem, 0, &data) {
             Ok(()) => {}
             Err(ScatterError::TooLong) => status = wc_status::LOC_LEN_ERR,
-            Err(ScatterError::Access) => status = wc_status::LOC_PROT_ERR,
+            // A UD receive does not wait for a page (the engine does
+            // not offer on-demand paging for UD receives).
+            Err(ScatterError::Access | ScatterError::PageFault(_)) => {
+                status = wc_status::LOC_PROT_ERR
+            }
         }
         if pkt.imm.is_some() {
             flags |= cqe_flag::WITH_IMM;
@@ -308,8 +312,9 @@ impl Qp {
         );
         let last = !matches!(pkt.opcode, RcSendFirst | RcSendMiddle);
         // UC keeps the receive of a SEND it dropped (at offset 0) for
-        // the next SEND.
-        let kept = !self.is_rc() && self.receiving.as_ref().is_some_and(|r| r.offset == 0);
+        // the next SEND; RC the receive of a SEND whose first packet
+        // found a page of its buffers untranslated, for that SEND again.
+        let kept = self.receiving.as_ref().is_some_and(|r| r.offset == 0);
         if first && !kept {
             if self.receiving.is_some() {
                 return Err(NakCode::InvalidRequest);
@@ -352,6 +357,17 @@ impl Qp {
                 let r = self.receiving.take().unwrap_or_else(|| unreachable!());
                 out.push(self.recv_error(r.slot, wc_status::LOC_LEN_ERR));
                 return Err(NakCode::InvalidRequest);
+            }
+            Err(ScatterError::PageFault(e)) => {
+                if let Some(fault) = mrs.waits_for(e) {
+                    // The receive stays where it got to; the requester
+                    // sends this packet again after an RNR wait.
+                    out.push(Action::PageFault(fault));
+                    return Ok(Step::Rnr);
+                }
+                let r = self.receiving.take().unwrap_or_else(|| unreachable!());
+                out.push(self.recv_error(r.slot, wc_status::LOC_PROT_ERR));
+                return Err(NakCode::RemoteOperationalError);
             }
             Err(ScatterError::Access) => {
                 let r = self.receiving.take().unwrap_or_else(|| unreachable!());
@@ -434,20 +450,27 @@ impl Qp {
             let segs = if len == 0 {
                 Vec::new()
             } else {
-                mrs.resolve_remote(
+                let segs = mrs.resolve_remote(
                     reth.rkey,
                     self.pd,
                     self.qpn,
                     reth.va,
                     len,
                     access::REMOTE_WRITE,
-                )
-                .map_err(|_| NakCode::RemoteAccessError)?
+                );
+                match segs {
+                    Ok(segs) => segs,
+                    Err(e) => return remote_fault(mrs, e, out),
+                }
             };
+            let on_demand = mrs
+                .remote_on_demand(reth.rkey)
+                .then_some((reth.rkey, reth.va));
             self.writing = Some(Writing {
                 segs,
                 offset: 0,
                 len,
+                on_demand,
             });
         }
         if !last && pkt.payload.len() != self.path_mtu as usize {
@@ -459,7 +482,25 @@ impl Qp {
             self.writing = None;
             return Err(NakCode::InvalidRequest);
         }
-        let segs = slice_segments(&w.segs, w.offset, n);
+        let segs = match w.on_demand {
+            None => slice_segments(&w.segs, w.offset, n),
+            // Translated again: the driver may have taken a page back
+            // since the first packet.
+            Some((rkey, va)) => {
+                let (pd, qpn) = (self.pd, self.qpn);
+                let at = va.wrapping_add(w.offset);
+                match mrs.resolve_remote(rkey, pd, qpn, at, n, access::REMOTE_WRITE) {
+                    Ok(segs) => segs,
+                    Err(e) => {
+                        let step = remote_fault(mrs, e, out);
+                        if step.is_err() {
+                            self.writing = None;
+                        }
+                        return step;
+                    }
+                }
+            }
+        };
         if write_segments(mem, &segs, pkt.payload).is_err() {
             self.writing = None;
             return Err(NakCode::RemoteOperationalError);
@@ -498,7 +539,7 @@ impl Qp {
         psn: u32,
         reth: &Reth,
         mem: &dyn HostMem,
-        mrs: &MrTable,
+        mrs: &mut MrTable,
         out: &mut Vec<Action>,
     ) -> Result<Step, NakCode> {
         if self.access & access::REMOTE_READ == 0 {
@@ -508,16 +549,18 @@ impl Qp {
         let data = if len == 0 {
             Vec::new()
         } else {
-            let segs = mrs
-                .resolve_remote(
-                    reth.rkey,
-                    self.pd,
-                    self.qpn,
-                    reth.va,
-                    len,
-                    access::REMOTE_READ,
-                )
-                .map_err(|_| NakCode::RemoteAccessError)?;
+            let segs = mrs.resolve_remote(
+                reth.rkey,
+                self.pd,
+                self.qpn,
+                reth.va,
+                len,
+                access::REMOTE_READ,
+            );
+            let segs = match segs {
+                Ok(segs) => segs,
+                Err(e) => return remote_fault(mrs, e, out),
+            };
             read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?
         };
         let mtu = self.path_mtu as usize;
@@ -561,7 +604,7 @@ impl Qp {
         op: Opcode,
         a: &AtomicEth,
         mem: &dyn HostMem,
-        mrs: &MrTable,
+        mrs: &mut MrTable,
         out: &mut Vec<Action>,
     ) -> Result<Step, NakCode> {
         if self.access & access::REMOTE_ATOMIC == 0 {
@@ -570,9 +613,11 @@ impl Qp {
         if !a.va.is_multiple_of(8) {
             return Err(NakCode::InvalidRequest);
         }
-        let segs = mrs
-            .resolve_remote(a.rkey, self.pd, self.qpn, a.va, 8, access::REMOTE_ATOMIC)
-            .map_err(|_| NakCode::RemoteAccessError)?;
+        let segs =
+            match mrs.resolve_remote(a.rkey, self.pd, self.qpn, a.va, 8, access::REMOTE_ATOMIC) {
+                Ok(segs) => segs,
+                Err(e) => return remote_fault(mrs, e, out),
+            };
         let old = read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?;
         let orig = u64::from_le_bytes(
             old.as_slice()
@@ -630,8 +675,12 @@ impl Qp {
             mrs.check_remote(reth.rkey, self.pd, self.qpn, need)
         } else {
             let len = u64::from(reth.len);
-            mrs.resolve_remote(reth.rkey, self.pd, self.qpn, reth.va, len, need)
-                .map(|_| ())
+            // An untranslated page of an on-demand region holds nothing
+            // the card wrote: nothing to flush there, no fault.
+            match mrs.resolve_remote(reth.rkey, self.pd, self.qpn, reth.va, len, need) {
+                Ok(_) | Err(AccessError::PageFault { .. }) => Ok(()),
+                Err(e) => Err(e),
+            }
         };
         allowed.map_err(|_| NakCode::RemoteAccessError)?;
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -651,7 +700,7 @@ impl Qp {
         reth: &Reth,
         payload: &[u8],
         mem: &dyn HostMem,
-        mrs: &MrTable,
+        mrs: &mut MrTable,
         out: &mut Vec<Action>,
     ) -> Result<Step, NakCode> {
         if self.access & access::REMOTE_WRITE == 0 {
@@ -662,16 +711,18 @@ impl Qp {
         if reth.len as usize != ATOMIC_WRITE_LEN || !reth.va.is_multiple_of(8) {
             return Err(NakCode::InvalidRequest);
         }
-        let segs = mrs
-            .resolve_remote(
-                reth.rkey,
-                self.pd,
-                self.qpn,
-                reth.va,
-                8,
-                access::REMOTE_WRITE,
-            )
-            .map_err(|_| NakCode::RemoteAccessError)?;
+        let segs = mrs.resolve_remote(
+            reth.rkey,
+            self.pd,
+            self.qpn,
+            reth.va,
+            8,
+            access::REMOTE_WRITE,
+        );
+        let segs = match segs {
+            Ok(segs) => segs,
+            Err(e) => return remote_fault(mrs, e, out),
+        };
         let written = match segs.as_slice() {
             [(addr, 8)] => mem.write_u64(*addr, value),
             // Aligned 8 bytes never cross a page; a region of pages
@@ -707,5 +758,20 @@ impl Qp {
             atomic_ack: Some(orig),
             ..Packet::bare(self.response_bth(psn), Opcode::RcAtomicAck)
         })
+    }
+}
+
+/// A peer's request refused with `e`: an untranslated page of an
+/// on-demand region is answered with an RNR NAK (the requester sends it
+/// again after its wait, as mlx5 answers it) and raises the page-fault
+/// event; anything else, including a page the driver could not map, is
+/// a remote access error.
+fn remote_fault(mrs: &mut MrTable, e: AccessError, out: &mut Vec<Action>) -> Result<Step, NakCode> {
+    match mrs.waits_for(e) {
+        Some(fault) => {
+            out.push(Action::PageFault(fault));
+            Ok(Step::Rnr)
+        }
+        None => Err(NakCode::RemoteAccessError),
     }
 }
