@@ -148,6 +148,9 @@ pub mod rdma_cap {
     pub const ATOMIC_WRITE: u16 = 1 << 2;
     /// CQs whose entries carry the card's clock ([`cq_create::TIMESTAMP`]).
     pub const CQ_TIMESTAMP: u16 = 1 << 3;
+    /// On-demand regions ([`mr_kind::ODP`], [`eqe_type::PAGE_FAULT`],
+    /// [`super::AdminCmd::RdmaOdpMap`]) for RC's operations and UD sends.
+    pub const ODP: u16 = 1 << 4;
 }
 
 /// Flags of [`super::AdminCmd::RdmaCreateCq`].

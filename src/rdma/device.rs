@@ -17,6 +17,7 @@ use super::cq::RdmaCq;
 use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
 use super::mr::{RdmaMr, RdmaMw, UserRegion};
+use super::odp::{OdpFaults, OdpRegion};
 use super::qp::{self, access_bits, address_vector, RdmaQp};
 use super::ring::RingMem;
 use super::srq::{self, RdmaSrq};
@@ -27,8 +28,8 @@ use crate::admin::{AdminError, AdminQueue};
 use crate::hw::rdma::{
     cq_create, mr_kind, rdma_cap, udb, AddressVector, Gid, McastCaps, MrReg, QpCreate, QpModify,
     QpQueryResult, QpType, RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, CQE_STAMPED_LEN, EQE_LEN,
-    GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_SGE, MAX_USER_MR_PAGES, QP_MODIFY_LEN,
-    RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_ODP_MAP_PAGES, MAX_SGE,
+    MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -36,13 +37,17 @@ use crate::linux::{
     dma::DmaDevice,
     eopnotsupp,
     irq::IrqHandlerRegistration,
-    rdma::device::{CqInit, DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, PortAttr},
+    rdma::device::{
+        CqInit, DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, OdpCaps, PortAttr,
+    },
+    rdma::odp::ODP_PAGE_SIZE,
     rdma::udata::{UserCall, UserData},
     rdma::umem::{UserMemory, UserPin, UserRange},
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
         QpQuery, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
+    rdma::work_request::Sge,
     sync::lock_irqsave,
     uapi,
 };
@@ -88,6 +93,8 @@ pub(crate) struct RdmaDev {
     #[pin]
     stats_block: Mutex<DmaBuffer>,
     eq_irq: Pin<KBox<IrqHandlerRegistration<EqIrq>>>,
+    /// On-demand regions and their page faults.
+    odp: Arc<OdpFaults>,
     /// Address handles that exist (at most [`MAX_AH`]; the card keeps none:
     /// each is the driver's, and user space's copy of its address).
     ahs: Atomic<u32>,
@@ -183,13 +190,14 @@ impl RdmaDev {
             )?),
             GFP_KERNEL,
         )?;
+        let odp = OdpFaults::new(e.admin.clone(), &dma)?;
         let ring = dma.alloc(EQ_ENTRIES as usize * EQE_LEN)?;
         let ring_addr = ring.dma_addr(0)?;
         let eq_irq = KBox::pin_init(
             IrqHandlerRegistration::new(
                 e.irq,
                 c"rsnic-rdma",
-                EqIrq::new(ring, tables.clone(), e.events),
+                EqIrq::new(ring, tables.clone(), e.events, odp.clone()),
             ),
             GFP_KERNEL,
         )?;
@@ -215,6 +223,7 @@ impl RdmaDev {
             modify_block <- kernel::new_mutex!(modify),
             stats_block <- kernel::new_mutex!(stats),
             eq_irq,
+            odp,
             ahs: Atomic::new(0),
         }? Error))
     }
@@ -470,6 +479,10 @@ impl IbDeviceOps for RdmaDev {
             // The card's clock: 64 bits of nanoseconds.
             timestamp_mask: if stamps { u64::MAX } else { 0 },
             hca_core_clock_khz: if stamps { 1_000_000 } else { 0 },
+            odp: (c.flags & rdma_cap::ODP != 0 && ODP_PAGE_SIZE == 4096).then_some(OdpCaps {
+                rc_all: true,
+                ud_send: true,
+            }),
         }
     }
 
@@ -1126,6 +1139,96 @@ impl IbDeviceOps for RdmaDev {
         Ok((RdmaMr::user(reg.key, region), keys))
     }
 
+    fn reg_user_mr_on_demand(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        pin: &UserPin<'_>,
+        range: UserRange,
+        access: Access,
+    ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
+        let d = dev.data();
+        // The card's on-demand pages are 4 KiB, the kernel's the CPU's.
+        if d.caps.flags & rdma_cap::ODP == 0 || ODP_PAGE_SIZE != 4096 {
+            return Err(eopnotsupp());
+        }
+        // The card counts pages from the region's first address and the
+        // kernel from the process's: the two must lie alike in a page.
+        if range.len == 0 || range.addr % ODP_PAGE_SIZE != range.iova % ODP_PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        let key = d.ids.lock().mrs.alloc()? << 8;
+        let made = pin
+            .on_demand(range.addr, range.len, access, d.odp.card_unmap(key))
+            .and_then(|mem| OdpRegion::new(key, pd.pdn, mem));
+        let region = match made {
+            Ok(region) => region,
+            Err(e) => {
+                d.ids.lock().mrs.free(key >> 8);
+                return Err(e);
+            }
+        };
+        let reg = MrReg {
+            key,
+            pd: pd.pdn,
+            access: access_bits(access),
+            kind: mr_kind::ODP,
+            max_pages: region.pages(),
+            page_shift: 12,
+            pbl: 0,
+            iova: range.iova,
+            len: range.len,
+        };
+        // Known before the card may fault on it.
+        if let Err(e) = d.odp.add(region.clone()) {
+            d.ids.lock().mrs.free(key >> 8);
+            return Err(e);
+        }
+        let keys = match d.register_mr(reg) {
+            Ok(keys) => keys,
+            Err(e) => {
+                d.odp.remove(key);
+                return Err(e);
+            }
+        };
+        Ok((RdmaMr::on_demand(key, region), keys))
+    }
+
+    fn advise_mr(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        sges: &[Sge],
+        _write: bool,
+        fault: bool,
+    ) -> Result {
+        let odp = &dev.data().odp;
+        for s in sges {
+            // Only on-demand regions of the caller's PD (ib_core checked
+            // the PD is the caller's), so no other process's memory.
+            let region = odp
+                .region(s.lkey)
+                .filter(|r| r.pd == pd.pdn)
+                .ok_or(EINVAL)?;
+            let mr_start = region.start();
+            if s.len == 0 {
+                continue;
+            }
+            let first = s.addr.checked_sub(mr_start).ok_or(EINVAL)? / ODP_PAGE_SIZE;
+            let last = (s.addr - mr_start + u64::from(s.len)).div_ceil(ODP_PAGE_SIZE);
+            let end = u32::try_from(last)
+                .ok()
+                .filter(|&e| e <= region.pages())
+                .ok_or(EINVAL)?;
+            // CAST: below `end`, a u32.
+            let mut page = first as u32;
+            while page < end {
+                let n = (end - page).min(MAX_ODP_MAP_PAGES);
+                odp.map(&region, page, n, fault)?;
+                page += n;
+            }
+        }
+        Ok(())
+    }
+
     fn rereg_user_mr(
         dev: &IbDevice<Self>,
         mr: &RdmaMr,
@@ -1135,6 +1238,10 @@ impl IbDeviceOps for RdmaDev {
         access: Option<Access>,
     ) -> Result {
         let d = dev.data();
+        if mr.on_demand.is_some() {
+            // Not built: an on-demand region stays as registered.
+            return Err(eopnotsupp());
+        }
         let mut user = mr.user_region();
         let cur: &mut UserRegion = (*user).as_mut().ok_or(EINVAL)?;
         let access = access.unwrap_or(cur.access);
@@ -1171,7 +1278,12 @@ impl IbDeviceOps for RdmaDev {
     }
 
     fn dereg_mr(dev: &IbDevice<Self>, mr: &RdmaMr) -> Result {
-        dev.data().release_key(mr.key);
+        let d = dev.data();
+        if mr.on_demand.is_some() {
+            // No mapping is sent for the key from now on.
+            d.odp.remove(mr.key);
+        }
+        d.release_key(mr.key);
         Ok(())
     }
 }

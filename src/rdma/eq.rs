@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The event queue: the card writes an entry when an armed CQ got a
-//! completion, a QP failed by itself, a CQ overflowed or an SRQ fell
-//! below its limit, and raises the
+//! completion, a QP failed by itself, a CQ overflowed, an SRQ fell
+//! below its limit or an on-demand region's page is needed, and raises the
 //! RDMA vector. The interrupt handler resolves each entry against the
 //! tables and tells ib_core's user; a failed QP is also the function's
 //! `rdma` health reporter's to report.
@@ -12,7 +12,7 @@ use kernel::{
     sync::{atomic::Atomic, atomic::Relaxed, Arc, SpinLock},
 };
 
-use super::{tables::Tables, RdmaEvents};
+use super::{odp::OdpFaults, tables::Tables, RdmaEvents};
 use crate::hw::rdma::{cqe_flag, eqe_type, Eqe, EQE_LEN};
 use crate::hw::ENTRY_FLAGS_OFFSET;
 use crate::linux::{dma::DmaBuffer, irq::IrqHandler, sync::lock_irqsave};
@@ -30,6 +30,8 @@ pub(crate) struct EqIrq {
     tables: Arc<SpinLock<Tables>>,
     /// Hears of QPs that failed (the `rdma` health reporter).
     faults: Arc<dyn RdmaEvents>,
+    /// Serves page faults of on-demand regions.
+    odp: Arc<OdpFaults>,
     /// Events seen.
     pub(crate) events: Atomic<u64>,
 }
@@ -40,12 +42,14 @@ impl EqIrq {
         ring: DmaBuffer,
         tables: Arc<SpinLock<Tables>>,
         faults: Arc<dyn RdmaEvents>,
+        odp: Arc<OdpFaults>,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ring,
             consumed: Atomic::new(0),
             tables,
             faults,
+            odp,
             events: Atomic::new(0),
         }? Error)
     }
@@ -62,6 +66,11 @@ impl EqIrq {
     }
 
     fn dispatch(&self, eqe: &Eqe) {
+        if eqe.kind == eqe_type::PAGE_FAULT {
+            // The work checks the key names a region and the page is in it.
+            self.odp.fault(eqe.id, eqe.page);
+            return;
+        }
         let mut tables = lock_irqsave(&self.tables);
         match eqe.kind {
             eqe_type::COMPLETION | eqe_type::CQ_ERROR => {

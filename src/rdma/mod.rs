@@ -17,6 +17,7 @@ mod device;
 mod eq;
 mod ids;
 mod mr;
+mod odp;
 mod qp;
 mod ring;
 mod srq;

@@ -6,9 +6,10 @@
 
 use kernel::{
     prelude::*,
-    sync::{Mutex, MutexGuard, SpinLock},
+    sync::{Arc, Mutex, MutexGuard, SpinLock},
 };
 
+use super::odp::OdpRegion;
 use crate::linux::{
     dma::DmaBuffer,
     rdma::{umem::UserMemory, verbs::Access},
@@ -35,6 +36,8 @@ pub(crate) struct RdmaMr {
     /// place by a re-registration).
     #[pin]
     user: Mutex<Option<UserRegion>>,
+    /// An on-demand region: its memory and mappings.
+    pub(crate) on_demand: Option<Arc<OdpRegion>>,
 }
 
 /// What a user region is registered over, and how.
@@ -62,6 +65,7 @@ impl RdmaMr {
             key,
             pages <- kernel::new_spinlock!(None),
             user <- kernel::new_mutex!(None),
+            on_demand: None,
         }? Error)
     }
 
@@ -72,6 +76,17 @@ impl RdmaMr {
             key,
             pages <- kernel::new_spinlock!(None),
             user <- kernel::new_mutex!(Some(region)),
+            on_demand: None,
+        }? Error)
+    }
+
+    /// An on-demand region over a process's memory, nothing pinned.
+    pub(crate) fn on_demand(key: u32, region: Arc<OdpRegion>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            key,
+            pages <- kernel::new_spinlock!(None),
+            user <- kernel::new_mutex!(None),
+            on_demand: Some(region),
         }? Error)
     }
 
@@ -86,6 +101,7 @@ impl RdmaMr {
             key,
             pages <- kernel::new_spinlock!(Some(PageList { buf, max, count: 0 })),
             user <- kernel::new_mutex!(None),
+            on_demand: None,
         }? Error)
     }
 

@@ -314,6 +314,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.alloc_pd = rsnic_alloc_pd,
 	.alloc_parent_domain = rsnic_alloc_parent_domain,
 	/* The card keeps the group table: the kernel's command is all. */
+	.advise_mr = ibv_cmd_advise_mr,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = rsnic_bind_mw,
 	.create_ah = rsnic_create_ah,

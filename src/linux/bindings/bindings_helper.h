@@ -16,6 +16,9 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/hmm.h>
+#include <linux/hmm-dma.h>
 #include <rdma/iter.h>
 #include <net/devlink.h>
 #include <linux/bpf.h>

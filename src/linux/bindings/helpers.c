@@ -21,6 +21,8 @@
 #include <net/page_pool/helpers.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/mmu_notifier.h>
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 #include <net/devlink.h>
@@ -779,6 +781,46 @@ bool rust_ext_umem_block_iter_next(struct ib_block_iter *biter)
 dma_addr_t rust_ext_block_iter_dma_address(struct ib_block_iter *biter)
 {
 	return rdma_block_iter_dma_address(biter);
+}
+
+unsigned long rust_ext_umem_odp_start(struct ib_umem_odp *umem_odp)
+{
+	return ib_umem_start(umem_odp);
+}
+
+unsigned long rust_ext_umem_odp_end(struct ib_umem_odp *umem_odp)
+{
+	return ib_umem_end(umem_odp);
+}
+
+bool rust_ext_mmu_notifier_range_blockable(const struct mmu_notifier_range *range)
+{
+	return mmu_notifier_range_blockable(range);
+}
+
+unsigned long rust_ext_mmu_notifier_range_start(const struct mmu_notifier_range *range)
+{
+	return range->start;
+}
+
+unsigned long rust_ext_mmu_notifier_range_end(const struct mmu_notifier_range *range)
+{
+	return range->end;
+}
+
+void rust_ext_mmu_interval_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq)
+{
+	mmu_interval_set_seq(mni, cur_seq);
+}
+
+void rust_ext_mutex_lock(struct mutex *lock)
+{
+	mutex_lock(lock);
+}
+
+bool rust_ext_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
 }
 
 u32 *rust_ext_ethtool_rxfh_context_indir(struct ethtool_rxfh_context *ctx)

@@ -206,6 +206,18 @@ void rust_ext_umem_block_iter_start(struct ib_block_iter *biter, struct ib_umem 
 				    unsigned long pgsz);
 bool rust_ext_umem_block_iter_next(struct ib_block_iter *biter);
 dma_addr_t rust_ext_block_iter_dma_address(struct ib_block_iter *biter);
+struct ib_umem_odp;
+struct mmu_interval_notifier;
+struct mmu_notifier_range;
+struct mutex;
+unsigned long rust_ext_umem_odp_start(struct ib_umem_odp *umem_odp);
+unsigned long rust_ext_umem_odp_end(struct ib_umem_odp *umem_odp);
+bool rust_ext_mmu_notifier_range_blockable(const struct mmu_notifier_range *range);
+unsigned long rust_ext_mmu_notifier_range_start(const struct mmu_notifier_range *range);
+unsigned long rust_ext_mmu_notifier_range_end(const struct mmu_notifier_range *range);
+void rust_ext_mmu_interval_set_seq(struct mmu_interval_notifier *mni, unsigned long cur_seq);
+void rust_ext_mutex_lock(struct mutex *lock);
+bool rust_ext_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
 
 /* time stamps */
 struct ptp_system_timestamp;

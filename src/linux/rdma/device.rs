@@ -26,6 +26,7 @@ use crate::linux::rdma::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery,
         RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
+    work_request::Sge,
 };
 
 /// The device's limits, reported by `query_device` (`ib_device_attr`).
@@ -103,6 +104,20 @@ pub(crate) struct DeviceAttr {
     pub(crate) timestamp_mask: u64,
     /// The time stamps' clock in kHz (1000000: nanoseconds).
     pub(crate) hca_core_clock_khz: u64,
+    /// On-demand paging (`IBK_ON_DEMAND_PAGING`, `IB_ODP_SUPPORT`): what
+    /// RC and UD QPs may do on on-demand regions; `None`: no on-demand
+    /// regions.
+    pub(crate) odp: Option<OdpCaps>,
+}
+
+/// What QPs may do with on-demand regions (`ib_odp_transport_cap_bits`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OdpCaps {
+    /// RC: SENDs, receives, WRITEs, READs, atomics, SRQ receives,
+    /// FLUSHes and ATOMIC WRITEs.
+    pub(crate) rc_all: bool,
+    /// UD: SENDs.
+    pub(crate) ud_send: bool,
 }
 
 /// What a CQ is created with.
@@ -372,6 +387,34 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR);
         // Gives the signature's initialiser a type; never reached.
         Err::<(Result<Self::Mr>, MrKeys), _>(EINVAL)
+    }
+    /// `reg_user_mr` with `IB_ACCESS_ON_DEMAND`: a region over `range`
+    /// of the calling process's memory, nothing pinned; `pin` registers
+    /// it on demand ([`UserPin::on_demand`]). Without it (or without
+    /// [`DeviceAttr::odp`]) ib_core refuses on-demand regions.
+    #[allow(unreachable_code)]
+    fn reg_user_mr_on_demand(
+        _dev: &IbDevice<Self>,
+        _pd: &Self::Pd,
+        _pin: &UserPin<'_>,
+        _range: UserRange,
+        _access: Access,
+    ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Mr>, MrKeys), _>(EINVAL)
+    }
+    /// `advise_mr` (`ibv_advise_mr`) on `sges` of protection domain
+    /// `pd`: map their pages for the device now, faulting them in (for
+    /// writing if `write`) unless `fault` is false.
+    fn advise_mr(
+        _dev: &IbDevice<Self>,
+        _pd: &Self::Pd,
+        _sges: &[Sge],
+        _write: bool,
+        _fault: bool,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// `alloc_mw` of `kind` in protection domain `pd` (a process's call,
     /// `udata` its): the state and the window's first rkey. Without it

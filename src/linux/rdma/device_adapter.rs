@@ -24,6 +24,7 @@ use crate::linux::rdma::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle,
         QpInit, QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
     },
+    work_request::Sge,
 };
 use crate::linux::{bindings, eopnotsupp, EOPNOTSUPP_ERRNO};
 
@@ -95,6 +96,9 @@ impl<T: IbDeviceOps> Adapter<T> {
         });
         if T::HAS_REREG_USER_MR {
             ops.rereg_user_mr = Some(Self::rereg_user_mr);
+        }
+        if T::HAS_ADVISE_MR {
+            ops.advise_mr = Some(Self::advise_mr);
         }
         if T::HAS_QUERY_QP {
             ops.query_qp = Some(Self::query_qp);
@@ -230,6 +234,26 @@ impl<T: IbDeviceOps> Adapter<T> {
             }
             p.timestamp_mask = a.timestamp_mask;
             p.hca_core_clock = a.hca_core_clock_khz;
+            if let Some(odp) = a.odp.filter(|_| T::HAS_REG_USER_MR_ON_DEMAND) {
+                p.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+                p.odp_caps.general_caps =
+                    u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+                if odp.rc_all {
+                    p.odp_caps.per_transport_caps.rc_odp_caps =
+                        bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
+                            | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
+                }
+                if odp.ud_send {
+                    p.odp_caps.per_transport_caps.ud_odp_caps =
+                        bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+                }
+            }
             if T::HAS_ATTACH_MCAST {
                 p.max_mcast_grp = int(a.max_mcast_grp);
                 p.max_mcast_qp_attach = int(a.max_mcast_qp_attach);
@@ -1301,7 +1325,10 @@ impl<T: IbDeviceOps> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         // CAST: access flags, a bit mask kept in an int.
-        if access as u32 & !USER_MR_ACCESS != 0 || !dmah.is_null() {
+        let on_demand = access as u32 & bindings::ib_access_flags_IB_ACCESS_ON_DEMAND != 0;
+        // CAST: as above.
+        let access = access as u32 & !bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
+        if access & !USER_MR_ACCESS != 0 || !dmah.is_null() {
             return err_ptr(EOPNOTSUPP_ERRNO);
         }
         // SAFETY: NULL or this call's udata.
@@ -1312,8 +1339,29 @@ impl<T: IbDeviceOps> Adapter<T> {
         }
         // SAFETY: As the function's contract says.
         let (ibdev, data) = unsafe { ((*pd).device, IbObject::<bindings::ib_pd, T::Pd>::data(pd)) };
+        if on_demand {
+            if !T::HAS_REG_USER_MR_ON_DEMAND {
+                return err_ptr(EOPNOTSUPP_ERRNO);
+            }
+            // SAFETY: A registered device of ours, in the calling
+            // process's call.
+            let (dev, pin) = unsafe { (Self::dev(ibdev), UserPin::new(ibdev)) };
+            let range = UserRange {
+                addr: start,
+                len: length,
+                iova: virt,
+            };
+            return Self::new_mr(T::reg_user_mr_on_demand(
+                dev,
+                data,
+                &pin,
+                range,
+                Access::from_raw(access),
+            ));
+        }
         // SAFETY: A registered device of ours, in the calling process.
-        let mem = match unsafe { UserMemory::get(ibdev, start, length, access) } {
+        // CAST: access flags, a bit mask kept in an int.
+        let mem = match unsafe { UserMemory::get(ibdev, start, length, access as i32) } {
             Ok(mem) => mem,
             Err(e) => return err_ptr(e.to_errno()),
         };
@@ -1324,9 +1372,65 @@ impl<T: IbDeviceOps> Adapter<T> {
             data,
             mem,
             virt,
-            // CAST: access flags, a bit mask kept in an int.
-            Access::from_raw(access as u32),
+            Access::from_raw(access),
         ))
+    }
+
+    /// `ibv_advise_mr`: prefetch (map for the device now) the memory
+    /// `sg_list` names, faulting it in unless the advice says not to.
+    /// Done before returning, whether or not `IB_UVERBS_ADVISE_MR_FLAG_FLUSH`
+    /// asked for that.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of ours; `sg_list` holds `num_sge` entries.
+    unsafe extern "C" fn advise_mr(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        let (write, fault) = match advice {
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                (false, true)
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                (true, true)
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                (false, false)
+            }
+            _ => return EOPNOTSUPP_ERRNO,
+        };
+        if flags & !bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0 {
+            return EOPNOTSUPP_ERRNO;
+        }
+        let mut sges = KVec::new();
+        for i in 0..num_sge as usize {
+            // SAFETY: `sg_list` holds `num_sge` entries (the contract).
+            let s = unsafe { &*sg_list.add(i) };
+            let sge = Sge {
+                addr: s.addr,
+                len: s.length,
+                lkey: s.lkey,
+            };
+            if let Err(e) = sges.push(sge, GFP_KERNEL) {
+                return Error::from(e).to_errno();
+            }
+        }
+        // SAFETY: A live PD of ours (the contract), on our device.
+        let (dev, data) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
+            )
+        };
+        match T::advise_mr(dev, data, &sges, write, fault) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// `ibv_rereg_mr`, in place: the region keeps its keys; a range

@@ -7,7 +7,11 @@ use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::prelude::*;
 
-use crate::linux::{bindings, rdma::verbs::Access};
+use crate::linux::{
+    bindings,
+    rdma::odp::{OdpClient, OdpMemory},
+    rdma::verbs::Access,
+};
 
 /// A range of a process's memory a verb names, and the address a region
 /// over it has.
@@ -44,6 +48,20 @@ impl UserPin<'_> {
             ibdev,
             _call: PhantomData,
         }
+    }
+
+    /// Registers `len` bytes at `addr` of the process on demand (nothing
+    /// pinned) for `access`; `client` hears of the pages the kernel takes
+    /// back.
+    pub(crate) fn on_demand<T: OdpClient>(
+        &self,
+        addr: u64,
+        len: u64,
+        access: Access,
+        client: T,
+    ) -> Result<OdpMemory<T>> {
+        // SAFETY: A registered device, in the process's call (invariant).
+        unsafe { OdpMemory::get(self.ibdev, addr, len, access, client) }
     }
 
     /// Pins `len` bytes at `addr` of the process for `access`.

@@ -55,7 +55,8 @@ pub const CAPS: RdmaCaps = RdmaCaps {
     flags: rdma_cap::ATOMIC
         | rdma_cap::FLUSH_GLOBAL
         | rdma_cap::ATOMIC_WRITE
-        | rdma_cap::CQ_TIMESTAMP,
+        | rdma_cap::CQ_TIMESTAMP
+        | rdma_cap::ODP,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };
