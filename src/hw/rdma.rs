@@ -932,7 +932,8 @@ pub mod eqe_type {
     /// region's key, `page` and `write` say which page and how. The
     /// access waits (a peer's request is answered with an RNR NAK, a
     /// local work request is held) until the driver maps the page. One
-    /// event per page until it is mapped.
+    /// event per page and access until it is mapped, raised again each
+    /// 100 ms the driver leaves it unanswered.
     pub const PAGE_FAULT: u16 = 6;
 }
 

@@ -28,11 +28,9 @@ use crate::linux::{
 /// those after it, within the region): one fault per 64 KiB streamed.
 const FAULT_AHEAD: u32 = 16;
 
-/// Faults waiting for the work, as many as the event queue holds. The
-/// card raises a page's fault once until it is mapped, one per page a
-/// QP waits on, so more than this many pages awaited at once is a card
-/// gone wrong: those beyond are dropped (their QPs wait until their
-/// peers give up).
+/// Faults waiting for the work, as many as the event queue holds; more
+/// are dropped. The card raises a page's fault again while it is not
+/// mapped (every 100 ms), so a dropped one is served late, not lost.
 const MAX_PENDING: usize = super::eq::EQ_ENTRIES as usize;
 
 /// The card's side of an on-demand region: forgets pages the kernel takes

@@ -14,7 +14,7 @@ pub mod qp;
 pub mod queues;
 pub mod wire;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
@@ -152,8 +152,9 @@ pub struct RdmaEngine {
     qps: HashMap<u32, Qp>,
     srqs: HashMap<u32, SrqRef>,
     mrs: MrTable,
-    /// Page faults raised and not yet answered by a mapping of the page.
-    faults_raised: HashSet<Fault>,
+    /// Page faults raised and not yet answered by a mapping of the page,
+    /// and when each was raised last.
+    faults_raised: HashMap<Fault, Instant>,
     mcast: McastGroups,
     /// Counters.
     pub stats: RdmaStats,
@@ -172,7 +173,7 @@ impl Default for RdmaEngine {
             qps: HashMap::new(),
             srqs: HashMap::new(),
             mrs: MrTable::new(CAPS.max_mr),
-            faults_raised: HashSet::new(),
+            faults_raised: HashMap::new(),
             mcast: McastGroups::default(),
             stats: RdmaStats::default(),
             faults: Arc::default(),
@@ -180,6 +181,10 @@ impl Default for RdmaEngine {
         }
     }
 }
+
+/// How long a page fault the driver has not answered waits before the
+/// engine raises it again (the event may have been lost).
+const FAULT_AGAIN: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Rounds of frames an engine loops back to itself in one call (a
 /// request, its response or ACK, and what that triggers).
@@ -375,7 +380,7 @@ impl RdmaEngine {
                 return self.mrs.unmap_on_demand(key, first, count)
             }
             AdminCmd::RdmaDeregMr { key } => {
-                self.faults_raised.retain(|f| f.key >> 8 != key >> 8);
+                self.faults_raised.retain(|f, _| f.key >> 8 != key >> 8);
                 return self.mrs.deregister(key);
             }
             AdminCmd::RdmaCreateSrq {
@@ -727,15 +732,26 @@ impl RdmaEngine {
             }
             self.apply(qpn, actions, io);
         }
-        self.qps.values().filter_map(Qp::deadline).min()
+        let faults = self.page_faults_again(io);
+        self.qps
+            .values()
+            .filter_map(Qp::deadline)
+            .chain(faults)
+            .min()
     }
 
     /// Raises the page-fault event for `fault`, unless one was raised
-    /// for that page (and access) since the driver last mapped it.
+    /// for that page (and access) less than [`FAULT_AGAIN`] ago and the
+    /// driver has not mapped it since.
     fn page_fault(&mut self, fault: Fault, io: &mut Io<'_>) {
-        if !self.faults_raised.insert(fault) {
+        if self
+            .faults_raised
+            .get(&fault)
+            .is_some_and(|&at| io.now < at + FAULT_AGAIN)
+        {
             return;
         }
+        self.faults_raised.insert(fault, io.now);
         let Some(eq) = self.eq.as_mut() else { return };
         let eqe = Eqe {
             kind: eqe_type::PAGE_FAULT,
@@ -751,13 +767,32 @@ impl RdmaEngine {
         }
     }
 
+    /// Raises again the faults the driver has not answered for
+    /// [`FAULT_AGAIN`] (an event it lost, or dropped for want of room);
+    /// returns when the next one is due.
+    fn page_faults_again(&mut self, io: &mut Io<'_>) -> Option<Instant> {
+        let due: Vec<Fault> = self
+            .faults_raised
+            .iter()
+            .filter(|&(_, &at)| io.now >= at + FAULT_AGAIN)
+            .map(|(&f, _)| f)
+            .collect();
+        for fault in due {
+            self.page_fault(fault, io);
+        }
+        self.faults_raised
+            .values()
+            .map(|&at| at + FAULT_AGAIN)
+            .min()
+    }
+
     /// The driver mapped (or failed to map) pages `first..first + count`
     /// of the on-demand region `key`: their faults may be raised again,
     /// and the QPs held for the region go on.
     fn odp_mapped(&mut self, key: u32, first: u32, count: u32, io: &mut Io<'_>) {
         let pages = first..first.saturating_add(count);
         self.faults_raised
-            .retain(|f| f.key != key || !pages.contains(&f.page));
+            .retain(|f, _| f.key != key || !pages.contains(&f.page));
         let qpns: Vec<u32> = self.qps.keys().copied().collect();
         for qpn in qpns {
             let mut actions = Vec::new();
