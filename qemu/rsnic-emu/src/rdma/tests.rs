@@ -113,13 +113,21 @@ impl Side {
     }
 
     fn admin(&mut self, cmd: AdminCmd) -> AdminStatus {
+        self.admin_frames(cmd).0
+    }
+
+    /// Runs an admin command; its status and the frames it sent (a
+    /// command that restarts queues).
+    fn admin_frames(&mut self, cmd: AdminCmd) -> (AdminStatus, Vec<Vec<u8>>) {
         let mut entry = cmd.to_bytes();
         let cmd = AdminCmd::from_bytes(&entry).unwrap();
         let mem = std::mem::replace(&mut self.mem, Memory::new(0));
         let mut io = Io::new(&mem, self.mac, self.now);
         let status = self.e.execute(cmd, &mut entry, &mut io);
+        let frames = std::mem::take(&mut io.frames);
+        drop(io);
         self.mem = mem;
-        status
+        (status, frames)
     }
 
     fn modify(&mut self, qpn: u32, m: QpModify) -> AdminStatus {
@@ -634,6 +642,18 @@ fn odp_map(s: &mut Side, first: u32, n: u32, flags: u64) -> AdminStatus {
     })
 }
 
+/// Maps page `page` of the on-demand region to bus address `bus` with
+/// `flags`; the command's status and the frames it restarted.
+fn odp_map_page(s: &mut Side, page: u32, bus: u64, flags: u64) -> (AdminStatus, Vec<Vec<u8>>) {
+    s.mem.set(PBL, &(bus | flags).to_le_bytes());
+    s.admin_frames(AdminCmd::RdmaOdpMap {
+        key: USER_KEY,
+        first: page,
+        count: 1,
+        pbl: PBL,
+    })
+}
+
 fn page_faults(s: &Side) -> Vec<(u32, u32, u32)> {
     s.events()
         .iter()
@@ -716,15 +736,11 @@ fn a_page_taken_back_between_packets_is_not_written() {
     assert_eq!(page_faults(&b), [(USER_KEY, 1, 1)]);
     // Mapped again elsewhere: the rest lands there.
     a.receive(answer);
-    let pte = (DATA + 0x5000) | odp_pte::VALID | odp_pte::WRITE;
-    b.mem.set(PBL, &pte.to_le_bytes());
-    let map = AdminCmd::RdmaOdpMap {
-        key: USER_KEY,
-        first: 1,
-        count: 1,
-        pbl: PBL,
-    };
-    assert_eq!(b.admin(map), AdminStatus::Ok);
+    let rw = odp_pte::VALID | odp_pte::WRITE;
+    assert_eq!(
+        odp_map_page(&mut b, 1, DATA + 0x5000, rw).0,
+        AdminStatus::Ok
+    );
     let again = a.tick(Duration::from_millis(2));
     exchange(&mut a, &mut b, again);
     assert_eq!(b.mem.get(DATA + 0x800, 0x800), data[..0x800]);
@@ -754,19 +770,8 @@ fn a_send_from_untranslated_pages_waits_for_the_driver() {
     let data = pattern(100, 5);
     a.mem.set(DATA + 0x800, &data);
     // Mapping the page starts the held WQE.
-    a.mem.set(PBL, &(DATA | odp_pte::VALID).to_le_bytes());
-    let map = AdminCmd::RdmaOdpMap {
-        key: USER_KEY,
-        first: 0,
-        count: 1,
-        pbl: PBL,
-    };
-    let mut entry = map.to_bytes();
-    let mem = std::mem::replace(&mut a.mem, Memory::new(0));
-    let mut io = Io::new(&mem, a.mac, a.now);
-    assert_eq!(a.e.execute(map, &mut entry, &mut io), AdminStatus::Ok);
-    let frames = io.frames;
-    a.mem = mem;
+    let (status, frames) = odp_map_page(&mut a, 0, DATA, odp_pte::VALID);
+    assert_eq!(status, AdminStatus::Ok);
     assert_eq!(frames.len(), 1);
     exchange(&mut a, &mut b, frames);
     assert_eq!(b.mem.get(REMOTE, 100), data);
@@ -803,20 +808,9 @@ fn a_read_response_for_a_page_taken_back_is_asked_for_again() {
     assert_eq!(page_faults(&a), [(USER_KEY, 0, 1)]);
     assert!(a.completions(false).is_empty());
     // Mapped elsewhere: asked again, it lands there.
-    let pte = (DATA + 0x6000) | odp_pte::VALID | odp_pte::WRITE;
-    a.mem.set(PBL, &pte.to_le_bytes());
-    let map = AdminCmd::RdmaOdpMap {
-        key: USER_KEY,
-        first: 0,
-        count: 1,
-        pbl: PBL,
-    };
-    let mut entry = map.to_bytes();
-    let mem = std::mem::replace(&mut a.mem, Memory::new(0));
-    let mut io = Io::new(&mem, a.mac, a.now);
-    assert_eq!(a.e.execute(map, &mut entry, &mut io), AdminStatus::Ok);
-    let again = io.frames;
-    a.mem = mem;
+    let rw = odp_pte::VALID | odp_pte::WRITE;
+    let (status, again) = odp_map_page(&mut a, 0, DATA + 0x6000, rw);
+    assert_eq!(status, AdminStatus::Ok);
     assert_eq!(again.len(), 1);
     exchange(&mut a, &mut b, again);
     assert_eq!(a.mem.get(DATA + 0x6800, 64), data);
