@@ -450,17 +450,9 @@ impl Qp {
             let segs = if len == 0 {
                 Vec::new()
             } else {
-                let segs = mrs.resolve_remote(
-                    reth.rkey,
-                    self.pd,
-                    self.qpn,
-                    reth.va,
-                    len,
-                    access::REMOTE_WRITE,
-                );
-                match segs {
+                match self.remote_memory(mrs, reth.rkey, reth.va, len, access::REMOTE_WRITE, out) {
                     Ok(segs) => segs,
-                    Err(e) => return remote_fault(mrs, e, out),
+                    Err(answer) => return answer,
                 }
             };
             let on_demand = mrs
@@ -549,18 +541,11 @@ impl Qp {
         let data = if len == 0 {
             Vec::new()
         } else {
-            let segs = mrs.resolve_remote(
-                reth.rkey,
-                self.pd,
-                self.qpn,
-                reth.va,
-                len,
-                access::REMOTE_READ,
-            );
-            let segs = match segs {
-                Ok(segs) => segs,
-                Err(e) => return remote_fault(mrs, e, out),
-            };
+            let segs =
+                match self.remote_memory(mrs, reth.rkey, reth.va, len, access::REMOTE_READ, out) {
+                    Ok(segs) => segs,
+                    Err(answer) => return answer,
+                };
             read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?
         };
         let mtu = self.path_mtu as usize;
@@ -613,11 +598,10 @@ impl Qp {
         if !a.va.is_multiple_of(8) {
             return Err(NakCode::InvalidRequest);
         }
-        let segs =
-            match mrs.resolve_remote(a.rkey, self.pd, self.qpn, a.va, 8, access::REMOTE_ATOMIC) {
-                Ok(segs) => segs,
-                Err(e) => return remote_fault(mrs, e, out),
-            };
+        let segs = match self.remote_memory(mrs, a.rkey, a.va, 8, access::REMOTE_ATOMIC, out) {
+            Ok(segs) => segs,
+            Err(answer) => return answer,
+        };
         let old = read_segments(mem, &segs).map_err(|_| NakCode::RemoteOperationalError)?;
         let orig = u64::from_le_bytes(
             old.as_slice()
@@ -711,17 +695,9 @@ impl Qp {
         if reth.len as usize != ATOMIC_WRITE_LEN || !reth.va.is_multiple_of(8) {
             return Err(NakCode::InvalidRequest);
         }
-        let segs = mrs.resolve_remote(
-            reth.rkey,
-            self.pd,
-            self.qpn,
-            reth.va,
-            8,
-            access::REMOTE_WRITE,
-        );
-        let segs = match segs {
+        let segs = match self.remote_memory(mrs, reth.rkey, reth.va, 8, access::REMOTE_WRITE, out) {
             Ok(segs) => segs,
-            Err(e) => return remote_fault(mrs, e, out),
+            Err(answer) => return answer,
         };
         let written = match segs.as_slice() {
             [(addr, 8)] => mem.write_u64(*addr, value),
@@ -734,6 +710,22 @@ impl Qp {
         self.remember_reply(psn, None);
         out.push(self.empty_read_response(psn));
         Ok(Step::Done { packets: 1 })
+    }
+
+    /// The memory `len` bytes at `va` of the peer's key `rkey` reach,
+    /// with the `need` rights; else what to answer instead
+    /// ([`remote_fault`]).
+    fn remote_memory(
+        &self,
+        mrs: &mut MrTable,
+        rkey: u32,
+        va: u64,
+        len: u64,
+        need: u32,
+        out: &mut Vec<Action>,
+    ) -> Result<Vec<Segment>, Result<Step, NakCode>> {
+        mrs.resolve_remote(rkey, self.pd, self.qpn, va, len, need)
+            .map_err(|e| remote_fault(mrs, e, out))
     }
 
     /// The response to a FLUSH or ATOMIC WRITE: an empty READ response.
