@@ -153,7 +153,10 @@ impl OdpFaults {
     pub(crate) fn fault(&self, key: u32, page: u32) {
         {
             let mut pending = lock_irqsave(&self.pending);
-            if pending.len() >= MAX_PENDING
+            // The card raises a fault again while it waits: once queued
+            // is enough.
+            if pending.iter().any(|f| f.key == key && f.page == page)
+                || pending.len() >= MAX_PENDING
                 || pending.push(Fault { key, page }, GFP_ATOMIC).is_err()
             {
                 return;
@@ -253,11 +256,14 @@ impl OdpFaults {
         }
         let count = FAULT_AHEAD.min(region.pages() - f.page);
         // The pages after it may not all be the process's memory: then
-        // the page alone; if that fails too, the process has none there.
+        // the page alone. If the process has none there (EFAULT; EINVAL:
+        // it is gone), the access fails; any other error (the card did
+        // not answer, memory was short) leaves the fault for the card to
+        // raise again.
         let mapped = self
             .map(&region, f.page, count, true)
             .or_else(|_| self.map(&region, f.page, 1, true));
-        if mapped.is_err() {
+        if matches!(mapped, Err(e) if e == EFAULT || e == EINVAL) {
             let _ = self.refuse(&region, f.page);
         }
     }
