@@ -185,19 +185,23 @@ impl Qp {
     }
 
     /// Where the response at `psn` to the READ or atomic at `idx` of
-    /// what is in flight, whose local SGEs are on an on-demand region,
-    /// lands: its segments as they are now (the driver may have taken a
-    /// page back since the request left). `None`: not now: the requester
-    /// is held for a page (the response dropped, asked for again once
-    /// mapped), or the request failed (a page the driver cannot map).
-    fn landing_on_demand(
+    /// what is in flight lands: `Ok(None)`, its segments as resolved when
+    /// it was sent; `Ok(Some)`, for local SGEs on an on-demand region,
+    /// as they are now (the driver may have taken a page back since the
+    /// request left). `Err`: not now: the requester is held for a page
+    /// (the response dropped, asked for again once mapped), or the
+    /// request failed (a page the driver cannot map).
+    fn landing(
         &mut self,
         idx: usize,
         psn: u32,
         mrs: &mut MrTable,
         out: &mut Vec<Action>,
-    ) -> Option<Vec<Segment>> {
+    ) -> Result<Option<Vec<Segment>>, ()> {
         let f = &self.inflight[idx];
+        if !f.on_demand {
+            return Ok(None);
+        }
         let sges = if f.is_atomic() {
             vec![Sge {
                 len: 8,
@@ -208,13 +212,13 @@ impl Qp {
             f.wqe.sge[..n].to_vec()
         };
         match self.local_segments(&sges, access::LOCAL_WRITE, mrs) {
-            Ok(segs) => Some(segs),
+            Ok(segs) => Ok(Some(segs)),
             Err(e) => {
                 match mrs.waits_for(e) {
                     Some(fault) => self.hold_for(fault, Some(psn), out),
                     None => self.fail_inflight(idx, wc_status::LOC_PROT_ERR, out),
                 }
-                None
+                Err(())
             }
         }
     }
@@ -330,13 +334,8 @@ impl Qp {
                     self.fail_inflight(idx, wc_status::BAD_RESP_ERR, out);
                     return;
                 }
-                let fresh = if f.on_demand {
-                    let Some(segs) = self.landing_on_demand(idx, expect, mrs, out) else {
-                        return;
-                    };
-                    Some(segs)
-                } else {
-                    None
+                let Ok(fresh) = self.landing(idx, expect, mrs, out) else {
+                    return;
                 };
                 let dest = fresh.as_deref().unwrap_or(&self.inflight[idx].read_segs);
                 let segs = slice_segments(dest, offset, len);
@@ -371,14 +370,9 @@ impl Qp {
                 if !f.is_atomic() || psn != f.first_psn {
                     return; // A duplicate, or not the response awaited.
                 }
-                let fresh = if f.on_demand {
-                    let first_psn = f.first_psn;
-                    let Some(segs) = self.landing_on_demand(idx, first_psn, mrs, out) else {
-                        return;
-                    };
-                    Some(segs)
-                } else {
-                    None
+                let first_psn = f.first_psn;
+                let Ok(fresh) = self.landing(idx, first_psn, mrs, out) else {
+                    return;
                 };
                 let dest = fresh.as_deref().unwrap_or(&self.inflight[idx].read_segs);
                 if write_segments(mem, dest, &orig.to_le_bytes()).is_err() {

@@ -490,22 +490,15 @@ impl Qp {
         }
     }
 
-    /// The memory the local SGEs `sges` name, for the `need` rights; a
-    /// user QP's may not use the local DMA key.
+    /// The memory the local SGEs `sges` name, for the `need` rights
+    /// ([`local_segments`] for this QP).
     fn local_segments(
         &self,
         sges: &[Sge],
         need: u32,
         mrs: &MrTable,
     ) -> Result<Vec<Segment>, AccessError> {
-        let mut segs = Vec::new();
-        for s in sges {
-            if self.db_page != 0 && s.lkey == LOCAL_DMA_LKEY {
-                return Err(AccessError::BadKey);
-            }
-            segs.append(&mut mrs.resolve(s.lkey, self.pd, s.addr, u64::from(s.len), need)?);
-        }
-        Ok(segs)
+        local_segments(sges, self.pd, self.db_page != 0, need, mrs)
     }
 
     /// The requester stops for the untranslated page `fault` (and asks
@@ -654,6 +647,25 @@ enum ScatterError {
     PageFault(AccessError),
 }
 
+/// The memory the local SGEs `sges` of protection domain `pd` name, for
+/// the `need` rights; a `user` QP's may not use the local DMA key.
+fn local_segments(
+    sges: &[Sge],
+    pd: u32,
+    user: bool,
+    need: u32,
+    mrs: &MrTable,
+) -> Result<Vec<Segment>, AccessError> {
+    let mut segs = Vec::new();
+    for s in sges {
+        if user && s.lkey == LOCAL_DMA_LKEY {
+            return Err(AccessError::BadKey);
+        }
+        segs.append(&mut mrs.resolve(s.lkey, pd, s.addr, u64::from(s.len), need)?);
+    }
+    Ok(segs)
+}
+
 /// Writes `data` into the receive WQE's buffers from byte `offset`; a
 /// `user` QP's buffers may not use the local DMA key.
 fn scatter(
@@ -666,19 +678,11 @@ fn scatter(
     data: &[u8],
 ) -> Result<(), ScatterError> {
     let n = usize::from(wqe.num_sge).min(wqe.sge.len());
-    let mut segs = Vec::new();
-    for s in &wqe.sge[..n] {
-        if user && s.lkey == LOCAL_DMA_LKEY {
-            return Err(ScatterError::Access);
-        }
-        let mut v = mrs
-            .resolve(s.lkey, pd, s.addr, u64::from(s.len), access::LOCAL_WRITE)
-            .map_err(|e| match e {
-                AccessError::PageFault { .. } => ScatterError::PageFault(e),
-                _ => ScatterError::Access,
-            })?;
-        segs.append(&mut v);
-    }
+    let segs =
+        local_segments(&wqe.sge[..n], pd, user, access::LOCAL_WRITE, mrs).map_err(|e| match e {
+            AccessError::PageFault { .. } => ScatterError::PageFault(e),
+            _ => ScatterError::Access,
+        })?;
     let room: u64 = segs.iter().map(|s| s.1).sum();
     if u64::from(offset) + data.len() as u64 > room {
         return Err(ScatterError::TooLong);

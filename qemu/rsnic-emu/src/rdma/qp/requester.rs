@@ -187,7 +187,10 @@ impl Qp {
                         return false;
                     }
                 };
-                let on_demand = sges.iter().any(|s| mrs.is_on_demand(s.lkey));
+                // Only a READ keeps translations (where its response
+                // lands); a SEND or WRITE copied its bytes already.
+                let on_demand =
+                    wqe.opcode == wqe_op::READ && sges.iter().any(|s| mrs.is_on_demand(s.lkey));
                 if self.is_datagram() {
                     if wqe.opcode != wqe_op::SEND && wqe.opcode != wqe_op::SEND_IMM {
                         self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
