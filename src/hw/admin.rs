@@ -471,6 +471,14 @@ admin_commands! {
             pd @ 28: u32,
             /// The [`rdma::udb`] page that rings it; 0 for a kernel SRQ.
             db_page @ 32: u32,
+            /// 0: a basic SRQ, which QPs created with it take from. Else an
+            /// XRC SRQ of this XRC domain (1..=[`rdma::MAX_XRCD`], with
+            /// [`rdma::rdma_cap::XRC`]): the XRC targets of the domain put
+            /// the SENDs that name it there, and its receives complete on
+            /// `cq` (a user SRQ's on a CQ of the same `db_page`).
+            xrcd @ 36: u32,
+            /// An XRC SRQ's completion queue.
+            cq @ 40: u32,
         } = 39,
         /// PF only: arm a shared receive queue's limit: once fewer than
         /// `limit` requests are posted and not taken, the card writes an

@@ -151,7 +151,14 @@ pub mod rdma_cap {
     /// On-demand regions ([`mr_kind::ODP`], [`eqe_type::PAGE_FAULT`],
     /// [`super::AdminCmd::RdmaOdpMap`]) for RC's operations and UD sends.
     pub const ODP: u16 = 1 << 4;
+    /// XRC: domains 1..=[`super::MAX_XRCD`], XRC SRQs
+    /// ([`super::super::AdminCmd::RdmaCreateSrq`]`::xrcd`), XRC initiator
+    /// and target QPs ([`super::QpType::XrcIni`], [`super::QpType::XrcTgt`]).
+    pub const XRC: u16 = 1 << 5;
 }
+
+/// XRC domains are numbered 1..=MAX_XRCD (with [`rdma_cap::XRC`]).
+pub const MAX_XRCD: u32 = 256;
 
 /// Flags of [`super::AdminCmd::RdmaCreateCq`].
 pub mod cq_create {
@@ -253,6 +260,13 @@ wire_enum! {
         /// Unreliable connection: SENDs and WRITEs to one peer QP, no
         /// acknowledgements; a lost packet drops its message.
         Uc = 3,
+        /// XRC initiator: an RC send queue whose requests each name the
+        /// XRC SRQ they go to ([`SqWqe::xrc_srqn`]); no receive queue.
+        XrcIni = 4,
+        /// XRC target: no queues; answers an initiator's requests, each
+        /// received into (and its rights checked against the PD of) the
+        /// XRC SRQ of its XRC domain the request names.
+        XrcTgt = 5,
     }
 }
 
@@ -318,7 +332,8 @@ wire_struct! {
         pub qpn @ 0: u32,
         /// [`QpType`] as a byte.
         pub qp_type @ 4: u8,
-        /// Protection domain.
+        /// Protection domain. An XRC target has none: this is its XRC
+        /// domain, and the rest but `qpn` and `qp_type` are unused.
         pub pd @ 8: u32,
         /// Bus address of the send queue ([`SQ_WQE_LEN`]-byte entries).
         pub sq @ 16: u64,
@@ -604,6 +619,8 @@ wire_struct! {
         pub dest_qpn @ 20: u32,
         /// UD: Q_Key. REG_MR: access bits.
         pub qkey @ 24: u32,
+        /// XRC initiator: the XRC SRQ at the target the request goes to.
+        pub xrc_srqn @ 28: u32,
         /// The [`AddressVector`] (UD) or the [`RegMrParams`] (REG_MR).
         pub ext @ 32: [u8; AV_LEN],
         /// Gather list, or with [`wqe_flag::INLINE`] the payload.
@@ -902,6 +919,9 @@ wire_struct! {
         pub status @ 8: u8,
         /// [`wc_op`].
         pub opcode @ 9: u8,
+        /// With [`cqe_flag::SRQ`]: the SRQ `wqe_index` is a slot of (SRQ
+        /// numbers fit: they are at most `max_srq`).
+        pub srqn @ 10: u16,
         /// Bytes received (or read).
         pub byte_len @ 12: u32,
         /// Immediate data or invalidated key.

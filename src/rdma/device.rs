@@ -29,7 +29,7 @@ use crate::hw::rdma::{
     cq_create, mr_kind, rdma_cap, udb, AddressVector, Gid, McastCaps, MrReg, QpCreate, QpModify,
     QpQueryResult, QpType, RdmaCaps, RdmaCounters, COUNTERS_LEN, CQE_LEN, CQE_STAMPED_LEN, EQE_LEN,
     GID_TABLE_LEN, GSI_QPN, HW_VERSION, MAX_INLINE_DATA, MAX_ODP_MAP_PAGES, MAX_SGE,
-    MAX_USER_MR_PAGES, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
+    MAX_USER_MR_PAGES, MAX_XRCD, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN, VENDOR_PART_ID,
 };
 use crate::hw::{AdminCmd, AdminStatus, PCI_VENDOR_ID};
 use crate::linux::{
@@ -45,7 +45,7 @@ use crate::linux::{
     rdma::umem::{UserMemory, UserPin, UserRange},
     rdma::verbs::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpKind,
-        QpQuery, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        QpQuery, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter, XrcSrq,
     },
     rdma::work_request::Sge,
     sync::lock_irqsave,
@@ -65,6 +65,8 @@ struct Ids {
     qps: IdPool,
     mrs: IdPool,
     srqs: IdPool,
+    /// XRC domains (none without [`rdma_cap::XRC`]).
+    xrcds: IdPool,
     /// Pages of the user doorbell BAR, one per user context.
     udb_pages: IdPool,
 }
@@ -180,6 +182,14 @@ impl RdmaDev {
             qps: IdPool::new(GSI_QPN, caps.max_qp)?,
             mrs: IdPool::new(1, caps.max_mr)?,
             srqs: IdPool::new(1, u32::from(caps.max_srq) + 1)?,
+            xrcds: IdPool::new(
+                1,
+                if caps.flags & rdma_cap::XRC != 0 {
+                    MAX_XRCD + 1
+                } else {
+                    1
+                },
+            )?,
             udb_pages: IdPool::new(1, udb::PAGES)?,
         };
         let tables = Arc::pin_init(
@@ -410,6 +420,12 @@ pub(crate) struct RdmaPd {
     pdn: u32,
 }
 
+/// An XRC domain's driver state.
+#[pin_data]
+pub(crate) struct RdmaXrcd {
+    xrcdn: u32,
+}
+
 /// An address handle's driver state: where its datagrams go.
 #[pin_data]
 pub(crate) struct RdmaAh {
@@ -430,6 +446,7 @@ impl IbDeviceOps for RdmaDev {
     type Mr = RdmaMr;
     type Srq = RdmaSrq;
     type Mw = RdmaMw;
+    type Xrcd = RdmaXrcd;
 
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
@@ -473,6 +490,7 @@ impl IbDeviceOps for RdmaDev {
             atomic_write: c.flags & rdma_cap::ATOMIC_WRITE != 0,
             // A process's SRQs grow (`modify_srq`); the kernel's refuse.
             srq_resize: c.max_srq != 0,
+            xrc: c.flags & rdma_cap::XRC != 0 && c.max_srq != 0,
             max_mcast_grp: dev.data().mcast.max_groups,
             max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
             max_total_mcast_qp_attach: dev.data().mcast.max_attach,
@@ -533,6 +551,21 @@ impl IbDeviceOps for RdmaDev {
 
     fn dealloc_pd(dev: &IbDevice<Self>, pd: &RdmaPd) {
         dev.data().ids.lock().pds.free(pd.pdn);
+    }
+
+    fn alloc_xrcd(dev: &IbDevice<Self>) -> Result<impl PinInit<RdmaXrcd, Error>> {
+        let d = dev.data();
+        // A card without XRC has no domains to give: EOPNOTSUPP, as the
+        // verbs expect of a device without it.
+        if d.caps.flags & rdma_cap::XRC == 0 || d.caps.max_srq == 0 {
+            return Err(eopnotsupp());
+        }
+        let xrcdn = d.ids.lock().xrcds.alloc()?;
+        Ok(try_pin_init!(RdmaXrcd { xrcdn }? Error))
+    }
+
+    fn dealloc_xrcd(dev: &IbDevice<Self>, xrcd: &RdmaXrcd) {
+        dev.data().ids.lock().xrcds.free(xrcd.xrcdn);
     }
 
     fn create_cq(
@@ -667,10 +700,18 @@ impl IbDeviceOps for RdmaDev {
         if init.srq.is_some() && init.kind.is_datagram() {
             return Err(eopnotsupp());
         }
+        // An XRC initiator receives nothing, and is a process's: the
+        // kernel's send requests have no field for the SRQ they go to.
+        let ini = init.kind == QpKind::XrcIni;
+        if ini && (user.is_none() || d.caps.flags & rdma_cap::XRC == 0) {
+            return Err(eopnotsupp());
+        }
+        let own_rq = init.srq.is_none() && !ini;
         let sq_n = ring_size(c.max_send_wr, d.caps.max_qp_wr)?;
-        let rq_n = match init.srq {
-            Some(_) => 0,
-            None => ring_size(c.max_recv_wr, d.caps.max_qp_wr)?,
+        let rq_n = if own_rq {
+            ring_size(c.max_recv_wr, d.caps.max_qp_wr)?
+        } else {
+            0
         };
         let (sq_len, rq_len) = (sq_n as usize * SQ_WQE_LEN, rq_n as usize * RQ_WQE_LEN);
         let db_page = user.as_ref().map_or(0, |u| u.context.page());
@@ -679,10 +720,7 @@ impl IbDeviceOps for RdmaDev {
             None => Ok(RingMem::Kernel(d.dma.alloc(len)?)),
         };
         let sq = ring(sq_len)?;
-        let rq = match init.srq {
-            Some(_) => None,
-            None => Some(ring(rq_len)?),
-        };
+        let rq = if own_rq { Some(ring(rq_len)?) } else { None };
         let entry = QpEntry {
             handle: qp,
             sq: WorkRing::new(sq_n)?,
@@ -707,6 +745,9 @@ impl IbDeviceOps for RdmaDev {
             QpKind::Ud => QpType::Ud,
             QpKind::Gsi => QpType::Gsi,
             QpKind::Uc => QpType::Uc,
+            QpKind::XrcIni => QpType::XrcIni,
+            // Made by `create_xrc_target`.
+            QpKind::XrcTgt => return Err(EINVAL),
         };
         let create = QpCreate {
             qpn,
@@ -749,11 +790,47 @@ impl IbDeviceOps for RdmaDev {
             max_send_wr: sq_n,
             max_recv_wr: rq_n,
             max_send_sge: max_sge,
-            max_recv_sge: if init.srq.is_some() { 0 } else { max_sge },
+            max_recv_sge: if own_rq { max_sge } else { 0 },
             max_inline_data: max_inline,
         };
-        let state = RdmaQp::new(qpn, init.kind, init.signal_all, sq, rq, caps);
+        let state = RdmaQp::new(qpn, init.kind, init.signal_all, Some(sq), rq, caps);
         Ok((state, qpn, caps))
+    }
+
+    fn create_xrc_target(
+        dev: &IbDevice<Self>,
+        qp: QpHandle,
+        xrcd: &RdmaXrcd,
+    ) -> Result<(impl PinInit<RdmaQp, Error>, u32)> {
+        let d = dev.data();
+        // No queues: its entry only keeps the handle until destruction.
+        let entry = QpEntry {
+            handle: qp,
+            sq: WorkRing::new(0)?,
+            rq: WorkRing::new(0)?,
+            srq: None,
+        };
+        let qpn = loop {
+            let n = d.ids.lock().qps.alloc()?;
+            if n != GSI_QPN {
+                break n;
+            }
+        };
+        let create = QpCreate {
+            qpn,
+            qp_type: QpType::XrcTgt as u8,
+            pd: xrcd.xrcdn,
+            ..QpCreate::default()
+        };
+        if let Err(e) = d.admin.exec(AdminCmd::RdmaCreateQp(create)) {
+            d.ids.lock().qps.free(qpn);
+            return Err(e.into());
+        }
+        if let Some(slot) = lock_irqsave(&d.tables).qps.get_mut(qpn as usize) {
+            *slot = Some(entry);
+        }
+        let state = RdmaQp::new(qpn, QpKind::XrcTgt, false, None, None, QpCaps::default());
+        Ok((state, qpn))
     }
 
     fn modify_qp(dev: &IbDevice<Self>, qp: &RdmaQp, attrs: &QpAttrs) -> Result {
@@ -809,11 +886,17 @@ impl IbDeviceOps for RdmaDev {
         srq: SrqHandle,
         pd: &RdmaPd,
         attr: SrqAttr,
+        xrc: Option<XrcSrq<'_, Self>>,
         user: Option<&mut UserCall<'_, Self>>,
-    ) -> Result<(impl PinInit<RdmaSrq, Error>, SrqAttr)> {
+    ) -> Result<(impl PinInit<RdmaSrq, Error>, SrqAttr, u32)> {
         let d = dev.data();
         let max_sge = u32::from(d.caps.max_sge);
         if d.caps.max_srq == 0 {
+            return Err(eopnotsupp());
+        }
+        // XRC SRQs are a process's: the kernel's CQ polling finds an SRQ
+        // through its QP, and an XRC target is no QP of the kernel's.
+        if xrc.is_some() && user.is_none() {
             return Err(eopnotsupp());
         }
         if attr.max_sge > max_sge || attr.limit > attr.max_wr {
@@ -856,6 +939,8 @@ impl IbDeviceOps for RdmaDev {
                 entries: n,
                 pd: pd.pdn,
                 db_page,
+                xrcd: xrc.as_ref().map_or(0, |x| x.xrcd.xrcdn),
+                cq: xrc.as_ref().map_or(0, |x| x.cq.cqn),
             })?)
         });
         if let Err(e) = created {
@@ -883,7 +968,7 @@ impl IbDeviceOps for RdmaDev {
             max_sge,
             limit: attr.limit,
         };
-        Ok((state, granted))
+        Ok((state, granted, srqn))
     }
 
     fn modify_srq(dev: &IbDevice<Self>, srq: &RdmaSrq, change: SrqChange) -> Result {

@@ -30,8 +30,8 @@ pub(crate) struct RdmaQp {
     pub(crate) kind: QpKind,
     /// Every send request completes.
     pub(crate) signal_all: bool,
-    /// Send queue ring.
-    pub(crate) sq: RingMem,
+    /// Send queue ring; none for an XRC target.
+    pub(crate) sq: Option<RingMem>,
     /// Receive queue ring; none with an SRQ.
     pub(crate) rq: Option<RingMem>,
     /// Queue sizes granted.
@@ -75,7 +75,7 @@ impl RdmaQp {
         qpn: u32,
         kind: QpKind,
         signal_all: bool,
-        sq: RingMem,
+        sq: Option<RingMem>,
         rq: Option<RingMem>,
         caps: QpCaps,
     ) -> impl PinInit<Self, Error> {
@@ -434,7 +434,9 @@ pub(crate) fn post_send(dev: &RdmaDev, qp: &RdmaQp, wrs: &mut SendWrs<'_, RdmaDe
         let slot = entry.sq.slot(entry.sq.head);
         if let Err(e) = qp
             .sq
-            .kernel()
+            .as_ref()
+            .ok_or(EINVAL)
+            .and_then(RingMem::kernel)
             .and_then(|sq| sq.write(slot * SQ_WQE_LEN, &w.to_bytes()))
         {
             result = Err(e);

@@ -276,12 +276,23 @@ static bool fill_wc(struct rsnic_context *ctx, const struct rsnic_cqe *cqe,
 	bool recv = flags & RSNIC_CQE_RECV;
 	uint32_t qpn = le32toh(cqe->qpn);
 	struct rsnic_qp *qp = rsnic_find_qp(ctx, qpn);
+	struct rsnic_srq *xrc = NULL;
 	struct rsnic_wq *wq;
 	bool ok;
 
-	if (!qp || stale(qp, cqe, pos))
+	if (recv && (flags & RSNIC_CQE_SRQ))
+		xrc = rsnic_find_xrc_srq(ctx, le16toh(cqe->srqn));
+	if (xrc) {
+		/*
+		 * A receive of one of the context's XRC SRQs: the XRC target
+		 * it names may be another process's.
+		 */
+		if (!rsnic_srq_retire(xrc, le16toh(cqe->wqe_index),
+				      &wc->wr_id))
+			return false;
+	} else if (!qp || stale(qp, cqe, pos)) {
 		return false;
-	if (recv && (flags & RSNIC_CQE_SRQ)) {
+	} else if (recv && (flags & RSNIC_CQE_SRQ)) {
 		/* A slot of the QP's SRQ, not of its own receive queue. */
 		if (!qp->vqp.qp.srq ||
 		    !rsnic_srq_retire(to_rsrq(qp->vqp.qp.srq),

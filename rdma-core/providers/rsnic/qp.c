@@ -34,10 +34,21 @@ enum {
 			    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
 			    IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
 			    IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE,
-	RSNIC_QP_INIT_ATTRS = IBV_QP_INIT_ATTR_PD |
+	/* XRC has neither FLUSH nor ATOMIC WRITE. */
+	RSNIC_XRC_SEND_OPS = RSNIC_RC_SEND_OPS & ~(IBV_QP_EX_WITH_FLUSH |
+						   IBV_QP_EX_WITH_ATOMIC_WRITE),
+	RSNIC_QP_INIT_ATTRS = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
 			      IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 };
+
+DECLARE_DRV_CMD(ursnic_open_qp, IB_USER_VERBS_CMD_OPEN_QP, empty, empty);
+
+/* XRC initiators and targets: no receive queue of their own. */
+static bool is_xrc(enum ibv_qp_type type)
+{
+	return type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
+}
 
 void rsnic_ring(struct rsnic_context *ctx, unsigned int reg, uint32_t id,
 		uint16_t value)
@@ -104,12 +115,18 @@ static void unmap_wq(struct rsnic_wq *wq)
 /* Whether the card makes the QP `attr` asks for; an errno if not. */
 static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 {
-	uint64_t ops = attr->qp_type == IBV_QPT_UD ? RSNIC_UD_SEND_OPS :
-		       attr->qp_type == IBV_QPT_UC ? RSNIC_UC_SEND_OPS :
-						      RSNIC_RC_SEND_OPS;
+	uint64_t ops = attr->qp_type == IBV_QPT_UD	 ? RSNIC_UD_SEND_OPS :
+		       attr->qp_type == IBV_QPT_UC	 ? RSNIC_UC_SEND_OPS :
+		       attr->qp_type == IBV_QPT_XRC_SEND ? RSNIC_XRC_SEND_OPS :
+		       attr->qp_type == IBV_QPT_XRC_RECV ? 0 :
+							   RSNIC_RC_SEND_OPS;
+	/* An XRC target is made in an XRC domain, every other QP in a PD. */
+	uint64_t domain = attr->qp_type == IBV_QPT_XRC_RECV ?
+				  IBV_QP_INIT_ATTR_XRCD :
+				  IBV_QP_INIT_ATTR_PD;
 
 	if (attr->comp_mask & ~RSNIC_QP_INIT_ATTRS ||
-	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD))
+	    !(attr->comp_mask & domain))
 		return EOPNOTSUPP;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS &&
 	    attr->send_ops_flags & ~ops)
@@ -121,10 +138,11 @@ static int check_qp_attr(const struct ibv_qp_init_attr_ex *attr)
 	if (attr->cap.max_inline_data > RSNIC_MAX_INLINE_DATA)
 		return EINVAL;
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD)
+	    attr->qp_type != IBV_QPT_UD && !is_xrc(attr->qp_type))
 		return EOPNOTSUPP;
 	/* Only the connected QPs (RC, UC) receive from an SRQ. */
-	if (attr->srq && attr->qp_type == IBV_QPT_UD)
+	if (attr->srq && attr->qp_type != IBV_QPT_RC &&
+	    attr->qp_type != IBV_QPT_UC)
 		return EOPNOTSUPP;
 	return 0;
 }
@@ -140,6 +158,7 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 				struct ibv_qp_init_attr_ex *attr)
 {
 	bool ex = attr->comp_mask != IBV_QP_INIT_ATTR_PD;
+	bool target = attr->qp_type == IBV_QPT_XRC_RECV;
 	struct rsnic_context *ctx = to_rctx(context);
 	struct rsnic_ib_create_qp_resp r;
 	struct rsnic_qp *qp;
@@ -176,12 +195,17 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 	}
 	if (ret)
 		goto err_free;
-	ret = map_wq(context, &qp->sq, r.sq_entries, RSNIC_SQ_WQE_LEN,
-		     r.sq_offset);
-	if (!ret && !attr->srq)
+	/*
+	 * An XRC target has no queues (the kernel made it, and may share it
+	 * with other processes); nothing completes on it in this context.
+	 */
+	if (!target)
+		ret = map_wq(context, &qp->sq, r.sq_entries, RSNIC_SQ_WQE_LEN,
+			     r.sq_offset);
+	if (!ret && !attr->srq && !is_xrc(attr->qp_type))
 		ret = map_wq(context, &qp->rq, r.rq_entries, RSNIC_RQ_WQE_LEN,
 			     r.rq_offset);
-	if (!ret)
+	if (!ret && !target)
 		ret = store_qp(ctx, qp->vqp.qp.qp_num, qp);
 	if (ret) {
 		verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up QP %u: %d\n",
@@ -193,9 +217,10 @@ static struct ibv_qp *create_qp(struct ibv_context *context,
 		set_qp_ex_ops(qp);
 	attr->cap.max_send_wr = qp->sq.entries;
 	attr->cap.max_recv_wr = qp->rq.entries;
-	attr->cap.max_send_sge = RSNIC_MAX_SGE;
-	attr->cap.max_recv_sge = attr->srq ? 0 : RSNIC_MAX_SGE;
-	attr->cap.max_inline_data = RSNIC_MAX_INLINE_DATA;
+	attr->cap.max_send_sge = target ? 0 : RSNIC_MAX_SGE;
+	attr->cap.max_recv_sge =
+		attr->srq || is_xrc(attr->qp_type) ? 0 : RSNIC_MAX_SGE;
+	attr->cap.max_inline_data = target ? 0 : RSNIC_MAX_INLINE_DATA;
 	return &qp->vqp.qp;
 
 err_free:
@@ -227,6 +252,36 @@ struct ibv_qp *rsnic_create_qp_ex(struct ibv_context *context,
 	return create_qp(context, attr);
 }
 
+/*
+ * Another handle on an XRC target (of the domain `attr` names), which
+ * may be another process's: the kernel's object alone, as the target
+ * has no queues.
+ */
+struct ibv_qp *rsnic_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_open_qp cmd = {};
+	struct rsnic_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	ret = ibv_cmd_open_qp(context, &qp->vqp, sizeof(qp->vqp), attr, &cmd,
+			      sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		pthread_spin_destroy(&qp->sq.lock);
+		pthread_spin_destroy(&qp->rq.lock);
+		free(qp);
+		errno = ret;
+		return NULL;
+	}
+	return &qp->vqp.qp;
+}
+
 int rsnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		   struct ibv_qp_init_attr *init_attr)
 {
@@ -254,7 +309,8 @@ int rsnic_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 
 	ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (ret || !(attr_mask & IBV_QP_STATE) ||
-	    attr->qp_state != IBV_QPS_RESET)
+	    attr->qp_state != IBV_QPS_RESET ||
+	    ibqp->qp_type == IBV_QPT_XRC_RECV)
 		return ret;
 	/*
 	 * The card starts the QP's queues again from slot 0 and forgets
@@ -266,7 +322,9 @@ int rsnic_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if (!ibqp->srq)
 		reset_wq(&qp->rq);
 	rsnic_cq_mark_stale(ibqp->send_cq, &qp->stale_send);
-	rsnic_cq_mark_stale(ibqp->recv_cq, &qp->stale_recv);
+	/* An XRC initiator has no receive CQ. */
+	if (ibqp->recv_cq)
+		rsnic_cq_mark_stale(ibqp->recv_cq, &qp->stale_recv);
 	return 0;
 }
 
@@ -352,6 +410,10 @@ static int put_inline(const struct ibv_send_wr *wr, struct rsnic_sq_wqe *w)
 static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		      struct rsnic_sq_wqe *w)
 {
+	/* RC, and XRC's initiator (whose requests name the target's SRQ). */
+	bool reliable = qp->vqp.qp.qp_type == IBV_QPT_RC ||
+			qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND;
+
 	memset(w, 0, sizeof(*w));
 	if (wr->num_sge < 0 || wr->num_sge > RSNIC_MAX_SGE)
 		return EINVAL;
@@ -364,7 +426,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->imm = wr->imm_data;
 		break;
 	case IBV_WR_SEND_WITH_INV:
-		if (qp->vqp.qp.qp_type != IBV_QPT_RC)
+		if (!reliable)
 			return EINVAL;
 		w->opcode = RSNIC_WQE_SEND_INV;
 		w->imm = htole32(wr->invalidate_rkey);
@@ -399,9 +461,8 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
 		/* UC writes, but does not read. */
-		if (qp->vqp.qp.qp_type != IBV_QPT_RC &&
-		    (qp->vqp.qp.qp_type != IBV_QPT_UC ||
-		     wr->opcode == IBV_WR_RDMA_READ))
+		if (!reliable && (qp->vqp.qp.qp_type != IBV_QPT_UC ||
+				  wr->opcode == IBV_WR_RDMA_READ))
 			return EINVAL;
 		w->opcode = wr->opcode == IBV_WR_RDMA_READ ? RSNIC_WQE_READ :
 			    wr->opcode == IBV_WR_RDMA_WRITE ? RSNIC_WQE_WRITE :
@@ -413,7 +474,7 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		/* The old value lands in the one SGE (8 bytes). */
-		if (qp->vqp.qp.qp_type != IBV_QPT_RC || wr->num_sge != 1)
+		if (!reliable || wr->num_sge != 1)
 			return EINVAL;
 		w->opcode = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
 				    RSNIC_WQE_CMP_SWAP :
@@ -463,6 +524,8 @@ static int build_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr,
 		w->dest_qpn = htole32(wr->wr.ud.remote_qpn);
 		w->qkey = htole32(wr->wr.ud.remote_qkey);
 	}
+	if (qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn);
 	if (qp->signal_all || wr->send_flags & IBV_SEND_SIGNALED)
 		w->flags |= RSNIC_WQE_SIGNALED;
 	if (wr->send_flags & IBV_SEND_SOLICITED)
@@ -505,7 +568,9 @@ static int write_send(struct rsnic_qp *qp, const struct ibv_send_wr *wr)
  */
 static bool can_send(const struct ibv_qp *ibqp)
 {
-	return ibqp->state >= IBV_QPS_RTS;
+	/* An XRC target has no send queue. */
+	return ibqp->state >= IBV_QPS_RTS &&
+	       ibqp->qp_type != IBV_QPT_XRC_RECV;
 }
 
 /* Tells the card of the SQ's WQEs up to its head, once they are in memory. */
@@ -798,6 +863,14 @@ static void rsnic_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	wr->wr.ud.remote_qkey = remote_qkey;
 }
 
+static void rsnic_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct ibv_send_wr *wr = batch_started(qpx);
+
+	if (wr)
+		wr->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 /*
  * The payload is copied now (the caller may reuse its buffers at once)
  * into the batch, and the request becomes an IBV_SEND_INLINE one whose
@@ -864,6 +937,7 @@ static void set_qp_ex_ops(struct rsnic_qp *qp)
 	qpx->wr_set_inline_data = rsnic_wr_set_inline_data;
 	qpx->wr_set_inline_data_list = rsnic_wr_set_inline_data_list;
 	qpx->wr_set_ud_addr = rsnic_wr_set_ud_addr;
+	qpx->wr_set_xrc_srqn = rsnic_wr_set_xrc_srqn;
 	qpx->wr_start = rsnic_wr_start;
 	qpx->wr_complete = rsnic_wr_complete;
 	qpx->wr_abort = rsnic_wr_abort;
@@ -877,8 +951,9 @@ int rsnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t start;
 	int ret = 0;
 
-	/* An SRQ's QP takes its receives from the SRQ. */
-	if (ibqp->srq || ibqp->state == IBV_QPS_RESET) {
+	/* An SRQ's QP takes its receives from the SRQ; XRC's QPs have none. */
+	if (ibqp->srq || is_xrc(ibqp->qp_type) ||
+	    ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

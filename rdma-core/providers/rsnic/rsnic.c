@@ -296,6 +296,43 @@ static int rsnic_destroy_ah(struct ibv_ah *ibah)
 	return 0;
 }
 
+/*
+ * An XRC domain is the kernel's object alone (shared through the file it
+ * is opened with); the card knows it by the number the kernel gave it.
+ */
+static struct ibv_xrcd *rsnic_open_xrcd(struct ibv_context *context,
+					struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp = {};
+	struct ibv_open_xrcd cmd = {};
+	struct verbs_xrcd *xrcd;
+	int ret;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	ret = ibv_cmd_open_xrcd(context, xrcd, sizeof(*xrcd), attr, &cmd,
+				sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(xrcd);
+		errno = ret;
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+static int rsnic_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = container_of(ibxrcd, struct verbs_xrcd, xrcd);
+	int ret;
+
+	ret = ibv_cmd_close_xrcd(xrcd);
+	if (ret)
+		return ret;
+	free(xrcd);
+	return 0;
+}
+
 static void rsnic_free_context(struct ibv_context *ibctx)
 {
 	struct rsnic_context *ctx = to_rctx(ibctx);
@@ -304,6 +341,7 @@ static void rsnic_free_context(struct ibv_context *ibctx)
 	for (i = 0; i < RSNIC_QP_TABLE_BLOCK; i++)
 		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
+	pthread_mutex_destroy(&ctx->xrc_srq_lock);
 	munmap(ctx->db, RSNIC_DB_PAGE_SIZE);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
@@ -316,6 +354,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	/* The card keeps the group table: the kernel's command is all. */
 	.advise_mr = ibv_cmd_advise_mr,
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.close_xrcd = rsnic_close_xrcd,
 	.bind_mw = rsnic_bind_mw,
 	.create_ah = rsnic_create_ah,
 	.create_cq = rsnic_create_cq,
@@ -323,6 +362,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.create_qp = rsnic_create_qp,
 	.create_qp_ex = rsnic_create_qp_ex,
 	.create_srq = rsnic_create_srq,
+	.create_srq_ex = rsnic_create_srq_ex,
 	.dealloc_mw = rsnic_dealloc_mw,
 	.dealloc_pd = rsnic_dealloc_pd,
 	.dereg_mr = rsnic_dereg_mr,
@@ -333,8 +373,11 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.destroy_srq = rsnic_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = rsnic_free_context,
+	.get_srq_num = rsnic_get_srq_num,
 	.modify_qp = rsnic_modify_qp,
 	.modify_srq = rsnic_modify_srq,
+	.open_qp = rsnic_open_qp,
+	.open_xrcd = rsnic_open_xrcd,
 	.poll_cq = rsnic_poll_cq,
 	.post_recv = rsnic_post_recv,
 	.post_send = rsnic_post_send,
@@ -396,6 +439,7 @@ static struct verbs_context *rsnic_alloc_context(struct ibv_device *ibdev,
 		goto err;
 	}
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	pthread_mutex_init(&ctx->xrc_srq_lock, NULL);
 
 	verbs_set_ops(&ctx->ibv_ctx, &rsnic_ctx_ops);
 	return &ctx->ibv_ctx;

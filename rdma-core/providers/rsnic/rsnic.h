@@ -23,12 +23,20 @@ struct rsnic_device {
 
 /* QPs by number, for completions: 256 blocks of 256, made as needed. */
 enum { RSNIC_QP_TABLE_BLOCK = 256 };
+/* XRC SRQs by number (a CQE names one in 16 bits; the card has 64). */
+enum { RSNIC_XRC_SRQ_TABLE = 256 };
 
 struct rsnic_context {
 	struct verbs_context ibv_ctx;
 	void *db;			/* the context's doorbell page */
 	pthread_mutex_t qp_table_lock;
 	struct rsnic_qp **qp_table[RSNIC_QP_TABLE_BLOCK];
+	/*
+	 * The context's XRC SRQs: their completions name the XRC target QP,
+	 * which may be another process's, so they are found by SRQ number.
+	 */
+	pthread_mutex_t xrc_srq_lock;
+	struct rsnic_srq *xrc_srqs[RSNIC_XRC_SRQ_TABLE];
 };
 
 /*
@@ -76,7 +84,8 @@ struct rsnic_wq {
  * whether a request is posted there and not completed.
  */
 struct rsnic_srq {
-	struct ibv_srq ibv_srq;
+	struct verbs_srq vsrq;		/* ibv_srq, and an XRC SRQ's number */
+	bool xrc;
 	void *ring;
 	size_t ring_len;
 	uint64_t *wrid;
@@ -181,7 +190,7 @@ static inline struct rsnic_qp *to_rqp_ex(struct ibv_qp_ex *qp_ex)
 
 static inline struct rsnic_srq *to_rsrq(struct ibv_srq *ibsrq)
 {
-	return container_of(ibsrq, struct rsnic_srq, ibv_srq);
+	return container_of(ibsrq, struct rsnic_srq, vsrq.srq);
 }
 
 static inline struct rsnic_ah *to_rah(struct ibv_ah *ibah)
@@ -227,6 +236,8 @@ int rsnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int rsnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
+struct ibv_qp *rsnic_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr);
 
 struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr);
@@ -236,6 +247,11 @@ int rsnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int rsnic_destroy_srq(struct ibv_srq *srq);
 int rsnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr);
+struct ibv_srq *rsnic_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int rsnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+/* The context's XRC SRQ `srqn`, if it has one. */
+struct rsnic_srq *rsnic_find_xrc_srq(struct rsnic_context *ctx, uint32_t srqn);
 /* The SRQ's request in `slot` completed: its wr_id; false if none. */
 bool rsnic_srq_retire(struct rsnic_srq *srq, uint16_t slot, uint64_t *wr_id);
 

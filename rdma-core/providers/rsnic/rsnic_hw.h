@@ -126,7 +126,7 @@ struct rsnic_sq_wqe {
 	__le32 rkey;
 	__le32 dest_qpn;
 	__le32 qkey;
-	uint8_t rsvd2[4];
+	__le32 xrc_srqn;	/* XRC: the target's XRC SRQ */
 	union {
 		struct rsnic_av av;
 		struct rsnic_atomic atomic;
@@ -178,7 +178,7 @@ struct rsnic_cqe {
 	__le32 qpn;
 	uint8_t status;		/* numbered as enum ibv_wc_status */
 	uint8_t opcode;
-	uint8_t rsvd[2];
+	__le16 srqn;		/* with RSNIC_CQE_SRQ: the SRQ */
 	__le32 byte_len;
 	uint32_t imm_or_key;
 	__le32 src_qp;

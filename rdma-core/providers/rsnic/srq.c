@@ -20,6 +20,8 @@
 
 DECLARE_DRV_CMD(ursnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
 		rsnic_ib_create_srq_resp);
+DECLARE_DRV_CMD(ursnic_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ, empty,
+		rsnic_ib_create_srq_resp);
 
 static void free_srq(struct rsnic_srq *srq)
 {
@@ -31,6 +33,37 @@ static void free_srq(struct rsnic_srq *srq)
 	free(srq);
 }
 
+/*
+ * Takes the ring the kernel made for `srq` (its `r`), and the tables for
+ * its slots; an errno if the answer makes no sense or memory is short.
+ */
+static int setup_srq(struct ibv_context *context, struct rsnic_srq *srq,
+		     const struct rsnic_ib_create_srq_resp *r)
+{
+	uint32_t entries = r->entries;
+
+	srq->srqn = r->srqn;
+	srq->entries = entries;
+	srq->max_entries = r->max_entries;
+	if (!entries || entries & (entries - 1) ||
+	    srq->max_entries < entries)
+		return EPROTO;
+	/* Per slot of the whole ring: a resize needs no new tables. */
+	srq->wrid = calloc(srq->max_entries, sizeof(*srq->wrid));
+	srq->posted = calloc(srq->max_entries, sizeof(*srq->posted));
+	if (!srq->wrid || !srq->posted)
+		return ENOMEM;
+	srq->ring_len = align((size_t)srq->max_entries * RSNIC_RQ_WQE_LEN,
+			      RSNIC_DB_PAGE_SIZE);
+	srq->ring = mmap(NULL, srq->ring_len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, context->cmd_fd, r->offset);
+	if (srq->ring == MAP_FAILED) {
+		srq->ring = NULL;
+		return errno;
+	}
+	return 0;
+}
+
 struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
@@ -38,7 +71,6 @@ struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 	struct ursnic_create_srq_resp resp = {};
 	struct ibv_create_srq cmd = {};
 	struct rsnic_srq *srq;
-	uint32_t entries;
 	int ret;
 
 	if (attr->attr.max_sge > RSNIC_MAX_SGE) {
@@ -49,50 +81,110 @@ struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 	if (!srq)
 		return NULL;
 	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
-	ret = ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd, sizeof(cmd),
+	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
 				 &resp.ibv_resp, sizeof(resp));
 	if (ret) {
 		free_srq(srq);
 		errno = ret;
 		return NULL;
 	}
-	entries = resp.drv_payload.entries;
-	srq->srqn = resp.drv_payload.srqn;
-	srq->entries = entries;
-	srq->max_entries = resp.drv_payload.max_entries;
-	if (!entries || entries & (entries - 1) ||
-	    srq->max_entries < entries) {
-		ret = EPROTO;
+	ret = setup_srq(pd->context, srq, &resp.drv_payload);
+	if (ret)
 		goto err_destroy;
-	}
-	/* Per slot of the whole ring: a resize needs no new tables. */
-	srq->wrid = calloc(srq->max_entries, sizeof(*srq->wrid));
-	srq->posted = calloc(srq->max_entries, sizeof(*srq->posted));
-	if (!srq->wrid || !srq->posted) {
-		ret = ENOMEM;
-		goto err_destroy;
-	}
-	srq->ring_len = align((size_t)srq->max_entries * RSNIC_RQ_WQE_LEN,
-			      RSNIC_DB_PAGE_SIZE);
-	srq->ring = mmap(NULL, srq->ring_len, PROT_READ | PROT_WRITE,
-			 MAP_SHARED, pd->context->cmd_fd,
-			 resp.drv_payload.offset);
-	if (srq->ring == MAP_FAILED) {
-		srq->ring = NULL;
-		ret = errno;
-		goto err_destroy;
-	}
-	attr->attr.max_wr = entries;
+	attr->attr.max_wr = srq->entries;
 	attr->attr.max_sge = RSNIC_MAX_SGE;
-	return &srq->ibv_srq;
+	return &srq->vsrq.srq;
 
 err_destroy:
 	verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up SRQ %u: %d\n",
 		  srq->srqn, ret);
-	ibv_cmd_destroy_srq(&srq->ibv_srq);
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
 	free_srq(srq);
 	errno = ret;
 	return NULL;
+}
+
+struct rsnic_srq *rsnic_find_xrc_srq(struct rsnic_context *ctx, uint32_t srqn)
+{
+	struct rsnic_srq *srq;
+
+	if (srqn >= RSNIC_XRC_SRQ_TABLE)
+		return NULL;
+	pthread_mutex_lock(&ctx->xrc_srq_lock);
+	srq = ctx->xrc_srqs[srqn];
+	pthread_mutex_unlock(&ctx->xrc_srq_lock);
+	return srq;
+}
+
+/*
+ * An XRC SRQ (a basic one comes through rsnic_create_srq): the XRC
+ * targets of its domain put the SENDs that name it there, and its
+ * receives complete on its own CQ.
+ */
+struct ibv_srq *rsnic_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr)
+{
+	enum {
+		XRC = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+	};
+	struct rsnic_context *ctx = to_rctx(context);
+	struct ursnic_create_xsrq_resp resp = {};
+	struct ibv_create_xsrq cmd = {};
+	struct rsnic_srq *srq;
+	int ret;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
+	    attr->srq_type != IBV_SRQT_XRC ||
+	    (attr->comp_mask & XRC) != XRC || attr->comp_mask & ~XRC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->attr.max_sge > RSNIC_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	srq->xrc = true;
+	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret) {
+		free_srq(srq);
+		errno = ret;
+		return NULL;
+	}
+	ret = setup_srq(context, srq, &resp.drv_payload);
+	if (!ret && srq->srqn >= RSNIC_XRC_SRQ_TABLE)
+		ret = EPROTO;
+	if (ret)
+		goto err_destroy;
+	pthread_mutex_lock(&ctx->xrc_srq_lock);
+	ctx->xrc_srqs[srq->srqn] = srq;
+	pthread_mutex_unlock(&ctx->xrc_srq_lock);
+	attr->attr.max_wr = srq->entries;
+	attr->attr.max_sge = RSNIC_MAX_SGE;
+	return &srq->vsrq.srq;
+
+err_destroy:
+	verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up XRC SRQ %u: %d\n",
+		  srq->srqn, ret);
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
+	free_srq(srq);
+	errno = ret;
+	return NULL;
+}
+
+int rsnic_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct rsnic_srq *srq = to_rsrq(ibsrq);
+
+	if (!srq->xrc)
+		return EINVAL;
+	*srq_num = srq->srqn;
+	return 0;
 }
 
 /*
@@ -146,12 +238,19 @@ int rsnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 int rsnic_destroy_srq(struct ibv_srq *ibsrq)
 {
+	struct rsnic_context *ctx = to_rctx(ibsrq->context);
+	struct rsnic_srq *srq = to_rsrq(ibsrq);
 	int ret;
 
 	ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	free_srq(to_rsrq(ibsrq));
+	if (srq->xrc) {
+		pthread_mutex_lock(&ctx->xrc_srq_lock);
+		ctx->xrc_srqs[srq->srqn] = NULL;
+		pthread_mutex_unlock(&ctx->xrc_srq_lock);
+	}
+	free_srq(srq);
 	return 0;
 }
 

@@ -24,7 +24,7 @@ use crate::linux::rdma::{
     umem::{UserMemory, UserPin, UserRange},
     verbs::{
         Access, AddressPath, CqHandle, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle, QpInit, QpQuery,
-        RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter, XrcSrq,
     },
     work_request::Sge,
 };
@@ -93,6 +93,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) atomic_write: bool,
     /// Shared receive queues grow on `modify_srq` (`IB_DEVICE_SRQ_RESIZE`).
     pub(crate) srq_resize: bool,
+    /// XRC domains, SRQs and QPs (`IB_DEVICE_XRC`; needs
+    /// [`IbDeviceOps::alloc_xrcd`]).
+    pub(crate) xrc: bool,
     /// UD multicast groups (0: no multicast).
     pub(crate) max_mcast_grp: u32,
     /// Queue pairs one multicast group holds.
@@ -224,6 +227,8 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     type Srq: Send + Sync;
     /// A memory window's state.
     type Mw: Send + Sync;
+    /// An XRC domain's state.
+    type Xrcd: Send + Sync;
 
     /// `query_device`: the device's limits.
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
@@ -260,6 +265,21 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn alloc_pd(dev: &IbDevice<Self>) -> Result<impl PinInit<Self::Pd, Error>>;
     /// `dealloc_pd`.
     fn dealloc_pd(dev: &IbDevice<Self>, pd: &Self::Pd);
+
+    /// `alloc_xrcd`: an XRC domain (ib_uverbs shares one among the
+    /// processes that open it through the same file). Without it ib_core
+    /// refuses XRC.
+    #[allow(unreachable_code)]
+    fn alloc_xrcd(_dev: &IbDevice<Self>) -> Result<impl PinInit<Self::Xrcd, Error>> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<Result<Self::Xrcd>, _>(EINVAL)
+    }
+    /// `dealloc_xrcd`: no SRQ or QP uses it any more (ib_core counts
+    /// them).
+    fn dealloc_xrcd(_dev: &IbDevice<Self>, _xrcd: &Self::Xrcd) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// `create_cq` with room for at least `init.entries` completions: the
     /// state and the room granted. The driver keeps `cq` until
@@ -302,6 +322,20 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         init: &QpInit<'_, Self>,
         user: Option<&mut UserCall<'_, Self>>,
     ) -> Result<(impl PinInit<Self::Qp, Error>, u32, QpCaps)>;
+    /// `create_qp` of an XRC target in domain `xrcd`: no queues, PD or
+    /// CQs (ib_uverbs creates it for a process, without its udata, and
+    /// shares it with every process that opens it). The state and the QP
+    /// number. Only with [`IbDeviceOps::alloc_xrcd`].
+    #[allow(unreachable_code)]
+    fn create_xrc_target(
+        _dev: &IbDevice<Self>,
+        _qp: QpHandle,
+        _xrcd: &Self::Xrcd,
+    ) -> Result<(impl PinInit<Self::Qp, Error>, u32)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Qp>, u32), _>(EINVAL)
+    }
     /// `modify_qp`.
     fn modify_qp(dev: &IbDevice<Self>, qp: &Self::Qp, attrs: &QpAttrs) -> Result;
     /// `query_qp`.
@@ -317,8 +351,9 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     fn post_recv(dev: &IbDevice<Self>, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
 
     /// `create_srq` in protection domain `pd`, with room for at least
-    /// `attr.max_wr` requests of `attr.max_sge` entries: the state and
-    /// the sizes granted. The driver keeps `srq` until
+    /// `attr.max_wr` requests of `attr.max_sge` entries, an XRC SRQ with
+    /// `xrc`: the state, the sizes granted and the SRQ's number (what
+    /// an XRC initiator names it by). The driver keeps `srq` until
     /// [`IbDeviceOps::destroy_srq`] gives it back. `user` as for
     /// [`IbDeviceOps::create_qp`]. Without it ib_core refuses SRQs.
     #[allow(unreachable_code)]
@@ -327,11 +362,12 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
         _srq: SrqHandle,
         _pd: &Self::Pd,
         _attr: SrqAttr,
+        _xrc: Option<XrcSrq<'_, Self>>,
         _user: Option<&mut UserCall<'_, Self>>,
-    ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttr)> {
+    ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttr, u32)> {
         build_error!(VTABLE_DEFAULT_ERROR);
         // Gives the signature's initialiser a type; never reached.
-        Err::<(Result<Self::Srq>, SrqAttr), _>(EINVAL)
+        Err::<(Result<Self::Srq>, SrqAttr, u32), _>(EINVAL)
     }
     /// `modify_srq`: resize or arm the limit (may sleep).
     fn modify_srq(_dev: &IbDevice<Self>, _srq: &Self::Srq, _change: SrqChange) -> Result {

@@ -23,6 +23,7 @@ use crate::linux::rdma::{
     verbs::{
         ib_mtu, Access, AddressPath, CqHandle, IbObject, MrKeys, MwKind, QpAttrs, QpCaps, QpHandle,
         QpInit, QpKind, RecvWrs, SendWrs, SrqAttr, SrqChange, SrqHandle, StatDesc, WcWriter,
+        XrcSrq,
     },
     work_request::Sge,
 };
@@ -118,6 +119,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             ops.alloc_mw = Some(Self::alloc_mw);
             ops.dealloc_mw = Some(Self::dealloc_mw);
             ops.size_ib_mw = core::mem::size_of::<IbObject<bindings::ib_mw, T::Mw>>();
+        }
+        if T::HAS_ALLOC_XRCD {
+            ops.alloc_xrcd = Some(Self::alloc_xrcd);
+            ops.dealloc_xrcd = Some(Self::dealloc_xrcd);
+            ops.size_ib_xrcd = core::mem::size_of::<IbObject<bindings::ib_xrcd, T::Xrcd>>();
         }
         if T::HAS_ATTACH_MCAST {
             ops.attach_mcast = Some(Self::attach_mcast);
@@ -232,6 +238,9 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.srq_resize {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
             }
+            if a.xrc && T::HAS_ALLOC_XRCD {
+                p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_XRC as u64;
+            }
             p.timestamp_mask = a.timestamp_mask;
             p.hca_core_clock = a.hca_core_clock_khz;
             if let Some(odp) = a.odp.filter(|_| T::HAS_REG_USER_MR_ON_DEMAND) {
@@ -248,6 +257,12 @@ impl<T: IbDeviceOps> Adapter<T> {
                             | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV
                             | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
                             | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
+                }
+                if a.xrc && T::HAS_ALLOC_XRCD {
+                    // An XRC initiator's requests are RC's; its target's
+                    // receives are an SRQ's.
+                    p.odp_caps.per_transport_caps.xrc_odp_caps =
+                        p.odp_caps.per_transport_caps.rc_odp_caps;
                 }
                 if odp.ud_send {
                     p.odp_caps.per_transport_caps.ud_odp_caps =
@@ -520,6 +535,45 @@ impl<T: IbDeviceOps> Adapter<T> {
 
     /// # Safety
     ///
+    /// `xrcd` is an XRC domain ib_core allocated for one of our devices.
+    unsafe extern "C" fn alloc_xrcd(
+        xrcd: *mut bindings::ib_xrcd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: NULL or the udata of this call.
+            if let Some(udata) = unsafe { UserData::from_raw(udata) } {
+                udata.expect_no_request()?;
+            }
+            // SAFETY: ib_core sets `device` before calling us.
+            let dev = unsafe { Self::dev((*xrcd).device) };
+            let data = T::alloc_xrcd(dev)?;
+            // SAFETY: Allocated with `size_ib_xrcd`, state not initialised.
+            unsafe { IbObject::<bindings::ib_xrcd, T::Xrcd>::init(xrcd, data)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `xrcd` is an XRC domain `alloc_xrcd` initialised.
+    unsafe extern "C" fn dealloc_xrcd(
+        xrcd: *mut bindings::ib_xrcd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: As the function's contract says.
+        let dev = unsafe { Self::dev((*xrcd).device) };
+        // SAFETY: Initialised by `alloc_xrcd`.
+        T::dealloc_xrcd(dev, unsafe {
+            IbObject::<bindings::ib_xrcd, T::Xrcd>::data(xrcd)
+        });
+        // SAFETY: Not used after this.
+        unsafe { IbObject::<bindings::ib_xrcd, T::Xrcd>::drop_data(xrcd) };
+        0
+    }
+
+    /// # Safety
+    ///
     /// `cq` is a CQ ib_core allocated for one of our devices; `attr` valid.
     unsafe extern "C" fn create_cq(
         cq: *mut bindings::ib_cq,
@@ -677,6 +731,16 @@ impl<T: IbDeviceOps> Adapter<T> {
             // SAFETY: As the function's contract says.
             let a = unsafe { &mut *attr };
             let kind = QpKind::from_raw(a.qp_type).ok_or_else(eopnotsupp)?;
+            if kind == QpKind::XrcTgt {
+                // SAFETY: As the function's contract says; ib_core created
+                // no queues for it (`a.xrcd` set instead of a PD).
+                return unsafe { Self::create_xrc_target(qp, a) };
+            }
+            // An XRC initiator receives nothing: ib_core gives it no
+            // receive CQ.
+            if kind == QpKind::XrcIni && a.recv_cq.is_null() {
+                a.recv_cq = a.send_cq;
+            }
             if a.send_cq.is_null() || a.recv_cq.is_null() {
                 return Err(EINVAL);
             }
@@ -721,6 +785,38 @@ impl<T: IbDeviceOps> Adapter<T> {
             }
             Ok(0)
         })
+    }
+
+    /// `create_qp` of an XRC target.
+    ///
+    /// # Safety
+    ///
+    /// As `create_qp`'s, with `a` an XRC target's attributes.
+    unsafe fn create_xrc_target(
+        qp: *mut bindings::ib_qp,
+        a: &bindings::ib_qp_init_attr,
+    ) -> Result<c_int> {
+        if !T::HAS_ALLOC_XRCD || a.xrcd.is_null() {
+            return Err(EINVAL);
+        }
+        if a.create_flags != 0 {
+            return Err(eopnotsupp());
+        }
+        // SAFETY: `device` is set by ib_core; the domain is ours and
+        // initialised (ib_core holds a reference on it).
+        let (dev, xrcd) = unsafe {
+            (
+                Self::dev((*qp).device),
+                IbObject::<bindings::ib_xrcd, T::Xrcd>::data(a.xrcd),
+            )
+        };
+        let (data, qpn) = T::create_xrc_target(dev, QpHandle::new(qp), xrcd)?;
+        // SAFETY: Allocated with `size_ib_qp`; `qp_num` is ours to set.
+        unsafe {
+            (*qp).qp_num = qpn;
+            IbObject::<bindings::ib_qp, T::Qp>::init(qp, data)?;
+        }
+        Ok(0)
     }
 
     /// # Safety
@@ -886,9 +982,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             }
             // SAFETY: As the function's contract says.
             let a = unsafe { &mut *attr };
-            if a.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
-                return Err(eopnotsupp());
-            }
+            let is_xrc = match a.srq_type {
+                bindings::ib_srq_type_IB_SRQT_BASIC => false,
+                bindings::ib_srq_type_IB_SRQT_XRC if T::HAS_ALLOC_XRCD => true,
+                _ => return Err(eopnotsupp()),
+            };
             // SAFETY: `device` and `pd` are set by ib_core; the PD is ours
             // and initialised (ib_core holds a reference on it).
             let (dev, pd) = unsafe {
@@ -897,10 +995,32 @@ impl<T: IbDeviceOps> Adapter<T> {
                     IbObject::<bindings::ib_pd, T::Pd>::data((*srq).pd),
                 )
             };
+            let xrc = if is_xrc {
+                // SAFETY: ib_core set them from the attributes and holds
+                // references on the domain and the CQ, ours and
+                // initialised (both checked non-NULL here).
+                unsafe {
+                    let (xrcd, cq) = ((*srq).ext.__bindgen_anon_1.xrc.xrcd, (*srq).ext.cq);
+                    if xrcd.is_null() || cq.is_null() {
+                        return Err(EINVAL);
+                    }
+                    Some(XrcSrq {
+                        xrcd: IbObject::<bindings::ib_xrcd, T::Xrcd>::data(xrcd),
+                        cq: IbObject::<bindings::ib_cq, T::Cq>::data(cq),
+                    })
+                }
+            } else {
+                None
+            };
             let asked = SrqAttr::from_raw(&a.attr);
-            let (data, granted) =
-                T::create_srq(dev, SrqHandle::new(srq), pd, asked, user.as_mut())?;
+            let (data, granted, srqn) =
+                T::create_srq(dev, SrqHandle::new(srq), pd, asked, xrc, user.as_mut())?;
             granted.write(&mut a.attr);
+            if is_xrc {
+                // SAFETY: An XRC SRQ's; what ib_uverbs reports as its
+                // number.
+                unsafe { (*srq).ext.__bindgen_anon_1.xrc.srq_num = srqn };
+            }
             // SAFETY: Allocated with `size_ib_srq`, state not initialised.
             unsafe { IbObject::<bindings::ib_srq, T::Srq>::init(srq, data)? };
             Ok(0)

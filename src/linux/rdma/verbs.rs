@@ -273,6 +273,15 @@ impl SrqAttr {
     }
 }
 
+/// What makes an SRQ an XRC SRQ: its domain and the CQ its receives
+/// complete on (ib_core holds references on both).
+pub(crate) struct XrcSrq<'a, T: IbDeviceOps> {
+    /// The XRC domain.
+    pub(crate) xrcd: &'a T::Xrcd,
+    /// The completion queue.
+    pub(crate) cq: &'a T::Cq,
+}
+
 /// What `modify_srq` changes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SrqChange {
@@ -312,6 +321,11 @@ pub(crate) enum QpKind {
     Gsi,
     /// Unreliable connection.
     Uc,
+    /// XRC initiator: an RC send queue whose requests name an XRC SRQ of
+    /// the target; no receive queue.
+    XrcIni,
+    /// XRC target: no queues; receives into the XRC SRQs of its domain.
+    XrcTgt,
 }
 
 impl QpKind {
@@ -326,6 +340,8 @@ impl QpKind {
             bindings::ib_qp_type_IB_QPT_UC => Some(Self::Uc),
             bindings::ib_qp_type_IB_QPT_UD => Some(Self::Ud),
             bindings::ib_qp_type_IB_QPT_GSI => Some(Self::Gsi),
+            bindings::ib_qp_type_IB_QPT_XRC_INI => Some(Self::XrcIni),
+            bindings::ib_qp_type_IB_QPT_XRC_TGT => Some(Self::XrcTgt),
             _ => None,
         }
     }
@@ -336,6 +352,8 @@ impl QpKind {
             Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
             Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
             Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::XrcIni => bindings::ib_qp_type_IB_QPT_XRC_INI,
+            Self::XrcTgt => bindings::ib_qp_type_IB_QPT_XRC_TGT,
         }
     }
 }

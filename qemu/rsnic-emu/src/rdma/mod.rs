@@ -24,9 +24,10 @@ use log::debug;
 use crate::clock::CardClock;
 use crate::dma::HostMem;
 use crate::hw::rdma::{
-    arm, cq_create, db, eqe_type, mr_kind, rdma_cap, udb, Eqe, Gid, MrReg, QpCreate, QpModify,
-    QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN, MAX_ODP_MAP_PAGES,
-    MAX_USER_MR_PAGES, MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN, SQ_WQE_LEN,
+    arm, cq_create, cqe_flag, db, eqe_type, mr_kind, rdma_cap, udb, Eqe, Gid, MrReg, QpCreate,
+    QpModify, QpQueryResult, QpState, QpType, RdmaCaps, RdmaCounters, GID_TABLE_LEN,
+    MAX_ODP_MAP_PAGES, MAX_USER_MR_PAGES, MAX_XRCD, MULTICAST_QPN, QP_MODIFY_LEN, RQ_WQE_LEN,
+    SQ_WQE_LEN,
 };
 use crate::hw::{AdminCmd, AdminStatus, AQ_ENTRY_SIZE};
 use faults::{RdmaFault, RdmaFaults};
@@ -56,7 +57,8 @@ pub const CAPS: RdmaCaps = RdmaCaps {
         | rdma_cap::FLUSH_GLOBAL
         | rdma_cap::ATOMIC_WRITE
         | rdma_cap::CQ_TIMESTAMP
-        | rdma_cap::ODP,
+        | rdma_cap::ODP
+        | rdma_cap::XRC,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };
@@ -336,6 +338,11 @@ impl RdmaEngine {
                 Some(qp) => {
                     self.stats.retired.add(&qp.counters);
                     self.mcast.forget(qpn);
+                    if qp.is_xrc_target() {
+                        // It holds no CQ, and an XRC SRQ only for the
+                        // request it last received.
+                        return AdminStatus::Ok;
+                    }
                     if let RecvQueue::Shared { srq, .. } = &qp.rq {
                         let mut s = lock_srq(srq);
                         s.users = s.users.saturating_sub(1);
@@ -389,18 +396,30 @@ impl RdmaEngine {
                 entries,
                 pd,
                 db_page,
+                xrcd,
+                cq,
             } => {
                 if !(1..=u32::from(CAPS.max_srq)).contains(&srqn)
                     || !ring_ok(entries, CAPS.max_qp_wr)
                     || pd >= CAPS.max_pd
                     || db_page >= udb::PAGES
+                    || xrcd > MAX_XRCD
                 {
                     return AdminStatus::BadParam;
                 }
                 if self.srqs.contains_key(&srqn) {
                     return AdminStatus::BadState;
                 }
-                let srq = SharedRq::new(ring, entries, pd, db_page);
+                if xrcd != 0 {
+                    // An XRC SRQ completes on its own CQ, of its process.
+                    match self.cqs.get_mut(&cq) {
+                        None => return AdminStatus::NotFound,
+                        Some(c) if c.db_page != db_page => return AdminStatus::BadParam,
+                        Some(c) => c.users += 1,
+                    }
+                }
+                let mut srq = SharedRq::new(ring, entries, pd, db_page);
+                (srq.xrcd, srq.cq) = (xrcd, if xrcd != 0 { cq } else { 0 });
                 self.srqs.insert(srqn, Arc::new(std::sync::Mutex::new(srq)));
             }
             AdminCmd::RdmaArmSrq { srqn, limit } => {
@@ -433,7 +452,11 @@ impl RdmaEngine {
             AdminCmd::RdmaDestroySrq { srqn } => match self.srqs.get(&srqn) {
                 None => return AdminStatus::NotFound,
                 Some(srq) if lock_srq(srq).users > 0 => return AdminStatus::BadState,
-                Some(_) => {
+                Some(srq) => {
+                    let cq = lock_srq(srq).cq;
+                    if let Some(c) = self.cqs.get_mut(&cq) {
+                        c.users = c.users.saturating_sub(1);
+                    }
                     self.srqs.remove(&srqn);
                 }
             },
@@ -470,14 +493,20 @@ impl RdmaEngine {
         let Some(qp_type) = QpType::from_raw(c.qp_type) else {
             return AdminStatus::BadParam;
         };
+        if qp_type == QpType::XrcTgt {
+            return self.create_xrc_target(c);
+        }
+        // An XRC initiator has no receive queue.
+        let ini = qp_type == QpType::XrcIni;
         let qpn_ok = match qp_type {
             QpType::Gsi => c.qpn == crate::hw::rdma::GSI_QPN,
             _ => (2..CAPS.max_qp).contains(&c.qpn),
         };
         if !qpn_ok
             || !ring_ok(c.sq_entries, CAPS.max_qp_wr)
-            || (c.srq == 0 && !ring_ok(c.rq_entries, CAPS.max_qp_wr))
+            || (c.srq == 0 && !ini && !ring_ok(c.rq_entries, CAPS.max_qp_wr))
             || (c.srq != 0 && !matches!(qp_type, QpType::Rc | QpType::Uc))
+            || (ini && c.rq_entries != 0)
             || c.pd >= CAPS.max_pd
             || c.db_page >= udb::PAGES
             || (c.db_page != 0 && qp_type == QpType::Gsi)
@@ -494,7 +523,9 @@ impl RdmaEngine {
         if scq.db_page != c.db_page || rcq.db_page != c.db_page {
             return AdminStatus::BadParam;
         }
-        let rq = if c.srq == 0 {
+        let rq = if ini {
+            RecvQueue::None
+        } else if c.srq == 0 {
             RecvQueue::Own(WorkQueue::new(c.rq, c.rq_entries, RQ_WQE_LEN))
         } else {
             let Some(srq) = self.srqs.get(&c.srq) else {
@@ -533,6 +564,24 @@ impl RdmaEngine {
         AdminStatus::Ok
     }
 
+    /// Creates an XRC target: no queues nor CQs; `c.pd` is its XRC
+    /// domain.
+    fn create_xrc_target(&mut self, c: &QpCreate) -> AdminStatus {
+        if !(2..CAPS.max_qp).contains(&c.qpn) || !(1..=MAX_XRCD).contains(&c.pd) {
+            return AdminStatus::BadParam;
+        }
+        if self.qps.contains_key(&c.qpn) {
+            return AdminStatus::BadState;
+        }
+        let none = || WorkQueue::new(0, 1, SQ_WQE_LEN);
+        let mut qp = Qp::new(c.qpn, QpType::XrcTgt, 0, none(), RecvQueue::None, 0, 0)
+            .with_faults(Arc::clone(&self.faults));
+        qp.xrcd = c.pd;
+        qp.bind_xrc_srq(None);
+        self.qps.insert(c.qpn, qp);
+        AdminStatus::Ok
+    }
+
     /// A write to one of the kernel's [`db`] registers in BAR0.
     pub fn doorbell(&mut self, offset: usize, value: u32, io: &mut Io<'_>) {
         self.ring(0, offset - db::SQ, value, io);
@@ -564,7 +613,14 @@ impl RdmaEngine {
         }
         match reg {
             udb::SQ | udb::RQ => {
-                let Some(qp) = self.qps.get_mut(&id) else {
+                // An XRC target has no queues, an initiator no receive
+                // queue.
+                let has_queue = |qp: &&mut Qp| match qp.qp_type {
+                    QpType::XrcTgt => false,
+                    QpType::XrcIni => reg == udb::SQ,
+                    _ => true,
+                };
+                let Some(qp) = self.qps.get_mut(&id).filter(has_queue) else {
                     self.stats.bad_doorbells += 1;
                     return;
                 };
@@ -710,6 +766,16 @@ impl RdmaEngine {
         let Some(qp) = self.qps.get_mut(&qpn) else {
             return false;
         };
+        if qp.is_xrc_target() && inc.packet.xrc_srqn.is_some() {
+            // The request goes to the XRC SRQ it names, if that is one
+            // of the target's domain.
+            let xrcd = qp.xrcd;
+            let srq = inc.packet.xrc_srqn.and_then(|srqn| {
+                let srq = self.srqs.get(&srqn)?;
+                (lock_srq(srq).xrcd == xrcd).then(|| (srqn, Arc::clone(srq)))
+            });
+            qp.bind_xrc_srq(srq);
+        }
         let mut actions = Vec::new();
         qp.receive(inc, io.mem, &mut self.mrs, io.now, &mut actions);
         self.apply(qpn, actions, io);
@@ -814,7 +880,11 @@ impl RdmaEngine {
 
     /// Carries out what a QP asked for.
     fn apply(&mut self, qpn: u32, actions: Vec<Action>, io: &mut Io<'_>) {
-        let Some((send_cq, recv_cq)) = self.qps.get(&qpn).map(|q| (q.send_cq, q.recv_cq)) else {
+        let Some((send_cq, recv_cq, srqn)) = self
+            .qps
+            .get(&qpn)
+            .map(|q| (q.send_cq, q.recv_cq, q.rq.srqn()))
+        else {
             return;
         };
         for action in actions {
@@ -839,9 +909,13 @@ impl RdmaEngine {
                 }
                 Action::Complete {
                     recv,
-                    cqe,
+                    mut cqe,
                     solicited,
                 } => {
+                    if recv && cqe.flags & cqe_flag::SRQ != 0 {
+                        // CAST: SRQ numbers are at most `max_srq` (64).
+                        cqe.srqn = srqn.unwrap_or(0) as u16;
+                    }
                     let cqn = if recv { recv_cq } else { send_cq };
                     let Some(cq) = self.cqs.get_mut(&cqn) else {
                         continue;

@@ -92,7 +92,9 @@ impl WorkQueue {
 }
 
 /// A shared receive queue: one ring of receive WQEs that the QPs created
-/// with it take from, in order, whichever QP a SEND arrives on.
+/// with it take from, in order, whichever QP a SEND arrives on. An XRC
+/// SRQ is taken from by the XRC targets of its domain, for the SENDs that
+/// name it.
 #[derive(Debug)]
 pub struct SharedRq {
     /// The ring.
@@ -105,6 +107,11 @@ pub struct SharedRq {
     limit: u32,
     /// QPs using it.
     pub users: u32,
+    /// An XRC SRQ's domain (0: a basic SRQ).
+    pub xrcd: u32,
+    /// An XRC SRQ's completion queue (a basic SRQ's receives complete on
+    /// their QP's).
+    pub cq: u32,
     /// A resize not yet reached: from this position on, this many slots.
     resize_at: Option<(u16, u32)>,
 }
@@ -118,6 +125,8 @@ impl SharedRq {
             db_page,
             limit: 0,
             users: 0,
+            xrcd: 0,
+            cq: 0,
             resize_at: None,
         }
     }
@@ -198,6 +207,10 @@ pub fn lock_srq(srq: &SrqRef) -> MutexGuard<'_, SharedRq> {
 pub enum RecvQueue {
     /// Its own receive queue.
     Own(WorkQueue),
+    /// None: an XRC target until a request names an XRC SRQ of its
+    /// domain (then [`RecvQueue::Shared`] with that one, for that
+    /// request), or an XRC initiator.
+    None,
     /// Shared receive queue `srqn`.
     Shared {
         /// SRQ number.
@@ -223,6 +236,7 @@ impl RecvQueue {
     pub fn pending(&self) -> u32 {
         match self {
             Self::Own(q) => q.pending(),
+            Self::None => 0,
             Self::Shared { srq, .. } => lock_srq(srq).wq.pending(),
         }
     }
@@ -243,6 +257,7 @@ impl RecvQueue {
                 wqe,
                 limit_reached: None,
             }),
+            Self::None => None,
             Self::Shared { srqn, srq } => {
                 let mut s = lock_srq(srq);
                 s.switch_if_due();
@@ -260,7 +275,7 @@ impl RecvQueue {
     pub fn own_mut(&mut self) -> Option<&mut WorkQueue> {
         match self {
             Self::Own(q) => Some(q),
-            Self::Shared { .. } => None,
+            Self::None | Self::Shared { .. } => None,
         }
     }
 
@@ -276,7 +291,7 @@ impl RecvQueue {
     /// The SRQ number, if shared.
     pub fn srqn(&self) -> Option<u32> {
         match self {
-            Self::Own(_) => None,
+            Self::Own(_) | Self::None => None,
             Self::Shared { srqn, .. } => Some(*srqn),
         }
     }
@@ -285,6 +300,7 @@ impl RecvQueue {
     pub fn describe(&self) -> String {
         match self {
             Self::Own(q) => format!("rq{}/{}", q.head, q.tail),
+            Self::None => "rq-".to_string(),
             Self::Shared { srqn, .. } => format!("srq{srqn}"),
         }
     }

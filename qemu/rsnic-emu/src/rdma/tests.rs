@@ -167,6 +167,12 @@ impl Side {
         };
         assert_eq!(self.admin(AdminCmd::RdmaRegMr(mr)), ok);
         let mut create = qp_create(qpn, qp_type, SQ, RQ, self.db_page);
+        match qp_type {
+            QpType::XrcIni => create.rq_entries = 0,
+            // Its XRC domain.
+            QpType::XrcTgt => create.pd = 1,
+            _ => {}
+        }
         if self.srq != 0 {
             let srq = AdminCmd::RdmaCreateSrq {
                 srqn: self.srq,
@@ -174,6 +180,8 @@ impl Side {
                 entries: 64,
                 pd: 3,
                 db_page: self.db_page,
+                xrcd: 0,
+                cq: 0,
             };
             assert_eq!(self.admin(srq), ok);
             create.srq = self.srq;
@@ -1236,6 +1244,118 @@ fn flush_and_atomic_write_are_answered_by_empty_read_responses() {
     );
 }
 
+/// An XRC initiator on A, a target of domain 1 on B with XRC SRQ 1
+/// (domain 1, PD 3, ring `RQ`) and XRC SRQ 2 (domain 2), both
+/// completing on B's receive CQ.
+fn xrc_pair() -> (Side, Side) {
+    let mut a = Side::new(1);
+    let mut b = Side::new(2);
+    a.setup(QpType::XrcIni, QPN);
+    b.setup(QpType::XrcTgt, QPN);
+    for (srqn, xrcd, ring) in [(1, 1, RQ), (2, 2, RQ + 0x8000)] {
+        let srq = AdminCmd::RdmaCreateSrq {
+            srqn,
+            ring,
+            entries: 64,
+            pd: 3,
+            db_page: 0,
+            xrcd,
+            cq: 2,
+        };
+        assert_eq!(b.admin(srq), AdminStatus::Ok);
+    }
+    b.srq = 1;
+    a.connect(&b, 7, 7);
+    b.connect(&a, 7, 7);
+    (a, b)
+}
+
+#[test]
+fn xrc_requests_land_in_the_srq_they_name_within_the_target_s_domain() {
+    let (mut a, mut b) = xrc_pair();
+    // The initiator has no receive queue, the target no queue at all.
+    let ignored = |s: &Side| s.e.stats.bad_doorbells + s.e.stats.refused_doorbells;
+    let (was_a, was_b) = (ignored(&a), ignored(&b));
+    b.ring(udb::SQ, QPN | 1 << 16);
+    a.ring(udb::RQ, QPN | 1 << 16);
+    assert_eq!((ignored(&a), ignored(&b)), (was_a + 1, was_b + 1));
+    b.post_recv(QPN, DATA, 256);
+    let data = pattern(100, 7);
+    a.mem.set(DATA, &data);
+    let mut send = send_wqe(wqe_op::SEND, DATA, 100);
+    send.xrc_srqn = 1;
+    let mut write = send_wqe(wqe_op::WRITE, DATA, 100);
+    (write.remote_addr, write.rkey, write.xrc_srqn) = (REMOTE, RKEY, 1);
+    a.post_send(QPN, send);
+    a.post_send(QPN, write);
+    let requests = a.ring_sq(QPN);
+    use wire::Opcode::*;
+    assert_eq!(
+        opcodes(&requests),
+        [(XrcSendOnly, true), (XrcWriteOnly, true)]
+    );
+    let answers = b.receive(requests);
+    assert_eq!(opcodes(&answers), [(XrcAck, false), (XrcAck, false)]);
+    assert!(a.receive(answers).is_empty());
+    assert_eq!(b.mem.get(DATA, 100), data);
+    assert_eq!(b.mem.get(REMOTE, 100), data);
+    let rc = b.completions(true);
+    let got: Vec<_> = rc
+        .iter()
+        .map(|c| {
+            (
+                c.qpn,
+                c.status,
+                c.flags & !cqe_flag::PHASE,
+                c.srqn,
+                c.byte_len,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            QPN,
+            wc_status::SUCCESS,
+            cqe_flag::RECV | cqe_flag::SRQ,
+            1,
+            100
+        )]
+    );
+    let sc: Vec<_> = a.completions(false).iter().map(|c| c.status).collect();
+    assert_eq!(sc, [wc_status::SUCCESS; 2]);
+    // FLUSH and ATOMIC WRITE have no XRC opcodes.
+    let mut flush = flush_wqe(REMOTE, 64, flush::GLOBAL, flush::RANGE);
+    flush.xrc_srqn = 1;
+    a.post_send(QPN, flush);
+    assert!(a.ring_sq(QPN).is_empty());
+    let sc: Vec<_> = a.completions(false).iter().map(|c| c.status).collect();
+    assert_eq!(sc, [wc_status::LOC_QP_OP_ERR]);
+}
+
+#[test]
+fn an_xrc_request_for_an_srq_of_another_domain_or_none_is_refused() {
+    for srqn in [2, 9] {
+        let (mut a, mut b) = xrc_pair();
+        // SRQ 2 has a receive posted: it must stay unused.
+        b.srq = 2;
+        b.post_recv(QPN, DATA, 256);
+        a.mem.set(DATA, &pattern(100, 7));
+        let mut write = send_wqe(wqe_op::WRITE, DATA, 100);
+        (write.remote_addr, write.rkey, write.xrc_srqn) = (REMOTE, RKEY, srqn);
+        a.post_send(QPN, write);
+        let requests = a.ring_sq(QPN);
+        let answers = b.receive(requests);
+        assert_eq!(opcodes(&answers), [(wire::Opcode::XrcAck, false)]);
+        a.receive(answers);
+        assert_eq!(b.mem.get(REMOTE, 100), vec![0; 100], "srq {srqn}");
+        let sc: Vec<_> = a.completions(false).iter().map(|c| c.status).collect();
+        assert_eq!(sc, [wc_status::REM_INV_REQ_ERR], "srq {srqn}");
+        assert!(b.completions(true).is_empty());
+        assert_eq!(lock_srq(&b.e.srqs[&2]).wq.pending(), 1);
+    }
+}
+
 #[test]
 fn a_retried_atomic_write_is_answered_again_not_run_again() {
     let (mut a, mut b) = pair();
@@ -1528,6 +1648,8 @@ fn an_srq_is_its_own_process_s_and_pd_s() {
         entries: 64,
         pd,
         db_page,
+        xrcd: 0,
+        cq: 0,
     };
     assert_eq!(s.admin(srq(3, 4)), AdminStatus::Ok);
     // Another page's SRQ, then another PD's: refused.
@@ -1550,6 +1672,8 @@ fn an_srq_is_its_own_process_s_and_pd_s() {
         entries: 64,
         pd: 3,
         db_page: 3,
+        xrcd: 0,
+        cq: 0,
     };
     assert_eq!(s.admin(far), AdminStatus::BadParam);
     // A doorbell through another page is refused.

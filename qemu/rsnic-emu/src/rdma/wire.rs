@@ -32,6 +32,8 @@ pub const FETH_LEN: usize = 4;
 pub const ATOMIC_WRITE_LEN: usize = 8;
 /// Length of the invariant CRC.
 pub const ICRC_LEN: usize = 4;
+/// XRC Extended Transport Header: 8 reserved bits, the XRC SRQ number.
+pub const XRCETH_LEN: usize = 4;
 /// PSNs are 24 bits.
 pub const PSN_MASK: u32 = 0x00ff_ffff;
 /// QP numbers are 24 bits.
@@ -46,6 +48,8 @@ pub enum Service {
     Uc,
     /// Unreliable datagram.
     Ud,
+    /// Extended reliable connection.
+    Xrc,
     /// Congestion notification (RoCEv2 CNP).
     Cnp,
 }
@@ -136,6 +140,52 @@ pub enum Opcode {
     UdSendOnlyImm = 0x65,
     /// RoCEv2 congestion notification packet.
     Cnp = 0x81,
+    /// XRC SEND, first packet of several.
+    XrcSendFirst = 0xa0,
+    /// XRC SEND, middle packet.
+    XrcSendMiddle = 0xa1,
+    /// XRC SEND, last packet.
+    XrcSendLast = 0xa2,
+    /// XRC SEND, last packet, with immediate data.
+    XrcSendLastImm = 0xa3,
+    /// XRC SEND in one packet.
+    XrcSendOnly = 0xa4,
+    /// XRC SEND in one packet, with immediate data.
+    XrcSendOnlyImm = 0xa5,
+    /// XRC RDMA WRITE, first packet.
+    XrcWriteFirst = 0xa6,
+    /// XRC RDMA WRITE, middle packet.
+    XrcWriteMiddle = 0xa7,
+    /// XRC RDMA WRITE, last packet.
+    XrcWriteLast = 0xa8,
+    /// XRC RDMA WRITE, last packet, with immediate data.
+    XrcWriteLastImm = 0xa9,
+    /// XRC RDMA WRITE in one packet.
+    XrcWriteOnly = 0xaa,
+    /// XRC RDMA WRITE in one packet, with immediate data.
+    XrcWriteOnlyImm = 0xab,
+    /// XRC RDMA READ request.
+    XrcReadRequest = 0xac,
+    /// XRC RDMA READ response, first packet.
+    XrcReadResponseFirst = 0xad,
+    /// XRC RDMA READ response, middle packet.
+    XrcReadResponseMiddle = 0xae,
+    /// XRC RDMA READ response, last packet.
+    XrcReadResponseLast = 0xaf,
+    /// XRC RDMA READ response in one packet.
+    XrcReadResponseOnly = 0xb0,
+    /// XRC acknowledge.
+    XrcAck = 0xb1,
+    /// XRC atomic acknowledge.
+    XrcAtomicAck = 0xb2,
+    /// XRC atomic compare-and-swap request.
+    XrcCompareSwap = 0xb3,
+    /// XRC atomic fetch-and-add request.
+    XrcFetchAdd = 0xb4,
+    /// XRC SEND, last packet, invalidating an rkey.
+    XrcSendLastInv = 0xb6,
+    /// XRC SEND in one packet, invalidating an rkey.
+    XrcSendOnlyInv = 0xb7,
 }
 
 impl Opcode {
@@ -183,6 +233,29 @@ impl Opcode {
             0x64 => UdSendOnly,
             0x65 => UdSendOnlyImm,
             0x81 => Cnp,
+            0xa0 => XrcSendFirst,
+            0xa1 => XrcSendMiddle,
+            0xa2 => XrcSendLast,
+            0xa3 => XrcSendLastImm,
+            0xa4 => XrcSendOnly,
+            0xa5 => XrcSendOnlyImm,
+            0xa6 => XrcWriteFirst,
+            0xa7 => XrcWriteMiddle,
+            0xa8 => XrcWriteLast,
+            0xa9 => XrcWriteLastImm,
+            0xaa => XrcWriteOnly,
+            0xab => XrcWriteOnlyImm,
+            0xac => XrcReadRequest,
+            0xad => XrcReadResponseFirst,
+            0xae => XrcReadResponseMiddle,
+            0xaf => XrcReadResponseLast,
+            0xb0 => XrcReadResponseOnly,
+            0xb1 => XrcAck,
+            0xb2 => XrcAtomicAck,
+            0xb3 => XrcCompareSwap,
+            0xb4 => XrcFetchAdd,
+            0xb6 => XrcSendLastInv,
+            0xb7 => XrcSendOnlyInv,
             _ => return None,
         })
     }
@@ -193,15 +266,18 @@ impl Opcode {
             0 => Service::Rc,
             1 => Service::Uc,
             3 => Service::Ud,
+            5 => Service::Xrc,
             _ => Service::Cnp,
         }
     }
 
-    /// A UC opcode's RC twin (the same operation and headers; the
-    /// responder and requester share their code), others as they are.
+    /// A UC or XRC opcode's RC twin (the same operation and headers but
+    /// XRC's XRCETH; the responder and requester share their code),
+    /// others as they are.
     pub fn as_rc(self) -> Self {
-        if self.service() == Service::Uc {
-            // Every UC opcode is its RC twin's value plus 0x20.
+        if matches!(self.service(), Service::Uc | Service::Xrc) {
+            // Every UC opcode is its RC twin's value plus 0x20, every XRC
+            // one plus 0xa0.
             Self::from_u8(self as u8 & 0x1f).unwrap_or(self)
         } else {
             self
@@ -215,6 +291,20 @@ impl Opcode {
             0x00..=0x0b => Self::from_u8(self as u8 | 0x20),
             _ => None,
         }
+    }
+
+    /// An RC opcode's XRC twin; `None` for FLUSH and ATOMIC WRITE (XRC
+    /// has neither) and the opcodes of other services.
+    pub fn to_xrc(self) -> Option<Self> {
+        match self as u8 {
+            0x00..=0x17 => Self::from_u8(self as u8 | 0xa0),
+            _ => None,
+        }
+    }
+
+    /// A response (READ response, ACK, atomic ACK) of RC or XRC.
+    pub fn is_response(self) -> bool {
+        matches!(self.as_rc() as u8, 0x0d..=0x12)
     }
 
     /// A request the responder answers with a response of its own (READ
@@ -249,7 +339,34 @@ impl Opcode {
             UcSendFirst | UcSendMiddle | UcSendLast | UcSendLastImm | UcSendOnly
             | UcSendOnlyImm | UcWriteFirst | UcWriteMiddle | UcWriteLast | UcWriteLastImm
             | UcWriteOnly | UcWriteOnlyImm => unreachable!("as_rc maps every UC opcode"),
+            XrcSendFirst
+            | XrcSendMiddle
+            | XrcSendLast
+            | XrcSendLastImm
+            | XrcSendOnly
+            | XrcSendOnlyImm
+            | XrcWriteFirst
+            | XrcWriteMiddle
+            | XrcWriteLast
+            | XrcWriteLastImm
+            | XrcWriteOnly
+            | XrcWriteOnlyImm
+            | XrcReadRequest
+            | XrcReadResponseFirst
+            | XrcReadResponseMiddle
+            | XrcReadResponseLast
+            | XrcReadResponseOnly
+            | XrcAck
+            | XrcAtomicAck
+            | XrcCompareSwap
+            | XrcFetchAdd
+            | XrcSendLastInv
+            | XrcSendOnlyInv => {
+                unreachable!("as_rc maps every XRC opcode")
+            }
         }
+        // Every XRC request names its SRQ; responses are RC-shaped.
+        l.xrceth = self.service() == Service::Xrc && !self.is_response();
         l
     }
 }
@@ -257,6 +374,8 @@ impl Opcode {
 /// Which extension headers an opcode carries.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
+    /// XRC Extended Transport Header (first after the BTH).
+    pub xrceth: bool,
     /// FLUSH Extended Transport Header (before the RETH).
     pub feth: bool,
     /// RDMA Extended Transport Header.
@@ -279,7 +398,8 @@ impl Layout {
     /// Bytes of extension headers.
     pub fn len(&self) -> usize {
         let n = |on: bool, len: usize| if on { len } else { 0 };
-        n(self.deth, DETH_LEN)
+        n(self.xrceth, XRCETH_LEN)
+            + n(self.deth, DETH_LEN)
             + n(self.feth, FETH_LEN)
             + n(self.reth, RETH_LEN)
             + n(self.aeth, AETH_LEN)
@@ -569,6 +689,8 @@ pub struct Packet<'a> {
     pub bth: Bth,
     /// Opcode.
     pub opcode: Opcode,
+    /// XRC requests: the XRC SRQ at the target.
+    pub xrc_srqn: Option<u32>,
     /// Datagram header (UD).
     pub deth: Option<Deth>,
     /// FLUSH header.
@@ -596,6 +718,7 @@ impl Packet<'static> {
         Self {
             bth,
             opcode,
+            xrc_srqn: None,
             deth: None,
             feth: None,
             reth: None,
@@ -642,6 +765,9 @@ impl<'a> Packet<'a> {
             at += len;
             h
         };
+        let xrc_srqn = layout.xrceth.then(|| {
+            u32::from_be_bytes(take(XRCETH_LEN).try_into().unwrap_or_default()) & QPN_MASK
+        });
         let deth = layout.deth.then(|| Deth::parse(take(DETH_LEN))).flatten();
         let feth = layout.feth.then(|| Feth::parse(take(FETH_LEN))).flatten();
         let reth = layout.reth.then(|| Reth::parse(take(RETH_LEN))).flatten();
@@ -670,6 +796,7 @@ impl<'a> Packet<'a> {
         Ok(Self {
             bth,
             opcode,
+            xrc_srqn,
             deth,
             feth,
             reth,
@@ -693,6 +820,9 @@ pub fn encode(packet: &Packet<'_>) -> Vec<u8> {
     bth.pad = pad as u8;
     let mut out = Vec::with_capacity(BTH_LEN + 32 + packet.payload.len() + 8);
     out.extend_from_slice(&bth.to_bytes());
+    if let Some(srqn) = packet.xrc_srqn {
+        out.extend_from_slice(&(srqn & QPN_MASK).to_be_bytes());
+    }
     if let Some(d) = packet.deth {
         out.extend_from_slice(&d.to_bytes());
     }
@@ -968,6 +1098,7 @@ mod tests {
         let pkt = Packet {
             bth,
             opcode: Opcode::RcWriteOnlyImm,
+            xrc_srqn: None,
             deth: None,
             feth: None,
             reth: Some(reth),
@@ -1022,6 +1153,52 @@ mod tests {
         let back = Packet::parse(&back_bytes).unwrap();
         assert_eq!(back.payload, &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(back.reth, Some(reth));
+    }
+
+    #[test]
+    fn xrc_requests_name_their_srq_first_and_responses_do_not() {
+        let reth = Reth {
+            va: 0x1000,
+            rkey: 7,
+            len: 4,
+        };
+        let op = Opcode::RcWriteOnlyImm.to_xrc().unwrap();
+        assert_eq!(
+            (op as u8, op.service(), op.as_rc()),
+            (0xab, Service::Xrc, Opcode::RcWriteOnlyImm)
+        );
+        let pkt = Packet {
+            xrc_srqn: Some(0x12_3456),
+            reth: Some(reth),
+            imm: Some(9),
+            payload: b"abcd",
+            ..Packet::bare(Bth::default(), op)
+        };
+        let bytes = encode(&pkt);
+        assert_eq!(
+            bytes.len(),
+            BTH_LEN + XRCETH_LEN + RETH_LEN + IMMDT_LEN + 4 + ICRC_LEN
+        );
+        assert_eq!(&bytes[BTH_LEN..BTH_LEN + 4], &[0, 0x12, 0x34, 0x56]);
+        let back = Packet::parse(&bytes).unwrap();
+        assert_eq!(
+            (back.xrc_srqn, back.reth, back.imm),
+            (Some(0x12_3456), Some(reth), Some(9))
+        );
+        let ack = Opcode::RcAck.to_xrc().unwrap();
+        assert_eq!(ack as u8, 0xb1);
+        assert!(!ack.layout().xrceth && ack.layout().aeth);
+        assert_eq!(Opcode::RcFlush.to_xrc(), None);
+        assert_eq!(Opcode::RcAtomicWrite.to_xrc(), None);
+        // Every XRC opcode is its RC twin's plus 0xa0, with an XRCETH
+        // unless it is a response.
+        for v in 0xa0..=0xb7u8 {
+            let Some(op) = Opcode::from_u8(v) else {
+                continue;
+            };
+            assert_eq!(op.as_rc() as u8 | 0xa0, v);
+            assert_eq!(op.layout().xrceth, !op.is_response(), "{op:?}");
+        }
     }
 
     #[test]

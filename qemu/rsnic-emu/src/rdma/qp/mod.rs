@@ -237,8 +237,11 @@ pub struct Qp {
     pub qpn: u32,
     /// Transport.
     pub qp_type: QpType,
-    /// Protection domain.
+    /// Protection domain (an XRC target's: that of the XRC SRQ the
+    /// request it is receiving names).
     pub pd: u32,
+    /// An XRC target's XRC domain (0 for other QPs).
+    pub xrcd: u32,
     /// State.
     pub state: QpState,
     /// Send queue.
@@ -310,6 +313,7 @@ impl Qp {
             qpn,
             qp_type,
             pd,
+            xrcd: 0,
             state: QpState::Reset,
             sq,
             rq,
@@ -459,6 +463,7 @@ impl Qp {
         )
         .with_faults(Arc::clone(&self.faults));
         fresh.db_page = self.db_page;
+        fresh.xrcd = self.xrcd;
         fresh.counters = self.counters;
         *self = fresh;
     }
@@ -467,13 +472,41 @@ impl Qp {
     /// queue or from its SRQ.
     fn recv_flags(&self) -> u16 {
         match self.rq {
-            RecvQueue::Own(_) => cqe_flag::RECV,
+            RecvQueue::Own(_) | RecvQueue::None => cqe_flag::RECV,
             RecvQueue::Shared { .. } => cqe_flag::RECV | cqe_flag::SRQ,
         }
     }
 
+    /// Reliable connected: RC, and XRC's two halves.
     fn is_rc(&self) -> bool {
-        self.qp_type == QpType::Rc
+        matches!(self.qp_type, QpType::Rc | QpType::XrcIni | QpType::XrcTgt)
+    }
+
+    /// An XRC target: requests are received into the XRC SRQ each names
+    /// ([`Qp::bind_xrc_srq`]).
+    pub fn is_xrc_target(&self) -> bool {
+        self.qp_type == QpType::XrcTgt
+    }
+
+    /// An XRC target takes the next request into `srq` (`srqn`, an XRC
+    /// SRQ of its domain): its receives, rights (the SRQ's protection
+    /// domain) and receive completions (the SRQ's CQ) are that SRQ's.
+    /// `None`: the request named no SRQ of its domain, and is refused.
+    pub fn bind_xrc_srq(&mut self, srq: Option<(u32, super::queues::SrqRef)>) {
+        match srq {
+            Some((srqn, srq)) => {
+                let s = super::queues::lock_srq(&srq);
+                (self.pd, self.recv_cq, self.db_page) = (s.pd, s.cq, s.db_page);
+                drop(s);
+                self.rq = RecvQueue::Shared { srqn, srq };
+            }
+            None => {
+                // No memory region is of this protection domain, and as
+                // a process's QP it may not use the local DMA key.
+                (self.pd, self.recv_cq, self.db_page) = (u32::MAX, 0, u32::MAX);
+                self.rq = RecvQueue::None;
+            }
+        }
     }
 
     /// UD and QP1: each SEND one datagram to the address it names.
@@ -487,6 +520,7 @@ impl Qp {
             QpType::Rc => wire::Service::Rc,
             QpType::Uc => wire::Service::Uc,
             QpType::Ud | QpType::Gsi => wire::Service::Ud,
+            QpType::XrcIni | QpType::XrcTgt => wire::Service::Xrc,
         }
     }
 
@@ -620,10 +654,21 @@ impl Qp {
     // ---- Responder -----------------------------------------------------
 
     /// A packet to the connected peer.
+    /// Sends `pkt` along the QP's path, with its RC opcode turned into
+    /// the QP's service's (UC, XRC).
     fn transmit(&self, pkt: &Packet<'_>) -> Action {
+        let opcode = match self.service() {
+            wire::Service::Uc => pkt.opcode.to_uc(),
+            wire::Service::Xrc => pkt.opcode.to_xrc(),
+            _ => None,
+        }
+        .unwrap_or(pkt.opcode);
         Action::Send {
             av: self.av,
-            transport: wire::encode(pkt),
+            transport: wire::encode(&Packet {
+                opcode,
+                ..pkt.clone()
+            }),
         }
     }
 }

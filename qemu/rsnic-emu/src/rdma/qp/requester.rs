@@ -146,6 +146,12 @@ impl Qp {
                 self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
                 return false;
             }
+            // Nor has XRC FLUSH or ATOMIC WRITE (IBA 1.5 gives them RC
+            // opcodes only).
+            wqe_op::FLUSH | wqe_op::ATOMIC_WRITE if self.qp_type == QpType::XrcIni => {
+                self.fail(false, slot, wc, wc_status::LOC_QP_OP_ERR, out);
+                return false;
+            }
             wqe_op::SEND
             | wqe_op::SEND_IMM
             | wqe_op::SEND_INV
@@ -369,6 +375,7 @@ impl Qp {
             } else {
                 Opcode::UdSendOnly
             },
+            xrc_srqn: None,
             deth: Some(Deth {
                 qkey,
                 src_qp: self.qpn,
@@ -394,6 +401,8 @@ impl Qp {
         let mtu = self.path_mtu as usize;
         let solicited = f.wqe.flags & wqe_flag::SOLICITED != 0;
         let uc = self.qp_type == QpType::Uc;
+        // Every XRC request names the SRQ it goes to.
+        let xrc_srqn = (self.qp_type == QpType::XrcIni).then_some(f.wqe.xrc_srqn);
         let bth = |i: u32, last: bool| Bth {
             solicited: solicited && last,
             pkey: 0xffff,
@@ -416,6 +425,7 @@ impl Qp {
                 compare,
             };
             out.push(self.transmit(&Packet {
+                xrc_srqn,
                 atomic: Some(atomic),
                 ..Packet::bare(bth(0, true), opcode)
             }));
@@ -456,6 +466,7 @@ impl Qp {
                 len: total.saturating_sub(done) as u32,
             };
             out.push(self.transmit(&Packet {
+                xrc_srqn,
                 reth: Some(reth),
                 ..Packet::bare(bth(from, true), Opcode::RcReadRequest)
             }));
@@ -494,16 +505,12 @@ impl Qp {
                 RcSendOnlyImm | RcSendLastImm | RcWriteOnlyImm | RcWriteLastImm
             );
             let inv = matches!(opcode, RcSendOnlyInv | RcSendLastInv);
-            // UC's opcodes are RC's SEND and WRITE ones plus 0x20 (SEND
-            // with invalidate was refused before).
-            let opcode = if uc {
-                opcode.to_uc().unwrap_or(opcode)
-            } else {
-                opcode
-            };
+            // `transmit` turns them into UC's (SEND with invalidate was
+            // refused before) or XRC's.
             let pkt = Packet {
                 bth: bth(i, last),
                 opcode,
+                xrc_srqn,
                 deth: None,
                 feth: None,
                 reth: (write && first).then_some(reth),
@@ -514,10 +521,7 @@ impl Qp {
                 atomic_ack: None,
                 payload: &f.data[start..end],
             };
-            out.push(Action::Send {
-                av: self.av,
-                transport: wire::encode(&pkt),
-            });
+            out.push(self.transmit(&pkt));
         }
     }
 }

@@ -50,19 +50,17 @@ impl Qp {
         if self.qp_type == QpType::Uc {
             self.on_uc_request(&inc.packet, mem, mrs, out);
         } else if self.is_rc() {
-            let op = inc.packet.opcode;
-            if matches!(
-                op,
-                Opcode::RcAck
-                    | Opcode::RcAtomicAck
-                    | Opcode::RcReadResponseFirst
-                    | Opcode::RcReadResponseMiddle
-                    | Opcode::RcReadResponseLast
-                    | Opcode::RcReadResponseOnly
-            ) {
-                self.on_response(&inc.packet, mem, mrs, now, out);
-            } else {
-                self.on_request(&inc.packet, mem, mrs, out);
+            // XRC's opcodes are RC's plus 0xa0: one code serves both.
+            let pkt = Packet {
+                opcode: inc.packet.opcode.as_rc(),
+                ..inc.packet.clone()
+            };
+            // An XRC initiator only sends requests, a target only
+            // answers them.
+            match (pkt.opcode.is_response(), self.qp_type) {
+                (true, QpType::XrcTgt) | (false, QpType::XrcIni) => self.counters.dropped += 1,
+                (true, _) => self.on_response(&pkt, mem, mrs, now, out),
+                (false, _) => self.on_request(&pkt, mem, mrs, out),
             }
         } else {
             self.receive_ud(inc, mem, mrs, out);
@@ -121,6 +119,7 @@ impl Qp {
                 imm_or_key: pkt.imm.unwrap_or(0),
                 src_qp: deth.src_qp,
                 smac: inc.smac,
+                ..Cqe::default()
             },
             solicited: pkt.bth.solicited,
         });
@@ -164,9 +163,28 @@ impl Qp {
             }
             return;
         }
+        // An XRC target with no SRQ of its domain for this request
+        // (IBA 9.7.5.1.x: invalid XRC SRQ number or domain).
+        let result = if self.is_xrc_target() && self.rq.srqn().is_none() {
+            Err(NakCode::InvalidRequest)
+        } else {
+            self.execute_request(pkt, mem, mrs, out)
+        };
+        self.conclude_request(pkt, result, out);
+    }
+
+    /// Runs a request in sequence: its step, or the NAK it earns.
+    fn execute_request(
+        &mut self,
+        pkt: &Packet<'_>,
+        mem: &dyn HostMem,
+        mrs: &mut MrTable,
+        out: &mut Vec<Action>,
+    ) -> Result<Step, NakCode> {
         use Opcode::*;
+        let psn = pkt.bth.psn;
         let op = pkt.opcode;
-        let result = match op {
+        match op {
             RcSendFirst | RcSendMiddle | RcSendLast | RcSendLastImm | RcSendOnly
             | RcSendOnlyImm | RcSendLastInv | RcSendOnlyInv => self.recv_send(pkt, mem, mrs, out),
             RcWriteFirst | RcWriteMiddle | RcWriteLast | RcWriteLastImm | RcWriteOnly
@@ -188,7 +206,18 @@ impl Qp {
                 None => Err(NakCode::InvalidRequest),
             },
             _ => Err(NakCode::InvalidRequest),
-        };
+        }
+    }
+
+    /// ACKs, RNR NAKs or NAKs a request in sequence by its `result`; a
+    /// NAK fails the QP.
+    fn conclude_request(
+        &mut self,
+        pkt: &Packet<'_>,
+        result: Result<Step, NakCode>,
+        out: &mut Vec<Action>,
+    ) {
+        let (psn, op) = (pkt.bth.psn, pkt.opcode);
         match result {
             Ok(Step::Done { packets }) => {
                 self.nak_sent = false;
