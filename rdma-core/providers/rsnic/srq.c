@@ -64,10 +64,43 @@ static int setup_srq(struct ibv_context *context, struct rsnic_srq *srq,
 	return 0;
 }
 
+/*
+ * The SRQ the kernel made (`r` its answer): its ring taken and, an XRC
+ * SRQ, listed for its completions; `attr` gets the sizes granted. On
+ * error the kernel's SRQ is destroyed again.
+ */
+static struct ibv_srq *srq_made(struct ibv_context *context,
+				struct rsnic_srq *srq,
+				const struct rsnic_ib_create_srq_resp *r,
+				struct ibv_srq_attr *attr)
+{
+	struct rsnic_context *ctx = to_rctx(context);
+	int ret;
+
+	ret = setup_srq(context, srq, r);
+	if (!ret && srq->xrc && srq->srqn >= RSNIC_XRC_SRQ_TABLE)
+		ret = EPROTO;
+	if (ret) {
+		verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up SRQ %u: %d\n",
+			  srq->srqn, ret);
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free_srq(srq);
+		errno = ret;
+		return NULL;
+	}
+	if (srq->xrc) {
+		pthread_mutex_lock(&ctx->xrc_srq_lock);
+		ctx->xrc_srqs[srq->srqn] = srq;
+		pthread_mutex_unlock(&ctx->xrc_srq_lock);
+	}
+	attr->max_wr = srq->entries;
+	attr->max_sge = RSNIC_MAX_SGE;
+	return &srq->vsrq.srq;
+}
+
 struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr)
 {
-	struct rsnic_context *ctx = to_rctx(pd->context);
 	struct ursnic_create_srq_resp resp = {};
 	struct ibv_create_srq cmd = {};
 	struct rsnic_srq *srq;
@@ -88,20 +121,7 @@ struct ibv_srq *rsnic_create_srq(struct ibv_pd *pd,
 		errno = ret;
 		return NULL;
 	}
-	ret = setup_srq(pd->context, srq, &resp.drv_payload);
-	if (ret)
-		goto err_destroy;
-	attr->attr.max_wr = srq->entries;
-	attr->attr.max_sge = RSNIC_MAX_SGE;
-	return &srq->vsrq.srq;
-
-err_destroy:
-	verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up SRQ %u: %d\n",
-		  srq->srqn, ret);
-	ibv_cmd_destroy_srq(&srq->vsrq.srq);
-	free_srq(srq);
-	errno = ret;
-	return NULL;
+	return srq_made(pd->context, srq, &resp.drv_payload, &attr->attr);
 }
 
 struct rsnic_srq *rsnic_find_xrc_srq(struct rsnic_context *ctx, uint32_t srqn)
@@ -128,7 +148,6 @@ struct ibv_srq *rsnic_create_srq_ex(struct ibv_context *context,
 		XRC = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 		      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
 	};
-	struct rsnic_context *ctx = to_rctx(context);
 	struct ursnic_create_xsrq_resp resp = {};
 	struct ibv_create_xsrq cmd = {};
 	struct rsnic_srq *srq;
@@ -156,25 +175,7 @@ struct ibv_srq *rsnic_create_srq_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	ret = setup_srq(context, srq, &resp.drv_payload);
-	if (!ret && srq->srqn >= RSNIC_XRC_SRQ_TABLE)
-		ret = EPROTO;
-	if (ret)
-		goto err_destroy;
-	pthread_mutex_lock(&ctx->xrc_srq_lock);
-	ctx->xrc_srqs[srq->srqn] = srq;
-	pthread_mutex_unlock(&ctx->xrc_srq_lock);
-	attr->attr.max_wr = srq->entries;
-	attr->attr.max_sge = RSNIC_MAX_SGE;
-	return &srq->vsrq.srq;
-
-err_destroy:
-	verbs_err(&ctx->ibv_ctx, "rsnic: cannot set up XRC SRQ %u: %d\n",
-		  srq->srqn, ret);
-	ibv_cmd_destroy_srq(&srq->vsrq.srq);
-	free_srq(srq);
-	errno = ret;
-	return NULL;
+	return srq_made(context, srq, &resp.drv_payload, &attr->attr);
 }
 
 int rsnic_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
