@@ -32,6 +32,7 @@ pub mod train;
 pub mod tunnel;
 pub mod uso;
 pub mod wire;
+pub mod xdp;
 
 #[path = "../../../src/hw/mod.rs"]
 #[allow(dead_code)]
