@@ -535,6 +535,57 @@ admin_commands! {
             /// Pages.
             count @ 16: u32,
         } = 61,
+        /// PF only: make BPF map `id` ([`super::xdp`]): `map_type` (array or
+        /// hash), key and value sizes in bytes (an array's key is 4; at
+        /// most [`super::xdp::KEY_ROOM`] and 256), `max_entries` (at most
+        /// 65536). An array's values start at zero. A taken `id`:
+        /// [`AdminStatus::BadState`]; other sizes or types:
+        /// [`AdminStatus::BadParam`].
+        XdpMapCreate {
+            /// Map number.
+            id @ 8: u32,
+            /// [`super::xdp::map_type`].
+            map_type @ 12: u32,
+            /// Key bytes.
+            key_size @ 16: u32,
+            /// Value bytes.
+            value_size @ 20: u32,
+            /// Entries.
+            max_entries @ 24: u32,
+        } = 62,
+        /// PF only: forget BPF map `id` (a loaded program may not use it).
+        XdpMapDestroy {
+            /// Map number.
+            id @ 8: u32,
+        } = 63,
+        /// PF only: one element of BPF map `id`, through the buffer at
+        /// `buf` (key at 0, value at [`super::xdp::KEY_ROOM`]), as `op`
+        /// ([`super::xdp::map_op`]) says.
+        XdpMapElem {
+            /// Map number.
+            id @ 8: u32,
+            /// [`super::xdp::map_op`].
+            op @ 12: u32,
+            /// UPDATE: `BPF_ANY`, `BPF_NOEXIST` or `BPF_EXIST`.
+            /// NEXT_KEY: 1 for the first key.
+            flags @ 16: u64,
+            /// Bus address of the buffer.
+            buf @ 24: u64,
+        } = 64,
+        /// PF only: run the `count` eBPF instructions at `prog` on every
+        /// frame from the wire from now on, in place of any program
+        /// before; its maps (`ld_imm64` with source 1) named by their
+        /// numbers. A program the card cannot run (a helper other than
+        /// the map ones, a call, a jump out of it, an unknown map):
+        /// [`AdminStatus::BadParam`], the program before kept.
+        XdpLoad {
+            /// Bus address of the instructions.
+            prog @ 8: u64,
+            /// Instructions, 1..=[`super::xdp::MAX_INSNS`].
+            count @ 16: u32,
+        } = 65,
+        /// PF only: stop running the offloaded program (its maps stay).
+        XdpUnload = 66,
         /// PF only: destroy a shared receive queue no QP uses.
         RdmaDestroySrq {
             /// SRQ number.

@@ -26,6 +26,7 @@ pub mod nic;
 pub mod rdma;
 pub mod selftest;
 pub mod stream;
+pub mod xdp;
 
 pub use admin::*;
 pub use nic::*;
@@ -296,6 +297,10 @@ pub mod feature {
     /// ([`super::regs::VF_ASSOC`]); a change raises
     /// [`super::ADMIN_VECTOR`]. The PF's only.
     pub const FOREIGN_VF: u32 = 1 << 6;
+    /// The card runs an offloaded XDP program on what it receives from
+    /// the wire ([`super::xdp`], [`super::AdminCmd::XdpLoad`]). The PF's
+    /// only.
+    pub const XDP_OFFLOAD: u32 = 1 << 7;
 }
 
 /// The card's clock: one for the card, counting nanoseconds from the

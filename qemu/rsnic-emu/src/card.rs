@@ -20,6 +20,7 @@ use crate::nic::Outgoing;
 use crate::rdma::RdmaEngine;
 use crate::train::{TcpTrain, TrainShape};
 use crate::wire::{Carried, Datagram, Sink, Wait, Wire};
+use crate::xdp::offload::{Verdict, XdpOffload};
 
 /// Where a frame the card handles goes next: as the GFT decided, or (a
 /// train while the GFT is off) whole onto the wire.
@@ -35,6 +36,8 @@ pub struct Card {
     pf: Arc<Mutex<Function>>,
     vf: Arc<Mutex<Function>>,
     gft: Arc<Mutex<Gft>>,
+    /// The offloaded XDP program, run first on what the wire brings.
+    xdp: Arc<XdpOffload>,
     rdma: Arc<Mutex<RdmaEngine>>,
     wire: Arc<OnceLock<Arc<Wire>>>,
     /// The port of a foreign VF, while the harness has one attached.
@@ -70,6 +73,8 @@ impl Card {
         let mut vf = Function::new(vf, Arc::new(Faults::default()));
         vf.nic.set_clock(Arc::clone(&clock));
         pf.nic.set_gft(Arc::clone(&gft));
+        let xdp = Arc::new(XdpOffload::default());
+        pf.nic.set_xdp(Arc::clone(&xdp));
         let mut engine = RdmaEngine::default();
         engine.set_clock(clock);
         let rdma = Arc::new(Mutex::new(engine));
@@ -79,6 +84,7 @@ impl Card {
                 pf: Arc::new(Mutex::new(pf)),
                 vf: Arc::new(Mutex::new(vf)),
                 gft,
+                xdp,
                 rdma,
                 wire: Arc::new(OnceLock::new()),
                 foreign: RwLock::new(None),
@@ -252,6 +258,29 @@ impl Card {
     /// GFT (a damaged frame cannot be parsed and goes straight to the host,
     /// flagged), then to the host.
     pub fn receive(&self, frame: &[u8], fcs_ok: bool) {
+        // The offloaded XDP program sees every undamaged frame first.
+        if fcs_ok && self.xdp.is_on() {
+            match self.xdp.run(frame) {
+                Verdict::Pass(frame) => return self.receive_after_xdp(&frame, fcs_ok),
+                Verdict::Drop => return,
+                Verdict::Tx(frame) => {
+                    if let Some(wire) = self.wire.get() {
+                        wire.send(&frame, Wait::No);
+                    }
+                    return;
+                }
+            }
+        }
+        self.receive_after_xdp(frame, fcs_ok);
+    }
+
+    /// The card's XDP offload.
+    pub fn xdp(&self) -> &XdpOffload {
+        &self.xdp
+    }
+
+    /// A frame from the wire the XDP program passed (or none ran).
+    fn receive_after_xdp(&self, frame: &[u8], fcs_ok: bool) {
         // RoCEv2 for this card goes to its RDMA engine, not through the
         // GFT to the host.
         if fcs_ok && crate::rdma::packet::may_be_roce(frame) {
@@ -286,7 +315,7 @@ impl Card {
     /// its segments, coalesced where the queue pair does; cut into them
     /// first if it is damaged or the GFT is on (it looks at each).
     pub fn receive_train(&self, train: &TcpTrain<'_>, fcs_ok: bool) {
-        if !fcs_ok || {
+        if !fcs_ok || self.xdp.is_on() || {
             let gft = self.lock_gft();
             gft.enabled() || gft.switchdev()
         } {
@@ -572,5 +601,92 @@ mod tests {
         assert!(card.describe_foreign().unwrap().contains("failed=1"));
         assert!(card.detach_foreign());
         assert!(!card_end.exists());
+    }
+
+    /// The XDP program: by the byte after the Ethernet header, 2 drops,
+    /// 3 goes back out, anything else passes.
+    fn xdp_by_tag() -> Vec<u8> {
+        use crate::xdp::vm::Insn;
+        let i = |code, dst, src, off, imm| Insn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        };
+        [
+            i(0x61, 2, 1, 0, 0),  // r2 = data
+            i(0x61, 3, 1, 4, 0),  // r3 = data_end
+            i(0xbf, 4, 2, 0, 0),  // r4 = r2
+            i(0x07, 4, 0, 0, 15), // r4 += 15
+            i(0x2d, 4, 3, 3, 0),  // if r4 > r3 goto pass
+            i(0x71, 5, 2, 14, 0), // r5 = tag
+            i(0x15, 5, 0, 3, 2),  // if r5 == 2 goto drop
+            i(0x15, 5, 0, 4, 3),  // if r5 == 3 goto tx
+            i(0xb7, 0, 0, 0, 2),  // pass: r0 = XDP_PASS
+            i(0x95, 0, 0, 0, 0),
+            i(0xb7, 0, 0, 0, 1), // drop: r0 = XDP_DROP
+            i(0x95, 0, 0, 0, 0),
+            i(0xb7, 0, 0, 0, 3), // tx: r0 = XDP_TX
+            i(0x95, 0, 0, 0, 0),
+        ]
+        .iter()
+        .flat_map(Insn::encode)
+        .collect()
+    }
+
+    #[test]
+    fn an_offloaded_xdp_program_sees_what_the_wire_brings_first() {
+        let dir = std::env::temp_dir().join(format!("rsnic-card-xdp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (card_end, vf_end) = (dir.join("card"), dir.join("vf"));
+        let _ = std::fs::remove_file(&vf_end);
+        let vf_sock = UnixDatagram::bind(&vf_end).unwrap();
+        vf_sock.set_nonblocking(true).unwrap();
+        let card = Card::new(9, MAC, Arc::new(Faults::default()));
+        card.lock_pf().set_link(true);
+        card.attach_foreign(ForeignPort::bind(&card_end, &vf_end, 5).unwrap());
+        let (dma, _f) = crate::dma::tests::two_region_space();
+        let admin = |cmd| {
+            let mut e = [0u8; AQ_ENTRY_SIZE];
+            card.lock_pf()
+                .nic
+                .execute(&dma, cmd, &mut e, &mut Effects::default())
+        };
+        assert_eq!(
+            admin(hw::AdminCmd::SetDatapath { vf: true }),
+            AdminStatus::Ok
+        );
+        let prog = xdp_by_tag();
+        crate::dma::HostMem::write(&dma, 0x1000, &prog).unwrap();
+        let load = hw::AdminCmd::XdpLoad {
+            prog: 0x1000,
+            count: (prog.len() / 8) as u32,
+        };
+        assert_eq!(admin(load), AdminStatus::Ok);
+        let got = |card: &Card, tag| {
+            card.receive(&frame_to(MAC, tag), true);
+            let mut buf = [0u8; 128];
+            vf_sock.recv(&mut buf).ok().map(|_| buf[14])
+        };
+        assert_eq!(got(&card, 1), Some(1), "passed to the host");
+        assert_eq!(got(&card, 2), None, "dropped on the card");
+        assert_eq!(got(&card, 3), None, "sent back out, not to the host");
+        let s = card.xdp().stats();
+        assert_eq!((s.pass, s.drop, s.tx, s.aborted), (1, 1, 1, 0));
+        // A program past its bytes is refused; the one before keeps running.
+        let bad = hw::AdminCmd::XdpLoad {
+            prog: 0x1000,
+            count: 3,
+        };
+        assert_eq!(admin(bad), AdminStatus::BadParam);
+        assert_eq!(got(&card, 2), None);
+        // Unloaded, or gone with a function reset: everything passes.
+        assert_eq!(admin(hw::AdminCmd::XdpUnload), AdminStatus::Ok);
+        assert_eq!(got(&card, 2), Some(2));
+        assert_eq!(admin(load), AdminStatus::Ok);
+        card.lock_pf().nic.reset();
+        assert!(!card.xdp().is_on());
+        assert!(card.detach_foreign());
     }
 }

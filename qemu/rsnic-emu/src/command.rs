@@ -49,6 +49,8 @@ pub enum Command {
     RdmaCaps,
     /// The RDMA engine's objects.
     RdmaState,
+    /// The offloaded XDP program: loaded or not, and its verdicts.
+    XdpState,
     /// Stops the PF's TX processing (a stuck queue); says how many pairs.
     StallTx,
     /// The next N completions of each PF pair are written wrong

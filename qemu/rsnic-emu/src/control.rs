@@ -33,6 +33,8 @@
 //! - `vf-stats`: the VF's counters, as `stats`.
 //! - `rdma-gids`, `rdma-state`, `rdma-caps`: the RDMA engine's GID table,
 //!   its QPs and counters, and the limits it reports.
+//! - `xdp-state`: whether an offloaded XDP program runs, and its
+//!   verdicts.
 //! - `datapath`: where received frames go (`synthetic` or `vf`) and
 //!   whether the VF runs a queue pair.
 

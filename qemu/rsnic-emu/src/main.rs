@@ -167,6 +167,7 @@ fn run(card: &Arc<Card>, faults: &Faults, wire: Option<&Wire>, command: Command)
         Command::RdmaGids => format!("ok {}", card.lock_rdma().describe_gids()),
         Command::RdmaCaps => format!("ok {}", rdma::describe_caps()),
         Command::RdmaState => format!("ok {}", card.lock_rdma().describe_state()),
+        Command::XdpState => format!("ok {}", card.xdp().describe()),
         Command::StallTx => format!("ok stalled={}", card.lock_pf().nic.stall_tx()),
         Command::CqeFault { kind, n, persist } => {
             let pairs = card

@@ -29,6 +29,7 @@ use crate::stream::RxStream;
 use crate::train::{TcpTrain, TrainShape};
 use crate::tunnel::segment_tunnel;
 use crate::uso::segment_udp;
+use crate::xdp::offload::XdpOffload;
 
 /// Offloads this card performs (RSS is always on).
 /// How long received segments are held for coalescing unless told.
@@ -187,6 +188,8 @@ pub struct Nic {
     gft: Option<Arc<Mutex<Gft>>>,
     /// PF: the card's RDMA engine.
     rdma: Option<Arc<Mutex<RdmaEngine>>>,
+    /// PF: the card's XDP offload.
+    xdp: Option<Arc<XdpOffload>>,
     /// The function's doorbell page, once the driver gives one.
     page: DoorbellPage,
     /// TX shapers.
@@ -235,6 +238,7 @@ impl Nic {
             cqe_fault_new: None,
             gft: None,
             rdma: None,
+            xdp: None,
             page: DoorbellPage::default(),
             shapers: ShaperTree::default(),
             tx_shaped: [None; MAX_QUEUE_PAIRS as usize],
@@ -263,6 +267,11 @@ impl Nic {
     /// PF: gives the function the card's GFT to configure.
     pub fn set_gft(&mut self, gft: Arc<Mutex<Gft>>) {
         self.gft = Some(gft);
+    }
+
+    /// PF: gives the function the card's XDP offload to configure.
+    pub fn set_xdp(&mut self, xdp: Arc<XdpOffload>) {
+        self.xdp = Some(xdp);
     }
 
     /// PF: gives the function the card's RDMA engine to configure.
@@ -358,6 +367,7 @@ impl Nic {
         let mac_stats = self.mac_stats;
         let gft = self.gft.take();
         let rdma = self.rdma.take();
+        let xdp = self.xdp.take();
         let gro_hold = self.gro_hold;
         let clock = Arc::clone(&self.clock);
         let vf_assoc = self.vf_assoc;
@@ -374,6 +384,11 @@ impl Nic {
         if let Some(rdma) = rdma {
             rdma.lock().unwrap_or_else(|e| e.into_inner()).reset();
             self.rdma = Some(rdma);
+        }
+        // The offloaded program and its maps go with a reset.
+        if let Some(xdp) = xdp {
+            xdp.reset();
+            self.xdp = Some(xdp);
         }
     }
 
@@ -920,6 +935,11 @@ impl Nic {
                             hw::feature::PTP | hw::feature::FOREIGN_VF
                         } else {
                             0
+                        }
+                        | if self.xdp.is_some() {
+                            hw::feature::XDP_OFFLOAD
+                        } else {
+                            0
                         },
                 }
                 .write_result(entry);
@@ -1178,6 +1198,16 @@ impl Nic {
             | AdminCmd::GftRuleFlush => {
                 return match self.lock_gft() {
                     Some(mut gft) => gft.execute(dma, cmd, entry, Instant::now()),
+                    None => AdminStatus::BadOpcode,
+                };
+            }
+            AdminCmd::XdpMapCreate { .. }
+            | AdminCmd::XdpMapDestroy { .. }
+            | AdminCmd::XdpMapElem { .. }
+            | AdminCmd::XdpLoad { .. }
+            | AdminCmd::XdpUnload => {
+                return match &self.xdp {
+                    Some(xdp) => xdp.execute(dma, cmd),
                     None => AdminStatus::BadOpcode,
                 };
             }

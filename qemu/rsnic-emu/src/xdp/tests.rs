@@ -200,6 +200,7 @@ fn the_card_refuses_what_it_cannot_run() {
             vec![i(0x18, 1, 0, 0, 3)],
             "ld_imm64 without its second half",
         ),
+        (vec![exit, i(0xb7, 0, 0, 0, 2)], "falls off its end"),
     ] {
         let e = Program::load(&bytes(&prog), |m| m == 7).unwrap_err();
         assert!(e.0.contains(why), "{e:?} for {why}");
@@ -240,4 +241,89 @@ fn hash_maps_follow_the_update_flags_and_their_size() {
     );
     assert_eq!(m.delete(4, &0u32.to_le_bytes()), err::EINVAL);
     assert_eq!(m.next_key(4, Some(&1u32.to_le_bytes())), None);
+}
+
+#[test]
+fn the_host_reads_and_writes_the_card_s_maps_through_admin_commands() {
+    use super::offload::XdpOffload;
+    use crate::hw::xdp::{map_op, KEY_ROOM};
+    use crate::hw::{AdminCmd, AdminStatus};
+    let (dma, _f) = crate::dma::tests::two_region_space();
+    let x = XdpOffload::default();
+    let create = AdminCmd::XdpMapCreate {
+        id: 7,
+        map_type: MAP_TYPE_HASH,
+        key_size: 2,
+        value_size: 4,
+        max_entries: 8,
+    };
+    assert_eq!(x.execute(&dma, create), AdminStatus::Ok);
+    assert_eq!(x.execute(&dma, create), AdminStatus::BadState);
+    let buf = 0x1000;
+    let elem = |op, flags| AdminCmd::XdpMapElem {
+        id: 7,
+        op,
+        flags,
+        buf,
+    };
+    for (key, value) in [(b"ab", [1u8, 0, 0, 0]), (b"cd", [2, 0, 0, 0])] {
+        dma.write(buf, key).unwrap();
+        dma.write(buf + KEY_ROOM, &value).unwrap();
+        assert_eq!(
+            x.execute(&dma, elem(map_op::UPDATE, update::NOEXIST)),
+            AdminStatus::Ok
+        );
+    }
+    assert_eq!(
+        x.execute(&dma, elem(map_op::UPDATE, update::NOEXIST)),
+        AdminStatus::BadState
+    );
+    // Walk the keys the way bpftool map dump does.
+    let mut keys = Vec::new();
+    let mut first = 1;
+    while x.execute(&dma, elem(map_op::NEXT_KEY, first)) == AdminStatus::Ok {
+        let mut k = [0u8; 2];
+        dma.read(buf + KEY_ROOM, &mut k).unwrap();
+        dma.write(buf, &k).unwrap();
+        keys.push(k);
+        first = 0;
+    }
+    assert_eq!(keys, [*b"ab", *b"cd"]);
+    dma.write(buf, b"ab").unwrap();
+    assert_eq!(x.execute(&dma, elem(map_op::LOOKUP, 0)), AdminStatus::Ok);
+    let mut v = [0u8; 4];
+    dma.read(buf + KEY_ROOM, &mut v).unwrap();
+    assert_eq!(v, [1, 0, 0, 0]);
+    assert_eq!(x.execute(&dma, elem(map_op::DELETE, 0)), AdminStatus::Ok);
+    assert_eq!(
+        x.execute(&dma, elem(map_op::LOOKUP, 0)),
+        AdminStatus::NotFound
+    );
+    // A map a loaded program names stays until it is unloaded.
+    let prog = bytes(&[
+        i(0x18, 1, PSEUDO_MAP, 0, 7),
+        i(0, 0, 0, 0, 0),
+        i(0xb7, 0, 0, 0, 2),
+        i(0x95, 0, 0, 0, 0),
+    ]);
+    dma.write(0x3000, &prog).unwrap();
+    let load = AdminCmd::XdpLoad {
+        prog: 0x3000,
+        count: 4,
+    };
+    assert_eq!(x.execute(&dma, load), AdminStatus::Ok);
+    assert_eq!(
+        x.execute(&dma, AdminCmd::XdpMapDestroy { id: 7 }),
+        AdminStatus::BadState
+    );
+    assert_eq!(x.execute(&dma, AdminCmd::XdpUnload), AdminStatus::Ok);
+    assert_eq!(
+        x.execute(&dma, AdminCmd::XdpMapDestroy { id: 7 }),
+        AdminStatus::Ok
+    );
+    assert_eq!(
+        x.execute(&dma, load),
+        AdminStatus::BadParam,
+        "its map is gone"
+    );
 }

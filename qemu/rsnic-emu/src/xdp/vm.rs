@@ -201,7 +201,20 @@ impl Program {
             }
             pc += 1;
         }
+        // Control must not run off the end.
+        if !matches!(insns.last().map(|i| i.code), Some(0x95 | 0x05)) {
+            return Err(Refused("the program falls off its end".into()));
+        }
         Ok(Self { insns })
+    }
+}
+
+impl Program {
+    /// Whether the program names map `id`.
+    pub fn uses_map(&self, id: u32) -> bool {
+        self.insns
+            .iter()
+            .any(|i| i.code == (LD | IMM | 0x18) && i.src == PSEUDO_MAP && i.imm as u32 == id)
     }
 }
 
