@@ -125,11 +125,12 @@ impl XdpOffload {
                 }
             }
             AdminCmd::XdpMapDestroy { id } => {
-                let used = s.prog.as_ref().is_some_and(|p| p.uses_map(id));
-                match () {
-                    _ if used => AdminStatus::BadState,
-                    _ if s.maps.destroy(id) => AdminStatus::Ok,
-                    _ => AdminStatus::NotFound,
+                if s.prog.as_ref().is_some_and(|p| p.uses_map(id)) {
+                    AdminStatus::BadState
+                } else if s.maps.destroy(id) {
+                    AdminStatus::Ok
+                } else {
+                    AdminStatus::NotFound
                 }
             }
             AdminCmd::XdpMapElem { id, op, flags, buf } => {
