@@ -36,6 +36,7 @@ mod steering;
 mod switchdev;
 mod tstamp;
 mod xdp;
+mod xdp_offload;
 
 use kernel::{
     device::{Bound, Device},
@@ -56,6 +57,7 @@ use crate::linux::{
     dma::{DmaBuffer, DmaDevice},
     irq::{IrqHandlerRegistration, MsixVectors},
     net::{
+        bpf_offload::BpfOffloadDev,
         ethtool::{Coalesce, TcpDataSplit},
         instance_lock::RtnlLocked,
         netdev::{
@@ -220,6 +222,9 @@ pub(crate) struct Nic {
     /// after `config`.
     #[pin]
     shapers: Mutex<shaper::Shapers>,
+    /// PF: the offloaded XDP program and maps (`xdp_offload.rs`).
+    #[pin]
+    xdp_hw: Mutex<xdp_offload::XdpHw>,
     /// Hardware time stamping (`tstamp.rs`).
     tstamp: tstamp::Tstamp,
     /// The AF_XDP pool bound to each queue in zero-copy mode (`xdp.rs`),
@@ -378,6 +383,13 @@ pub(crate) fn register(
             Config::initial(max_queues.min(DEFAULT_QUEUES), tx_ring, rx_ring, rss_key)
         }
     };
+    // PF: programs and maps offloaded to the card, through a BPF offload
+    // device of the card's own.
+    let bpf_offload = if kind == FuncKind::Pf && info.features & hw::feature::XDP_OFFLOAD != 0 {
+        Some(Arc::new(BpfOffloadDev::new(&NIC_VTABLE)?, GFP_KERNEL)?)
+    } else {
+        None
+    };
     let setup = Setup {
         mac,
         min_mtu: hw::MIN_MTU,
@@ -398,8 +410,14 @@ pub(crate) fn register(
         xdp_features: XdpFeatures::BASIC
             .with(XdpFeatures::REDIRECT)
             .with(XdpFeatures::NDO_XMIT)
-            .with(XdpFeatures::XSK_ZEROCOPY),
+            .with(XdpFeatures::XSK_ZEROCOPY)
+            .with(if bpf_offload.is_some() {
+                XdpFeatures::HW_OFFLOAD
+            } else {
+                XdpFeatures::default()
+            }),
         xdp_rx_hash: info.offloads & offload::RSS != 0,
+        bpf_offload,
         devlink_port: Some(port),
     };
     let fw: FwVersion = regs.get()?;
@@ -480,6 +498,7 @@ pub(crate) fn register(
             config <- new_mutex!(config),
             steering <- new_mutex!(steering),
             shapers <- new_mutex!(shaper::Shapers::new()),
+            xdp_hw <- new_mutex!(xdp_offload::XdpHw::new()),
             tstamp: tstamp::Tstamp::new(phc_index),
             xsk <- xsk,
             rep <- new_spinlock!(None),
@@ -911,8 +930,8 @@ impl Nic {
     }
 
     /// Has the function reset the card, then gives back what the card
-    /// held for the NIC: its MAC, RX filter, (PF) the VF data path and
-    /// the GFT's configuration and rules.
+    /// held for the NIC: its MAC, RX filter, (PF) the VF data path, the
+    /// GFT's configuration and rules and the offloaded XDP program.
     fn reset_function(&self, dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, fault: bool) -> Result {
         self.events.reset_function(fault)?;
         self.admin.run(AdminCmd::SetMac {
@@ -929,6 +948,7 @@ impl Nic {
         if let Some(flow) = &self.flow {
             flow.restore();
         }
+        self.restore_xdp_offload(dev);
         Ok(())
     }
 }

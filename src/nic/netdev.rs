@@ -12,6 +12,7 @@ use super::{
 };
 use crate::hw::{self, mc_filter_bit, rx_mode, AdminCmd, FuncKind};
 use crate::linux::net::{
+    bpf_offload::{MapDef, MapElem, XdpOffloadSetup},
     flower::FlowerCmd,
     instance_lock::{DevLocked, RtnlLocked},
     netdev::{
@@ -271,6 +272,30 @@ impl NetDevOps for Nic {
 
     fn xdp_setup(dev: &NetDev<Self>, rtnl: &RtnlLocked<'_>, setup: XdpSetup<'_>) -> Result {
         dev.data().install_xdp(dev, rtnl, setup)
+    }
+
+    fn xdp_offload_setup(
+        dev: &NetDev<Self>,
+        rtnl: &RtnlLocked<'_>,
+        setup: XdpOffloadSetup<'_>,
+    ) -> Result {
+        dev.data().offload_xdp(dev, rtnl, setup)
+    }
+
+    fn xdp_offload_helper(id: i32) -> bool {
+        super::xdp_offload::card_helper(id)
+    }
+
+    fn xdp_map_alloc(dev: &NetDev<Self>, def: &MapDef) -> Result<u32> {
+        dev.data().offload_map_alloc(dev, def)
+    }
+
+    fn xdp_map_free(dev: &NetDev<Self>, id: u32) {
+        dev.data().offload_map_free(id);
+    }
+
+    fn xdp_map_elem(dev: &NetDev<Self>, id: u32, elem: MapElem<'_>) -> Result {
+        dev.data().offload_map_elem(id, elem)
     }
 
     fn xdp_xmit(dev: &NetDev<Self>, frames: &mut XdpXmitBatch<'_>, flush: bool) {

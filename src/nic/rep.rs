@@ -100,6 +100,7 @@ pub(crate) fn register(
         devlink_port: Some(devlink_port),
         xdp_features: XdpFeatures::default(),
         xdp_rx_hash: false,
+        bpf_offload: None,
     };
     Registration::new(parent, &REP_VTABLE, 1, setup, move |_dev| {
         Ok(try_pin_init!(Rep {

@@ -28,6 +28,8 @@
 #include <net/devlink.h>
 #include <net/flow_offload.h>
 #include <net/pkt_cls.h>
+#include <linux/bpf.h>
+#include <linux/bpf_verifier.h>
 #include <net/vxlan.h>
 #include <net/route.h>
 #include <net/neighbour.h>
@@ -1349,4 +1351,37 @@ void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
 
 	flow_stats_update(&f->stats, bytes, pkts, drops, lastused,
 			  FLOW_ACTION_HW_STATS_DELAYED);
+}
+
+struct bpf_prog *rust_ext_bpf_verifier_prog(struct bpf_verifier_env *env)
+{
+	return env->prog;
+}
+
+struct bpf_insn *rust_ext_bpf_prog_insns(struct bpf_prog *prog)
+{
+	return prog->insnsi;
+}
+
+void rust_ext_bpf_verifier_log(struct bpf_verifier_env *env, const char *line)
+{
+	bpf_verifier_log_write(env, "%s", line);
+}
+
+#define RUST_EXT_BPF_HELPER_NAME(x) "bpf_" #x
+static const char *const rust_ext_bpf_helper_names[] = {
+	__BPF_FUNC_MAPPER(RUST_EXT_BPF_HELPER_NAME)
+};
+
+const char *rust_ext_bpf_helper_name(s32 id)
+{
+	BUILD_BUG_ON(ARRAY_SIZE(rust_ext_bpf_helper_names) != __BPF_FUNC_MAX_ID);
+	if (id <= 0 || id >= ARRAY_SIZE(rust_ext_bpf_helper_names))
+		return NULL;
+	return rust_ext_bpf_helper_names[id];
+}
+
+bool rust_ext_bpf_map_offload_neutral(struct bpf_map *map)
+{
+	return bpf_map_offload_neutral(map);
 }

@@ -308,4 +308,19 @@ bool rust_ext_tc_can_offload_chain0(const struct net_device *dev,
 void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
 				u64 pkts, u64 drops, u32 idle_ms);
 
+struct bpf_verifier_env;
+struct bpf_map;
+struct bpf_prog;
+struct bpf_insn;
+/* The program a verifier run checks (bpf_verifier.h is not bound). */
+struct bpf_prog *rust_ext_bpf_verifier_prog(struct bpf_verifier_env *env);
+/* prog->insnsi: a flexible array inside an anonymous union. */
+struct bpf_insn *rust_ext_bpf_prog_insns(struct bpf_prog *prog);
+/* bpf_verifier_log_write() is variadic: the line comes whole. */
+void rust_ext_bpf_verifier_log(struct bpf_verifier_env *env, const char *line);
+/* The name of BPF helper @id (uapi's __BPF_FUNC_MAPPER), NULL if none. */
+const char *rust_ext_bpf_helper_name(s32 id);
+/* A map the programs of any device may use (not offloaded). */
+bool rust_ext_bpf_map_offload_neutral(struct bpf_map *map);
+
 #endif

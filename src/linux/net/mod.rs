@@ -6,6 +6,7 @@
 //! the netdevice notifier.
 
 pub(crate) mod any_netdev;
+pub(crate) mod bpf_offload;
 pub(crate) mod dma_map;
 pub(crate) mod ethtool;
 pub(crate) mod ethtool_adapter;

@@ -22,6 +22,7 @@ use kernel::{device::Device, error::to_result, ffi::c_int, prelude::*, sync::Arc
 use crate::linux::bindings;
 use crate::linux::devlink::{Port, PortLink};
 use crate::linux::net::{
+    bpf_offload::BpfOffloadDev,
     ethtool::EthtoolOps,
     ethtool_adapter::EthtoolAdapter,
     instance_lock::{InstanceGuard, RtnlLocked},
@@ -402,6 +403,10 @@ pub(crate) struct Setup {
     /// the driver runs every program through
     /// [`crate::linux::net::page_pool::RxFrame::run_xdp`].
     pub(crate) xdp_rx_hash: bool,
+    /// The BPF offload device the device joins (XDP offload,
+    /// [`NetDevOps::xdp_offload_setup`]): from before it is registered
+    /// until after it is unregistered. It must serve this type.
+    pub(crate) bpf_offload: Option<Arc<BpfOffloadDev>>,
 }
 
 /// The C operation tables of a net device type `T`. Declare one per type
@@ -450,6 +455,8 @@ pub(crate) struct Registration<T: NetDevOps + EthtoolOps> {
     life: Arc<StateLife>,
     // Dropped after the device is unregistered (in `drop`).
     _port: Option<PortLink>,
+    /// The BPF offload device the device joined; it leaves in `drop`.
+    bpf_offload: Option<Arc<BpfOffloadDev>>,
     _t: PhantomData<T>,
 }
 
@@ -604,9 +611,25 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             return Err(e);
         }
         life.open();
+        let bpf_offload = setup.bpf_offload.filter(|o| o.serves(vtable));
+        if let Some(offload) = &bpf_offload {
+            // SAFETY: A live device of the type the offload device
+            // serves; it leaves before it is freed (below, or in `drop`).
+            if let Err(e) = unsafe { offload.add(raw) } {
+                life.close();
+                // SAFETY: As below: initialised, never registered.
+                unsafe { core::ptr::drop_in_place(slot) };
+                free(&life);
+                return Err(e);
+            }
+        }
         // SAFETY: The device is fully set up and `T` initialised.
         let ret = unsafe { bindings::register_netdev(raw) };
         if ret != 0 {
+            if let Some(offload) = &bpf_offload {
+                // SAFETY: Added above; nothing bound to it yet.
+                unsafe { offload.remove(raw) };
+            }
             life.close();
             // SAFETY: `T` was initialised above and the device was never
             // registered, so nothing else can reach it.
@@ -618,6 +641,7 @@ impl<T: NetDevOps + EthtoolOps> Registration<T> {
             ndev,
             life,
             _port: port,
+            bpf_offload,
             _t: PhantomData,
         })
     }
@@ -630,6 +654,12 @@ impl<T: NetDevOps + EthtoolOps> Drop for Registration<T> {
         // (calling `ndo_stop`, which still sees `T`) and waits until no
         // callback runs any more.
         unsafe { bindings::unregister_netdev(raw) };
+        if let Some(offload) = &self.bpf_offload {
+            // SAFETY: Added in `new`, not freed yet; unregistering
+            // detached any offloaded program, and the maps still bound
+            // are freed through `ndo_bpf`, which sees `T` still.
+            unsafe { offload.remove(raw) };
+        }
         // No handle reaches `T` from now on.
         self.life.close();
         // SAFETY: No callback can run now, nor any access through a handle;

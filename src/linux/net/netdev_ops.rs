@@ -14,6 +14,7 @@ use kernel::{
 
 use crate::linux::bindings;
 use crate::linux::net::{
+    bpf_offload::{BpfOffloadAdapter, MapDef, MapElem, XdpOffloadSetup},
     features::Features,
     flower::{self, FlowerCmd},
     instance_lock::{DevLocked, RtnlLocked},
@@ -117,6 +118,43 @@ pub(crate) trait NetDevOps: Send + Sync + Sized + 'static {
     /// its own reference ([`crate::linux::net::xdp::XdpProgRef::to_owned`]).
     /// Other `ndo_bpf` commands are refused with `EINVAL`.
     fn xdp_setup(_dev: &NetDev<Self>, _rtnl: &RtnlLocked<'_>, _setup: XdpSetup<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_bpf` with `XDP_SETUP_PROG_HW`: attach the offloaded program
+    /// `setup.prog()` on the device (none: detach it). The driver keeps
+    /// its own reference, as for [`Self::xdp_setup`]. Only for a device
+    /// that joined a [`crate::linux::net::bpf_offload::BpfOffloadDev`].
+    fn xdp_offload_setup(
+        _dev: &NetDev<Self>,
+        _rtnl: &RtnlLocked<'_>,
+        _setup: XdpOffloadSetup<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Whether the device runs BPF helper `id` in offloaded programs;
+    /// the verifier refuses programs calling others.
+    fn xdp_offload_helper(_id: i32) -> bool {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_bpf` with `BPF_OFFLOAD_MAP_ALLOC`: make the map on the
+    /// device; returns the device's number for it (RTNL held, not the
+    /// instance lock).
+    fn xdp_map_alloc(_dev: &NetDev<Self>, _def: &MapDef) -> Result<u32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `ndo_bpf` with `BPF_OFFLOAD_MAP_FREE`: forget map `id` (RTNL
+    /// held, not the instance lock; cannot fail).
+    fn xdp_map_free(_dev: &NetDev<Self>, _id: u32) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An element operation on offloaded map `id` (process context, may
+    /// sleep; neither RTNL nor the instance lock).
+    fn xdp_map_elem(_dev: &NetDev<Self>, _id: u32, _elem: MapElem<'_>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -647,8 +685,8 @@ impl<T: NetDevOps> Adapter<T> {
 
     /// # Safety
     ///
-    /// As `open` (the core holds RTNL and the device's instance lock);
-    /// `bpf` is the live request.
+    /// As `open` (the core holds RTNL and the device's instance lock; for
+    /// `BPF_OFFLOAD_MAP_ALLOC/FREE` RTNL only); `bpf` is the live request.
     unsafe extern "C" fn bpf(
         ndev: *mut bindings::net_device,
         bpf: *mut bindings::netdev_bpf,
@@ -668,19 +706,51 @@ impl<T: NetDevOps> Adapter<T> {
             };
             return from_result(|| ret.map(|()| 0));
         }
-        if bpf.command != bindings::bpf_netdev_command_XDP_SETUP_PROG {
-            return EINVAL.to_errno();
+        let offload = T::HAS_XDP_OFFLOAD_SETUP;
+        match bpf.command {
+            bindings::bpf_netdev_command_XDP_SETUP_PROG => (),
+            bindings::bpf_netdev_command_XDP_SETUP_PROG_HW if offload => (),
+            bindings::bpf_netdev_command_BPF_OFFLOAD_MAP_ALLOC if offload => {
+                // SAFETY: For the map commands the request holds the live
+                // map; the core calls them only for devices that joined
+                // an offload device, with RTNL.
+                return from_result(|| unsafe {
+                    BpfOffloadAdapter::<T>::map_alloc(
+                        dev,
+                        bpf.__bindgen_anon_1.__bindgen_anon_2.offmap,
+                    )
+                    .map(|()| 0)
+                });
+            }
+            bindings::bpf_netdev_command_BPF_OFFLOAD_MAP_FREE if offload => {
+                // SAFETY: As above, for a map `map_alloc` made.
+                unsafe {
+                    BpfOffloadAdapter::<T>::map_free(
+                        dev,
+                        bpf.__bindgen_anon_1.__bindgen_anon_2.offmap,
+                    )
+                };
+                return 0;
+            }
+            _ => return EINVAL.to_errno(),
         }
-        // SAFETY: For `XDP_SETUP_PROG` the request holds the program (or
-        // null) and the extended ack.
+        // SAFETY: For `XDP_SETUP_PROG(_HW)` the request holds the program
+        // (or null) and the extended ack.
         let (prog, extack) = unsafe {
             let p = &bpf.__bindgen_anon_1.__bindgen_anon_1;
             (p.prog, p.extack)
         };
-        // SAFETY: Both live for the call.
-        let setup = unsafe { XdpSetup::from_raw(prog, extack) };
+        let hw = bpf.command == bindings::bpf_netdev_command_XDP_SETUP_PROG_HW;
         from_result(|| {
-            T::xdp_setup(dev, rtnl, setup)?;
+            if hw {
+                // SAFETY: The core holds RTNL and the instance lock, and
+                // checked that a program is bound to this device's
+                // offload device; both pointers live for the call.
+                unsafe { BpfOffloadAdapter::<T>::setup(dev, rtnl, prog, extack)? };
+            } else {
+                // SAFETY: Both live for the call.
+                T::xdp_setup(dev, rtnl, unsafe { XdpSetup::from_raw(prog, extack) })?;
+            }
             // On success the driver owns the reference the core took for
             // it; it took its own, so this one goes back.
             if !prog.is_null() {

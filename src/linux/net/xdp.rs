@@ -60,6 +60,17 @@ pub(crate) struct XdpProgRef<'a> {
 }
 
 impl XdpProgRef<'_> {
+    /// # Safety
+    ///
+    /// `raw` is a live program for the reference's lifetime.
+    pub(in crate::linux) unsafe fn from_raw(raw: *mut bindings::bpf_prog) -> Self {
+        Self {
+            // SAFETY: Live, so not null (contract).
+            raw: unsafe { NonNull::new_unchecked(raw) },
+            _life: PhantomData,
+        }
+    }
+
     /// A reference of one's own.
     pub(crate) fn to_owned(self) -> XdpProg {
         // SAFETY: Live program (type invariant); the new reference is
@@ -608,6 +619,9 @@ impl XdpFeatures {
     /// AF_XDP zero copy (`XDP_SETUP_XSK_POOL`, `ndo_xsk_wakeup`).
     pub(crate) const XSK_ZEROCOPY: Self =
         Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_XSK_ZEROCOPY);
+
+    /// Offloaded programs (`XDP_SETUP_PROG_HW`).
+    pub(crate) const HW_OFFLOAD: Self = Self(bindings::netdev_xdp_act_NETDEV_XDP_ACT_HW_OFFLOAD);
 
     /// Both sets.
     pub(crate) const fn with(self, other: Self) -> Self {
