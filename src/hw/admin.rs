@@ -586,6 +586,9 @@ admin_commands! {
         } = 65,
         /// PF only: stop running the offloaded program (its maps stay).
         XdpUnload = 66,
+        /// PF only: what became of the frames offloaded programs saw since
+        /// the function's last reset. Result: [`XdpStatsResult`].
+        XdpStats = 67,
         /// PF only: destroy a shared receive queue no QP uses.
         RdmaDestroySrq {
             /// SRQ number.
@@ -782,6 +785,22 @@ admin_result! {
         pub max_mtu @ 24: u32,
         /// [`super::feature`] bits.
         pub features @ 28: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::XdpStats`]: frames by the action the
+    /// offloaded program returned.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct XdpStatsResult {
+        /// `XDP_PASS`: on to the GFT and the host.
+        pub pass @ 8: u64,
+        /// `XDP_DROP`: dropped on the card.
+        pub drop @ 16: u64,
+        /// `XDP_ABORTED`, or an action the card does not know: dropped.
+        pub aborted @ 24: u64,
+        /// `XDP_TX`: sent back out of the wire.
+        pub tx @ 32: u64,
     }
 }
 

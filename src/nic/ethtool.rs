@@ -10,7 +10,7 @@ use super::{
     steering::{card_table, card_xfrm, resized_table, xfrm_of_card},
     Config, Nic,
 };
-use crate::hw::{self, AdminCmd, FuncKind, QpCardStats};
+use crate::hw::{self, AdminCmd, FuncKind, QpCardStats, XdpStatsResult};
 use crate::linux::net::{
     ethtool::{
         coalesce_params, rxfh_ctxs_can_resize, rxfh_ctxs_resize, rxfh_indir_can_resize, Coalesce,
@@ -166,6 +166,22 @@ impl EthtoolOps for Nic {
             sink.stat(format_args!("vf_rx_bytes"), vf.rx_bytes);
             sink.stat(format_args!("vf_tx_packets"), vf.tx_packets);
             sink.stat(format_args!("vf_tx_bytes"), vf.tx_bytes);
+        }
+        if nic.offloads_xdp() {
+            // The card's counts, asked for only when the values are read.
+            let card = if sink.wants_values() {
+                nic.offload_xdp_stats().unwrap_or_default()
+            } else {
+                XdpStatsResult::default()
+            };
+            for (name, value) in [
+                ("pass", card.pass),
+                ("drop", card.drop),
+                ("aborted", card.aborted),
+                ("tx", card.tx),
+            ] {
+                sink.stat(format_args!("xdp_offload_{name}"), value);
+            }
         }
         if let Some(flow) = &nic.flow {
             let fetch = sink.wants_values();

@@ -17,8 +17,9 @@ use kernel::prelude::*;
 use super::Nic;
 use crate::admin::AdminError;
 use crate::hw::{
+    self,
     xdp::{map_op, map_type, KEY_ROOM, MAX_INSNS},
-    AdminCmd, AdminStatus,
+    AdminCmd, AdminStatus, FuncKind, XdpStatsResult,
 };
 use crate::linux::dma::DmaBuffer;
 use crate::linux::net::{
@@ -71,6 +72,21 @@ fn map_errno(e: AdminError) -> Error {
 }
 
 impl Nic {
+    /// Whether the card runs offloaded programs for this NIC (a PF's).
+    pub(super) fn offloads_xdp(&self) -> bool {
+        self.kind == FuncKind::Pf && self.info.features & hw::feature::XDP_OFFLOAD != 0
+    }
+
+    /// The card's counts of what offloaded programs returned, or `None`
+    /// if it does not answer (or runs none for this NIC).
+    pub(super) fn offload_xdp_stats(&self) -> Option<XdpStatsResult> {
+        if !self.offloads_xdp() {
+            return None;
+        }
+        let entry = self.admin.exec(AdminCmd::XdpStats).ok()?;
+        Some(XdpStatsResult::read_result(&entry))
+    }
+
     /// `XDP_SETUP_PROG_HW`: loads the program into the card (it replaces
     /// any before at once) or stops it.
     pub(super) fn offload_xdp(

@@ -647,12 +647,15 @@ mod tests {
         card.lock_pf().set_link(true);
         card.attach_foreign(ForeignPort::bind(&card_end, &vf_end, 5).unwrap());
         let (dma, _f) = crate::dma::tests::two_region_space();
-        let admin = |cmd| {
+        let admin_entry = |cmd| {
             let mut e = [0u8; AQ_ENTRY_SIZE];
-            card.lock_pf()
+            let status = card
+                .lock_pf()
                 .nic
-                .execute(&dma, cmd, &mut e, &mut Effects::default())
+                .execute(&dma, cmd, &mut e, &mut Effects::default());
+            (status, e)
         };
+        let admin = |cmd| admin_entry(cmd).0;
         assert_eq!(
             admin(hw::AdminCmd::SetDatapath { vf: true }),
             AdminStatus::Ok
@@ -672,7 +675,9 @@ mod tests {
         assert_eq!(got(&card, 1), Some(1), "passed to the host");
         assert_eq!(got(&card, 2), None, "dropped on the card");
         assert_eq!(got(&card, 3), None, "sent back out, not to the host");
-        let s = card.xdp().stats();
+        let (status, entry) = admin_entry(hw::AdminCmd::XdpStats);
+        assert_eq!(status, AdminStatus::Ok);
+        let s = hw::XdpStatsResult::read_result(&entry);
         assert_eq!((s.pass, s.drop, s.tx, s.aborted), (1, 1, 1, 0));
         // A program past its bytes is refused; the one before keeps running.
         let bad = hw::AdminCmd::XdpLoad {

@@ -1211,6 +1211,19 @@ impl Nic {
                     None => AdminStatus::BadOpcode,
                 };
             }
+            AdminCmd::XdpStats => {
+                let Some(xdp) = &self.xdp else {
+                    return AdminStatus::BadOpcode;
+                };
+                let s = xdp.stats();
+                hw::XdpStatsResult {
+                    pass: s.pass,
+                    drop: s.drop,
+                    aborted: s.aborted,
+                    tx: s.tx,
+                }
+                .write_result(entry);
+            }
             AdminCmd::RdmaQueryCaps
             | AdminCmd::RdmaSetGid { .. }
             | AdminCmd::RdmaDelGid { .. }

@@ -69,6 +69,8 @@ zero_verdicts() {
 		bpftool map update id "$(map_id verdicts)" key $(le32 $k) value 0 0 0 0 0 0 0 0 || return 1
 	done
 }
+# The driver's ethtool -S counter xdp_offload_NAME (the card's count).
+offload_stat() { ethtool -S "$NETIF_A" | awk -v n="xdp_offload_$1:" '$1 == n {print $2}'; }
 mac_of() { ${2:+ip netns exec $2} cat /sys/class/net/"$1"/address; }
 
 ktap_header 13
@@ -97,6 +99,7 @@ kinds=$("$PY" frames "$WORK/frames" "$(mac_of "$NETIF_B" $NS)" "$(mac_of "$NETIF
 echo "# frames: $kinds"
 zero_verdicts
 bpftool map delete id "$(map_id flows)" key 0 0 0 0 0 0 0 0 2>/dev/null
+e_drop=$(offload_stat drop) e_tx=$(offload_stat tx) e_pass=$(offload_stat pass)
 capture "" "$NETIF_A" 1000 "udp and dst host $IP_A and dst portrange $PASS_PORT-$TX_PORT" "$WORK/cap_a"
 cap_a=$!
 # What comes back to B from A's MAC: only a frame the card turned
@@ -107,6 +110,7 @@ ip netns exec $NS "$PY" send "$NETIF_B" "$WORK/frames"
 sleep 1
 capture_stop $cap_a $cap_b
 card_verdicts="$(verdict $XDP_ABORTED) $(verdict $XDP_DROP) $(verdict $XDP_PASS) $(verdict $XDP_TX)"
+ethtool_counts="$(($(offload_stat drop) - e_drop)) $(($(offload_stat tx) - e_tx)) $(($(offload_stat pass) - e_pass))"
 "$PY" dump id "$(map_id flows)" >"$WORK/card_flows"
 
 # The kernel's copy: the same object without offload, its own maps.
@@ -134,8 +138,12 @@ expect "card's verdicts: aborted drop tx" "$c_ab $c_drop $c_tx" "$s_ab $s_drop $
 # The card also passed whatever else B sent meanwhile (neighbour
 # discovery): at least the kernel's count.
 expect_num "card's passes (kernel's: $s_pass)" "$c_pass" -ge "$s_pass" || ok=false
+# The card's own counts (ethtool -S), against what the program counted.
+read -r e_drop e_tx e_pass <<<"$ethtool_counts"
+expect "ethtool -S xdp_offload_drop, _tx" "$e_drop $e_tx" "$c_drop $c_tx" || ok=false
+expect_num "ethtool -S xdp_offload_pass (program: $c_pass)" "$e_pass" -ge "$c_pass" || ok=false
 expect "kernel's return value per frame" "$rets" " $(cat "$WORK/expected")" || ok=false
-check "the card's verdicts are the kernel interpreter's on the same frames" $ok
+check "the card's verdicts are the kernel interpreter's on the same frames, and ethtool -S counts them" $ok
 
 echo "# telemetry (flows): $(wc -l <"$WORK/card_flows") on the card, $(wc -l <"$WORK/sw_flows") in the kernel"
 check "the card's telemetry map equals the kernel's, entry by entry" \
