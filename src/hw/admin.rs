@@ -586,6 +586,19 @@ admin_commands! {
         } = 65,
         /// PF only: stop running the offloaded program (its maps stay).
         XdpUnload = 66,
+        /// PF only: allocate `len` bytes (rounded up to whole
+        /// [`rdma::dm::PAGE`]s) of device memory. Result:
+        /// [`RdmaDmAllocated`]. No room: [`AdminStatus::NoSpace`].
+        RdmaAllocDm {
+            /// Bytes, 1..=[`rdma::dm::SIZE`].
+            len @ 8: u64,
+        } = 68,
+        /// PF only: free the allocation at `offset` (its device-memory
+        /// MRs must be gone: [`AdminStatus::BadState`] otherwise).
+        RdmaFreeDm {
+            /// Offset of the allocation in device memory.
+            offset @ 8: u64,
+        } = 69,
         /// PF only: what became of the frames offloaded programs saw since
         /// the function's last reset. Result: [`XdpStatsResult`].
         XdpStats = 67,
@@ -785,6 +798,15 @@ admin_result! {
         pub max_mtu @ 24: u32,
         /// [`super::feature`] bits.
         pub features @ 28: u32,
+    }
+}
+
+admin_result! {
+    /// Result of [`AdminCmd::RdmaAllocDm`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RdmaDmAllocated {
+        /// Offset of the allocation in device memory (page aligned).
+        pub offset @ 8: u64,
     }
 }
 

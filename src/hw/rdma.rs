@@ -155,6 +155,23 @@ pub mod rdma_cap {
     /// ([`super::super::AdminCmd::RdmaCreateSrq`]`::xrcd`), XRC initiator
     /// and target QPs ([`super::QpType::XrcIni`], [`super::QpType::XrcTgt`]).
     pub const XRC: u16 = 1 << 5;
+    /// Device memory ([`super::dm`]).
+    pub const DEVICE_MEMORY: u16 = 1 << 6;
+}
+
+/// Device memory (`ibv_alloc_dm`, with [`rdma_cap::DEVICE_MEMORY`]):
+/// memory on the card, in the user doorbell BAR after the doorbell pages,
+/// which the host maps (loads and stores reach the card's memory
+/// directly) and the engine reads and writes through memory regions of
+/// kind [`mr_kind::DEVICE`]. The driver allocates it in 4 KiB pages
+/// ([`super::AdminCmd::RdmaAllocDm`]).
+pub mod dm {
+    /// Bytes of device memory.
+    pub const SIZE: usize = 256 * 1024;
+    /// Where it starts in the user doorbell BAR ([`super::udb::BAR`]).
+    pub const BAR_OFFSET: usize = super::udb::PAGES_SIZE;
+    /// Allocation granule: a host page, so each allocation maps alone.
+    pub const PAGE: u64 = 4096;
 }
 
 /// XRC domains are numbered 1..=MAX_XRCD (with [`rdma_cap::XRC`]).
@@ -200,10 +217,13 @@ pub mod udb {
     pub const BAR: u32 = 4;
     /// Bytes of one page (the host's page size: a page maps alone).
     pub const PAGE_SIZE: usize = 4096;
-    /// Pages in the BAR, page 0 included.
+    /// Doorbell pages, page 0 included.
     pub const PAGES: u32 = 64;
-    /// Size of the BAR in bytes.
-    pub const BAR_SIZE: usize = PAGE_SIZE * PAGES as usize;
+    /// Bytes of the doorbell pages, at the start of the BAR.
+    pub const PAGES_SIZE: usize = PAGE_SIZE * PAGES as usize;
+    /// Size of the BAR in bytes: the doorbell pages, then the card's
+    /// device memory ([`super::dm`]).
+    pub const BAR_SIZE: usize = PAGES_SIZE + super::dm::SIZE;
     /// Send queue doorbell, as [`super::db::SQ`].
     pub const SQ: usize = 0x0;
     /// Receive queue doorbell, as [`super::db::RQ`].
@@ -466,7 +486,8 @@ wire_struct! {
         pub page_shift @ 13: u8,
         /// User MRs: bus address of the page list (`max_pages` u64 bus
         /// addresses of pages, little-endian, 8-byte aligned), read once
-        /// at registration.
+        /// at registration. Device-memory MRs: the offset in device
+        /// memory.
         pub pbl @ 24: u64,
         /// User MRs: the first address of the region (the process's
         /// virtual address).
@@ -500,6 +521,10 @@ pub mod mr_kind {
     /// [`eqe_type::PAGE_FAULT`] and retries once the driver mapped it
     /// ([`super::AdminCmd::RdmaOdpMap`]).
     pub const ODP: u8 = 5;
+    /// Device memory ([`super::dm`]): `len` bytes at offset `pbl` of the
+    /// card's device memory, inside one allocation, addressed from 0
+    /// (zero-based, as `ibv_reg_dm_mr` wants; `iova` 0).
+    pub const DEVICE: u8 = 6;
 }
 
 /// A page's translation in an on-demand region

@@ -6,16 +6,18 @@
 use std::fs::File;
 use std::io;
 use std::mem::size_of;
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use log::{debug, info};
 use vfio_bindings::bindings::vfio::{
-    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
-    VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
-    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    vfio_region_info, vfio_region_sparse_mmap_area, VFIO_IRQ_INFO_EVENTFD,
+    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
+    VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_ERR_IRQ_INDEX,
+    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_MMAP,
     VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
-use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion};
+use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, ServerBackend, ServerRegion, SparseArea};
 
 use crate::card::Card;
 use crate::config_space::CONFIG_SPACE_SIZE;
@@ -25,8 +27,10 @@ use crate::hw::{self, QpDoorbell, MAX_QUEUE_PAIRS};
 use std::sync::{Arc, Mutex};
 
 /// Region table: config space, BAR0 (registers), the MSI-X BAR and the
-/// user doorbell BAR.
-pub fn region_infos() -> Vec<ServerRegion> {
+/// user doorbell BAR, whose device-memory part QEMU maps from `dm_fd`
+/// (the PF's device memory file; a VF has none, and the part reads as
+/// zeros).
+pub fn region_infos(dm_fd: Option<RawFd>) -> Vec<ServerRegion> {
     (0..VFIO_PCI_NUM_REGIONS)
         .map(|index| {
             let size = match index {
@@ -41,16 +45,32 @@ pub fn region_infos() -> Vec<ServerRegion> {
             } else {
                 0
             };
+            let dm_fd = dm_fd.filter(|_| index == hw::rdma::udb::BAR);
+            let mut flags = flags;
+            if dm_fd.is_some() {
+                flags |= VFIO_REGION_INFO_FLAG_MMAP;
+            }
             ServerRegion {
                 region_info: vfio_region_info {
                     argsz: size_of::<vfio_region_info>() as u32,
                     index,
                     size: size as u64,
                     flags,
+                    // The file is the BAR's size: offsets match.
+                    offset: 0,
                     ..Default::default()
                 },
-                sparse_areas: Vec::new(),
-                mmap_fd: None,
+                sparse_areas: dm_fd
+                    .map(|_| {
+                        vec![SparseArea {
+                            area: vfio_region_sparse_mmap_area {
+                                offset: hw::rdma::dm::BAR_OFFSET as u64,
+                                size: hw::rdma::dm::SIZE as u64,
+                            },
+                        }]
+                    })
+                    .unwrap_or_default(),
+                mmap_fd: dm_fd,
             }
         })
         .collect()
@@ -149,6 +169,11 @@ impl Backend {
         (0..MAX_QUEUE_PAIRS).any(|qp| QpDoorbell::TxTail.offset(qp) == offset)
     }
 
+    /// Whether this is the card's PF (the one with device memory).
+    fn is_pf(&self) -> bool {
+        Arc::ptr_eq(&self.func, self.card.pf())
+    }
+
     fn func(&self) -> std::sync::MutexGuard<'_, Function> {
         self.func.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -181,8 +206,19 @@ impl ServerBackend for Backend {
             }
             // QEMU emulates the MSI-X table; the PBA reads as nothing pending.
             VFIO_PCI_BAR2_REGION_INDEX => data.fill(0),
-            // Doorbells are write-only.
-            i if i == hw::rdma::udb::BAR => data.fill(0),
+            // Doorbells are write-only; device memory, if QEMU did not map
+            // it, is read here.
+            i if i == hw::rdma::udb::BAR => {
+                let dm = offset.checked_sub(hw::rdma::dm::BAR_OFFSET as u64);
+                match (dm, self.card.device_memory()) {
+                    (Some(at), Some(mem)) if self.is_pf() => {
+                        if mem.read(at, data).is_err() {
+                            data.fill(0xff);
+                        }
+                    }
+                    _ => data.fill(0),
+                }
+            }
             _ => data.fill(0xff),
         }
         Ok(())
@@ -206,8 +242,13 @@ impl ServerBackend for Backend {
                     self.poll_doorbell_page();
                 }
             }
+            i if i == hw::rdma::udb::BAR && offset >= hw::rdma::dm::BAR_OFFSET as u64 => {
+                if let (true, Some(mem)) = (self.is_pf(), self.card.device_memory()) {
+                    let _ = mem.write(offset - hw::rdma::dm::BAR_OFFSET as u64, data);
+                }
+            }
             i if i == hw::rdma::udb::BAR => {
-                let range = Self::dwords(offset, data.len(), hw::rdma::udb::BAR_SIZE)?;
+                let range = Self::dwords(offset, data.len(), hw::rdma::udb::PAGES_SIZE)?;
                 let mut frames = Vec::new();
                 let mut func = self.func();
                 for (chunk, reg) in data.chunks_exact(4).zip(range.step_by(4)) {

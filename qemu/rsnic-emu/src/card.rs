@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::CardClock;
 use crate::control::Faults;
+use crate::device_memory::DeviceMemory;
 use crate::foreign_port::{self, ForeignPort};
 use crate::function::{Function, Identity};
 use crate::gft::{Gft, Output};
@@ -39,6 +40,8 @@ pub struct Card {
     /// The offloaded XDP program, run first on what the wire brings.
     xdp: Arc<XdpOffload>,
     rdma: Arc<Mutex<RdmaEngine>>,
+    /// The device memory RDMA reaches (the PF's BAR shows it).
+    dm: Option<Arc<DeviceMemory>>,
     wire: Arc<OnceLock<Arc<Wire>>>,
     /// The port of a foreign VF, while the harness has one attached.
     foreign: RwLock<Option<Arc<ForeignPort>>>,
@@ -77,6 +80,18 @@ impl Card {
         pf.nic.set_xdp(Arc::clone(&xdp));
         let mut engine = RdmaEngine::default();
         engine.set_clock(clock);
+        // Without a memory file (none to be had) the card offers no
+        // device memory.
+        let dm = match DeviceMemory::new() {
+            Ok(dm) => Some(Arc::new(dm)),
+            Err(e) => {
+                log::warn!("no device memory: {e}");
+                None
+            }
+        };
+        if let Some(dm) = &dm {
+            engine.set_device_memory(Arc::clone(dm));
+        }
         let rdma = Arc::new(Mutex::new(engine));
         pf.nic.set_rdma(Arc::clone(&rdma));
         Arc::new_cyclic(|me| {
@@ -86,6 +101,7 @@ impl Card {
                 gft,
                 xdp,
                 rdma,
+                dm,
                 wire: Arc::new(OnceLock::new()),
                 foreign: RwLock::new(None),
                 rx_batches: AtomicU64::new(0),
@@ -126,6 +142,11 @@ impl Card {
     /// The GFT engine, locked.
     pub fn lock_gft(&self) -> MutexGuard<'_, Gft> {
         self.gft.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device memory, which the PF's BAR shows the host.
+    pub fn device_memory(&self) -> Option<&Arc<DeviceMemory>> {
+        self.dm.as_ref()
     }
 
     /// The RDMA engine, locked.

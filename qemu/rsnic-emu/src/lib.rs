@@ -11,6 +11,7 @@ pub mod clock;
 pub mod command;
 pub mod config_space;
 pub mod control;
+pub mod device_memory;
 pub mod dma;
 pub mod doorbell_page;
 pub mod foreign_port;

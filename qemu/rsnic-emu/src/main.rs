@@ -502,7 +502,7 @@ fn start_card(
             path,
             true,
             backend::irq_infos(hw::VF_MSIX_VECTORS),
-            backend::region_infos(),
+            backend::region_infos(None),
         )?;
         info!("card {} VF listening on {}", spec.card_id, path.display());
         let vf_card = Arc::clone(&card);
@@ -527,7 +527,7 @@ fn serve_pf(card: &Arc<Card>, spec: &CardSpec, poll: Duration) -> Result<(), Mai
         &spec.pf_socket,
         true,
         backend::irq_infos(hw::PF_MSIX_VECTORS),
-        backend::region_infos(),
+        backend::region_infos(card.device_memory().map(|dm| dm.fd())),
     )?;
     info!(
         "card {} PF listening on {}",

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use log::{debug, info};
 
 use crate::clock::CardClock;
+use crate::device_memory::WithDeviceMemory;
 use crate::dma::{DmaSpace, HostMem as _};
 use crate::doorbell_page::DoorbellPage;
 use crate::gft::Gft;
@@ -293,7 +294,17 @@ impl Nic {
             .as_ref()?
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let mut io = Io::new(dma, self.mac, now);
+        // The engine reaches the card's device memory as well as the host's.
+        let dm = engine.device_memory();
+        let with_dm;
+        let mem: &dyn crate::dma::HostMem = match &dm {
+            Some(dm) => {
+                with_dm = WithDeviceMemory { host: dma, dm };
+                &with_dm
+            }
+            None => dma,
+        };
+        let mut io = Io::new(mem, self.mac, now);
         let r = f(&mut engine, &mut io);
         engine.loop_back(&mut io);
         fx.send.extend(io.frames.into_iter().map(|frame| Outgoing {
@@ -1244,6 +1255,8 @@ impl Nic {
             | AdminCmd::RdmaDestroyQp { .. }
             | AdminCmd::RdmaRegMr(_)
             | AdminCmd::RdmaDeregMr { .. }
+            | AdminCmd::RdmaAllocDm { .. }
+            | AdminCmd::RdmaFreeDm { .. }
             | AdminCmd::RdmaQueryStats { .. }
             | AdminCmd::RdmaQueryMcastCaps
             | AdminCmd::RdmaAttachMcast { .. }

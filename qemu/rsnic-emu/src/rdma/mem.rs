@@ -75,6 +75,9 @@ enum Map {
     /// IOVA range over 4 KiB pages translated on demand ([`odp_pte`]
     /// entries; 0: none yet).
     OnDemand { iova: u64, len: u64, ptes: Vec<u64> },
+    /// Zero-based range of the card's device memory, from bus address
+    /// `base` ([`crate::device_memory::WINDOW`] and up).
+    Device { len: u64, base: u64 },
 }
 
 /// What a bound memory window shows: part of an MR.
@@ -224,6 +227,24 @@ impl MrTable {
             pages,
         };
         self.insert(reg, Some(map))
+    }
+
+    /// `RDMA_REG_MR` of a device-memory MR ([`mr_kind::DEVICE`]):
+    /// `reg.len` bytes from bus address `base`, addressed from 0 (the
+    /// caller checked they are allocated device memory).
+    pub fn register_device(&mut self, reg: &MrReg, base: u64) -> AdminStatus {
+        if !self.key_and_rights_ok(reg) || reg.iova != 0 || reg.len == 0 {
+            return AdminStatus::BadParam;
+        }
+        let map = Map::Device { len: reg.len, base };
+        self.insert(reg, Some(map))
+    }
+
+    /// Whether a device-memory MR starts in bus addresses `range`.
+    pub fn uses_device(&self, range: std::ops::Range<u64>) -> bool {
+        self.mrs
+            .values()
+            .any(|mr| matches!(mr.map, Some(Map::Device { base, .. }) if range.contains(&base)))
     }
 
     /// `RDMA_REG_MR` of an on-demand region ([`mr_kind::ODP`]): no page
@@ -599,6 +620,13 @@ impl MrTable {
                     at += n;
                 }
                 Ok(segs)
+            }
+            Map::Device { len: mr_len, base } => {
+                let end = addr.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+                if end > *mr_len {
+                    return Err(AccessError::OutOfBounds);
+                }
+                Ok(vec![(base + addr, len)])
             }
             Map::OnDemand {
                 iova,

@@ -22,6 +22,7 @@ use std::time::Instant;
 use log::debug;
 
 use crate::clock::CardClock;
+use crate::device_memory::{DeviceMemory, WINDOW};
 use crate::dma::HostMem;
 use crate::hw::rdma::{
     arm, cq_create, cqe_flag, db, eqe_type, mr_kind, rdma_cap, udb, Eqe, Gid, MrReg, QpCreate,
@@ -58,7 +59,8 @@ pub const CAPS: RdmaCaps = RdmaCaps {
         | rdma_cap::ATOMIC_WRITE
         | rdma_cap::CQ_TIMESTAMP
         | rdma_cap::ODP
-        | rdma_cap::XRC,
+        | rdma_cap::XRC
+        | rdma_cap::DEVICE_MEMORY,
     max_mr_size: 1 << 32,
     page_size_cap: 0x0000_0000_4020_1000,
 };
@@ -164,6 +166,8 @@ pub struct RdmaEngine {
     pub faults: Arc<RdmaFaults>,
     /// The card's clock, which stamps completions (kept across a reset).
     clock: Arc<CardClock>,
+    /// The card's device memory (kept across a reset, emptied by it).
+    dm: Option<Arc<DeviceMemory>>,
 }
 
 impl Default for RdmaEngine {
@@ -180,6 +184,7 @@ impl Default for RdmaEngine {
             stats: RdmaStats::default(),
             faults: Arc::default(),
             clock: Arc::default(),
+            dm: None,
         }
     }
 }
@@ -211,11 +216,26 @@ impl RdmaEngine {
         self.clock = clock;
     }
 
-    /// Back to power-on state: no GIDs, queues or regions.
+    /// The card's device memory, if it has any.
+    pub fn device_memory(&self) -> Option<Arc<DeviceMemory>> {
+        self.dm.clone()
+    }
+
+    /// Gives the engine the card's device memory.
+    pub fn set_device_memory(&mut self, dm: Arc<DeviceMemory>) {
+        self.dm = Some(dm);
+    }
+
+    /// Back to power-on state: no GIDs, queues, regions or device memory
+    /// allocated.
     pub fn reset(&mut self) {
+        if let Some(dm) = &self.dm {
+            dm.reset();
+        }
         *self = Self {
             faults: Arc::clone(&self.faults),
             clock: Arc::clone(&self.clock),
+            dm: self.dm.clone(),
             ..Self::default()
         };
     }
@@ -229,7 +249,13 @@ impl RdmaEngine {
     ) -> AdminStatus {
         debug!("rdma admin {cmd:?}");
         match cmd {
-            AdminCmd::RdmaQueryCaps => CAPS.write_result(entry),
+            AdminCmd::RdmaQueryCaps => {
+                let mut caps = CAPS;
+                if self.dm.is_none() {
+                    caps.flags &= !rdma_cap::DEVICE_MEMORY;
+                }
+                caps.write_result(entry)
+            }
             AdminCmd::RdmaSetGid { index, gid } => match self.gids.get_mut(index as usize) {
                 Some(slot) => *slot = Some(gid),
                 None => return AdminStatus::BadParam,
@@ -364,7 +390,41 @@ impl RdmaEngine {
             AdminCmd::RdmaRegMr(reg) if reg.kind == mr_kind::ODP => {
                 return self.mrs.register_on_demand(&reg)
             }
+            AdminCmd::RdmaRegMr(reg) if reg.kind == mr_kind::DEVICE => {
+                let inside = self
+                    .dm
+                    .as_ref()
+                    .is_some_and(|dm| dm.is_allocated(reg.pbl, reg.len.max(1)));
+                if !inside {
+                    return AdminStatus::BadParam;
+                }
+                return self.mrs.register_device(&reg, WINDOW + reg.pbl);
+            }
             AdminCmd::RdmaRegMr(reg) => return self.mrs.register(&reg),
+            AdminCmd::RdmaAllocDm { len } => {
+                let Some(dm) = &self.dm else {
+                    return AdminStatus::BadOpcode;
+                };
+                if len == 0 || len > crate::hw::rdma::dm::SIZE as u64 {
+                    return AdminStatus::BadParam;
+                }
+                match dm.alloc(len) {
+                    Some(offset) => crate::hw::RdmaDmAllocated { offset }.write_result(entry),
+                    None => return AdminStatus::NoSpace,
+                }
+            }
+            AdminCmd::RdmaFreeDm { offset } => {
+                let Some(dm) = &self.dm else {
+                    return AdminStatus::BadOpcode;
+                };
+                let Some(len) = dm.allocation_len(offset) else {
+                    return AdminStatus::NotFound;
+                };
+                if self.mrs.uses_device(WINDOW + offset..WINDOW + offset + len) {
+                    return AdminStatus::BadState;
+                }
+                dm.free(offset);
+            }
             AdminCmd::RdmaOdpMap {
                 key,
                 first,

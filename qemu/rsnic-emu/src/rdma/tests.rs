@@ -98,18 +98,39 @@ impl Side {
         }
     }
 
+    /// Runs `f` on the engine with the side's memory (and the engine's
+    /// device memory, if it has any, as the card gives it); returns what
+    /// `f` returns and the frames sent.
+    fn call<R>(&mut self, f: impl FnOnce(&mut RdmaEngine, &mut Io<'_>) -> R) -> (R, Vec<Vec<u8>>) {
+        let mem = std::mem::replace(&mut self.mem, Memory::new(0));
+        let dm = self.e.device_memory();
+        let with_dm;
+        let host: &dyn HostMem = match &dm {
+            Some(dm) => {
+                with_dm = crate::device_memory::WithDeviceMemory { host: &mem, dm };
+                &with_dm
+            }
+            None => &mem,
+        };
+        let mut io = Io::new(host, self.mac, self.now);
+        let r = f(&mut self.e, &mut io);
+        let frames = std::mem::take(&mut io.frames);
+        drop(io);
+        self.mem = mem;
+        (r, frames)
+    }
+
     /// Rings a doorbell (a [`udb`] offset) through the side's page.
     fn ring(&mut self, reg: usize, value: u32) -> Vec<Vec<u8>> {
-        let mem = std::mem::replace(&mut self.mem, Memory::new(0));
-        let mut io = Io::new(&mem, self.mac, self.now);
-        if self.db_page == 0 {
-            self.e.doorbell(db::SQ + reg, value, &mut io);
-        } else {
-            self.e.user_doorbell(self.db_page, reg, value, &mut io);
-        }
-        let frames = io.frames;
-        self.mem = mem;
-        frames
+        let page = self.db_page;
+        self.call(|e, io| {
+            if page == 0 {
+                e.doorbell(db::SQ + reg, value, io);
+            } else {
+                e.user_doorbell(page, reg, value, io);
+            }
+        })
+        .1
     }
 
     fn admin(&mut self, cmd: AdminCmd) -> AdminStatus {
@@ -119,15 +140,16 @@ impl Side {
     /// Runs an admin command; its status and the frames it sent (a
     /// command that restarts queues).
     fn admin_frames(&mut self, cmd: AdminCmd) -> (AdminStatus, Vec<Vec<u8>>) {
+        self.admin_entry(cmd).0
+    }
+
+    /// Runs an admin command; its status, the frames it sent and its
+    /// entry (with any result).
+    fn admin_entry(&mut self, cmd: AdminCmd) -> ((AdminStatus, Vec<Vec<u8>>), [u8; AQ_ENTRY_SIZE]) {
         let mut entry = cmd.to_bytes();
         let cmd = AdminCmd::from_bytes(&entry).unwrap();
-        let mem = std::mem::replace(&mut self.mem, Memory::new(0));
-        let mut io = Io::new(&mem, self.mac, self.now);
-        let status = self.e.execute(cmd, &mut entry, &mut io);
-        let frames = std::mem::take(&mut io.frames);
-        drop(io);
-        self.mem = mem;
-        (status, frames)
+        let (status, frames) = self.call(|e, io| e.execute(cmd, &mut entry, io));
+        ((status, frames), entry)
     }
 
     fn modify(&mut self, qpn: u32, m: QpModify) -> AdminStatus {
@@ -265,14 +287,12 @@ impl Side {
     }
 
     fn receive(&mut self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-        let mem = std::mem::replace(&mut self.mem, Memory::new(0));
-        let mut io = Io::new(&mem, self.mac, self.now);
-        for f in frames {
-            assert!(self.e.receive(&f, &mut io));
-        }
-        let frames = io.frames;
-        self.mem = mem;
-        frames
+        self.call(|e, io| {
+            for f in frames {
+                assert!(e.receive(&f, io));
+            }
+        })
+        .1
     }
 
     fn tick(&mut self, later: Duration) -> Vec<Vec<u8>> {
@@ -926,7 +946,10 @@ fn caps_and_gids() {
         a.e.execute(AdminCmd::RdmaQueryCaps, &mut entry, &mut io),
         AdminStatus::Ok
     );
-    assert_eq!(RdmaCaps::read_result(&entry), CAPS);
+    // A card without device memory does not offer it.
+    let mut caps = CAPS;
+    caps.flags &= !rdma_cap::DEVICE_MEMORY;
+    assert_eq!(RdmaCaps::read_result(&entry), caps);
     let g = Gid::from_ipv4([10, 99, 0, 1]);
     assert_eq!(
         a.admin(AdminCmd::RdmaSetGid { index: 3, gid: g }),
@@ -1003,6 +1026,77 @@ fn write_with_immediate_then_read_back() {
     let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.status)).collect();
     assert_eq!(ops, [(wc_op::RDMA_WRITE, 0), (wc_op::RDMA_READ, 0)]);
     assert_eq!(sc[1].byte_len, 5000);
+}
+
+#[test]
+fn device_memory_is_written_and_read_by_the_peer_and_bounded() {
+    let (mut a, mut b) = pair();
+    let dm = Arc::new(crate::device_memory::DeviceMemory::new().unwrap());
+    b.e.set_device_memory(Arc::clone(&dm));
+    let ((status, _), entry) = b.admin_entry(AdminCmd::RdmaAllocDm { len: 6000 });
+    assert_eq!(status, AdminStatus::Ok);
+    let offset = crate::hw::RdmaDmAllocated::read_result(&entry).offset;
+    let dm_key = 9 << 8;
+    let mut reg = MrReg {
+        key: dm_key,
+        pd: 3,
+        access: access::ALL,
+        kind: mr_kind::DEVICE,
+        pbl: offset,
+        len: 8192,
+        ..MrReg::default()
+    };
+    // Past its allocation (two pages), or not zero-based: refused.
+    reg.len = 8193;
+    assert_eq!(b.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::BadParam);
+    reg.len = 8192;
+    reg.iova = 4;
+    assert_eq!(b.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::BadParam);
+    reg.iova = 0;
+    assert_eq!(b.admin(AdminCmd::RdmaRegMr(reg)), AdminStatus::Ok);
+    // A writes 5000 bytes at offset 100 of the MR and reads them back.
+    let data = pattern(5000, 3);
+    a.mem.set(DATA, &data);
+    let mut w = send_wqe(wqe_op::WRITE, DATA, 5000);
+    w.remote_addr = 100;
+    w.rkey = dm_key;
+    a.post_send(QPN, w);
+    let mut r = send_wqe(wqe_op::READ, DATA + 0x4000, 5000);
+    r.remote_addr = 100;
+    r.rkey = dm_key;
+    a.post_send(QPN, r);
+    // Past the MR's end: a remote access error, nothing written.
+    let mut past = send_wqe(wqe_op::WRITE, DATA, 100);
+    past.remote_addr = 8100;
+    past.rkey = dm_key;
+    a.post_send(QPN, past);
+    let frames = a.ring_sq(QPN);
+    exchange(&mut a, &mut b, frames);
+    let mut got = vec![0u8; 5000];
+    dm.read(offset + 100, &mut got).unwrap();
+    assert_eq!(got, data, "in the card's memory");
+    assert_eq!(b.mem.get(REMOTE, 16), vec![0; 16], "not in host memory");
+    assert_eq!(a.mem.get(DATA + 0x4000, 5000), data, "read back");
+    let sc = a.completions(false);
+    let ops: Vec<_> = sc.iter().map(|c| (c.opcode, c.status)).collect();
+    assert_eq!(ops[..2], [(wc_op::RDMA_WRITE, 0), (wc_op::RDMA_READ, 0)]);
+    assert_eq!(sc[2].status, wc_status::REM_ACCESS_ERR);
+    let mut tail = [0u8; 92];
+    dm.read(offset + 8100, &mut tail).unwrap();
+    assert_eq!(tail, [0u8; 92]);
+    // The allocation cannot go while the MR uses it.
+    let free = AdminCmd::RdmaFreeDm { offset };
+    assert_eq!(b.admin(free), AdminStatus::BadState);
+    assert_eq!(
+        b.admin(AdminCmd::RdmaDeregMr { key: dm_key }),
+        AdminStatus::Ok
+    );
+    assert_eq!(b.admin(free), AdminStatus::Ok);
+    assert_eq!(b.admin(free), AdminStatus::NotFound);
+    let too_big = AdminCmd::RdmaAllocDm {
+        len: crate::hw::rdma::dm::SIZE as u64 + 1,
+    };
+    assert_eq!(b.admin(too_big), AdminStatus::BadParam);
 }
 
 #[test]
