@@ -12,7 +12,9 @@ pub(crate) use super::bindings::{
     rsnic_ib_alloc_ucontext_resp as AllocUcontextResp, rsnic_ib_create_ah_resp as CreateAhResp,
     rsnic_ib_create_cq_resp as CreateCqResp, rsnic_ib_create_qp_resp as CreateQpResp,
     rsnic_ib_create_srq_resp as CreateSrqResp, rsnic_ib_resize_cq as ResizeCqReq,
-    rsnic_ib_resize_cq_resp as ResizeCqResp, RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
+    rsnic_ib_resize_cq_resp as ResizeCqResp, RSNIC_DM_MAX_HANDLE as DM_MAX_HANDLE,
+    RSNIC_DM_MMAP_PGOFF_BASE as DM_MMAP_PGOFF_BASE, RSNIC_DM_MMAP_SLOT_PAGES as DM_MMAP_SLOT_PAGES,
+    RSNIC_UVERBS_ABI_VERSION as ABI_VERSION,
 };
 
 // SAFETY: Four `__u32` then a `__u64` at offset 16: no padding, every

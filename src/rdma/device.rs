@@ -14,6 +14,7 @@ use kernel::{
 };
 
 use super::cq::RdmaCq;
+use super::dm::RdmaDm;
 use super::eq::{EqIrq, EQ_ENTRIES};
 use super::ids::IdPool;
 use super::mr::{RdmaMr, RdmaMw, UserRegion};
@@ -40,6 +41,7 @@ use crate::linux::{
     rdma::device::{
         CqInit, DeviceAttr, GidEntry, GidType, IbDevice, IbDeviceOps, OdpCaps, PortAttr,
     },
+    rdma::dm::DmRequest,
     rdma::odp::ODP_PAGE_SIZE,
     rdma::udata::{UserCall, UserData},
     rdma::umem::{UserMemory, UserPin, UserRange},
@@ -76,15 +78,15 @@ struct Ids {
 pub(crate) struct RdmaDev {
     /// Stops the event queue before its ring (in `eq_irq`) is freed.
     _eq: EventQueueOwner,
-    admin: Arc<AdminQueue>,
+    pub(super) admin: Arc<AdminQueue>,
     regs: Arc<Registers>,
     dma: DmaDevice,
-    caps: RdmaCaps,
+    pub(super) caps: RdmaCaps,
     /// UD multicast limits; all 0 on a card without multicast.
     mcast: McastCaps,
     /// Physical address of the user doorbell BAR; `None` on a card
     /// without one, which then serves no process.
-    udb_bar: Option<u64>,
+    pub(super) udb_bar: Option<u64>,
     #[pin]
     ids: Mutex<Ids>,
     tables: Arc<SpinLock<Tables>>,
@@ -100,6 +102,10 @@ pub(crate) struct RdmaDev {
     /// Address handles that exist (at most [`MAX_AH`]; the card keeps none:
     /// each is the driver's, and user space's copy of its address).
     ahs: Atomic<u32>,
+    /// Device memory the card gave and processes map: offset and bytes
+    /// (`dm.rs`).
+    #[pin]
+    pub(super) dms: Mutex<KVec<(u64, u64)>>,
 }
 
 /// Address handles per device: a bound on the driver's memory for them
@@ -235,6 +241,7 @@ impl RdmaDev {
             eq_irq,
             odp,
             ahs: Atomic::new(0),
+            dms <- kernel::new_mutex!(KVec::new()),
         }? Error))
     }
 
@@ -447,6 +454,7 @@ impl IbDeviceOps for RdmaDev {
     type Srq = RdmaSrq;
     type Mw = RdmaMw;
     type Xrcd = RdmaXrcd;
+    type Dm = RdmaDm;
 
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr {
         let c = &dev.data().caps;
@@ -491,6 +499,7 @@ impl IbDeviceOps for RdmaDev {
             // A process's SRQs grow (`modify_srq`); the kernel's refuse.
             srq_resize: c.max_srq != 0,
             xrc: c.flags & rdma_cap::XRC != 0 && c.max_srq != 0,
+            max_dm_size: dev.data().max_dm_size(),
             max_mcast_grp: dev.data().mcast.max_groups,
             max_mcast_qp_attach: dev.data().mcast.max_qp_per_group,
             max_total_mcast_qp_attach: dev.data().mcast.max_attach,
@@ -566,6 +575,29 @@ impl IbDeviceOps for RdmaDev {
 
     fn dealloc_xrcd(dev: &IbDevice<Self>, xrcd: &RdmaXrcd) {
         dev.data().ids.lock().xrcds.free(xrcd.xrcdn);
+    }
+
+    fn alloc_dm(dev: &IbDevice<Self>, req: &DmRequest<'_>) -> Result<impl PinInit<RdmaDm, Error>> {
+        dev.data().alloc_dm(req)
+    }
+
+    fn dealloc_dm(dev: &IbDevice<Self>, dm: &RdmaDm) -> Result {
+        dev.data().dealloc_dm(dm)
+    }
+
+    fn reg_dm_mr(
+        dev: &IbDevice<Self>,
+        pd: &RdmaPd,
+        dm: &RdmaDm,
+        offset: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<(impl PinInit<RdmaMr, Error>, MrKeys)> {
+        let d = dev.data();
+        let mut reg = d.dm_mr_reg(pd.pdn, dm, offset, len, access_bits(access))?;
+        reg.key = d.ids.lock().mrs.alloc()? << 8;
+        let keys = d.register_mr(reg)?;
+        Ok((RdmaMr::dma(reg.key), keys))
     }
 
     fn create_cq(

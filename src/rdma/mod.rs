@@ -14,6 +14,7 @@
 
 mod cq;
 mod device;
+mod dm;
 mod eq;
 mod ids;
 mod mr;

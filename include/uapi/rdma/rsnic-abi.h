@@ -109,4 +109,17 @@ struct rsnic_ib_create_ah_resp {
 	__u8 reserved[2];
 };
 
+/*
+ * Device memory (ibv_alloc_dm): the kernel's alloc_dm carries no driver
+ * response, so each allocation is mapped at a page offset computed from
+ * its handle (struct ibv_dm's): mmap() its length, rounded up to pages,
+ * at RSNIC_DM_MMAP_PGOFF(handle) pages into the device file. A slot holds
+ * the largest allocation (the card's device memory, 256 KiB).
+ */
+#define RSNIC_DM_MMAP_PGOFF_BASE 0x1000000U
+#define RSNIC_DM_MMAP_SLOT_PAGES 64U
+#define RSNIC_DM_MAX_HANDLE 0x3fbffffU
+#define RSNIC_DM_MMAP_PGOFF(handle) \
+	(RSNIC_DM_MMAP_PGOFF_BASE + (handle) * RSNIC_DM_MMAP_SLOT_PAGES)
+
 #endif /* RSNIC_ABI_USER_H */

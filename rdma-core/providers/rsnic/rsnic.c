@@ -348,6 +348,7 @@ static void rsnic_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops rsnic_ctx_ops = {
+	.alloc_dm = rsnic_alloc_dm,
 	.alloc_mw = rsnic_alloc_mw,
 	.alloc_pd = rsnic_alloc_pd,
 	.alloc_parent_domain = rsnic_alloc_parent_domain,
@@ -373,6 +374,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.destroy_srq = rsnic_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = rsnic_free_context,
+	.free_dm = rsnic_free_dm,
 	.get_srq_num = rsnic_get_srq_num,
 	.modify_qp = rsnic_modify_qp,
 	.modify_srq = rsnic_modify_srq,
@@ -387,6 +389,7 @@ static const struct verbs_context_ops rsnic_ctx_ops = {
 	.query_qp = rsnic_query_qp,
 	.query_rt_values = rsnic_query_rt_values,
 	.query_srq = rsnic_query_srq,
+	.reg_dm_mr = rsnic_reg_dm_mr,
 	.reg_mr = rsnic_reg_mr,
 	.rereg_mr = rsnic_rereg_mr,
 	.req_notify_cq = rsnic_req_notify_cq,

@@ -252,6 +252,13 @@ struct ibv_srq *rsnic_create_srq_ex(struct ibv_context *context,
 int rsnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 /* The context's XRC SRQ `srqn`, if it has one. */
 struct rsnic_srq *rsnic_find_xrc_srq(struct rsnic_context *ctx, uint32_t srqn);
+struct ibv_dm *rsnic_alloc_dm(struct ibv_context *context,
+			      struct ibv_alloc_dm_attr *attr);
+int rsnic_free_dm(struct ibv_dm *dm);
+struct ibv_mr *rsnic_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm,
+			       uint64_t offset, size_t length,
+			       unsigned int access);
+
 /* The SRQ's request in `slot` completed: its wr_id; false if none. */
 bool rsnic_srq_retire(struct rsnic_srq *srq, uint16_t slot, uint64_t *wr_id);
 

@@ -1353,6 +1353,16 @@ void rust_ext_flow_stats_update(struct flow_cls_offload *f, u64 bytes,
 			  FLOW_ACTION_HW_STATS_DELAYED);
 }
 
+s64 rust_ext_dm_alloc_handle(struct uverbs_attr_bundle *attrs)
+{
+	const struct uverbs_attr *attr =
+		uverbs_attr_get(attrs, UVERBS_ATTR_ALLOC_DM_HANDLE);
+
+	if (IS_ERR(attr))
+		return PTR_ERR(attr);
+	return attr->obj_attr.uobject->id;
+}
+
 struct bpf_prog *rust_ext_bpf_verifier_prog(struct bpf_verifier_env *env)
 {
 	return env->prog;

@@ -312,6 +312,10 @@ struct bpf_verifier_env;
 struct bpf_map;
 struct bpf_prog;
 struct bpf_insn;
+struct uverbs_attr_bundle;
+/* The handle (uobject id) of the device memory a DM_ALLOC call creates,
+ * negative if the attribute is missing. */
+s64 rust_ext_dm_alloc_handle(struct uverbs_attr_bundle *attrs);
 /* The program a verifier run checks (bpf_verifier.h is not bound). */
 struct bpf_prog *rust_ext_bpf_verifier_prog(struct bpf_verifier_env *env);
 /* prog->insnsi: a flexible array inside an anonymous union. */

@@ -20,6 +20,7 @@ use crate::linux::bindings;
 use crate::linux::net::upper::PortNetDev;
 use crate::linux::rdma::{
     device_adapter::Adapter,
+    dm::DmRequest,
     udata::{UserCall, UserData},
     umem::{UserMemory, UserPin, UserRange},
     verbs::{
@@ -96,6 +97,9 @@ pub(crate) struct DeviceAttr {
     /// XRC domains, SRQs and QPs (`IB_DEVICE_XRC`; needs
     /// [`IbDeviceOps::alloc_xrcd`]).
     pub(crate) xrc: bool,
+    /// Bytes of device memory one allocation may have (0: none; needs
+    /// [`IbDeviceOps::alloc_dm`]).
+    pub(crate) max_dm_size: u64,
     /// UD multicast groups (0: no multicast).
     pub(crate) max_mcast_grp: u32,
     /// Queue pairs one multicast group holds.
@@ -229,6 +233,8 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     type Mw: Send + Sync;
     /// An XRC domain's state.
     type Xrcd: Send + Sync;
+    /// A device memory allocation's state.
+    type Dm: Send + Sync;
 
     /// `query_device`: the device's limits.
     fn query_device(dev: &IbDevice<Self>) -> DeviceAttr;
@@ -279,6 +285,39 @@ pub(crate) trait IbDeviceOps: Send + Sync + Sized + 'static {
     /// them).
     fn dealloc_xrcd(_dev: &IbDevice<Self>, _xrcd: &Self::Xrcd) {
         build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// `alloc_dm`: device memory for the calling process (`req`), which
+    /// the driver lets it map ([`DmRequest::map_at`]). Without it ib_core
+    /// refuses `ibv_alloc_dm`.
+    #[allow(unreachable_code)]
+    fn alloc_dm(
+        _dev: &IbDevice<Self>,
+        _req: &DmRequest<'_>,
+    ) -> Result<impl PinInit<Self::Dm, Error>> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<Result<Self::Dm>, _>(EINVAL)
+    }
+    /// `dealloc_dm`: no memory region uses it any more (ib_core counts
+    /// them).
+    fn dealloc_dm(_dev: &IbDevice<Self>, _dm: &Self::Dm) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// `reg_dm_mr`: a zero-based region over `len` bytes of `dm` from
+    /// `offset` (ib_core checked they are inside it).
+    #[allow(unreachable_code)]
+    fn reg_dm_mr(
+        _dev: &IbDevice<Self>,
+        _pd: &Self::Pd,
+        _dm: &Self::Dm,
+        _offset: u64,
+        _len: u64,
+        _access: Access,
+    ) -> Result<(impl PinInit<Self::Mr, Error>, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR);
+        // Gives the signature's initialiser a type; never reached.
+        Err::<(Result<Self::Mr>, MrKeys), _>(EINVAL)
     }
 
     /// `create_cq` with room for at least `init.entries` completions: the

@@ -17,6 +17,7 @@ use kernel::{
 
 use crate::linux::rdma::{
     device::{CqInit, GidEntry, GidType, IbDevice, IbDeviceOps},
+    dm::DmRequest,
     mmap,
     udata::{UserCall, UserData},
     umem::{UserMemory, UserPin, UserRange},
@@ -119,6 +120,11 @@ impl<T: IbDeviceOps> Adapter<T> {
             ops.alloc_mw = Some(Self::alloc_mw);
             ops.dealloc_mw = Some(Self::dealloc_mw);
             ops.size_ib_mw = core::mem::size_of::<IbObject<bindings::ib_mw, T::Mw>>();
+        }
+        if T::HAS_ALLOC_DM {
+            ops.alloc_dm = Some(Self::alloc_dm);
+            ops.dealloc_dm = Some(Self::dealloc_dm);
+            ops.reg_dm_mr = Some(Self::reg_dm_mr);
         }
         if T::HAS_ALLOC_XRCD {
             ops.alloc_xrcd = Some(Self::alloc_xrcd);
@@ -235,6 +241,7 @@ impl<T: IbDeviceOps> Adapter<T> {
             if a.atomic_write {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
             }
+            p.max_dm_size = a.max_dm_size;
             if a.srq_resize {
                 p.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
             }
@@ -531,6 +538,90 @@ impl<T: IbDeviceOps> Adapter<T> {
         // SAFETY: Not used after this.
         unsafe { IbObject::<bindings::ib_pd, T::Pd>::drop_data(pd) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// ib_core's `DM_ALLOC` handler: `ibdev` is ours, `uctx` the calling
+    /// process's context, `attr` and `attrs` the call's.
+    unsafe extern "C" fn alloc_dm(
+        ibdev: *mut bindings::ib_device,
+        uctx: *mut bindings::ib_ucontext,
+        attr: *mut bindings::ib_dm_alloc_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> *mut bindings::ib_dm {
+        // SAFETY: As the function's contract says.
+        let (dev, attr) = unsafe { (Self::dev(ibdev), &*attr) };
+        if attr.flags != 0 {
+            return err_ptr(EOPNOTSUPP_ERRNO);
+        }
+        // SAFETY: As the function's contract says, for this call.
+        let req = match unsafe { DmRequest::new(uctx, attr, attrs) } {
+            Ok(req) => req,
+            Err(e) => return err_ptr(e.to_errno()),
+        };
+        let made = T::alloc_dm(dev, &req).and_then(IbObject::<bindings::ib_dm, T::Dm>::boxed);
+        match made {
+            Ok(dm) => dm,
+            Err(e) => err_ptr(e.to_errno()),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `dm` is ours (from `alloc_dm`), no memory region on it; nothing
+    /// uses it after a success.
+    unsafe extern "C" fn dealloc_dm(
+        dm: *mut bindings::ib_dm,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As the function's contract says; ib_core set
+            // `device` after `alloc_dm`.
+            let (dev, data) = unsafe {
+                (
+                    Self::dev((*dm).device),
+                    IbObject::<bindings::ib_dm, T::Dm>::data(dm),
+                )
+            };
+            T::dealloc_dm(dev, data)?;
+            // SAFETY: Allocated by `alloc_dm`; freed once.
+            unsafe { IbObject::<bindings::ib_dm, T::Dm>::free_boxed(dm) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `pd` and `dm` are live objects of ours; ib_core checked that
+    /// `attr`'s range lies inside `dm` and that it is zero-based.
+    unsafe extern "C" fn reg_dm_mr(
+        pd: *mut bindings::ib_pd,
+        dm: *mut bindings::ib_dm,
+        attr: *mut bindings::ib_dm_mr_attr,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: As the function's contract says.
+        let (dev, pd, dm, attr) = unsafe {
+            (
+                Self::dev((*pd).device),
+                IbObject::<bindings::ib_pd, T::Pd>::data(pd),
+                IbObject::<bindings::ib_dm, T::Dm>::data(dm),
+                &*attr,
+            )
+        };
+        let access = attr.access_flags & !bindings::ib_access_flags_IB_ZERO_BASED;
+        if access & !USER_MR_ACCESS != 0 {
+            return err_ptr(EOPNOTSUPP_ERRNO);
+        }
+        Self::new_mr(T::reg_dm_mr(
+            dev,
+            pd,
+            dm,
+            attr.offset,
+            attr.length,
+            Access::from_raw(access),
+        ))
     }
 
     /// # Safety

@@ -112,6 +112,14 @@ pub(crate) enum MapTarget {
     },
     /// Shared memory.
     Pages(Arc<SharedPages>),
+    /// Memory on the device, `len` bytes (whole pages) at physical address
+    /// `phys` of one of its BARs, uncached.
+    DeviceMemory {
+        /// CPU physical address of the first byte (page aligned).
+        phys: u64,
+        /// Bytes, whole pages.
+        len: usize,
+    },
 }
 
 impl MapTarget {
@@ -119,6 +127,7 @@ impl MapTarget {
         match self {
             Self::Registers { .. } => PAGE_SIZE,
             Self::Pages(p) => p.len(),
+            Self::DeviceMemory { len, .. } => *len,
         }
     }
 }
@@ -156,6 +165,35 @@ impl UserMapping {
         uctx: *mut bindings::ib_ucontext,
         target: MapTarget,
     ) -> Result<Self> {
+        // SAFETY: The caller's promise.
+        unsafe { Self::insert_in(uctx, target, 0, u32::MAX) }
+    }
+
+    /// Offers `target` to the process of `uctx` at page offset `pgoff`
+    /// exactly (`EBUSY`-like failure if another entry holds it): for
+    /// an object whose offset the process computes itself.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::insert`].
+    pub(super) unsafe fn insert_at(
+        uctx: *mut bindings::ib_ucontext,
+        target: MapTarget,
+        pgoff: u32,
+    ) -> Result<Self> {
+        // SAFETY: The caller's promise.
+        unsafe { Self::insert_in(uctx, target, pgoff, pgoff) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::insert`].
+    unsafe fn insert_in(
+        uctx: *mut bindings::ib_ucontext,
+        target: MapTarget,
+        min_pgoff: u32,
+        max_pgoff: u32,
+    ) -> Result<Self> {
         let len = target.len();
         let entry = KBox::new(
             MmapEntry {
@@ -167,7 +205,15 @@ impl UserMapping {
         let raw = KBox::into_raw(entry);
         // SAFETY: `uctx` is live (caller); the entry is zeroed and ours
         // until inserted, then ib_core's until `mmap_free`.
-        let ret = unsafe { bindings::rdma_user_mmap_entry_insert(uctx, (*raw).rdma.get(), len) };
+        let ret = unsafe {
+            bindings::rdma_user_mmap_entry_insert_range(
+                uctx,
+                (*raw).rdma.get(),
+                len,
+                min_pgoff,
+                max_pgoff,
+            )
+        };
         if ret != 0 {
             // SAFETY: Not inserted: still only ours.
             drop(unsafe { KBox::from_raw(raw) });
@@ -216,6 +262,11 @@ pub(super) unsafe fn mmap(
         // SAFETY: Live context, VMA and entry; the page is the device's.
         MapTarget::Registers { phys } => unsafe {
             bindings::rust_ext_mmap_io(uctx, vma, *phys, PAGE_SIZE, rdma)
+        },
+        // SAFETY: Live context, VMA and entry; the memory is the device's
+        // (ib_core checks the VMA's size against the entry's).
+        MapTarget::DeviceMemory { phys, len } => unsafe {
+            bindings::rust_ext_mmap_io(uctx, vma, *phys, *len, rdma)
         },
         // SAFETY: ib_core calls `mmap` from the file's mmap hook, with
         // the VMA being set up; the pages are live (the entry holds them).

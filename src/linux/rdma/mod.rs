@@ -6,6 +6,7 @@
 pub(crate) mod completion;
 pub(crate) mod device;
 pub(crate) mod device_adapter;
+pub(crate) mod dm;
 pub(crate) mod mmap;
 pub(crate) mod odp;
 pub(crate) mod udata;

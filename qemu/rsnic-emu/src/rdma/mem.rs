@@ -233,7 +233,9 @@ impl MrTable {
     /// `reg.len` bytes from bus address `base`, addressed from 0 (the
     /// caller checked they are allocated device memory).
     pub fn register_device(&mut self, reg: &MrReg, base: u64) -> AdminStatus {
-        if !self.key_and_rights_ok(reg) || reg.iova != 0 || reg.len == 0 {
+        // Zero bytes is a region too (ibv_reg_dm_mr allows it): every
+        // access but an empty one is out of bounds.
+        if !self.key_and_rights_ok(reg) || reg.iova != 0 {
             return AdminStatus::BadParam;
         }
         let map = Map::Device { len: reg.len, base };
