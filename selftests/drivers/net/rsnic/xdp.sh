@@ -4,7 +4,8 @@
 # Native XDP on card A's synthetic NIC (ip link set ... xdpdrv), each
 # action checked on both ends, not by the driver's counters alone:
 #  - the program attaches in driver mode; the netdev family lists the
-#    actions the driver offers (xdp-features);
+#    actions the driver offers (xdp-features; hw-offload is
+#    xdp_offload.sh's);
 #  - XDP_DROP, XDP_ABORTED: the program saw every frame B sent, the
 #    driver counted each under its action, no socket got one, and qstats
 #    counted them received (XDP is the stack's first layer);
@@ -107,8 +108,8 @@ mode=$(ip -j -d link show "$NETIF_A" | python3 -c 'import json,sys; x=json.load(
 check "the program attaches in driver mode ($mode)" test "$mode" = "1 xdp_actions"
 
 features=$(xdp_features)
-check "xdp-features: basic ndo-xmit redirect xsk-zerocopy ($features)" \
-	test "$features" = "basic ndo-xmit redirect xsk-zerocopy"
+check "xdp-features: basic hw-offload ndo-xmit redirect xsk-zerocopy ($features)" \
+	test "$features" = "basic hw-offload ndo-xmit redirect xsk-zerocopy"
 
 # One action: B sends, A counts. Prints "sent seen driver socket qrx".
 run_action() { # ACT COUNTER
