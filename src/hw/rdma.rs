@@ -161,9 +161,9 @@ pub mod rdma_cap {
 
 /// Device memory (`ibv_alloc_dm`, with [`rdma_cap::DEVICE_MEMORY`]):
 /// memory on the card, in the user doorbell BAR after the doorbell pages,
-/// which the host maps (loads and stores reach the card's memory
-/// directly) and the engine reads and writes through memory regions of
-/// kind [`mr_kind::DEVICE`]. The driver allocates it in 4 KiB pages
+/// which the host reaches with loads and stores through the BAR and the
+/// engine reads and writes through memory regions of kind
+/// [`mr_kind::DEVICE`]. The driver allocates it in 4 KiB pages
 /// ([`super::AdminCmd::RdmaAllocDm`]).
 pub mod dm {
     /// Bytes of device memory.

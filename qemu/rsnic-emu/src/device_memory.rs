@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The card's device memory ([`hw::rdma::dm`], `ibv_alloc_dm`): a shared
-//! memory file the size of the user doorbell BAR, whose device-memory
-//! part QEMU maps into the guest (a sparse mmap area of the BAR), so the
-//! host's loads and stores land in it without a message to the card.
-//! The RDMA engine reads and writes it as it does host memory, through
-//! bus addresses at [`WINDOW`] and above, which no host memory has
-//! ([`WithDeviceMemory`]).
+//! memory file the size of the user doorbell BAR. The host's loads and
+//! stores to the BAR's device-memory part are messages the backend
+//! serves, or, with `--dm-mmap`, land in the file directly (QEMU maps it
+//! as a sparse mmap area of the BAR; off by default: it slowed the TX
+//! doorbell path, see `main.rs`). The RDMA engine reads and writes it as
+//! it does host memory, through bus addresses at [`WINDOW`] and above,
+//! which no host memory has ([`WithDeviceMemory`]).
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -51,6 +51,13 @@ static int rsnic_memcpy_to_dm(struct ibv_dm *ibdm, uint64_t offset,
 		memcpy(&word, src + i, 4);
 		dm->map[(offset + i) / 4] = word;
 	}
+	/*
+	 * Stores to a BAR are posted; a load from the same BAR returns only
+	 * once they reached the card, so what the peer reads next (an RDMA
+	 * READ, a SEND from the region) is what was copied.
+	 */
+	if (length)
+		(void)dm->map[offset / 4];
 	return 0;
 }
 
