@@ -11,6 +11,14 @@ pub const MAX_INSNS: u32 = 4096;
 /// buffer; the value (or the next key) follows at this offset.
 pub const KEY_ROOM: u64 = 64;
 
+/// A map's largest key in bytes ([`super::AdminCmd::XdpMapCreate`]): all
+/// of [`KEY_ROOM`].
+pub const MAX_KEY: u32 = 64;
+/// A map's largest value in bytes.
+pub const MAX_VALUE: u32 = 256;
+/// A map's most entries.
+pub const MAX_ENTRIES: u32 = 65536;
+
 /// Map types (the kernel's `BPF_MAP_TYPE_*`).
 pub mod map_type {
     /// `BPF_MAP_TYPE_HASH`.

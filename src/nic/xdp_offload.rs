@@ -18,7 +18,7 @@ use super::Nic;
 use crate::admin::AdminError;
 use crate::hw::{
     self,
-    xdp::{map_op, map_type, KEY_ROOM, MAX_INSNS},
+    xdp::{map_op, map_type, KEY_ROOM, MAX_ENTRIES, MAX_INSNS, MAX_KEY, MAX_VALUE},
     AdminCmd, AdminStatus, FuncKind, XdpStatsResult,
 };
 use crate::linux::dma::DmaBuffer;
@@ -28,11 +28,6 @@ use crate::linux::net::{
     netdev::NetDev,
     xdp::XdpProg,
 };
-
-/// The card's limits on a map (`AdminCmd::XdpMapCreate`).
-const MAX_KEY: u32 = KEY_ROOM as u32;
-const MAX_VALUE: u32 = 256;
-const MAX_ENTRIES: u32 = 65536;
 
 /// `BPF_FUNC_map_lookup_elem`, `_update_elem`, `_delete_elem`: the
 /// helpers the card runs.

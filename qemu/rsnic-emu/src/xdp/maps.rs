@@ -79,12 +79,13 @@ pub enum MapError {
     Exists,
 }
 
-/// Largest key or value, and most entries, a card map takes.
-pub const MAX_KEY: usize = 64;
+/// Largest key, largest value and most entries a card map takes
+/// ([`crate::hw::xdp`]'s, as sizes here).
+pub const MAX_KEY: usize = crate::hw::xdp::MAX_KEY as usize;
 /// Largest value.
-pub const MAX_VALUE: usize = 256;
+pub const MAX_VALUE: usize = crate::hw::xdp::MAX_VALUE as usize;
 /// Most entries.
-pub const MAX_ENTRIES: usize = 65536;
+pub const MAX_ENTRIES: usize = crate::hw::xdp::MAX_ENTRIES as usize;
 
 impl MapTable {
     /// Makes map `id`.
